@@ -1,0 +1,80 @@
+// Command-line dispatch and the mapping of errors to exit codes; see cli.h.
+#include "apps/cli.h"
+
+#include <tbb/global_control.h>
+
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+
+#include "data/input_error.h"
+
+namespace xmlt::apps {
+
+data::LoadOptions DataFlags::ToLoadOptions() const {
+  data::LoadOptions options;
+  options.one_based = one_based;
+  options.use_cache = !no_cache;
+  if (format == "auto") {
+    options.format = data::TextFormat::kAuto;
+  } else if (format == "xml") {
+    options.format = data::TextFormat::kXmlRepo;
+  } else if (format == "libsvm") {
+    options.format = data::TextFormat::kLibsvm;
+  } else {
+    throw std::invalid_argument("--format must be auto, xml or libsvm, not '" + format + "'");
+  }
+  return options;
+}
+
+void AddDataFlags(CLI::App* command, DataFlags* flags) {
+  command->add_flag("--one-based", flags->one_based, "Feature and label ids in the files start at 1");
+  command->add_flag("--no-cache", flags->no_cache, "Ignore FILE.xmlb binary caches");
+  command->add_option("--format", flags->format,
+                      "Text format: auto (a first line 'N D L' is an XML-repository header), xml, libsvm")
+      ->capture_default_str();
+}
+
+data::Dataset LoadWithWarnings(const std::string& path, const std::string& labels_path,
+                               const DataFlags& flags) {
+  data::Dataset dataset = data::LoadDataset(path, flags.ToLoadOptions(), labels_path);
+  for (const std::string& warning : dataset.warnings) std::cerr << "warning: " << warning << "\n";
+  return dataset;
+}
+
+int RunCli(int argc, char** argv) {
+  CLI::App app{"xmltrain: sparse deep models for extreme multi-label classification"};
+  app.require_subcommand(1);
+  app.set_config("--config", "", "Read options from a TOML/INI file");
+  int threads = 0;
+  app.add_option("--threads", threads, "Worker threads (0 = all cores)")->capture_default_str();
+  const std::vector<Command> commands = {AddTrainCommand(&app),   AddEvalCommand(&app),
+                                        AddPredictCommand(&app), AddGenCommand(&app),
+                                        AddConvertCommand(&app), AddInfoCommand(&app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitBadInput;
+  }
+  try {
+    std::unique_ptr<tbb::global_control> limit;
+    if (threads < 0) throw std::invalid_argument("--threads must be >= 0");
+    if (threads > 0)
+      limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, threads);
+    for (const Command& command : commands)
+      if (command.app->parsed()) command.run();
+    return kExitOk;
+  } catch (const data::InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitFailure;
+  }
+}
+
+}  // namespace xmlt::apps

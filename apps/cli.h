@@ -1,0 +1,47 @@
+// The xmltrain command line: subcommands train, eval, predict, gen, convert and info.
+// Exit codes: 0 success, 2 bad usage or bad input, 1 anything else.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "data/dataset_loader.h"
+
+namespace xmlt::apps {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitBadInput = 2;
+
+// Runs the command line; never throws.
+int RunCli(int argc, char** argv);
+
+// Options every command that reads data understands.
+struct DataFlags {
+  bool one_based = false;
+  bool no_cache = false;
+  std::string format = "auto";
+  data::LoadOptions ToLoadOptions() const;
+};
+void AddDataFlags(CLI::App* command, DataFlags* flags);
+
+// Loads a dataset (features file plus optional separate labels file) and prints its warnings.
+data::Dataset LoadWithWarnings(const std::string& path, const std::string& labels_path,
+                               const DataFlags& flags);
+
+// Each subcommand registers its options and the function that runs it after parsing; the
+// function captures the option storage, which lives as long as it does.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<void()> run;
+};
+Command AddTrainCommand(CLI::App* app);
+Command AddEvalCommand(CLI::App* app);
+Command AddPredictCommand(CLI::App* app);
+Command AddGenCommand(CLI::App* app);
+Command AddConvertCommand(CLI::App* app);
+Command AddInfoCommand(CLI::App* app);
+
+}  // namespace xmlt::apps

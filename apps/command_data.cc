@@ -1,0 +1,103 @@
+// `xmltrain gen`, `convert` and `info`: making, caching and inspecting datasets.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "apps/cli.h"
+#include "data/binary_cache.h"
+#include "data/dataset_stats.h"
+#include "data/synthetic_generator.h"
+#include "data/text_writer.h"
+
+namespace xmlt::apps {
+namespace {
+
+struct GenFlags {
+  std::string preset, out = ".";
+  double scale = 1.0;
+  data::GeneratorConfig config;
+};
+
+void RunGen(CLI::App* cmd, GenFlags& f) {
+  data::GeneratorConfig config = f.config;
+  if (!f.preset.empty()) {
+    if (!(f.scale > 0) || f.scale > 1) throw std::invalid_argument("--scale must be in (0, 1]");
+    config = data::PresetConfig(f.preset, f.scale);
+    config.seed = f.config.seed;
+    // Explicit sizes override the preset's.
+    if (cmd->count("--rows")) config.train_rows = f.config.train_rows;
+    if (cmd->count("--test-rows")) config.test_rows = f.config.test_rows;
+  }
+  std::filesystem::create_directories(f.out);
+  const data::GeneratedData generated = data::Generate(config);
+  const std::string train_path = f.out + "/train.txt", test_path = f.out + "/test.txt";
+  data::WriteXmlRepoText(generated.train, train_path);
+  data::WriteXmlRepoText(generated.test, test_path);
+  std::cout << "wrote " << train_path << " (" << generated.train.num_rows() << " rows) and " << test_path
+            << " (" << generated.test.num_rows() << " rows): " << config.features << " features, "
+            << config.labels << " labels\n";
+}
+
+struct ConvertFlags {
+  std::string input, labels, output;
+  DataFlags data;
+};
+
+void RunConvert(ConvertFlags& f) {
+  f.data.no_cache = true;  // always convert from the text itself
+  const data::Dataset dataset = LoadWithWarnings(f.input, f.labels, f.data);
+  const std::string output = f.output.empty() ? data::CachePathFor(f.input) : f.output;
+  data::WriteBinaryCache(dataset, output, f.data.one_based);
+  std::cout << "wrote " << output << " (" << dataset.num_rows() << " rows, " << dataset.features.nnz()
+            << " feature entries)\n";
+}
+
+struct InfoFlags {
+  std::string input, labels;
+  DataFlags data;
+};
+
+void RunInfo(const InfoFlags& f) {
+  const data::Dataset dataset = data::LoadDataset(f.input, f.data.ToLoadOptions(), f.labels);
+  std::cout << data::FormatStats(data::ComputeStats(dataset), dataset);
+}
+
+}  // namespace
+
+Command AddGenCommand(CLI::App* app) {
+  auto flags = std::make_shared<GenFlags>();
+  GenFlags& f = *flags;
+  CLI::App* cmd = app->add_subcommand("gen", "Generate a synthetic dataset (train.txt and test.txt)");
+  cmd->add_option("--preset", f.preset, "amazon670k or delicious200k (shapes of Table 1 of the Adaptive SGD paper)");
+  cmd->add_option("--scale", f.scale, "Shrink a preset's rows, features and labels by this factor")->capture_default_str();
+  cmd->add_option("--rows", f.config.train_rows, "Training rows")->capture_default_str();
+  cmd->add_option("--test-rows", f.config.test_rows, "Test rows")->capture_default_str();
+  cmd->add_option("--features", f.config.features, "Features (D)")->capture_default_str();
+  cmd->add_option("--labels", f.config.labels, "Labels (L)")->capture_default_str();
+  cmd->add_option("--nnz", f.config.nnz_per_row, "Mean non-zero features per row")->capture_default_str();
+  cmd->add_option("--labels-per-row", f.config.labels_per_row, "Mean labels per row")->capture_default_str();
+  cmd->add_option("--seed", f.config.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--out", f.out, "Output directory")->capture_default_str();
+  return {cmd, [cmd, flags] { RunGen(cmd, *flags); }};
+}
+
+Command AddConvertCommand(CLI::App* app) {
+  auto flags = std::make_shared<ConvertFlags>();
+  CLI::App* cmd = app->add_subcommand("convert", "Write the .xmlb binary cache of a text dataset");
+  cmd->add_option("input", flags->input, "Text dataset")->required();
+  cmd->add_option("--labels", flags->labels, "Labels file when the input is the X file of a split pair");
+  cmd->add_option("-o,--output", flags->output, "Cache file (default: INPUT.xmlb, used automatically)");
+  AddDataFlags(cmd, &flags->data);
+  return {cmd, [flags] { RunConvert(*flags); }};
+}
+
+Command AddInfoCommand(CLI::App* app) {
+  auto flags = std::make_shared<InfoFlags>();
+  CLI::App* cmd = app->add_subcommand("info", "Print a dataset's sizes, distributions and warnings");
+  cmd->add_option("input", flags->input, "Dataset (text or .xmlb)")->required();
+  cmd->add_option("--labels", flags->labels, "Labels file when the input is the X file of a split pair");
+  AddDataFlags(cmd, &flags->data);
+  return {cmd, [flags] { RunInfo(*flags); }};
+}
+
+}  // namespace xmlt::apps

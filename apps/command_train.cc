@@ -1,0 +1,176 @@
+// `xmltrain train`: loads the data, trains the model, logs metrics, saves the model.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "apps/cli.h"
+#include "data/row_normalization.h"
+#include "engine/model_file.h"
+#include "scheduler/trainer.h"
+
+namespace xmlt::apps {
+namespace {
+
+struct TrainFlags {
+  std::string train, train_labels, test, test_labels, metrics, model_out;
+  std::string hidden = "128";
+  std::string eval_every = "epoch";
+  std::string normalize = "l2";
+  DataFlags data;
+  scheduler::TrainOptions options;
+};
+
+std::vector<uint32_t> ParseHidden(const std::string& text) {
+  std::vector<uint32_t> sizes;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    size_t used = 0;
+    unsigned long value = 0;
+    try {
+      value = std::stoul(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || value == 0 || value > 65536)
+      throw std::invalid_argument("--hidden: '" + item + "' is not a layer size in 1..65536");
+    sizes.push_back(uint32_t(value));
+  }
+  if (sizes.empty()) throw std::invalid_argument("--hidden needs at least one layer size");
+  return sizes;
+}
+
+scheduler::EvalSchedule ParseEvalEvery(const std::string& text) {
+  scheduler::EvalSchedule schedule;
+  if (text == "epoch") return schedule;
+  if (text == "end" || text == "0") {
+    schedule.kind = scheduler::EvalSchedule::Kind::kEnd;
+    return schedule;
+  }
+  size_t used = 0;
+  unsigned long value = 0;
+  try {
+    value = std::stoul(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value == 0 || value > 1000000)
+    throw std::invalid_argument("--eval-every must be 'epoch', 'end' or a number of mega-batches");
+  schedule.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
+  schedule.mega_batches = uint32_t(value);
+  return schedule;
+}
+
+void PrintEval(const scheduler::EvalRecord& r) {
+  std::printf("epoch %6.2f  megabatch %4llu  train %7.2fs  loss %.4f  test loss %.4f  P@1 %.4f  P@3 %.4f  "
+              "P@5 %.4f  nDCG@3 %.4f  nDCG@5 %.4f\n",
+              r.epoch, static_cast<unsigned long long>(r.megabatch), r.train_time_s, r.train_loss,
+              r.test.loss, r.test.metrics.p1, r.test.metrics.p3, r.test.metrics.p5, r.test.metrics.ndcg3,
+              r.test.metrics.ndcg5);
+  std::fflush(stdout);
+}
+
+void RunTrain(TrainFlags& f) {
+  using Clock = std::chrono::steady_clock;
+  f.options.hidden = ParseHidden(f.hidden);
+  f.options.eval = ParseEvalEvery(f.eval_every);
+  if (!(f.options.lr > 0)) throw std::invalid_argument("--lr must be positive");
+  // Output files are opened before the long work, so that a bad path fails now, not at the end.
+  scheduler::MetricsLog metrics(f.metrics);
+
+  const Clock::time_point load_start = Clock::now();
+  data::Dataset train = LoadWithWarnings(f.train, f.train_labels, f.data);
+  std::unique_ptr<data::Dataset> test;
+  if (!f.test.empty()) test = std::make_unique<data::Dataset>(LoadWithWarnings(f.test, f.test_labels, f.data));
+  if (f.normalize == "l2") {
+    train = data::NormalizeRowsL2(train);
+    if (test) *test = data::NormalizeRowsL2(*test);
+  } else if (f.normalize != "none") {
+    throw std::invalid_argument("--normalize must be l2 or none");
+  }
+  const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
+
+  kernels::ModelShape shape;
+  shape.num_features = std::max(train.num_features(), test ? test->num_features() : 0);
+  shape.num_labels = std::max(train.num_labels(), test ? test->num_labels() : 0);
+  shape.hidden = f.options.hidden;
+  shape.normalize_rows = f.normalize == "l2";
+  kernels::Model<float> model = kernels::InitModel<float>(shape, f.options.seed);
+  std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "
+            << train.num_rows() << " training rows, loaded in " << load_seconds << " s\n";
+
+  const bool show_progress = ::isatty(::fileno(stderr)) != 0;
+  scheduler::TrainCallbacks callbacks;
+  callbacks.on_eval = [&](const scheduler::EvalRecord& record) {
+    if (show_progress) std::cerr << "\r\033[K";
+    PrintEval(record);
+    metrics.Append(record);
+  };
+  if (show_progress) {
+    callbacks.on_progress = [last = Clock::now()](uint64_t done, uint64_t total, double loss) mutable {
+      if (Clock::now() - last < std::chrono::milliseconds(200) && done < total) return;
+      last = Clock::now();
+      std::fprintf(stderr, "\r\033[K%5.1f%%  batch loss %.4f", 100.0 * double(done) / double(total), loss);
+    };
+  }
+  const scheduler::TrainResult result = scheduler::Train(train, test.get(), f.options, &model, callbacks);
+  if (!f.model_out.empty()) engine::SaveModel(model, f.model_out);
+  metrics.Finish();
+
+  const scheduler::EvalRecord& last = result.last;
+  nlohmann::json summary = {
+      {"summary", true},
+      {"model_shape", shape.ToString()},
+      {"epochs", last.epoch},
+      {"batches", result.batches},
+      {"train_samples", last.train_samples},
+      {"train_time_s", last.train_time_s},
+      {"samples_per_s", last.train_time_s > 0 ? double(last.train_samples) / last.train_time_s : 0.0},
+      {"wall_time_s", last.wall_time_s},
+      {"load_time_s", load_seconds},
+      {"p1", last.test.metrics.p1},
+      {"p3", last.test.metrics.p3},
+      {"p5", last.test.metrics.p5},
+      {"ndcg3", last.test.metrics.ndcg3},
+      {"ndcg5", last.test.metrics.ndcg5},
+      {"loss", last.test.loss},
+      {"best_p1", result.best.test.metrics.p1},
+      {"best_epoch", result.best.epoch}};
+  if (!f.model_out.empty()) summary["model"] = f.model_out;
+  std::cout << summary.dump() << std::endl;
+}
+
+}  // namespace
+
+Command AddTrainCommand(CLI::App* app) {
+  auto flags = std::make_shared<TrainFlags>();
+  TrainFlags& f = *flags;
+  CLI::App* cmd = app->add_subcommand("train", "Train a model on a training file, evaluating on a test file");
+  cmd->add_option("--train", f.train, "Training data (XML-repository/libSVM text, or .xmlb)")->required();
+  cmd->add_option("--train-labels", f.train_labels, "Labels file when --train is the X file of a split pair");
+  cmd->add_option("--test", f.test, "Test data, evaluated on the --eval-every schedule");
+  cmd->add_option("--test-labels", f.test_labels, "Labels file when --test is the X file of a split pair");
+  cmd->add_option("--epochs", f.options.epochs, "Passes over the training rows (fractions allowed)")
+      ->capture_default_str();
+  cmd->add_option("--batch", f.options.batch, "Rows per batch")->capture_default_str();
+  cmd->add_option("--lr", f.options.lr, "Learning rate (SGD on the batch-mean loss)")->capture_default_str();
+  cmd->add_option("--local-momentum", f.options.local_momentum, "Heavy-ball momentum of each device's SGD, in [0, 1)")
+      ->capture_default_str();
+  cmd->add_option("--normalize", f.normalize, "Input rows: l2 (scaled to unit norm) or none")->capture_default_str();
+  cmd->add_option("--hidden", f.hidden, "Hidden layer sizes, comma separated (e.g. 256,128)")->capture_default_str();
+  cmd->add_option("--mega-batch", f.options.mega_batch, "Batches per mega-batch")->capture_default_str();
+  cmd->add_option("--eval-every", f.eval_every, "Evaluate: 'epoch', 'end' (or 0), or every N mega-batches")
+      ->capture_default_str();
+  cmd->add_option("--seed", f.options.seed, "Seed for initialization and shuffling")->capture_default_str();
+  cmd->add_option("--metrics", f.metrics, "Write one JSON line per evaluation to this file");
+  cmd->add_option("--model", f.model_out, "Save the trained model to this file");
+  AddDataFlags(cmd, &f.data);
+  return {cmd, [flags] { RunTrain(*flags); }};
+}
+
+}  // namespace xmlt::apps

@@ -1,0 +1,22 @@
+// A multi-label dataset in host memory: CSR features (float values) and CSR labels (binary).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "data/csr_matrix.h"
+
+namespace xmlt::data {
+
+struct Dataset {
+  CsrMatrix features;  // num_rows x num_features
+  CsrMatrix labels;    // num_rows x num_labels, binary
+  std::string source;  // the file(s) it came from, for messages
+  std::vector<std::string> warnings;  // non-fatal findings of the reader (header mismatch, ...)
+
+  uint64_t num_rows() const { return features.num_rows; }
+  uint64_t num_features() const { return features.num_cols; }
+  uint64_t num_labels() const { return labels.num_cols; }
+};
+
+}  // namespace xmlt::data

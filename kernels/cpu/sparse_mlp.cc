@@ -1,0 +1,240 @@
+// The sparse MLP's passes on the CPU; see sparse_mlp.h.
+#include "kernels/cpu/sparse_mlp.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_sort.h>
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "kernels/cpu/gemm.h"
+
+namespace xmlt::kernels::cpu {
+namespace {
+
+template <class T>
+void ReluInPlace(T* values, uint64_t count) {
+  for (uint64_t i = 0; i < count; ++i) values[i] = std::max(values[i], T(0));
+}
+
+// z[r] = bias + sum_f x_rf * W0[f] for every row, then ReLU.
+template <class T>
+void SparseInputForward(const Model<T>& model, const data::SparseBatch& batch, T* out) {
+  const uint64_t units = model.shape.LayerOutputs(0);
+  const T* w = model.Weight(0);
+  const T* bias = model.Bias(0);
+  tbb::parallel_for(tbb::blocked_range<uint32_t>(0, batch.num_rows, 16),
+                    [&](const tbb::blocked_range<uint32_t>& rows) {
+                      for (uint32_t r = rows.begin(); r < rows.end(); ++r) {
+                        T* z = out + uint64_t(r) * units;
+                        std::copy(bias, bias + units, z);
+                        for (uint64_t e = batch.feature_ptr[r]; e < batch.feature_ptr[r + 1]; ++e) {
+                          const T x = T(batch.feature_val[e]);
+                          const T* row = w + uint64_t(batch.feature_idx[e]) * units;
+                          for (uint64_t u = 0; u < units; ++u) z[u] += x * row[u];
+                        }
+                        ReluInPlace(z, units);
+                      }
+                    });
+}
+
+// out = in * W^T + bias for a dense layer stored outputs x inputs; ReLU for hidden layers.
+template <class T>
+void DenseForward(const Model<T>& model, size_t layer, const T* in, uint32_t rows, T* out,
+                  bool relu) {
+  const int64_t n_in = model.shape.LayerInputs(layer), n_out = model.shape.LayerOutputs(layer);
+  const T* bias = model.Bias(layer);
+  tbb::parallel_for(tbb::blocked_range<uint32_t>(0, rows), [&](const tbb::blocked_range<uint32_t>& r) {
+    for (uint32_t i = r.begin(); i < r.end(); ++i) std::copy(bias, bias + n_out, out + i * n_out);
+  });
+  Gemm<T>(Op::kNone, Op::kTranspose, rows, n_out, n_in, T(1), in, n_in, model.Weight(layer), n_in,
+          T(1), out, n_out);
+  if (relu) {
+    tbb::parallel_for(tbb::blocked_range<uint64_t>(0, uint64_t(rows) * n_out, 1 << 14),
+                      [&](const tbb::blocked_range<uint64_t>& r) {
+                        ReluInPlace(out + r.begin(), r.size());
+                      });
+  }
+}
+
+// Applies the rule to a dense tensor whose gradient is `scale_g * (product)`: `accumulate(alpha,
+// beta, dst)` must compute dst = beta * dst + alpha * g.
+template <class T, class Accumulate>
+void ApplyDense(const StepRule<T>& rule, T* param, T* grad, T* velocity, uint64_t size,
+                Accumulate accumulate) {
+  if (rule.gradient != nullptr) {
+    accumulate(T(1), T(0), grad);
+  } else if (rule.velocity != nullptr) {
+    accumulate(T(1), rule.momentum, velocity);
+    tbb::parallel_for(tbb::blocked_range<uint64_t>(0, size, 1 << 14),
+                      [&](const tbb::blocked_range<uint64_t>& r) {
+                        for (uint64_t i = r.begin(); i < r.end(); ++i) param[i] -= rule.lr * velocity[i];
+                      });
+  } else {
+    accumulate(-rule.lr, T(1), param);
+  }
+}
+
+template <class T>
+T* TensorIn(Model<T>* model, const TensorView& view) {
+  return model == nullptr ? nullptr : model->params.data() + view.offset;
+}
+
+// Backward through a dense layer given delta = dLoss/dOut (rows x outputs): writes dLoss/dIn into
+// delta_in (unless null), then applies the rule to the weight and bias.
+template <class T>
+void DenseBackward(Model<T>* model, size_t layer, const StepRule<T>& rule, const T* in,
+                   uint32_t rows, const T* delta, T* delta_in) {
+  const int64_t n_in = model->shape.LayerInputs(layer), n_out = model->shape.LayerOutputs(layer);
+  const LayerView& view = model->layers[layer];
+  T* w = model->params.data() + view.weight.offset;
+  // The input gradient uses the weights before this step changes them.
+  if (delta_in != nullptr)
+    Gemm<T>(Op::kNone, Op::kNone, rows, n_in, n_out, T(1), delta, n_out, w, n_in, T(0), delta_in,
+            n_in);
+  ApplyDense(rule, w, TensorIn(rule.gradient, view.weight), TensorIn(rule.velocity, view.weight),
+             view.weight.size(), [&](T alpha, T beta, T* dst) {
+               Gemm<T>(Op::kTranspose, Op::kNone, n_out, n_in, rows, alpha, delta, n_out, in, n_in,
+                       beta, dst, n_in);
+             });
+  ApplyDense(rule, w + view.weight.size(), TensorIn(rule.gradient, view.bias),
+             TensorIn(rule.velocity, view.bias), view.bias.size(), [&](T alpha, T beta, T* dst) {
+               tbb::parallel_for(tbb::blocked_range<int64_t>(0, n_out, 1024),
+                                 [&](const tbb::blocked_range<int64_t>& cols) {
+                                   for (int64_t j = cols.begin(); j < cols.end(); ++j) {
+                                     T sum = 0;
+                                     for (uint32_t r = 0; r < rows; ++r) sum += delta[r * n_out + j];
+                                     dst[j] = beta * dst[j] + alpha * sum;
+                                   }
+                                 });
+             });
+}
+
+// Gradient of the first layer: bias from all rows, weight rows only for the features present.
+// Batch entries are grouped by feature (a sort of at most a few ten thousand ids), so that each
+// feature row is reduced and updated by one thread without atomics.
+template <class T>
+void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const StepRule<T>& rule,
+                         const T* delta, MlpWorkspace<T>* ws) {
+  const uint64_t units = model->shape.LayerOutputs(0);
+  const LayerView& view = model->layers[0];
+  const uint32_t nnz = uint32_t(batch.feature_idx.size());
+  ws->entry_row.resize(nnz);
+  for (uint32_t r = 0; r < batch.num_rows; ++r)
+    std::fill(ws->entry_row.begin() + batch.feature_ptr[r], ws->entry_row.begin() + batch.feature_ptr[r + 1], r);
+  ws->by_feature.resize(nnz);
+  std::iota(ws->by_feature.begin(), ws->by_feature.end(), 0u);
+  const uint32_t* feature = batch.feature_idx.data();
+  tbb::parallel_sort(ws->by_feature.begin(), ws->by_feature.end(), [feature](uint32_t a, uint32_t b) {
+    return feature[a] != feature[b] ? feature[a] < feature[b] : a < b;
+  });
+  ws->group_begin.clear();
+  for (uint32_t i = 0; i < nnz; ++i)
+    if (i == 0 || feature[ws->by_feature[i]] != feature[ws->by_feature[i - 1]]) ws->group_begin.push_back(i);
+  ws->group_begin.push_back(nnz);
+
+  T* w = model->params.data() + view.weight.offset;
+  T* grad = TensorIn(rule.gradient, view.weight);
+  T* velocity = TensorIn(rule.velocity, view.weight);
+  const size_t groups = ws->group_begin.size() - 1;
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, groups, 8), [&](const tbb::blocked_range<size_t>& range) {
+    std::vector<T> g(units);
+    for (size_t k = range.begin(); k < range.end(); ++k) {
+      std::fill(g.begin(), g.end(), T(0));
+      for (uint32_t i = ws->group_begin[k]; i < ws->group_begin[k + 1]; ++i) {
+        const uint32_t e = ws->by_feature[i];
+        const T x = T(batch.feature_val[e]);
+        const T* d = delta + uint64_t(ws->entry_row[e]) * units;
+        for (uint64_t u = 0; u < units; ++u) g[u] += x * d[u];
+      }
+      const uint64_t offset = uint64_t(feature[ws->by_feature[ws->group_begin[k]]]) * units;
+      if (grad != nullptr) {
+        std::copy(g.begin(), g.end(), grad + offset);
+      } else if (velocity != nullptr) {
+        for (uint64_t u = 0; u < units; ++u) {
+          velocity[offset + u] = rule.momentum * velocity[offset + u] + g[u];
+          w[offset + u] -= rule.lr * velocity[offset + u];
+        }
+      } else {
+        for (uint64_t u = 0; u < units; ++u) w[offset + u] -= rule.lr * g[u];
+      }
+    }
+  });
+  ApplyDense(rule, model->params.data() + view.bias.offset, TensorIn(rule.gradient, view.bias),
+             TensorIn(rule.velocity, view.bias), units, [&](T alpha, T beta, T* dst) {
+               for (uint64_t u = 0; u < units; ++u) {
+                 T sum = 0;
+                 for (uint32_t r = 0; r < batch.num_rows; ++r) sum += delta[r * units + u];
+                 dst[u] = beta * dst[u] + alpha * sum;
+               }
+             });
+}
+
+// delta *= relu'(activation): the ReLU passed the gradient only where its output was positive.
+template <class T>
+void ReluBackward(const T* activation, uint64_t count, T* delta) {
+  tbb::parallel_for(tbb::blocked_range<uint64_t>(0, count, 1 << 14),
+                    [&](const tbb::blocked_range<uint64_t>& r) {
+                      for (uint64_t i = r.begin(); i < r.end(); ++i)
+                        if (activation[i] <= T(0)) delta[i] = T(0);
+                    });
+}
+
+}  // namespace
+
+template <class T>
+MlpWorkspace<T>::MlpWorkspace(const ModelShape& shape, uint32_t rows) : max_rows(rows) {
+  uint64_t widest = 0;
+  for (uint32_t h : shape.hidden) {
+    activations.emplace_back(uint64_t(rows) * h);
+    widest = std::max<uint64_t>(widest, h);
+  }
+  logits.resize(uint64_t(rows) * shape.num_labels);
+  delta.resize(uint64_t(rows) * widest);
+  delta_prev.resize(uint64_t(rows) * widest);
+}
+
+template <class T>
+void Forward(const Model<T>& model, const data::SparseBatch& batch, MlpWorkspace<T>* ws) {
+  if (batch.num_rows > ws->max_rows) throw std::logic_error("batch larger than the workspace");
+  SparseInputForward(model, batch, ws->activations[0].data());
+  const size_t last = model.shape.num_layers() - 1;
+  for (size_t l = 1; l < last; ++l)
+    DenseForward(model, l, ws->activations[l - 1].data(), batch.num_rows, ws->activations[l].data(), true);
+  DenseForward(model, last, ws->activations[last - 1].data(), batch.num_rows, ws->logits.data(), false);
+}
+
+template <class T>
+LossResult TrainStep(Model<T>* model, const data::SparseBatch& batch, const StepRule<T>& rule,
+                     MlpWorkspace<T>* ws) {
+  Forward(*model, batch, ws);
+  const uint64_t labels = model->shape.num_labels;
+  const LossResult loss = SoftmaxCrossEntropyBackward(ws->logits.data(), batch, labels);
+  const size_t last = model->shape.num_layers() - 1;
+  const uint32_t rows = batch.num_rows;
+  // Output layer: its delta is the logits' gradient; the hidden deltas alternate between buffers.
+  T* delta_in = ws->delta.data();
+  DenseBackward(model, last, rule, ws->activations[last - 1].data(), rows, ws->logits.data(), delta_in);
+  for (size_t l = last - 1; l >= 1; --l) {
+    ReluBackward(ws->activations[l].data(), uint64_t(rows) * model->shape.hidden[l], delta_in);
+    T* next = delta_in == ws->delta.data() ? ws->delta_prev.data() : ws->delta.data();
+    DenseBackward(model, l, rule, ws->activations[l - 1].data(), rows, delta_in, next);
+    delta_in = next;
+  }
+  ReluBackward(ws->activations[0].data(), uint64_t(rows) * model->shape.hidden[0], delta_in);
+  SparseInputBackward(model, batch, rule, delta_in, ws);
+  return loss;
+}
+
+template struct MlpWorkspace<float>;
+template struct MlpWorkspace<double>;
+template void Forward<float>(const Model<float>&, const data::SparseBatch&, MlpWorkspace<float>*);
+template void Forward<double>(const Model<double>&, const data::SparseBatch&, MlpWorkspace<double>*);
+template LossResult TrainStep<float>(Model<float>*, const data::SparseBatch&, const StepRule<float>&,
+                                     MlpWorkspace<float>*);
+template LossResult TrainStep<double>(Model<double>*, const data::SparseBatch&,
+                                      const StepRule<double>&, MlpWorkspace<double>*);
+
+}  // namespace xmlt::kernels::cpu

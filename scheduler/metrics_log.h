@@ -1,0 +1,54 @@
+// Metrics as JSON lines, one object per evaluation. The file is written as FILE.partial, each line
+// flushed (so it can be followed while training), and renamed to FILE when the run completes.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "engine/evaluator.h"
+
+namespace xmlt::scheduler {
+
+// What each device did since the previous evaluation (DESIGN.md's `devices` array).
+struct DeviceRecord {
+  std::string id;         // "cpu:0"
+  uint32_t batch = 0;     // current batch size
+  double lr = 0;          // current learning rate
+  uint64_t updates = 0;   // local steps
+  double weight = 1;      // merge weight
+  double busy_s = 0, idle_s = 0;
+};
+
+struct EvalRecord {
+  uint64_t megabatch = 0;     // mega-batches completed
+  double epoch = 0;           // training rows processed / training rows
+  double train_time_s = 0;    // time spent training, evaluation and loading excluded
+  double wall_time_s = 0;     // since training started, evaluation included
+  double eval_time_s = 0;     // this evaluation's time
+  double train_loss = 0;      // mean batch loss since the previous evaluation
+  uint64_t train_samples = 0; // training rows processed so far
+  engine::Evaluation test;    // P@k, nDCG@k and loss on the test set
+  bool perturbed = false;     // whether the last merge added perturbation
+  std::vector<DeviceRecord> devices;
+};
+
+std::string ToJson(const EvalRecord& record);
+
+class MetricsLog {
+ public:
+  explicit MetricsLog(std::string path);  // empty path: a log that discards records
+  ~MetricsLog();                          // an unfinished log stays as FILE.partial
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
+  void Append(const EvalRecord& record);
+  void Finish();  // renames FILE.partial to FILE
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+};
+
+}  // namespace xmlt::scheduler

@@ -1,0 +1,29 @@
+// Single-device training: shuffled batches over the training rows, SGD steps on one CPU replica,
+// evaluation on the schedule, metrics. The multi-device engine builds on the same pieces.
+#pragma once
+
+#include <functional>
+
+#include "data/dataset.h"
+#include "kernels/model.h"
+#include "scheduler/metrics_log.h"
+#include "scheduler/train_options.h"
+
+namespace xmlt::scheduler {
+
+struct TrainResult {
+  EvalRecord last;   // the final evaluation
+  EvalRecord best;   // the evaluation with the highest P@1
+  uint64_t batches = 0;
+};
+
+struct TrainCallbacks {
+  std::function<void(const EvalRecord&)> on_eval;                      // after each evaluation
+  std::function<void(uint64_t done, uint64_t total, double loss)> on_progress;  // after each batch
+};
+
+// Trains `model` in place. `test` may be null (no evaluation; records carry only training data).
+TrainResult Train(const data::Dataset& train, const data::Dataset* test, const TrainOptions& options,
+                  kernels::Model<float>* model, const TrainCallbacks& callbacks = {});
+
+}  // namespace xmlt::scheduler

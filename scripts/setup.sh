@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages xmltrain needs to build and test, only those that are missing.
+# Idempotent and quiet when everything is already there. Usage: scripts/setup.sh [--with-peers]
+#   --with-peers  also installs PyTorch (python3-torch) for the peer benchmarks.
+set -euo pipefail
+
+packages=(build-essential cmake libtbb-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+          nlohmann-json3-dev libxxhash-dev libopenblas-dev zlib1g-dev)
+if [[ "${1:-}" == "--with-peers" ]]; then
+  packages+=(python3-torch python3-numpy)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+[[ $(id -u) -ne 0 ]] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
