@@ -59,9 +59,10 @@ LossResult SoftmaxCrossEntropyBackward(T* logits, const data::SparseBatch& batch
           }
           const RowStats<T> stats = StatsOf(z, num_labels);
           acc += RowLoss(z, batch, r, stats);
-          // Gradient: (p_j - t_j) / labeled, with p_j = exp(z_j - max - log_sum_exp).
-          const T shift = T(double(stats.max) + stats.log_sum_exp);
-          for (uint64_t j = 0; j < num_labels; ++j) z[j] = std::exp(z[j] - shift) * scale;
+          // Gradient: (p_j - t_j) / labeled, with p_j = exp((z_j - max) - log_sum_exp); the max
+          // is subtracted first, as adding it to log_sum_exp in float would round away digits.
+          const T lse = T(stats.log_sum_exp);
+          for (uint64_t j = 0; j < num_labels; ++j) z[j] = std::exp((z[j] - stats.max) - lse) * scale;
           const T target = scale / T(count);
           for (uint64_t i = batch.label_ptr[r]; i < batch.label_ptr[r + 1]; ++i)
             z[batch.label_idx[i]] -= target;

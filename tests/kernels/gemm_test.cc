@@ -1,0 +1,46 @@
+// The tiled parallel GEMM against a naive triple loop, for every transpose combination and for
+// sizes below, at and above the tiling threshold, odd ones included.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <tuple>
+
+#include "kernels/cpu/gemm.h"
+
+namespace xmlt::kernels::cpu {
+namespace {
+
+double At(const std::vector<double>& m, int64_t ld, Op op, int64_t i, int64_t j) {
+  return op == Op::kNone ? m[i * ld + j] : m[j * ld + i];
+}
+
+TEST(Gemm, MatchesNaiveProduct) {
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {3, 5, 7}, {65, 129, 33},
+                         {200, 1000, 64}, {130, 67, 300}}) {
+    for (Op op_a : {Op::kNone, Op::kTranspose}) {
+      for (Op op_b : {Op::kNone, Op::kTranspose}) {
+        const int64_t lda = op_a == Op::kNone ? k : m, ldb = op_b == Op::kNone ? n : k;
+        std::vector<double> a(m * k), b(k * n), c(m * n);
+        for (double& v : a) v = uniform(rng);
+        for (double& v : b) v = uniform(rng);
+        for (double& v : c) v = uniform(rng);
+        std::vector<double> expected = c;
+        const double alpha = 0.7, beta = -1.3;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double sum = 0;
+            for (int64_t p = 0; p < k; ++p) sum += At(a, lda, op_a, i, p) * At(b, ldb, op_b, p, j);
+            expected[i * n + j] = beta * expected[i * n + j] + alpha * sum;
+          }
+        Gemm<double>(op_a, op_b, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), n);
+        for (int64_t i = 0; i < m * n; ++i)
+          ASSERT_NEAR(c[i], expected[i], 1e-10) << m << "x" << n << "x" << k << " element " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace xmlt::kernels::cpu
