@@ -10,6 +10,7 @@
 
 #include "apps/cli.h"
 #include "data/row_normalization.h"
+#include "engine/device_query.h"
 #include "engine/model_file.h"
 #include "scheduler/trainer.h"
 
@@ -67,11 +68,14 @@ scheduler::EvalSchedule ParseEvalEvery(const std::string& text) {
 }
 
 void PrintEval(const scheduler::EvalRecord& r) {
-  std::printf("epoch %6.2f  megabatch %4llu  train %7.2fs  loss %.4f  test loss %.4f  P@1 %.4f  P@3 %.4f  "
-              "P@5 %.4f  nDCG@3 %.4f  nDCG@5 %.4f\n",
-              r.epoch, static_cast<unsigned long long>(r.megabatch), r.train_time_s, r.train_loss,
-              r.test.loss, r.test.metrics.p1, r.test.metrics.p3, r.test.metrics.p5, r.test.metrics.ndcg3,
-              r.test.metrics.ndcg5);
+  std::printf("epoch %6.2f  megabatch %4llu  train %7.2fs  loss %.4f", r.epoch,
+              static_cast<unsigned long long>(r.megabatch), r.train_time_s, r.train_loss);
+  if (r.test.rows > 0) {
+    std::printf("  test loss %.4f  P@1 %.4f  P@3 %.4f  P@5 %.4f  nDCG@3 %.4f  nDCG@5 %.4f", r.test.loss,
+                r.test.metrics.p1, r.test.metrics.p3, r.test.metrics.p5, r.test.metrics.ndcg3,
+                r.test.metrics.ndcg5);
+  }
+  std::printf("\n");
   std::fflush(stdout);
 }
 
@@ -102,7 +106,8 @@ void RunTrain(TrainFlags& f) {
   shape.normalize_rows = f.normalize == "l2";
   kernels::Model<float> model = kernels::InitModel<float>(shape, f.options.seed);
   std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "
-            << train.num_rows() << " training rows, loaded in " << load_seconds << " s\n";
+            << train.num_rows() << " training rows, loaded in " << load_seconds << " s; training on cpu:0 ("
+            << engine::CudaDeviceSummary() << ")\n";
 
   const bool show_progress = ::isatty(::fileno(stderr)) != 0;
   scheduler::TrainCallbacks callbacks;
@@ -133,14 +138,17 @@ void RunTrain(TrainFlags& f) {
       {"samples_per_s", last.train_time_s > 0 ? double(last.train_samples) / last.train_time_s : 0.0},
       {"wall_time_s", last.wall_time_s},
       {"load_time_s", load_seconds},
-      {"p1", last.test.metrics.p1},
-      {"p3", last.test.metrics.p3},
-      {"p5", last.test.metrics.p5},
-      {"ndcg3", last.test.metrics.ndcg3},
-      {"ndcg5", last.test.metrics.ndcg5},
-      {"loss", last.test.loss},
-      {"best_p1", result.best.test.metrics.p1},
-      {"best_epoch", result.best.epoch}};
+      {"train_loss", last.train_loss}};
+  if (test) {
+    summary.update({{"p1", last.test.metrics.p1},
+                    {"p3", last.test.metrics.p3},
+                    {"p5", last.test.metrics.p5},
+                    {"ndcg3", last.test.metrics.ndcg3},
+                    {"ndcg5", last.test.metrics.ndcg5},
+                    {"loss", last.test.loss},
+                    {"best_p1", result.best.test.metrics.p1},
+                    {"best_epoch", result.best.epoch}});
+  }
   if (!f.model_out.empty()) summary["model"] = f.model_out;
   std::cout << summary.dump() << std::endl;
 }

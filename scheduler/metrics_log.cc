@@ -17,12 +17,14 @@ std::string ToJson(const EvalRecord& r) {
   j["eval_time_s"] = r.eval_time_s;
   j["train_samples"] = r.train_samples;
   j["train_loss"] = r.train_loss;
-  j["p1"] = r.test.metrics.p1;
-  j["p3"] = r.test.metrics.p3;
-  j["p5"] = r.test.metrics.p5;
-  j["ndcg3"] = r.test.metrics.ndcg3;
-  j["ndcg5"] = r.test.metrics.ndcg5;
-  j["loss"] = r.test.loss;
+  if (r.test.rows > 0) {  // without a test set there is nothing to report
+    j["p1"] = r.test.metrics.p1;
+    j["p3"] = r.test.metrics.p3;
+    j["p5"] = r.test.metrics.p5;
+    j["ndcg3"] = r.test.metrics.ndcg3;
+    j["ndcg5"] = r.test.metrics.ndcg5;
+    j["loss"] = r.test.loss;
+  }
   j["perturbed"] = r.perturbed;
   j["devices"] = nlohmann::json::array();
   for (const DeviceRecord& d : r.devices) {

@@ -1,0 +1,9 @@
+// Device query for builds without CUDA; the CUDA build compiles device_query.cu instead.
+#include "engine/device_query.h"
+
+namespace xmlt::engine {
+
+int CudaDeviceCount() { return 0; }
+std::string CudaDeviceSummary() { return "CUDA support not built in"; }
+
+}  // namespace xmlt::engine

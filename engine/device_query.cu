@@ -1,0 +1,37 @@
+// Device query through the CUDA runtime; see device_query.h.
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "engine/device_query.h"
+
+namespace xmlt::engine {
+
+int CudaDeviceCount() {
+  int count = 0;
+  // No driver or no device is not an error for xmltrain: it runs on the CPU.
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky error state
+    return 0;
+  }
+  return count;
+}
+
+std::string CudaDeviceSummary() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    return std::string("no CUDA devices (") + cudaGetErrorString(status) + ")";
+  }
+  std::string text = std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s");
+  for (int i = 0; i < count; ++i) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
+    text += (i == 0 ? ": " : ", ") + std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+            std::to_string(prop.minor) + ", " + std::to_string(prop.totalGlobalMem >> 30) + " GiB)";
+  }
+  return text;
+}
+
+}  // namespace xmlt::engine
