@@ -1,0 +1,307 @@
+// The .xmlb cache: a fixed little-endian header, then the CSR arrays at 8-byte aligned offsets,
+// then the reader's warnings. The checksum is XXH3-64 over the header (checksum field zeroed) and
+// the XXH3-64 of each 1 MiB block of the rest, so verification runs in parallel at memory speed.
+#include "data/binary_cache.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <xxhash.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <type_traits>
+
+#include "data/atomic_file.h"
+#include "data/input_error.h"
+#include "data/mapped_file.h"
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the .xmlb layout is little-endian");
+
+namespace xmlt::data {
+namespace {
+
+constexpr char kMagic[8] = {'X', 'M', 'L', 'T', 'B', 'I', 'N', '\0'};
+constexpr uint32_t kVersion = 1;
+constexpr uint32_t kFlagOneBased = 1u << 0;       // the text source was read with one_based
+constexpr uint32_t kFlagFeatureValues = 1u << 1;  // the feature matrix stores values
+constexpr uint32_t kKnownFlags = kFlagOneBased | kFlagFeatureValues;
+constexpr uint64_t kBlockBytes = 1 << 20;
+constexpr uint64_t kMaxCols = std::numeric_limits<uint32_t>::max();
+
+enum Array {
+  kFeatureRowPtr,
+  kFeatureCols,
+  kFeatureValues,
+  kLabelRowPtr,
+  kLabelCols,
+  kWarnings,
+  kNumArrays
+};
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t flags;
+  uint64_t header_bytes;
+  uint64_t file_bytes;
+  uint64_t rows, features, labels;
+  uint64_t feature_nnz, label_nnz, warnings_bytes;
+  uint64_t offset[kNumArrays];  // byte offsets from the start of the file
+  uint64_t checksum;
+};
+static_assert(sizeof(Header) % 8 == 0 && std::is_trivially_copyable_v<Header>);
+
+uint64_t Align8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+
+// Byte sizes of the arrays, in file order.
+void ArrayBytes(const Header& h, uint64_t bytes[kNumArrays]) {
+  bytes[kFeatureRowPtr] = (h.rows + 1) * sizeof(uint64_t);
+  bytes[kFeatureCols] = h.feature_nnz * sizeof(uint32_t);
+  bytes[kFeatureValues] = (h.flags & kFlagFeatureValues) ? h.feature_nnz * sizeof(float) : 0;
+  bytes[kLabelRowPtr] = (h.rows + 1) * sizeof(uint64_t);
+  bytes[kLabelCols] = h.label_nnz * sizeof(uint32_t);
+  bytes[kWarnings] = h.warnings_bytes;
+}
+
+// Fills the offsets and file size of the canonical layout; the reader accepts no other.
+void Layout(Header* h) {
+  uint64_t bytes[kNumArrays];
+  ArrayBytes(*h, bytes);
+  uint64_t at = sizeof(Header);
+  for (int a = 0; a < kNumArrays; ++a) {
+    h->offset[a] = at;
+    at = Align8(at + bytes[a]);
+  }
+  h->file_bytes = at;
+}
+
+uint64_t Checksum(Header header, const uint64_t* block_hashes, size_t blocks) {
+  header.checksum = 0;
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  XXH3_64bits_update(state, &header, sizeof header);
+  XXH3_64bits_update(state, block_hashes, blocks * sizeof(uint64_t));
+  const uint64_t sum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return sum;
+}
+
+// Writes the payload while hashing it in kBlockBytes blocks, as the reader will.
+class HashingWriter {
+ public:
+  explicit HashingWriter(AtomicFile* file) : file_(*file), state_(XXH3_createState()) {
+    XXH3_64bits_reset(state_);
+  }
+  ~HashingWriter() { XXH3_freeState(state_); }
+
+  void Write(const void* data, uint64_t bytes) {
+    const char* p = static_cast<const char*>(data);
+    file_.Write(p, bytes);
+    while (bytes > 0) {
+      const uint64_t take = std::min(bytes, kBlockBytes - filled_);
+      XXH3_64bits_update(state_, p, take);
+      p += take;
+      bytes -= take;
+      filled_ += take;
+      if (filled_ == kBlockBytes) FinishBlock();
+    }
+  }
+  void PadTo8(uint64_t written) {
+    static const char zeros[8] = {};
+    Write(zeros, Align8(written) - written);
+  }
+  std::vector<uint64_t> Finish() {
+    if (filled_ > 0) FinishBlock();
+    return std::move(hashes_);
+  }
+
+ private:
+  void FinishBlock() {
+    hashes_.push_back(XXH3_64bits_digest(state_));
+    XXH3_64bits_reset(state_);
+    filled_ = 0;
+  }
+  AtomicFile& file_;
+  XXH3_state_t* state_;
+  uint64_t filled_ = 0;
+  std::vector<uint64_t> hashes_;
+};
+
+std::string JoinWarnings(const std::vector<std::string>& warnings) {
+  std::string text;
+  for (const auto& w : warnings) text += w + "\n";
+  return text;
+}
+
+[[noreturn]] void Corrupt(const std::string& path, const std::string& problem) {
+  throw InputError(path, 0, "corrupt or truncated binary cache: " + problem);
+}
+
+// Every index in range and rows sorted, so a crafted cache with a valid checksum is still safe.
+bool ValidCsr(const uint64_t* row_ptr, uint64_t rows, const uint32_t* cols, uint64_t nnz,
+              uint64_t num_cols, const float* values) {
+  if (row_ptr[0] != 0 || row_ptr[rows] != nnz) return false;
+  std::atomic<bool> valid{true};
+  tbb::parallel_for(tbb::blocked_range<uint64_t>(0, rows, 4096),
+                    [&](const tbb::blocked_range<uint64_t>& range) {
+                      for (uint64_t r = range.begin(); r != range.end(); ++r) {
+                        const uint64_t begin = row_ptr[r], end = row_ptr[r + 1];
+                        if (begin > end || end > nnz) {
+                          valid = false;
+                          return;
+                        }
+                        for (uint64_t i = begin; i < end; ++i) {
+                          if (cols[i] >= num_cols || (i > begin && cols[i] <= cols[i - 1]) ||
+                              (values != nullptr && !std::isfinite(values[i]))) {
+                            valid = false;
+                            return;
+                          }
+                        }
+                      }
+                    });
+  return valid;
+}
+
+}  // namespace
+
+void WriteBinaryCache(const Dataset& dataset, const std::string& path, bool one_based) {
+  const CsrMatrix& x = dataset.features;
+  const CsrMatrix& y = dataset.labels;
+  const std::string warnings = JoinWarnings(dataset.warnings);
+  Header header{};
+  std::memcpy(header.magic, kMagic, sizeof kMagic);
+  header.version = kVersion;
+  header.flags = (one_based ? kFlagOneBased : 0) | (x.binary() ? 0 : kFlagFeatureValues);
+  header.header_bytes = sizeof(Header);
+  header.rows = x.num_rows;
+  header.features = x.num_cols;
+  header.labels = y.num_cols;
+  header.feature_nnz = x.nnz();
+  header.label_nnz = y.nnz();
+  header.warnings_bytes = warnings.size();
+  Layout(&header);
+
+  if (y.num_rows != x.num_rows) {
+    throw std::invalid_argument(path + ": features and labels have different row counts");
+  }
+  // An empty matrix built in memory may have no row_ptr at all; anything else must be complete.
+  const uint64_t zero = 0;
+  auto rows_of = [&](const CsrMatrix& m) {
+    if (m.row_ptr.size() == header.rows + 1) return m.row_ptr.data();
+    if (header.rows == 0 && m.row_ptr.empty()) return &zero;
+    throw std::invalid_argument(path + ": row_ptr does not have num_rows + 1 entries");
+  };
+  const void* sources[kNumArrays] = {rows_of(x), x.col_idx.data(), x.values.data(),
+                                     rows_of(y), y.col_idx.data(), warnings.data()};
+  uint64_t bytes[kNumArrays];
+  ArrayBytes(header, bytes);
+
+  AtomicFile file(path);
+  file.Write(&header, sizeof header);  // placeholder until the checksum is known
+  HashingWriter writer(&file);
+  for (int a = 0; a < kNumArrays; ++a) {
+    writer.Write(sources[a], bytes[a]);
+    writer.PadTo8(bytes[a]);
+  }
+  const std::vector<uint64_t> hashes = writer.Finish();
+  header.checksum = Checksum(header, hashes.data(), hashes.size());
+  if (std::fseek(file.stream(), 0, SEEK_SET) != 0) {
+    throw std::runtime_error(path + ": cannot seek in the temporary file");
+  }
+  file.Write(&header, sizeof header);
+  file.Commit();
+}
+
+Dataset ReadBinaryCache(const std::string& path, bool* one_based) {
+  auto map = MappedFile::Open(path, /*populate=*/true);
+  const uint64_t size = map->size();
+  const char* base = map->data();
+  if (size < sizeof(kMagic) || std::memcmp(base, kMagic, sizeof kMagic) != 0) {
+    throw InputError(path, 0, "not an xmltrain binary cache (bad magic)");
+  }
+  if (size < sizeof(Header))
+    Corrupt(path, "file of " + std::to_string(size) + " bytes is too short");
+  Header h;
+  std::memcpy(&h, base, sizeof h);
+  if (h.version != kVersion) {
+    throw InputError(path, 0,
+                     "binary cache version " + std::to_string(h.version) +
+                         " is not supported (expected " + std::to_string(kVersion) + ")");
+  }
+  if ((h.flags & ~kKnownFlags) != 0 || h.header_bytes != sizeof(Header)) {
+    Corrupt(path, "unknown flags or header size");
+  }
+  if (h.file_bytes != size) {
+    Corrupt(path, "the header says " + std::to_string(h.file_bytes) + " bytes, the file has " +
+                      std::to_string(size));
+  }
+  // Bound every size by the file size before any multiplication, so nothing can overflow.
+  if (h.rows >= size / sizeof(uint64_t) || h.feature_nnz > size / sizeof(uint32_t) ||
+      h.label_nnz > size / sizeof(uint32_t) || h.warnings_bytes > size || h.features > kMaxCols ||
+      h.labels > kMaxCols) {
+    Corrupt(path, "sizes in the header do not fit the file");
+  }
+  Header expected = h;
+  Layout(&expected);
+  if (expected.file_bytes != size || std::memcmp(expected.offset, h.offset, sizeof h.offset) != 0) {
+    Corrupt(path, "array offsets in the header do not match its sizes");
+  }
+
+  const uint64_t payload = size - sizeof(Header);
+  const size_t blocks = static_cast<size_t>((payload + kBlockBytes - 1) / kBlockBytes);
+  std::vector<uint64_t> hashes(blocks);
+  tbb::parallel_for(size_t{0}, blocks, [&](size_t b) {
+    const uint64_t begin = sizeof(Header) + b * kBlockBytes;
+    hashes[b] = XXH3_64bits(base + begin, std::min(kBlockBytes, size - begin));
+  });
+  if (Checksum(h, hashes.data(), blocks) != h.checksum) Corrupt(path, "checksum mismatch");
+
+  const auto* x_rows = reinterpret_cast<const uint64_t*>(base + h.offset[kFeatureRowPtr]);
+  const auto* x_cols = reinterpret_cast<const uint32_t*>(base + h.offset[kFeatureCols]);
+  const bool has_values = (h.flags & kFlagFeatureValues) != 0;
+  const auto* x_values = reinterpret_cast<const float*>(base + h.offset[kFeatureValues]);
+  const auto* y_rows = reinterpret_cast<const uint64_t*>(base + h.offset[kLabelRowPtr]);
+  const auto* y_cols = reinterpret_cast<const uint32_t*>(base + h.offset[kLabelCols]);
+  if (!ValidCsr(x_rows, h.rows, x_cols, h.feature_nnz, h.features,
+                has_values ? x_values : nullptr) ||
+      !ValidCsr(y_rows, h.rows, y_cols, h.label_nnz, h.labels, nullptr)) {
+    Corrupt(path, "row offsets or ids out of range or unsorted");
+  }
+
+  Dataset dataset;
+  dataset.source = path;
+  std::shared_ptr<const void> owner = map;
+  dataset.features.num_rows = dataset.labels.num_rows = h.rows;
+  dataset.features.num_cols = h.features;
+  dataset.labels.num_cols = h.labels;
+  dataset.features.row_ptr = SharedArray<uint64_t>(x_rows, h.rows + 1, owner);
+  dataset.features.col_idx = SharedArray<uint32_t>(x_cols, h.feature_nnz, owner);
+  if (has_values) dataset.features.values = SharedArray<float>(x_values, h.feature_nnz, owner);
+  dataset.labels.row_ptr = SharedArray<uint64_t>(y_rows, h.rows + 1, owner);
+  dataset.labels.col_idx = SharedArray<uint32_t>(y_cols, h.label_nnz, owner);
+
+  std::string_view warnings(base + h.offset[kWarnings], h.warnings_bytes);
+  while (!warnings.empty()) {
+    const size_t newline = std::min(warnings.find('\n'), warnings.size());
+    dataset.warnings.emplace_back(warnings.substr(0, newline));
+    warnings.remove_prefix(std::min(newline + 1, warnings.size()));
+  }
+  if (one_based != nullptr) *one_based = (h.flags & kFlagOneBased) != 0;
+  return dataset;
+}
+
+bool IsBinaryCache(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return false;
+  char magic[sizeof kMagic];
+  const bool match = std::fread(magic, 1, sizeof magic, file) == sizeof magic &&
+                     std::memcmp(magic, kMagic, sizeof kMagic) == 0;
+  std::fclose(file);
+  return match;
+}
+
+}  // namespace xmlt::data
