@@ -45,6 +45,7 @@ data::Dataset LoadWithWarnings(const std::string& path, const std::string& label
 int RunCli(int argc, char** argv) {
   CLI::App app{"xmltrain: sparse deep models for extreme multi-label classification"};
   app.require_subcommand(1);
+  app.fallthrough();  // global options may also follow the subcommand
   app.set_config("--config", "", "Read options from a TOML/INI file");
   int threads = 0;
   app.add_option("--threads", threads, "Worker threads (0 = all cores)")->capture_default_str();
