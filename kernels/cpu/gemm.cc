@@ -4,6 +4,8 @@
 #include <cblas.h>
 #include <tbb/blocked_range2d.h>
 #include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
 
 #include <mutex>
 
@@ -47,19 +49,33 @@ void Gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a
     SerialGemm(op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
+  // Tiles as large as possible (each BLAS call packs its operands, so small tiles pay that again
+  // and again) but enough of them to keep every thread busy: halve the longer side until there
+  // are about four tiles per thread.
+  const int64_t target_tiles = 4 * int64_t(tbb::this_task_arena::max_concurrency());
+  int64_t tile_m = m, tile_n = n;
+  auto tiles = [&] { return ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n); };
+  while (tiles() < target_tiles) {
+    if (tile_n >= tile_m && tile_n > 32) {
+      tile_n = (tile_n + 1) / 2;
+    } else if (tile_m > 16) {
+      tile_m = (tile_m + 1) / 2;
+    } else {
+      break;
+    }
+  }
   // Element (i, p) of op(A) is a[i*lda + p] untransposed, a[p*lda + i] transposed; a tile of rows
   // [i0, i1) of op(A) therefore starts at a + i0*lda or a + i0. Same for the columns of op(B).
-  const int64_t grain_m = 64;
-  const int64_t grain_n = std::max<int64_t>(64, kMinTileWork / (grain_m * std::max<int64_t>(k, 1)));
   tbb::parallel_for(
-      tbb::blocked_range2d<int64_t>(0, m, grain_m, 0, n, grain_n),
+      tbb::blocked_range2d<int64_t>(0, m, tile_m, 0, n, tile_n),
       [&](const tbb::blocked_range2d<int64_t>& tile) {
         const int64_t i0 = tile.rows().begin(), j0 = tile.cols().begin();
         const T* a_tile = op_a == Op::kNone ? a + i0 * lda : a + i0;
         const T* b_tile = op_b == Op::kNone ? b + j0 : b + j0 * ldb;
         SerialGemm(op_a, op_b, tile.rows().size(), tile.cols().size(), k, alpha, a_tile, lda,
                    b_tile, ldb, beta, c + i0 * ldc + j0, ldc);
-      });
+      },
+      tbb::simple_partitioner());
 }
 
 template void Gemm<float>(Op, Op, int64_t, int64_t, int64_t, float, const float*, int64_t,

@@ -7,8 +7,20 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/fast_exp.h"
+
 namespace xmlt::kernels::cpu {
 namespace {
+
+// The reductions below carry `omp simd` so that they vectorize (the build passes -fopenmp-simd:
+// no OpenMP runtime, only the permission to reorder these sums and maxima).
+template <class T>
+T RowMax(const T* z, uint64_t n) {
+  T max = z[0];
+#pragma omp simd reduction(max : max)
+  for (uint64_t j = 1; j < n; ++j) max = std::max(max, z[j]);
+  return max;
+}
 
 template <class T>
 struct RowStats {
@@ -18,11 +30,11 @@ struct RowStats {
 
 template <class T>
 RowStats<T> StatsOf(const T* z, uint64_t n) {
-  T max = z[0];
-  for (uint64_t j = 1; j < n; ++j) max = std::max(max, z[j]);
+  const T max = RowMax(z, n);
   // Accumulated in T (vectorizes); the exponentials are <= 1 so float precision holds up well.
   T sum = 0;
-  for (uint64_t j = 0; j < n; ++j) sum += std::exp(z[j] - max);
+#pragma omp simd reduction(+ : sum)
+  for (uint64_t j = 0; j < n; ++j) sum += FastExp(z[j] - max);
   return {max, std::log(double(sum))};
 }
 
@@ -57,12 +69,21 @@ LossResult SoftmaxCrossEntropyBackward(T* logits, const data::SparseBatch& batch
             std::fill(z, z + num_labels, T(0));
             continue;
           }
-          const RowStats<T> stats = StatsOf(z, num_labels);
-          acc += RowLoss(z, batch, r, stats);
-          // Gradient: (p_j - t_j) / labeled, with p_j = exp((z_j - max) - log_sum_exp); the max
-          // is subtracted first, as adding it to log_sum_exp in float would round away digits.
-          const T lse = T(stats.log_sum_exp);
-          for (uint64_t j = 0; j < num_labels; ++j) z[j] = std::exp((z[j] - stats.max) - lse) * scale;
+          // One exponential per label: exp(z - max) is stored in place while summing, then
+          // scaled into p / labeled; the label logits are read for the loss before that.
+          const T max = RowMax(z, num_labels);
+          double target_sum = 0;
+          for (uint64_t i = batch.label_ptr[r]; i < batch.label_ptr[r + 1]; ++i)
+            target_sum += double(z[batch.label_idx[i]] - max);
+          T sum = 0;
+#pragma omp simd reduction(+ : sum)
+          for (uint64_t j = 0; j < num_labels; ++j) {
+            z[j] = FastExp(z[j] - max);
+            sum += z[j];
+          }
+          acc += std::log(double(sum)) - target_sum / count;
+          const T factor = scale / sum;
+          for (uint64_t j = 0; j < num_labels; ++j) z[j] *= factor;
           const T target = scale / T(count);
           for (uint64_t i = batch.label_ptr[r]; i < batch.label_ptr[r + 1]; ++i)
             z[batch.label_idx[i]] -= target;

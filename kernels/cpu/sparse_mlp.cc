@@ -59,6 +59,22 @@ void DenseForward(const Model<T>& model, size_t layer, const T* in, uint32_t row
   }
 }
 
+// dst[j] = beta * dst[j] + alpha * sum_r m[r][j] for a rows x cols matrix; blocks of columns in
+// parallel, rows streamed so that the inner loop is contiguous and vectorizes.
+template <class T>
+void ColumnSums(const T* m, uint32_t rows, int64_t cols, T alpha, T beta, T* dst) {
+  constexpr int64_t kBlock = 1024;
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, cols, kBlock), [&](const tbb::blocked_range<int64_t>& range) {
+    T sums[kBlock] = {};
+    const int64_t j0 = range.begin(), width = int64_t(range.size());
+    for (uint32_t r = 0; r < rows; ++r) {
+      const T* row = m + int64_t(r) * cols + j0;
+      for (int64_t j = 0; j < width; ++j) sums[j] += row[j];
+    }
+    for (int64_t j = 0; j < width; ++j) dst[j0 + j] = beta * dst[j0 + j] + alpha * sums[j];
+  });
+}
+
 // Applies the rule to a dense tensor whose gradient is `scale_g * (product)`: `accumulate(alpha,
 // beta, dst)` must compute dst = beta * dst + alpha * g.
 template <class T, class Accumulate>
@@ -101,14 +117,7 @@ void DenseBackward(Model<T>* model, size_t layer, const StepRule<T>& rule, const
              });
   ApplyDense(rule, w + view.weight.size(), TensorIn(rule.gradient, view.bias),
              TensorIn(rule.velocity, view.bias), view.bias.size(), [&](T alpha, T beta, T* dst) {
-               tbb::parallel_for(tbb::blocked_range<int64_t>(0, n_out, 1024),
-                                 [&](const tbb::blocked_range<int64_t>& cols) {
-                                   for (int64_t j = cols.begin(); j < cols.end(); ++j) {
-                                     T sum = 0;
-                                     for (uint32_t r = 0; r < rows; ++r) sum += delta[r * n_out + j];
-                                     dst[j] = beta * dst[j] + alpha * sum;
-                                   }
-                                 });
+               ColumnSums(delta, rows, n_out, alpha, beta, dst);
              });
 }
 
@@ -164,11 +173,7 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
   });
   ApplyDense(rule, model->params.data() + view.bias.offset, TensorIn(rule.gradient, view.bias),
              TensorIn(rule.velocity, view.bias), units, [&](T alpha, T beta, T* dst) {
-               for (uint64_t u = 0; u < units; ++u) {
-                 T sum = 0;
-                 for (uint32_t r = 0; r < batch.num_rows; ++r) sum += delta[r * units + u];
-                 dst[u] = beta * dst[u] + alpha * sum;
-               }
+               ColumnSums(delta, batch.num_rows, int64_t(units), alpha, beta, dst);
              });
 }
 
