@@ -77,9 +77,12 @@ Evaluation Evaluate(const kernels::Model<float>& model, const data::Dataset& dat
     top.resize(uint64_t(batch.num_rows) * k);
     kernels::cpu::TopK<float>(ws.logits.data(), batch.num_rows, model.shape.num_labels, k,
                               top.data(), nullptr);
+    // Ranked against the row's labels as the file has them: a label the model cannot predict
+    // still counts in the ideal DCG (the batch may have been clipped for the loss).
+    const data::CsrMatrix& labels = dataset.labels;
     for (uint32_t r = 0; r < batch.num_rows; ++r)
-      accumulator.AddRow(top.data() + uint64_t(r) * k, batch.label_idx.data() + batch.label_ptr[r],
-                         batch.NumLabels(r));
+      accumulator.AddRow(top.data() + uint64_t(r) * k, labels.col_idx.data() + labels.RowBegin(first + r),
+                         uint32_t(labels.RowSize(first + r)));
   });
   Evaluation result;
   result.metrics = accumulator.Mean();

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -74,6 +75,9 @@ void SaveModel(const kernels::Model<float>& model, const std::string& path) {
 }
 
 kernels::Model<float> LoadModel(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error))
+    throw data::InputError(path, 0, "cannot open model file: not a regular file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw data::InputError(path, 0, "cannot open model file");
   const std::streamoff size = in.tellg();

@@ -31,14 +31,22 @@ std::vector<uint64_t> TrainableRows(const data::Dataset& train) {
 TrainResult Train(const data::Dataset& train, const data::Dataset* test, const TrainOptions& options,
                   kernels::Model<float>* model, const TrainCallbacks& callbacks) {
   if (options.batch == 0) throw std::invalid_argument("--batch must be positive");
-  if (!(options.epochs > 0)) throw std::invalid_argument("--epochs must be positive");
+  if (!(options.epochs > 0) || !std::isfinite(options.epochs))
+    throw std::invalid_argument("--epochs must be a positive number");
   if (options.mega_batch == 0) throw std::invalid_argument("--mega-batch must be positive");
+  if (options.eval.kind == EvalSchedule::Kind::kEveryMegaBatches && options.eval.mega_batches == 0)
+    throw std::invalid_argument("--eval-every must be at least one mega-batch");
   std::vector<uint64_t> order = TrainableRows(train);
   if (order.empty()) throw std::invalid_argument(train.source + ": no training row has a label");
 
   engine::CpuReplica replica(std::move(*model), options.batch, options.local_momentum);
   const uint64_t rows_per_epoch = order.size();
-  const uint64_t total_rows = uint64_t(std::llround(options.epochs * double(rows_per_epoch)));
+  const double requested_rows = options.epochs * double(rows_per_epoch);
+  if (requested_rows > 1e15) throw std::invalid_argument("--epochs is too large");
+  const uint64_t total_rows = uint64_t(std::llround(requested_rows));
+  if (total_rows == 0)
+    throw std::invalid_argument("--epochs " + std::to_string(options.epochs) + " is less than one row of " +
+                                train.source);
   std::mt19937_64 shuffle_rng(options.seed ^ 0x9e3779b97f4a7c15ULL);
 
   TrainResult result;

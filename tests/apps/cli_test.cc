@@ -1,0 +1,460 @@
+// Tests of the xmltrain command line through RunCli: exit codes and messages for good and bad
+// usage, the train -> eval/predict round trip, gen/convert/info, and --config files.
+#include "apps/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/model_file.h"
+#include "tests/test_support.h"
+
+namespace xmlt::apps {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using xmlt::testing::ReadFile;
+using xmlt::testing::TempDir;
+using xmlt::testing::WriteFile;
+
+struct CliResult {
+  int code = -1;
+  std::string out, err;
+};
+
+CliResult Cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "xmltrain");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  CliResult result;
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  result.code = RunCli(int(args.size()), argv.data());
+  result.out = ::testing::internal::GetCapturedStdout();
+  result.err = ::testing::internal::GetCapturedStderr();
+  return result;
+}
+
+std::string Describe(const CliResult& r) {
+  return "exit " + std::to_string(r.code) + "\n--- stdout:\n" + r.out + "\n--- stderr:\n" + r.err;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+json LastJsonLine(const CliResult& r) {
+  const std::vector<std::string> lines = Lines(r.out);
+  if (lines.empty()) return json();
+  return json::parse(lines.back(), nullptr, false);
+}
+
+constexpr int kFeatures = 40, kLabels = 6;
+
+// XML-repository text of a learnable problem: a row of class c has features from block c
+// (c*6 .. c*6+5) plus one noise feature, and labels {c} (sometimes with a second one). Every
+// `unlabeled_every`-th row has no label.
+std::string MakeText(int rows, uint64_t seed, int unlabeled_every = 0) {
+  std::mt19937_64 rng(seed);
+  std::ostringstream out;
+  out << rows << " " << kFeatures << " " << kLabels << "\n";
+  for (int r = 0; r < rows; ++r) {
+    const int c = int(rng() % kLabels);
+    const bool labeled = unlabeled_every == 0 || r % unlabeled_every != unlabeled_every - 1;
+    if (labeled) {
+      out << c;
+      if (rng() % 4 == 0) {
+        const int other = (c + 1 + int(rng() % (kLabels - 1))) % kLabels;
+        out << "," << other;
+      }
+    }
+    std::vector<int> ids = {c * 6 + int(rng() % 3), c * 6 + 3 + int(rng() % 3),
+                            36 + int(rng() % 4)};
+    for (int id : ids) out << " " << id << ":" << (1 + rng() % 3);
+    out << "\n";
+  }
+  return out.str();
+}
+
+// A train/test pair in a temporary folder.
+struct Data {
+  TempDir dir;
+  std::string train = dir.File("train.txt"), test = dir.File("test.txt");
+  static constexpr int kTrainRows = 300, kTestRows = 100, kUnlabeledEvery = 10;
+  Data() {
+    WriteFile(train, MakeText(kTrainRows, 1, kUnlabeledEvery));
+    WriteFile(test, MakeText(kTestRows, 2));
+  }
+  static constexpr int kLabeledTrainRows = kTrainRows - kTrainRows / kUnlabeledEvery;
+};
+
+// train on the pair with small settings; a flag in `extra` replaces the default given here (CLI11
+// refuses a single-value option given twice).
+std::vector<std::string> TrainArgs(const Data& d, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"train", "--train", d.train, "--test", d.test};
+  const std::vector<std::pair<std::string, std::string>> defaults = {
+      {"--hidden", "16"}, {"--batch", "32"}, {"--epochs", "2"}};
+  for (const auto& [flag, value] : defaults) {
+    if (std::find(extra.begin(), extra.end(), flag) != extra.end()) continue;
+    args.push_back(flag);
+    args.push_back(value);
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+TEST(CliTest, HelpExitsZeroAndListsCommandsAndDefaults) {
+  const CliResult top = Cli({"--help"});
+  EXPECT_EQ(top.code, 0) << Describe(top);
+  for (const char* command : {"train", "eval", "predict", "gen", "convert", "info", "--config"})
+    EXPECT_NE(top.out.find(command), std::string::npos) << command << "\n" << top.out;
+
+  const CliResult train = Cli({"train", "--help"});
+  EXPECT_EQ(train.code, 0) << Describe(train);
+  for (const char* flag : {"--epochs", "--batch", "--lr", "--local-momentum", "--hidden",
+                           "--eval-every", "--normalize", "--metrics", "--model", "--seed"})
+    EXPECT_NE(train.out.find(flag), std::string::npos) << flag;
+  // Defaults are documented (DESIGN.md: 20 epochs, batch 128, lr 0.3, momentum 0.9, one hidden
+  // layer of 128, evaluation each epoch, L2 rows).
+  for (const char* shown :
+       {"--epochs FLOAT=20 ", "--batch UINT=128 ", "--lr FLOAT=0.3 ", "--local-momentum FLOAT=0.9 ",
+        "--hidden TEXT=128 ", "--eval-every TEXT=epoch ", "--normalize TEXT=l2 "})
+    EXPECT_NE(train.out.find(shown), std::string::npos) << shown << "\n" << train.out;
+}
+
+TEST(CliTest, MissingSubcommandIsAUsageError) {
+  const CliResult r = Cli({});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_FALSE(r.err.empty());
+}
+
+TEST(CliTest, TrainPrintsSummaryAndWritesMetricsAndModel) {
+  Data d;
+  const std::string metrics = d.dir.File("m.jsonl"), model = d.dir.File("m.model");
+  const CliResult r = Cli(TrainArgs(d, {"--metrics", metrics, "--model", model}));
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  const json summary = LastJsonLine(r);
+  ASSERT_TRUE(summary.is_object()) << r.out;
+  for (const char* key : {"samples_per_s", "train_time_s", "train_samples", "p1", "best_p1"})
+    EXPECT_TRUE(summary.contains(key)) << key << " missing in " << summary.dump();
+  EXPECT_EQ(summary["train_samples"].get<uint64_t>(), uint64_t(2 * Data::kLabeledTrainRows));
+  EXPECT_GT(summary["samples_per_s"].get<double>(), 0.0);
+  EXPECT_GE(summary["best_p1"].get<double>(), summary["p1"].get<double>());
+
+  // One metrics line per epoch, the file renamed from .partial.
+  EXPECT_FALSE(fs::exists(metrics + ".partial"));
+  const std::vector<std::string> lines = Lines(ReadFile(metrics));
+  ASSERT_EQ(lines.size(), 2u);
+  const json last = json::parse(lines.back());
+  EXPECT_EQ(last["p1"].get<double>(), summary["p1"].get<double>());
+  EXPECT_EQ(last["epoch"].get<double>(), 2.0);
+
+  const kernels::Model<float> saved = engine::LoadModel(model);
+  EXPECT_EQ(saved.shape.num_features, uint64_t(kFeatures));
+  EXPECT_EQ(saved.shape.num_labels, uint64_t(kLabels));
+  EXPECT_EQ(saved.shape.hidden, std::vector<uint32_t>{16});
+  EXPECT_TRUE(saved.shape.normalize_rows);
+}
+
+TEST(CliTest, EvalOfTheSavedModelReproducesTheSummary) {
+  Data d;
+  for (const std::string normalize : {"l2", "none"}) {
+    SCOPED_TRACE("--normalize " + normalize);
+    const std::string model = d.dir.File("model-" + normalize);
+    const CliResult train = Cli(TrainArgs(d, {"--model", model, "--normalize", normalize}));
+    ASSERT_EQ(train.code, 0) << Describe(train);
+    const json summary = LastJsonLine(train);
+    EXPECT_EQ(engine::LoadModel(model).shape.normalize_rows, normalize == "l2");
+
+    const CliResult eval = Cli({"eval", "--model", model, "--test", d.test});
+    ASSERT_EQ(eval.code, 0) << Describe(eval);
+    const json result = LastJsonLine(eval);
+    ASSERT_TRUE(result.is_object()) << eval.out;
+    EXPECT_EQ(result["rows"].get<uint64_t>(), uint64_t(Data::kTestRows));
+    EXPECT_DOUBLE_EQ(result["p1"].get<double>(), summary["p1"].get<double>());
+    EXPECT_DOUBLE_EQ(result["p5"].get<double>(), summary["p5"].get<double>());
+    EXPECT_NEAR(result["loss"].get<double>(), summary["loss"].get<double>(), 1e-9);
+  }
+}
+
+TEST(CliTest, MalformedDataFileReportsFileAndLine) {
+  TempDir dir;
+  const std::string path = dir.File("bad.txt");
+  WriteFile(path, "3 10 4\n0 1:1 2:0.5\n1 abc:1\n2 3:1\n");  // line 3: a non-numeric feature id
+  const CliResult r = Cli({"train", "--train", path, "--epochs", "1"});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find(path + ":3: "), std::string::npos) << r.err;
+
+  const CliResult info = Cli({"info", path});
+  EXPECT_EQ(info.code, 2) << Describe(info);
+  EXPECT_NE(info.err.find(path + ":3: "), std::string::npos) << info.err;
+}
+
+TEST(CliTest, MissingDataFileIsBadInputNamingIt) {
+  TempDir dir;
+  const std::string path = dir.File("absent.txt");
+  const CliResult r = Cli({"train", "--train", path});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+  const CliResult info = Cli({"info", path});
+  EXPECT_EQ(info.code, 2) << Describe(info);
+}
+
+TEST(CliTest, BadFlagValuesAreUsageErrors) {
+  Data d;
+  // Each case with a fragment of the message it must give, so that it fails for its own reason.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--hidden", "0"}, "--hidden"},
+      {{"--hidden", "16,x"}, "'x'"},
+      {{"--hidden", ""}, "--hidden"},
+      {{"--eval-every", "foo"}, "--eval-every"},
+      {{"--eval-every", "-1"}, "--eval-every"},
+      {{"--normalize", "bad"}, "--normalize"},
+      {{"--format", "bad"}, "--format"},
+      {{"--epochs", "abc"}, "--epochs"},
+      {{"--epochs", "0"}, "--epochs"},
+      {{"--epochs", "-1"}, "--epochs"},
+      {{"--batch", "0"}, "--batch"},
+      {{"--batch", "-5"}, "--batch"},
+      {{"--lr", "0"}, "--lr"},
+      {{"--lr", "-0.1"}, "--lr"},
+      {{"--local-momentum", "1.5"}, "momentum"},
+      {{"--local-momentum", "-1"}, "momentum"},
+      {{"--mega-batch", "0"}, "--mega-batch"},
+      {{"--no-such-option"}, "--no-such-option"},
+  };
+  for (const auto& [extra, fragment] : cases) {
+    std::string joined;
+    for (const auto& e : extra) joined += e + " ";
+    SCOPED_TRACE(joined);
+    const CliResult r = Cli(TrainArgs(d, extra));
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
+  }
+  const CliResult threads = Cli({"--threads", "-1", "info", d.train});
+  EXPECT_EQ(threads.code, 2) << Describe(threads);
+  const CliResult unknown_command = Cli({"fly"});
+  EXPECT_EQ(unknown_command.code, 2) << Describe(unknown_command);
+}
+
+// Regression: `--local-momentum nan` once trained silently without momentum and exited 0.
+TEST(CliTest, NanMomentumIsAUsageError) {
+  Data d;
+  const CliResult r = Cli(TrainArgs(d, {"--local-momentum", "nan"}));
+  EXPECT_EQ(r.code, 2) << Describe(r);
+}
+
+TEST(CliTest, CorruptModelIsBadInputInEvalAndPredict) {
+  Data d;
+  const std::string model = d.dir.File("m.model");
+  ASSERT_EQ(Cli(TrainArgs(d, {"--model", model, "--epochs", "1"})).code, 0);
+  std::string bytes = ReadFile(model);
+  bytes[bytes.size() / 2] = char(bytes[bytes.size() / 2] ^ 0x01);
+  WriteFile(model, bytes);
+  const CliResult eval = Cli({"eval", "--model", model, "--test", d.test});
+  EXPECT_EQ(eval.code, 2) << Describe(eval);
+  EXPECT_NE(eval.err.find(model), std::string::npos) << eval.err;
+  EXPECT_NE(eval.err.find("checksum"), std::string::npos) << eval.err;
+
+  const CliResult predict = Cli({"predict", "--model", model, "--input", d.test});
+  EXPECT_EQ(predict.code, 2) << Describe(predict);
+  EXPECT_NE(predict.err.find(model), std::string::npos) << predict.err;
+
+  // A data file given as the model.
+  const CliResult foreign = Cli({"eval", "--model", d.train, "--test", d.test});
+  EXPECT_EQ(foreign.code, 2) << Describe(foreign);
+  EXPECT_NE(foreign.err.find(d.train), std::string::npos) << foreign.err;
+  const CliResult absent = Cli({"eval", "--model", d.dir.File("absent.model"), "--test", d.test});
+  EXPECT_EQ(absent.code, 2) << Describe(absent);
+}
+
+// Parses a predict line: k "label:prob" pairs, labels in range, probabilities in (0, 1] and
+// non-increasing.
+void CheckPredictLine(const std::string& line, size_t k) {
+  std::istringstream in(line);
+  std::vector<std::string> tokens;
+  for (std::string t; in >> t;) tokens.push_back(t);
+  ASSERT_EQ(tokens.size(), k) << line;
+  double previous = 2;
+  std::vector<int> labels;
+  for (const std::string& t : tokens) {
+    const size_t colon = t.find(':');
+    ASSERT_NE(colon, std::string::npos) << t;
+    const int label = std::stoi(t.substr(0, colon));
+    const double prob = std::stod(t.substr(colon + 1));
+    EXPECT_GE(label, 0);
+    EXPECT_LT(label, kLabels);
+    EXPECT_GT(prob, 0.0) << t;
+    EXPECT_LE(prob, 1.0) << t;
+    EXPECT_LE(prob, previous) << line;
+    previous = prob;
+    labels.push_back(label);
+  }
+  std::sort(labels.begin(), labels.end());
+  EXPECT_EQ(std::unique(labels.begin(), labels.end()), labels.end()) << "repeated label: " << line;
+}
+
+TEST(CliTest, PredictWritesTopKPairsPerRowAtomically) {
+  Data d;
+  const std::string model = d.dir.File("m.model");
+  ASSERT_EQ(Cli(TrainArgs(d, {"--model", model})).code, 0);
+  const std::string output = d.dir.File("pred.txt");
+  WriteFile(output, "old content\n");
+  const CliResult r =
+      Cli({"predict", "--model", model, "--input", d.test, "--top-k", "3", "--output", output});
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  EXPECT_EQ(r.out.find(':'), std::string::npos) << "predictions went to stdout: " << r.out;
+  const std::vector<std::string> lines = Lines(ReadFile(output));
+  ASSERT_EQ(lines.size(), size_t(Data::kTestRows));
+  for (const std::string& line : lines) CheckPredictLine(line, 3);
+  // No temporary file is left beside the output.
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(d.dir.path()))
+    names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"m.model", "pred.txt", "test.txt", "train.txt"}));
+
+  // A failing predict leaves the previous output untouched.
+  const std::string before = ReadFile(output);
+  const CliResult bad =
+      Cli({"predict", "--model", model, "--input", d.dir.File("absent.txt"), "--output", output});
+  EXPECT_EQ(bad.code, 2) << Describe(bad);
+  EXPECT_EQ(ReadFile(output), before);
+
+  // k above the number of labels is capped at L; without --output the lines go to stdout.
+  const CliResult all = Cli({"predict", "--model", model, "--input", d.test, "--top-k", "50"});
+  ASSERT_EQ(all.code, 0) << Describe(all);
+  const std::vector<std::string> stdout_lines = Lines(all.out);
+  ASSERT_EQ(stdout_lines.size(), size_t(Data::kTestRows));
+  for (const std::string& line : stdout_lines) CheckPredictLine(line, kLabels);
+
+  const CliResult zero = Cli({"predict", "--model", model, "--input", d.test, "--top-k", "0"});
+  EXPECT_EQ(zero.code, 2) << Describe(zero);
+}
+
+TEST(CliTest, GenWritesTrainAndTestFilesThatInfoDescribes) {
+  TempDir dir;
+  const std::string out = dir.File("gen");
+  const CliResult r =
+      Cli({"gen", "--rows", "200", "--test-rows", "50", "--features", "100", "--labels", "10",
+           "--nnz", "5", "--labels-per-row", "2", "--seed", "3", "--out", out});
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  ASSERT_TRUE(fs::exists(out + "/train.txt"));
+  ASSERT_TRUE(fs::exists(out + "/test.txt"));
+  EXPECT_EQ(Lines(ReadFile(out + "/train.txt")).size(), 201u);  // header + rows
+  EXPECT_EQ(Lines(ReadFile(out + "/test.txt")).size(), 51u);
+
+  const CliResult info = Cli({"info", out + "/train.txt"});
+  ASSERT_EQ(info.code, 0) << Describe(info);
+  EXPECT_NE(info.out.find("rows                    200\n"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("features (D)            100\n"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("labels (L)              10 "), std::string::npos) << info.out;
+
+  // Same seed, same files.
+  const std::string again = dir.File("again");
+  ASSERT_EQ(Cli({"gen", "--rows", "200", "--test-rows", "50", "--features", "100", "--labels", "10",
+                 "--nnz", "5", "--labels-per-row", "2", "--seed", "3", "--out", again})
+                .code,
+            0);
+  EXPECT_EQ(ReadFile(out + "/train.txt"), ReadFile(again + "/train.txt"));
+}
+
+TEST(CliTest, InfoPrintsSizesOfAHandWrittenFile) {
+  Data d;
+  const CliResult r = Cli({"info", d.train});
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("rows                    300\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("features (D)            40\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("labels (L)              6 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rows without labels     30\n"), std::string::npos) << r.out;
+}
+
+TEST(CliTest, ConvertWritesACacheThatTrainUses) {
+  Data d;
+  const CliResult convert = Cli({"convert", d.train});
+  ASSERT_EQ(convert.code, 0) << Describe(convert);
+  const std::string cache = d.train + ".xmlb";
+  ASSERT_TRUE(fs::exists(cache)) << convert.out;
+
+  // Spoil the text but make it older than the cache: only the cache can make training work.
+  WriteFile(d.train, "this is not a dataset\n");
+  fs::last_write_time(d.train, fs::last_write_time(cache) - std::chrono::hours(1));
+  const CliResult cached = Cli(TrainArgs(d, {}));
+  ASSERT_EQ(cached.code, 0) << Describe(cached);
+  EXPECT_EQ(LastJsonLine(cached)["train_samples"].get<uint64_t>(),
+            uint64_t(2 * Data::kLabeledTrainRows));
+  const CliResult info = Cli({"info", cache});
+  EXPECT_EQ(info.code, 0) << Describe(info);
+  EXPECT_NE(info.out.find("rows                    300\n"), std::string::npos) << info.out;
+
+  // --no-cache reads the (spoilt) text.
+  const CliResult uncached = Cli(TrainArgs(d, {"--no-cache"}));
+  EXPECT_EQ(uncached.code, 2) << Describe(uncached);
+
+  // An explicit -o, given directly to train.
+  WriteFile(d.train, MakeText(Data::kTrainRows, 1, Data::kUnlabeledEvery));
+  const std::string other = d.dir.File("other.xmlb");
+  ASSERT_EQ(Cli({"convert", d.train, "-o", other}).code, 0);
+  const CliResult direct =
+      Cli({"train", "--train", other, "--test", d.test, "--hidden", "16", "--epochs", "1"});
+  ASSERT_EQ(direct.code, 0) << Describe(direct);
+  EXPECT_EQ(LastJsonLine(direct)["train_samples"].get<uint64_t>(),
+            uint64_t(Data::kLabeledTrainRows));
+}
+
+TEST(CliTest, ConfigFileSetsSubcommandOptions) {
+  Data d;
+  const std::string ini = d.dir.File("run.ini");
+  // CLI11 2.1 maps a [train] section onto the train subcommand's options.
+  WriteFile(ini, "[train]\nepochs = 3\nhidden = 8\nbatch = 50\n");
+  const std::string model = d.dir.File("m.model");
+  const CliResult r =
+      Cli({"--config", ini, "train", "--train", d.train, "--test", d.test, "--model", model});
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  const json summary = LastJsonLine(r);
+  EXPECT_EQ(summary["train_samples"].get<uint64_t>(), uint64_t(3 * Data::kLabeledTrainRows));
+  EXPECT_EQ(summary["epochs"].get<double>(), 3.0);
+  EXPECT_EQ(summary["batches"].get<uint64_t>(), 3u * 6u);  // ceil(270 / 50) per epoch
+  EXPECT_EQ(engine::LoadModel(model).shape.hidden, std::vector<uint32_t>{8});
+
+  // The command line wins over the file; --config may follow the subcommand.
+  const CliResult over =
+      Cli({"train", "--train", d.train, "--test", d.test, "--epochs", "1", "--config", ini});
+  ASSERT_EQ(over.code, 0) << Describe(over);
+  EXPECT_EQ(LastJsonLine(over)["train_samples"].get<uint64_t>(), uint64_t(Data::kLabeledTrainRows));
+
+  // The same in TOML.
+  const std::string toml = d.dir.File("run.toml");
+  WriteFile(toml, "threads = 1\n[train]\nepochs = 2\nnormalize = \"none\"\n");
+  const CliResult t =
+      Cli({"--config", toml, "train", "--train", d.train, "--hidden", "8", "--model", model});
+  ASSERT_EQ(t.code, 0) << Describe(t);
+  EXPECT_EQ(LastJsonLine(t)["train_samples"].get<uint64_t>(),
+            uint64_t(2 * Data::kLabeledTrainRows));
+  EXPECT_FALSE(engine::LoadModel(model).shape.normalize_rows);
+
+  // A bad value in the file is a usage error too.
+  WriteFile(ini, "[train]\nepochs = many\n");
+  const CliResult bad = Cli({"--config", ini, "train", "--train", d.train});
+  EXPECT_EQ(bad.code, 2) << Describe(bad);
+
+  const CliResult missing =
+      Cli({"--config", d.dir.File("absent.ini"), "train", "--train", d.train});
+  EXPECT_EQ(missing.code, 2) << Describe(missing);
+}
+
+}  // namespace
+}  // namespace xmlt::apps

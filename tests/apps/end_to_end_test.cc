@@ -1,0 +1,134 @@
+// End-to-end accuracy through the CLI: synthetic data from `xmltrain gen` must be learned well
+// beyond the most-frequent-label baseline, and the real Bibtex and Delicious sets must reach
+// published-level P@1 with the default flags.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "apps/cli.h"
+#include "data/dataset_loader.h"
+#include "tests/test_support.h"
+
+namespace xmlt::apps {
+namespace {
+
+using nlohmann::json;
+
+struct CliResult {
+  int code = -1;
+  std::string out, err;
+};
+
+CliResult Cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "xmltrain");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  CliResult result;
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  result.code = RunCli(int(args.size()), argv.data());
+  result.out = ::testing::internal::GetCapturedStdout();
+  result.err = ::testing::internal::GetCapturedStderr();
+  return result;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
+}
+
+// Runs `train` and returns its summary, failing the test on a non-zero exit.
+json Train(const std::vector<std::string>& args) {
+  const CliResult r = Cli(args);
+  EXPECT_EQ(r.code, 0) << "stdout:\n" << r.out << "\nstderr:\n" << r.err;
+  const std::vector<std::string> lines = Lines(r.out);
+  if (lines.empty()) return json::object();
+  return json::parse(lines.back(), nullptr, false);
+}
+
+// P@1 of always answering the label most frequent in the training set.
+double MostFrequentLabelP1(const data::Dataset& train, const data::Dataset& test) {
+  std::vector<uint64_t> counts(train.num_labels(), 0);
+  for (uint32_t label : train.labels.col_idx) ++counts[label];
+  const uint32_t top = uint32_t(std::max_element(counts.begin(), counts.end()) - counts.begin());
+  uint64_t hits = 0;
+  for (uint64_t r = 0; r < test.num_rows(); ++r) {
+    const uint32_t* begin = test.labels.col_idx.data() + test.labels.RowBegin(r);
+    const uint32_t* end = test.labels.col_idx.data() + test.labels.RowEnd(r);
+    hits += std::binary_search(begin, end, top) ? 1 : 0;
+  }
+  return test.num_rows() > 0 ? double(hits) / double(test.num_rows()) : 0.0;
+}
+
+// Best and last P@1 over the metrics file's evaluations.
+std::pair<double, double> BestAndLastP1(const std::string& metrics_path) {
+  double best = 0, last = 0;
+  for (const std::string& line : Lines(xmlt::testing::ReadFile(metrics_path))) {
+    last = json::parse(line)["p1"].get<double>();
+    best = std::max(best, last);
+  }
+  return {best, last};
+}
+
+TEST(EndToEndTest, GeneratedDataIsLearnedWellBeyondTheFrequencyBaseline) {
+  xmlt::testing::TempDir dir;
+  const CliResult gen =
+      Cli({"gen", "--rows", "3000", "--test-rows", "1000", "--features", "2000", "--labels", "100",
+           "--nnz", "30", "--labels-per-row", "2", "--out", dir.path()});
+  ASSERT_EQ(gen.code, 0) << gen.err;
+  const std::string train = dir.File("train.txt"), test = dir.File("test.txt");
+  const double baseline = MostFrequentLabelP1(data::LoadDataset(train), data::LoadDataset(test));
+
+  const json summary = Train({"train", "--train", train, "--test", test, "--epochs", "5"});
+  ASSERT_TRUE(summary.contains("p1")) << summary.dump();
+  const double p1 = summary["p1"].get<double>();
+  // Measured: baseline 0.178, P@1 0.48 after 5 epochs (0.47-0.51 over generator seeds 1-4).
+  EXPECT_GE(p1, baseline + 0.15) << "P@1 " << p1 << " vs most-frequent-label baseline " << baseline;
+  EXPECT_GT(baseline, 0.0);  // the baseline is a real number, not an empty computation
+  RecordProperty("p1", std::to_string(p1));
+  RecordProperty("baseline_p1", std::to_string(baseline));
+}
+
+// Trains a real dataset with the CLI defaults and returns (best, final) P@1 from the metrics.
+std::pair<double, double> TrainRealDataset(const std::string& folder) {
+  xmlt::testing::TempDir dir;
+  const std::string metrics = dir.File("metrics.jsonl");
+  const json summary = Train({"train", "--train", folder + "/train.txt", "--test",
+                              folder + "/test.txt", "--metrics", metrics});
+  const std::pair<double, double> p1 = BestAndLastP1(metrics);
+  EXPECT_DOUBLE_EQ(summary.value("best_p1", -1.0), p1.first);
+  EXPECT_DOUBLE_EQ(summary.value("p1", -1.0), p1.second);
+  EXPECT_EQ(Lines(xmlt::testing::ReadFile(metrics)).size(),
+            20u);  // default: 20 epochs, one line each
+  return p1;
+}
+
+TEST(EndToEndTest, BibtexWithDefaultsReachesPublishedP1) {
+  const std::string folder = xmlt::testing::SharedDataDir("bibtex");
+  if (folder.empty())
+    GTEST_SKIP() << "bibtex not found (set XMLT_DATA_DIR or provide ../shared/data/bibtex)";
+  const auto [best, last] = TrainRealDataset(folder);
+  // Measured: best 0.592 (epoch 18), final 0.583. Plain SGD on this model reaches about 0.59.
+  EXPECT_GE(best, 0.58) << "best P@1 over the evaluations";
+  EXPECT_GE(last, 0.55) << "final P@1";
+}
+
+TEST(EndToEndTest, DeliciousWithDefaultsReachesPublishedP1) {
+  const std::string folder = xmlt::testing::SharedDataDir("delicious");
+  if (folder.empty())
+    GTEST_SKIP() << "delicious not found (set XMLT_DATA_DIR or provide ../shared/data/delicious)";
+  const auto [best, last] = TrainRealDataset(folder);
+  // Measured: best 0.653 (epoch 15), final 0.653.
+  EXPECT_GE(best, 0.60) << "best P@1 over the evaluations (final " << last << ")";
+}
+
+}  // namespace
+}  // namespace xmlt::apps

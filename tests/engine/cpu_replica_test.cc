@@ -1,0 +1,203 @@
+// Tests of the CPU replica: a step is exactly the kernel's TrainStep on the gathered batch, the
+// momentum buffer carries over between steps as heavy-ball momentum, and bad momentum is refused.
+#include "engine/cpu_replica.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "data/sparse_batch.h"
+#include "kernels/cpu/sparse_mlp.h"
+
+namespace xmlt::engine {
+namespace {
+
+using kernels::Model;
+using kernels::ModelShape;
+
+constexpr uint64_t kFeatures = 30, kLabels = 6;
+
+// Random rows of 3..8 features and 1..2 labels, with every tenth row unlabeled.
+data::Dataset RandomDataset(uint64_t rows, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> fptr{0}, lptr{0};
+  std::vector<uint32_t> fidx, lidx;
+  std::vector<float> fval;
+  for (uint64_t r = 0; r < rows; ++r) {
+    std::vector<uint32_t> ids(kFeatures);
+    for (uint32_t i = 0; i < kFeatures; ++i) ids[i] = i;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    ids.resize(3 + rng() % 6);
+    std::sort(ids.begin(), ids.end());
+    for (uint32_t id : ids) {
+      fidx.push_back(id);
+      fval.push_back(0.25f + float(rng() % 8) / 8);
+    }
+    fptr.push_back(fidx.size());
+    if (r % 10 != 9) {
+      const uint32_t a = uint32_t(rng() % kLabels), b = uint32_t(rng() % kLabels);
+      lidx.push_back(std::min(a, b));
+      if (a != b) lidx.push_back(std::max(a, b));
+    }
+    lptr.push_back(lidx.size());
+  }
+  data::Dataset d;
+  d.features.num_rows = d.labels.num_rows = rows;
+  d.features.num_cols = kFeatures;
+  d.labels.num_cols = kLabels;
+  d.features.row_ptr = data::SharedArray<uint64_t>(std::move(fptr));
+  d.features.col_idx = data::SharedArray<uint32_t>(std::move(fidx));
+  d.features.values = data::SharedArray<float>(std::move(fval));
+  d.labels.row_ptr = data::SharedArray<uint64_t>(std::move(lptr));
+  d.labels.col_idx = data::SharedArray<uint32_t>(std::move(lidx));
+  d.source = "random";
+  return d;
+}
+
+ModelShape Shape() {
+  ModelShape shape;
+  shape.num_features = kFeatures;
+  shape.hidden = {8};
+  shape.num_labels = kLabels;
+  shape.normalize_rows = false;
+  return shape;
+}
+
+// The plain-SGD step or the gradient, computed straight with the kernel.
+struct Manual {
+  explicit Manual(const ModelShape& shape) : workspace(shape, 16) {}
+  kernels::cpu::MlpWorkspace<float> workspace;
+  data::SparseBatch batch;
+
+  kernels::cpu::LossResult Step(Model<float>* model, const data::Dataset& d,
+                                const std::vector<uint64_t>& rows, float lr) {
+    data::GatherBatch(d, rows.data(), rows.size(), &batch);
+    kernels::cpu::StepRule<float> rule;
+    rule.lr = lr;
+    return kernels::cpu::TrainStep(model, batch, rule, &workspace);
+  }
+  Model<float> Gradient(const Model<float>& at, const data::Dataset& d,
+                        const std::vector<uint64_t>& rows) {
+    Model<float> copy = at;
+    Model<float> gradient = kernels::ZeroModel<float>(at.shape);
+    data::GatherBatch(d, rows.data(), rows.size(), &batch);
+    kernels::cpu::StepRule<float> rule;
+    rule.gradient = &gradient;
+    kernels::cpu::TrainStep(&copy, batch, rule, &workspace);
+    return gradient;
+  }
+};
+
+TEST(CpuReplicaTest, StepWithoutMomentumIsTheKernelsSgdStep) {
+  const data::Dataset d = RandomDataset(40, 1);
+  const Model<float> start = kernels::InitModel<float>(Shape(), 2);
+  CpuReplica replica(start, 16, 0.0f);
+  Model<float> expected = start;
+  Manual manual(Shape());
+  const std::vector<uint64_t> rows = {3, 17, 0, 9, 25, 31, 12};  // 9 is unlabeled
+  const float lr = 0.2f;
+  const kernels::cpu::LossResult got = replica.TrainBatch(d, rows.data(), rows.size(), lr);
+  const kernels::cpu::LossResult want = manual.Step(&expected, d, rows, lr);
+  EXPECT_EQ(got.labeled_rows, 6u);
+  EXPECT_EQ(got.labeled_rows, want.labeled_rows);
+  EXPECT_EQ(got.loss_sum, want.loss_sum);
+  EXPECT_EQ(replica.model().params, expected.params);
+  EXPECT_NE(replica.model().params, start.params);  // the step did something
+
+  // A second step on other rows stays identical.
+  const std::vector<uint64_t> more = {1, 2, 4, 5};
+  replica.TrainBatch(d, more.data(), more.size(), lr);
+  manual.Step(&expected, d, more, lr);
+  EXPECT_EQ(replica.model().params, expected.params);
+}
+
+TEST(CpuReplicaTest, MomentumAccumulatesAcrossSteps) {
+  const data::Dataset d = RandomDataset(40, 3);
+  const Model<float> w0 = kernels::InitModel<float>(Shape(), 4);
+  const float lr = 0.1f, momentum = 0.5f;
+  // The same rows twice, so every touched first-layer row sees both gradients.
+  const std::vector<uint64_t> rows = {0, 1, 2, 3, 4, 5, 6, 7, 8, 10};
+  Manual manual(Shape());
+
+  CpuReplica replica(w0, 16, momentum);
+  replica.TrainBatch(d, rows.data(), rows.size(), lr);
+  // Step 1 from a zero buffer: v1 = g1, w1 = w0 - lr g1.
+  const Model<float> g1 = manual.Gradient(w0, d, rows);
+  Model<float> w1 = w0;
+  for (size_t i = 0; i < w1.params.size(); ++i) w1.params[i] -= lr * g1.params[i];
+  for (size_t i = 0; i < w1.params.size(); ++i)
+    ASSERT_NEAR(replica.model().params[i], w1.params[i], 1e-6) << "step 1, parameter " << i;
+
+  const Model<float> after1 = replica.model();
+  replica.TrainBatch(d, rows.data(), rows.size(), lr);
+  // Step 2: v2 = momentum v1 + g2, w2 = w1 - lr v2, with g2 taken at the replica's w1.
+  const Model<float> g2 = manual.Gradient(after1, d, rows);
+  double moved_by_momentum = 0;
+  for (size_t i = 0; i < w1.params.size(); ++i) {
+    const float v2 = momentum * g1.params[i] + g2.params[i];
+    const float w2 = after1.params[i] - lr * v2;
+    ASSERT_NEAR(replica.model().params[i], w2, 1e-5) << "step 2, parameter " << i;
+    moved_by_momentum += std::abs(double(lr * momentum * g1.params[i]));
+  }
+  EXPECT_GT(moved_by_momentum, 1e-3);  // the momentum term was large enough to be seen
+
+  // Without momentum the second step is plain SGD, which differs.
+  CpuReplica plain(w0, 16, 0.0f);
+  plain.TrainBatch(d, rows.data(), rows.size(), lr);
+  plain.TrainBatch(d, rows.data(), rows.size(), lr);
+  double difference = 0;
+  for (size_t i = 0; i < w1.params.size(); ++i)
+    difference += std::abs(double(plain.model().params[i]) - replica.model().params[i]);
+  EXPECT_GT(difference, 1e-3);
+}
+
+TEST(CpuReplicaTest, MomentumLeavesFirstLayerRowsOutsideTheBatchAlone) {
+  // Lazy momentum (sparse_mlp.h): a feature seen in step 1 but absent from step 2 keeps its
+  // weights in step 2 although its velocity is non-zero.
+  const data::Dataset d = RandomDataset(40, 5);
+  CpuReplica replica(kernels::InitModel<float>(Shape(), 6), 16, 0.9f);
+  const std::vector<uint64_t> first = {0, 1, 2, 3};
+  const std::vector<uint64_t> second = {4};
+  replica.TrainBatch(d, first.data(), first.size(), 0.1f);
+  const Model<float> after_first = replica.model();
+  replica.TrainBatch(d, second.data(), second.size(), 0.1f);
+  std::vector<bool> in_second(kFeatures, false);
+  for (uint64_t e = d.features.RowBegin(4); e < d.features.RowEnd(4); ++e)
+    in_second[d.features.col_idx[e]] = true;
+  const uint32_t hidden = 8;
+  int untouched_rows = 0;
+  for (uint32_t f = 0; f < kFeatures; ++f) {
+    if (in_second[f]) continue;
+    ++untouched_rows;
+    for (uint32_t u = 0; u < hidden; ++u)
+      EXPECT_EQ(replica.model().Weight(0)[f * hidden + u], after_first.Weight(0)[f * hidden + u])
+          << "feature " << f;
+  }
+  EXPECT_GT(untouched_rows, 0);
+}
+
+TEST(CpuReplicaTest, InvalidMomentumThrows) {
+  const Model<float> model = kernels::InitModel<float>(Shape(), 1);
+  EXPECT_THROW(CpuReplica(model, 8, -0.1f), std::invalid_argument);
+  EXPECT_THROW(CpuReplica(model, 8, 1.0f), std::invalid_argument);
+  EXPECT_THROW(CpuReplica(model, 8, 1.5f), std::invalid_argument);
+  EXPECT_THROW(CpuReplica(model, 8, std::numeric_limits<float>::infinity()), std::invalid_argument);
+  EXPECT_NO_THROW(CpuReplica(model, 8, 0.0f));
+  EXPECT_NO_THROW(CpuReplica(model, 8, 0.99f));
+}
+
+// Regression: NaN fails every comparison, so a range check written as `m < 0 || m >= 1` let it
+// through and training silently ran without momentum.
+TEST(CpuReplicaTest, NanMomentumThrows) {
+  const Model<float> model = kernels::InitModel<float>(Shape(), 1);
+  EXPECT_THROW(CpuReplica(model, 8, std::numeric_limits<float>::quiet_NaN()),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace xmlt::engine
