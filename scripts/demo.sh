@@ -14,7 +14,7 @@ echo "== generating data (amazon670k preset, scale 0.01) into $out/"
 "$xmltrain" info "$out/train.txt"
 
 echo "== training (metrics in $out/metrics.jsonl, model in $out/model.xmlt)"
-"$xmltrain" train --train "$out/train.txt" --test "$out/test.txt" --epochs 10 \
+"$xmltrain" train --train "$out/train.txt" --test "$out/test.txt" \
   --metrics "$out/metrics.jsonl" --model "$out/model.xmlt" "$@" | tee "$out/train.log"
 
 echo "== evaluating the saved model and predicting the first rows"
