@@ -1,0 +1,36 @@
+// Collectives the merges run on. A collective combines the replicas partition by partition, the
+// partitions processed in parallel (one per device), each starting its pass over the replicas at a
+// different device (a ring), so that no single thread gathers everything and memory traffic is
+// spread over the replicas. The CUDA backend adds GPU implementations behind the same interface.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "merge/replica_set.h"
+
+namespace xmlt::merge {
+
+// Turns the weighted sums of parameters [begin, end) into their new global values, in place,
+// e.g. applying the global momentum rule. Called once per block, concurrently for disjoint blocks.
+using FinishBlock = std::function<void(size_t begin, size_t end, float* values)>;
+
+class Collective {
+ public:
+  virtual ~Collective() = default;
+
+  // Sum of squares of each replica's parameters, accumulated in double.
+  virtual std::vector<double> SquaredNorms(const ReplicaSet& replicas) = 0;
+
+  // For every parameter j: v = sum_i weights[i] * replica_i[j] (weights need not sum to 1), then
+  // finish(block containing j) rewrites v, then v is written into every replica. Needs no buffer
+  // of the model's size: blocks are small and live on each thread's stack.
+  virtual void WeightedAllReduce(const ReplicaSet& replicas, const std::vector<double>& weights,
+                                 const FinishBlock& finish) = 0;
+};
+
+// The CPU ring: `partitions` (default: the replica count) parallel partitions of the model.
+std::unique_ptr<Collective> MakeCpuRingCollective(size_t partitions = 0);
+
+}  // namespace xmlt::merge

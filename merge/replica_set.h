@@ -1,0 +1,22 @@
+// The replicas a merge combines: one flat float parameter vector per device, all the same size.
+// On the CPU backend these point into host memory owned by the devices' replicas.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace xmlt::merge {
+
+struct ReplicaSet {
+  std::vector<float*> params;  // one per device
+  size_t size = 0;             // parameters per replica
+  size_t count() const { return params.size(); }
+};
+
+// The global model of model-averaging SGD and its previous value (for the momentum term).
+struct GlobalModel {
+  std::vector<float> current;   // w
+  std::vector<float> previous;  // w_p; equal to `current` at the start, so the first momentum term is 0
+};
+
+}  // namespace xmlt::merge
