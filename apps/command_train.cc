@@ -11,7 +11,9 @@
 #include "apps/cli.h"
 #include "data/row_normalization.h"
 #include "engine/device_query.h"
+#include "engine/device_spec.h"
 #include "engine/model_file.h"
+#include "scheduler/heterogeneous_trainer.h"
 #include "scheduler/trainer.h"
 
 namespace xmlt::apps {
@@ -22,6 +24,9 @@ struct TrainFlags {
   std::string hidden = "128";
   std::string eval_every = "epoch";
   std::string normalize = "l2";
+  std::string algo = "single", clock = "virtual";
+  scheduler::EngineOptions engine;
+  bool devices_given = false;
   DataFlags data;
   scheduler::TrainOptions options;
 };
@@ -79,8 +84,36 @@ void PrintEval(const scheduler::EvalRecord& r) {
   std::fflush(stdout);
 }
 
+// --algo presets: how batches are dispatched, sized and merged.
+void ApplyAlgorithm(TrainFlags& f) {
+  using Engine = scheduler::EngineOptions;
+  if (f.clock == "wall") {
+    f.engine.clock = Engine::Clock::kWall;
+  } else if (f.clock == "virtual") {
+    f.engine.clock = Engine::Clock::kVirtual;
+  } else {
+    throw std::invalid_argument("--clock must be wall or virtual");
+  }
+  if (f.algo == "single") {
+    if (f.devices_given && engine::ParseDeviceList(f.engine.devices).size() != 1)
+      throw std::invalid_argument("--algo single trains on one device; use --algo adaptive or elastic for " +
+                                  f.engine.devices);
+  } else if (f.algo == "adaptive") {
+    f.engine.schedule = Engine::Schedule::kDynamic;
+    f.engine.scale_batches = true;
+    f.engine.merge = Engine::Merge::kNormalized;
+  } else if (f.algo == "elastic") {
+    f.engine.schedule = Engine::Schedule::kStatic;
+    f.engine.scale_batches = false;
+    f.engine.merge = Engine::Merge::kAverage;
+  } else {
+    throw std::invalid_argument("--algo must be single, adaptive or elastic");
+  }
+}
+
 void RunTrain(TrainFlags& f) {
   using Clock = std::chrono::steady_clock;
+  ApplyAlgorithm(f);
   f.options.hidden = ParseHidden(f.hidden);
   f.options.eval = ParseEvalEvery(f.eval_every);
   if (!(f.options.lr > 0)) throw std::invalid_argument("--lr must be positive");
@@ -106,7 +139,7 @@ void RunTrain(TrainFlags& f) {
   shape.normalize_rows = f.normalize == "l2";
   kernels::Model<float> model = kernels::InitModel<float>(shape, f.options.seed);
   std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "
-            << train.num_rows() << " training rows, loaded in " << load_seconds << " s; training on cpu:0 ("
+            << train.num_rows() << " training rows, loaded in " << load_seconds << " s; training on " << (f.algo == "single" ? std::string("cpu:0") : f.engine.devices) << " ("
             << engine::CudaDeviceSummary() << ")\n";
 
   const bool show_progress = ::isatty(::fileno(stderr)) != 0;
@@ -123,7 +156,9 @@ void RunTrain(TrainFlags& f) {
       std::fprintf(stderr, "\r\033[K%5.1f%%  batch loss %.4f", 100.0 * double(done) / double(total), loss);
     };
   }
-  const scheduler::TrainResult result = scheduler::Train(train, test.get(), f.options, &model, callbacks);
+  const scheduler::TrainResult result =
+      f.algo == "single" ? scheduler::Train(train, test.get(), f.options, &model, callbacks)
+                         : scheduler::TrainOnDevices(train, test.get(), f.options, f.engine, &model, callbacks);
   if (!f.model_out.empty()) engine::SaveModel(model, f.model_out);
   metrics.Finish();
 
@@ -178,6 +213,38 @@ Command AddTrainCommand(CLI::App* app) {
   cmd->add_option("--metrics", f.metrics, "Write one JSON line per evaluation to this file");
   cmd->add_option("--model", f.model_out, "Save the trained model to this file");
   AddDataFlags(cmd, &f.data);
+
+  const char* kEngine = "Several devices";
+  cmd->add_option("--algo", f.algo,
+                  "single (one device), adaptive (dynamic dispatch, Algorithm 1 batch scaling, Algorithm 2 "
+                  "normalized merge) or elastic (static dispatch, plain averaging)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--devices", f.engine.devices, "Devices: cpu:N, cuda:0,cuda:1, cuda:0xN, or mixes")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--speed", f.engine.speed, "Relative slowness per device, e.g. 1,1.1,1.2,1.32")->group(kEngine);
+  cmd->add_option("--hetero", f.engine.hetero, "Gamma-model heterogeneity: cvb:vmach=0.6,vtask=0.1, or none")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--clock", f.clock,
+                  "virtual (simulated time from a calibrated per-row cost: deterministic) or wall (real time; "
+                  "emulated slowness becomes waiting)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--row-cost", f.engine.row_cost_s,
+                  "Virtual clock: seconds per row (0 = measured on the first mega-batch)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--batch-min", f.engine.batch_min, "Smallest batch of Algorithm 1 (0 = --batch / 8)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--beta", f.engine.beta, "Algorithm 1's rows per update of deviation (0 = batch-min / 2)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--momentum", f.engine.momentum, "Global momentum gamma of the merged model")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--pert-thr", f.engine.pert_threshold,
+                  "Perturb merge weights when every replica's L2 norm / #params is below this")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--pert-delta", f.engine.pert_delta, "Perturbation factor of the merge weights")
+      ->capture_default_str()->group(kEngine);
+  cmd->parse_complete_callback([cmd, flags] {
+    flags->devices_given = cmd->count("--devices") > 0;
+  });
   return {cmd, [flags] { RunTrain(*flags); }};
 }
 

@@ -16,8 +16,20 @@ struct DeviceSpec {
   std::string id;   // "cpu:1", "cuda:0", "cuda:0.2" (logical device 2 of GPU 0)
 };
 
+// Largest count in one item ("cpu:N", "cuda:GxN"); GPU indices go up to kMaxDeviceCount - 1.
+inline constexpr int kMaxDeviceCount = 256;
+
 // Devices in the order given; throws std::invalid_argument with the offending item for bad syntax,
 // counts of 0 or above 256, or a GPU named twice.
+//
+// Items, separated by commas, with whitespace around items ignored:
+//   "cpu:N"     N CPU workers, ids cpu:0 .. cpu:N-1 (N in 1..256)
+//   "cpu"       one CPU worker, the same as "cpu:1" (id cpu:0)
+//   "cuda:G"    GPU G (0..255), id cuda:G
+//   "cuda:GxK"  K logical devices sharing GPU G (K in 1..256), ids cuda:G.0 .. cuda:G.K-1
+//               ("cuda:Gx1" is the same as "cuda:G")
+// "cpu" may appear once (write cpu:N for N workers) and each GPU once (write cuda:GxK to share it);
+// a bare "cuda" is rejected so that a GPU index is never guessed.
 std::vector<DeviceSpec> ParseDeviceList(const std::string& text);
 
 }  // namespace xmlt::engine

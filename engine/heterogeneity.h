@@ -18,20 +18,31 @@ struct HeterogeneitySpec {
   double vtask = 0.1;  // V_task: spread of one device's batch times
 };
 
+// Largest V_mach / V_task accepted: beyond it gamma shapes (1/V^2) are so small that draws can
+// underflow to a zero batch time. V = 0 means no spread (the gamma's limit: its mean, exactly).
+inline constexpr double kMaxVariation = 4.0;
+
 // "1,1.1,1.2,1.32" -> speeds; throws std::invalid_argument for non-positive or malformed values.
+// Values must be finite and > 0; whitespace around items is ignored; an empty (or blank) text
+// gives an empty vector, i.e. every device at speed 1.
 std::vector<double> ParseSpeeds(const std::string& text);
 // "cvb:vmach=0.6,vtask=0.1" (either key optional) or "none"; throws std::invalid_argument.
+// "cvb" alone takes both defaults; an empty (or blank) text is "none"; each key at most once,
+// values finite and in [0, kMaxVariation].
 HeterogeneitySpec ParseHetero(const std::string& text);
 
 class SlowdownModel {
  public:
-  // `speed` must be empty or have one entry per device (std::invalid_argument otherwise).
+  // `speed` must be empty or have one entry per device (std::invalid_argument otherwise), with
+  // finite values > 0; num_devices must be > 0. The factors are deterministic for a seed with a
+  // given standard library (std::gamma_distribution's algorithm is implementation-defined).
   SlowdownModel(const HeterogeneitySpec& spec, size_t num_devices, uint64_t seed);
 
   // The factor for the device's next batch: speed_i times, under CVB, a draw from
   // G(alpha_task, p_i / alpha_task) where p_i ~ G(alpha_mach, mu_mach / alpha_mach) was drawn once
   // per device with mu_mach = 1 (alpha = 1 / V^2). Each device has its own random stream, so the
   // sequence of factors a device sees does not depend on the other devices.
+  // Throws std::out_of_range for a device >= num_devices().
   double NextFactor(size_t device);
 
   double DeviceMean(size_t device) const;  // speed_i * p_i: the device's expected factor
@@ -39,8 +50,11 @@ class SlowdownModel {
 
  private:
   HeterogeneitySpec spec_;
-  std::vector<double> means_;        // speed_i * p_i
+  std::vector<double> means_;  // speed_i * p_i
   std::vector<std::mt19937_64> rngs_;
+  // One per device, with the device's p_i fixed in its scale; kept rather than rebuilt per draw
+  // because the distribution caches normal variates between calls.
+  std::vector<std::gamma_distribution<double>> task_;
 };
 
 }  // namespace xmlt::engine

@@ -30,7 +30,10 @@ class Collective {
                                  const FinishBlock& finish) = 0;
 };
 
-// The CPU ring: `partitions` (default: the replica count) parallel partitions of the model.
+// The CPU ring: `partitions` (default: the replica count) parallel partitions of the model, each
+// also split into blocks run in parallel. Boundaries and summation orders are fixed, so results
+// are the same bits whatever the thread count. Throws std::invalid_argument on a weight count
+// other than the replica count, on no replicas (WeightedAllReduce) and on null parameters.
 std::unique_ptr<Collective> MakeCpuRingCollective(size_t partitions = 0);
 
 }  // namespace xmlt::merge

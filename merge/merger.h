@@ -41,9 +41,20 @@ class Merger {
 };
 
 // Algorithm 2 of the Adaptive SGD paper (normalized weights, perturbation, global momentum).
+//  - alpha_i = b_i / sum b when every u_i is equal, else u_i / sum u.
+//  - When every replica has ||w_i||_2 / #params < pert_threshold (an empty model never does):
+//    alpha_r *= 1 + delta, alpha_s *= 1 - delta, and the weights are NOT renormalized (the paper
+//    keeps the denormalization on purpose).
+//  - Tie rule for r = argmax u and s = argmin u: order the replicas by (u_i, b_i, -i); r is the
+//    greatest (largest u, then larger b, then lower index) and s the least (smallest u, then
+//    smaller b, then higher index). So with equal u and b, r = 0 and s = n - 1; r == s only with
+//    one replica, which is never perturbed (the norms are then not even computed).
+//  - Needs batch and updates with one entry per replica (lr is unused: empty or one per
+//    replica), b_i >= 0 with sum b > 0 when the u_i are equal; throws std::invalid_argument.
 std::unique_ptr<Merger> MakeNormalizedMerger(const MergeOptions& options,
                                              std::shared_ptr<Collective> collective);
-// Elastic SGD's plain average (alpha_i = 1/n) under the same global momentum rule.
+// Elastic SGD's plain average (alpha_i = 1/n) under the same global momentum rule; never perturbs.
+// The input is not used (its vectors must be empty or have one entry per replica).
 std::unique_ptr<Merger> MakeAverageMerger(const MergeOptions& options,
                                           std::shared_ptr<Collective> collective);
 

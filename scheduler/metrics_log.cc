@@ -28,7 +28,7 @@ std::string ToJson(const EvalRecord& r) {
   j["perturbed"] = r.perturbed;
   j["devices"] = nlohmann::json::array();
   for (const DeviceRecord& d : r.devices) {
-    j["devices"].push_back({{"id", d.id}, {"batch", d.batch}, {"lr", d.lr}, {"updates", d.updates},
+    j["devices"].push_back({{"id", d.id}, {"batch", d.batch}, {"lr", d.lr}, {"updates", d.updates}, {"rows", d.rows},
                             {"weight", d.weight}, {"busy_s", d.busy_s}, {"idle_s", d.idle_s}});
   }
   return j.dump();

@@ -17,6 +17,7 @@ struct DeviceRecord {
   uint32_t batch = 0;     // current batch size
   double lr = 0;          // current learning rate
   uint64_t updates = 0;   // local steps
+  uint64_t rows = 0;      // training rows processed
   double weight = 1;      // merge weight
   double busy_s = 0, idle_s = 0;
 };

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace xmlt::scheduler {
@@ -22,5 +23,30 @@ struct TrainOptions {
   EvalSchedule eval;
   uint64_t seed = 1;             // initialization and shuffling
 };
+
+// Several devices: how batches are dispatched, sized and merged (the --algo presets set these).
+struct EngineOptions {
+  enum class Schedule { kDynamic, kStatic } schedule = Schedule::kDynamic;
+  bool scale_batches = true;     // Algorithm 1 after every mega-batch
+  enum class Merge { kNormalized, kAverage } merge = Merge::kNormalized;
+  std::string devices = "cpu:4";
+  double batch_min = 0;          // b_min; 0 = batch / 8
+  double beta = 0;               // Algorithm 1's beta; 0 = b_min / 2
+  double momentum = 0.9;         // gamma of the global update
+  double pert_threshold = 0.1;   // perturb when every replica's L2 norm / #params is below it
+  double pert_delta = 0.1;       // perturbation factor
+  std::string speed;             // "1,1.1,1.2,1.32": relative slowness per device
+  std::string hetero = "none";   // "cvb:vmach=0.6,vtask=0.1"
+  enum class Clock { kWall, kVirtual } clock = Clock::kVirtual;
+  double row_cost_s = 0;         // virtual clock: seconds per row; 0 = measured in the first mega-batch
+};
+
+// Throws std::invalid_argument (named after the flag) for values no run can use.
+void ValidateTrainOptions(const TrainOptions& options);
+void ValidateEngineOptions(const EngineOptions& engine);
+
+// Rows a run trains on: epochs x rows with labels, rounded; throws when that is 0 or absurd.
+uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,
+                           const std::string& source);
 
 }  // namespace xmlt::scheduler

@@ -2,6 +2,7 @@
 #include "kernels/cpu/softmax_loss.h"
 
 #include <tbb/parallel_reduce.h>
+#include <tbb/partitioner.h>
 #include <tbb/blocked_range.h>
 
 #include <algorithm>
@@ -11,6 +12,10 @@
 
 namespace xmlt::kernels::cpu {
 namespace {
+
+// Losses are summed in a fixed tree over fixed row ranges, so that a seed gives the same loss
+// whatever the threads did.
+constexpr uint32_t kRowsPerTask = 8;
 
 // The reductions below carry `omp simd` so that they vectorize (the build passes -fopenmp-simd:
 // no OpenMP runtime, only the permission to reorder these sums and maxima).
@@ -59,8 +64,8 @@ LossResult SoftmaxCrossEntropyBackward(T* logits, const data::SparseBatch& batch
                                        uint64_t num_labels) {
   const uint32_t labeled = CountLabeled(batch);
   const T scale = labeled > 0 ? T(1) / T(labeled) : T(0);
-  const double loss = tbb::parallel_reduce(
-      tbb::blocked_range<uint32_t>(0, batch.num_rows), 0.0,
+  const double loss = tbb::parallel_deterministic_reduce(
+      tbb::blocked_range<uint32_t>(0, batch.num_rows, kRowsPerTask), 0.0,
       [&](const tbb::blocked_range<uint32_t>& range, double acc) {
         for (uint32_t r = range.begin(); r < range.end(); ++r) {
           T* z = logits + uint64_t(r) * num_labels;
@@ -90,15 +95,15 @@ LossResult SoftmaxCrossEntropyBackward(T* logits, const data::SparseBatch& batch
         }
         return acc;
       },
-      std::plus<double>());
+      std::plus<double>(), tbb::simple_partitioner());
   return {loss, labeled};
 }
 
 template <class T>
 LossResult SoftmaxCrossEntropy(const T* logits, const data::SparseBatch& batch,
                                uint64_t num_labels) {
-  const double loss = tbb::parallel_reduce(
-      tbb::blocked_range<uint32_t>(0, batch.num_rows), 0.0,
+  const double loss = tbb::parallel_deterministic_reduce(
+      tbb::blocked_range<uint32_t>(0, batch.num_rows, kRowsPerTask), 0.0,
       [&](const tbb::blocked_range<uint32_t>& range, double acc) {
         for (uint32_t r = range.begin(); r < range.end(); ++r) {
           if (batch.NumLabels(r) == 0) continue;
@@ -107,7 +112,7 @@ LossResult SoftmaxCrossEntropy(const T* logits, const data::SparseBatch& batch,
         }
         return acc;
       },
-      std::plus<double>());
+      std::plus<double>(), tbb::simple_partitioner());
   return {loss, CountLabeled(batch)};
 }
 

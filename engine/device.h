@@ -1,0 +1,34 @@
+// A training device: it owns one model replica (parameters, optimizer state, batch buffers
+// allocated once for the largest batch) and trains batches on it. The CPU backend implements it
+// now; the CUDA backend plugs in behind the same interface through MakeDevice.
+#pragma once
+
+#include <memory>
+
+#include "data/dataset.h"
+#include "engine/device_spec.h"
+#include "kernels/cpu/softmax_loss.h"
+#include "kernels/model.h"
+
+namespace xmlt::engine {
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceSpec& spec() const = 0;
+
+  // One local SGD step on the given rows of `dataset`; returns the batch's loss.
+  virtual kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows,
+                                              size_t count, float lr) = 0;
+
+  // The replica's parameters in host memory, where the CPU collectives read and write them.
+  virtual float* HostParams() = 0;
+  virtual size_t NumParams() const = 0;
+};
+
+// Builds the device named by `spec` holding a copy of `initial`. Throws std::invalid_argument for
+// a device this build or machine cannot provide (e.g. cuda:0 without a CUDA backend or GPU).
+std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
+                                   uint32_t max_batch_rows, float local_momentum);
+
+}  // namespace xmlt::engine

@@ -1,0 +1,51 @@
+// Device manager threads; see worker.h.
+#include "engine/worker.h"
+
+#include <pthread.h>
+
+#include <chrono>
+
+namespace xmlt::engine {
+
+Worker::Worker(size_t index, std::unique_ptr<Device> device, const data::Dataset* train,
+               ResultQueue* results)
+    : index_(index), device_(std::move(device)), train_(train), results_(results) {
+  thread_ = std::thread([this] { Run(); });
+  // Named after its device, so that a debugger or top shows who is who (15 characters at most).
+  const std::string name = ("xmlt " + device_->spec().id).substr(0, 15);
+  pthread_setname_np(thread_.native_handle(), name.c_str());
+}
+
+Worker::~Worker() {
+  inbox_.push(Message{BatchTask{}, true});
+  thread_.join();
+}
+
+void Worker::Run() {
+  using Clock = std::chrono::steady_clock;
+  for (;;) {
+    Message message;
+    inbox_.pop(message);
+    if (message.stop) return;
+    const BatchTask& task = message.task;
+    BatchResult result;
+    result.device = index_;
+    result.count = task.count;
+    try {
+      const Clock::time_point start = Clock::now();
+      const kernels::cpu::LossResult loss =
+          device_->TrainBatch(*train_, task.rows, task.count, task.lr);
+      result.compute_s = std::chrono::duration<double>(Clock::now() - start).count();
+      result.loss_sum = loss.loss_sum;
+      result.labeled_rows = loss.labeled_rows;
+      result.busy_s = result.compute_s * task.slowdown;
+      if (task.emulate_wait && task.slowdown > 1)
+        std::this_thread::sleep_for(std::chrono::duration<double>(result.busy_s - result.compute_s));
+    } catch (...) {
+      result.error = std::current_exception();
+    }
+    results_->push(result);
+  }
+}
+
+}  // namespace xmlt::engine

@@ -1,0 +1,64 @@
+// One manager thread per device. The scheduler talks to it only through messages: batches go
+// into its inbox, results come back through a queue shared by all workers. An exception in the
+// device is carried back in the result, so the coordinator can stop the run cleanly with the cause.
+#pragma once
+
+#include <tbb/concurrent_queue.h>
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <thread>
+
+#include "data/dataset.h"
+#include "engine/device.h"
+
+namespace xmlt::engine {
+
+struct BatchTask {
+  const uint64_t* rows = nullptr;  // owned by the scheduler, valid until the result is back
+  size_t count = 0;
+  float lr = 0;
+  double slowdown = 1;    // emulated heterogeneity: the batch takes `slowdown` times its real time
+  bool emulate_wait = false;  // wall clock: turn the extra time into real waiting
+};
+
+struct BatchResult {
+  size_t device = 0;
+  size_t count = 0;
+  double loss_sum = 0;
+  uint32_t labeled_rows = 0;
+  double compute_s = 0;  // measured time of the step itself
+  double busy_s = 0;     // compute_s * slowdown: what the emulated device spent
+  std::exception_ptr error;
+};
+
+using ResultQueue = tbb::concurrent_bounded_queue<BatchResult>;
+
+class Worker {
+ public:
+  Worker(size_t index, std::unique_ptr<Device> device, const data::Dataset* train,
+         ResultQueue* results);
+  ~Worker();  // stops and joins the thread
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  void Submit(const BatchTask& task) { inbox_.push(Message{task, false}); }
+  Device& device() { return *device_; }  // touch only while the worker is idle (between mega-batches)
+
+ private:
+  struct Message {
+    BatchTask task;
+    bool stop = false;
+  };
+  void Run();
+
+  size_t index_;
+  std::unique_ptr<Device> device_;
+  const data::Dataset* train_;
+  ResultQueue* results_;
+  tbb::concurrent_bounded_queue<Message> inbox_;
+  std::thread thread_;
+};
+
+}  // namespace xmlt::engine

@@ -1,0 +1,137 @@
+// The CPU ring collective: the model is cut into fixed partitions processed in parallel, each one
+// visiting the replicas in ring order from its own starting replica, block by cache-sized block.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "merge/collective.h"
+
+namespace xmlt::merge {
+namespace {
+
+// Parameters combined at a time: the block of every replica, the accumulator and what finish
+// touches stay in L2, so the write-back to the replicas hits lines that are already cached.
+constexpr size_t kBlock = 4096;
+// Leaf size of the deterministic norm reduction; fixed so the combination tree never changes.
+constexpr size_t kNormGrain = 1 << 15;
+
+double SumOfSquares(const float* x, size_t n) {
+  double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+  for (size_t j = 0; j < n; ++j) sum += static_cast<double>(x[j]) * x[j];
+  return sum;
+}
+
+class CpuRingCollective : public Collective {
+ public:
+  explicit CpuRingCollective(size_t partitions) : partitions_(partitions) {}
+
+  std::vector<double> SquaredNorms(const ReplicaSet& replicas) override {
+    CheckReplicas(replicas);
+    const size_t n = replicas.count();
+    const size_t parts = Partitions(n);
+    // partial[p * n + i]: replica i over partition p, summed over p in index order afterwards.
+    std::vector<double> partial(parts * n, 0.0);
+    tbb::parallel_for(size_t{0}, parts, [&](size_t p) {
+      const size_t lo = Begin(p, parts, replicas.size), hi = Begin(p + 1, parts, replicas.size);
+      if (lo == hi) return;
+      for (size_t k = 0; k < n; ++k) {
+        const size_t i = (p + k) % n;
+        const float* x = replicas.params[i];
+        // The simple_partitioner split of a fixed range is fixed, and so is the combination
+        // order of parallel_deterministic_reduce: the same bits for any thread count.
+        partial[p * n + i] = tbb::parallel_deterministic_reduce(
+            tbb::blocked_range<size_t>(lo, hi, kNormGrain), 0.0,
+            [x](const tbb::blocked_range<size_t>& r, double acc) {
+              return acc + SumOfSquares(x + r.begin(), r.size());
+            },
+            [](double a, double b) { return a + b; }, tbb::simple_partitioner());
+      }
+    });
+    std::vector<double> norms(n, 0.0);
+    for (size_t p = 0; p < parts; ++p)
+      for (size_t i = 0; i < n; ++i) norms[i] += partial[p * n + i];
+    return norms;
+  }
+
+  void WeightedAllReduce(const ReplicaSet& replicas, const std::vector<double>& weights,
+                         const FinishBlock& finish) override {
+    CheckReplicas(replicas);
+    const size_t n = replicas.count();
+    if (n == 0) throw std::invalid_argument("WeightedAllReduce: no replicas");
+    if (weights.size() != n) {
+      throw std::invalid_argument("WeightedAllReduce: " + std::to_string(weights.size()) +
+                                  " weights for " + std::to_string(n) + " replicas");
+    }
+    const size_t parts = Partitions(n);
+    tbb::parallel_for(size_t{0}, parts, [&](size_t p) {
+      // Plain variables: C++17 lambdas cannot capture structured bindings.
+      const size_t lo = Begin(p, parts, replicas.size), hi = Begin(p + 1, parts, replicas.size);
+      if (lo == hi) return;
+      const size_t blocks = (hi - lo + kBlock - 1) / kBlock;
+      // Blocks of one partition are independent too, so a partition does not wait on one core
+      // when there are fewer partitions than cores; the ring order inside a block is unchanged.
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, blocks), [&](const auto& r) {
+        for (size_t b = r.begin(); b != r.end(); ++b) {
+          const size_t begin = lo + b * kBlock;
+          ReduceBlock(replicas, weights, p % n, begin, std::min(begin + kBlock, hi), finish);
+        }
+      });
+    });
+  }
+
+ private:
+  static void CheckReplicas(const ReplicaSet& replicas) {
+    for (const float* x : replicas.params)
+      if (x == nullptr && replicas.size > 0)
+        throw std::invalid_argument("collective: null replica parameters");
+  }
+
+  size_t Partitions(size_t replicas) const {
+    return std::max<size_t>(1, partitions_ > 0 ? partitions_ : replicas);
+  }
+
+  // First parameter of partition p of `parts` over [0, size): depends only on the three numbers.
+  static size_t Begin(size_t p, size_t parts, size_t size) { return size * p / parts; }
+
+  static void ReduceBlock(const ReplicaSet& replicas, const std::vector<double>& weights,
+                          size_t first, size_t begin, size_t end, const FinishBlock& finish) {
+    const size_t n = replicas.count();
+    const size_t m = end - begin;
+    // Float accumulation with float weights: double measured 20-40% slower on a 2-core AVX-512
+    // machine (the conversions are not free there) and float stays within 1e-6 of the magnitude
+    // of the terms for 8 replicas.
+    float values[kBlock];
+    {
+      const float* x = replicas.params[first] + begin;
+      const float w = static_cast<float>(weights[first]);
+#pragma omp simd
+      for (size_t j = 0; j < m; ++j) values[j] = w * x[j];
+    }
+    for (size_t k = 1; k < n; ++k) {
+      const size_t i = (first + k) % n;
+      const float* x = replicas.params[i] + begin;
+      const float w = static_cast<float>(weights[i]);
+#pragma omp simd
+      for (size_t j = 0; j < m; ++j) values[j] += w * x[j];
+    }
+    if (finish) finish(begin, end, values);
+    for (size_t k = 0; k < n; ++k)
+      std::memcpy(replicas.params[(first + k) % n] + begin, values, m * sizeof(float));
+  }
+
+  size_t partitions_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> MakeCpuRingCollective(size_t partitions) {
+  return std::make_unique<CpuRingCollective>(partitions);
+}
+
+}  // namespace xmlt::merge

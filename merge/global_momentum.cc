@@ -1,0 +1,47 @@
+// The global momentum rule fused into the collective's per-block finish step.
+#include "merge/global_momentum.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace xmlt::merge {
+
+void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global) {
+  if (replicas.count() == 0) throw std::invalid_argument("merge: no replicas");
+  if (global == nullptr) throw std::invalid_argument("merge: no global model");
+  for (const float* x : replicas.params)
+    if (x == nullptr && replicas.size > 0)
+      throw std::invalid_argument("merge: null replica parameters");
+  if (global->current.size() != replicas.size || global->previous.size() != replicas.size) {
+    throw std::invalid_argument("merge: replicas have " + std::to_string(replicas.size) +
+                                " parameters, global model " +
+                                std::to_string(global->current.size()) + " (previous " +
+                                std::to_string(global->previous.size()) + ")");
+  }
+}
+
+FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum) {
+  float* current = global->current.data();
+  float* previous = global->previous.data();
+  const float gamma = static_cast<float>(momentum);
+  return [=](size_t begin, size_t end, float* values) {
+    float* w = current + begin;
+    float* wp = previous + begin;
+    const size_t m = end - begin;
+#pragma omp simd
+    for (size_t j = 0; j < m; ++j) {
+      const float next = values[j] + gamma * (w[j] - wp[j]);
+      wp[j] = w[j];
+      w[j] = next;
+      values[j] = next;
+    }
+  };
+}
+
+void MergeWithGlobalMomentum(Collective& collective, const ReplicaSet& replicas,
+                             const std::vector<double>& weights, double momentum,
+                             GlobalModel* global) {
+  collective.WeightedAllReduce(replicas, weights, GlobalMomentumFinish(global, momentum));
+}
+
+}  // namespace xmlt::merge

@@ -1,0 +1,25 @@
+// What every model-averaging merge shares: input checks and the global momentum update
+// w' = sum_i alpha_i w_i + gamma (w - w_p); w_p <- w; w <- w', run through a collective.
+#pragma once
+
+#include <vector>
+
+#include "merge/collective.h"
+#include "merge/replica_set.h"
+
+namespace xmlt::merge {
+
+// Throws std::invalid_argument unless there is at least one replica, no replica pointer is null,
+// and global->current and global->previous both have replicas.size parameters.
+void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global);
+
+// The collective's finish step for the rule above: reads and rewrites global->current and
+// global->previous block by block, so it needs no buffer beyond them.
+FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum);
+
+// Runs the rule with the given alpha_i (not renormalized); every replica ends equal to w'.
+void MergeWithGlobalMomentum(Collective& collective, const ReplicaSet& replicas,
+                             const std::vector<double>& weights, double momentum,
+                             GlobalModel* global);
+
+}  // namespace xmlt::merge

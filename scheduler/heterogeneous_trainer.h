@@ -1,0 +1,19 @@
+// Training on several devices: one manager thread per device, a central scheduler that cuts
+// mega-batches into batches and dispatches them (dynamically to whichever device is free, or
+// statically in equal shares), merges the replicas after each mega-batch, rescales batch sizes
+// and learning rates (Algorithm 1), and evaluates on the schedule. Adaptive SGD and elastic SGD
+// are two settings of EngineOptions.
+#pragma once
+
+#include "data/dataset.h"
+#include "kernels/model.h"
+#include "scheduler/trainer.h"
+
+namespace xmlt::scheduler {
+
+// Trains `model` (the initial global model) in place; records carry per-device statistics.
+TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test,
+                           const TrainOptions& options, const EngineOptions& engine,
+                           kernels::Model<float>* model, const TrainCallbacks& callbacks = {});
+
+}  // namespace xmlt::scheduler

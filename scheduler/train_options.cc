@@ -1,0 +1,41 @@
+// Validation of the training options; see train_options.h.
+#include "scheduler/train_options.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace xmlt::scheduler {
+
+void ValidateTrainOptions(const TrainOptions& options) {
+  if (options.batch == 0) throw std::invalid_argument("--batch must be positive");
+  if (!(options.epochs > 0) || !std::isfinite(options.epochs))
+    throw std::invalid_argument("--epochs must be a positive number");
+  if (!(options.lr > 0) || !std::isfinite(options.lr)) throw std::invalid_argument("--lr must be positive");
+  if (options.mega_batch == 0) throw std::invalid_argument("--mega-batch must be positive");
+  if (options.eval.kind == EvalSchedule::Kind::kEveryMegaBatches && options.eval.mega_batches == 0)
+    throw std::invalid_argument("--eval-every must be at least one mega-batch");
+}
+
+void ValidateEngineOptions(const EngineOptions& engine) {
+  // Written so that NaN fails every check.
+  if (!(engine.momentum >= 0 && engine.momentum < 1)) throw std::invalid_argument("--momentum must be in [0, 1)");
+  if (!(engine.pert_threshold >= 0)) throw std::invalid_argument("--pert-thr must be >= 0");
+  if (!(engine.pert_delta >= 0 && engine.pert_delta < 1)) throw std::invalid_argument("--pert-delta must be in [0, 1)");
+  if (!(engine.batch_min >= 0)) throw std::invalid_argument("--batch-min must be >= 0");
+  if (!(engine.beta >= 0)) throw std::invalid_argument("--beta must be >= 0");
+  if (!(engine.row_cost_s >= 0) || !std::isfinite(engine.row_cost_s))
+    throw std::invalid_argument("--row-cost must be >= 0");
+}
+
+uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,
+                           const std::string& source) {
+  const double requested = options.epochs * double(rows_per_epoch);
+  if (requested > 1e15) throw std::invalid_argument("--epochs is too large");
+  const uint64_t total = uint64_t(std::llround(requested));
+  if (total == 0)
+    throw std::invalid_argument("--epochs " + std::to_string(options.epochs) +
+                                " is less than one row of " + source);
+  return total;
+}
+
+}  // namespace xmlt::scheduler

@@ -1,0 +1,163 @@
+// The multi-device engine under the virtual clock: who gets how many rows, whether Algorithm 1
+// equalizes the updates, how idle time behaves under static dispatch, and determinism.
+#include "scheduler/heterogeneous_trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "data/row_normalization.h"
+#include "data/synthetic_generator.h"
+#include "scheduler/metrics_log.h"
+
+namespace xmlt::scheduler {
+namespace {
+
+const data::GeneratedData& Data() {
+  static const data::GeneratedData data = [] {
+    data::GeneratorConfig config;
+    config.train_rows = 6000;
+    config.test_rows = 500;
+    config.features = 800;
+    config.labels = 60;
+    config.nnz_per_row = 20;
+    config.labels_per_row = 2;
+    config.seed = 3;
+    data::GeneratedData generated = data::Generate(config);
+    generated.train = data::NormalizeRowsL2(generated.train);
+    generated.test = data::NormalizeRowsL2(generated.test);
+    return generated;
+  }();
+  return data;
+}
+
+TrainOptions Options() {
+  TrainOptions options;
+  options.epochs = 3;
+  options.batch = 32;
+  options.mega_batch = 10;
+  options.hidden = {16};
+  options.eval.kind = EvalSchedule::Kind::kEveryMegaBatches;
+  options.eval.mega_batches = 1;
+  return options;
+}
+
+EngineOptions Adaptive(const std::string& devices, const std::string& speed) {
+  EngineOptions engine;
+  engine.devices = devices;
+  engine.speed = speed;
+  engine.clock = EngineOptions::Clock::kVirtual;
+  engine.row_cost_s = 1e-4;  // fixed, so that reported times are deterministic too
+  return engine;
+}
+
+EngineOptions Elastic(const std::string& devices, const std::string& speed) {
+  EngineOptions engine = Adaptive(devices, speed);
+  engine.schedule = EngineOptions::Schedule::kStatic;
+  engine.scale_batches = false;
+  engine.merge = EngineOptions::Merge::kAverage;
+  return engine;
+}
+
+std::vector<EvalRecord> TrainRun(const TrainOptions& options, const EngineOptions& engine,
+                            kernels::Model<float>* model_out = nullptr) {
+  const data::GeneratedData& data = Data();
+  kernels::ModelShape shape{data.train.num_features(), options.hidden, data.train.num_labels()};
+  kernels::Model<float> model = kernels::InitModel<float>(shape, options.seed);
+  std::vector<EvalRecord> records;
+  TrainCallbacks callbacks;
+  callbacks.on_eval = [&](const EvalRecord& r) { records.push_back(r); };
+  TrainOnDevices(data.train, &data.test, options, engine, &model, callbacks);
+  if (model_out != nullptr) *model_out = std::move(model);
+  return records;
+}
+
+uint64_t TotalRows(const std::vector<EvalRecord>& records, size_t device) {
+  uint64_t rows = 0;
+  for (const EvalRecord& r : records) rows += r.devices[device].rows;
+  return rows;
+}
+
+TEST(HeterogeneousTrainer, ATwiceSlowerDeviceGetsAboutHalfTheRowsWithoutBatchScaling) {
+  EngineOptions engine = Adaptive("cpu:2", "1,2");
+  engine.scale_batches = false;
+  TrainOptions options = Options();
+  options.mega_batch = 60;  // long enough that the 2:1 split is not rounded to whole batches
+  const std::vector<EvalRecord> records = TrainRun(options, engine);
+  const double fast = double(TotalRows(records, 0)), slow = double(TotalRows(records, 1));
+  EXPECT_NEAR(slow / fast, 0.5, 0.06) << "fast " << fast << " slow " << slow;
+  EXPECT_EQ(uint64_t(fast + slow), records.back().train_samples);
+}
+
+TEST(HeterogeneousTrainer, AdaptiveBatchScalingEqualizesTheUpdates) {
+  TrainOptions options = Options();
+  options.epochs = 6;
+  const std::vector<EvalRecord> records = TrainRun(options, Adaptive("cpu:4", "1,1.1,1.2,1.32"));
+  const auto spread = [](const EvalRecord& r) {
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const DeviceRecord& d : r.devices) lo = std::min(lo, d.updates), hi = std::max(hi, d.updates);
+    return double(hi - lo) / double(hi);
+  };
+  // Starting from equal batches, the fastest device first does ~32% more updates than the slowest.
+  EXPECT_GT(spread(records.front()), 0.15);
+  double late = 0;
+  for (size_t k = records.size() - 5; k < records.size(); ++k) late += spread(records[k]) / 5;
+  EXPECT_LT(late, 0.12) << "updates still differ by " << late << " at the end";
+  // The fast device ends with the larger batch and the proportionally larger learning rate.
+  const EvalRecord& last = records.back();
+  EXPECT_GT(last.devices[0].batch, last.devices[3].batch);
+  EXPECT_NEAR(last.devices[0].lr / last.devices[3].lr,
+              double(last.devices[0].batch) / last.devices[3].batch, 0.1);
+}
+
+TEST(HeterogeneousTrainer, ElasticFastDevicesIdleMoreWhenTheGapGrows) {
+  const auto idle_of_fast = [](const std::string& speed) {
+    const std::vector<EvalRecord> records = TrainRun(Options(), Elastic("cpu:2", speed));
+    double idle = 0, busy = 0;
+    for (const EvalRecord& r : records) idle += r.devices[0].idle_s, busy += r.devices[0].busy_s;
+    // Equal shares; only the run's last, partial mega-batch may leave one batch's difference.
+    EXPECT_NEAR(double(TotalRows(records, 0)), double(TotalRows(records, 1)), 32.0);
+    return idle / busy;
+  };
+  const double small_gap = idle_of_fast("1,1.2"), large_gap = idle_of_fast("1,2");
+  EXPECT_NEAR(small_gap, 0.2, 0.02);
+  EXPECT_NEAR(large_gap, 1.0, 0.05);
+}
+
+TEST(HeterogeneousTrainer, SameSeedGivesIdenticalMetricsAndModels) {
+  kernels::Model<float> a, b;
+  const EngineOptions engine = Adaptive("cpu:3", "1,1.5,2");
+  const std::vector<EvalRecord> first = TrainRun(Options(), engine, &a);
+  const std::vector<EvalRecord> second = TrainRun(Options(), engine, &b);
+  ASSERT_EQ(first.size(), second.size());
+  for (size_t k = 0; k < first.size(); ++k) {
+    EvalRecord x = first[k], y = second[k];
+    x.wall_time_s = y.wall_time_s = x.eval_time_s = y.eval_time_s = 0;  // real time
+    EXPECT_EQ(ToJson(x), ToJson(y)) << "evaluation " << k;
+  }
+  EXPECT_EQ(a.params, b.params);
+  TrainOptions other = Options();
+  other.seed = 2;
+  kernels::Model<float> c;
+  TrainRun(other, engine, &c);
+  EXPECT_NE(a.params, c.params);
+}
+
+TEST(HeterogeneousTrainer, TrainsEveryRowOnceAnEpochAndLearns) {
+  const std::vector<EvalRecord> records = TrainRun(Options(), Adaptive("cpu:4", "1,1.1,1.2,1.32"));
+  uint64_t labeled = 0;
+  for (uint64_t r = 0; r < Data().train.num_rows(); ++r) labeled += Data().train.labels.RowSize(r) > 0;
+  EXPECT_EQ(records.back().train_samples, 3 * labeled);
+  EXPECT_DOUBLE_EQ(records.back().epoch, 3.0);
+  EXPECT_LT(records.back().test.loss, records.front().test.loss);
+  EXPECT_GT(records.back().test.metrics.p1, 0.3);
+}
+
+TEST(HeterogeneousTrainer, RejectsMismatchedSpeedsAndUnknownDevices) {
+  EXPECT_THROW(TrainRun(Options(), Adaptive("cpu:2", "1,1.1,1.2")), std::invalid_argument);
+  EXPECT_THROW(TrainRun(Options(), Adaptive("gpu:0", "")), std::invalid_argument);
+  EXPECT_THROW(TrainRun(Options(), Adaptive("cuda:0", "")), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace xmlt::scheduler
