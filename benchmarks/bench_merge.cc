@@ -1,0 +1,160 @@
+// Merge throughput against the memory-bandwidth floor: the machine's parallel copy bandwidth, then
+// the merges of a 32 M-parameter model, each reporting the fraction of its floor it achieves.
+// Run: ./build-merge/benchmarks/bench_merge   (about 1.3 GiB of memory)
+//      add --benchmark_repetitions=5 on a shared machine and read the medians
+#include <benchmark/benchmark.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "merge/collective.h"
+#include "merge/merger.h"
+
+namespace xmlt::merge {
+namespace {
+
+constexpr size_t kModel = size_t{32} << 20;       // parameters per replica (128 MiB)
+constexpr size_t kCopyBytes = size_t{256} << 20;  // far beyond any last-level cache
+
+// One contiguous chunk per thread: large chunks make glibc's memcpy use streaming stores (no
+// read for ownership), about 30% faster than 8 MiB chunks, so the floor is not flattered.
+void ParallelCopy(char* dst, const char* src, size_t bytes) {
+  const size_t chunks = size_t(tbb::this_task_arena::max_concurrency());
+  tbb::parallel_for(
+      size_t{0}, chunks,
+      [&](size_t c) {
+        const size_t begin = bytes * c / chunks, end = bytes * (c + 1) / chunks;
+        std::memcpy(dst + begin, src + begin, end - begin);
+      },
+      tbb::simple_partitioner());
+}
+
+// The copy buffers, allocated once for the whole run.
+struct CopyBuffers {
+  std::vector<char> src = std::vector<char>(kCopyBytes, 1);
+  std::vector<char> dst = std::vector<char>(kCopyBytes, 0);
+};
+CopyBuffers& Buffers() {
+  static CopyBuffers buffers;
+  return buffers;
+}
+
+// Seconds of one parallel copy of kCopyBytes (2 kCopyBytes read + written).
+double TimeOneCopy() {
+  CopyBuffers& b = Buffers();
+  const auto t0 = std::chrono::steady_clock::now();
+  ParallelCopy(b.dst.data(), b.src.data(), kCopyBytes);
+  benchmark::ClobberMemory();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void BM_CopyBandwidth(benchmark::State& state) {
+  double seconds = 0.0;
+  for (auto _ : state) {
+    const double t = TimeOneCopy();
+    state.SetIterationTime(t);
+    seconds += t;
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * 2 * kCopyBytes);
+  state.counters["copy_GBps"] = 2.0 * kCopyBytes * double(state.iterations()) / seconds / 1e9;
+}
+
+struct Model {
+  std::vector<std::vector<float>> replicas;
+  GlobalModel global;
+  ReplicaSet set;
+  explicit Model(size_t n) : replicas(n) {
+    // Small values: every replica counts as regularized, the perturbed path of Algorithm 2.
+    for (size_t i = 0; i < n; ++i) replicas[i].assign(kModel, 1e-3f * float(i + 1));
+    global.current.assign(kModel, 1e-3f);
+    global.previous.assign(kModel, 1e-3f);
+    set.size = kModel;
+    for (auto& r : replicas) set.params.push_back(r.data());
+  }
+};
+
+// Runs `merge` and reports its throughput over `floor_bytes` and the fraction of the floor
+// (floor_bytes / copy bandwidth) it achieves. A copy is timed right before every merge, so that
+// both see the same load on a shared machine; only the merge counts as the iteration's time.
+// An untimed copy first absorbs the write-back of the dirty lines the last merge left in the
+// last-level cache, which would otherwise be charged to the timed copy.
+template <typename Merge>
+void RunAgainstFloor(benchmark::State& state, double floor_bytes, Merge merge) {
+  double merge_seconds = 0.0, copy_seconds = 0.0;
+  for (auto _ : state) {
+    TimeOneCopy();
+    copy_seconds += TimeOneCopy();
+    const auto t0 = std::chrono::steady_clock::now();
+    merge();
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.SetIterationTime(t);
+    merge_seconds += t;
+  }
+  const double iterations = double(state.iterations());
+  const double copy = 2.0 * kCopyBytes * iterations / copy_seconds;
+  const double per_merge = merge_seconds / iterations;
+  state.SetBytesProcessed(int64_t(floor_bytes * iterations));
+  state.counters["copy_GBps"] = copy / 1e9;
+  state.counters["merge_GBps"] = floor_bytes / per_merge / 1e9;
+  state.counters["params_per_s"] = double(kModel) / per_merge;
+  state.counters["floor_fraction"] = (floor_bytes / copy) / per_merge;
+}
+
+// Algorithm 2 on n replicas: norms read n replicas, the weighted sum reads them again, global
+// current/previous are read and written, the n replicas written.
+void BM_NormalizedMerge(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  Model model(n);
+  auto merger = MakeNormalizedMerger(MergeOptions{}, MakeCpuRingCollective());
+  MergeInput input;
+  input.batch.assign(n, 256.0);
+  input.lr.assign(n, 0.1);
+  for (size_t i = 0; i < n; ++i) input.updates.push_back(100 + i);
+  const double floor_bytes = 4.0 * kModel * (3.0 * n + 4.0);
+  RunAgainstFloor(state, floor_bytes, [&] {
+    const MergeOutcome out = merger->Merge(model.set, input, &model.global);
+    benchmark::DoNotOptimize(out.perturbed);
+  });
+}
+
+// Elastic averaging: no norm pass, otherwise the same traffic.
+void BM_AverageMerge(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  Model model(n);
+  auto merger = MakeAverageMerger(MergeOptions{}, MakeCpuRingCollective());
+  const double floor_bytes = 4.0 * kModel * (2.0 * n + 4.0);
+  RunAgainstFloor(state, floor_bytes,
+                  [&] { merger->Merge(model.set, MergeInput{}, &model.global); });
+}
+
+// The bare collective: n replicas read, n written.
+void BM_WeightedAllReduce(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  Model model(n);
+  auto ring = MakeCpuRingCollective();
+  const std::vector<double> weights(n, 1.0 / double(n));
+  RunAgainstFloor(state, 4.0 * kModel * 2.0 * n,
+                  [&] { ring->WeightedAllReduce(model.set, weights, nullptr); });
+}
+
+// The norm pass of Algorithm 2: n replicas read.
+void BM_SquaredNorms(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  Model model(n);
+  auto ring = MakeCpuRingCollective();
+  RunAgainstFloor(state, 4.0 * kModel * n,
+                  [&] { benchmark::DoNotOptimize(ring->SquaredNorms(model.set)); });
+}
+
+BENCHMARK(BM_CopyBandwidth)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_NormalizedMerge)->Arg(4)->Arg(2)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_AverageMerge)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_WeightedAllReduce)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_SquaredNorms)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
+
+}  // namespace
+}  // namespace xmlt::merge

@@ -1,0 +1,182 @@
+// Property tests of the CPU ring collective against serial double-precision references, over
+// replica counts, sizes smaller than and not divisible by the replica count, and thread counts.
+#include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "merge/collective.h"
+#include "merge/global_momentum.h"
+
+namespace xmlt::merge {
+namespace {
+
+// Owns the replicas' storage and hands out the pointer view the collective takes.
+struct Replicas {
+  std::vector<std::vector<float>> data;
+  ReplicaSet View() {
+    ReplicaSet set;
+    set.size = data.empty() ? 0 : data[0].size();
+    for (auto& d : data) set.params.push_back(d.data());
+    return set;
+  }
+};
+
+Replicas RandomReplicas(size_t n, size_t size, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  Replicas r;
+  r.data.assign(n, std::vector<float>(size));
+  for (auto& d : r.data)
+    for (auto& x : d) x = dist(rng);
+  return r;
+}
+
+// Weights that do not sum to 1, with a negative one whenever there are two or more.
+std::vector<double> OddWeights(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(0.05, 0.6);
+  std::vector<double> w(n);
+  for (auto& x : w) x = dist(rng);
+  if (n >= 2) w[1] = -0.35;
+  w[0] *= 1.1;  // as a perturbation would
+  return w;
+}
+
+std::vector<size_t> SizesFor(size_t n) {
+  std::vector<size_t> sizes = {0, 1, 2 * n + 1, 7 * n + 3, 100003};
+  if (n > 2) sizes.push_back(n - 1);  // smaller than the replica count
+  return sizes;
+}
+
+// The largest error allowed at one parameter: 1e-6 of the magnitude of the terms summed there
+// (a plain relative error is meaningless where negative weights cancel the terms).
+double Tolerance(double magnitude) { return 1e-6 * magnitude + 1e-30; }
+
+void ExpectAllReplicasEqual(const Replicas& r, const std::vector<float>& expected) {
+  for (size_t i = 0; i < r.data.size(); ++i)
+    ASSERT_EQ(0, std::memcmp(r.data[i].data(), expected.data(), expected.size() * sizeof(float)))
+        << "replica " << i;
+}
+
+TEST(CpuRingCollective, WeightedAllReduceIdentityMatchesSerialReference) {
+  for (size_t n = 1; n <= 8; ++n) {
+    for (size_t size : SizesFor(n)) {
+      for (size_t partitions : {size_t{0}, size_t{3}, n + 2}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " size=" << size << " P=" << partitions);
+        Replicas r = RandomReplicas(n, size, static_cast<uint32_t>(n * 1000 + size));
+        const std::vector<double> w = OddWeights(n, static_cast<uint32_t>(n));
+        std::vector<double> ref(size, 0.0), mag(size, 0.0);
+        for (size_t i = 0; i < n; ++i) {
+          for (size_t j = 0; j < size; ++j) {
+            ref[j] += w[i] * r.data[i][j];
+            mag[j] += std::abs(w[i] * r.data[i][j]);
+          }
+        }
+        std::vector<int> seen(size, 0);
+        MakeCpuRingCollective(partitions)
+            ->WeightedAllReduce(r.View(), w, [&](size_t begin, size_t end, float*) {
+              for (size_t j = begin; j < end; ++j) ++seen[j];  // blocks are disjoint
+            });
+        for (size_t j = 0; j < size; ++j) {
+          ASSERT_EQ(1, seen[j]) << "parameter " << j << " finished " << seen[j] << " times";
+          ASSERT_NEAR(ref[j], r.data[0][j], Tolerance(mag[j])) << "parameter " << j;
+        }
+        ExpectAllReplicasEqual(r, r.data[0]);
+      }
+    }
+  }
+}
+
+TEST(CpuRingCollective, WeightedAllReduceMomentumFinishMatchesSerialReference) {
+  const double gamma = 0.9;
+  for (size_t n = 1; n <= 8; ++n) {
+    for (size_t size : SizesFor(n)) {
+      for (size_t partitions : {size_t{0}, size_t{5}}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " size=" << size << " P=" << partitions);
+        Replicas r = RandomReplicas(n, size, static_cast<uint32_t>(7 * n + size));
+        Replicas g = RandomReplicas(2, size, static_cast<uint32_t>(size + 99));
+        GlobalModel global{g.data[0], g.data[1]};
+        const std::vector<double> w = OddWeights(n, static_cast<uint32_t>(n + 17));
+        std::vector<double> ref(size), mag(size);
+        for (size_t j = 0; j < size; ++j) {
+          const double step = gamma * (double(global.current[j]) - double(global.previous[j]));
+          ref[j] = step;
+          mag[j] = std::abs(gamma * global.current[j]) + std::abs(gamma * global.previous[j]);
+          for (size_t i = 0; i < n; ++i) {
+            ref[j] += w[i] * r.data[i][j];
+            mag[j] += std::abs(w[i] * r.data[i][j]);
+          }
+        }
+        const std::vector<float> old_current = global.current;
+        MakeCpuRingCollective(partitions)
+            ->WeightedAllReduce(r.View(), w, GlobalMomentumFinish(&global, gamma));
+        for (size_t j = 0; j < size; ++j) {
+          ASSERT_NEAR(ref[j], global.current[j], Tolerance(mag[j])) << "parameter " << j;
+          ASSERT_EQ(old_current[j], global.previous[j]) << "parameter " << j;
+        }
+        ExpectAllReplicasEqual(r, global.current);
+      }
+    }
+  }
+}
+
+TEST(CpuRingCollective, SquaredNormsMatchSerialReference) {
+  for (size_t n = 1; n <= 8; ++n) {
+    for (size_t size : SizesFor(n)) {
+      for (size_t partitions : {size_t{0}, size_t{3}, size_t{16}}) {
+        SCOPED_TRACE(::testing::Message() << "n=" << n << " size=" << size << " P=" << partitions);
+        Replicas r = RandomReplicas(n, size, static_cast<uint32_t>(n + 31 * size));
+        const std::vector<double> norms = MakeCpuRingCollective(partitions)->SquaredNorms(r.View());
+        ASSERT_EQ(n, norms.size());
+        for (size_t i = 0; i < n; ++i) {
+          double ref = 0.0;
+          for (float x : r.data[i]) ref += double(x) * x;
+          EXPECT_NEAR(ref, norms[i], 1e-12 * ref) << "replica " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuRingCollective, SameBitsWhateverTheThreadCountAndRun) {
+  const size_t n = 5, size = 1'000'003;
+  const Replicas start = RandomReplicas(n, size, 42);
+  const std::vector<double> w = OddWeights(n, 43);
+  auto run_in = [&](int threads) {
+    Replicas r = start;
+    GlobalModel global{start.data[1], start.data[2]};
+    std::vector<double> norms;
+    tbb::task_arena arena(threads);
+    arena.execute([&] {
+      auto ring = MakeCpuRingCollective();
+      norms = ring->SquaredNorms(r.View());
+      ring->WeightedAllReduce(r.View(), w, GlobalMomentumFinish(&global, 0.9));
+    });
+    return std::make_pair(norms, r.data[n - 1]);
+  };
+  const auto one = run_in(1);
+  for (int threads : {4, 1, 4, 2}) {
+    const auto other = run_in(threads);
+    ASSERT_EQ(0, std::memcmp(one.first.data(), other.first.data(), n * sizeof(double)))
+        << threads << " threads: norms differ";
+    ASSERT_EQ(0, std::memcmp(one.second.data(), other.second.data(), size * sizeof(float)))
+        << threads << " threads: merged model differs";
+  }
+}
+
+TEST(CpuRingCollective, RejectsBadArguments) {
+  Replicas r = RandomReplicas(3, 10, 1);
+  auto ring = MakeCpuRingCollective();
+  EXPECT_THROW(ring->WeightedAllReduce(r.View(), {1.0, 2.0}, nullptr), std::invalid_argument);
+  EXPECT_THROW(ring->WeightedAllReduce(ReplicaSet{}, {}, nullptr), std::invalid_argument);
+  EXPECT_TRUE(ring->SquaredNorms(ReplicaSet{}).empty());
+}
+
+}  // namespace
+}  // namespace xmlt::merge
