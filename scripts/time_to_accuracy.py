@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Time to a target P@1 and best P@1 from xmltrain metrics files (JSON lines), as a markdown table.
+
+Usage: time_to_accuracy.py [--target P1 | --target-fraction F] NAME=METRICS.jsonl ...
+The target defaults to F (0.95) times the lowest best P@1 among the runs, so that every run can
+reach it; 'x faster' compares each run's time to target with the slowest run's.
+"""
+import argparse
+import json
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", type=float, help="P@1 to reach")
+    parser.add_argument("--target-fraction", type=float, default=0.95)
+    parser.add_argument("runs", nargs="+", metavar="NAME=FILE")
+    args = parser.parse_args()
+
+    runs = []
+    for item in args.runs:
+        name, _, path = item.partition("=")
+        records = load(path)
+        if not records:
+            sys.exit(f"time_to_accuracy: {path} has no evaluations")
+        runs.append((name, records))
+
+    target = args.target
+    if target is None:
+        target = args.target_fraction * min(max(r["p1"] for r in records) for _, records in runs)
+
+    rows = []
+    for name, records in runs:
+        best = max(records, key=lambda r: r["p1"])
+        reached = next((r for r in records if r["p1"] >= target), None)
+        rows.append((name, reached["train_time_s"] if reached else None, reached["megabatch"] if reached else None,
+                     best["p1"], best["train_time_s"], records[-1]["p1"], records[-1]["train_time_s"]))
+    slowest = max((t for _, t, *_ in rows if t is not None), default=None)
+
+    print(f"target P@1 = {target:.4f}\n")
+    print("| run | time to target (s) | mega-batches to target | x faster | best P@1 | at (s) | final P@1 | total (s) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, t, mb, best, best_t, final, total in rows:
+        faster = f"{slowest / t:.2f}" if t and slowest else "-"
+        t_text = f"{t:.2f}" if t is not None else "not reached"
+        print(f"| {name} | {t_text} | {mb if mb is not None else '-'} | {faster} | {best:.4f} | {best_t:.2f} | "
+              f"{final:.4f} | {total:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
