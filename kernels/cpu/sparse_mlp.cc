@@ -149,7 +149,9 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
   T* velocity = TensorIn(rule.velocity, view.weight);
   const size_t groups = ws->group_begin.size() - 1;
   tbb::parallel_for(tbb::blocked_range<size_t>(0, groups, 8), [&](const tbb::blocked_range<size_t>& range) {
-    std::vector<T> g(units);
+    // One buffer per thread, grown once: no allocation per batch in the training loop.
+    thread_local std::vector<T> g;
+    g.resize(units);
     for (size_t k = range.begin(); k < range.end(); ++k) {
       std::fill(g.begin(), g.end(), T(0));
       for (uint32_t i = ws->group_begin[k]; i < ws->group_begin[k + 1]; ++i) {

@@ -1,0 +1,67 @@
+// Device manager threads: results come back through the shared queue, one per batch and in each
+// worker's order, and a device's exception travels back to the coordinator instead of escaping.
+#include "engine/worker.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace xmlt::engine {
+namespace {
+
+// A device that records what it was asked and fails on request.
+class FakeDevice final : public Device {
+ public:
+  explicit FakeDevice(std::vector<size_t>* seen) : seen_(seen) { spec_.id = "cpu:7"; }
+  const DeviceSpec& spec() const override { return spec_; }
+  kernels::cpu::LossResult TrainBatch(const data::Dataset&, const uint64_t* rows, size_t count,
+                                      float lr) override {
+    if (lr < 0) throw std::runtime_error("device failure on purpose");
+    seen_->push_back(count);
+    return {double(rows[0]), uint32_t(count)};
+  }
+  float* HostParams() override { return nullptr; }
+  size_t NumParams() const override { return 0; }
+
+ private:
+  DeviceSpec spec_;
+  std::vector<size_t>* seen_;
+};
+
+TEST(Worker, RunsBatchesInOrderAndCarriesErrorsBack) {
+  data::Dataset dataset;
+  ResultQueue results;
+  std::vector<size_t> seen;
+  const uint64_t rows[3] = {11, 22, 33};
+  {
+    Worker worker(3, std::make_unique<FakeDevice>(&seen), &dataset, &results);
+    BatchTask task;
+    task.rows = rows;
+    task.lr = 0.1f;
+    for (size_t count : {1, 2, 3}) {
+      task.count = count;
+      task.slowdown = 2;
+      worker.Submit(task);
+    }
+    task.lr = -1;  // the fake device throws
+    worker.Submit(task);
+    for (size_t k = 0; k < 4; ++k) {
+      BatchResult result;
+      results.pop(result);
+      EXPECT_EQ(result.device, 3u);
+      if (k < 3) {
+        EXPECT_FALSE(result.error);
+        EXPECT_EQ(result.count, k + 1);
+        EXPECT_DOUBLE_EQ(result.loss_sum, 11.0);
+        EXPECT_DOUBLE_EQ(result.busy_s, 2 * result.compute_s);
+      } else {
+        ASSERT_TRUE(result.error);
+        EXPECT_THROW(std::rethrow_exception(result.error), std::runtime_error);
+      }
+    }
+  }  // the destructor stops and joins the thread
+  EXPECT_EQ(seen, (std::vector<size_t>{1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace xmlt::engine
