@@ -458,3 +458,51 @@ TEST(CliTest, ConfigFileSetsSubcommandOptions) {
 
 }  // namespace
 }  // namespace xmlt::apps
+
+namespace xmlt::apps {
+namespace {
+
+TEST(CliTest, MultiDeviceFlagsAreCheckedAsUsageErrors) {
+  Data d;
+  const std::vector<std::vector<std::string>> bad = {
+      {"--algo", "bogus"},
+      {"--algo", "single", "--devices", "cpu:2"},
+      {"--algo", "adaptive", "--devices", "cuda:0"},  // no CUDA backend in this build
+      {"--algo", "adaptive", "--devices", "cpu:0"},
+      {"--algo", "adaptive", "--clock", "sometimes"},
+      {"--algo", "adaptive", "--devices", "cpu:2", "--speed", "1,x"},
+      {"--algo", "adaptive", "--devices", "cpu:2", "--speed", "1,1.1,1.2"},
+      {"--algo", "adaptive", "--hetero", "cvb:vmach=-1"},
+      {"--algo", "adaptive", "--momentum", "1"},
+      {"--algo", "adaptive", "--pert-delta", "nan"},
+      {"--algo", "elastic", "--row-cost", "-1"},
+  };
+  for (const std::vector<std::string>& flags : bad) {
+    const CliResult r = Cli(TrainArgs(d, flags));
+    std::string joined;
+    for (const std::string& f : flags) joined += f + " ";
+    EXPECT_EQ(r.code, 2) << joined << "\n" << Describe(r);
+    EXPECT_NE(r.err.find("error: "), std::string::npos) << joined;
+  }
+}
+
+TEST(CliTest, AdaptiveRunReportsEveryDevice) {
+  Data d;
+  const std::string metrics = d.dir.File("adaptive.jsonl");
+  const CliResult r = Cli(TrainArgs(d, {"--algo", "adaptive", "--devices", "cpu:3", "--speed", "1,1.5,2",
+                                        "--mega-batch", "2", "--eval-every", "1", "--metrics", metrics}));
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  const json summary = LastJsonLine(r);
+  EXPECT_EQ(summary["train_samples"].get<int>(), 2 * Data::kLabeledTrainRows);
+  uint64_t rows = 0;
+  for (const std::string& line : Lines(ReadFile(metrics))) {
+    const json record = json::parse(line);
+    ASSERT_EQ(record["devices"].size(), 3u) << line;
+    EXPECT_EQ(record["devices"][2]["id"], "cpu:2");
+    for (const json& device : record["devices"]) rows += device["rows"].get<uint64_t>();
+  }
+  EXPECT_EQ(rows, uint64_t(2 * Data::kLabeledTrainRows));
+}
+
+}  // namespace
+}  // namespace xmlt::apps
