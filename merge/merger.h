@@ -24,17 +24,29 @@ struct MergeOutcome {
   int most_updated = -1, least_updated = -1;  // r and s when perturbed
 };
 
+// How the global momentum acts (DANA's look-ahead reasoning applied to model averaging):
+//  - kHeavy: replicas start each mega-batch from w; w' = combine(replicas) + gamma (w - w_p).
+//  - kNesterov: replicas start from the estimated future position w + gamma (w - w_p), so their
+//    gradients are taken where the model is heading; w' = combine(replicas), whose starting point
+//    already carries the momentum step. The global model w itself (what is evaluated and saved) is
+//    never the look-ahead point.
+enum class MomentumMode { kHeavy, kNesterov };
+
 struct MergeOptions {
   double momentum = 0.9;      // gamma of the global update
+  MomentumMode momentum_mode = MomentumMode::kHeavy;
   double pert_threshold = 0.1;  // pert_thr: perturb when every ||w_i||_2 / #params is below it
   double pert_delta = 0.1;      // delta
+  double elastic_alpha = 0;     // EASGD / CROSSBOW pull strength; 0 for CROSSBOW means 1 / n
 };
 
 class Merger {
  public:
   virtual ~Merger() = default;
-  // Combines the replicas into global->current (keeping global->previous for momentum) and
-  // leaves every replica equal to the new global model.
+  // Combines the replicas into global->current (keeping global->previous for momentum) and sets
+  // every replica's starting point for the next round: the new global model (or its look-ahead
+  // under kNesterov) for averaging merges; for elastic-force merges each replica keeps its own
+  // state, pulled toward the center.
   virtual MergeOutcome Merge(const ReplicaSet& replicas, const MergeInput& input,
                              GlobalModel* global) = 0;
   virtual std::string name() const = 0;
@@ -57,5 +69,28 @@ std::unique_ptr<Merger> MakeNormalizedMerger(const MergeOptions& options,
 // The input is not used (its vectors must be empty or have one entry per replica).
 std::unique_ptr<Merger> MakeAverageMerger(const MergeOptions& options,
                                           std::shared_ptr<Collective> collective);
+
+// Adasum (Maleki et al.): each replica's change since the round began, d_i = w_i - start, per
+// tensor, combined by the pairwise operator
+//   Adasum(a, b) = (1 - a.b / (2 |a|^2)) a + (1 - a.b / (2 |b|^2)) b
+// in a binary tree over adjacent devices; dot products and norms in double; a norm below
+// sqrt(DBL_MIN) leaves its coefficient at 1. w' = start + Adasum(d_1..d_n), plus gamma (w - w_p)
+// under kHeavy. Device counts that are not a power of two: see the implementation's rule.
+std::unique_ptr<Merger> MakeAdasumMerger(const MergeOptions& options);
+
+// Elastic force (EASGD, and CROSSBOW's synchronous model averaging): with c_j = a (z_j - x),
+//   z_j <- z_j - c_j for every replica (each keeps its own state), and
+//   x <- x + sum_j c_j + gamma (x - x_prev)   (gamma = options.momentum; EASGD uses 0).
+// a = options.elastic_alpha, or 1 / n when that is 0. The pull uses each replica after its local
+// steps (CROSSBOW computes c_j before the step it takes in the same iteration; equal to first
+// order in the learning rate).
+std::unique_ptr<Merger> MakeElasticForceMerger(const MergeOptions& options,
+                                               std::shared_ptr<Collective> collective);
+
+// Synchronous gradient aggregation: every replica took exactly one plain SGD step from the same
+// model w with the same learning rate, so the average of the replicas is w - lr * mean(g_i), the
+// averaged gradient applied once; the global momentum is applied on top as in kHeavy.
+std::unique_ptr<Merger> MakeGradientMerger(const MergeOptions& options,
+                                           std::shared_ptr<Collective> collective);
 
 }  // namespace xmlt::merge

@@ -10,6 +10,10 @@ namespace xmlt::merge {
 struct ReplicaSet {
   std::vector<float*> params;  // one per device
   size_t size = 0;             // parameters per replica
+  // Start offset of each tensor (layer weight or bias) in the flat vector, ascending, the first 0;
+  // tensor k spans [tensors[k], tensors[k+1]) or up to `size`. Empty means one tensor. Merges
+  // that work per tensor (Adasum) need it; element-wise ones ignore it.
+  std::vector<size_t> tensors;
   size_t count() const { return params.size(); }
 };
 
