@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "merge/replica_set.h"
@@ -35,5 +36,12 @@ class Collective {
 // are the same bits whatever the thread count. Throws std::invalid_argument on a weight count
 // other than the replica count, on no replicas (WeightedAllReduce) and on null parameters.
 std::unique_ptr<Collective> MakeCpuRingCollective(size_t partitions = 0);
+// The CPU tree: partitions in parallel as in the ring, but within a block the replicas are summed
+// pairwise in a binary tree over adjacent devices (a different rounding order, log n depth).
+std::unique_ptr<Collective> MakeCpuTreeCollective(size_t partitions = 0);
+// The naive reference: one thread, replica after replica. For tests and as a baseline.
+std::unique_ptr<Collective> MakeNaiveCollective();
+// "ring", "tree" or "naive"; throws std::invalid_argument otherwise.
+std::unique_ptr<Collective> MakeCollective(const std::string& name, size_t devices);
 
 }  // namespace xmlt::merge
