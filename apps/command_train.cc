@@ -26,7 +26,9 @@ struct TrainFlags {
   std::string normalize = "l2";
   std::string algo = "single", clock = "virtual";
   scheduler::EngineOptions engine;
-  bool devices_given = false;
+  std::string schedule = "dynamic", merge = "normalized", momentum_mode = "heavy";
+  CLI::App* command = nullptr;
+  bool given(const char* flag) const { return command->count(flag) > 0; }
   DataFlags data;
   scheduler::TrainOptions options;
 };
@@ -84,7 +86,8 @@ void PrintEval(const scheduler::EvalRecord& r) {
   std::fflush(stdout);
 }
 
-// --algo presets: how batches are dispatched, sized and merged.
+// --algo presets set how batches are dispatched and merged; --schedule, --merge and
+// --local-momentum given explicitly override them, so any combination can be swept.
 void ApplyAlgorithm(TrainFlags& f) {
   using Engine = scheduler::EngineOptions;
   if (f.clock == "wall") {
@@ -94,20 +97,57 @@ void ApplyAlgorithm(TrainFlags& f) {
   } else {
     throw std::invalid_argument("--clock must be wall or virtual");
   }
-  if (f.algo == "single") {
-    if (f.devices_given && engine::ParseDeviceList(f.engine.devices).size() != 1)
-      throw std::invalid_argument("--algo single trains on one device; use --algo adaptive or elastic for " +
-                                  f.engine.devices);
-  } else if (f.algo == "adaptive") {
-    f.engine.schedule = Engine::Schedule::kDynamic;
-    f.engine.scale_batches = true;
-    f.engine.merge = Engine::Merge::kNormalized;
-  } else if (f.algo == "elastic") {
-    f.engine.schedule = Engine::Schedule::kStatic;
-    f.engine.scale_batches = false;
-    f.engine.merge = Engine::Merge::kAverage;
+  if (f.momentum_mode == "heavy" || f.momentum_mode == "nesterov") {
+    f.engine.nesterov = f.momentum_mode == "nesterov";
   } else {
-    throw std::invalid_argument("--algo must be single, adaptive or elastic");
+    throw std::invalid_argument("--momentum-mode must be heavy or nesterov");
+  }
+  std::string schedule, merge;
+  bool plain_local_sgd = false;  // the synchronous algorithms step each replica with plain SGD
+  if (f.algo == "single") {
+    if (f.given("--devices") && engine::ParseDeviceList(f.engine.devices).size() != 1)
+      throw std::invalid_argument("--algo single trains on one device; use --algo adaptive, elastic, adasum, "
+                                  "sync or crossbow for " + f.engine.devices);
+    return;
+  } else if (f.algo == "adaptive") {
+    schedule = "dynamic", merge = "normalized";
+  } else if (f.algo == "elastic") {
+    schedule = "static", merge = "average";
+  } else if (f.algo == "adasum") {
+    schedule = "static", merge = "adasum";
+  } else if (f.algo == "sync") {
+    schedule = "sync", merge = "gradient", plain_local_sgd = true;
+  } else if (f.algo == "crossbow") {
+    schedule = "sync", merge = "crossbow", plain_local_sgd = true;
+  } else {
+    throw std::invalid_argument("--algo must be single, adaptive, elastic, adasum, sync or crossbow");
+  }
+  if (f.given("--schedule")) schedule = f.schedule;
+  if (f.given("--merge")) merge = f.merge;
+  if (plain_local_sgd && !f.given("--local-momentum")) f.options.local_momentum = 0;
+
+  if (schedule == "dynamic") {
+    f.engine.schedule = Engine::Schedule::kDynamic;
+  } else if (schedule == "static") {
+    f.engine.schedule = Engine::Schedule::kStatic;
+  } else if (schedule == "sync") {
+    f.engine.schedule = Engine::Schedule::kSync;
+  } else {
+    throw std::invalid_argument("--schedule must be dynamic, static or sync");
+  }
+  f.engine.scale_batches = f.engine.schedule == Engine::Schedule::kDynamic;
+  if (merge == "normalized") {
+    f.engine.merge = Engine::Merge::kNormalized;
+  } else if (merge == "average") {
+    f.engine.merge = Engine::Merge::kAverage;
+  } else if (merge == "adasum") {
+    f.engine.merge = Engine::Merge::kAdasum;
+  } else if (merge == "crossbow") {
+    f.engine.merge = Engine::Merge::kCrossbow;
+  } else if (merge == "gradient") {
+    f.engine.merge = Engine::Merge::kGradient;
+  } else {
+    throw std::invalid_argument("--merge must be normalized, average, adasum, crossbow or gradient");
   }
 }
 
@@ -216,8 +256,9 @@ Command AddTrainCommand(CLI::App* app) {
 
   const char* kEngine = "Several devices";
   cmd->add_option("--algo", f.algo,
-                  "single (one device), adaptive (dynamic dispatch, Algorithm 1 batch scaling, Algorithm 2 "
-                  "normalized merge) or elastic (static dispatch, plain averaging)")
+                  "single (one device); adaptive (dynamic dispatch, Algorithm 1, normalized merge); elastic "
+                  "(static, average); adasum (static, Adasum); sync (gradient aggregation every step); "
+                  "crossbow (synchronous model averaging every step)")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--devices", f.engine.devices, "Devices: cpu:N, cuda:0,cuda:1, cuda:0xN, or mixes")
       ->capture_default_str()->group(kEngine);
@@ -242,9 +283,25 @@ Command AddTrainCommand(CLI::App* app) {
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--pert-delta", f.engine.pert_delta, "Perturbation factor of the merge weights")
       ->capture_default_str()->group(kEngine);
-  cmd->parse_complete_callback([cmd, flags] {
-    flags->devices_given = cmd->count("--devices") > 0;
-  });
+  cmd->add_option("--schedule", f.schedule,
+                  "Overrides the preset: dynamic (next batch to the free device), static (equal shares), "
+                  "sync (each round every device takes --batch / n rows; merged every round)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--merge", f.merge,
+                  "Overrides the preset: normalized (Algorithm 2), average (elastic; EASGD with "
+                  "--elastic-alpha), adasum, crossbow or gradient (the last two need --schedule sync)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--collective", f.engine.collective, "Weighted sums over the replicas: ring, tree or naive")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--momentum-mode", f.momentum_mode,
+                  "heavy (w' = merge + gamma (w - w_prev)) or nesterov (replicas start from w + gamma "
+                  "(w - w_prev))")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--elastic-alpha", f.engine.elastic_alpha,
+                  "Elastic force: with --merge average, EASGD's pull toward the center (0 = plain "
+                  "averaging); with crossbow, its a (0 = 1 / devices)")
+      ->capture_default_str()->group(kEngine);
+  f.command = cmd;
   return {cmd, [flags] { RunTrain(*flags); }};
 }
 

@@ -150,11 +150,65 @@ void BM_SquaredNorms(benchmark::State& state) {
                   [&] { benchmark::DoNotOptimize(ring->SquaredNorms(model.set)); });
 }
 
+// One collective by name: n replicas read, n written.
+void BM_CollectiveAllReduce(benchmark::State& state, const char* name) {
+  const size_t n = size_t(state.range(0));
+  Model model(n);
+  auto collective = MakeCollective(name, n);
+  const std::vector<double> weights(n, 1.0 / double(n));
+  RunAgainstFloor(state, 4.0 * kModel * 2.0 * n,
+                  [&] { collective->WeightedAllReduce(model.set, weights, nullptr); });
+}
+
+// Adasum against the plain weighted sum (the average merge on the ring) in the same run: both
+// have the same floor (n replicas read and written, global current/previous read and written),
+// and Adasum adds one pass per tree level. adasum_over_sum is the ratio of their times; the
+// Adasum paper calls it "almost as efficient as simply summing".
+void BM_AdasumMerge(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  Model model(n);
+  // A sparse MLP's tensors: first layer, its bias, output layer, its bias.
+  model.set.tensors = {0, kModel / 2, kModel / 2 + 128, kModel - 4096};
+  auto adasum = MakeAdasumMerger(MergeOptions{});
+  auto sum = MakeAverageMerger(MergeOptions{}, MakeCpuRingCollective());
+  auto time = [](auto&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  double adasum_seconds = 0.0, sum_seconds = 0.0, copy_seconds = 0.0;
+  for (auto _ : state) {
+    TimeOneCopy();  // absorbs the previous merge's dirty lines, as in RunAgainstFloor
+    copy_seconds += TimeOneCopy();
+    sum_seconds += time([&] { sum->Merge(model.set, MergeInput{}, &model.global); });
+    TimeOneCopy();
+    const double t = time([&] { adasum->Merge(model.set, MergeInput{}, &model.global); });
+    state.SetIterationTime(t);
+    adasum_seconds += t;
+  }
+  const double iterations = double(state.iterations());
+  const double floor_bytes = 4.0 * kModel * (2.0 * n + 4.0);
+  const double copy = 2.0 * kCopyBytes * iterations / copy_seconds;
+  state.SetBytesProcessed(int64_t(floor_bytes * iterations));
+  state.counters["copy_GBps"] = copy / 1e9;
+  state.counters["merge_GBps"] = floor_bytes * iterations / adasum_seconds / 1e9;
+  state.counters["floor_fraction"] = (floor_bytes / copy) / (adasum_seconds / iterations);
+  state.counters["sum_floor_fraction"] = (floor_bytes / copy) / (sum_seconds / iterations);
+  state.counters["adasum_over_sum"] = adasum_seconds / sum_seconds;
+}
+
 BENCHMARK(BM_CopyBandwidth)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_NormalizedMerge)->Arg(4)->Arg(2)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_AverageMerge)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_WeightedAllReduce)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_SquaredNorms)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK_CAPTURE(BM_CollectiveAllReduce, ring, "ring")
+    ->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK_CAPTURE(BM_CollectiveAllReduce, tree, "tree")
+    ->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK_CAPTURE(BM_CollectiveAllReduce, naive, "naive")
+    ->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_AdasumMerge)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 
 }  // namespace
 }  // namespace xmlt::merge

@@ -27,7 +27,8 @@ class AverageMerger : public Merger {
     }
     MergeOutcome outcome;
     outcome.weights.assign(n, 1.0 / static_cast<double>(n));
-    MergeWithGlobalMomentum(*collective_, replicas, outcome.weights, options_.momentum, global);
+    MergeWithGlobalMomentum(*collective_, replicas, outcome.weights, options_.momentum, global,
+                            options_.momentum_mode);
     return outcome;
   }
 

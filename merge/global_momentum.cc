@@ -1,4 +1,5 @@
-// The global momentum rule fused into the collective's per-block finish step.
+// The global momentum rule (heavy-ball or Nesterov look-ahead) fused into the collective's
+// per-block finish step.
 #include "merge/global_momentum.h"
 
 #include <stdexcept>
@@ -20,10 +21,26 @@ void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* globa
   }
 }
 
-FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum) {
+FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum, MomentumMode mode) {
   float* current = global->current.data();
   float* previous = global->previous.data();
   const float gamma = static_cast<float>(momentum);
+  if (mode == MomentumMode::kNesterov) {
+    // The replicas started from the look-ahead w + gamma (w - w_p), so their combination already
+    // carries the momentum step; the next look-ahead is written back for the replicas only.
+    return [=](size_t begin, size_t end, float* values) {
+      float* w = current + begin;
+      float* wp = previous + begin;
+      const size_t m = end - begin;
+#pragma omp simd
+      for (size_t j = 0; j < m; ++j) {
+        const float next = values[j];
+        wp[j] = w[j];
+        w[j] = next;
+        values[j] = next + gamma * (next - wp[j]);
+      }
+    };
+  }
   return [=](size_t begin, size_t end, float* values) {
     float* w = current + begin;
     float* wp = previous + begin;
@@ -40,8 +57,8 @@ FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum) {
 
 void MergeWithGlobalMomentum(Collective& collective, const ReplicaSet& replicas,
                              const std::vector<double>& weights, double momentum,
-                             GlobalModel* global) {
-  collective.WeightedAllReduce(replicas, weights, GlobalMomentumFinish(global, momentum));
+                             GlobalModel* global, MomentumMode mode) {
+  collective.WeightedAllReduce(replicas, weights, GlobalMomentumFinish(global, momentum, mode));
 }
 
 }  // namespace xmlt::merge

@@ -1,10 +1,12 @@
 // What every model-averaging merge shares: input checks and the global momentum update
-// w' = sum_i alpha_i w_i + gamma (w - w_p); w_p <- w; w <- w', run through a collective.
+// (kHeavy: w' = sum_i alpha_i w_i + gamma (w - w_p); kNesterov: w' = sum_i alpha_i w_i, replicas
+// restart from w' + gamma (w' - w)); w_p <- w; w <- w', run through a collective.
 #pragma once
 
 #include <vector>
 
 #include "merge/collective.h"
+#include "merge/merger.h"
 #include "merge/replica_set.h"
 
 namespace xmlt::merge {
@@ -14,12 +16,16 @@ namespace xmlt::merge {
 void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global);
 
 // The collective's finish step for the rule above: reads and rewrites global->current and
-// global->previous block by block, so it needs no buffer beyond them.
-FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum);
+// global->previous block by block, so it needs no buffer beyond them. It leaves in `values` what
+// every replica starts the next round from: w' under kHeavy, the look-ahead w' + gamma (w' - w)
+// under kNesterov (global->current always receives w', never the look-ahead).
+FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum,
+                                 MomentumMode mode = MomentumMode::kHeavy);
 
-// Runs the rule with the given alpha_i (not renormalized); every replica ends equal to w'.
+// Runs the rule with the given alpha_i (not renormalized); every replica ends equal to w' (kHeavy)
+// or to its look-ahead (kNesterov).
 void MergeWithGlobalMomentum(Collective& collective, const ReplicaSet& replicas,
                              const std::vector<double>& weights, double momentum,
-                             GlobalModel* global);
+                             GlobalModel* global, MomentumMode mode = MomentumMode::kHeavy);
 
 }  // namespace xmlt::merge

@@ -75,7 +75,15 @@ std::unique_ptr<Merger> MakeAverageMerger(const MergeOptions& options,
 //   Adasum(a, b) = (1 - a.b / (2 |a|^2)) a + (1 - a.b / (2 |b|^2)) b
 // in a binary tree over adjacent devices; dot products and norms in double; a norm below
 // sqrt(DBL_MIN) leaves its coefficient at 1. w' = start + Adasum(d_1..d_n), plus gamma (w - w_p)
-// under kHeavy. Device counts that are not a power of two: see the implementation's rule.
+// under kHeavy. start is w under kHeavy and the look-ahead w + gamma (w - w_p) under kNesterov
+// (recomputed from w and w_p, never stored); every replica then goes to the next start.
+// Device counts that are not a power of two (Horovod refuses them): with n = 2^k + m, the m
+// adjacent pairs (0,1), (2,3), ..., (2m-2, 2m-1) are folded first, then the remaining 2^k operands
+// form the power-of-two tree, e.g. n=5: ((d0+d1)+d2)+(d3+d4), n=6: ((d0+d1)+(d2+d3))+(d4+d5),
+// n=7: ((d0+d1)+(d2+d3))+((d4+d5)+d6). Every device sits at depth k or k+1 (a carried odd device
+// would instead weigh up to half of the result) and operands stay adjacent (PairwiseTreeLevels in
+// merge/adasum.h, shared with the tree collective). Combines in the replicas' own buffers; the
+// outcome's weights are 1 per replica and it is never perturbed.
 std::unique_ptr<Merger> MakeAdasumMerger(const MergeOptions& options);
 
 // Elastic force (EASGD, and CROSSBOW's synchronous model averaging): with c_j = a (z_j - x),

@@ -53,7 +53,8 @@ class NormalizedMerger : public Merger {
         outcome.least_updated = static_cast<int>(s);
       }
     }
-    MergeWithGlobalMomentum(*collective_, replicas, outcome.weights, options_.momentum, global);
+    MergeWithGlobalMomentum(*collective_, replicas, outcome.weights, options_.momentum, global,
+                            options_.momentum_mode);
     return outcome;
   }
 

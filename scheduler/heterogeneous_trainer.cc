@@ -75,8 +75,35 @@ class Engine {
   const std::vector<DeviceBatch>& states() const { return states_; }
   uint64_t rows_per_epoch() const { return sampler_.rows_per_epoch(); }
   engine::Device& device(size_t i) { return workers_[i]->device(); }
+  std::vector<DeviceBatch>& mutable_states() { return states_; }
+  const BatchScalingBounds& bounds() const { return bounds_; }
 
-  // Trains one mega-batch of at most `budget` rows and returns what happened.
+  MegaBatchRun EmptyRun() const {
+    MegaBatchRun run;
+    run.updates.assign(num_devices(), 0);
+    run.rows_of.assign(num_devices(), 0);
+    run.loss_of.assign(num_devices(), 0.0);
+    run.busy_s.assign(num_devices(), 0.0);
+    return run;
+  }
+
+  // Synchronous round: one global batch of --batch rows (fewer at an epoch's end or the run's)
+  // split evenly over the devices, all starting from the same model.
+  MegaBatchRun RunSyncRound(uint64_t budget) {
+    const size_t n = num_devices();
+    const size_t taken = sampler_.Take(std::min<uint64_t>(options_.batch, budget), arena_.data());
+    std::vector<Assignment> plan;
+    size_t offset = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const size_t count = taken / n + (i < taken % n ? 1 : 0);
+      if (count == 0) continue;  // fewer rows than devices: the others sit this round out
+      plan.push_back(Assignment{i, offset, count, slowdown_->NextFactor(i)});
+      offset += count;
+    }
+    return RunPlanned(plan);
+  }
+
+  // Trains one mega-batch of at most `budget` rows (dynamic or static dispatch).
   MegaBatchRun RunMegaBatch(uint64_t budget) {
     const bool wall = engine_.clock == EngineOptions::Clock::kWall;
     if (engine_.schedule == EngineOptions::Schedule::kDynamic && wall) return RunDynamicWall(budget);
@@ -185,14 +212,6 @@ class Engine {
     return run;
   }
 
-  MegaBatchRun EmptyRun() const {
-    MegaBatchRun run;
-    run.updates.assign(num_devices(), 0);
-    run.rows_of.assign(num_devices(), 0);
-    run.loss_of.assign(num_devices(), 0.0);
-    run.busy_s.assign(num_devices(), 0.0);
-    return run;
-  }
 
   // Waits for `count` results; the first failure is rethrown once every batch is back, so no
   // worker still reads rows that the next mega-batch overwrites.
@@ -230,11 +249,6 @@ class Engine {
     return false;
   }
 
- public:
-  std::vector<DeviceBatch>& mutable_states() { return states_; }
-  const BatchScalingBounds& bounds() const { return bounds_; }
-
- private:
   const TrainOptions& options_;
   const EngineOptions& engine_;
   EpochSampler sampler_;
@@ -250,11 +264,35 @@ class Engine {
 std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t devices) {
   merge::MergeOptions options;
   options.momentum = engine.momentum;
+  options.momentum_mode = engine.nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy;
   options.pert_threshold = engine.pert_threshold;
   options.pert_delta = engine.pert_delta;
-  std::shared_ptr<merge::Collective> collective = merge::MakeCpuRingCollective(devices);
-  if (engine.merge == EngineOptions::Merge::kAverage) return merge::MakeAverageMerger(options, collective);
-  return merge::MakeNormalizedMerger(options, collective);
+  options.elastic_alpha = engine.elastic_alpha;
+  std::shared_ptr<merge::Collective> collective = merge::MakeCollective(engine.collective, devices);
+  using Merge = EngineOptions::Merge;
+  switch (engine.merge) {
+    case Merge::kNormalized: return merge::MakeNormalizedMerger(options, collective);
+    case Merge::kAverage:
+      return engine.elastic_alpha > 0 ? merge::MakeElasticForceMerger(options, collective)
+                                      : merge::MakeAverageMerger(options, collective);
+    case Merge::kAdasum: return merge::MakeAdasumMerger(options);
+    case Merge::kCrossbow: return merge::MakeElasticForceMerger(options, collective);
+    case Merge::kGradient: return merge::MakeGradientMerger(options, collective);
+  }
+  throw std::logic_error("unknown merge");
+}
+
+// Adds a synchronous round's statistics to the mega-batch it belongs to.
+void Absorb(const MegaBatchRun& round, MegaBatchRun* run) {
+  for (size_t i = 0; i < round.updates.size(); ++i) {
+    run->updates[i] += round.updates[i];
+    run->rows_of[i] += round.rows_of[i];
+    run->loss_of[i] += round.loss_of[i];
+    run->busy_s[i] += round.busy_s[i];
+  }
+  run->span_s += round.span_s;
+  run->batches += round.batches;
+  run->rows += round.rows;
 }
 
 }  // namespace
@@ -274,6 +312,10 @@ TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test
 
   merge::ReplicaSet replicas;
   replicas.size = model->params.size();
+  for (const kernels::LayerView& layer : model->layers) {
+    replicas.tensors.push_back(layer.weight.offset);
+    replicas.tensors.push_back(layer.bias.offset);
+  }
   for (size_t i = 0; i < n; ++i) replicas.params.push_back(devices.device(i).HostParams());
 
   TrainResult result;
@@ -285,22 +327,40 @@ TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test
 
   while (rows_done < total_rows) {
     const uint64_t epoch_before = rows_done / rows_per_epoch;
-    MegaBatchRun run = devices.RunMegaBatch(std::min(mega_rows, total_rows - rows_done));
+    const uint64_t budget = std::min(mega_rows, total_rows - rows_done);
+    double merge_s = 0;
+    merge::MergeOutcome merged;
+    auto merge_after = [&](const MegaBatchRun& part) {
+      const Clock::time_point merge_start = Clock::now();
+      merge::MergeInput input;
+      for (const DeviceBatch& state : devices.states()) {
+        input.batch.push_back(state.batch);
+        input.lr.push_back(state.lr);
+      }
+      input.updates = part.updates;
+      merged = merger->Merge(replicas, input, &global);
+      merge_s += Seconds(Clock::now() - merge_start);
+    };
+    MegaBatchRun run;
+    if (engine.schedule == EngineOptions::Schedule::kSync) {
+      // Merged after every round; the mega-batch only sets the evaluation cadence.
+      run = devices.EmptyRun();
+      for (uint64_t left = budget; left > 0;) {
+        const MegaBatchRun round = devices.RunSyncRound(left);
+        left -= round.rows;
+        merge_after(round);
+        Absorb(round, &run);
+      }
+    } else {
+      run = devices.RunMegaBatch(budget);
+      merge_after(run);
+    }
     rows_done += run.rows;
     ++megabatches;
     result.batches += run.batches;
     for (double device_loss : run.loss_of) loss_sum += device_loss;
     loss_batches += run.batches;
 
-    const Clock::time_point merge_start = Clock::now();
-    merge::MergeInput input;
-    for (const DeviceBatch& state : devices.states()) {
-      input.batch.push_back(state.batch);
-      input.lr.push_back(state.lr);
-    }
-    input.updates = run.updates;
-    const merge::MergeOutcome merged = merger->Merge(replicas, input, &global);
-    const double merge_s = Seconds(Clock::now() - merge_start);
     // The virtual clock leaves merging out (the algorithms compared merge equally often); the
     // wall clock counts it.
     train_seconds += run.span_s + (engine.clock == EngineOptions::Clock::kWall ? merge_s : 0.0);
@@ -314,7 +374,7 @@ TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test
       d.busy_s += run.busy_s[i];
       d.idle_s += std::max(0.0, run.span_s - run.busy_s[i]);
     }
-    if (engine.scale_batches) ScaleBatchSizes(run.updates, devices.bounds(), &devices.mutable_states());
+    if (engine.scale_batches && engine.schedule == EngineOptions::Schedule::kDynamic) ScaleBatchSizes(run.updates, devices.bounds(), &devices.mutable_states());
 
     const bool finished = rows_done >= total_rows;
     bool due = finished;

@@ -25,6 +25,17 @@ void ValidateEngineOptions(const EngineOptions& engine) {
   if (!(engine.beta >= 0)) throw std::invalid_argument("--beta must be >= 0");
   if (!(engine.row_cost_s >= 0) || !std::isfinite(engine.row_cost_s))
     throw std::invalid_argument("--row-cost must be >= 0");
+  if (!(engine.elastic_alpha >= 0 && engine.elastic_alpha <= 1))
+    throw std::invalid_argument("--elastic-alpha must be in [0, 1]");
+  using Merge = EngineOptions::Merge;
+  const bool one_step_merge = engine.merge == Merge::kGradient || engine.merge == Merge::kCrossbow;
+  if (one_step_merge != (engine.schedule == EngineOptions::Schedule::kSync))
+    throw std::invalid_argument(
+        "--merge gradient and --merge crossbow combine one step per device and need --schedule sync, "
+        "and --schedule sync needs one of them");
+  const bool elastic_force = engine.merge == Merge::kCrossbow || (engine.merge == Merge::kAverage && engine.elastic_alpha > 0);
+  if (elastic_force && engine.nesterov)
+    throw std::invalid_argument("--momentum-mode nesterov does not apply to elastic-force merges (EASGD, CROSSBOW)");
 }
 
 uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,

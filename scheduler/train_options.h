@@ -26,9 +26,14 @@ struct TrainOptions {
 
 // Several devices: how batches are dispatched, sized and merged (the --algo presets set these).
 struct EngineOptions {
-  enum class Schedule { kDynamic, kStatic } schedule = Schedule::kDynamic;
-  bool scale_batches = true;     // Algorithm 1 after every mega-batch
-  enum class Merge { kNormalized, kAverage } merge = Merge::kNormalized;
+  // dynamic: the next batch to whichever device is free; static: equal shares per mega-batch;
+  // sync: every round each device takes --batch / n rows from the same model, merged every round.
+  enum class Schedule { kDynamic, kStatic, kSync } schedule = Schedule::kDynamic;
+  bool scale_batches = true;     // Algorithm 1 after every mega-batch (dynamic dispatch only)
+  enum class Merge { kNormalized, kAverage, kAdasum, kCrossbow, kGradient } merge = Merge::kNormalized;
+  std::string collective = "ring";  // ring, tree or naive
+  bool nesterov = false;         // --momentum-mode nesterov: replicas start from the look-ahead
+  double elastic_alpha = 0;      // average: > 0 turns on EASGD's elastic force; crossbow: 0 = 1/n
   std::string devices = "cpu:4";
   double batch_min = 0;          // b_min; 0 = batch / 8
   double beta = 0;               // Algorithm 1's beta; 0 = b_min / 2

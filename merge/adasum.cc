@@ -1,0 +1,161 @@
+// The Adasum all-reduce on the CPU: one parallel pass over the model per tree level, each pass
+// combining the previous level's pairs and measuring the next level's dot products while the
+// chunk is still in cache.
+#include "merge/adasum.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace xmlt::merge {
+namespace {
+
+// Parameters of one work item: a chunk of every replica (n x 32 KiB) stays in L2 between the
+// combination of one level and the dot products of the next. Fixed, so that the partial sums and
+// their order of summation never depend on the thread count.
+constexpr size_t kChunk = 8192;
+
+struct Chunk {
+  size_t tensor, begin, end;
+};
+
+struct Dots {
+  double ab = 0.0, aa = 0.0, bb = 0.0;
+};
+
+Dots PartialDots(const float* a, const float* b, size_t m) {
+  double ab = 0.0, aa = 0.0, bb = 0.0;
+#pragma omp simd reduction(+ : ab, aa, bb)
+  for (size_t j = 0; j < m; ++j) {
+    const double x = a[j], y = b[j];
+    ab += x * y;
+    aa += x * x;
+    bb += y * y;
+  }
+  return {ab, aa, bb};
+}
+
+void Combine(float* a, const float* b, size_t m, float ca, float cb) {
+#pragma omp simd
+  for (size_t j = 0; j < m; ++j) a[j] = ca * a[j] + cb * b[j];
+}
+
+// Tensor k spans [bounds[k], bounds[k + 1]).
+std::vector<size_t> TensorBounds(const ReplicaSet& vectors) {
+  std::vector<size_t> bounds = vectors.tensors;
+  if (bounds.empty()) bounds.push_back(0);
+  if (bounds[0] != 0) throw std::invalid_argument("adasum: the first tensor must start at 0");
+  for (size_t k = 1; k < bounds.size(); ++k) {
+    if (bounds[k] < bounds[k - 1] || bounds[k] > vectors.size) {
+      throw std::invalid_argument("adasum: tensor offset " + std::to_string(bounds[k]) +
+                                  " is not ascending within " + std::to_string(vectors.size) +
+                                  " parameters");
+    }
+  }
+  bounds.push_back(vectors.size);
+  return bounds;
+}
+
+// The coefficient of `a` in Adasum(a, b); a (numerically) zero operand keeps its own scale, 1.
+double Coefficient(double ab, double aa) { return aa >= DBL_MIN ? 1.0 - ab / (2.0 * aa) : 1.0; }
+
+}  // namespace
+
+std::vector<std::vector<TreePair>> PairwiseTreeLevels(size_t n) {
+  std::vector<std::vector<TreePair>> levels;
+  if (n < 2) return levels;
+  size_t power = 1;
+  while (power <= n / 2) power *= 2;
+  const size_t m = n - power;
+  std::vector<size_t> operands;
+  if (m > 0) {
+    levels.emplace_back();
+    for (size_t i = 0; i < m; ++i) {
+      levels.back().push_back({2 * i, 2 * i + 1});
+      operands.push_back(2 * i);
+    }
+  }
+  for (size_t i = 2 * m; i < n; ++i) operands.push_back(i);
+  while (operands.size() > 1) {
+    levels.emplace_back();
+    std::vector<size_t> next;
+    for (size_t j = 0; j < operands.size(); j += 2) {
+      levels.back().push_back({operands[j], operands[j + 1]});
+      next.push_back(operands[j]);
+    }
+    operands = std::move(next);
+  }
+  return levels;
+}
+
+void AdasumAllReduce(const ReplicaSet& vectors, const PrepareBlock& prepare,
+                     const FinishBlock& finish) {
+  const size_t n = vectors.count();
+  if (n == 0) throw std::invalid_argument("adasum: no replicas");
+  for (const float* x : vectors.params)
+    if (x == nullptr && vectors.size > 0) throw std::invalid_argument("adasum: null parameters");
+  const std::vector<size_t> bounds = TensorBounds(vectors);
+  const size_t tensors = bounds.size() - 1;
+  std::vector<Chunk> chunks;
+  for (size_t t = 0; t < tensors; ++t)
+    for (size_t b = bounds[t]; b < bounds[t + 1]; b += kChunk)
+      chunks.push_back({t, b, std::min(b + kChunk, bounds[t + 1])});
+
+  const std::vector<std::vector<TreePair>> levels = PairwiseTreeLevels(n);
+  const size_t passes = levels.size() + 1;
+  // coef[(t * pairs + p) * 2 + side]: the coefficients of level pass - 1, tensor t, pair p.
+  std::vector<float> coef;
+  std::vector<Dots> partial;  // partial[c * pairs + p]: chunk c's share of level `pass`'s dots
+  for (size_t pass = 0; pass < passes; ++pass) {
+    const std::vector<TreePair>* combine = pass > 0 ? &levels[pass - 1] : nullptr;
+    const std::vector<TreePair>* measure = pass < levels.size() ? &levels[pass] : nullptr;
+    const size_t measured = measure ? measure->size() : 0;
+    const bool last = pass + 1 == passes;
+    partial.assign(chunks.size() * measured, Dots{});
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, chunks.size()), [&](const auto& range) {
+      for (size_t c = range.begin(); c != range.end(); ++c) {
+        const Chunk& chunk = chunks[c];
+        const size_t m = chunk.end - chunk.begin;
+        auto at = [&](size_t i) { return vectors.params[i] + chunk.begin; };
+        if (pass == 0 && prepare)
+          for (size_t i = 0; i < n; ++i) prepare(i, chunk.begin, chunk.end, at(i));
+        if (combine) {
+          const float* k = coef.data() + chunk.tensor * combine->size() * 2;
+          for (size_t p = 0; p < combine->size(); ++p)
+            Combine(at((*combine)[p].left), at((*combine)[p].right), m, k[2 * p], k[2 * p + 1]);
+        }
+        for (size_t p = 0; p < measured; ++p)
+          partial[c * measured + p] =
+              PartialDots(at((*measure)[p].left), at((*measure)[p].right), m);
+        if (last) {
+          if (finish) finish(chunk.begin, chunk.end, at(0));
+          for (size_t i = 1; i < n; ++i) std::memcpy(at(i), at(0), m * sizeof(float));
+        }
+      }
+    });
+    if (!measure) continue;
+    // Whole-tensor dots: the chunks of a tensor are consecutive and summed in index order.
+    std::vector<Dots> sums(tensors * measured);
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      for (size_t p = 0; p < measured; ++p) {
+        Dots& s = sums[chunks[c].tensor * measured + p];
+        const Dots& d = partial[c * measured + p];
+        s.ab += d.ab;
+        s.aa += d.aa;
+        s.bb += d.bb;
+      }
+    }
+    coef.assign(tensors * measured * 2, 1.0f);
+    for (size_t q = 0; q < sums.size(); ++q) {
+      coef[2 * q] = static_cast<float>(Coefficient(sums[q].ab, sums[q].aa));
+      coef[2 * q + 1] = static_cast<float>(Coefficient(sums[q].ab, sums[q].bb));
+    }
+  }
+}
+
+}  // namespace xmlt::merge

@@ -1,0 +1,133 @@
+// The CPU tree collective: partitions processed in parallel as in the ring, but within a block the
+// replicas are summed pairwise over adjacent devices, ((r0+r1)+(r2+r3))..., in their own buffers.
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "merge/adasum.h"
+#include "merge/collective.h"
+
+namespace xmlt::merge {
+namespace {
+
+// Parameters combined at a time: the n blocks stay in L2 from the tree to the write-back.
+constexpr size_t kBlock = 4096;
+// Leaf size of the deterministic norm reduction; fixed so the combination tree never changes.
+constexpr size_t kNormGrain = 1 << 15;
+
+double SumOfSquares(const float* x, size_t n) {
+  double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+  for (size_t j = 0; j < n; ++j) sum += static_cast<double>(x[j]) * x[j];
+  return sum;
+}
+
+// left = left_scale * left + right_scale * right; a scale is the device's weight while the
+// operand is still a leaf and 1 once it holds a partial sum.
+struct Step {
+  size_t left, right;
+  float left_scale, right_scale;
+};
+
+// Odd device counts follow PairwiseTreeLevels (merge/adasum.h), the same tree as Adasum: with
+// n = 2^k + m the adjacent pairs (0,1)..(2m-2,2m-1) are folded first, e.g. n=5 sums
+// ((r0+r1)+r2)+(r3+r4), so every replica is at depth k or k+1.
+class CpuTreeCollective : public Collective {
+ public:
+  explicit CpuTreeCollective(size_t partitions) : partitions_(partitions) {}
+
+  std::vector<double> SquaredNorms(const ReplicaSet& replicas) override {
+    CheckReplicas(replicas);
+    std::vector<double> norms(replicas.count(), 0.0);
+    // parallel_deterministic_reduce is itself a binary tree of fixed leaves: same bits for any
+    // thread count.
+    tbb::parallel_for(size_t{0}, replicas.count(), [&](size_t i) {
+      const float* x = replicas.params[i];
+      norms[i] = tbb::parallel_deterministic_reduce(
+          tbb::blocked_range<size_t>(0, replicas.size, kNormGrain), 0.0,
+          [x](const tbb::blocked_range<size_t>& r, double acc) {
+            return acc + SumOfSquares(x + r.begin(), r.size());
+          },
+          [](double a, double b) { return a + b; }, tbb::simple_partitioner());
+    });
+    return norms;
+  }
+
+  void WeightedAllReduce(const ReplicaSet& replicas, const std::vector<double>& weights,
+                         const FinishBlock& finish) override {
+    CheckReplicas(replicas);
+    const size_t n = replicas.count();
+    if (n == 0) throw std::invalid_argument("WeightedAllReduce: no replicas");
+    if (weights.size() != n) {
+      throw std::invalid_argument("WeightedAllReduce: " + std::to_string(weights.size()) +
+                                  " weights for " + std::to_string(n) + " replicas");
+    }
+    std::vector<Step> steps;
+    std::vector<bool> leaf(n, true);
+    for (const auto& level : PairwiseTreeLevels(n)) {
+      for (const TreePair& pair : level) {
+        steps.push_back({pair.left, pair.right,
+                         leaf[pair.left] ? static_cast<float>(weights[pair.left]) : 1.0f,
+                         leaf[pair.right] ? static_cast<float>(weights[pair.right]) : 1.0f});
+        leaf[pair.left] = leaf[pair.right] = false;
+      }
+    }
+    // One device: its weight is applied alone.
+    const float root_scale = n == 1 ? static_cast<float>(weights[0]) : 1.0f;
+    const size_t parts = std::max<size_t>(1, partitions_ > 0 ? partitions_ : n);
+    tbb::parallel_for(size_t{0}, parts, [&](size_t p) {
+      const size_t lo = replicas.size * p / parts, hi = replicas.size * (p + 1) / parts;
+      const size_t blocks = (hi - lo + kBlock - 1) / kBlock;
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, blocks), [&](const auto& r) {
+        for (size_t b = r.begin(); b != r.end(); ++b) {
+          const size_t begin = lo + b * kBlock;
+          ReduceBlock(replicas, steps, root_scale, begin, std::min(begin + kBlock, hi), finish);
+        }
+      });
+    });
+  }
+
+ private:
+  static void CheckReplicas(const ReplicaSet& replicas) {
+    for (const float* x : replicas.params)
+      if (x == nullptr && replicas.size > 0)
+        throw std::invalid_argument("collective: null replica parameters");
+  }
+
+  // In place: every replica's block is overwritten at the end anyway, so the partial sums live in
+  // the left operands' own (cached) blocks and no buffer is needed.
+  static void ReduceBlock(const ReplicaSet& replicas, const std::vector<Step>& steps,
+                          float root_scale, size_t begin, size_t end, const FinishBlock& finish) {
+    const size_t m = end - begin;
+    for (const Step& s : steps) {
+      float* a = replicas.params[s.left] + begin;
+      const float* b = replicas.params[s.right] + begin;
+      const float wa = s.left_scale, wb = s.right_scale;
+#pragma omp simd
+      for (size_t j = 0; j < m; ++j) a[j] = wa * a[j] + wb * b[j];
+    }
+    float* root = replicas.params[0] + begin;
+    if (root_scale != 1.0f) {
+#pragma omp simd
+      for (size_t j = 0; j < m; ++j) root[j] *= root_scale;
+    }
+    if (finish) finish(begin, end, root);
+    for (size_t i = 1; i < replicas.count(); ++i)
+      std::memcpy(replicas.params[i] + begin, root, m * sizeof(float));
+  }
+
+  size_t partitions_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> MakeCpuTreeCollective(size_t partitions) {
+  return std::make_unique<CpuTreeCollective>(partitions);
+}
+
+}  // namespace xmlt::merge
