@@ -197,6 +197,27 @@ void BM_AdasumMerge(benchmark::State& state) {
   state.counters["adasum_over_sum"] = adasum_seconds / sum_seconds;
 }
 
+// Elastic force (EASGD, CROSSBOW): every replica read and written once with its own value, the
+// center and its previous value read and written: the same floor as the average.
+void BM_ElasticForceMerge(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  Model model(n);
+  auto merger = MakeElasticForceMerger(MergeOptions{}, MakeCpuRingCollective());
+  const double floor_bytes = 4.0 * kModel * (2.0 * n + 4.0);
+  RunAgainstFloor(state, floor_bytes,
+                  [&] { merger->Merge(model.set, MergeInput{}, &model.global); });
+}
+
+// Synchronous gradient aggregation: the average of one-step replicas, same floor as the average.
+void BM_GradientMerge(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  Model model(n);
+  auto merger = MakeGradientMerger(MergeOptions{}, MakeCpuRingCollective());
+  const double floor_bytes = 4.0 * kModel * (2.0 * n + 4.0);
+  RunAgainstFloor(state, floor_bytes,
+                  [&] { merger->Merge(model.set, MergeInput{}, &model.global); });
+}
+
 BENCHMARK(BM_CopyBandwidth)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_NormalizedMerge)->Arg(4)->Arg(2)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_AverageMerge)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
@@ -209,6 +230,8 @@ BENCHMARK_CAPTURE(BM_CollectiveAllReduce, tree, "tree")
 BENCHMARK_CAPTURE(BM_CollectiveAllReduce, naive, "naive")
     ->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_AdasumMerge)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_ElasticForceMerge)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_GradientMerge)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 
 }  // namespace
 }  // namespace xmlt::merge
