@@ -272,6 +272,9 @@ Command AddTrainCommand(CLI::App* app) {
   cmd->add_option("--row-cost", f.engine.row_cost_s,
                   "Virtual clock: seconds per row (0 = measured on the first mega-batch)")
       ->capture_default_str()->group(kEngine);
+  cmd->add_option("--merge-cost", f.engine.merge_cost_s,
+                  "Virtual clock: seconds per parameter and replica of one merge (0 = measured on the first)")
+      ->capture_default_str()->group(kEngine);
   cmd->add_option("--batch-min", f.engine.batch_min, "Smallest batch of Algorithm 1 (0 = --batch / 8)")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--beta", f.engine.beta, "Algorithm 1's rows per update of deviation (0 = batch-min / 2)")

@@ -22,13 +22,27 @@ class Device {
                                               size_t count, float lr) = 0;
 
   // The replica's parameters in host memory, where the CPU collectives read and write them.
+  // Devices with their own memory mirror them: PrepareMerge copies the replica into the mirror,
+  // FinishMerge copies the mirror (the merged state) back; on the CPU both are no-ops.
   virtual float* HostParams() = 0;
   virtual size_t NumParams() const = 0;
+  virtual void PrepareMerge() {}
+  virtual void FinishMerge() {}
 };
+
+// The largest batch a device must hold, so it can allocate everything once.
+struct DeviceLimits {
+  uint32_t max_rows = 0;
+  uint64_t max_feature_nnz = 0;  // feature entries in any batch of max_rows rows
+  uint64_t max_label_nnz = 0;    // label entries in any batch of max_rows rows
+};
+
+// Bounds for batches of up to max_rows rows of `dataset` (the sums of its largest rows).
+DeviceLimits LimitsFor(const data::Dataset& dataset, uint32_t max_rows);
 
 // Builds the device named by `spec` holding a copy of `initial`. Throws std::invalid_argument for
 // a device this build or machine cannot provide (e.g. cuda:0 without a CUDA backend or GPU).
 std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
-                                   uint32_t max_batch_rows, float local_momentum);
+                                   const DeviceLimits& limits, float local_momentum);
 
 }  // namespace xmlt::engine

@@ -1,9 +1,16 @@
 // The backend factory: the one place that decides which implementation serves a DeviceSpec.
+#include <algorithm>
+#include <functional>
+#include <numeric>
 #include <stdexcept>
+#include <vector>
 
 #include "engine/cpu_replica.h"
 #include "engine/device.h"
 #include "engine/device_query.h"
+#ifdef XMLT_HAVE_CUDA
+#include "engine/cuda_device.h"
+#endif
 
 namespace xmlt::engine {
 namespace {
@@ -27,15 +34,35 @@ class CpuDevice final : public Device {
   CpuReplica replica_;
 };
 
+// The sum of the `count` largest row sizes of a CSR matrix.
+uint64_t LargestRowsSum(const data::CsrMatrix& m, uint32_t count) {
+  std::vector<uint64_t> sizes(m.num_rows);
+  for (uint64_t r = 0; r < m.num_rows; ++r) sizes[r] = m.RowSize(r);
+  const size_t k = std::min<size_t>(count, sizes.size());
+  std::partial_sort(sizes.begin(), sizes.begin() + k, sizes.end(), std::greater<uint64_t>());
+  return std::accumulate(sizes.begin(), sizes.begin() + k, uint64_t{0});
+}
+
 }  // namespace
 
+DeviceLimits LimitsFor(const data::Dataset& dataset, uint32_t max_rows) {
+  return {max_rows, LargestRowsSum(dataset.features, max_rows), LargestRowsSum(dataset.labels, max_rows)};
+}
+
 std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
-                                   uint32_t max_batch_rows, float local_momentum) {
+                                   const DeviceLimits& limits, float local_momentum) {
   if (spec.kind == DeviceKind::kCpu)
-    return std::make_unique<CpuDevice>(spec, initial, max_batch_rows, local_momentum);
-  // The CUDA backend is not part of this build yet; say so rather than falling back silently.
-  throw std::invalid_argument("device " + spec.id + ": the CUDA backend is not available (" +
-                              CudaDeviceSummary() + "); use --devices cpu:N");
+    return std::make_unique<CpuDevice>(spec, initial, limits.max_rows, local_momentum);
+  const int gpus = CudaDeviceCount();
+  if (spec.ordinal >= gpus) {
+    throw std::invalid_argument("device " + spec.id + " does not exist (" + CudaDeviceSummary() +
+                                "); use --devices cpu:N");
+  }
+#ifdef XMLT_HAVE_CUDA
+  return MakeCudaDevice(spec, initial, limits, local_momentum);
+#else
+  throw std::logic_error("a CUDA device was found but the CUDA backend is not built");
+#endif
 }
 
 }  // namespace xmlt::engine

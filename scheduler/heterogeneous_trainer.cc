@@ -52,10 +52,10 @@ class Engine {
                                   std::to_string(n) + " devices");
     slowdown_ = std::make_unique<engine::SlowdownModel>(hetero, n, options.seed);
     bounds_ = MakeBounds(options.batch, engine.batch_min, engine.beta);
+    const engine::DeviceLimits limits = engine::LimitsFor(train, options.batch);
     for (size_t i = 0; i < n; ++i) {
       workers_.push_back(std::make_unique<engine::Worker>(
-          i, engine::MakeDevice(specs[i], initial, options.batch, options.local_momentum), &train,
-          &results_));
+          i, engine::MakeDevice(specs[i], initial, limits, options.local_momentum), &train, &results_));
       states_.push_back({double(options.batch), double(options.lr)});
     }
     arena_.resize(MegaBatchRows());
@@ -321,7 +321,7 @@ TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test
   TrainResult result;
   std::vector<DeviceRecord> since_eval(n);
   for (size_t i = 0; i < n; ++i) since_eval[i].id = devices.device(i).spec().id;
-  double train_seconds = 0, loss_sum = 0;
+  double train_seconds = 0, loss_sum = 0, merge_cost_s = 0;
   uint64_t loss_batches = 0, rows_done = 0, megabatches = 0;
   const Clock::time_point start = Clock::now();
 
@@ -329,6 +329,7 @@ TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test
     const uint64_t epoch_before = rows_done / rows_per_epoch;
     const uint64_t budget = std::min(mega_rows, total_rows - rows_done);
     double merge_s = 0;
+    uint64_t merges = 0;
     merge::MergeOutcome merged;
     auto merge_after = [&](const MegaBatchRun& part) {
       const Clock::time_point merge_start = Clock::now();
@@ -338,8 +339,11 @@ TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test
         input.lr.push_back(state.lr);
       }
       input.updates = part.updates;
+      for (size_t i = 0; i < n; ++i) devices.device(i).PrepareMerge();
       merged = merger->Merge(replicas, input, &global);
+      for (size_t i = 0; i < n; ++i) devices.device(i).FinishMerge();
       merge_s += Seconds(Clock::now() - merge_start);
+      ++merges;
     };
     MegaBatchRun run;
     if (engine.schedule == EngineOptions::Schedule::kSync) {
@@ -361,9 +365,16 @@ TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test
     for (double device_loss : run.loss_of) loss_sum += device_loss;
     loss_batches += run.batches;
 
-    // The virtual clock leaves merging out (the algorithms compared merge equally often); the
-    // wall clock counts it.
-    train_seconds += run.span_s + (engine.clock == EngineOptions::Clock::kWall ? merge_s : 0.0);
+    // Merges cost time too: measured on the wall clock; on the virtual clock a cost per parameter
+    // and replica (given, or calibrated on the first merge), so that algorithms merging every
+    // step (sync, crossbow) pay for it deterministically.
+    if (engine.clock == EngineOptions::Clock::kWall) {
+      train_seconds += run.span_s + merge_s;
+    } else {
+      const double units = double(replicas.size) * double(n);
+      if (merge_cost_s == 0) merge_cost_s = engine.merge_cost_s > 0 ? engine.merge_cost_s : merge_s / merges / units;
+      train_seconds += run.span_s + double(merges) * units * merge_cost_s;
+    }
     for (size_t i = 0; i < n; ++i) {
       DeviceRecord& d = since_eval[i];
       d.batch = RowsForBatch(devices.states()[i].batch);

@@ -25,6 +25,8 @@ void ValidateEngineOptions(const EngineOptions& engine) {
   if (!(engine.beta >= 0)) throw std::invalid_argument("--beta must be >= 0");
   if (!(engine.row_cost_s >= 0) || !std::isfinite(engine.row_cost_s))
     throw std::invalid_argument("--row-cost must be >= 0");
+  if (!(engine.merge_cost_s >= 0) || !std::isfinite(engine.merge_cost_s))
+    throw std::invalid_argument("--merge-cost must be >= 0");
   if (!(engine.elastic_alpha >= 0 && engine.elastic_alpha <= 1))
     throw std::invalid_argument("--elastic-alpha must be in [0, 1]");
   using Merge = EngineOptions::Merge;

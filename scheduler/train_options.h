@@ -44,6 +44,8 @@ struct EngineOptions {
   std::string hetero = "none";   // "cvb:vmach=0.6,vtask=0.1"
   enum class Clock { kWall, kVirtual } clock = Clock::kVirtual;
   double row_cost_s = 0;         // virtual clock: seconds per row; 0 = measured in the first mega-batch
+  double merge_cost_s = 0;       // virtual clock: seconds per parameter and replica of one merge;
+                                 // 0 = measured on the first merge
 };
 
 // Throws std::invalid_argument (named after the flag) for values no run can use.

@@ -18,10 +18,10 @@ XMLT_BUILD_DIR=$build_dir bash scripts/build.sh
 mkdir -p "$out"
 xmltrain=$build_dir/apps/xmltrain
 
-# Same flags for both algorithms; only --algo differs. The row cost is fixed so that reported
-# times do not depend on the machine's load (the schedule never does). Global momentum is off:
+# Same flags for both algorithms; only --algo differs. The row and merge costs are fixed so that
+# reported times do not depend on the machine's load (the schedule never does). Global momentum is off:
 # see README, "Adaptive SGD in practice".
-common=(--devices cpu:4 --clock virtual --row-cost 2e-5 --epochs "$epochs" --mega-batch "$mega_batch"
+common=(--devices cpu:4 --clock virtual --row-cost 2e-5 --merge-cost 1e-9 --epochs "$epochs" --mega-batch "$mega_batch"
         --momentum 0 --eval-every 1 "$@")
 for dataset in bibtex delicious; do
   if [[ ! -f $data_dir/$dataset/train.txt ]]; then

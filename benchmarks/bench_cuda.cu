@@ -1,0 +1,165 @@
+// GPU benchmarks (run by scripts/gpu-check.sh on a machine with a GPU): training samples/s of one
+// and of four logical devices sharing the GPU on generated data with the paper's Table 1 shapes,
+// and, in the same run, the card's measured SGEMM rate and device-to-device copy bandwidth, so
+// that each step can be reported as a fraction of those physical limits.
+#include <benchmark/benchmark.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data/row_normalization.h"
+#include "data/synthetic_generator.h"
+#include "engine/device.h"
+#include "kernels/cuda/cuda_mlp.h"
+
+namespace {
+
+using namespace xmlt;
+
+void Check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+}
+
+bool HaveGpu() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+const data::Dataset& Generated(const std::string& preset) {
+  static std::map<std::string, data::Dataset> cache;
+  auto it = cache.find(preset);
+  if (it == cache.end()) {
+    data::GeneratorConfig config = data::PresetConfig(preset, 1.0);
+    config.train_rows = 65536;  // enough distinct batches; the shapes (D, L, nnz) are the full ones
+    config.test_rows = 1;
+    it = cache.emplace(preset, data::NormalizeRowsL2(data::Generate(config).train)).first;
+  }
+  return it->second;
+}
+
+// Args: batch, logical devices on GPU 0. Reports samples/s per logical device and in total.
+void CudaTrain(benchmark::State& state, const std::string& preset) {
+  if (!HaveGpu()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  const data::Dataset& train = Generated(preset);
+  const uint32_t batch = uint32_t(state.range(0));
+  const int devices = int(state.range(1));
+  const kernels::ModelShape shape{train.num_features(), {128}, train.num_labels()};
+  const kernels::Model<float> initial = kernels::InitModel<float>(shape, 1);
+  const engine::DeviceLimits limits = engine::LimitsFor(train, batch);
+  std::vector<std::unique_ptr<kernels::cuda::CudaMlp>> mlps;
+  std::vector<data::SparseBatch> batches(devices);
+  for (int d = 0; d < devices; ++d) {
+    mlps.push_back(std::make_unique<kernels::cuda::CudaMlp>(0, shape, batch, limits.max_feature_nnz,
+                                                            limits.max_label_nnz, false));
+    mlps.back()->UploadParams(initial.params.data(), initial.params.size());
+  }
+  std::vector<uint64_t> order(train.num_rows());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(1));
+  size_t cursor = 0;
+  constexpr int kStepsPerIteration = 10;
+  for (auto _ : state) {
+    std::vector<std::thread> threads;
+    for (int d = 0; d < devices; ++d) {
+      if (cursor + size_t(batch) * kStepsPerIteration > order.size()) cursor = 0;
+      const uint64_t* rows = order.data() + cursor;
+      cursor += size_t(batch) * kStepsPerIteration;
+      threads.emplace_back([&, d, rows] {
+        for (int s = 0; s < kStepsPerIteration; ++s) {
+          data::GatherBatch(train, rows + size_t(s) * batch, batch, &batches[d]);
+          mlps[d]->TrainBatch(batches[d], 0.1f, 0.0f);
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  const double samples = double(state.iterations()) * kStepsPerIteration * batch;
+  state.counters["samples_per_s"] = benchmark::Counter(samples * devices, benchmark::Counter::kIsRate);
+  state.counters["samples_per_s_per_device"] = benchmark::Counter(samples, benchmark::Counter::kIsRate);
+  // FLOPs of one step's output layer: three GEMMs of batch x hidden x labels.
+  state.counters["output_gflop_per_step"] = 3.0 * 2.0 * batch * 128.0 * double(train.num_labels()) / 1e9;
+}
+
+// The card's SGEMM rate (FP32, and TF32 tensor cores) on a large square product.
+void CudaGemmRate(benchmark::State& state) {
+  if (!HaveGpu()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  const int n = 8192;
+  float *a, *b, *c;
+  Check(cudaMalloc(&a, sizeof(float) * n * n), "cudaMalloc");
+  Check(cudaMalloc(&b, sizeof(float) * n * n), "cudaMalloc");
+  Check(cudaMalloc(&c, sizeof(float) * n * n), "cudaMalloc");
+  Check(cudaMemset(a, 0, sizeof(float) * n * n), "cudaMemset");
+  Check(cudaMemset(b, 0, sizeof(float) * n * n), "cudaMemset");
+  cublasHandle_t handle;
+  cublasCreate(&handle);
+  cublasSetMathMode(handle, state.range(0) ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+  const float one = 1, zero = 0;
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  for (auto _ : state) {
+    cudaEventRecord(start);
+    cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero, c, n);
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    state.SetIterationTime(ms / 1e3);
+  }
+  state.counters["tflops"] =
+      benchmark::Counter(2.0 * n * n * double(n) * state.iterations() / 1e12, benchmark::Counter::kIsRate);
+  cublasDestroy(handle);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c);
+}
+
+// Device-to-device copy bandwidth (bytes read + written per second), the floor for merges.
+void CudaCopyBandwidth(benchmark::State& state) {
+  if (!HaveGpu()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  const size_t bytes = size_t{1} << 30;
+  void *src, *dst;
+  Check(cudaMalloc(&src, bytes), "cudaMalloc");
+  Check(cudaMalloc(&dst, bytes), "cudaMalloc");
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  for (auto _ : state) {
+    cudaEventRecord(start);
+    cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice);
+    cudaEventRecord(stop);
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    state.SetIterationTime(ms / 1e3);
+  }
+  state.counters["copy_GBps"] =
+      benchmark::Counter(2.0 * double(bytes) * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  cudaFree(src);
+  cudaFree(dst);
+}
+
+BENCHMARK(CudaGemmRate)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(CudaCopyBandwidth)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(CudaTrain, amazon670k, std::string("amazon670k"))
+    ->Args({256, 1})->Args({256, 4})->Args({1024, 1})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(CudaTrain, delicious200k, std::string("delicious200k"))
+    ->Args({256, 1})->Args({256, 4})->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace

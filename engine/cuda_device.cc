@@ -1,0 +1,53 @@
+// A replica on a GPU through kernels::cuda::CudaMlp, which owns the stream, handles, parameters,
+// momentum and batch buffers. Merges run on a host mirror of the parameters for now: the device
+// downloads its replica before a merge and uploads the merged state after it.
+#include "engine/cuda_device.h"
+
+#include <vector>
+
+#include "kernels/cuda/cuda_mlp.h"
+
+namespace xmlt::engine {
+namespace {
+
+class CudaDevice final : public Device {
+ public:
+  CudaDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, const DeviceLimits& limits,
+             float momentum)
+      : spec_(spec),
+        momentum_(momentum),
+        mlp_(spec.ordinal, initial.shape, limits.max_rows, limits.max_feature_nnz, limits.max_label_nnz,
+             /*tf32=*/false),
+        host_(initial.params) {
+    mlp_.UploadParams(host_.data(), host_.size());
+  }
+
+  const DeviceSpec& spec() const override { return spec_; }
+
+  kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows, size_t count,
+                                      float lr) override {
+    data::GatherBatch(dataset, rows, count, &batch_);
+    return mlp_.TrainBatch(batch_, lr, momentum_);
+  }
+
+  float* HostParams() override { return host_.data(); }
+  size_t NumParams() const override { return host_.size(); }
+  void PrepareMerge() override { mlp_.DownloadParams(host_.data(), host_.size()); }
+  void FinishMerge() override { mlp_.UploadParams(host_.data(), host_.size()); }
+
+ private:
+  DeviceSpec spec_;
+  float momentum_;
+  kernels::cuda::CudaMlp mlp_;
+  std::vector<float> host_;  // the mirror the merges work on
+  data::SparseBatch batch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> MakeCudaDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
+                                       const DeviceLimits& limits, float local_momentum) {
+  return std::make_unique<CudaDevice>(spec, initial, limits, local_momentum);
+}
+
+}  // namespace xmlt::engine
