@@ -105,9 +105,15 @@ void ApplyAlgorithm(TrainFlags& f) {
   std::string schedule, merge;
   bool plain_local_sgd = false;  // the synchronous algorithms step each replica with plain SGD
   if (f.algo == "single") {
-    if (f.given("--devices") && engine::ParseDeviceList(f.engine.devices).size() != 1)
-      throw std::invalid_argument("--algo single trains on one device; use --algo adaptive, elastic, adasum, "
-                                  "sync or crossbow for " + f.engine.devices);
+    if (f.given("--devices")) {
+      const std::vector<engine::DeviceSpec> specs = engine::ParseDeviceList(f.engine.devices);
+      if (specs.size() != 1)
+        throw std::invalid_argument("--algo single trains on one device; use --algo adaptive, elastic, adasum, "
+                                    "sync or crossbow for " + f.engine.devices);
+      if (specs[0].kind != engine::DeviceKind::kCpu)
+        throw std::invalid_argument("--algo single runs on the CPU; for one GPU use --algo elastic --devices " +
+                                    specs[0].id);
+    }
     return;
   } else if (f.algo == "adaptive") {
     schedule = "dynamic", merge = "normalized";

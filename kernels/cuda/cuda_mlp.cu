@@ -1,0 +1,274 @@
+// A model replica on one GPU: batch staging, the training step and prediction; see cuda_mlp.h.
+#include "kernels/cuda/cuda_mlp.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/device_count.h"
+#include "kernels/cuda/softmax_loss.h"
+#include "kernels/cuda/sparse_mlp.h"
+#include "kernels/cuda/top_k.h"
+
+namespace xmlt::kernels::cuda {
+namespace {
+
+// A batch travels as one block of bytes (one copy instead of five); each array starts on a
+// 256-byte boundary, as cudaMalloc's own allocations do.
+constexpr size_t kAlign = 256;
+size_t AlignUp(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+struct StagingLayout {
+  size_t feature_ptr = 0, label_ptr = 0, feature_idx = 0, label_idx = 0, feature_val = 0;
+  size_t total = 0;
+};
+
+// Monotone in every argument, so the layout of the bounds holds any batch within them.
+StagingLayout LayoutFor(uint64_t rows, uint64_t feature_nnz, uint64_t label_nnz) {
+  StagingLayout s;
+  s.feature_ptr = 0;
+  s.label_ptr = AlignUp(s.feature_ptr + (rows + 1) * sizeof(uint64_t));
+  s.feature_idx = AlignUp(s.label_ptr + (rows + 1) * sizeof(uint64_t));
+  s.label_idx = AlignUp(s.feature_idx + feature_nnz * sizeof(uint32_t));
+  s.feature_val = AlignUp(s.label_idx + label_nnz * sizeof(uint32_t));
+  s.total = s.feature_val + feature_nnz * sizeof(float);
+  return s;
+}
+
+[[noreturn]] void Reject(const std::string& what) {
+  throw std::invalid_argument("CudaMlp: " + what);
+}
+
+// A CSR offset array must have rows + 1 entries, start at 0, never decrease and end at nnz: the
+// kernels index with it unchecked.
+void CheckOffsets(const std::vector<uint64_t>& ptr, uint32_t rows, size_t nnz, const char* name) {
+  if (ptr.size() != size_t(rows) + 1)
+    Reject(std::string(name) + " has " + std::to_string(ptr.size()) + " entries for " +
+           std::to_string(rows) + " rows");
+  if (ptr[0] != 0 || ptr[rows] != nnz) Reject(std::string(name) + " does not span [0, nnz]");
+  for (uint32_t r = 0; r < rows; ++r)
+    if (ptr[r + 1] < ptr[r]) Reject(std::string(name) + " decreases at row " + std::to_string(r));
+}
+
+void CheckIds(const std::vector<uint32_t>& ids, uint64_t limit, const char* name) {
+  uint32_t max = 0;
+  for (uint32_t id : ids) max = std::max(max, id);
+  if (!ids.empty() && max >= limit)
+    Reject(std::string(name) + " id " + std::to_string(max) + " out of range (" +
+           std::to_string(limit) + ")");
+}
+
+}  // namespace
+
+struct CudaMlp::Impl {
+  Impl(int gpu_index, const ModelShape& model_shape, uint32_t rows, uint64_t feature_nnz,
+       uint64_t label_nnz, bool tf32)
+      : gpu(gpu_index),
+        shape(model_shape),
+        max_rows(rows),
+        max_feature_nnz(feature_nnz),
+        max_label_nnz(label_nnz),
+        math(tf32 ? Math::kTf32 : Math::kFp32),
+        params(model_shape.NumParameters()),
+        velocity(model_shape.NumParameters()),
+        workspace(model_shape, rows, feature_nnz),
+        staging(LayoutFor(rows, feature_nnz, label_nnz).total),
+        batch_bytes(LayoutFor(rows, feature_nnz, label_nnz).total),
+        top_labels(size_t(rows) * kMaxTopK),
+        top_host(size_t(rows) * kMaxTopK),
+        loss_host(1) {
+    model.shape = shape;
+    model.layers = LayoutOf(shape);
+    model.params = params.data();
+    XMLT_CUBLAS_CHECK(cublasSetStream(blas.get(), stream.get()));
+    XMLT_CUDA_CHECK(cudaMemsetAsync(params.data(), 0, params.size() * sizeof(float), stream.get()));
+    XMLT_CUDA_CHECK(
+        cudaMemsetAsync(velocity.data(), 0, velocity.size() * sizeof(float), stream.get()));
+    stream.Synchronize();
+  }
+
+  CudaContext Context() const { return {stream.get(), blas.get(), math}; }
+
+  // Validates the batch, copies it into pinned memory and from there (asynchronously) to the
+  // device; returns the device view.
+  DeviceBatch Stage(const data::SparseBatch& batch) {
+    const uint32_t rows = batch.num_rows;
+    const size_t feature_nnz = batch.feature_idx.size(), label_nnz = batch.label_idx.size();
+    if (rows > max_rows)
+      Reject("batch of " + std::to_string(rows) + " rows exceeds max_rows " +
+             std::to_string(max_rows));
+    if (feature_nnz > max_feature_nnz)
+      Reject("batch of " + std::to_string(feature_nnz) + " feature entries exceeds " +
+             std::to_string(max_feature_nnz));
+    if (label_nnz > max_label_nnz)
+      Reject("batch of " + std::to_string(label_nnz) + " label entries exceeds " +
+             std::to_string(max_label_nnz));
+    if (batch.feature_val.size() != feature_nnz) Reject("feature_val and feature_idx differ in size");
+    CheckOffsets(batch.feature_ptr, rows, feature_nnz, "feature_ptr");
+    CheckOffsets(batch.label_ptr, rows, label_nnz, "label_ptr");
+    CheckIds(batch.feature_idx, shape.num_features, "feature");
+    CheckIds(batch.label_idx, shape.num_labels, "label");
+
+    // The previous batch's copy out of the staging buffer must be over before it is rewritten;
+    // normally it is (every call waits for its work), but not after an exception mid-call.
+    stream.Synchronize();
+    const StagingLayout layout = LayoutFor(rows, feature_nnz, label_nnz);
+    unsigned char* host = staging.data();
+    std::memcpy(host + layout.feature_ptr, batch.feature_ptr.data(), (rows + 1) * sizeof(uint64_t));
+    std::memcpy(host + layout.label_ptr, batch.label_ptr.data(), (rows + 1) * sizeof(uint64_t));
+    if (feature_nnz > 0) {
+      std::memcpy(host + layout.feature_idx, batch.feature_idx.data(), feature_nnz * sizeof(uint32_t));
+      std::memcpy(host + layout.feature_val, batch.feature_val.data(), feature_nnz * sizeof(float));
+    }
+    if (label_nnz > 0)
+      std::memcpy(host + layout.label_idx, batch.label_idx.data(), label_nnz * sizeof(uint32_t));
+    XMLT_CUDA_CHECK(cudaMemcpyAsync(batch_bytes.data(), host, layout.total, cudaMemcpyHostToDevice,
+                                    stream.get()));
+
+    const unsigned char* device = batch_bytes.data();
+    DeviceBatch view;
+    view.num_rows = rows;
+    view.num_entries = feature_nnz;
+    view.feature_ptr = reinterpret_cast<const uint64_t*>(device + layout.feature_ptr);
+    view.feature_idx = reinterpret_cast<const uint32_t*>(device + layout.feature_idx);
+    view.feature_val = reinterpret_cast<const float*>(device + layout.feature_val);
+    view.label_ptr = reinterpret_cast<const uint64_t*>(device + layout.label_ptr);
+    view.label_idx = reinterpret_cast<const uint32_t*>(device + layout.label_idx);
+    view.labeled_rows = CountLabeledRows(batch);
+    return view;
+  }
+
+  // Waits for this replica's stream only: other replicas on the GPU keep running.
+  void Wait() {
+    done.Record(stream.get());
+    done.Synchronize();
+  }
+
+  int gpu;
+  ModelShape shape;
+  uint32_t max_rows;
+  uint64_t max_feature_nnz, max_label_nnz;
+  Math math;
+  Stream stream;
+  Event done;
+  CublasHandle blas;
+  DeviceBuffer<float> params, velocity;
+  DeviceModel model;
+  DeviceMlpWorkspace workspace;
+  PinnedBuffer<unsigned char> staging;
+  DeviceBuffer<unsigned char> batch_bytes;
+  DeviceBuffer<uint32_t> top_labels;
+  PinnedBuffer<uint32_t> top_host;
+  PinnedBuffer<double> loss_host;
+};
+
+CudaMlp::CudaMlp(int gpu, const ModelShape& shape, uint32_t max_rows, uint64_t max_feature_nnz,
+                 uint64_t max_label_nnz, bool tf32) {
+  ValidateShape(shape);
+  if (max_rows == 0) Reject("max_rows must be positive");
+  const int count = CudaDeviceCountOrZero();
+  if (gpu < 0 || gpu >= count)
+    Reject("no CUDA device " + std::to_string(gpu) + " (" + std::to_string(count) + " present)");
+  DeviceGuard guard(gpu);
+  impl_ = std::make_unique<Impl>(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, tf32);
+}
+
+CudaMlp::~CudaMlp() {
+  if (!impl_) return;
+  // Release on the replica's GPU without throwing: errors here have nowhere to go.
+  int previous = -1;
+  const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(impl_->gpu) == cudaSuccess;
+  cudaStreamSynchronize(impl_->stream.get());
+  impl_.reset();
+  if (switched) cudaSetDevice(previous);
+}
+
+CudaMlp::CudaMlp(CudaMlp&&) noexcept = default;
+
+CudaMlp& CudaMlp::operator=(CudaMlp&& other) noexcept {
+  if (this != &other) {
+    CudaMlp old(std::move(*this));  // released by ~CudaMlp, on its own GPU
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+const ModelShape& CudaMlp::shape() const { return impl_->shape; }
+uint64_t CudaMlp::num_parameters() const { return impl_->params.size(); }
+
+void CudaMlp::UploadParams(const float* host, size_t n) {
+  if (n != impl_->params.size())
+    Reject("UploadParams: " + std::to_string(n) + " values for " +
+           std::to_string(impl_->params.size()) + " parameters");
+  DeviceGuard guard(impl_->gpu);
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->params.data(), host, n * sizeof(float),
+                                  cudaMemcpyHostToDevice, impl_->stream.get()));
+  impl_->Wait();
+}
+
+void CudaMlp::DownloadParams(float* host, size_t n) const {
+  if (n != impl_->params.size())
+    Reject("DownloadParams: " + std::to_string(n) + " values for " +
+           std::to_string(impl_->params.size()) + " parameters");
+  DeviceGuard guard(impl_->gpu);
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(host, impl_->params.data(), n * sizeof(float),
+                                  cudaMemcpyDeviceToHost, impl_->stream.get()));
+  impl_->Wait();
+}
+
+void CudaMlp::ZeroMomentum() {
+  DeviceGuard guard(impl_->gpu);
+  XMLT_CUDA_CHECK(cudaMemsetAsync(impl_->velocity.data(), 0,
+                                  impl_->velocity.size() * sizeof(float), impl_->stream.get()));
+  impl_->Wait();
+}
+
+cpu::LossResult CudaMlp::TrainBatch(const data::SparseBatch& batch, float lr, float momentum) {
+  Impl& m = *impl_;
+  DeviceGuard guard(m.gpu);
+  const DeviceBatch device_batch = m.Stage(batch);
+  DeviceStepRule rule;
+  rule.lr = lr;
+  rule.momentum = momentum;
+  // With momentum 0 the velocity would only repeat the gradient: plain SGD, as cpu::StepRule.
+  rule.velocity = momentum != 0.0f ? m.velocity.data() : nullptr;
+  TrainStep(m.Context(), m.model, device_batch, rule, &m.workspace);
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(m.loss_host.data(), m.workspace.loss_sum.data(), sizeof(double),
+                                  cudaMemcpyDeviceToHost, m.stream.get()));
+  m.Wait();
+  return {m.loss_host.data()[0], device_batch.labeled_rows};
+}
+
+void CudaMlp::Predict(const data::SparseBatch& batch, uint32_t k, uint32_t* top_labels,
+                      double* loss_sum, uint32_t* labeled) {
+  if (k > kMaxTopK) Reject("Predict: k = " + std::to_string(k) + " exceeds " + std::to_string(kMaxTopK));
+  if (k > 0 && top_labels == nullptr) Reject("Predict: no output for the top labels");
+  Impl& m = *impl_;
+  DeviceGuard guard(m.gpu);
+  const DeviceBatch device_batch = m.Stage(batch);
+  const CudaContext context = m.Context();
+  Forward(context, m.model, device_batch, &m.workspace);
+  const uint32_t rows = device_batch.num_rows;
+  SoftmaxCrossEntropy(m.workspace.logits.data(), rows, m.shape.num_labels, device_batch.label_ptr,
+                      device_batch.label_idx, m.workspace.row_loss.data(),
+                      m.workspace.loss_sum.data(), context.stream);
+  const size_t top_count = size_t(rows) * k;
+  if (top_count > 0) {
+    TopK(m.workspace.logits.data(), rows, m.shape.num_labels, k, m.top_labels.data(), nullptr,
+         context.stream);
+    XMLT_CUDA_CHECK(cudaMemcpyAsync(m.top_host.data(), m.top_labels.data(),
+                                    top_count * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                    context.stream));
+  }
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(m.loss_host.data(), m.workspace.loss_sum.data(), sizeof(double),
+                                  cudaMemcpyDeviceToHost, context.stream));
+  m.Wait();
+  if (top_count > 0) std::copy(m.top_host.data(), m.top_host.data() + top_count, top_labels);
+  if (loss_sum != nullptr) *loss_sum = m.loss_host.data()[0];
+  if (labeled != nullptr) *labeled = device_batch.labeled_rows;
+}
+
+}  // namespace xmlt::kernels::cuda

@@ -1,0 +1,57 @@
+// One model replica on one GPU behind a host-callable interface: the engine's CUDA device drives
+// training and prediction through it without seeing any CUDA type (this header compiles without
+// the CUDA toolkit; the state lives behind a pointer to an implementation).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "data/sparse_batch.h"
+#include "kernels/cpu/softmax_loss.h"
+#include "kernels/model.h"
+
+namespace xmlt::kernels::cuda {
+
+// Owns a stream, cuBLAS handle, workspace, parameters and momentum buffer on GPU `gpu`, all
+// allocated in the constructor for batches of up to max_rows rows, max_feature_nnz feature entries
+// and max_label_nnz label entries. Several CudaMlp on the same GPU share nothing (cuda:0x4).
+// Calls from one thread at a time; any thread may make them (each call selects the GPU itself).
+class CudaMlp {
+ public:
+  // tf32: let the dense products round their inputs to TF32 (faster, relative error ~1e-3).
+  // Parameters start at zero; upload them before training. Throws std::invalid_argument for a
+  // bad shape or bounds, std::runtime_error for CUDA failures (no such GPU, out of memory).
+  CudaMlp(int gpu, const ModelShape& shape, uint32_t max_rows, uint64_t max_feature_nnz,
+          uint64_t max_label_nnz, bool tf32);
+  ~CudaMlp();
+  CudaMlp(CudaMlp&&) noexcept;
+  CudaMlp& operator=(CudaMlp&&) noexcept;
+  CudaMlp(const CudaMlp&) = delete;
+  CudaMlp& operator=(const CudaMlp&) = delete;
+
+  const ModelShape& shape() const;
+  uint64_t num_parameters() const;
+
+  // n must equal shape().NumParameters(); the layout is Model<float>::params.
+  void UploadParams(const float* host, size_t n);
+  void DownloadParams(float* host, size_t n) const;
+  void ZeroMomentum();
+
+  // One step of cpu::TrainStep semantics: plain SGD when momentum == 0, else heavy-ball momentum
+  // (lazy for first-layer rows). Copies the batch through pinned staging on the replica's stream,
+  // waits for its own work only (an event), and returns the batch's summed loss. Throws
+  // std::invalid_argument when the batch exceeds the bounds or is malformed.
+  cpu::LossResult TrainBatch(const data::SparseBatch& batch, float lr, float momentum);
+
+  // Forward pass: the k <= 32 best labels of each row into top_labels (host, rows x k, best
+  // first, ties to the lower id) and, when non-null, the summed loss and the labeled row count.
+  void Predict(const data::SparseBatch& batch, uint32_t k, uint32_t* top_labels, double* loss_sum,
+               uint32_t* labeled);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xmlt::kernels::cuda

@@ -1,0 +1,321 @@
+// The sparse MLP's passes on the GPU; see sparse_mlp.h. Dense products go to cuBLAS; the sparse
+// first layer, bias/ReLU, column sums and the updates are small fused kernels.
+#include "kernels/cuda/sparse_mlp.h"
+
+#include <cub/device/device_radix_sort.cuh>
+
+#include <algorithm>
+#include <climits>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/softmax_loss.h"
+
+namespace xmlt::kernels::cuda {
+namespace {
+
+constexpr unsigned kThreads = 256;
+// Element-wise kernels loop over a grid of at most this many blocks (grid-stride).
+constexpr uint64_t kMaxBlocks = 1u << 16;
+
+unsigned BlocksFor(uint64_t count, unsigned threads = kThreads) {
+  return unsigned(std::max<uint64_t>(1, std::min<uint64_t>((count + threads - 1) / threads, kMaxBlocks)));
+}
+
+// The update of one parameter from its gradient g; one definition so that every tensor follows
+// cpu::StepRule exactly. Pointers are already offset to the tensor.
+struct Update {
+  float lr;
+  float momentum;
+  float* param;
+  float* velocity;
+  float* gradient;
+
+  __device__ void Apply(uint64_t i, float g) const {
+    if (gradient != nullptr) {
+      gradient[i] = g;
+    } else if (velocity != nullptr) {
+      const float v = momentum * velocity[i] + g;
+      velocity[i] = v;
+      param[i] -= lr * v;
+    } else {
+      param[i] -= lr * g;
+    }
+  }
+};
+
+Update UpdateFor(const DeviceStepRule& rule, const DeviceModel& model, const TensorView& view) {
+  return {rule.lr, rule.momentum, model.params + view.offset,
+          rule.velocity == nullptr ? nullptr : rule.velocity + view.offset,
+          rule.gradient == nullptr ? nullptr : rule.gradient + view.offset};
+}
+
+// out[r][u] = relu(bias[u] + sum_e x_e * W0[f_e][u]): a block row of threads per batch row and
+// 128 units, walking the row's entries in order (as the CPU does) with coalesced reads of W0 rows.
+constexpr unsigned kSparseUnits = 128;
+__global__ void __launch_bounds__(kSparseUnits)
+    SparseInputForwardKernel(const uint64_t* feature_ptr, const uint32_t* feature_idx,
+                             const float* feature_val, const float* w, const float* bias,
+                             uint32_t units, float* out) {
+  const uint32_t r = blockIdx.x;
+  const uint32_t u = blockIdx.y * kSparseUnits + threadIdx.x;
+  if (u >= units) return;
+  float z = bias[u];
+  const uint64_t end = feature_ptr[r + 1];
+  for (uint64_t e = feature_ptr[r]; e < end; ++e)
+    z += feature_val[e] * w[uint64_t(feature_idx[e]) * units + u];
+  out[uint64_t(r) * units + u] = fmaxf(z, 0.0f);
+}
+
+// out[r][j] += bias[j], then ReLU for hidden layers: the epilogue of a dense layer's GEMM.
+__global__ void BiasActivationKernel(float* out, const float* bias, uint64_t count, uint32_t cols,
+                                     bool relu) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count;
+       i += uint64_t(gridDim.x) * blockDim.x) {
+    const float z = out[i] + bias[i % cols];
+    out[i] = relu ? fmaxf(z, 0.0f) : z;
+  }
+}
+
+// delta *= relu'(activation): the ReLU passed the gradient only where its output was positive.
+__global__ void ReluBackwardKernel(const float* activation, uint64_t count, float* delta) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count;
+       i += uint64_t(gridDim.x) * blockDim.x)
+    if (activation[i] <= 0.0f) delta[i] = 0.0f;
+}
+
+// w -= lr * v after a GEMM has accumulated v = momentum * v + g.
+__global__ void ApplyVelocityKernel(float* param, const float* velocity, float lr, uint64_t count) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count;
+       i += uint64_t(gridDim.x) * blockDim.x)
+    param[i] -= lr * velocity[i];
+}
+
+// Bias gradient (column sums of delta, rows in order as on the CPU) fused with its update; a
+// thread per column, so that consecutive threads read consecutive addresses of each row.
+__global__ void BiasBackwardKernel(const float* delta, uint32_t rows, uint32_t cols, Update update) {
+  const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= cols) return;
+  float sum = 0.0f;
+  for (uint32_t r = 0; r < rows; ++r) sum += delta[uint64_t(r) * cols + j];
+  update.Apply(j, sum);
+}
+
+// entry_row[e] = the row r with feature_ptr[r] <= e < feature_ptr[r + 1] (binary search; empty
+// rows are skipped because their begin equals the next row's).
+__global__ void EntryRowKernel(const uint64_t* feature_ptr, uint32_t rows, uint64_t entries,
+                               uint32_t* entry_row) {
+  for (uint64_t e = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; e < entries;
+       e += uint64_t(gridDim.x) * blockDim.x) {
+    uint32_t lo = 0, hi = rows;  // feature_ptr[lo] <= e < feature_ptr[hi]
+    while (hi - lo > 1) {
+      const uint32_t mid = lo + (hi - lo) / 2;
+      if (feature_ptr[mid] <= e) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    entry_row[e] = lo;
+  }
+}
+
+__global__ void IotaKernel(uint32_t* values, uint64_t count) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count;
+       i += uint64_t(gridDim.x) * blockDim.x)
+    values[i] = uint32_t(i);
+}
+
+// First-layer weight gradient over the transposed batch: block i starts work only where a run of
+// equal features begins in the sorted entries, reduces x_e * delta[row(e)] over the run (entries
+// in ascending order, as the CPU does) and applies the update to that one feature row. No atomics
+// and no dense D x H gradient; rows of absent features are never touched.
+__global__ void SparseInputBackwardKernel(const uint32_t* sorted_feature,
+                                          const uint32_t* sorted_entry, uint32_t entries,
+                                          const uint32_t* entry_row, const float* feature_val,
+                                          const float* delta, uint32_t units, Update update) {
+  const uint32_t i = blockIdx.x;
+  const uint32_t feature = sorted_feature[i];
+  if (i > 0 && sorted_feature[i - 1] == feature) return;
+  const uint64_t offset = uint64_t(feature) * units;
+  for (uint32_t u = threadIdx.x; u < units; u += blockDim.x) {
+    float g = 0.0f;
+    for (uint32_t j = i; j < entries && sorted_feature[j] == feature; ++j) {
+      const uint32_t e = sorted_entry[j];
+      g += feature_val[e] * delta[uint64_t(entry_row[e]) * units + u];
+    }
+    update.Apply(offset + u, g);
+  }
+}
+
+void DenseForward(const CudaContext& ctx, const DeviceModel& model, size_t layer, const float* in,
+                  uint32_t rows, float* out, bool relu) {
+  const int64_t n_in = model.shape.LayerInputs(layer), n_out = model.shape.LayerOutputs(layer);
+  // out = in (rows x n_in) * W^T, W stored n_out x n_in.
+  Gemm(ctx.blas, ctx.math, Op::kNone, Op::kTranspose, rows, n_out, n_in, 1.0f, in, n_in,
+       model.Weight(layer), n_in, 0.0f, out, n_out);
+  const uint64_t count = uint64_t(rows) * uint64_t(n_out);
+  if (count == 0) return;
+  BiasActivationKernel<<<BlocksFor(count), kThreads, 0, ctx.stream>>>(
+      out, model.Bias(layer), count, uint32_t(n_out), relu);
+  XMLT_CUDA_CHECK_LAUNCH();
+}
+
+// Backward through a dense layer given delta = dLoss/dOut (rows x outputs): writes dLoss/dIn into
+// delta_in (unless null) with the weights before this step, then updates weight and bias.
+void DenseBackward(const CudaContext& ctx, const DeviceModel& model, size_t layer,
+                   const DeviceStepRule& rule, const float* in, uint32_t rows, const float* delta,
+                   float* delta_in) {
+  const int64_t n_in = model.shape.LayerInputs(layer), n_out = model.shape.LayerOutputs(layer);
+  const LayerView& view = model.layers[layer];
+  float* w = model.Weight(layer);
+  if (delta_in != nullptr)
+    Gemm(ctx.blas, ctx.math, Op::kNone, Op::kNone, rows, n_in, n_out, 1.0f, delta, n_out, w, n_in,
+         0.0f, delta_in, n_in);
+  // dW = delta^T (n_out x rows) * in (rows x n_in), accumulated straight into its destination.
+  const Update weight = UpdateFor(rule, model, view.weight);
+  auto weight_gradient_into = [&](float alpha, float beta, float* dst) {
+    Gemm(ctx.blas, ctx.math, Op::kTranspose, Op::kNone, n_out, n_in, rows, alpha, delta, n_out, in,
+         n_in, beta, dst, n_in);
+  };
+  if (weight.gradient != nullptr) {
+    weight_gradient_into(1.0f, 0.0f, weight.gradient);
+  } else if (weight.velocity != nullptr) {
+    weight_gradient_into(1.0f, rule.momentum, weight.velocity);
+    const uint64_t count = view.weight.size();
+    ApplyVelocityKernel<<<BlocksFor(count), kThreads, 0, ctx.stream>>>(w, weight.velocity, rule.lr,
+                                                                       count);
+    XMLT_CUDA_CHECK_LAUNCH();
+  } else {
+    weight_gradient_into(-rule.lr, 1.0f, w);  // SGD fused into the product
+  }
+  BiasBackwardKernel<<<BlocksFor(uint64_t(n_out)), kThreads, 0, ctx.stream>>>(
+      delta, rows, uint32_t(n_out), UpdateFor(rule, model, view.bias));
+  XMLT_CUDA_CHECK_LAUNCH();
+}
+
+void SparseInputBackward(const CudaContext& ctx, const DeviceModel& model,
+                         const DeviceBatch& batch, const DeviceStepRule& rule, const float* delta,
+                         DeviceMlpWorkspace* ws) {
+  const uint32_t units = uint32_t(model.shape.LayerOutputs(0));
+  const uint64_t entries = batch.num_entries;
+  if (entries > 0) {
+    EntryRowKernel<<<BlocksFor(entries), kThreads, 0, ctx.stream>>>(
+        batch.feature_ptr, batch.num_rows, entries, ws->entry_row.data());
+    XMLT_CUDA_CHECK_LAUNCH();
+    // Radix sort is stable: equal features keep ascending entry order, the CPU's tie-break.
+    size_t needed = 0;
+    XMLT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+        nullptr, needed, batch.feature_idx, ws->sorted_feature.data(), ws->entry_ids.data(),
+        ws->sorted_entry.data(), int(entries), 0, ws->sort_bits, ctx.stream));
+    if (needed > ws->sort_temp.size())
+      throw std::logic_error("SparseInputBackward: sort scratch smaller than CUB needs");
+    size_t bytes = ws->sort_temp.size();
+    XMLT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+        ws->sort_temp.data(), bytes, batch.feature_idx, ws->sorted_feature.data(),
+        ws->entry_ids.data(), ws->sorted_entry.data(), int(entries), 0, ws->sort_bits,
+        ctx.stream));
+    XMLT_CUDA_CHECK_LAUNCH();
+    const unsigned threads = std::min<unsigned>(kThreads, (units + 31) / 32 * 32);
+    SparseInputBackwardKernel<<<unsigned(entries), threads, 0, ctx.stream>>>(
+        ws->sorted_feature.data(), ws->sorted_entry.data(), uint32_t(entries),
+        ws->entry_row.data(), batch.feature_val, delta, units,
+        UpdateFor(rule, model, model.layers[0].weight));
+    XMLT_CUDA_CHECK_LAUNCH();
+  }
+  BiasBackwardKernel<<<BlocksFor(units), kThreads, 0, ctx.stream>>>(
+      delta, batch.num_rows, units, UpdateFor(rule, model, model.layers[0].bias));
+  XMLT_CUDA_CHECK_LAUNCH();
+}
+
+void ReluBackward(const CudaContext& ctx, const float* activation, uint64_t count, float* delta) {
+  if (count == 0) return;
+  ReluBackwardKernel<<<BlocksFor(count), kThreads, 0, ctx.stream>>>(activation, count, delta);
+  XMLT_CUDA_CHECK_LAUNCH();
+}
+
+int BitsFor(uint64_t num_features) {
+  int bits = 1;
+  while (bits < 32 && (uint64_t(1) << bits) < num_features) ++bits;
+  return bits;
+}
+
+}  // namespace
+
+DeviceMlpWorkspace::DeviceMlpWorkspace(const ModelShape& shape, uint32_t rows, uint64_t entries)
+    : max_rows(rows), max_entries(entries) {
+  if (entries > uint64_t(INT_MAX))
+    throw std::invalid_argument("DeviceMlpWorkspace: at most " + std::to_string(INT_MAX) +
+                                " feature entries per batch (CUB's item count is an int)");
+  uint64_t widest = 0;
+  for (uint32_t h : shape.hidden) {
+    activations.emplace_back(uint64_t(rows) * h);
+    widest = std::max<uint64_t>(widest, h);
+  }
+  logits = DeviceBuffer<float>(uint64_t(rows) * shape.num_labels);
+  delta = DeviceBuffer<float>(uint64_t(rows) * widest);
+  delta_prev = DeviceBuffer<float>(uint64_t(rows) * widest);
+  entry_row = DeviceBuffer<uint32_t>(entries);
+  entry_ids = DeviceBuffer<uint32_t>(entries);
+  sorted_feature = DeviceBuffer<uint32_t>(entries);
+  sorted_entry = DeviceBuffer<uint32_t>(entries);
+  sort_bits = BitsFor(shape.num_features);
+  if (entries > 0) {
+    size_t bytes = 0;
+    XMLT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+        nullptr, bytes, static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+        static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), int(entries), 0,
+        sort_bits));
+    sort_temp = DeviceBuffer<unsigned char>(bytes);
+    IotaKernel<<<BlocksFor(entries), kThreads>>>(entry_ids.data(), entries);
+    XMLT_CUDA_CHECK_LAUNCH();
+    XMLT_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // entry_ids is read from other streams
+  }
+  row_loss = DeviceBuffer<double>(std::max<uint32_t>(rows, 1));
+  loss_sum = DeviceBuffer<double>(1);
+}
+
+void Forward(const CudaContext& ctx, const DeviceModel& model, const DeviceBatch& batch,
+             DeviceMlpWorkspace* ws) {
+  if (batch.num_rows > ws->max_rows || batch.num_entries > ws->max_entries)
+    throw std::logic_error("batch larger than the device workspace");
+  const uint32_t rows = batch.num_rows;
+  const uint32_t units = uint32_t(model.shape.LayerOutputs(0));
+  if (rows > 0) {
+    const dim3 grid(rows, (units + kSparseUnits - 1) / kSparseUnits);
+    SparseInputForwardKernel<<<grid, kSparseUnits, 0, ctx.stream>>>(
+        batch.feature_ptr, batch.feature_idx, batch.feature_val, model.Weight(0), model.Bias(0),
+        units, ws->activations[0].data());
+    XMLT_CUDA_CHECK_LAUNCH();
+  }
+  const size_t last = model.shape.num_layers() - 1;
+  for (size_t l = 1; l < last; ++l)
+    DenseForward(ctx, model, l, ws->activations[l - 1].data(), rows, ws->activations[l].data(),
+                 true);
+  DenseForward(ctx, model, last, ws->activations[last - 1].data(), rows, ws->logits.data(), false);
+}
+
+void TrainStep(const CudaContext& ctx, const DeviceModel& model, const DeviceBatch& batch,
+               const DeviceStepRule& rule, DeviceMlpWorkspace* ws) {
+  Forward(ctx, model, batch, ws);
+  const uint32_t rows = batch.num_rows;
+  SoftmaxCrossEntropyBackward(ws->logits.data(), rows, model.shape.num_labels, batch.label_ptr,
+                              batch.label_idx, batch.labeled_rows, ws->row_loss.data(),
+                              ws->loss_sum.data(), ctx.stream);
+  const size_t last = model.shape.num_layers() - 1;
+  // Output layer: its delta is the logits' gradient; the hidden deltas alternate between buffers.
+  float* delta_in = ws->delta.data();
+  DenseBackward(ctx, model, last, rule, ws->activations[last - 1].data(), rows, ws->logits.data(),
+                delta_in);
+  for (size_t l = last - 1; l >= 1; --l) {
+    ReluBackward(ctx, ws->activations[l].data(), uint64_t(rows) * model.shape.hidden[l], delta_in);
+    float* next = delta_in == ws->delta.data() ? ws->delta_prev.data() : ws->delta.data();
+    DenseBackward(ctx, model, l, rule, ws->activations[l - 1].data(), rows, delta_in, next);
+    delta_in = next;
+  }
+  ReluBackward(ctx, ws->activations[0].data(), uint64_t(rows) * model.shape.hidden[0], delta_in);
+  SparseInputBackward(ctx, model, batch, rule, delta_in, ws);
+}
+
+}  // namespace xmlt::kernels::cuda

@@ -1,0 +1,87 @@
+// Forward and backward passes of the sparse MLP on the GPU, mirroring kernels/cpu/sparse_mlp.h
+// (same layout, same step rules, same order of updates) on device pointers. Everything is
+// enqueued on the context's stream; nothing here synchronizes.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/model.h"
+
+namespace xmlt::kernels::cuda {
+
+// Where the kernels run: the stream, a cuBLAS handle bound to it, and the GEMM precision.
+struct CudaContext {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t blas = nullptr;
+  Math math = Math::kFp32;
+};
+
+// A data::SparseBatch in device memory; the arrays are owned elsewhere.
+struct DeviceBatch {
+  uint32_t num_rows = 0;
+  uint64_t num_entries = 0;            // feature non-zeros
+  const uint64_t* feature_ptr = nullptr;  // num_rows + 1, starting at 0
+  const uint32_t* feature_idx = nullptr;
+  const float* feature_val = nullptr;
+  const uint64_t* label_ptr = nullptr;    // num_rows + 1
+  const uint32_t* label_idx = nullptr;
+  uint32_t labeled_rows = 0;  // rows with at least one label, counted on the host
+};
+
+// A model's parameters in device memory, laid out as Model<float>::params (kernels/model.h).
+struct DeviceModel {
+  ModelShape shape;
+  std::vector<LayerView> layers;
+  float* params = nullptr;
+
+  float* Weight(size_t layer) const { return params + layers[layer].weight.offset; }
+  float* Bias(size_t layer) const { return params + layers[layer].bias.offset; }
+};
+
+// Activations and scratch for batches of up to max_rows rows and max_entries feature non-zeros,
+// allocated once on the current device.
+struct DeviceMlpWorkspace {
+  DeviceMlpWorkspace(const ModelShape& shape, uint32_t max_rows, uint64_t max_entries);
+  uint32_t max_rows;
+  uint64_t max_entries;
+  std::vector<DeviceBuffer<float>> activations;  // per hidden layer: rows x units, after ReLU
+  DeviceBuffer<float> logits;  // rows x labels; holds the output gradient after backward
+  DeviceBuffer<float> delta, delta_prev;  // rows x widest hidden layer
+  // First-layer gradient: the batch's entries sorted by feature (a transposed batch).
+  DeviceBuffer<uint32_t> entry_row;       // row of each entry
+  DeviceBuffer<uint32_t> entry_ids;       // 0, 1, 2, ... (filled once: the sort's input values)
+  DeviceBuffer<uint32_t> sorted_feature;  // feature ids, ascending
+  DeviceBuffer<uint32_t> sorted_entry;    // the entries in that order (stable: ascending within)
+  DeviceBuffer<unsigned char> sort_temp;  // CUB's scratch, sized for max_entries
+  int sort_bits = 32;                     // feature ids fit in this many low bits
+  DeviceBuffer<double> row_loss;          // max_rows
+  DeviceBuffer<double> loss_sum;          // 1: the batch's loss after Loss/TrainStep
+};
+
+// What to do with the gradient g of each parameter (cf. cpu::StepRule), on flat device buffers
+// laid out as the parameters:
+//  - gradient != nullptr: store it (first-layer rows outside the batch are not written);
+//  - velocity != nullptr: v = momentum * v + g; w -= lr * v (lazy for first-layer rows);
+//  - otherwise w -= lr * g.
+struct DeviceStepRule {
+  float lr = 0;
+  float momentum = 0;
+  float* velocity = nullptr;
+  float* gradient = nullptr;
+};
+
+// Fills workspace->activations and workspace->logits for the batch.
+void Forward(const CudaContext& context, const DeviceModel& model, const DeviceBatch& batch,
+             DeviceMlpWorkspace* workspace);
+
+// Forward, loss (into workspace->loss_sum), backward, and the rule applied to the model.
+void TrainStep(const CudaContext& context, const DeviceModel& model, const DeviceBatch& batch,
+               const DeviceStepRule& rule, DeviceMlpWorkspace* workspace);
+
+}  // namespace xmlt::kernels::cuda

@@ -1,0 +1,63 @@
+// cuda::TopK against cpu::TopK: ties (few distinct scores), k beyond the label count, row counts
+// that do not fill the last block, label counts around the warp width.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/top_k.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/device_count.h"
+#include "kernels/cuda/top_k.h"
+
+namespace xmlt::kernels::cuda {
+namespace {
+
+void CheckTopK(bool many_ties) {
+  for (uint64_t labels : {1ull, 4ull, 5ull, 31ull, 32ull, 33ull, 37ull, 1000ull, 4099ull}) {
+    for (uint32_t k : {1u, 5u, 32u}) {
+      const uint32_t rows = 9;
+      std::mt19937_64 rng(labels * 100 + k);
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      std::vector<float> scores(rows * labels);
+      for (float& s : scores) s = many_ties ? float(rng() % 7) : normal(rng);
+      std::vector<uint32_t> expected(rows * k);
+      std::vector<float> expected_scores(rows * k);
+      cpu::TopK<float>(scores.data(), rows, labels, k, expected.data(), expected_scores.data());
+
+      DeviceBuffer<float> device_scores = DeviceBuffer<float>::FromHost(scores);
+      DeviceBuffer<uint32_t> top(rows * k);
+      DeviceBuffer<float> top_scores(rows * k);
+      TopK(device_scores.data(), rows, labels, k, top.data(), top_scores.data(), nullptr);
+      XMLT_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::vector<uint32_t> actual = top.ToHost();
+      const std::vector<float> actual_scores = top_scores.ToHost();
+      for (size_t i = 0; i < actual.size(); ++i) {
+        ASSERT_EQ(actual[i], expected[i]) << "labels " << labels << " k " << k << " slot " << i;
+        ASSERT_EQ(actual_scores[i], expected_scores[i]) << "labels " << labels << " k " << k;
+      }
+    }
+  }
+}
+
+TEST(CudaTopK, MatchesCpuWithTiesToTheLowerId) {
+  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  CheckTopK(true);
+}
+
+TEST(CudaTopK, MatchesCpuOnDistinctScores) {
+  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  CheckTopK(false);
+}
+
+TEST(CudaTopK, RejectsKAbove32) {
+  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  DeviceBuffer<float> scores(40);
+  DeviceBuffer<uint32_t> top(40);
+  EXPECT_THROW(TopK(scores.data(), 1, 40, 33, top.data(), nullptr, nullptr), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace xmlt::kernels::cuda
