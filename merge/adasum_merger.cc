@@ -18,12 +18,7 @@ class AdasumMerger : public Merger {
                      GlobalModel* global) override {
     CheckReplicasAndGlobal(replicas, global);
     const size_t n = replicas.count();
-    for (size_t got : {input.batch.size(), input.lr.size(), input.updates.size()}) {
-      if (got != 0 && got != n) {
-        throw std::invalid_argument("adasum merge: input has " + std::to_string(got) +
-                                    " entries for " + std::to_string(n) + " replicas");
-      }
-    }
+    CheckOptionalInput(input, n, "adasum");
     const float gamma = static_cast<float>(options_.momentum);
     const bool nesterov = options_.momentum_mode == MomentumMode::kNesterov;
     float* const w = global->current.data();

@@ -19,12 +19,7 @@ class AverageMerger : public Merger {
                      GlobalModel* global) override {
     CheckReplicasAndGlobal(replicas, global);
     const size_t n = replicas.count();
-    for (size_t got : {input.batch.size(), input.lr.size(), input.updates.size()}) {
-      if (got != 0 && got != n) {
-        throw std::invalid_argument("average merge: input has " + std::to_string(got) +
-                                    " entries for " + std::to_string(n) + " replicas");
-      }
-    }
+    CheckOptionalInput(input, n, "average");
     MergeOutcome outcome;
     outcome.weights.assign(n, 1.0 / static_cast<double>(n));
     MergeWithGlobalMomentum(*collective_, replicas, outcome.weights, options_.momentum, global,

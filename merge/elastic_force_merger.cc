@@ -40,12 +40,7 @@ class ElasticForceMerger : public Merger {
                      GlobalModel* global) override {
     CheckReplicasAndGlobal(replicas, global);
     const size_t n = replicas.count();
-    for (size_t got : {input.batch.size(), input.lr.size(), input.updates.size()}) {
-      if (got != 0 && got != n) {
-        throw std::invalid_argument("elastic force merge: input has " + std::to_string(got) +
-                                    " entries for " + std::to_string(n) + " replicas");
-      }
-    }
+    CheckOptionalInput(input, n, "elastic force");
     const double a = options_.elastic_alpha > 0.0 ? options_.elastic_alpha
                                                    : 1.0 / static_cast<double>(n);
     MergeOutcome outcome;

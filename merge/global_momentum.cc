@@ -21,6 +21,15 @@ void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* globa
   }
 }
 
+void CheckOptionalInput(const MergeInput& input, size_t replicas, const std::string& merge) {
+  for (size_t got : {input.batch.size(), input.lr.size(), input.updates.size()}) {
+    if (got != 0 && got != replicas) {
+      throw std::invalid_argument(merge + " merge: input has " + std::to_string(got) + " entries for " +
+                                  std::to_string(replicas) + " replicas");
+    }
+  }
+}
+
 FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum, MomentumMode mode) {
   float* current = global->current.data();
   float* previous = global->previous.data();

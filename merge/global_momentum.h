@@ -3,6 +3,7 @@
 // restart from w' + gamma (w' - w)); w_p <- w; w <- w', run through a collective.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "merge/collective.h"
@@ -14,6 +15,10 @@ namespace xmlt::merge {
 // Throws std::invalid_argument unless there is at least one replica, no replica pointer is null,
 // and global->current and global->previous both have replicas.size parameters.
 void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global);
+
+// Throws std::invalid_argument unless each of the input's vectors is empty or has one entry per
+// replica (for merges that use the input at most partly). `merge` names the merge in the message.
+void CheckOptionalInput(const MergeInput& input, size_t replicas, const std::string& merge);
 
 // The collective's finish step for the rule above: reads and rewrites global->current and
 // global->previous block by block, so it needs no buffer beyond them. It leaves in `values` what

@@ -20,12 +20,7 @@ class GradientMerger : public Merger {
                      GlobalModel* global) override {
     CheckReplicasAndGlobal(replicas, global);
     const size_t n = replicas.count();
-    for (size_t got : {input.batch.size(), input.lr.size(), input.updates.size()}) {
-      if (got != 0 && got != n) {
-        throw std::invalid_argument("gradient merge: input has " + std::to_string(got) +
-                                    " entries for " + std::to_string(n) + " replicas");
-      }
-    }
+    CheckOptionalInput(input, n, "gradient");
     // mean(w_i) = w - lr mean(g_i) only holds for exactly one step per replica, which the sync
     // schedule guarantees (one batch per device per round). A round with fewer rows than devices
     // leaves some out (u_i = 0): the mean is then over the devices that took a step.
