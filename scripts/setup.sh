@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(build-essential cmake libtbb-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-          nlohmann-json3-dev libxxhash-dev libopenblas-dev zlib1g-dev)
+          nlohmann-json3-dev libxxhash-dev libopenblas-dev zlib1g-dev python3-matplotlib)
 if [[ "${1:-}" == "--with-peers" ]]; then
   packages+=(python3-torch python3-numpy)
 fi
