@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""A markdown report of one sweep (scripts/sweep.py): accuracy, time to a target P@1, speed-up
+over elastic SGD, and the figures (made with scripts/plot.py).
+
+Usage:
+  scripts/report.py SWEEP_DIR [--target P1 | --target-fraction F] [--group-by FLAG[,FLAG]]
+                    [--baseline NAME] [--figures KIND,KIND | --no-figures] [--out REPORT.md]
+
+One table row per configuration (runs that differ only by seed; numbers are means over seeds,
+with the spread when there are several): best P@1, P@3 and P@5 over the evaluations, the time
+and the mega-batches to the target P@1 (over the seeds that reached it), and the speed-up over
+the baseline of the same group: the configuration whose --group-by value (default: --algo when
+the grid sweeps it, else the variant when the sweep has variants, else --algo) is --baseline
+(default elastic), or else whose --algo is, among the configurations with the same variant and
+values of the other swept flags. The target is
+--target, or F (0.95) times the lowest best P@1 among the configurations, as in
+scripts/time_to_accuracy.py. Times are training times (virtual seconds on the virtual clock).
+
+Figures: by default time and megabatch, plus devices, mega-batch-size, batch-beta and
+perturbation when the sweep varies their flags, and batch-trace when it holds a multi-device run;
+they go to SWEEP_DIR/figures/ and the report (default SWEEP_DIR/report.md) links them. Figures
+need matplotlib (see scripts/plot.py: $PYTHON or /usr/bin/python3 is used when the running
+interpreter lacks it); --no-figures writes the tables alone with the standard library.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plot  # noqa: E402  (scripts/plot.py)
+
+FIGURE_FLAGS = {"devices": ("devices",), "mega-batch-size": ("mega-batch",), "batch-beta": ("batch", "beta"),
+                "perturbation": ("pert-thr", "pert-delta")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Numbers
+
+
+def run_numbers(run, target):
+    """best P@1/P@3/P@5 over the run's evaluations, and its time and mega-batches to the target."""
+    evaluated = [r for r in plot.records_of(run) if "p1" in r]
+    if not evaluated:
+        return None
+    reached = next((r for r in evaluated if r["p1"] >= target), None) if target is not None else None
+    return {"p1": max(r["p1"] for r in evaluated), "p3": max(r["p3"] for r in evaluated),
+            "p5": max(r["p5"] for r in evaluated), "final_p1": evaluated[-1]["p1"],
+            "train_time_s": evaluated[-1]["train_time_s"],
+            "time": reached["train_time_s"] if reached else None,
+            "megabatches": reached["megabatch"] if reached else None,
+            "perturbations": sum(1 for r in plot.records_of(run) if r.get("perturbed"))}
+
+
+def mean_and_spread(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None, None
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
+
+
+def summarize_configuration(members, target):
+    numbers = [n for n in (run_numbers(r, target) for r in members) if n]
+    row = {"seeds": len(numbers), "reached": sum(1 for n in numbers if n["time"] is not None)}
+    for key in ("p1", "p3", "p5", "final_p1", "time", "megabatches", "train_time_s", "perturbations"):
+        row[key], row[key + "_sd"] = mean_and_spread([n[key] for n in numbers])
+    return row
+
+
+def default_target(runs, group_by, fraction):
+    """fraction x the lowest mean best P@1 among the configurations."""
+    bests = []
+    for _, _, members in plot.configurations(runs, group_by):
+        mean, _ = mean_and_spread([n["p1"] for n in (run_numbers(r, None) for r in members) if n])
+        if mean is not None:
+            bests.append(mean)
+    return fraction * min(bests) if bests else None
+
+
+def comparison_group(run, group_by):
+    """The run's variant (unless the lines are grouped by it) and values of the swept flags other than
+    the group-by flags and --algo: runs with equal ones are compared with each other."""
+    swept = [(k, str(v)) for k, v in run.get("grid", {}).items() if k not in (*group_by, "algo", "variant")]
+    if "variant" not in group_by and run.get("variant"):
+        swept.append(("variant", run["variant"]))
+    return tuple(sorted(swept))
+
+
+def find_baseline(rows, group_by, baseline):
+    """The baseline row of each comparison group: group-by value == baseline, else --algo == baseline."""
+    chosen = {}
+    for wanted in (lambda row: row["group"] == baseline,
+                   lambda row: plot.flag_value(row["members"][0], "algo") == baseline):
+        for row in rows:
+            if wanted(row) and row["time"] is not None:
+                chosen.setdefault(row["comparison"], row)
+    return chosen
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown
+
+
+def number(value, spread=None, digits=4):
+    if value is None:
+        return "-"
+    text = f"{value:.{digits}f}"
+    return text + (f" ± {spread:.{digits}f}" if spread else "")
+
+
+def seconds(value, spread=None):
+    if value is None:
+        return "-"
+    return f"{value:.3g}" + (f" ± {spread:.2g}" if spread else "")
+
+
+def table(rows, baselines, multi_seed):
+    lines = ["| configuration | seeds | best P@1 | best P@3 | best P@5 | final P@1 | time to target (s) | "
+             "mega-batches to target | speed-up | total time (s) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        base = baselines.get(row["comparison"])
+        speedup = f"{base['time'] / row['time']:.2f}x" if base and row["time"] else "-"
+        reached = "" if row["reached"] == row["seeds"] else f" ({row['reached']}/{row['seeds']} reached)"
+        time_text = seconds(row["time"], row["time_sd"] if multi_seed else None) + reached
+        if row["reached"] == 0:
+            time_text = "not reached"
+        mb = f"{row['megabatches']:.1f}".removesuffix(".0") if row["megabatches"] is not None else "-"
+        lines.append(f"| {row['label']} | {row['seeds']} | {number(row['p1'], row['p1_sd'])} | {number(row['p3'])} | "
+                     f"{number(row['p5'])} | {number(row['final_p1'])} | {time_text} | {mb} | {speedup} | "
+                     f"{seconds(row['train_time_s'])} |")
+    return lines
+
+
+def study_description(folder):
+    path = Path(folder) / "study.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def header(study, folder, runs, target, target_text):
+    lines = [f"# {study.get('name') or Path(folder).resolve().name}", ""]
+    if study.get("dataset") or study.get("data"):
+        lines.append(f"- data: {study.get('dataset') or study['data'].get('train')}")
+    if study.get("fixed"):
+        lines.append("- fixed: " + " ".join(f"--{k} {v}" for k, v in study["fixed"].items()))
+    if study.get("grid"):
+        lines.append("- grid: " + "; ".join(f"{k} = {', '.join(map(str, v))}" for k, v in study["grid"].items()))
+    for variant in study.get("variants", []):
+        lines.append(f"- variant {variant['name']}: " + " ".join(f"--{k} {v}" for k, v in variant["flags"].items()))
+    if study.get("seeds"):
+        lines.append(f"- seeds: {', '.join(map(str, study['seeds']))}")
+    lines.append(f"- runs: {sum(1 for r in runs if r.get('status') == 'ok')} finished, "
+                 f"{sum(1 for r in runs if r.get('status') != 'ok')} failed")
+    lines.append(f"- target P@1: {target:.4f} ({target_text})" if target is not None else "- target P@1: none")
+    return lines + [""]
+
+
+def failures(runs):
+    failed = [r for r in runs if r.get("status") != "ok"]
+    if not failed:
+        return []
+    lines = ["## Failed runs", ""]
+    for run in failed:
+        last = (run.get("error") or "").splitlines()[-1:] or [""]
+        lines.append(f"- `{run['id']}` ({plot.format_flags(run.get('grid', {}).items())}, "
+                     f"seed {run['flags'].get('seed')}): exit {run.get('exit_code')}: {last[0]}")
+    return lines + [""]
+
+
+def figure_kinds(runs, requested):
+    if requested is not None:
+        return requested
+    varying = set(plot.varying_flags(runs))
+    kinds = ["time", "megabatch"]
+    kinds += [kind for kind, flags in FIGURE_FLAGS.items() if varying & set(flags)]
+    if any(len((plot.records_of(r) or [{}])[0].get("devices", [])) > 1 for r in runs):
+        kinds.append("batch-trace")
+    return kinds
+
+
+def figures(runs, folder, kinds, group_by, out_dir):
+    """Makes the figures and returns the markdown that shows them."""
+    lines = ["## Figures", ""]
+    for kind in kinds:
+        path = Path(folder) / "figures" / f"{kind}.png"
+        lines_group = group_by if kind in ("time", "megabatch") else None
+        plot.make_figure(runs, kind, path, lines_group)
+        lines += [f"![{kind}]({os.path.relpath(path, out_dir)})", ""]
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog="\n".join(__doc__.splitlines()[2:]))
+    parser.add_argument("study", help="a sweep's folder (or its index.jsonl)")
+    parser.add_argument("--target", type=float, help="P@1 to reach")
+    parser.add_argument("--target-fraction", type=float, default=0.95)
+    parser.add_argument("--group-by", help="flag(s) naming the compared lines (default: variant, or algo)")
+    parser.add_argument("--baseline", default="elastic", help="the group-by value (or --algo) of the baseline")
+    parser.add_argument("--figures", help="figure kinds, comma separated (default: chosen from what varies)")
+    parser.add_argument("--no-figures", action="store_true")
+    parser.add_argument("--out", type=Path, help="the report (default SWEEP_DIR/report.md)")
+    args = parser.parse_args(argv)
+    if args.figures:
+        unknown = set(args.figures.split(",")) - set(plot.KINDS)
+        if unknown:
+            parser.error(f"unknown figure kinds {sorted(unknown)}; kinds: {', '.join(plot.KINDS)}")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if not args.no_figures:
+        plot.ensure_matplotlib()
+    folder = plot.index_path(args.study).parent
+    all_runs = plot.load_index(args.study)
+    runs = plot.select(all_runs, [])
+    if not runs:
+        sys.exit(f"report: no finished runs in {plot.index_path(args.study)}")
+    group_by = args.group_by.split(",") if args.group_by else plot.default_group_by(runs)
+    target, target_text = args.target, "given"
+    if target is None:
+        target = default_target(runs, group_by, args.target_fraction)
+        target_text = f"{args.target_fraction} x the lowest best P@1"
+    rows = []
+    for group, detail, members in plot.configurations(runs, group_by):
+        row = summarize_configuration(members, target)
+        row.update(group=group, label=", ".join(p for p in (group, detail) if p), members=members,
+                   comparison=comparison_group(members[0], group_by))
+        rows.append(row)
+    rows.sort(key=lambda row: row["comparison"])  # stable: index order within a group
+    baselines = find_baseline(rows, group_by, args.baseline)
+    out = args.out or folder / "report.md"
+    lines = header(study_description(folder), folder, all_runs, target, target_text)
+    lines += ["## Results", ""] + table(rows, baselines, any(r["seeds"] > 1 for r in rows)) + [""]
+    if baselines:
+        lines += ["Speed-up: the baseline's time to target over the configuration's, within each group of equal "
+                  "swept flags; baselines: " + "; ".join(sorted({b["label"] for b in baselines.values()})) + ".", ""]
+    else:
+        lines += [f"Speed-up: no {args.baseline} run reached the target, so there is none.", ""]
+    lines += failures(all_runs)
+    if not args.no_figures:
+        kinds = figure_kinds(runs, args.figures.split(",") if args.figures else None)
+        lines += figures(runs, folder, kinds, group_by, out.parent)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

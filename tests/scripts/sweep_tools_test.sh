@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# End-to-end test of the experiment tools: scripts/sweep.py (a tiny sweep, its index and resuming),
+# scripts/plot.py (two kinds of figure) and scripts/report.py, on a tiny generated dataset.
+# Usage: tests/scripts/sweep_tools_test.sh XMLTRAIN [SOURCE_DIR]
+# Environment: PYTHON, an interpreter with matplotlib (default: python3 when it has matplotlib,
+# else /usr/bin/python3, Debian's, where python3-matplotlib installs it).
+set -euo pipefail
+
+fail() { echo "sweep_tools_test: FAIL: $*" >&2; exit 1; }
+
+xmltrain=${1:?usage: sweep_tools_test.sh XMLTRAIN [SOURCE_DIR]}
+source_dir=${2:-$(cd "$(dirname "$0")/../.." && pwd)}
+[[ -x $xmltrain ]] || fail "$xmltrain is not an executable"
+
+python=${PYTHON:-}
+if [[ -z $python ]]; then
+  python=python3
+  if ! python3 -c "import matplotlib" 2>/dev/null && [[ -x /usr/bin/python3 ]]; then
+    python=/usr/bin/python3
+  fi
+fi
+"$python" -c "import matplotlib" 2>/dev/null \
+  || fail "$python cannot import matplotlib: install python3-matplotlib (scripts/setup.sh) or set PYTHON"
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+"$xmltrain" gen --rows 600 --test-rows 200 --features 300 --labels 30 --seed 3 --out "$work/data" >/dev/null 2>&1 \
+  || fail "xmltrain gen failed"
+
+sweep() {
+  "$python" "$source_dir/scripts/sweep.py" --out "$work/sweep" --xmltrain "$xmltrain" \
+    --train "$work/data/train.txt" --test "$work/data/test.txt" \
+    --grid algo=adaptive,elastic --seeds 1,2 --fixed devices=cpu:2 --fixed clock=virtual \
+    --fixed epochs=2 --fixed mega-batch=5 --fixed batch=32 --fixed eval-every=1 --target 0.2 -j 2
+}
+
+# 1. The sweep: 4 runs, all ok, each with its metrics and log.
+sweep 2>"$work/sweep1.err" || { code=$?; cat "$work/sweep1.err" >&2; fail "the sweep exited with $code"; }
+index=$work/sweep/index.jsonl
+[[ -f $index ]] || fail "no index.jsonl"
+ok=$(grep -c '"status": "ok"' "$index" || true)
+[[ $ok -eq 4 ]] || { cat "$index" >&2; fail "the index holds $ok completed runs, not 4"; }
+[[ $(grep -c '^\[[0-9]/4\] done' "$work/sweep1.err") -eq 4 ]] || { cat "$work/sweep1.err" >&2; fail "no progress lines"; }
+for id in $("$python" -c 'import json,sys; [print(json.loads(l)["id"]) for l in open(sys.argv[1])]' "$index"); do
+  [[ -s $work/sweep/runs/$id.jsonl && -s $work/sweep/runs/$id.log ]] || fail "run $id lacks its metrics or log"
+done
+"$python" - "$index" <<'EOF' || fail "index lines lack summary numbers"
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    for key in ("best_p1", "p1", "p3", "p5", "train_time_s", "megabatches", "perturbations", "time_to_target_s"):
+        assert key in r, (key, r)
+    assert r["best_p1"] > 0 and r["megabatches"] > 0, r
+EOF
+
+# 2. Resume: nothing runs again, the index is unchanged.
+before=$(md5sum <"$index")
+sweep 2>"$work/sweep2.err" || { code=$?; cat "$work/sweep2.err" >&2; fail "the second sweep exited with $code"; }
+grep -q "4 already done, 0 to run" "$work/sweep2.err" || { cat "$work/sweep2.err" >&2; fail "the second sweep ran again"; }
+if grep -q '^\[' "$work/sweep2.err"; then fail "the second sweep ran runs again"; fi
+[[ $(md5sum <"$index") == "$before" ]] || fail "resuming changed the index"
+
+# 3. Bad usage exits 2.
+set +e
+"$python" "$source_dir/scripts/sweep.py" --out "$work/bad" --xmltrain "$xmltrain" --train "$work/data/train.txt" \
+  --grid no-such-flag=1,2 2>"$work/bad.err"
+code=$?
+set -e
+[[ $code -eq 2 ]] || fail "an unknown flag gave exit code $code, not 2"
+grep -q "unknown xmltrain train flag --no-such-flag" "$work/bad.err" || fail "no clear message for an unknown flag"
+
+# 4. Figures and the report.
+for kind in time batch-trace; do
+  "$python" "$source_dir/scripts/plot.py" "$work/sweep" --kind "$kind" --out "$work/$kind.png" >/dev/null \
+    || fail "plot.py --kind $kind failed"
+  "$python" -c 'import sys; sys.exit(open(sys.argv[1], "rb").read(8) != b"\x89PNG\r\n\x1a\n")' "$work/$kind.png" \
+    || fail "$kind.png is not a PNG"
+done
+"$python" "$source_dir/scripts/report.py" "$work/sweep" >/dev/null || fail "report.py failed"
+report=$work/sweep/report.md
+[[ -s $report ]] || fail "no report.md"
+for algo in adaptive elastic; do
+  grep -q "^| $algo " "$report" || { cat "$report" >&2; fail "the report does not name $algo"; }
+done
+grep -q "figures/time.png" "$report" || fail "the report does not link its figures"
+[[ -s $work/sweep/figures/time.png && -s $work/sweep/figures/megabatch.png ]] || fail "report.py made no figures"
+
+echo "sweep_tools_test: ok"
