@@ -10,6 +10,7 @@
 #include <string>
 
 #include "merge/collective.h"
+#include "merge/collective_support.h"
 
 namespace xmlt::merge {
 namespace {
@@ -17,22 +18,12 @@ namespace {
 // Parameters combined at a time: the block of every replica, the accumulator and what finish
 // touches stay in L2, so the write-back to the replicas hits lines that are already cached.
 constexpr size_t kBlock = 4096;
-// Leaf size of the deterministic norm reduction; fixed so the combination tree never changes.
-constexpr size_t kNormGrain = 1 << 15;
-
-double SumOfSquares(const float* x, size_t n) {
-  double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-  for (size_t j = 0; j < n; ++j) sum += static_cast<double>(x[j]) * x[j];
-  return sum;
-}
-
 class CpuRingCollective : public Collective {
  public:
   explicit CpuRingCollective(size_t partitions) : partitions_(partitions) {}
 
   std::vector<double> SquaredNorms(const ReplicaSet& replicas) override {
-    CheckReplicas(replicas);
+    CheckReplicaPointers(replicas);
     const size_t n = replicas.count();
     const size_t parts = Partitions(n);
     // partial[p * n + i]: replica i over partition p, summed over p in index order afterwards.
@@ -42,15 +33,7 @@ class CpuRingCollective : public Collective {
       if (lo == hi) return;
       for (size_t k = 0; k < n; ++k) {
         const size_t i = (p + k) % n;
-        const float* x = replicas.params[i];
-        // The simple_partitioner split of a fixed range is fixed, and so is the combination
-        // order of parallel_deterministic_reduce: the same bits for any thread count.
-        partial[p * n + i] = tbb::parallel_deterministic_reduce(
-            tbb::blocked_range<size_t>(lo, hi, kNormGrain), 0.0,
-            [x](const tbb::blocked_range<size_t>& r, double acc) {
-              return acc + SumOfSquares(x + r.begin(), r.size());
-            },
-            [](double a, double b) { return a + b; }, tbb::simple_partitioner());
+        partial[p * n + i] = DeterministicSquaredNorm(replicas.params[i], lo, hi);
       }
     });
     std::vector<double> norms(n, 0.0);
@@ -61,13 +44,8 @@ class CpuRingCollective : public Collective {
 
   void WeightedAllReduce(const ReplicaSet& replicas, const std::vector<double>& weights,
                          const FinishBlock& finish) override {
-    CheckReplicas(replicas);
+    CheckWeightedArguments(replicas, weights);
     const size_t n = replicas.count();
-    if (n == 0) throw std::invalid_argument("WeightedAllReduce: no replicas");
-    if (weights.size() != n) {
-      throw std::invalid_argument("WeightedAllReduce: " + std::to_string(weights.size()) +
-                                  " weights for " + std::to_string(n) + " replicas");
-    }
     const size_t parts = Partitions(n);
     tbb::parallel_for(size_t{0}, parts, [&](size_t p) {
       // Plain variables: C++17 lambdas cannot capture structured bindings.
@@ -86,11 +64,6 @@ class CpuRingCollective : public Collective {
   }
 
  private:
-  static void CheckReplicas(const ReplicaSet& replicas) {
-    for (const float* x : replicas.params)
-      if (x == nullptr && replicas.size > 0)
-        throw std::invalid_argument("collective: null replica parameters");
-  }
 
   size_t Partitions(size_t replicas) const {
     return std::max<size_t>(1, partitions_ > 0 ? partitions_ : replicas);

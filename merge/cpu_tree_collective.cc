@@ -11,22 +11,13 @@
 
 #include "merge/adasum.h"
 #include "merge/collective.h"
+#include "merge/collective_support.h"
 
 namespace xmlt::merge {
 namespace {
 
 // Parameters combined at a time: the n blocks stay in L2 from the tree to the write-back.
 constexpr size_t kBlock = 4096;
-// Leaf size of the deterministic norm reduction; fixed so the combination tree never changes.
-constexpr size_t kNormGrain = 1 << 15;
-
-double SumOfSquares(const float* x, size_t n) {
-  double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-  for (size_t j = 0; j < n; ++j) sum += static_cast<double>(x[j]) * x[j];
-  return sum;
-}
-
 // left = left_scale * left + right_scale * right; a scale is the device's weight while the
 // operand is still a leaf and 1 once it holds a partial sum.
 struct Step {
@@ -42,31 +33,18 @@ class CpuTreeCollective : public Collective {
   explicit CpuTreeCollective(size_t partitions) : partitions_(partitions) {}
 
   std::vector<double> SquaredNorms(const ReplicaSet& replicas) override {
-    CheckReplicas(replicas);
+    CheckReplicaPointers(replicas);
     std::vector<double> norms(replicas.count(), 0.0);
-    // parallel_deterministic_reduce is itself a binary tree of fixed leaves: same bits for any
-    // thread count.
     tbb::parallel_for(size_t{0}, replicas.count(), [&](size_t i) {
-      const float* x = replicas.params[i];
-      norms[i] = tbb::parallel_deterministic_reduce(
-          tbb::blocked_range<size_t>(0, replicas.size, kNormGrain), 0.0,
-          [x](const tbb::blocked_range<size_t>& r, double acc) {
-            return acc + SumOfSquares(x + r.begin(), r.size());
-          },
-          [](double a, double b) { return a + b; }, tbb::simple_partitioner());
+      norms[i] = DeterministicSquaredNorm(replicas.params[i], 0, replicas.size);
     });
     return norms;
   }
 
   void WeightedAllReduce(const ReplicaSet& replicas, const std::vector<double>& weights,
                          const FinishBlock& finish) override {
-    CheckReplicas(replicas);
+    CheckWeightedArguments(replicas, weights);
     const size_t n = replicas.count();
-    if (n == 0) throw std::invalid_argument("WeightedAllReduce: no replicas");
-    if (weights.size() != n) {
-      throw std::invalid_argument("WeightedAllReduce: " + std::to_string(weights.size()) +
-                                  " weights for " + std::to_string(n) + " replicas");
-    }
     std::vector<Step> steps;
     std::vector<bool> leaf(n, true);
     for (const auto& level : PairwiseTreeLevels(n)) {
@@ -93,11 +71,6 @@ class CpuTreeCollective : public Collective {
   }
 
  private:
-  static void CheckReplicas(const ReplicaSet& replicas) {
-    for (const float* x : replicas.params)
-      if (x == nullptr && replicas.size > 0)
-        throw std::invalid_argument("collective: null replica parameters");
-  }
 
   // In place: every replica's block is overwritten at the end anyway, so the partial sums live in
   // the left operands' own (cached) blocks and no buffer is needed.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "merge/collective.h"
+#include "merge/collective_support.h"
 
 namespace xmlt::merge {
 namespace {
@@ -16,7 +17,7 @@ constexpr size_t kBlock = 2048;
 class NaiveCollective : public Collective {
  public:
   std::vector<double> SquaredNorms(const ReplicaSet& replicas) override {
-    CheckReplicas(replicas);
+    CheckReplicaPointers(replicas);
     std::vector<double> norms(replicas.count(), 0.0);
     for (size_t i = 0; i < replicas.count(); ++i)
       for (size_t j = 0; j < replicas.size; ++j)
@@ -26,13 +27,8 @@ class NaiveCollective : public Collective {
 
   void WeightedAllReduce(const ReplicaSet& replicas, const std::vector<double>& weights,
                          const FinishBlock& finish) override {
-    CheckReplicas(replicas);
+    CheckWeightedArguments(replicas, weights);
     const size_t n = replicas.count();
-    if (n == 0) throw std::invalid_argument("WeightedAllReduce: no replicas");
-    if (weights.size() != n) {
-      throw std::invalid_argument("WeightedAllReduce: " + std::to_string(weights.size()) +
-                                  " weights for " + std::to_string(n) + " replicas");
-    }
     double sums[kBlock];
     float values[kBlock];
     for (size_t begin = 0; begin < replicas.size; begin += kBlock) {
@@ -50,11 +46,6 @@ class NaiveCollective : public Collective {
   }
 
  private:
-  static void CheckReplicas(const ReplicaSet& replicas) {
-    for (const float* x : replicas.params)
-      if (x == nullptr && replicas.size > 0)
-        throw std::invalid_argument("collective: null replica parameters");
-  }
 };
 
 }  // namespace
