@@ -1,6 +1,8 @@
 // Helpers shared by the tests: temporary directories, files, and the optional real datasets.
 #pragma once
 
+#include <cstddef>
+#include <cstring>
 #include <string>
 
 namespace xmlt::testing {
@@ -21,6 +23,12 @@ class TempDir {
 
 void WriteFile(const std::string& path, const std::string& content);
 std::string ReadFile(const std::string& path);
+
+// Bitwise equality of `count` values; memcmp itself is undefined on the null data of empty vectors.
+template <class T>
+bool SameBits(const T* a, const T* b, size_t count) {
+  return count == 0 || std::memcmp(a, b, count * sizeof(T)) == 0;
+}
 
 // The folder of a real dataset (e.g. "bibtex") or "" when it is not present: $XMLT_DATA_DIR first,
 // then ../shared/data beside the checkout. Tests GTEST_SKIP() with a message on "".

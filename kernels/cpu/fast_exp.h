@@ -6,13 +6,16 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace xmlt::kernels::cpu {
 
 inline float FastExp(float x) {
   // exp(x) = 2^n * exp(r) with n = round(x / ln2) and |r| <= ln2 / 2; exp(r) by a degree-6
   // polynomial (Taylor, whose truncation error at ln2/2 is below float precision).
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  // A NaN (a diverging run) must come out as NaN, and must not reach the integer conversion.
+  const bool nan = x != x;
+  x = nan ? 0.0f : (x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x));
   const float n = std::nearbyint(x * 1.44269504088896341f);
   // ln2 split in two so that n * ln2 is subtracted without rounding error.
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
@@ -23,10 +26,10 @@ inline float FastExp(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const int32_t bits = (int32_t(n) + 127) << 23;
+  const uint32_t bits = uint32_t(int32_t(n) + 127) << 23;  // n in [-126, 127]: a normal power of 2
   float scale;
   std::memcpy(&scale, &bits, sizeof(scale));
-  return p * scale;
+  return nan ? std::numeric_limits<float>::quiet_NaN() : p * scale;
 }
 
 inline double FastExp(double x) { return std::exp(x); }  // the double path is for tests: exact

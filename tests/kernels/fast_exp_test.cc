@@ -18,6 +18,8 @@ TEST(FastExp, RelativeErrorBelowTwoUlpsOverTheRange) {
   EXPECT_EQ(FastExp(0.0f), 1.0f);
 }
 
+TEST(FastExp, NanStaysNan) { EXPECT_TRUE(std::isnan(FastExp(std::nanf("")))); }
+
 TEST(FastExp, ClampsInsteadOfProducingInfOrNan) {
   EXPECT_LT(FastExp(-1000.0f), 1e-37f);
   EXPECT_GE(FastExp(-1000.0f), 0.0f);

@@ -1,5 +1,6 @@
 // The Adasum operator and merge: its properties, a double-precision reference of the documented
 // tree over 1..8 devices and uneven tensors, per-tensor independence, determinism, and momentum.
+#include "tests/test_support.h"
 #include "merge/adasum.h"
 
 #include <gtest/gtest.h>
@@ -125,7 +126,7 @@ void ExpectClose(const Vec& ref, const std::vector<float>& got, size_t begin, si
 
 void ExpectAllEqual(const Replicas& r) {
   for (size_t i = 1; i < r.data.size(); ++i)
-    ASSERT_EQ(0, std::memcmp(r.data[0].data(), r.data[i].data(), r.data[0].size() * sizeof(float)))
+    ASSERT_TRUE(xmlt::testing::SameBits(r.data[0].data(), r.data[i].data(), r.data[0].size()))
         << "replica " << i;
 }
 
@@ -232,12 +233,11 @@ TEST(AdasumOperator, TensorsAreIndependent) {
     AdasumAllReduce(scaled.View(), nullptr, nullptr);
     for (size_t t : {0, 1, 3}) {
       const size_t begin = base.tensors[t];
-      EXPECT_EQ(0, std::memcmp(base.data[0].data() + begin, scaled.data[0].data() + begin,
-                               sizes[t] * sizeof(float)))
+      EXPECT_TRUE(xmlt::testing::SameBits(base.data[0].data() + begin, scaled.data[0].data() + begin, sizes[t]))
           << "tensor " << t;
     }
-    EXPECT_NE(0, std::memcmp(base.data[0].data() + base.tensors[2],
-                             scaled.data[0].data() + base.tensors[2], sizes[2] * sizeof(float)));
+    EXPECT_FALSE(xmlt::testing::SameBits(base.data[0].data() + base.tensors[2],
+                             scaled.data[0].data() + base.tensors[2], sizes[2]));
   }
 }
 
@@ -251,7 +251,7 @@ TEST(AdasumOperator, SameBitsWhateverTheThreadCount) {
   };
   const std::vector<float> one = run_in(1);
   for (int threads : {4, 2, 1})
-    ASSERT_EQ(0, std::memcmp(one.data(), run_in(threads).data(), one.size() * sizeof(float)))
+    ASSERT_TRUE(xmlt::testing::SameBits(one.data(), run_in(threads).data(), one.size()))
         << threads << " threads";
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/test_support.h"
 #include "merge/collective.h"
 
 namespace xmlt::merge {
@@ -91,7 +92,7 @@ TEST(Collectives, WeightedAllReduceMatchesDoubleReference) {
             ASSERT_NEAR(-ref[j], r.data[0][j], 1e-6 * mag[j] + 1e-30) << "parameter " << j;
           }
           for (size_t i = 1; i < n; ++i)
-            ASSERT_EQ(0, std::memcmp(r.data[0].data(), r.data[i].data(), size * sizeof(float)))
+            ASSERT_TRUE(xmlt::testing::SameBits(r.data[0].data(), r.data[i].data(), size))
                 << "replica " << i;
         }
       }
@@ -157,7 +158,7 @@ TEST(Collectives, TreeSumsAdjacentPairsFoldingTheExcessFirst) {
     }
     MakeCpuTreeCollective()->WeightedAllReduce(r.View(), std::vector<double>(n, 1.0), nullptr);
     for (size_t i = 0; i < n; ++i)
-      ASSERT_EQ(0, std::memcmp(expected.data(), r.data[i].data(), size * sizeof(float)))
+      ASSERT_TRUE(xmlt::testing::SameBits(expected.data(), r.data[i].data(), size))
           << "replica " << i;
   }
 }
@@ -182,9 +183,9 @@ TEST(Collectives, SameBitsWhateverTheThreadCountAndRun) {
     const auto one = run_in(1);
     for (int threads : {4, 1, 2}) {
       const auto other = run_in(threads);
-      ASSERT_EQ(0, std::memcmp(one.first.data(), other.first.data(), n * sizeof(double)))
+      ASSERT_TRUE(xmlt::testing::SameBits(one.first.data(), other.first.data(), n))
           << threads << " threads: norms differ";
-      ASSERT_EQ(0, std::memcmp(one.second.data(), other.second.data(), size * sizeof(float)))
+      ASSERT_TRUE(xmlt::testing::SameBits(one.second.data(), other.second.data(), size))
           << threads << " threads: reduced model differs";
     }
   }

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tests/test_support.h"
 #include "merge/collective.h"
 #include "merge/global_momentum.h"
 
@@ -60,7 +61,7 @@ double Tolerance(double magnitude) { return 1e-6 * magnitude + 1e-30; }
 
 void ExpectAllReplicasEqual(const Replicas& r, const std::vector<float>& expected) {
   for (size_t i = 0; i < r.data.size(); ++i)
-    ASSERT_EQ(0, std::memcmp(r.data[i].data(), expected.data(), expected.size() * sizeof(float)))
+    ASSERT_TRUE(xmlt::testing::SameBits(r.data[i].data(), expected.data(), expected.size()))
         << "replica " << i;
 }
 
@@ -163,9 +164,9 @@ TEST(CpuRingCollective, SameBitsWhateverTheThreadCountAndRun) {
   const auto one = run_in(1);
   for (int threads : {4, 1, 4, 2}) {
     const auto other = run_in(threads);
-    ASSERT_EQ(0, std::memcmp(one.first.data(), other.first.data(), n * sizeof(double)))
+    ASSERT_TRUE(xmlt::testing::SameBits(one.first.data(), other.first.data(), n))
         << threads << " threads: norms differ";
-    ASSERT_EQ(0, std::memcmp(one.second.data(), other.second.data(), size * sizeof(float)))
+    ASSERT_TRUE(xmlt::testing::SameBits(one.second.data(), other.second.data(), size))
         << threads << " threads: merged model differs";
   }
 }
