@@ -2,7 +2,9 @@
 # Installs what is missing, builds, and runs every test (unit and end-to-end) with ctest.
 # Usage: scripts/test.sh [--sanitize address|thread] [extra cmake configure arguments]
 #   --sanitize address  ASan + UBSan build in build-asan/ (CUDA off)
-#   --sanitize thread   TSan build in build-tsan/ (CUDA off), for the engine's threads
+#   --sanitize thread   TSan build in build-tsan/ (CUDA off). Debian's TBB is not instrumented,
+#                       so TSan cannot see TBB's own synchronization and reports races inside
+#                       every parallel loop; it needs a TSan-built TBB to be useful.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${1:-}" == "--sanitize" ]]; then
