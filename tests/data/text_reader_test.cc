@@ -331,7 +331,7 @@ TEST(TextWriterTest, RoundTripsArbitraryFloats) {
   ExpectSameDataset(d, Parse(testing::ReadFile(dir.File("f.txt"))));
 }
 
-// Real datasets from /work/shared/data when present.
+// Real datasets from ../shared/data (or $XMLT_DATA_DIR) when present.
 class RealDataTest : public ::testing::Test {
  protected:
   std::string Dir(const std::string& name) {
