@@ -2,6 +2,7 @@
 // tree over 1..8 devices and uneven tensors, per-tensor independence, determinism, and momentum.
 #include "tests/test_support.h"
 #include "merge/adasum.h"
+#include "tests/merge/merge_test_support.h"
 
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
@@ -18,17 +19,7 @@
 namespace xmlt::merge {
 namespace {
 
-struct Replicas {
-  std::vector<std::vector<float>> data;
-  std::vector<size_t> tensors;
-  ReplicaSet View() {
-    ReplicaSet set;
-    set.size = data.empty() ? 0 : data[0].size();
-    for (auto& d : data) set.params.push_back(d.data());
-    set.tensors = tensors;
-    return set;
-  }
-};
+using testing::Replicas;
 
 // Tensor offsets of the given sizes, and their total.
 std::vector<size_t> Offsets(const std::vector<size_t>& sizes, size_t* total) {

@@ -13,31 +13,15 @@
 
 #include "tests/test_support.h"
 #include "merge/collective.h"
+#include "tests/merge/merge_test_support.h"
 
 namespace xmlt::merge {
 namespace {
 
+using testing::Replicas;
+using testing::RandomReplicas;
+
 const char* const kNames[] = {"ring", "tree", "naive"};
-
-struct Replicas {
-  std::vector<std::vector<float>> data;
-  ReplicaSet View() {
-    ReplicaSet set;
-    set.size = data.empty() ? 0 : data[0].size();
-    for (auto& d : data) set.params.push_back(d.data());
-    return set;
-  }
-};
-
-Replicas RandomReplicas(size_t n, size_t size, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  Replicas r;
-  r.data.assign(n, std::vector<float>(size));
-  for (auto& d : r.data)
-    for (auto& x : d) x = dist(rng);
-  return r;
-}
 
 // Weights that do not sum to 1, with a negative one whenever there are two or more.
 std::vector<double> OddWeights(size_t n, uint32_t seed) {

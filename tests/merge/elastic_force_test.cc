@@ -8,25 +8,13 @@
 #include <vector>
 
 #include "merge/merger.h"
+#include "tests/merge/merge_test_support.h"
 
 namespace xmlt::merge {
 namespace {
 
-struct Replicas {
-  std::vector<std::vector<float>> data;
-  ReplicaSet View() {
-    ReplicaSet set;
-    set.size = data.empty() ? 0 : data[0].size();
-    for (auto& d : data) set.params.push_back(d.data());
-    return set;
-  }
-};
-
-void ExpectModel(const std::vector<float>& expected, const std::vector<float>& got) {
-  ASSERT_EQ(expected.size(), got.size());
-  for (size_t j = 0; j < got.size(); ++j)
-    EXPECT_NEAR(expected[j], got[j], 1e-6 * (1.0 + std::abs(expected[j]))) << "parameter " << j;
-}
+using testing::Replicas;
+using testing::ExpectModel;
 
 std::unique_ptr<Merger> Elastic(double alpha, double gamma) {
   MergeOptions options;

@@ -7,15 +7,12 @@
 #include <vector>
 
 #include "merge/merger.h"
+#include "tests/merge/merge_test_support.h"
 
 namespace xmlt::merge {
 namespace {
 
-void ExpectModel(const std::vector<float>& expected, const std::vector<float>& got) {
-  ASSERT_EQ(expected.size(), got.size());
-  for (size_t j = 0; j < got.size(); ++j)
-    EXPECT_NEAR(expected[j], got[j], 1e-6 * (1.0 + std::abs(expected[j]))) << "parameter " << j;
-}
+using testing::ExpectModel;
 
 // One plain SGD step of each device from `start` with the same learning rate.
 struct Steps {

@@ -1,6 +1,7 @@
 // Algorithm 2 (normalized merge) and the elastic average on cases worked out by hand from the
 // paper's pseudo-code: the expected numbers are written here, never recomputed by the code.
 #include "merge/merger.h"
+#include "tests/merge/merge_test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -11,15 +12,8 @@
 namespace xmlt::merge {
 namespace {
 
-struct Replicas {
-  std::vector<std::vector<float>> data;
-  ReplicaSet View() {
-    ReplicaSet set;
-    set.size = data.empty() ? 0 : data[0].size();
-    for (auto& d : data) set.params.push_back(d.data());
-    return set;
-  }
-};
+using testing::Replicas;
+using testing::ExpectModel;
 
 // Replica i filled with values[i] everywhere.
 Replicas Constant(const std::vector<float>& values, size_t size) {
@@ -30,12 +24,6 @@ Replicas Constant(const std::vector<float>& values, size_t size) {
 
 GlobalModel Global(std::vector<float> current, std::vector<float> previous) {
   return GlobalModel{std::move(current), std::move(previous)};
-}
-
-void ExpectModel(const std::vector<float>& expected, const std::vector<float>& got) {
-  ASSERT_EQ(expected.size(), got.size());
-  for (size_t j = 0; j < got.size(); ++j)
-    EXPECT_NEAR(expected[j], got[j], 1e-6 * (1.0 + std::abs(expected[j]))) << "parameter " << j;
 }
 
 void ExpectEveryReplica(const Replicas& r, const std::vector<float>& expected) {
