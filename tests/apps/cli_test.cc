@@ -1,6 +1,7 @@
 // Tests of the xmltrain command line through RunCli: exit codes and messages for good and bad
 // usage, the train -> eval/predict round trip, gen/convert/info, and --config files.
 #include "apps/cli.h"
+#include "tests/apps/cli_runner.h"
 
 #include <gtest/gtest.h>
 
@@ -25,35 +26,12 @@ using xmlt::testing::ReadFile;
 using xmlt::testing::TempDir;
 using xmlt::testing::WriteFile;
 
-struct CliResult {
-  int code = -1;
-  std::string out, err;
-};
-
-CliResult Cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "xmltrain");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  CliResult result;
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  result.code = RunCli(int(args.size()), argv.data());
-  result.out = ::testing::internal::GetCapturedStdout();
-  result.err = ::testing::internal::GetCapturedStderr();
-  return result;
-}
+using testing::CliResult;
+using testing::Cli;
+using testing::Lines;
 
 std::string Describe(const CliResult& r) {
   return "exit " + std::to_string(r.code) + "\n--- stdout:\n" + r.out + "\n--- stderr:\n" + r.err;
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) lines.push_back(line);
-  return lines;
 }
 
 json LastJsonLine(const CliResult& r) {

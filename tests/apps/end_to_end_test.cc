@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "apps/cli.h"
+#include "tests/apps/cli_runner.h"
 #include "data/dataset_loader.h"
 #include "tests/test_support.h"
 
@@ -18,32 +19,9 @@ namespace {
 
 using nlohmann::json;
 
-struct CliResult {
-  int code = -1;
-  std::string out, err;
-};
-
-CliResult Cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "xmltrain");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  CliResult result;
-  ::testing::internal::CaptureStdout();
-  ::testing::internal::CaptureStderr();
-  result.code = RunCli(int(args.size()), argv.data());
-  result.out = ::testing::internal::GetCapturedStdout();
-  result.err = ::testing::internal::GetCapturedStderr();
-  return result;
-}
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (!line.empty()) lines.push_back(line);
-  return lines;
-}
+using testing::CliResult;
+using testing::Cli;
+using testing::Lines;
 
 // Runs `train` and returns its summary, failing the test on a non-zero exit.
 json Train(const std::vector<std::string>& args) {
