@@ -64,7 +64,7 @@ int RunCli(int argc, char** argv) {
     if (threads > 0)
       limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism, threads);
     for (const Command& command : commands)
-      if (command.app->parsed()) command.run();
+      if (command.app->parsed()) return command.run();
     return kExitOk;
   } catch (const data::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";

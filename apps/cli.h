@@ -32,10 +32,10 @@ data::Dataset LoadWithWarnings(const std::string& path, const std::string& label
                                const DataFlags& flags);
 
 // Each subcommand registers its options and the function that runs it after parsing; the
-// function captures the option storage, which lives as long as it does.
+// function captures the option storage, which lives as long as it does, and returns the exit code.
 struct Command {
   CLI::App* app = nullptr;
-  std::function<void()> run;
+  std::function<int()> run;
 };
 Command AddTrainCommand(CLI::App* app);
 Command AddEvalCommand(CLI::App* app);

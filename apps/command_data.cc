@@ -78,7 +78,7 @@ Command AddGenCommand(CLI::App* app) {
   cmd->add_option("--labels-per-row", f.config.labels_per_row, "Mean labels per row")->capture_default_str();
   cmd->add_option("--seed", f.config.seed, "Random seed")->capture_default_str();
   cmd->add_option("--out", f.out, "Output directory")->capture_default_str();
-  return {cmd, [cmd, flags] { RunGen(cmd, *flags); }};
+  return {cmd, [cmd, flags] { RunGen(cmd, *flags); return kExitOk; }};
 }
 
 Command AddConvertCommand(CLI::App* app) {
@@ -88,7 +88,7 @@ Command AddConvertCommand(CLI::App* app) {
   cmd->add_option("--labels", flags->labels, "Labels file when the input is the X file of a split pair");
   cmd->add_option("-o,--output", flags->output, "Cache file (default: INPUT.xmlb, used automatically)");
   AddDataFlags(cmd, &flags->data);
-  return {cmd, [flags] { RunConvert(*flags); }};
+  return {cmd, [flags] { RunConvert(*flags); return kExitOk; }};
 }
 
 Command AddInfoCommand(CLI::App* app) {
@@ -97,7 +97,7 @@ Command AddInfoCommand(CLI::App* app) {
   cmd->add_option("input", flags->input, "Dataset (text or .xmlb)")->required();
   cmd->add_option("--labels", flags->labels, "Labels file when the input is the X file of a split pair");
   AddDataFlags(cmd, &flags->data);
-  return {cmd, [flags] { RunInfo(*flags); }};
+  return {cmd, [flags] { RunInfo(*flags); return kExitOk; }};
 }
 
 }  // namespace xmlt::apps

@@ -64,7 +64,7 @@ Command AddEvalCommand(CLI::App* app) {
   cmd->add_option("--test", flags->test, "Test data")->required();
   cmd->add_option("--test-labels", flags->test_labels, "Labels file when --test is the X file of a split pair");
   AddDataFlags(cmd, &flags->data);
-  return {cmd, [flags] { RunEval(*flags); }};
+  return {cmd, [flags] { RunEval(*flags); return kExitOk; }};
 }
 
 Command AddPredictCommand(CLI::App* app) {
@@ -76,7 +76,7 @@ Command AddPredictCommand(CLI::App* app) {
   cmd->add_option("--top-k", flags->top_k, "Labels per row")->capture_default_str();
   cmd->add_option("--output", flags->output, "Write here instead of stdout");
   AddDataFlags(cmd, &flags->data);
-  return {cmd, [flags] { RunPredict(*flags); }};
+  return {cmd, [flags] { RunPredict(*flags); return kExitOk; }};
 }
 
 }  // namespace xmlt::apps

@@ -9,11 +9,13 @@
 #include <sstream>
 
 #include "apps/cli.h"
+#include "apps/stop_signals.h"
 #include "data/row_normalization.h"
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
 #include "engine/model_file.h"
 #include "scheduler/heterogeneous_trainer.h"
+#include "scheduler/memory_plan.h"
 #include "scheduler/trainer.h"
 
 namespace xmlt::apps {
@@ -31,6 +33,8 @@ struct TrainFlags {
   bool given(const char* flag) const { return command->count(flag) > 0; }
   DataFlags data;
   scheduler::TrainOptions options;
+  scheduler::RunControl control;
+  std::vector<std::string> faults;
 };
 
 std::vector<uint32_t> ParseHidden(const std::string& text) {
@@ -157,9 +161,16 @@ void ApplyAlgorithm(TrainFlags& f) {
   }
 }
 
-void RunTrain(TrainFlags& f) {
+int RunTrain(TrainFlags& f) {
   using Clock = std::chrono::steady_clock;
   ApplyAlgorithm(f);
+  for (const std::string& fault : f.faults) f.control.faults.push_back(scheduler::ParseFaultInjection(fault));
+  if (!f.control.faults.empty() && f.algo == "single")
+    throw std::invalid_argument("--inject-fault needs a multi-device --algo (adaptive, elastic, ...)");
+  if (f.control.checkpoint_every > 0 && f.control.checkpoint_dir.empty())
+    throw std::invalid_argument("--checkpoint-every needs --checkpoint-dir");
+  // A resumed run keeps checkpointing where it resumed from unless told otherwise.
+  if (!f.control.resume_dir.empty() && f.control.checkpoint_dir.empty()) f.control.checkpoint_dir = f.control.resume_dir;
   f.options.hidden = ParseHidden(f.hidden);
   f.options.eval = ParseEvalEvery(f.eval_every);
   if (!(f.options.lr > 0)) throw std::invalid_argument("--lr must be positive");
@@ -183,6 +194,17 @@ void RunTrain(TrainFlags& f) {
   shape.num_labels = std::max(train.num_labels(), test ? test->num_labels() : 0);
   shape.hidden = f.options.hidden;
   shape.normalize_rows = f.normalize == "l2";
+  kernels::ValidateShape(shape);
+  {
+    // Before the model and the replicas are allocated: fail now, with the numbers.
+    const scheduler::MemoryPlan plan =
+        scheduler::PlanMemory(shape, f.options, f.algo == "single" ? nullptr : &f.engine,
+                              engine::LimitsFor(train, f.options.batch), train.num_rows(),
+                              !f.control.checkpoint_dir.empty() || !f.control.resume_dir.empty());
+    std::vector<uint64_t> gpu_free;
+    for (int g = 0; g < engine::CudaDeviceCount(); ++g) gpu_free.push_back(engine::CudaFreeMemory(g));
+    scheduler::CheckMemoryFits(plan, scheduler::AvailableHostMemory(), gpu_free);
+  }
   kernels::Model<float> model = kernels::InitModel<float>(shape, f.options.seed);
   std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "
             << train.num_rows() << " training rows, loaded in " << load_seconds << " s; training on " << (f.algo == "single" ? std::string("cpu:0") : f.engine.devices) << " ("
@@ -190,6 +212,11 @@ void RunTrain(TrainFlags& f) {
 
   const bool show_progress = ::isatty(::fileno(stderr)) != 0;
   scheduler::TrainCallbacks callbacks;
+  callbacks.on_resume = [&](const std::vector<scheduler::EvalRecord>& earlier) { metrics.Restart(earlier); };
+  callbacks.on_event = [&](const std::string& text) {
+    if (show_progress) std::cerr << "\r\033[K";
+    std::cerr << text << "\n";
+  };
   callbacks.on_eval = [&](const scheduler::EvalRecord& record) {
     if (show_progress) std::cerr << "\r\033[K";
     PrintEval(record);
@@ -202,9 +229,20 @@ void RunTrain(TrainFlags& f) {
       std::fprintf(stderr, "\r\033[K%5.1f%%  batch loss %.4f", 100.0 * double(done) / double(total), loss);
     };
   }
+  StopSignals signals;
+  f.control.stop_signal = &signals.requested();
   const scheduler::TrainResult result =
-      f.algo == "single" ? scheduler::Train(train, test.get(), f.options, &model, callbacks)
-                         : scheduler::TrainOnDevices(train, test.get(), f.options, f.engine, &model, callbacks);
+      f.algo == "single"
+          ? scheduler::Train(train, test.get(), f.options, &model, callbacks, f.control)
+          : scheduler::TrainOnDevices(train, test.get(), f.options, f.engine, &model, callbacks, f.control);
+  if (result.stopped_by_signal != 0) {
+    // An unfinished run: no model file, the metrics stay FILE.partial.
+    std::cerr << "stopped by signal " << result.stopped_by_signal
+              << (result.checkpoint.empty() ? std::string("; no --checkpoint-dir, so the progress is lost")
+                                            : "; resume with --resume " + f.control.checkpoint_dir)
+              << "\n";
+    return 128 + result.stopped_by_signal;
+  }
   if (!f.model_out.empty()) engine::SaveModel(model, f.model_out);
   metrics.Finish();
 
@@ -219,7 +257,8 @@ void RunTrain(TrainFlags& f) {
       {"samples_per_s", last.train_time_s > 0 ? double(last.train_samples) / last.train_time_s : 0.0},
       {"wall_time_s", last.wall_time_s},
       {"load_time_s", load_seconds},
-      {"train_loss", last.train_loss}};
+      {"train_loss", last.train_loss},
+      {"rollbacks", result.rollbacks}};
   if (test) {
     summary.update({{"p1", last.test.metrics.p1},
                     {"p3", last.test.metrics.p3},
@@ -231,7 +270,9 @@ void RunTrain(TrainFlags& f) {
                     {"best_epoch", result.best.epoch}});
   }
   if (!f.model_out.empty()) summary["model"] = f.model_out;
+  if (!result.checkpoint.empty()) summary["checkpoint"] = result.checkpoint;
   std::cout << summary.dump() << std::endl;
+  return kExitOk;
 }
 
 }  // namespace
@@ -259,6 +300,23 @@ Command AddTrainCommand(CLI::App* app) {
   cmd->add_option("--metrics", f.metrics, "Write one JSON line per evaluation to this file");
   cmd->add_option("--model", f.model_out, "Save the trained model to this file");
   AddDataFlags(cmd, &f.data);
+
+  const char* kReliability = "Checkpoints and faults";
+  cmd->add_option("--checkpoint-dir", f.control.checkpoint_dir,
+                  "Write checkpoints here (at the end, on SIGINT/SIGTERM, and every --checkpoint-every mega-batches)")
+      ->group(kReliability);
+  cmd->add_option("--checkpoint-every", f.control.checkpoint_every,
+                  "Mega-batches between checkpoints (0 = only at the end and on a stop; single: batches = this x --mega-batch)")
+      ->capture_default_str()->group(kReliability);
+  cmd->add_option("--resume", f.control.resume_dir,
+                  "Continue the run checkpointed in this directory (same flags; --epochs is the total)")
+      ->group(kReliability);
+  cmd->add_option("--max-rollbacks", f.control.max_rollbacks,
+                  "Divergences (NaN/Inf loss or model) rolled back with halved learning rates before the run stops")
+      ->capture_default_str()->group(kReliability);
+  cmd->add_option("--inject-fault", f.faults,
+                  "Make a device fail, for tests and drills: device=I,megabatch=K (repeatable)")
+      ->group(kReliability);
 
   const char* kEngine = "Several devices";
   cmd->add_option("--algo", f.algo,
@@ -311,7 +369,7 @@ Command AddTrainCommand(CLI::App* app) {
                   "averaging); with crossbow, its a (0 = 1 / devices)")
       ->capture_default_str()->group(kEngine);
   f.command = cmd;
-  return {cmd, [flags] { RunTrain(*flags); }};
+  return {cmd, [flags] { return RunTrain(*flags); }};
 }
 
 }  // namespace xmlt::apps

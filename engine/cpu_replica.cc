@@ -1,6 +1,7 @@
 // CPU replica; see cpu_replica.h.
 #include "engine/cpu_replica.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace xmlt::engine {
@@ -20,6 +21,21 @@ kernels::cpu::LossResult CpuReplica::TrainBatch(const data::Dataset& dataset, co
   rule.momentum = momentum_;
   rule.velocity = momentum_ > 0 ? &velocity_ : nullptr;
   return kernels::cpu::TrainStep(&model_, batch_, rule, &workspace_);
+}
+
+void CpuReplica::RestoreVelocity(const std::vector<float>& velocity) {
+  if (momentum_ == 0) {
+    if (!velocity.empty()) throw std::invalid_argument("momentum state given to a replica without momentum");
+    return;
+  }
+  if (velocity.empty()) {
+    std::fill(velocity_.params.begin(), velocity_.params.end(), 0.0f);
+  } else if (velocity.size() == velocity_.params.size()) {
+    std::copy(velocity.begin(), velocity.end(), velocity_.params.begin());
+  } else {
+    throw std::invalid_argument("momentum state has " + std::to_string(velocity.size()) + " values for " +
+                                std::to_string(velocity_.params.size()) + " parameters");
+  }
 }
 
 }  // namespace xmlt::engine

@@ -22,6 +22,11 @@ class CpuReplica {
   const kernels::Model<float>& model() const { return model_; }
   kernels::Model<float>& model() { return model_; }
 
+  // The momentum buffer: empty without momentum. Restore takes a vector of the parameters' size,
+  // or an empty one to zero the buffer; throws std::invalid_argument for any other size.
+  const std::vector<float>& velocity() const { return velocity_.params; }
+  void RestoreVelocity(const std::vector<float>& velocity);
+
  private:
   kernels::Model<float> model_;
   kernels::Model<float> velocity_;  // empty unless momentum > 0

@@ -3,6 +3,7 @@
 // downloads its replica before a merge and uploads the merged state after it.
 #include "engine/cuda_device.h"
 
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/cuda/cuda_mlp.h"
@@ -34,6 +35,17 @@ class CudaDevice final : public Device {
   size_t NumParams() const override { return host_.size(); }
   void PrepareMerge() override { mlp_.DownloadParams(host_.data(), host_.size()); }
   void FinishMerge() override { mlp_.UploadParams(host_.data(), host_.size()); }
+  std::vector<float> SaveOptimizerState() override {
+    if (momentum_ == 0) return {};
+    std::vector<float> state(host_.size());
+    mlp_.DownloadMomentum(state.data(), state.size());
+    return state;
+  }
+  void RestoreOptimizerState(const std::vector<float>& state) override {
+    if (state.empty()) return mlp_.ZeroMomentum();
+    if (momentum_ == 0) throw std::invalid_argument(spec_.id + ": momentum state given without momentum");
+    mlp_.UploadMomentum(state.data(), state.size());
+  }
 
  private:
   DeviceSpec spec_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "data/dataset.h"
 #include "engine/device_spec.h"
@@ -28,6 +29,12 @@ class Device {
   virtual size_t NumParams() const = 0;
   virtual void PrepareMerge() {}
   virtual void FinishMerge() {}
+
+  // The optimizer state beyond the parameters (the local momentum, laid out like the parameters),
+  // copied out for checkpoints and back in on resume: empty when the device keeps none. Restoring
+  // an empty vector zeroes it (after a rollback the old velocity would carry the divergence on).
+  virtual std::vector<float> SaveOptimizerState() = 0;
+  virtual void RestoreOptimizerState(const std::vector<float>& state) = 0;
 };
 
 // The largest batch a device must hold, so it can allocate everything once.

@@ -28,6 +28,8 @@ class CpuDevice final : public Device {
   }
   float* HostParams() override { return replica_.model().params.data(); }
   size_t NumParams() const override { return replica_.model().params.size(); }
+  std::vector<float> SaveOptimizerState() override { return replica_.velocity(); }
+  void RestoreOptimizerState(const std::vector<float>& state) override { replica_.RestoreVelocity(state); }
 
  private:
   DeviceSpec spec_;

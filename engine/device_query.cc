@@ -5,5 +5,6 @@ namespace xmlt::engine {
 
 int CudaDeviceCount() { return 0; }
 std::string CudaDeviceSummary() { return "CUDA support not built in"; }
+uint64_t CudaFreeMemory(int) { return 0; }
 
 }  // namespace xmlt::engine

@@ -34,4 +34,16 @@ std::string CudaDeviceSummary() {
   return text;
 }
 
+uint64_t CudaFreeMemory(int ordinal) {
+  int previous = 0;
+  size_t free_bytes = 0, total_bytes = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(ordinal) != cudaSuccess ||
+      cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  cudaSetDevice(previous);
+  return free_bytes;
+}
+
 }  // namespace xmlt::engine

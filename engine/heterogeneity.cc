@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -187,5 +188,26 @@ double SlowdownModel::NextFactor(size_t device) {
 }
 
 double SlowdownModel::DeviceMean(size_t device) const { return means_.at(device); }
+
+std::string SlowdownModel::SaveState() const {
+  std::ostringstream out;
+  out << rngs_.size();
+  for (size_t i = 0; i < rngs_.size(); ++i) out << ' ' << rngs_[i] << ' ' << task_[i];
+  return out.str();
+}
+
+void SlowdownModel::RestoreState(const std::string& state) {
+  std::istringstream in(state);
+  size_t count = 0;
+  in >> count;
+  if (!in || count != rngs_.size())
+    throw std::invalid_argument("slowdown state is for a different number of devices");
+  std::vector<std::mt19937_64> rngs(count);
+  std::vector<std::gamma_distribution<double>> task(count);
+  for (size_t i = 0; i < count; ++i) in >> rngs[i] >> task[i];
+  if (!in) throw std::invalid_argument("slowdown state is malformed");
+  rngs_ = std::move(rngs);
+  task_ = std::move(task);
+}
 
 }  // namespace xmlt::engine

@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <chrono>
+#include <stdexcept>
 
 namespace xmlt::engine {
 
@@ -31,7 +32,15 @@ void Worker::Run() {
     BatchResult result;
     result.device = index_;
     result.count = task.count;
+    result.id = task.id;
+    if (failure_) {
+      result.error = failure_;
+      results_->push(result);
+      continue;
+    }
     try {
+      if (task.inject_fault)
+        throw std::runtime_error(device_->spec().id + ": injected fault (--inject-fault)");
       const Clock::time_point start = Clock::now();
       const kernels::cpu::LossResult loss =
           device_->TrainBatch(*train_, task.rows, task.count, task.lr);
@@ -42,7 +51,7 @@ void Worker::Run() {
       if (task.emulate_wait && task.slowdown > 1)
         std::this_thread::sleep_for(std::chrono::duration<double>(result.busy_s - result.compute_s));
     } catch (...) {
-      result.error = std::current_exception();
+      result.error = failure_ = std::current_exception();
     }
     results_->push(result);
   }

@@ -21,10 +21,13 @@ struct BatchTask {
   float lr = 0;
   double slowdown = 1;    // emulated heterogeneity: the batch takes `slowdown` times its real time
   bool emulate_wait = false;  // wall clock: turn the extra time into real waiting
+  bool inject_fault = false;  // tests and drills: fail as a broken device would, without training
+  uint64_t id = 0;            // the scheduler's tag, returned in the result
 };
 
 struct BatchResult {
   size_t device = 0;
+  uint64_t id = 0;  // the task's tag
   size_t count = 0;
   double loss_sum = 0;
   uint32_t labeled_rows = 0;
@@ -59,6 +62,7 @@ class Worker {
   ResultQueue* results_;
   tbb::concurrent_bounded_queue<Message> inbox_;
   std::thread thread_;
+  std::exception_ptr failure_;  // the device's first error (touched only by the worker's thread)
 };
 
 }  // namespace xmlt::engine

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "data/dataset.h"
@@ -19,6 +20,14 @@ class EpochSampler {
   size_t Take(size_t max, uint64_t* out);
 
   uint64_t rows_per_epoch() const { return order_.size(); }
+
+  // Where the sampler stands, for checkpoints: the epoch's row order, the position in it, and
+  // the generator's state (as text). Restore checks that the order is a permutation of this
+  // dataset's labeled rows and throws std::invalid_argument otherwise.
+  const std::vector<uint64_t>& order() const { return order_; }
+  uint64_t cursor() const { return cursor_; }
+  std::string GeneratorState() const;
+  void Restore(std::vector<uint64_t> order, uint64_t cursor, const std::string& generator_state);
 
  private:
   std::vector<uint64_t> order_;

@@ -4,262 +4,20 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <numeric>
 #include <stdexcept>
 
-#include "engine/device_spec.h"
+#include "data/input_error.h"
 #include "engine/evaluator.h"
-#include "engine/heterogeneity.h"
-#include "engine/worker.h"
 #include "merge/merger.h"
 #include "scheduler/batch_size_scaling.h"
-#include "scheduler/epoch_sampler.h"
+#include "scheduler/device_pool.h"
+#include "scheduler/run_progress.h"
 
 namespace xmlt::scheduler {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// One batch of a mega-batch: which device runs it and where its rows are in the row arena.
-struct Assignment {
-  size_t device = 0;
-  size_t offset = 0, count = 0;
-  double slowdown = 1;
-};
-
-// What the devices did in one mega-batch.
-struct MegaBatchRun {
-  std::vector<uint64_t> updates;  // u_i
-  std::vector<uint64_t> rows_of;  // rows per device
-  std::vector<double> busy_s;     // per device
-  double span_s = 0;              // the mega-batch's duration (the slowest device)
-  std::vector<double> loss_of;    // per device: sum of its batches' mean losses, in its order
-  uint64_t batches = 0, rows = 0;
-};
-
-class Engine {
- public:
-  Engine(const data::Dataset& train, const TrainOptions& options, const EngineOptions& engine,
-         const kernels::Model<float>& initial)
-      : options_(options), engine_(engine), sampler_(train, options.seed) {
-    const std::vector<engine::DeviceSpec> specs = engine::ParseDeviceList(engine.devices);
-    const size_t n = specs.size();
-    engine::HeterogeneitySpec hetero = engine::ParseHetero(engine.hetero);
-    if (!engine.speed.empty()) hetero.speed = engine::ParseSpeeds(engine.speed);
-    if (!hetero.speed.empty() && hetero.speed.size() != n)
-      throw std::invalid_argument("--speed has " + std::to_string(hetero.speed.size()) + " values for " +
-                                  std::to_string(n) + " devices");
-    slowdown_ = std::make_unique<engine::SlowdownModel>(hetero, n, options.seed);
-    bounds_ = MakeBounds(options.batch, engine.batch_min, engine.beta);
-    const engine::DeviceLimits limits = engine::LimitsFor(train, options.batch);
-    for (size_t i = 0; i < n; ++i) {
-      workers_.push_back(std::make_unique<engine::Worker>(
-          i, engine::MakeDevice(specs[i], initial, limits, options.local_momentum), &train, &results_));
-      states_.push_back({double(options.batch), double(options.lr)});
-    }
-    arena_.resize(MegaBatchRows());
-  }
-
-  // Rows in a full mega-batch: M batches of b_max rows; under static dispatch every device gets
-  // the same number of batches, ceil(M / n), so the mega-batch is rounded up to a multiple of n.
-  uint64_t MegaBatchRows() const {
-    const uint64_t n = workers_.size();
-    const uint64_t batches = engine_.schedule == EngineOptions::Schedule::kStatic
-                                 ? (options_.mega_batch + n - 1) / n * n
-                                 : options_.mega_batch;
-    return batches * options_.batch;
-  }
-
-  size_t num_devices() const { return workers_.size(); }
-  const std::vector<DeviceBatch>& states() const { return states_; }
-  uint64_t rows_per_epoch() const { return sampler_.rows_per_epoch(); }
-  engine::Device& device(size_t i) { return workers_[i]->device(); }
-  std::vector<DeviceBatch>& mutable_states() { return states_; }
-  const BatchScalingBounds& bounds() const { return bounds_; }
-
-  MegaBatchRun EmptyRun() const {
-    MegaBatchRun run;
-    run.updates.assign(num_devices(), 0);
-    run.rows_of.assign(num_devices(), 0);
-    run.loss_of.assign(num_devices(), 0.0);
-    run.busy_s.assign(num_devices(), 0.0);
-    return run;
-  }
-
-  // Synchronous round: one global batch of --batch rows (fewer at an epoch's end or the run's)
-  // split evenly over the devices, all starting from the same model.
-  MegaBatchRun RunSyncRound(uint64_t budget) {
-    const size_t n = num_devices();
-    const size_t taken = sampler_.Take(std::min<uint64_t>(options_.batch, budget), arena_.data());
-    std::vector<Assignment> plan;
-    size_t offset = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const size_t count = taken / n + (i < taken % n ? 1 : 0);
-      if (count == 0) continue;  // fewer rows than devices: the others sit this round out
-      plan.push_back(Assignment{i, offset, count, slowdown_->NextFactor(i)});
-      offset += count;
-    }
-    return RunPlanned(plan);
-  }
-
-  // Trains one mega-batch of at most `budget` rows (dynamic or static dispatch).
-  MegaBatchRun RunMegaBatch(uint64_t budget) {
-    const bool wall = engine_.clock == EngineOptions::Clock::kWall;
-    if (engine_.schedule == EngineOptions::Schedule::kDynamic && wall) return RunDynamicWall(budget);
-    return RunPlanned(engine_.schedule == EngineOptions::Schedule::kDynamic ? PlanDynamic(budget)
-                                                                             : PlanStatic(budget));
-  }
-
- private:
-  // Virtual clock: the batch goes to the device whose simulated clock is earliest (ties to the
-  // lower index); its clock advances by rows x slowdown. The plan depends only on the seed.
-  std::vector<Assignment> PlanDynamic(uint64_t budget) {
-    std::vector<Assignment> plan;
-    std::vector<double> clock(num_devices(), 0.0);
-    size_t used = 0;
-    while (budget > 0) {
-      const size_t i = size_t(std::min_element(clock.begin(), clock.end()) - clock.begin());
-      const size_t want = std::min<uint64_t>(RowsForBatch(states_[i].batch), budget);
-      Assignment a{i, used, sampler_.Take(want, arena_.data() + used), slowdown_->NextFactor(i)};
-      clock[i] += double(a.count) * a.slowdown;
-      used += a.count;
-      budget -= a.count;
-      plan.push_back(a);
-    }
-    return plan;
-  }
-
-  // Elastic SGD: the mega-batch's batches of b_max rows dealt round robin, ceil(M / n) per
-  // device, whatever the devices' speeds.
-  std::vector<Assignment> PlanStatic(uint64_t budget) {
-    std::vector<Assignment> plan;
-    const size_t n = num_devices();
-    const size_t per_device = (options_.mega_batch + n - 1) / n;
-    size_t used = 0;
-    for (size_t round = 0; round < per_device && budget > 0; ++round) {
-      for (size_t i = 0; i < n && budget > 0; ++i) {
-        const size_t want = std::min<uint64_t>(options_.batch, budget);
-        Assignment a{i, used, sampler_.Take(want, arena_.data() + used), slowdown_->NextFactor(i)};
-        used += a.count;
-        budget -= a.count;
-        plan.push_back(a);
-      }
-    }
-    return plan;
-  }
-
-  engine::BatchTask TaskFor(const Assignment& a, bool wall) const {
-    engine::BatchTask task;
-    task.rows = arena_.data() + a.offset;
-    task.count = a.count;
-    task.lr = float(states_[a.device].lr);
-    task.slowdown = a.slowdown;
-    task.emulate_wait = wall;
-    return task;
-  }
-
-  // Submits a whole plan, waits for every result; times come from the virtual clock (rows x
-  // slowdown x row cost) or, for a static plan on the wall clock, from the workers' real times.
-  MegaBatchRun RunPlanned(const std::vector<Assignment>& plan) {
-    const bool wall = engine_.clock == EngineOptions::Clock::kWall;
-    MegaBatchRun run = EmptyRun();
-    std::vector<double> units(num_devices(), 0.0);
-    const Clock::time_point start = Clock::now();
-    for (const Assignment& a : plan) {
-      workers_[a.device]->Submit(TaskFor(a, wall));
-      ++run.updates[a.device];
-      units[a.device] += double(a.count) * a.slowdown;
-    }
-    double compute_s = 0;
-    Collect(plan.size(), &run, &compute_s);
-    if (wall) {
-      run.span_s = Seconds(Clock::now() - start);
-    } else {
-      // The row cost is calibrated once, on the first mega-batch, unless it was given.
-      if (row_cost_s_ == 0) row_cost_s_ = engine_.row_cost_s > 0 ? engine_.row_cost_s : compute_s / double(run.rows);
-      for (size_t i = 0; i < num_devices(); ++i) run.busy_s[i] = units[i] * row_cost_s_;
-      run.span_s = *std::max_element(run.busy_s.begin(), run.busy_s.end());
-    }
-    return run;
-  }
-
-  // Wall clock, dynamic: every device starts with a batch; each result frees its device for the
-  // next one, so faster devices take more batches.
-  MegaBatchRun RunDynamicWall(uint64_t budget) {
-    MegaBatchRun run = EmptyRun();
-    const Clock::time_point start = Clock::now();
-    size_t used = 0, outstanding = 0;
-    auto dispatch = [&](size_t i) {
-      const size_t want = std::min<uint64_t>(RowsForBatch(states_[i].batch), budget);
-      Assignment a{i, used, sampler_.Take(want, arena_.data() + used), slowdown_->NextFactor(i)};
-      used += a.count;
-      budget -= a.count;
-      workers_[i]->Submit(TaskFor(a, true));
-      ++run.updates[i];
-      ++outstanding;
-    };
-    for (size_t i = 0; i < num_devices() && budget > 0; ++i) dispatch(i);
-    std::exception_ptr error;
-    while (outstanding > 0) {
-      engine::BatchResult result;
-      results_.pop(result);
-      --outstanding;
-      if (!Account(result, &run, nullptr, &error) && budget > 0 && !error) dispatch(result.device);
-    }
-    if (error) std::rethrow_exception(error);
-    run.span_s = Seconds(Clock::now() - start);
-    return run;
-  }
-
-
-  // Waits for `count` results; the first failure is rethrown once every batch is back, so no
-  // worker still reads rows that the next mega-batch overwrites.
-  void Collect(size_t count, MegaBatchRun* run, double* compute_s) {
-    std::exception_ptr error;
-    for (size_t k = 0; k < count; ++k) {
-      engine::BatchResult result;
-      results_.pop(result);
-      Account(result, run, compute_s, &error);
-    }
-    if (error) std::rethrow_exception(error);
-  }
-
-  // Adds a result to the run; returns true when it carried an error (kept in *error).
-  bool Account(const engine::BatchResult& result, MegaBatchRun* run, double* compute_s,
-               std::exception_ptr* error) {
-    if (result.error) {
-      if (!*error) *error = result.error;
-      return true;
-    }
-    if (!std::isfinite(result.loss_sum)) {
-      if (!*error)
-        *error = std::make_exception_ptr(std::runtime_error(
-            "training diverged on " + workers_[result.device]->device().spec().id +
-            " (non-finite loss); lower --lr"));
-      return true;
-    }
-    // Per device: a worker's results arrive in its own order, whatever the other workers do.
-    run->loss_of[result.device] += result.loss_sum / std::max<uint32_t>(result.labeled_rows, 1);
-    run->busy_s[result.device] += result.busy_s;
-    run->rows += result.count;
-    run->rows_of[result.device] += result.count;
-    ++run->batches;
-    if (compute_s != nullptr) *compute_s += result.compute_s;
-    return false;
-  }
-
-  const TrainOptions& options_;
-  const EngineOptions& engine_;
-  EpochSampler sampler_;
-  std::unique_ptr<engine::SlowdownModel> slowdown_;
-  BatchScalingBounds bounds_;
-  engine::ResultQueue results_;
-  std::vector<std::unique_ptr<engine::Worker>> workers_;
-  std::vector<DeviceBatch> states_;
-  std::vector<uint64_t> arena_;  // the rows of the current mega-batch, allocated once
-  double row_cost_s_ = 0;
-};
 
 std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t devices) {
   merge::MergeOptions options;
@@ -293,131 +51,284 @@ void Absorb(const MegaBatchRun& round, MegaBatchRun* run) {
   run->span_s += round.span_s;
   run->batches += round.batches;
   run->rows += round.rows;
+  if (run->diverged_on.empty()) run->diverged_on = round.diverged_on;
 }
+
+bool AllFinite(const std::vector<float>& values) {
+  bool finite = true;
+  for (float v : values) finite &= std::isfinite(v);
+  return finite;
+}
+
+// The merge over the devices still alive; rebuilt when one drops (the collective and the
+// weights are sized by the replica count).
+class AliveMerge {
+ public:
+  AliveMerge(const EngineOptions& engine, const kernels::Model<float>& model) : engine_(engine) {
+    for (const kernels::LayerView& layer : model.layers) {
+      tensors_.push_back(layer.weight.offset);
+      tensors_.push_back(layer.bias.offset);
+    }
+  }
+
+  // Merges the alive devices' replicas into `global`; returns alpha_i per device (0 if dropped).
+  merge::MergeOutcome Run(DevicePool& pool, const MegaBatchRun& part, merge::GlobalModel* global) {
+    const std::vector<size_t> alive = pool.alive();
+    if (alive != devices_) {
+      devices_ = alive;
+      merger_ = MakeMerger(engine_, alive.size());
+    }
+    merge::ReplicaSet replicas;
+    replicas.size = global->current.size();
+    replicas.tensors = tensors_;
+    merge::MergeInput input;
+    for (size_t i : alive) {
+      replicas.params.push_back(pool.device(i).HostParams());
+      input.batch.push_back(pool.states()[i].batch);
+      input.lr.push_back(pool.states()[i].lr);
+      input.updates.push_back(part.updates[i]);
+    }
+    for (size_t i : alive) pool.device(i).PrepareMerge();
+    merge::MergeOutcome outcome = merger_->Merge(replicas, input, global);
+    for (size_t i : alive) pool.device(i).FinishMerge();
+    std::vector<double> weights(pool.size(), 0.0);
+    for (size_t k = 0; k < alive.size(); ++k) weights[alive[k]] = outcome.weights[k];
+    outcome.weights = weights;
+    return outcome;
+  }
+
+ private:
+  const EngineOptions& engine_;
+  std::vector<size_t> tensors_;
+  std::vector<size_t> devices_;
+  std::unique_ptr<merge::Merger> merger_;
+};
 
 }  // namespace
 
 TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test,
                            const TrainOptions& options, const EngineOptions& engine,
-                           kernels::Model<float>* model, const TrainCallbacks& callbacks) {
+                           kernels::Model<float>* model, const TrainCallbacks& callbacks,
+                           const RunControl& control) {
   ValidateTrainOptions(options);
   ValidateEngineOptions(engine);
-  Engine devices(train, options, engine, *model);
-  const size_t n = devices.num_devices();
-  const std::unique_ptr<merge::Merger> merger = MakeMerger(engine, n);
+  DevicePool pool(train, options, engine, *model, control.faults);
+  const size_t n = pool.size();
   merge::GlobalModel global{model->params, model->params};
-  const uint64_t rows_per_epoch = devices.rows_per_epoch();
-  const uint64_t total_rows = TotalTrainingRows(options, rows_per_epoch, train.source);
-  const uint64_t mega_rows = devices.MegaBatchRows();
+  const nlohmann::json fingerprint = RunFingerprint(options, &engine, model->shape, train);
+  RunProgress progress;
+  progress.since_eval.resize(n);
+  for (size_t i = 0; i < n; ++i) progress.since_eval[i].id = pool.device(i).spec().id;
+  auto event = [&](const std::string& text) {
+    if (callbacks.on_event) callbacks.on_event(text);
+  };
 
-  merge::ReplicaSet replicas;
-  replicas.size = model->params.size();
-  for (const kernels::LayerView& layer : model->layers) {
-    replicas.tensors.push_back(layer.weight.offset);
-    replicas.tensors.push_back(layer.bias.offset);
+  if (!control.resume_dir.empty()) {
+    const CheckpointReader reader = CheckpointReader::Open(control.resume_dir);
+    const nlohmann::json meta = ParseCheckpointMeta(reader.meta(), reader.source());
+    CheckSameRun(meta.at("run"), fingerprint, reader.source());
+    global.current = reader.Read<float>("global.current", global.current.size());
+    global.previous = reader.Read<float>("global.previous", global.previous.size());
+    try {
+      if (!meta.contains("pool")) throw data::InputError(reader.source(), 0, "not a multi-device checkpoint");
+      pool.Restore(reader, meta.at("pool"), global.current);
+      progress = ProgressFromJson(meta.at("progress"));
+    } catch (const nlohmann::json::exception& e) {
+      throw data::InputError(reader.source(), 0, std::string("bad checkpoint state: ") + e.what());
+    }
+    if (progress.since_eval.size() != n) throw data::InputError(reader.source(), 0, "device records do not match --devices");
+    if (callbacks.on_resume) callbacks.on_resume(progress.evals);
+    event("resumed from " + reader.source() + " at mega-batch " + std::to_string(progress.megabatches));
   }
-  for (size_t i = 0; i < n; ++i) replicas.params.push_back(devices.device(i).HostParams());
 
-  TrainResult result;
-  std::vector<DeviceRecord> since_eval(n);
-  for (size_t i = 0; i < n; ++i) since_eval[i].id = devices.device(i).spec().id;
-  double train_seconds = 0, loss_sum = 0, merge_cost_s = 0;
-  uint64_t loss_batches = 0, rows_done = 0, megabatches = 0;
+  const uint64_t rows_per_epoch = pool.rows_per_epoch();
+  const uint64_t total_rows = TotalTrainingRows(options, rows_per_epoch, train.source);
+  AliveMerge merging(engine, *model);
+  TrainResult outcome;  // how the run ended: signal, last checkpoint
   const Clock::time_point start = Clock::now();
+  const double wall_before = progress.wall_seconds;
+  auto wall_seconds = [&] { return wall_before + Seconds(Clock::now() - start); };
 
-  while (rows_done < total_rows) {
-    const uint64_t epoch_before = rows_done / rows_per_epoch;
-    const uint64_t budget = std::min(mega_rows, total_rows - rows_done);
+  auto write_checkpoint = [&](const char* why) {
+    if (control.checkpoint_dir.empty()) return;
+    progress.wall_seconds = wall_seconds();
+    const nlohmann::json meta = {{"run", fingerprint}, {"progress", ProgressToJson(progress)}, {"pool", pool.SaveMeta()}};
+    CheckpointWriter writer(meta.dump());
+    writer.Add("global.current", global.current);
+    writer.Add("global.previous", global.previous);
+    std::vector<std::vector<float>> momentum;
+    pool.AddSections(&writer, &momentum);
+    writer.Write(control.checkpoint_dir);
+    outcome.checkpoint = CheckpointPath(control.checkpoint_dir);
+    event(std::string("checkpoint (") + why + ") at mega-batch " + std::to_string(progress.megabatches) + ": " +
+          outcome.checkpoint);
+  };
+
+  // The last good state, for rollbacks: the pool's scheduling state, the global model, progress.
+  DevicePool::Snapshot good_pool = pool.TakeSnapshot();
+  merge::GlobalModel good_global = global;
+  RunProgress good_progress = progress;
+  std::vector<size_t> alive_before = pool.alive();
+
+  while (progress.rows_done < total_rows) {
+    if (control.stop_signal != nullptr && control.stop_signal->load() != 0) {
+      outcome.stopped_by_signal = control.stop_signal->load();
+      write_checkpoint("stop");
+      break;
+    }
+    if (pool.alive().empty()) {
+      write_checkpoint("no device left");
+      throw std::runtime_error("every device failed; the run stopped at mega-batch " +
+                               std::to_string(progress.megabatches) +
+                               (control.checkpoint_dir.empty() ? std::string(" (no --checkpoint-dir: progress is lost)")
+                                                               : "; resume with --resume " + control.checkpoint_dir));
+    }
+    const uint64_t index = progress.megabatches + 1;
+    const uint64_t epoch_before = progress.rows_done / rows_per_epoch;
+    const uint64_t budget = std::min(pool.MegaBatchRows(), total_rows - progress.rows_done);
     double merge_s = 0;
     uint64_t merges = 0;
     merge::MergeOutcome merged;
     auto merge_after = [&](const MegaBatchRun& part) {
+      if (pool.alive().empty()) return;
       const Clock::time_point merge_start = Clock::now();
-      merge::MergeInput input;
-      for (const DeviceBatch& state : devices.states()) {
-        input.batch.push_back(state.batch);
-        input.lr.push_back(state.lr);
-      }
-      input.updates = part.updates;
-      for (size_t i = 0; i < n; ++i) devices.device(i).PrepareMerge();
-      merged = merger->Merge(replicas, input, &global);
-      for (size_t i = 0; i < n; ++i) devices.device(i).FinishMerge();
+      merged = merging.Run(pool, part, &global);
       merge_s += Seconds(Clock::now() - merge_start);
       ++merges;
     };
     MegaBatchRun run;
     if (engine.schedule == EngineOptions::Schedule::kSync) {
       // Merged after every round; the mega-batch only sets the evaluation cadence.
-      run = devices.EmptyRun();
-      for (uint64_t left = budget; left > 0;) {
-        const MegaBatchRun round = devices.RunSyncRound(left);
-        left -= round.rows;
+      run = pool.EmptyRun();
+      for (uint64_t left = budget; left > 0 && !pool.alive().empty();) {
+        const MegaBatchRun round = pool.RunSyncRound(left, index);
+        left -= std::min(left, round.rows);
         merge_after(round);
         Absorb(round, &run);
       }
     } else {
-      run = devices.RunMegaBatch(budget);
+      run = pool.RunMegaBatch(budget, index);
       merge_after(run);
     }
-    rows_done += run.rows;
-    ++megabatches;
-    result.batches += run.batches;
-    for (double device_loss : run.loss_of) loss_sum += device_loss;
-    loss_batches += run.batches;
+    const std::vector<size_t> alive_now = pool.alive();
+    for (size_t i : alive_before)
+      if (pool.dropped(i))
+        event("device " + pool.device(i).spec().id + " dropped in mega-batch " + std::to_string(index) + " (" +
+              pool.fault(i) + "); its rows go back to the queue, " + std::to_string(alive_now.size()) +
+              " devices go on");
+    alive_before = alive_now;
+    if (alive_now.empty()) continue;  // nothing merged; the loop's top checkpoints and stops
+
+    if (!run.diverged_on.empty() || !AllFinite(global.current)) {
+      const std::string what = !run.diverged_on.empty() ? "non-finite loss on " + run.diverged_on
+                                                        : std::string("non-finite merged model");
+      const uint32_t rollbacks = progress.rollbacks + 1;
+      global = good_global;
+      progress = good_progress;
+      progress.rollbacks = rollbacks;
+      progress.train_seconds += run.span_s;  // the lost mega-batch took time all the same
+      pool.RollBack(good_pool, global.current);
+      if (rollbacks > control.max_rollbacks) {
+        write_checkpoint("last good state");
+        throw std::runtime_error("training diverged in mega-batch " + std::to_string(index) + " (" + what + ") after " +
+                                 std::to_string(control.max_rollbacks) +
+                                 " rollbacks with halved learning rates (--max-rollbacks); lower --lr");
+      }
+      event("diverged in mega-batch " + std::to_string(index) + " (" + what + "): rolled back to mega-batch " +
+            std::to_string(progress.megabatches) + ", learning rates halved (rollback " + std::to_string(rollbacks) +
+            " of at most " + std::to_string(control.max_rollbacks) + ")");
+      good_pool = pool.TakeSnapshot();
+      good_progress = progress;
+      continue;
+    }
+
+    progress.rows_done += run.rows;
+    ++progress.megabatches;
+    progress.batches += run.batches;
+    for (double device_loss : run.loss_of) progress.loss_sum += device_loss;
+    progress.loss_batches += run.batches;
 
     // Merges cost time too: measured on the wall clock; on the virtual clock a cost per parameter
     // and replica (given, or calibrated on the first merge), so that algorithms merging every
     // step (sync, crossbow) pay for it deterministically.
     if (engine.clock == EngineOptions::Clock::kWall) {
-      train_seconds += run.span_s + merge_s;
-    } else {
-      const double units = double(replicas.size) * double(n);
-      if (merge_cost_s == 0) merge_cost_s = engine.merge_cost_s > 0 ? engine.merge_cost_s : merge_s / merges / units;
-      train_seconds += run.span_s + double(merges) * units * merge_cost_s;
+      progress.train_seconds += run.span_s + merge_s;
+    } else if (merges > 0) {
+      const double units = double(global.current.size()) * double(alive_now.size());
+      if (progress.merge_cost_s == 0)
+        progress.merge_cost_s = engine.merge_cost_s > 0 ? engine.merge_cost_s : merge_s / double(merges) / units;
+      progress.train_seconds += run.span_s + double(merges) * units * progress.merge_cost_s;
     }
     for (size_t i = 0; i < n; ++i) {
-      DeviceRecord& d = since_eval[i];
-      d.batch = RowsForBatch(devices.states()[i].batch);
-      d.lr = devices.states()[i].lr;
+      DeviceRecord& d = progress.since_eval[i];
+      d.batch = RowsForBatch(pool.states()[i].batch);
+      d.lr = pool.states()[i].lr;
       d.updates += run.updates[i];
       d.rows += run.rows_of[i];
-      d.weight = merged.weights[i];
+      d.weight = merged.weights.empty() ? 0.0 : merged.weights[i];
       d.busy_s += run.busy_s[i];
-      d.idle_s += std::max(0.0, run.span_s - run.busy_s[i]);
+      if (!pool.dropped(i)) d.idle_s += std::max(0.0, run.span_s - run.busy_s[i]);
+      d.dropped = pool.dropped(i);
+      d.fault = pool.fault(i);
     }
-    if (engine.scale_batches && engine.schedule == EngineOptions::Schedule::kDynamic) ScaleBatchSizes(run.updates, devices.bounds(), &devices.mutable_states());
+    if (engine.scale_batches && engine.schedule == EngineOptions::Schedule::kDynamic) {
+      // Algorithm 1 over the devices still alive (a dropped one's zero updates would skew the mean).
+      std::vector<uint64_t> updates;
+      std::vector<DeviceBatch> states;
+      for (size_t i : alive_now) updates.push_back(run.updates[i]), states.push_back(pool.states()[i]);
+      ScaleBatchSizes(updates, pool.bounds(), &states);
+      for (size_t k = 0; k < alive_now.size(); ++k) pool.states()[alive_now[k]] = states[k];
+    }
 
-    const bool finished = rows_done >= total_rows;
+    const bool finished = progress.rows_done >= total_rows;
     bool due = finished;
     switch (options.eval.kind) {
-      case EvalSchedule::Kind::kEachEpoch: due = due || rows_done / rows_per_epoch > epoch_before; break;
+      case EvalSchedule::Kind::kEachEpoch: due = due || progress.rows_done / rows_per_epoch > epoch_before; break;
       case EvalSchedule::Kind::kEnd: break;
-      case EvalSchedule::Kind::kEveryMegaBatches: due = due || megabatches % options.eval.mega_batches == 0; break;
+      case EvalSchedule::Kind::kEveryMegaBatches:
+        due = due || progress.megabatches % options.eval.mega_batches == 0;
+        break;
     }
-    if (!due) continue;
-    EvalRecord record;
-    const Clock::time_point eval_start = Clock::now();
-    model->params = global.current;
-    if (test != nullptr) record.test = engine::Evaluate(*model, *test);
-    record.eval_time_s = Seconds(Clock::now() - eval_start);
-    record.megabatch = megabatches;
-    record.epoch = double(rows_done) / double(rows_per_epoch);
-    record.train_time_s = train_seconds;
-    record.wall_time_s = Seconds(Clock::now() - start);
-    record.train_samples = rows_done;
-    record.train_loss = loss_batches > 0 ? loss_sum / double(loss_batches) : 0.0;
-    record.perturbed = merged.perturbed;
-    record.devices = since_eval;
-    for (DeviceRecord& d : since_eval) d.updates = d.rows = 0, d.busy_s = d.idle_s = 0;
-    loss_sum = 0;
-    loss_batches = 0;
-    result.last = record;
-    if (result.best.train_samples == 0 || record.test.metrics.p1 > result.best.test.metrics.p1)
-      result.best = record;
-    if (callbacks.on_eval) callbacks.on_eval(record);
-    if (callbacks.on_progress) callbacks.on_progress(rows_done, total_rows, record.train_loss);
+    if (due) {
+      EvalRecord record;
+      const Clock::time_point eval_start = Clock::now();
+      model->params = global.current;
+      if (test != nullptr) record.test = engine::Evaluate(*model, *test);
+      record.eval_time_s = Seconds(Clock::now() - eval_start);
+      record.megabatch = progress.megabatches;
+      record.epoch = double(progress.rows_done) / double(rows_per_epoch);
+      record.train_time_s = progress.train_seconds;
+      record.wall_time_s = wall_seconds();
+      record.train_samples = progress.rows_done;
+      record.train_loss = progress.loss_batches > 0 ? progress.loss_sum / double(progress.loss_batches) : 0.0;
+      record.perturbed = merged.perturbed;
+      record.rollbacks = progress.rollbacks;
+      record.devices = progress.since_eval;
+      for (DeviceRecord& d : progress.since_eval) d.updates = d.rows = 0, d.busy_s = d.idle_s = 0;
+      progress.loss_sum = 0;
+      progress.loss_batches = 0;
+      progress.evals.push_back(record);
+      if (callbacks.on_eval) callbacks.on_eval(record);
+    }
+    if (callbacks.on_progress) {
+      double mean_loss = 0;
+      for (double device_loss : run.loss_of) mean_loss += device_loss;
+      callbacks.on_progress(progress.rows_done, total_rows, run.batches > 0 ? mean_loss / double(run.batches) : 0.0);
+    }
+
+    good_pool = pool.TakeSnapshot();
+    good_global = global;
+    good_progress = progress;
+    if (finished) {
+      write_checkpoint("end");
+    } else if (control.checkpoint_every > 0 && progress.megabatches % control.checkpoint_every == 0) {
+      write_checkpoint("periodic");
+    }
   }
   model->params = global.current;
+  TrainResult result = ResultOf(progress);
+  result.stopped_by_signal = outcome.stopped_by_signal;
+  result.checkpoint = outcome.checkpoint;
   return result;
 }
 

@@ -3,6 +3,13 @@
 // statically in equal shares), merges the replicas after each mega-batch, rescales batch sizes
 // and learning rates (Algorithm 1), and evaluates on the schedule. Adaptive SGD and elastic SGD
 // are two settings of EngineOptions.
+//
+// Reliability (RunControl): the whole state is checkpointed between mega-batches and a resumed run
+// continues exactly (with the virtual clock and fixed --row-cost / --merge-cost, its metrics equal
+// an uninterrupted run's, wall times aside); a stop signal ends the run at the next mega-batch
+// boundary after a checkpoint; a non-finite loss or merged model rolls back to the last good
+// global model with the learning rates halved; a failing device is dropped and the merge goes on
+// over the others.
 #pragma once
 
 #include "data/dataset.h"
@@ -14,6 +21,7 @@ namespace xmlt::scheduler {
 // Trains `model` (the initial global model) in place; records carry per-device statistics.
 TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test,
                            const TrainOptions& options, const EngineOptions& engine,
-                           kernels::Model<float>* model, const TrainCallbacks& callbacks = {});
+                           kernels::Model<float>* model, const TrainCallbacks& callbacks = {},
+                           const RunControl& control = {});
 
 }  // namespace xmlt::scheduler

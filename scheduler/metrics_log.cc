@@ -24,14 +24,60 @@ std::string ToJson(const EvalRecord& r) {
     j["ndcg3"] = r.test.metrics.ndcg3;
     j["ndcg5"] = r.test.metrics.ndcg5;
     j["loss"] = r.test.loss;
+    j["test_rows"] = r.test.rows;
   }
   j["perturbed"] = r.perturbed;
+  j["rollbacks"] = r.rollbacks;
   j["devices"] = nlohmann::json::array();
   for (const DeviceRecord& d : r.devices) {
     j["devices"].push_back({{"id", d.id}, {"batch", d.batch}, {"lr", d.lr}, {"updates", d.updates}, {"rows", d.rows},
-                            {"weight", d.weight}, {"busy_s", d.busy_s}, {"idle_s", d.idle_s}});
+                            {"weight", d.weight}, {"busy_s", d.busy_s}, {"idle_s", d.idle_s},
+                            {"dropped", d.dropped}});
+    if (d.dropped) j["devices"].back()["fault"] = d.fault;
   }
   return j.dump();
+}
+
+EvalRecord EvalRecordFromJson(const std::string& line) {
+  try {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    EvalRecord r;
+    r.megabatch = j.at("megabatch").get<uint64_t>();
+    r.epoch = j.at("epoch").get<double>();
+    r.train_time_s = j.at("train_time_s").get<double>();
+    r.wall_time_s = j.at("wall_time_s").get<double>();
+    r.eval_time_s = j.at("eval_time_s").get<double>();
+    r.train_samples = j.at("train_samples").get<uint64_t>();
+    r.train_loss = j.at("train_loss").get<double>();
+    if (j.contains("test_rows")) {
+      r.test.rows = j.at("test_rows").get<uint64_t>();
+      r.test.metrics.p1 = j.at("p1").get<double>();
+      r.test.metrics.p3 = j.at("p3").get<double>();
+      r.test.metrics.p5 = j.at("p5").get<double>();
+      r.test.metrics.ndcg3 = j.at("ndcg3").get<double>();
+      r.test.metrics.ndcg5 = j.at("ndcg5").get<double>();
+      r.test.loss = j.at("loss").get<double>();
+    }
+    r.perturbed = j.at("perturbed").get<bool>();
+    r.rollbacks = j.at("rollbacks").get<uint32_t>();
+    for (const nlohmann::json& d : j.at("devices")) {
+      DeviceRecord device;
+      device.id = d.at("id").get<std::string>();
+      device.batch = d.at("batch").get<uint32_t>();
+      device.lr = d.at("lr").get<double>();
+      device.updates = d.at("updates").get<uint64_t>();
+      device.rows = d.at("rows").get<uint64_t>();
+      device.weight = d.at("weight").get<double>();
+      device.busy_s = d.at("busy_s").get<double>();
+      device.idle_s = d.at("idle_s").get<double>();
+      device.dropped = d.at("dropped").get<bool>();
+      if (device.dropped) device.fault = d.at("fault").get<std::string>();
+      r.devices.push_back(device);
+    }
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(std::string("bad metrics record: ") + e.what());
+  }
 }
 
 MetricsLog::MetricsLog(std::string path) : path_(std::move(path)) {
@@ -44,6 +90,16 @@ MetricsLog::MetricsLog(std::string path) : path_(std::move(path)) {
 
 MetricsLog::~MetricsLog() {
   if (file_ != nullptr) std::fclose(file_);
+}
+
+void MetricsLog::Restart(const std::vector<EvalRecord>& records) {
+  if (file_ == nullptr) return;
+  const std::string partial = path_ + ".partial";
+  if (std::freopen(partial.c_str(), "w", file_) == nullptr) {
+    file_ = nullptr;
+    throw std::runtime_error(partial + ": cannot create metrics file: " + std::strerror(errno));
+  }
+  for (const EvalRecord& record : records) Append(record);
 }
 
 void MetricsLog::Append(const EvalRecord& record) {

@@ -20,6 +20,8 @@ struct DeviceRecord {
   uint64_t rows = 0;      // training rows processed
   double weight = 1;      // merge weight
   double busy_s = 0, idle_s = 0;
+  bool dropped = false;   // the device failed and no longer trains
+  std::string fault;      // why, when dropped
 };
 
 struct EvalRecord {
@@ -32,14 +34,20 @@ struct EvalRecord {
   uint64_t train_samples = 0; // training rows processed so far
   engine::Evaluation test;    // P@k, nDCG@k and loss on the test set
   bool perturbed = false;     // whether the last merge added perturbation
+  uint32_t rollbacks = 0;     // divergences rolled back so far
   std::vector<DeviceRecord> devices;
 };
 
 std::string ToJson(const EvalRecord& record);
+// The inverse of ToJson (checkpoints keep the records so far); throws std::invalid_argument.
+EvalRecord EvalRecordFromJson(const std::string& line);
 
 class MetricsLog {
  public:
   explicit MetricsLog(std::string path);  // empty path: a log that discards records
+  // Starts FILE.partial afresh, so a resumed run's log holds exactly the checkpoint's records
+  // followed by its own (records written after the checkpoint, before a crash, are dropped).
+  void Restart(const std::vector<EvalRecord>& records);
   ~MetricsLog();                          // an unfinished log stays as FILE.partial
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;

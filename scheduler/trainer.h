@@ -7,6 +7,7 @@
 #include "data/dataset.h"
 #include "kernels/model.h"
 #include "scheduler/metrics_log.h"
+#include "scheduler/run_control.h"
 #include "scheduler/train_options.h"
 
 namespace xmlt::scheduler {
@@ -15,15 +16,22 @@ struct TrainResult {
   EvalRecord last;   // the final evaluation
   EvalRecord best;   // the evaluation with the highest P@1
   uint64_t batches = 0;
+  uint32_t rollbacks = 0;      // divergences rolled back
+  int stopped_by_signal = 0;   // nonzero: stopped early on this signal (RunControl::stop_signal)
+  std::string checkpoint;      // the last checkpoint written, if any
 };
 
 struct TrainCallbacks {
   std::function<void(const EvalRecord&)> on_eval;                      // after each evaluation
   std::function<void(uint64_t done, uint64_t total, double loss)> on_progress;  // after each batch
+  std::function<void(const std::vector<EvalRecord>&)> on_resume;  // the resumed run's evaluations so far
+  std::function<void(const std::string&)> on_event;               // rollbacks, dropped devices, checkpoints
 };
 
 // Trains `model` in place. `test` may be null (no evaluation; records carry only training data).
+// `control` adds checkpoints, resuming, stopping on a signal and divergence rollbacks.
 TrainResult Train(const data::Dataset& train, const data::Dataset* test, const TrainOptions& options,
-                  kernels::Model<float>* model, const TrainCallbacks& callbacks = {});
+                  kernels::Model<float>* model, const TrainCallbacks& callbacks = {},
+                  const RunControl& control = {});
 
 }  // namespace xmlt::scheduler

@@ -219,6 +219,26 @@ void CudaMlp::DownloadParams(float* host, size_t n) const {
   impl_->Wait();
 }
 
+void CudaMlp::UploadMomentum(const float* host, size_t n) {
+  if (n != impl_->velocity.size())
+    Reject("UploadMomentum: " + std::to_string(n) + " values for " +
+           std::to_string(impl_->velocity.size()) + " parameters");
+  DeviceGuard guard(impl_->gpu);
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->velocity.data(), host, n * sizeof(float),
+                                  cudaMemcpyHostToDevice, impl_->stream.get()));
+  impl_->Wait();
+}
+
+void CudaMlp::DownloadMomentum(float* host, size_t n) const {
+  if (n != impl_->velocity.size())
+    Reject("DownloadMomentum: " + std::to_string(n) + " values for " +
+           std::to_string(impl_->velocity.size()) + " parameters");
+  DeviceGuard guard(impl_->gpu);
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(host, impl_->velocity.data(), n * sizeof(float),
+                                  cudaMemcpyDeviceToHost, impl_->stream.get()));
+  impl_->Wait();
+}
+
 void CudaMlp::ZeroMomentum() {
   DeviceGuard guard(impl_->gpu);
   XMLT_CUDA_CHECK(cudaMemsetAsync(impl_->velocity.data(), 0,

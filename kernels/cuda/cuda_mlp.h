@@ -37,6 +37,9 @@ class CudaMlp {
   void UploadParams(const float* host, size_t n);
   void DownloadParams(float* host, size_t n) const;
   void ZeroMomentum();
+  // The momentum buffer (same layout and size as the parameters), for checkpoints.
+  void UploadMomentum(const float* host, size_t n);
+  void DownloadMomentum(float* host, size_t n) const;
 
   // One step of cpu::TrainStep semantics: plain SGD when momentum == 0, else heavy-ball momentum
   // (lazy for first-layer rows). Copies the batch through pinned staging on the replica's stream,

@@ -22,6 +22,8 @@ class FakeDevice final : public Device {
   }
   float* HostParams() override { return nullptr; }
   size_t NumParams() const override { return 0; }
+  std::vector<float> SaveOptimizerState() override { return {}; }
+  void RestoreOptimizerState(const std::vector<float>&) override {}
 
  private:
   DeviceSpec spec_;
@@ -61,6 +63,42 @@ TEST(Worker, RunsBatchesInOrderAndCarriesErrorsBack) {
     }
   }  // the destructor stops and joins the thread
   EXPECT_EQ(seen, (std::vector<size_t>{1, 2, 3}));
+}
+
+TEST(Worker, AFailedDeviceTakesNoMoreWorkAndInjectedFaultsFailWithoutTraining) {
+  data::Dataset dataset;
+  ResultQueue results;
+  std::vector<size_t> seen;
+  const uint64_t rows[2] = {5, 6};
+  {
+    Worker worker(1, std::make_unique<FakeDevice>(&seen), &dataset, &results);
+    BatchTask task;
+    task.rows = rows;
+    task.count = 2;
+    task.lr = 0.1f;
+    task.id = 40;
+    worker.Submit(task);
+    task.inject_fault = true;
+    task.id = 41;
+    worker.Submit(task);
+    task.inject_fault = false;  // a healthy-looking batch after the failure
+    task.id = 42;
+    worker.Submit(task);
+    std::vector<BatchResult> got(3);
+    for (BatchResult& r : got) results.pop(r);
+    EXPECT_EQ(got[0].id, 40u);
+    EXPECT_FALSE(got[0].error);
+    EXPECT_EQ(got[1].id, 41u);
+    ASSERT_TRUE(got[1].error);
+    EXPECT_EQ(got[2].id, 42u);
+    ASSERT_TRUE(got[2].error);
+    try {
+      std::rethrow_exception(got[2].error);
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("injected fault"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(seen, (std::vector<size_t>{2}));  // only the first batch reached the device
 }
 
 }  // namespace

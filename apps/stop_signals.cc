@@ -1,0 +1,41 @@
+// Signal handling for a safe stop; see stop_signals.h.
+#include "apps/stop_signals.h"
+
+#include <unistd.h>
+
+namespace xmlt::apps {
+namespace {
+
+std::atomic<int> g_requested{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the handler may only touch lock-free atomics");
+
+void OnSignal(int signal) {
+  int expected = 0;
+  if (!g_requested.compare_exchange_strong(expected, signal)) _exit(128 + expected);
+  // Only async-signal-safe calls here: write(2), not iostreams.
+  static const char kMessage[] =
+      "\nstopping at the next safe point (a checkpoint is written if --checkpoint-dir is set); "
+      "signal again to exit at once\n";
+  const ssize_t ignored = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+  (void)ignored;
+}
+
+}  // namespace
+
+StopSignals::StopSignals() {
+  g_requested.store(0);
+  struct sigaction action{};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &previous_int_);
+  sigaction(SIGTERM, &action, &previous_term_);
+}
+
+StopSignals::~StopSignals() {
+  sigaction(SIGINT, &previous_int_, nullptr);
+  sigaction(SIGTERM, &previous_term_, nullptr);
+}
+
+const std::atomic<int>& StopSignals::requested() const { return g_requested; }
+
+}  // namespace xmlt::apps

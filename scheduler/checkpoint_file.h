@@ -1,0 +1,83 @@
+// The checkpoint container: a JSON text of scalar state (progress, random number generator states,
+// the options the run was started with) and named binary sections (models, momentum, the sampler's
+// row order), closed by an XXH3-64 checksum of everything before it.
+//
+//   "XMLTCKPT" | u32 version | u32 sections | u64 meta bytes | meta
+//   | sections x (u32 name bytes | name | u64 data bytes | data) | u64 checksum
+//
+// Written atomically (temporary file, fsync, rename, fsync of the directory), so a crash or a kill
+// at any moment leaves either the previous checkpoint or the new one, never a mix. Every size read
+// from a file is checked against the bytes that remain before anything is allocated from it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xmlt::scheduler {
+
+// The file a checkpoint directory holds.
+std::string CheckpointPath(const std::string& directory);
+
+class CheckpointWriter {
+ public:
+  explicit CheckpointWriter(std::string meta) : meta_(std::move(meta)) {}
+
+  // Adds a section; the data is not copied and must stay valid until Write returns.
+  void Add(const std::string& name, const void* data, size_t bytes);
+  template <class T>
+  void Add(const std::string& name, const std::vector<T>& values) {
+    Add(name, values.data(), values.size() * sizeof(T));
+  }
+
+  // Writes CheckpointPath(directory), creating the directory when needed; stale temporary files
+  // of earlier, interrupted writes are removed first. Throws std::runtime_error on I/O errors
+  // (the previous checkpoint is then untouched).
+  void Write(const std::string& directory) const;
+
+ private:
+  struct Section {
+    std::string name;
+    const void* data;
+    size_t bytes;
+  };
+  std::string meta_;
+  std::vector<Section> sections_;
+};
+
+class CheckpointReader {
+ public:
+  // Throws data::InputError naming the file for a missing, truncated, corrupt or foreign file.
+  static CheckpointReader Open(const std::string& directory);
+  // The same checks on bytes already in memory; `source` names them in errors.
+  static CheckpointReader Parse(std::vector<char> bytes, std::string source);
+
+  const std::string& meta() const { return meta_; }
+  const std::string& source() const { return source_; }
+  bool Has(const std::string& name) const;
+
+  // A section as values of T; throws data::InputError when it is missing or its size is not
+  // `expected_count` values (or, with expected_count == kAny, not a whole number of values).
+  static constexpr size_t kAny = ~size_t{0};
+  template <class T>
+  std::vector<T> Read(const std::string& name, size_t expected_count = kAny) const {
+    const Span span = Find(name, sizeof(T), expected_count);
+    std::vector<T> values(span.bytes / sizeof(T));
+    CopyOut(span, values.data());
+    return values;
+  }
+
+ private:
+  struct Span {
+    size_t offset = 0, bytes = 0;
+  };
+  Span Find(const std::string& name, size_t value_size, size_t expected_count) const;
+  void CopyOut(const Span& span, void* out) const;
+
+  std::string source_;
+  std::vector<char> bytes_;
+  std::string meta_;
+  std::vector<std::pair<std::string, Span>> sections_;
+};
+
+}  // namespace xmlt::scheduler

@@ -1,0 +1,357 @@
+// The devices of a multi-device run; see device_pool.h.
+#include "scheduler/device_pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include "data/input_error.h"
+#include "engine/device_spec.h"
+
+namespace xmlt::scheduler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+std::string Describe(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+}  // namespace
+
+DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, const EngineOptions& engine,
+                       const kernels::Model<float>& initial, std::vector<FaultInjection> faults)
+    : options_(options), engine_(engine), sampler_(train, options.seed), pending_(std::move(faults)) {
+  const std::vector<engine::DeviceSpec> specs = engine::ParseDeviceList(engine.devices);
+  const size_t n = specs.size();
+  for (const FaultInjection& fault : pending_)
+    if (fault.device >= n)
+      throw std::invalid_argument("--inject-fault: device " + std::to_string(fault.device) + " does not exist (" +
+                                  std::to_string(n) + " devices)");
+  engine::HeterogeneitySpec hetero = engine::ParseHetero(engine.hetero);
+  if (!engine.speed.empty()) hetero.speed = engine::ParseSpeeds(engine.speed);
+  if (!hetero.speed.empty() && hetero.speed.size() != n)
+    throw std::invalid_argument("--speed has " + std::to_string(hetero.speed.size()) + " values for " +
+                                std::to_string(n) + " devices");
+  slowdown_ = std::make_unique<engine::SlowdownModel>(hetero, n, options.seed);
+  bounds_ = MakeBounds(options.batch, engine.batch_min, engine.beta);
+  const engine::DeviceLimits limits = engine::LimitsFor(train, options.batch);
+  for (size_t i = 0; i < n; ++i) {
+    workers_.push_back(std::make_unique<engine::Worker>(
+        i, engine::MakeDevice(specs[i], initial, limits, options.local_momentum), &train, &results_));
+    states_.push_back({double(options.batch), double(options.lr)});
+  }
+  fault_.assign(n, "");
+  // Static dispatch rounds the mega-batch up to a multiple of the surviving devices, at most
+  // n - 1 batches more than M whatever their number.
+  arena_.resize((uint64_t(options.mega_batch) + n) * options.batch);
+}
+
+std::vector<size_t> DevicePool::alive() const {
+  std::vector<size_t> result;
+  for (size_t i = 0; i < size(); ++i)
+    if (!dropped(i)) result.push_back(i);
+  return result;
+}
+
+// M batches of b_max rows; under static dispatch every device gets the same number of batches,
+// ceil(M / n), so the mega-batch is rounded up to a multiple of n.
+uint64_t DevicePool::MegaBatchRows() const {
+  const uint64_t n = std::max<size_t>(alive().size(), 1);
+  const uint64_t batches = engine_.schedule == EngineOptions::Schedule::kStatic
+                               ? (options_.mega_batch + n - 1) / n * n
+                               : options_.mega_batch;
+  return batches * options_.batch;
+}
+
+MegaBatchRun DevicePool::EmptyRun() const {
+  MegaBatchRun run;
+  run.updates.assign(size(), 0);
+  run.rows_of.assign(size(), 0);
+  run.loss_of.assign(size(), 0.0);
+  run.busy_s.assign(size(), 0.0);
+  return run;
+}
+
+// Returned rows first (each batch entirely from them or entirely new), then the epoch's.
+size_t DevicePool::TakeRows(size_t want, uint64_t* out) {
+  if (requeued_.empty()) return sampler_.Take(want, out);
+  const size_t count = std::min(want, requeued_.size());
+  std::copy(requeued_.begin(), requeued_.begin() + count, out);
+  requeued_.erase(requeued_.begin(), requeued_.begin() + count);
+  return count;
+}
+
+DevicePool::Assignment DevicePool::Assign(size_t device, size_t want, size_t* used, uint64_t* budget) {
+  Assignment a{device, *used, TakeRows(std::min<uint64_t>(want, *budget), arena_.data() + *used),
+               slowdown_->NextFactor(device)};
+  *used += a.count;
+  *budget -= a.count;
+  return a;
+}
+
+MegaBatchRun DevicePool::RunSyncRound(uint64_t budget, uint64_t index) {
+  const std::vector<size_t> devices = alive();
+  const size_t n = devices.size();
+  const size_t taken = TakeRows(std::min<uint64_t>(options_.batch, budget), arena_.data());
+  std::vector<Assignment> plan;
+  size_t offset = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const size_t count = taken / n + (k < taken % n ? 1 : 0);
+    if (count == 0) continue;  // fewer rows than devices: the others sit this round out
+    plan.push_back(Assignment{devices[k], offset, count, slowdown_->NextFactor(devices[k])});
+    offset += count;
+  }
+  return RunPlanned(plan, index);
+}
+
+MegaBatchRun DevicePool::RunMegaBatch(uint64_t budget, uint64_t index) {
+  const bool wall = engine_.clock == EngineOptions::Clock::kWall;
+  if (engine_.schedule == EngineOptions::Schedule::kDynamic && wall) return RunDynamicWall(budget, index);
+  return RunPlanned(engine_.schedule == EngineOptions::Schedule::kDynamic ? PlanDynamic(budget) : PlanStatic(budget),
+                    index);
+}
+
+// Virtual clock: the batch goes to the surviving device whose simulated clock is earliest (ties to
+// the lower index); its clock advances by rows x slowdown. The plan depends only on the seed.
+std::vector<DevicePool::Assignment> DevicePool::PlanDynamic(uint64_t budget) {
+  const std::vector<size_t> devices = alive();
+  std::vector<Assignment> plan;
+  std::vector<double> clock(devices.size(), 0.0);
+  size_t used = 0;
+  while (budget > 0) {
+    const size_t k = size_t(std::min_element(clock.begin(), clock.end()) - clock.begin());
+    const size_t i = devices[k];
+    plan.push_back(Assign(i, RowsForBatch(states_[i].batch), &used, &budget));
+    clock[k] += double(plan.back().count) * plan.back().slowdown;
+  }
+  return plan;
+}
+
+// Elastic SGD: the mega-batch's batches of b_max rows dealt round robin, ceil(M / n) per
+// device, whatever the devices' speeds.
+std::vector<DevicePool::Assignment> DevicePool::PlanStatic(uint64_t budget) {
+  const std::vector<size_t> devices = alive();
+  std::vector<Assignment> plan;
+  const size_t per_device = (options_.mega_batch + devices.size() - 1) / devices.size();
+  size_t used = 0;
+  for (size_t round = 0; round < per_device && budget > 0; ++round)
+    for (size_t k = 0; k < devices.size() && budget > 0; ++k)
+      plan.push_back(Assign(devices[k], options_.batch, &used, &budget));
+  return plan;
+}
+
+engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id, uint64_t index) {
+  engine::BatchTask task;
+  task.rows = arena_.data() + a.offset;
+  task.count = a.count;
+  task.lr = float(states_[a.device].lr);
+  task.slowdown = a.slowdown;
+  task.emulate_wait = engine_.clock == EngineOptions::Clock::kWall;
+  task.id = id;
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->device == a.device && it->megabatch <= index) {
+      task.inject_fault = true;
+      pending_.erase(it);
+      break;
+    }
+  }
+  return task;
+}
+
+// Submits a whole plan and waits for every result (so no worker still reads rows that the next
+// mega-batch overwrites); times come from the virtual clock (rows x slowdown x row cost) or, for a
+// static plan on the wall clock, from the workers' real times.
+MegaBatchRun DevicePool::RunPlanned(const std::vector<Assignment>& plan, uint64_t index) {
+  const bool wall = engine_.clock == EngineOptions::Clock::kWall;
+  const Clock::time_point start = Clock::now();
+  for (size_t k = 0; k < plan.size(); ++k) workers_[plan[k].device]->Submit(TaskFor(plan[k], k, index));
+  std::vector<engine::BatchResult> results(plan.size());
+  for (size_t k = 0; k < plan.size(); ++k) {
+    engine::BatchResult result;
+    results_.pop(result);
+    results[result.id] = result;
+  }
+  MegaBatchRun run = Settle(plan, results);
+  if (wall) {
+    run.span_s = Seconds(Clock::now() - start);
+    return run;
+  }
+  double compute_s = 0;
+  std::vector<double> units(size(), 0.0);
+  for (size_t k = 0; k < plan.size(); ++k) {
+    if (dropped(plan[k].device)) continue;
+    compute_s += results[k].compute_s;
+    units[plan[k].device] += double(plan[k].count) * plan[k].slowdown;
+  }
+  // The row cost is calibrated once, on the first mega-batch with work done, unless it was given.
+  if (row_cost_s_ == 0 && run.rows > 0)
+    row_cost_s_ = engine_.row_cost_s > 0 ? engine_.row_cost_s : compute_s / double(run.rows);
+  for (size_t i = 0; i < size(); ++i) run.busy_s[i] = units[i] * row_cost_s_;
+  run.span_s = *std::max_element(run.busy_s.begin(), run.busy_s.end());
+  return run;
+}
+
+// Wall clock, dynamic: every device starts with a batch; each result frees its device for the
+// next one, so faster devices take more batches. A failed device gets nothing more.
+MegaBatchRun DevicePool::RunDynamicWall(uint64_t budget, uint64_t index) {
+  const Clock::time_point start = Clock::now();
+  std::vector<Assignment> plan;
+  std::vector<engine::BatchResult> results;
+  size_t used = 0, outstanding = 0;
+  auto dispatch = [&](size_t i) {
+    plan.push_back(Assign(i, RowsForBatch(states_[i].batch), &used, &budget));
+    results.emplace_back();
+    workers_[i]->Submit(TaskFor(plan.back(), plan.size() - 1, index));
+    ++outstanding;
+  };
+  for (size_t i : alive())
+    if (budget > 0) dispatch(i);
+  while (outstanding > 0) {
+    engine::BatchResult result;
+    results_.pop(result);
+    --outstanding;
+    results[result.id] = result;
+    if (!result.error && budget > 0) dispatch(result.device);
+  }
+  MegaBatchRun run = Settle(plan, results);
+  for (size_t i = 0; i < size(); ++i)
+    for (size_t k = 0; k < plan.size(); ++k)
+      if (plan[k].device == i && !dropped(i)) run.busy_s[i] += results[k].busy_s;
+  run.span_s = Seconds(Clock::now() - start);
+  return run;
+}
+
+// Drops every device that failed in this mega-batch and returns all of its batches' rows to the
+// queue (its replica, and with it even its successful steps, is lost); accounts the others.
+MegaBatchRun DevicePool::Settle(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results) {
+  for (const engine::BatchResult& result : results)
+    if (result.error && !dropped(result.device)) fault_[result.device] = Describe(result.error);
+  MegaBatchRun run = EmptyRun();
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const Assignment& a = plan[k];
+    const engine::BatchResult& result = results[k];
+    if (dropped(a.device)) {
+      requeued_.insert(requeued_.end(), arena_.begin() + a.offset, arena_.begin() + a.offset + a.count);
+      continue;
+    }
+    if (!std::isfinite(result.loss_sum) && run.diverged_on.empty())
+      run.diverged_on = workers_[a.device]->device().spec().id;
+    // Per device: a worker's results arrive in its own order, whatever the other workers do.
+    run.loss_of[a.device] += result.loss_sum / std::max<uint32_t>(result.labeled_rows, 1);
+    run.rows += result.count;
+    run.rows_of[a.device] += result.count;
+    ++run.updates[a.device];
+    ++run.batches;
+  }
+  return run;
+}
+
+nlohmann::json DevicePool::SaveMeta() const {
+  nlohmann::json devices = nlohmann::json::array();
+  for (size_t i = 0; i < size(); ++i) {
+    devices.push_back({{"id", workers_[i]->device().spec().id},
+                       {"batch", states_[i].batch},
+                       {"lr", states_[i].lr},
+                       {"fault", fault_[i]}});
+  }
+  nlohmann::json pending = nlohmann::json::array();
+  for (const FaultInjection& f : pending_) pending.push_back({f.device, f.megabatch});
+  return {{"devices", devices},
+          {"sampler_cursor", sampler_.cursor()},
+          {"sampler_rng", sampler_.GeneratorState()},
+          {"slowdown", slowdown_->SaveState()},
+          {"row_cost_s", row_cost_s_},
+          {"pending_faults", pending}};
+}
+
+void DevicePool::AddSections(CheckpointWriter* writer, std::vector<std::vector<float>>* momentum_storage) {
+  writer->Add("sampler.order", sampler_.order());
+  writer->Add("requeued", requeued_);
+  momentum_storage->assign(size(), {});
+  for (size_t i : alive()) {
+    engine::Device& d = device(i);
+    const std::string prefix = "device." + std::to_string(i) + ".";
+    writer->Add(prefix + "params", d.HostParams(), d.NumParams() * sizeof(float));
+    (*momentum_storage)[i] = d.SaveOptimizerState();
+    if (!(*momentum_storage)[i].empty()) writer->Add(prefix + "momentum", (*momentum_storage)[i]);
+  }
+}
+
+void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& meta,
+                         const std::vector<float>& global) {
+  const std::string& source = reader.source();
+  try {
+    const nlohmann::json& devices = meta.at("devices");
+    if (devices.size() != size())
+      throw data::InputError(source, 0, "checkpoint has " + std::to_string(devices.size()) + " devices; --devices gives " +
+                                            std::to_string(size()));
+    std::vector<FaultInjection> pending;
+    for (const nlohmann::json& f : meta.at("pending_faults")) pending.push_back({f.at(0).get<size_t>(), f.at(1).get<uint64_t>()});
+    sampler_.Restore(reader.Read<uint64_t>("sampler.order"), meta.at("sampler_cursor").get<uint64_t>(),
+                     meta.at("sampler_rng").get<std::string>());
+    slowdown_->RestoreState(meta.at("slowdown").get<std::string>());
+    requeued_ = reader.Read<uint64_t>("requeued");
+    if (requeued_.size() > uint64_t(options_.mega_batch + size()) * options_.batch)
+      throw data::InputError(source, 0, "more returned rows than a mega-batch holds");
+    std::vector<uint64_t> trainable = sampler_.order();
+    std::sort(trainable.begin(), trainable.end());
+    for (uint64_t row : requeued_)
+      if (!std::binary_search(trainable.begin(), trainable.end(), row))
+        throw data::InputError(source, 0, "returned row " + std::to_string(row) + " is not a training row here");
+    row_cost_s_ = meta.at("row_cost_s").get<double>();
+    for (size_t i = 0; i < size(); ++i) {
+      engine::Device& d = device(i);
+      const nlohmann::json& saved = devices.at(i);
+      if (saved.at("id").get<std::string>() != d.spec().id)
+        throw data::InputError(source, 0, "checkpoint device " + std::to_string(i) + " is " +
+                                              saved.at("id").get<std::string>() + "; --devices gives " + d.spec().id);
+      states_[i] = {saved.at("batch").get<double>(), saved.at("lr").get<double>()};
+      if (!(states_[i].batch > 0 && std::isfinite(states_[i].lr) && states_[i].lr > 0))
+        throw data::InputError(source, 0, "device " + d.spec().id + " has a bad batch size or learning rate");
+      // A device dropped before the checkpoint gets another chance (the user asked for it again),
+      // starting from the global model with no momentum.
+      const std::string prefix = "device." + std::to_string(i) + ".";
+      const std::vector<float> params =
+          reader.Has(prefix + "params") ? reader.Read<float>(prefix + "params", d.NumParams()) : global;
+      if (params.size() != d.NumParams()) throw data::InputError(source, 0, "global model of the wrong size");
+      std::copy(params.begin(), params.end(), d.HostParams());
+      d.FinishMerge();
+      d.RestoreOptimizerState(reader.Has(prefix + "momentum") ? reader.Read<float>(prefix + "momentum", d.NumParams())
+                                                               : std::vector<float>{});
+    }
+    pending_ = std::move(pending);
+  } catch (const nlohmann::json::exception& e) {
+    throw data::InputError(source, 0, std::string("bad checkpoint state: ") + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw data::InputError(source, 0, e.what());
+  }
+}
+
+DevicePool::Snapshot DevicePool::TakeSnapshot() const {
+  return Snapshot{sampler_, *slowdown_, states_, requeued_, row_cost_s_};
+}
+
+void DevicePool::RollBack(const Snapshot& snapshot, const std::vector<float>& model) {
+  sampler_ = snapshot.sampler;
+  *slowdown_ = snapshot.slowdown;
+  requeued_ = snapshot.requeued;
+  row_cost_s_ = snapshot.row_cost_s;
+  for (size_t i = 0; i < size(); ++i) states_[i] = {snapshot.states[i].batch, snapshot.states[i].lr * 0.5};
+  for (size_t i : alive()) {
+    engine::Device& d = device(i);
+    std::copy(model.begin(), model.end(), d.HostParams());
+    d.FinishMerge();
+    d.RestoreOptimizerState({});
+  }
+}
+
+}  // namespace xmlt::scheduler

@@ -1,0 +1,107 @@
+// The devices of a multi-device run and how batches reach them: one manager thread per device,
+// the row sampler, dynamic / static / synchronous dispatch on the virtual or the wall clock, the
+// emulated heterogeneity, and device faults (a failed device is dropped, its rows of the
+// mega-batch go back to the queue and are trained first in the next one).
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "engine/device.h"
+#include "engine/heterogeneity.h"
+#include "engine/worker.h"
+#include "kernels/model.h"
+#include "scheduler/batch_size_scaling.h"
+#include "scheduler/checkpoint_file.h"
+#include "scheduler/epoch_sampler.h"
+#include "scheduler/run_control.h"
+#include "scheduler/train_options.h"
+
+namespace xmlt::scheduler {
+
+// What the devices did in one mega-batch (or one synchronous round).
+struct MegaBatchRun {
+  std::vector<uint64_t> updates;  // u_i
+  std::vector<uint64_t> rows_of;  // rows per device
+  std::vector<double> busy_s;     // per device
+  double span_s = 0;              // the mega-batch's duration (the slowest device)
+  std::vector<double> loss_of;    // per device: sum of its batches' mean losses, in its order
+  uint64_t batches = 0, rows = 0; // what the surviving devices trained
+  std::string diverged_on;        // a device whose loss was NaN or infinite (empty: none)
+};
+
+class DevicePool {
+ public:
+  DevicePool(const data::Dataset& train, const TrainOptions& options, const EngineOptions& engine,
+             const kernels::Model<float>& initial, std::vector<FaultInjection> faults);
+
+  size_t size() const { return workers_.size(); }
+  std::vector<size_t> alive() const;  // devices not dropped, ascending
+  bool dropped(size_t i) const { return !fault_[i].empty(); }
+  const std::string& fault(size_t i) const { return fault_[i]; }
+  engine::Device& device(size_t i) { return workers_[i]->device(); }  // only between mega-batches
+  std::vector<DeviceBatch>& states() { return states_; }
+  const BatchScalingBounds& bounds() const { return bounds_; }
+  uint64_t rows_per_epoch() const { return sampler_.rows_per_epoch(); }
+  uint64_t MegaBatchRows() const;  // rows in a full mega-batch
+  MegaBatchRun EmptyRun() const;
+
+  // Trains one mega-batch of at most `budget` rows (dynamic or static dispatch); `index` is its
+  // 1-based number (for injected faults).
+  MegaBatchRun RunMegaBatch(uint64_t budget, uint64_t index);
+  // Synchronous round: --batch rows (fewer at the end) split evenly over the surviving devices.
+  MegaBatchRun RunSyncRound(uint64_t budget, uint64_t index);
+
+  // Checkpoints: scalar state as JSON, arrays as sections (read from the devices' host params, so
+  // call between mega-batches, after a merge). Restore throws data::InputError naming the file.
+  nlohmann::json SaveMeta() const;
+  void AddSections(CheckpointWriter* writer, std::vector<std::vector<float>>* momentum_storage);
+  // Devices dropped before the checkpoint are revived from `global`.
+  void Restore(const CheckpointReader& reader, const nlohmann::json& meta, const std::vector<float>& global);
+
+  // Divergence: the scheduler's state at a good point, and the way back to it with every
+  // surviving replica reset to `model`, its momentum zeroed and its learning rate halved.
+  struct Snapshot {
+    EpochSampler sampler;
+    engine::SlowdownModel slowdown;
+    std::vector<DeviceBatch> states;
+    std::vector<uint64_t> requeued;
+    double row_cost_s;
+  };
+  Snapshot TakeSnapshot() const;
+  void RollBack(const Snapshot& snapshot, const std::vector<float>& model);
+
+ private:
+  struct Assignment {
+    size_t device = 0;
+    size_t offset = 0, count = 0;
+    double slowdown = 1;
+  };
+  size_t TakeRows(size_t want, uint64_t* out);
+  Assignment Assign(size_t device, size_t want, size_t* used, uint64_t* budget);
+  std::vector<Assignment> PlanDynamic(uint64_t budget);
+  std::vector<Assignment> PlanStatic(uint64_t budget);
+  engine::BatchTask TaskFor(const Assignment& a, uint64_t id, uint64_t index);
+  MegaBatchRun RunPlanned(const std::vector<Assignment>& plan, uint64_t index);
+  MegaBatchRun RunDynamicWall(uint64_t budget, uint64_t index);
+  MegaBatchRun Settle(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results);
+
+  const TrainOptions& options_;
+  const EngineOptions& engine_;
+  EpochSampler sampler_;
+  std::unique_ptr<engine::SlowdownModel> slowdown_;
+  BatchScalingBounds bounds_;
+  engine::ResultQueue results_;
+  std::vector<std::unique_ptr<engine::Worker>> workers_;
+  std::vector<DeviceBatch> states_;
+  std::vector<std::string> fault_;       // empty while the device is healthy
+  std::vector<FaultInjection> pending_;  // injections not yet fired
+  std::vector<uint64_t> requeued_;       // rows of failed batches, trained before new ones
+  std::vector<uint64_t> arena_;          // the rows of the current mega-batch, allocated once
+  double row_cost_s_ = 0;
+};
+
+}  // namespace xmlt::scheduler

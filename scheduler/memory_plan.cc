@@ -1,0 +1,109 @@
+// Memory planning; see memory_plan.h.
+#include "scheduler/memory_plan.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "engine/device_spec.h"
+
+namespace xmlt::scheduler {
+namespace {
+
+std::string MiB(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+// Saturating arithmetic: an absurd shape must give an absurd number, not a wrapped small one.
+uint64_t Mul(uint64_t a, uint64_t b) { return (a != 0 && b > UINT64_MAX / a) ? UINT64_MAX : a * b; }
+uint64_t Add(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : a + b; }
+
+}  // namespace
+
+uint64_t MemoryPlan::host_total() const {
+  uint64_t total = Add(Add(global, scheduler), checkpoint);
+  for (const DeviceMemory& d : devices) total = Add(total, d.gpu ? d.host_mirror : d.total());
+  return total;
+}
+
+std::string MemoryPlan::ToString() const {
+  std::ostringstream out;
+  for (const DeviceMemory& d : devices) {
+    out << "  " << d.id << ": " << MiB(d.total()) << " (parameters " << MiB(d.params) << ", momentum "
+        << MiB(d.momentum) << ", activations " << MiB(d.workspace) << ", batch " << MiB(d.batch) << ")";
+    if (d.gpu) out << " on the GPU, plus a host mirror of " << MiB(d.host_mirror);
+    out << "\n";
+  }
+  out << "  global model, previous model and rollback copy: " << MiB(global) << "\n"
+      << "  scheduler rows: " << MiB(scheduler) << "\n";
+  if (checkpoint > 0) out << "  checkpoint copies: " << MiB(checkpoint) << "\n";
+  out << "  host memory in all: " << MiB(host_total());
+  return out.str();
+}
+
+MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& options, const EngineOptions* engine,
+                      const engine::DeviceLimits& limits, uint64_t training_rows, bool checkpoints) {
+  const uint64_t params = Mul(shape.NumParameters(), sizeof(float));
+  uint64_t hidden_sum = 0, widest = 0;
+  for (uint32_t h : shape.hidden) hidden_sum += h, widest = std::max<uint64_t>(widest, h);
+  const uint64_t rows = limits.max_rows;
+  DeviceMemory device;
+  device.params = params;
+  device.momentum = options.local_momentum > 0 ? params : 0;
+  device.workspace = Add(Mul(Mul(rows, Add(Add(hidden_sum, shape.num_labels), 2 * widest)), sizeof(float)),
+                         Mul(limits.max_feature_nnz, 3 * sizeof(uint32_t)));
+  device.batch = Add(Add(Mul(rows + 1, 2 * sizeof(uint64_t)), Mul(limits.max_feature_nnz, 2 * sizeof(uint32_t))),
+                     Mul(limits.max_label_nnz, sizeof(uint32_t)));
+
+  MemoryPlan plan;
+  std::vector<engine::DeviceSpec> specs;
+  if (engine != nullptr) {
+    specs = engine::ParseDeviceList(engine->devices);
+  } else {
+    specs.resize(1);
+    specs[0].id = "cpu:0";
+  }
+  for (const engine::DeviceSpec& spec : specs) {
+    DeviceMemory d = device;
+    d.id = spec.id;
+    d.gpu = spec.kind == engine::DeviceKind::kCuda;
+    d.ordinal = spec.ordinal;
+    d.host_mirror = d.gpu ? params : 0;
+    plan.devices.push_back(d);
+  }
+  // Single-device training keeps only the rollback copy; the engine keeps w, w_prev and both
+  // again as the last good state, plus the initial model it was given.
+  plan.global = engine == nullptr ? params : Mul(params, 5);
+  const uint64_t arena_rows = Mul(uint64_t(options.mega_batch) + specs.size(), options.batch);
+  plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, 2)), sizeof(uint64_t));
+  // Writing copies each device's momentum out; reading holds the whole file once.
+  if (checkpoints) plan.checkpoint = Mul(params, specs.size() * 2 + 2);
+  return plan;
+}
+
+void CheckMemoryFits(const MemoryPlan& plan, uint64_t host_available, const std::vector<uint64_t>& gpu_free) {
+  std::string problem;
+  if (host_available > 0 && plan.host_total() > host_available)
+    problem = "the run needs " + MiB(plan.host_total()) + " of host memory; " + MiB(host_available) + " are available";
+  std::vector<uint64_t> per_gpu(gpu_free.size(), 0);
+  for (const DeviceMemory& d : plan.devices)
+    if (d.gpu && size_t(d.ordinal) < per_gpu.size()) per_gpu[d.ordinal] = Add(per_gpu[d.ordinal], d.total());
+  for (size_t g = 0; g < per_gpu.size(); ++g) {
+    if (gpu_free[g] > 0 && per_gpu[g] > gpu_free[g])
+      problem += std::string(problem.empty() ? "" : "; ") + "the replicas on cuda:" + std::to_string(g) + " need " + MiB(per_gpu[g]) +
+                 "; " + MiB(gpu_free[g]) + " are free";
+  }
+  if (!problem.empty())
+    throw std::runtime_error("not enough memory: " + problem +
+                             " (use a smaller --hidden or --batch, or fewer replicas per device):\n" + plan.ToString());
+}
+
+uint64_t AvailableHostMemory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  uint64_t value = 0;
+  while (meminfo >> key >> value >> unit)
+    if (key == "MemAvailable:") return value * 1024;
+  return 0;
+}
+
+}  // namespace xmlt::scheduler

@@ -1,0 +1,130 @@
+// Run bookkeeping as JSON; see run_progress.h.
+#include "scheduler/run_progress.h"
+
+#include <xxhash.h>
+
+#include "data/input_error.h"
+
+namespace xmlt::scheduler {
+namespace {
+
+template <class T>
+void HashArray(XXH3_state_t* state, const data::SharedArray<T>& values) {
+  if (values.size() > 0) XXH3_64bits_update(state, values.data(), values.size() * sizeof(T));
+}
+
+uint64_t DataChecksum(const data::Dataset& train) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  for (const data::CsrMatrix* m : {&train.features, &train.labels}) {
+    HashArray(state, m->row_ptr);
+    HashArray(state, m->col_idx);
+    HashArray(state, m->values);
+  }
+  const uint64_t sum = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return sum;
+}
+
+}  // namespace
+
+nlohmann::json ProgressToJson(const RunProgress& p) {
+  nlohmann::json since = nlohmann::json::array(), evals = nlohmann::json::array();
+  // The device records travel inside an evaluation record, whose JSON form already exists.
+  EvalRecord carrier;
+  carrier.devices = p.since_eval;
+  for (const EvalRecord& r : p.evals) evals.push_back(ToJson(r));
+  return {{"rows_done", p.rows_done},         {"megabatches", p.megabatches},
+          {"batches", p.batches},             {"train_seconds", p.train_seconds},
+          {"wall_seconds", p.wall_seconds},   {"loss_sum", p.loss_sum},
+          {"loss_batches", p.loss_batches},   {"merge_cost_s", p.merge_cost_s},
+          {"rollbacks", p.rollbacks},         {"since_eval", ToJson(carrier)},
+          {"evals", evals}};
+}
+
+RunProgress ProgressFromJson(const nlohmann::json& j) {
+  RunProgress p;
+  p.rows_done = j.at("rows_done").get<uint64_t>();
+  p.megabatches = j.at("megabatches").get<uint64_t>();
+  p.batches = j.at("batches").get<uint64_t>();
+  p.train_seconds = j.at("train_seconds").get<double>();
+  p.wall_seconds = j.at("wall_seconds").get<double>();
+  p.loss_sum = j.at("loss_sum").get<double>();
+  p.loss_batches = j.at("loss_batches").get<uint64_t>();
+  p.merge_cost_s = j.at("merge_cost_s").get<double>();
+  p.rollbacks = j.at("rollbacks").get<uint32_t>();
+  p.since_eval = EvalRecordFromJson(j.at("since_eval").get<std::string>()).devices;
+  for (const nlohmann::json& line : j.at("evals")) p.evals.push_back(EvalRecordFromJson(line.get<std::string>()));
+  return p;
+}
+
+TrainResult ResultOf(const RunProgress& progress) {
+  TrainResult result;
+  result.batches = progress.batches;
+  result.rollbacks = progress.rollbacks;
+  for (const EvalRecord& record : progress.evals) {
+    result.last = record;
+    if (result.best.train_samples == 0 || record.test.metrics.p1 > result.best.test.metrics.p1) result.best = record;
+  }
+  return result;
+}
+
+nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* engine,
+                              const kernels::ModelShape& shape, const data::Dataset& train) {
+  nlohmann::json j = {{"model", shape.ToString()},
+                      {"--batch", options.batch},
+                      {"--lr", options.lr},
+                      {"--local-momentum", options.local_momentum},
+                      {"--mega-batch", options.mega_batch},
+                      {"--seed", options.seed},
+                      {"--train (rows)", train.num_rows()},
+                      {"--train (checksum)", DataChecksum(train)}};
+  if (engine == nullptr) {
+    j["--algo"] = "single";
+    return j;
+  }
+  j["--devices"] = engine->devices;
+  j["--schedule"] = int(engine->schedule);
+  j["--merge"] = int(engine->merge);
+  j["--collective"] = engine->collective;
+  j["--momentum-mode"] = engine->nesterov ? "nesterov" : "heavy";
+  j["--elastic-alpha"] = engine->elastic_alpha;
+  j["--momentum"] = engine->momentum;
+  j["--pert-thr"] = engine->pert_threshold;
+  j["--pert-delta"] = engine->pert_delta;
+  j["--speed"] = engine->speed;
+  j["--hetero"] = engine->hetero;
+  j["--clock"] = engine->clock == EngineOptions::Clock::kWall ? "wall" : "virtual";
+  j["--row-cost"] = engine->row_cost_s;
+  j["--merge-cost"] = engine->merge_cost_s;
+  j["--batch-min"] = engine->batch_min;
+  j["--beta"] = engine->beta;
+  return j;
+}
+
+void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source) {
+  std::string differences;
+  for (const auto& [key, value] : now.items()) {
+    const auto it = saved.find(key);
+    const std::string before = it == saved.end() ? "(not set)" : it->dump();
+    if (it == saved.end() || *it != value) differences += "\n  " + key + ": checkpoint " + before + ", now " + value.dump();
+  }
+  for (const auto& [key, value] : saved.items())
+    if (!now.contains(key)) differences += "\n  " + key + ": checkpoint " + value.dump() + ", now (not set)";
+  if (!differences.empty())
+    throw data::InputError(source, 0, "this run's settings differ from the checkpointed run's (give the same flags; "
+                                      "only --epochs and --eval-every may change):" + differences);
+}
+
+nlohmann::json ParseCheckpointMeta(const std::string& text, const std::string& source) {
+  try {
+    nlohmann::json meta = nlohmann::json::parse(text);
+    if (!meta.is_object() || !meta.contains("run") || !meta.contains("progress"))
+      throw data::InputError(source, 0, "checkpoint state lacks its run or progress");
+    return meta;
+  } catch (const nlohmann::json::exception& e) {
+    throw data::InputError(source, 0, std::string("checkpoint state is not valid JSON: ") + e.what());
+  }
+}
+
+}  // namespace xmlt::scheduler

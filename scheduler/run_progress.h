@@ -1,0 +1,49 @@
+// A run's bookkeeping between mega-batches (counters, clocks, what each device did since the last
+// evaluation, every evaluation so far) and the options a checkpoint must be resumed with: the
+// scalar half of a checkpoint, as JSON. Shared by the single- and the multi-device loops.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "kernels/model.h"
+#include "scheduler/metrics_log.h"
+#include "scheduler/train_options.h"
+#include "scheduler/trainer.h"
+
+namespace xmlt::scheduler {
+
+struct RunProgress {
+  uint64_t rows_done = 0, megabatches = 0, batches = 0;
+  double train_seconds = 0;   // the training clock (virtual or wall)
+  double wall_seconds = 0;    // wall time of earlier processes of this run (resumed runs add theirs)
+  double loss_sum = 0;        // sum of batch mean losses since the last evaluation
+  uint64_t loss_batches = 0;
+  double merge_cost_s = 0;    // the virtual clock's merge cost, once calibrated
+  uint32_t rollbacks = 0;
+  std::vector<DeviceRecord> since_eval;  // one per device
+  std::vector<EvalRecord> evals;         // every evaluation so far
+};
+
+nlohmann::json ProgressToJson(const RunProgress& progress);
+RunProgress ProgressFromJson(const nlohmann::json& json);  // throws nlohmann::json::exception
+
+// last and best of the evaluations so far (the best by P@1, the earliest on ties).
+TrainResult ResultOf(const RunProgress& progress);
+
+// What a resumed run must share with the run that wrote the checkpoint, keyed by the flag that
+// sets it: model shape, devices, algorithm settings, batch, learning rate, seed, and a checksum
+// of the training data. --epochs and --eval-every may change.
+nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* engine,
+                              const kernels::ModelShape& shape, const data::Dataset& train);
+
+// Throws data::InputError (naming `source`) listing every flag whose value differs.
+void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source);
+
+// The checkpoint's header JSON ("run", "progress" and the loop's own parts) from a reader, with
+// a clear error when it is not JSON.
+nlohmann::json ParseCheckpointMeta(const std::string& text, const std::string& source);
+
+}  // namespace xmlt::scheduler
