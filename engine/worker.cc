@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 
 namespace xmlt::engine {
@@ -45,7 +46,7 @@ void Worker::Run() {
       const kernels::cpu::LossResult loss =
           device_->TrainBatch(*train_, task.rows, task.count, task.lr);
       result.compute_s = std::chrono::duration<double>(Clock::now() - start).count();
-      result.loss_sum = loss.loss_sum;
+      result.loss_sum = task.inject_nan ? std::numeric_limits<double>::quiet_NaN() : loss.loss_sum;
       result.labeled_rows = loss.labeled_rows;
       result.busy_s = result.compute_s * task.slowdown;
       if (task.emulate_wait && task.slowdown > 1)

@@ -22,6 +22,7 @@ struct BatchTask {
   double slowdown = 1;    // emulated heterogeneity: the batch takes `slowdown` times its real time
   bool emulate_wait = false;  // wall clock: turn the extra time into real waiting
   bool inject_fault = false;  // tests and drills: fail as a broken device would, without training
+  bool inject_nan = false;    // tests and drills: train, then report a NaN loss (a divergence)
   uint64_t id = 0;            // the scheduler's tag, returned in the result
 };
 

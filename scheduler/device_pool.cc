@@ -98,7 +98,12 @@ DevicePool::Assignment DevicePool::Assign(size_t device, size_t want, size_t* us
   return a;
 }
 
-MegaBatchRun DevicePool::RunSyncRound(uint64_t budget, uint64_t index) {
+void DevicePool::BeginMegaBatch(uint64_t index) {
+  index_ = index;
+  injected_.assign(size(), false);
+}
+
+MegaBatchRun DevicePool::RunSyncRound(uint64_t budget) {
   const std::vector<size_t> devices = alive();
   const size_t n = devices.size();
   const size_t taken = TakeRows(std::min<uint64_t>(options_.batch, budget), arena_.data());
@@ -110,14 +115,13 @@ MegaBatchRun DevicePool::RunSyncRound(uint64_t budget, uint64_t index) {
     plan.push_back(Assignment{devices[k], offset, count, slowdown_->NextFactor(devices[k])});
     offset += count;
   }
-  return RunPlanned(plan, index);
+  return RunPlanned(plan);
 }
 
-MegaBatchRun DevicePool::RunMegaBatch(uint64_t budget, uint64_t index) {
+MegaBatchRun DevicePool::RunMegaBatch(uint64_t budget) {
   const bool wall = engine_.clock == EngineOptions::Clock::kWall;
-  if (engine_.schedule == EngineOptions::Schedule::kDynamic && wall) return RunDynamicWall(budget, index);
-  return RunPlanned(engine_.schedule == EngineOptions::Schedule::kDynamic ? PlanDynamic(budget) : PlanStatic(budget),
-                    index);
+  if (engine_.schedule == EngineOptions::Schedule::kDynamic && wall) return RunDynamicWall(budget);
+  return RunPlanned(engine_.schedule == EngineOptions::Schedule::kDynamic ? PlanDynamic(budget) : PlanStatic(budget));
 }
 
 // Virtual clock: the batch goes to the surviving device whose simulated clock is earliest (ties to
@@ -149,7 +153,7 @@ std::vector<DevicePool::Assignment> DevicePool::PlanStatic(uint64_t budget) {
   return plan;
 }
 
-engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id, uint64_t index) {
+engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id) {
   engine::BatchTask task;
   task.rows = arena_.data() + a.offset;
   task.count = a.count;
@@ -157,9 +161,11 @@ engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id, uint64_t
   task.slowdown = a.slowdown;
   task.emulate_wait = engine_.clock == EngineOptions::Clock::kWall;
   task.id = id;
-  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
-    if (it->device == a.device && it->megabatch <= index) {
-      task.inject_fault = true;
+  if (injected_.size() != size()) injected_.assign(size(), false);
+  for (auto it = pending_.begin(); it != pending_.end() && !injected_[a.device]; ++it) {
+    if (it->device == a.device && it->megabatch <= index_) {
+      injected_[a.device] = true;
+      (it->kind == FaultInjection::Kind::kNaN ? task.inject_nan : task.inject_fault) = true;
       pending_.erase(it);
       break;
     }
@@ -170,10 +176,10 @@ engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id, uint64_t
 // Submits a whole plan and waits for every result (so no worker still reads rows that the next
 // mega-batch overwrites); times come from the virtual clock (rows x slowdown x row cost) or, for a
 // static plan on the wall clock, from the workers' real times.
-MegaBatchRun DevicePool::RunPlanned(const std::vector<Assignment>& plan, uint64_t index) {
+MegaBatchRun DevicePool::RunPlanned(const std::vector<Assignment>& plan) {
   const bool wall = engine_.clock == EngineOptions::Clock::kWall;
   const Clock::time_point start = Clock::now();
-  for (size_t k = 0; k < plan.size(); ++k) workers_[plan[k].device]->Submit(TaskFor(plan[k], k, index));
+  for (size_t k = 0; k < plan.size(); ++k) workers_[plan[k].device]->Submit(TaskFor(plan[k], k));
   std::vector<engine::BatchResult> results(plan.size());
   for (size_t k = 0; k < plan.size(); ++k) {
     engine::BatchResult result;
@@ -202,7 +208,7 @@ MegaBatchRun DevicePool::RunPlanned(const std::vector<Assignment>& plan, uint64_
 
 // Wall clock, dynamic: every device starts with a batch; each result frees its device for the
 // next one, so faster devices take more batches. A failed device gets nothing more.
-MegaBatchRun DevicePool::RunDynamicWall(uint64_t budget, uint64_t index) {
+MegaBatchRun DevicePool::RunDynamicWall(uint64_t budget) {
   const Clock::time_point start = Clock::now();
   std::vector<Assignment> plan;
   std::vector<engine::BatchResult> results;
@@ -210,7 +216,7 @@ MegaBatchRun DevicePool::RunDynamicWall(uint64_t budget, uint64_t index) {
   auto dispatch = [&](size_t i) {
     plan.push_back(Assign(i, RowsForBatch(states_[i].batch), &used, &budget));
     results.emplace_back();
-    workers_[i]->Submit(TaskFor(plan.back(), plan.size() - 1, index));
+    workers_[i]->Submit(TaskFor(plan.back(), plan.size() - 1));
     ++outstanding;
   };
   for (size_t i : alive())
@@ -264,7 +270,7 @@ nlohmann::json DevicePool::SaveMeta() const {
                        {"fault", fault_[i]}});
   }
   nlohmann::json pending = nlohmann::json::array();
-  for (const FaultInjection& f : pending_) pending.push_back({f.device, f.megabatch});
+  for (const FaultInjection& f : pending_) pending.push_back({f.device, f.megabatch, int(f.kind)});
   return {{"devices", devices},
           {"sampler_cursor", sampler_.cursor()},
           {"sampler_rng", sampler_.GeneratorState()},
@@ -295,7 +301,15 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
       throw data::InputError(source, 0, "checkpoint has " + std::to_string(devices.size()) + " devices; --devices gives " +
                                             std::to_string(size()));
     std::vector<FaultInjection> pending;
-    for (const nlohmann::json& f : meta.at("pending_faults")) pending.push_back({f.at(0).get<size_t>(), f.at(1).get<uint64_t>()});
+    for (const nlohmann::json& f : meta.at("pending_faults")) {
+      FaultInjection fault;
+      fault.device = f.at(0).get<size_t>();
+      fault.megabatch = f.at(1).get<uint64_t>();
+      fault.kind = f.at(2).get<int>() == int(FaultInjection::Kind::kNaN) ? FaultInjection::Kind::kNaN
+                                                                          : FaultInjection::Kind::kFail;
+      if (fault.device >= size()) throw std::invalid_argument("pending fault for a device that does not exist");
+      pending.push_back(fault);
+    }
     sampler_.Restore(reader.Read<uint64_t>("sampler.order"), meta.at("sampler_cursor").get<uint64_t>(),
                      meta.at("sampler_rng").get<std::string>());
     slowdown_->RestoreState(meta.at("slowdown").get<std::string>());

@@ -49,11 +49,13 @@ class DevicePool {
   uint64_t MegaBatchRows() const;  // rows in a full mega-batch
   MegaBatchRun EmptyRun() const;
 
-  // Trains one mega-batch of at most `budget` rows (dynamic or static dispatch); `index` is its
-  // 1-based number (for injected faults).
-  MegaBatchRun RunMegaBatch(uint64_t budget, uint64_t index);
+  // Starts mega-batch `index` (1-based; a rolled-back one is started again): injected faults due
+  // by then fire, at most one per device per start.
+  void BeginMegaBatch(uint64_t index);
+  // Trains one mega-batch of at most `budget` rows (dynamic or static dispatch).
+  MegaBatchRun RunMegaBatch(uint64_t budget);
   // Synchronous round: --batch rows (fewer at the end) split evenly over the surviving devices.
-  MegaBatchRun RunSyncRound(uint64_t budget, uint64_t index);
+  MegaBatchRun RunSyncRound(uint64_t budget);
 
   // Checkpoints: scalar state as JSON, arrays as sections (read from the devices' host params, so
   // call between mega-batches, after a merge). Restore throws data::InputError naming the file.
@@ -84,9 +86,9 @@ class DevicePool {
   Assignment Assign(size_t device, size_t want, size_t* used, uint64_t* budget);
   std::vector<Assignment> PlanDynamic(uint64_t budget);
   std::vector<Assignment> PlanStatic(uint64_t budget);
-  engine::BatchTask TaskFor(const Assignment& a, uint64_t id, uint64_t index);
-  MegaBatchRun RunPlanned(const std::vector<Assignment>& plan, uint64_t index);
-  MegaBatchRun RunDynamicWall(uint64_t budget, uint64_t index);
+  engine::BatchTask TaskFor(const Assignment& a, uint64_t id);
+  MegaBatchRun RunPlanned(const std::vector<Assignment>& plan);
+  MegaBatchRun RunDynamicWall(uint64_t budget);
   MegaBatchRun Settle(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results);
 
   const TrainOptions& options_;
@@ -99,6 +101,8 @@ class DevicePool {
   std::vector<DeviceBatch> states_;
   std::vector<std::string> fault_;       // empty while the device is healthy
   std::vector<FaultInjection> pending_;  // injections not yet fired
+  uint64_t index_ = 0;                   // the mega-batch being trained
+  std::vector<bool> injected_;           // per device: an injection fired in this start
   std::vector<uint64_t> requeued_;       // rows of failed batches, trained before new ones
   std::vector<uint64_t> arena_;          // the rows of the current mega-batch, allocated once
   double row_cost_s_ = 0;

@@ -184,6 +184,7 @@ TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test
                                                                : "; resume with --resume " + control.checkpoint_dir));
     }
     const uint64_t index = progress.megabatches + 1;
+    pool.BeginMegaBatch(index);
     const uint64_t epoch_before = progress.rows_done / rows_per_epoch;
     const uint64_t budget = std::min(pool.MegaBatchRows(), total_rows - progress.rows_done);
     double merge_s = 0;
@@ -201,13 +202,13 @@ TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test
       // Merged after every round; the mega-batch only sets the evaluation cadence.
       run = pool.EmptyRun();
       for (uint64_t left = budget; left > 0 && !pool.alive().empty();) {
-        const MegaBatchRun round = pool.RunSyncRound(left, index);
+        const MegaBatchRun round = pool.RunSyncRound(left);
         left -= std::min(left, round.rows);
         merge_after(round);
         Absorb(round, &run);
       }
     } else {
-      run = pool.RunMegaBatch(budget, index);
+      run = pool.RunMegaBatch(budget);
       merge_after(run);
     }
     const std::vector<size_t> alive_now = pool.alive();

@@ -24,7 +24,7 @@ uint64_t ParseCount(const std::string& key, const std::string& value) {
 
 FaultInjection ParseFaultInjection(const std::string& text) {
   FaultInjection fault;
-  bool has_device = false, has_megabatch = false;
+  bool has_device = false, has_megabatch = false, has_kind = false;
   std::stringstream stream(text);
   std::string item;
   while (std::getline(stream, item, ',')) {
@@ -36,12 +36,16 @@ FaultInjection ParseFaultInjection(const std::string& text) {
     } else if (key == "megabatch" && !has_megabatch) {
       fault.megabatch = ParseCount(key, value);
       has_megabatch = true;
+    } else if (key == "kind" && !has_kind && (value == "fail" || value == "nan")) {
+      fault.kind = value == "nan" ? FaultInjection::Kind::kNaN : FaultInjection::Kind::kFail;
+      has_kind = true;
     } else {
-      throw std::invalid_argument("--inject-fault takes device=I,megabatch=K, not '" + text + "'");
+      throw std::invalid_argument("--inject-fault takes device=I,megabatch=K[,kind=fail|nan], not '" + text + "'");
     }
   }
   if (!has_device || !has_megabatch || fault.megabatch == 0)
-    throw std::invalid_argument("--inject-fault takes device=I,megabatch=K with K >= 1, not '" + text + "'");
+    throw std::invalid_argument("--inject-fault takes device=I,megabatch=K[,kind=fail|nan] with K >= 1, not '" +
+                                text + "'");
   return fault;
 }
 

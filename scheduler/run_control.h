@@ -9,14 +9,16 @@
 
 namespace xmlt::scheduler {
 
-// --inject-fault device=I,megabatch=K: device I fails on its first batch of mega-batch K (1-based)
-// or, if it gets none there, on its next batch after it.
+// --inject-fault device=I,megabatch=K[,kind=fail|nan]: device I fails (kind=fail, the default)
+// or reports a NaN loss (kind=nan: a divergence) on its first batch of mega-batch K (1-based) or,
+// if it gets none there, on its next batch after it. Each injection fires once.
 struct FaultInjection {
+  enum class Kind { kFail, kNaN } kind = Kind::kFail;
   size_t device = 0;
   uint64_t megabatch = 0;
 };
 
-// Parses "device=I,megabatch=K"; throws std::invalid_argument naming the flag.
+// Parses the flag's value; throws std::invalid_argument naming the flag.
 FaultInjection ParseFaultInjection(const std::string& text);
 
 struct RunControl {

@@ -1,0 +1,335 @@
+// Reliability of the training loops: a run stopped at a mega-batch boundary and resumed from its
+// checkpoint reproduces the uninterrupted run exactly (virtual clock, same seed), for every merge
+// and for the single-device loop; divergences roll back with halved learning rates; failing
+// devices are dropped while training goes on.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+
+#include "data/input_error.h"
+#include "data/row_normalization.h"
+#include "data/synthetic_generator.h"
+#include "scheduler/checkpoint_file.h"
+#include "scheduler/heterogeneous_trainer.h"
+#include "scheduler/memory_plan.h"
+#include "scheduler/trainer.h"
+#include "tests/test_support.h"
+
+namespace xmlt::scheduler {
+namespace {
+
+const data::GeneratedData& Data() {
+  static const data::GeneratedData data = [] {
+    data::GeneratorConfig config;
+    config.train_rows = 3000;
+    config.test_rows = 300;
+    config.features = 500;
+    config.labels = 40;
+    config.nnz_per_row = 15;
+    config.labels_per_row = 2;
+    config.seed = 5;
+    data::GeneratedData generated = data::Generate(config);
+    generated.train = data::NormalizeRowsL2(generated.train);
+    generated.test = data::NormalizeRowsL2(generated.test);
+    return generated;
+  }();
+  return data;
+}
+
+TrainOptions Options() {
+  TrainOptions options;
+  options.epochs = 2;
+  options.batch = 32;
+  options.mega_batch = 8;
+  options.hidden = {16};
+  options.eval.kind = EvalSchedule::Kind::kEveryMegaBatches;
+  options.eval.mega_batches = 2;
+  return options;
+}
+
+EngineOptions Engine(const std::string& algo) {
+  EngineOptions engine;
+  engine.devices = "cpu:3";
+  engine.speed = "1,1.3,1.8";
+  engine.row_cost_s = 1e-4;
+  engine.merge_cost_s = 1e-9;
+  engine.momentum = 0.5;
+  if (algo == "elastic") {
+    engine.schedule = EngineOptions::Schedule::kStatic;
+    engine.scale_batches = false;
+    engine.merge = EngineOptions::Merge::kAverage;
+    engine.elastic_alpha = 0.3;  // EASGD: replicas keep their own state between merges
+  } else if (algo == "adasum") {
+    engine.schedule = EngineOptions::Schedule::kStatic;
+    engine.scale_batches = false;
+    engine.merge = EngineOptions::Merge::kAdasum;
+  } else if (algo == "sync") {
+    engine.schedule = EngineOptions::Schedule::kSync;
+    engine.scale_batches = false;
+    engine.merge = EngineOptions::Merge::kGradient;
+  } else if (algo == "crossbow") {
+    engine.schedule = EngineOptions::Schedule::kSync;
+    engine.scale_batches = false;
+    engine.merge = EngineOptions::Merge::kCrossbow;
+  } else if (algo == "adaptive-nesterov-cvb") {
+    engine.nesterov = true;
+    engine.speed = "";
+    engine.hetero = "cvb:vmach=0.5,vtask=0.2";
+  }
+  return engine;
+}
+
+struct Outcome {
+  std::vector<EvalRecord> records;
+  kernels::Model<float> model;
+  TrainResult result;
+};
+
+// Trains (or resumes); `stop_after` > 0 raises the stop flag once that many evaluations are done.
+Outcome TrainFor(const TrainOptions& options, const EngineOptions* engine, RunControl control, size_t stop_after = 0) {
+  const data::GeneratedData& data = Data();
+  kernels::ModelShape shape{data.train.num_features(), options.hidden, data.train.num_labels()};
+  Outcome out;
+  out.model = kernels::InitModel<float>(shape, options.seed);
+  std::atomic<int> stop{0};
+  control.stop_signal = &stop;
+  TrainCallbacks callbacks;
+  callbacks.on_resume = [&](const std::vector<EvalRecord>& earlier) { out.records = earlier; };
+  callbacks.on_eval = [&](const EvalRecord& r) {
+    out.records.push_back(r);
+    if (stop_after > 0 && out.records.size() == stop_after) stop = 15;
+  };
+  out.result = engine != nullptr
+                   ? TrainOnDevices(data.train, &data.test, options, *engine, &out.model, callbacks, control)
+                   : Train(data.train, &data.test, options, &out.model, callbacks, control);
+  return out;
+}
+
+// Records equal in everything but the wall-clock fields (the single-device loop times its steps
+// on the wall clock too).
+void ExpectSameRecords(const std::vector<EvalRecord>& a, const std::vector<EvalRecord>& b, bool wall_clock_steps) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    EvalRecord x = a[k], y = b[k];
+    x.wall_time_s = y.wall_time_s = 0;
+    x.eval_time_s = y.eval_time_s = 0;
+    if (wall_clock_steps) {
+      x.train_time_s = y.train_time_s = 0;
+      for (DeviceRecord& d : x.devices) d.busy_s = 0;
+      for (DeviceRecord& d : y.devices) d.busy_s = 0;
+    }
+    EXPECT_EQ(ToJson(x), ToJson(y)) << "evaluation " << k;
+  }
+}
+
+class ResumeTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
+  const TrainOptions options = Options();
+  const EngineOptions engine = Engine(GetParam());
+  const bool single = GetParam() == "single";
+  const Outcome full = TrainFor(options, single ? nullptr : &engine, {});
+  ASSERT_GE(full.records.size(), 4u);
+
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  control.checkpoint_every = 3;
+  const Outcome first = TrainFor(options, single ? nullptr : &engine, control, 2);
+  EXPECT_EQ(first.result.stopped_by_signal, 15);
+  ASSERT_EQ(first.records.size(), 2u);
+  ASSERT_FALSE(first.result.checkpoint.empty());
+
+  control.resume_dir = dir.path();
+  const Outcome resumed = TrainFor(options, single ? nullptr : &engine, control);
+  EXPECT_EQ(resumed.result.stopped_by_signal, 0);
+  ExpectSameRecords(full.records, resumed.records, single);
+  ASSERT_EQ(full.model.params.size(), resumed.model.params.size());
+  EXPECT_TRUE(testing::SameBits(full.model.params.data(), resumed.model.params.data(), full.model.params.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMerge, ResumeTest,
+                         ::testing::Values("adaptive", "adaptive-nesterov-cvb", "elastic", "adasum", "sync", "crossbow",
+                                           "single"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (c == '-') c = '_';
+                           return name;
+                         });
+
+TEST(Resume, ADifferentSettingIsRefusedNamingTheFlag) {
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  const EngineOptions engine = Engine("adaptive");
+  TrainFor(Options(), &engine, control, 1);
+  TrainOptions other = Options();
+  other.batch = 64;
+  control.resume_dir = dir.path();
+  try {
+    TrainFor(other, &engine, control);
+    FAIL() << "expected a refusal";
+  } catch (const data::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--batch: checkpoint 32, now 64"), std::string::npos) << e.what();
+  }
+  // A single-device checkpoint is not a multi-device one, and the other way round.
+  EXPECT_THROW(TrainFor(Options(), nullptr, control), data::InputError);
+}
+
+TEST(Resume, MoreEpochsContinueAFinishedRun) {
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  const EngineOptions engine = Engine("adaptive");
+  TrainOptions options = Options();
+  options.epochs = 1;
+  const Outcome first = TrainFor(options, &engine, control);
+  control.resume_dir = dir.path();
+  options.epochs = 2;
+  const Outcome more = TrainFor(options, &engine, control);
+  EXPECT_NEAR(more.records.back().epoch, 2.0, 1e-9);
+  EXPECT_GT(more.records.size(), first.records.size());
+}
+
+TEST(Rollback, ANaNLossRollsBackAndHalvesTheLearningRates) {
+  const TrainOptions options = Options();
+  const EngineOptions engine = Engine("adaptive");
+  RunControl control;
+  FaultInjection nan;
+  nan.kind = FaultInjection::Kind::kNaN;
+  nan.device = 1;
+  nan.megabatch = 3;
+  control.faults = {nan};
+  std::vector<std::string> events;
+  const Outcome out = TrainFor(options, &engine, control);
+  EXPECT_EQ(out.result.rollbacks, 1u);
+  EXPECT_EQ(out.records.back().rollbacks, 1u);
+  EXPECT_EQ(out.records.front().rollbacks, 0u);
+  // Mega-batch 3 was trained again at half the rate: the same number of rows in all.
+  EXPECT_EQ(out.records.back().train_samples, uint64_t(std::llround(2 * 3000.0)));
+  EXPECT_DOUBLE_EQ(out.records.back().devices[0].lr, 0.5 * out.records.front().devices[0].lr);
+  for (float w : out.model.params) ASSERT_TRUE(std::isfinite(w));
+}
+
+TEST(Rollback, TooManyDivergencesStopWithACheckpointOfTheLastGoodState) {
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  control.max_rollbacks = 2;
+  FaultInjection nan;
+  nan.kind = FaultInjection::Kind::kNaN;
+  nan.megabatch = 2;
+  control.faults = {nan, nan, nan};  // mega-batch 2 diverges three times over
+  const EngineOptions engine = Engine("adaptive");
+  try {
+    TrainFor(Options(), &engine, control);
+    FAIL() << "expected the run to stop";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("--max-rollbacks"), std::string::npos) << e.what();
+  }
+  // The checkpoint holds the state after mega-batch 1, and resuming finishes the run.
+  control.faults.clear();
+  control.resume_dir = dir.path();
+  const Outcome resumed = TrainFor(Options(), &engine, control);
+  EXPECT_EQ(resumed.result.rollbacks, 3u);
+  EXPECT_NEAR(resumed.records.back().epoch, 2.0, 1e-9);
+}
+
+TEST(Rollback, TheSingleDeviceLoopStopsWhenHalvingDoesNotHelp) {
+  TrainOptions options = Options();
+  options.lr = 1e30f;
+  RunControl control;
+  control.max_rollbacks = 2;
+  try {
+    TrainFor(options, nullptr, control);
+    FAIL() << "expected the run to stop";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("after 2 rollbacks"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeviceFaults, AFailedDeviceIsDroppedAndTheOthersTrainEveryRow) {
+  for (const std::string algo : {"adaptive", "elastic", "sync"}) {
+    SCOPED_TRACE(algo);
+    const EngineOptions engine = Engine(algo);
+    RunControl control;
+    FaultInjection fail;
+    fail.device = 1;
+    fail.megabatch = 2;
+    control.faults = {fail};
+    const Outcome out = TrainFor(Options(), &engine, control);
+    const EvalRecord& last = out.records.back();
+    EXPECT_TRUE(last.devices[1].dropped);
+    EXPECT_NE(last.devices[1].fault.find("injected fault"), std::string::npos) << last.devices[1].fault;
+    EXPECT_EQ(last.devices[1].rows, 0u);
+    EXPECT_EQ(last.devices[1].weight, 0.0);
+    EXPECT_FALSE(last.devices[0].dropped);
+    // The average is renormalized over the survivors (Algorithm 2's perturbation does not
+    // renormalize; EASGD's weights are its pull strength).
+    if (algo == "sync") EXPECT_NEAR(last.devices[0].weight + last.devices[2].weight, 1.0, 1e-12);
+    uint64_t rows = 0;
+    for (const EvalRecord& r : out.records)
+      for (const DeviceRecord& d : r.devices) rows += d.rows;
+    EXPECT_EQ(rows, last.train_samples);
+    EXPECT_EQ(last.train_samples, 6000u);
+  }
+}
+
+TEST(DeviceFaults, WithNoDeviceLeftTheRunStopsWithACheckpointThatResumes) {
+  testing::TempDir dir;
+  EngineOptions engine = Engine("adaptive");
+  engine.devices = "cpu:2";
+  engine.speed = "1,1.5";
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  FaultInjection a, b;
+  a.device = 0, b.device = 1;
+  a.megabatch = b.megabatch = 3;
+  control.faults = {a, b};
+  try {
+    TrainFor(Options(), &engine, control);
+    FAIL() << "expected the run to stop";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("every device failed"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--resume"), std::string::npos) << e.what();
+  }
+  control.faults.clear();
+  control.resume_dir = dir.path();
+  const Outcome resumed = TrainFor(Options(), &engine, control);  // both devices revived
+  EXPECT_EQ(resumed.records.back().train_samples, 6000u);
+  EXPECT_FALSE(resumed.records.back().devices[0].dropped);
+}
+
+TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
+  kernels::ModelShape shape{670091, {4096}, 670091};
+  TrainOptions options;
+  EngineOptions engine;
+  engine.devices = "cpu:4";
+  const engine::DeviceLimits limits{128, 128 * 100, 128 * 5};
+  const MemoryPlan plan = PlanMemory(shape, options, &engine, limits, 490449, true);
+  ASSERT_EQ(plan.devices.size(), 4u);
+  EXPECT_EQ(plan.devices[0].params, shape.NumParameters() * 4);
+  EXPECT_EQ(plan.devices[0].momentum, shape.NumParameters() * 4);
+  try {
+    CheckMemoryFits(plan, uint64_t(16) << 30, {});
+    FAIL() << "expected not enough memory";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("not enough memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("cpu:3"), std::string::npos) << what;
+    EXPECT_NE(what.find("16384 MiB are available"), std::string::npos) << what;
+  }
+  const kernels::ModelShape small{5000, {64}, 500};
+  EXPECT_NO_THROW(CheckMemoryFits(PlanMemory(small, options, &engine, limits, 10000, true), uint64_t(16) << 30, {}));
+  // GPU replicas are checked against the GPU's free memory.
+  engine.devices = "cuda:0x2";
+  const MemoryPlan gpu = PlanMemory(shape, options, &engine, limits, 490449, false);
+  EXPECT_TRUE(gpu.devices[0].gpu);
+  EXPECT_THROW(CheckMemoryFits(gpu, 0, {uint64_t(8) << 30}), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace xmlt::scheduler
