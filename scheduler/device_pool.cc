@@ -229,9 +229,8 @@ MegaBatchRun DevicePool::RunDynamicWall(uint64_t budget) {
     if (!result.error && budget > 0) dispatch(result.device);
   }
   MegaBatchRun run = Settle(plan, results);
-  for (size_t i = 0; i < size(); ++i)
-    for (size_t k = 0; k < plan.size(); ++k)
-      if (plan[k].device == i && !dropped(i)) run.busy_s[i] += results[k].busy_s;
+  for (size_t k = 0; k < plan.size(); ++k)
+    if (!dropped(plan[k].device)) run.busy_s[plan[k].device] += results[k].busy_s;
   run.span_s = Seconds(Clock::now() - start);
   return run;
 }
