@@ -104,6 +104,292 @@ class AliveMerge {
   std::unique_ptr<merge::Merger> merger_;
 };
 
+// One multi-device run: the devices, the global model, the bookkeeping, and the last good state
+// to roll back to. Train() is the loop; each step of it is a method.
+class MultiDeviceRun {
+ public:
+  MultiDeviceRun(const data::Dataset& train, const data::Dataset* test, const TrainOptions& options,
+                 const EngineOptions& engine, kernels::Model<float>* model, const TrainCallbacks& callbacks,
+                 const RunControl& control)
+      : test_(test),
+        options_(options),
+        engine_(engine),
+        model_(model),
+        callbacks_(callbacks),
+        control_(control),
+        pool_(train, options, engine, *model, control.faults),
+        global_{model->params, model->params},
+        fingerprint_(RunFingerprint(options, &engine, model->shape, train)),
+        merging_(engine, *model),
+        rows_per_epoch_(pool_.rows_per_epoch()),
+        total_rows_(TotalTrainingRows(options, rows_per_epoch_, train.source)),
+        good_pool_(pool_.TakeSnapshot()) {
+    progress_.since_eval.resize(pool_.size());
+    for (size_t i = 0; i < pool_.size(); ++i) progress_.since_eval[i].id = pool_.device(i).spec().id;
+  }
+
+  TrainResult Train() {
+    if (!control_.resume_dir.empty()) Resume();
+    wall_before_ = progress_.wall_seconds;
+    start_ = Clock::now();
+    KeepAsGood();
+    std::vector<size_t> alive_before = pool_.alive();
+    while (progress_.rows_done < total_rows_) {
+      if (control_.stop_signal != nullptr && control_.stop_signal->load() != 0) {
+        stopped_by_signal_ = control_.stop_signal->load();
+        WriteCheckpoint("stop");
+        break;
+      }
+      if (pool_.alive().empty()) StopWithoutDevices();
+      const uint64_t index = progress_.megabatches + 1;
+      const uint64_t epoch_before = progress_.rows_done / rows_per_epoch_;
+      Trained trained = TrainMegaBatch(index);
+      for (size_t i : alive_before)
+        if (pool_.dropped(i))
+          Event("device " + pool_.device(i).spec().id + " dropped in mega-batch " + std::to_string(index) + " (" +
+                pool_.fault(i) + "); its rows go back to the queue, " + std::to_string(pool_.alive().size()) +
+                " devices go on");
+      alive_before = pool_.alive();
+      if (alive_before.empty()) continue;  // nothing was merged; the loop's top checkpoints and stops
+      if (!trained.run.diverged_on.empty() || !AllFinite(global_.current)) {
+        RollBack(index, trained.run);
+        continue;
+      }
+      Account(trained);
+      if (EvaluationDue(epoch_before)) Evaluate(trained.merged.perturbed);
+      if (callbacks_.on_progress) {
+        double loss = 0;
+        for (double device_loss : trained.run.loss_of) loss += device_loss;
+        callbacks_.on_progress(progress_.rows_done, total_rows_,
+                               trained.run.batches > 0 ? loss / double(trained.run.batches) : 0.0);
+      }
+      KeepAsGood();
+      if (progress_.rows_done >= total_rows_) {
+        WriteCheckpoint("end");
+      } else if (control_.checkpoint_every > 0 && progress_.megabatches % control_.checkpoint_every == 0) {
+        WriteCheckpoint("periodic");
+      }
+    }
+    model_->params = global_.current;
+    TrainResult result = ResultOf(progress_);
+    result.stopped_by_signal = stopped_by_signal_;
+    result.checkpoint = checkpoint_;
+    return result;
+  }
+
+ private:
+  struct Trained {
+    MegaBatchRun run;
+    merge::MergeOutcome merged;  // the last merge's outcome
+    double merge_s = 0;          // measured time of the merges
+    uint64_t merges = 0;
+  };
+
+  void Event(const std::string& text) const {
+    if (callbacks_.on_event) callbacks_.on_event(text);
+  }
+  double WallSeconds() const { return wall_before_ + Seconds(Clock::now() - start_); }
+
+  void Resume() {
+    const CheckpointReader reader = CheckpointReader::Open(control_.resume_dir);
+    const nlohmann::json meta = ParseCheckpointMeta(reader.meta(), reader.source());
+    CheckSameRun(meta.at("run"), fingerprint_, reader.source());
+    if (!meta.contains("pool")) throw data::InputError(reader.source(), 0, "not a multi-device checkpoint");
+    global_.current = reader.Read<float>("global.current", global_.current.size());
+    global_.previous = reader.Read<float>("global.previous", global_.previous.size());
+    try {
+      pool_.Restore(reader, meta.at("pool"), global_.current);
+      progress_ = ProgressFromJson(meta.at("progress"));
+    } catch (const nlohmann::json::exception& e) {
+      throw data::InputError(reader.source(), 0, std::string("bad checkpoint state: ") + e.what());
+    } catch (const std::invalid_argument& e) {
+      throw data::InputError(reader.source(), 0, std::string("bad checkpoint state: ") + e.what());
+    }
+    if (progress_.since_eval.size() != pool_.size())
+      throw data::InputError(reader.source(), 0, "device records do not match --devices");
+    if (callbacks_.on_resume) callbacks_.on_resume(progress_.evals);
+    Event("resumed from " + reader.source() + " at mega-batch " + std::to_string(progress_.megabatches));
+  }
+
+  void WriteCheckpoint(const char* why) {
+    if (control_.checkpoint_dir.empty()) return;
+    progress_.wall_seconds = WallSeconds();
+    const nlohmann::json meta = {{"run", fingerprint_}, {"progress", ProgressToJson(progress_)}, {"pool", pool_.SaveMeta()}};
+    CheckpointWriter writer(meta.dump());
+    writer.Add("global.current", global_.current);
+    writer.Add("global.previous", global_.previous);
+    std::vector<std::vector<float>> momentum;  // must outlive Write
+    pool_.AddSections(&writer, &momentum);
+    writer.Write(control_.checkpoint_dir);
+    checkpoint_ = CheckpointPath(control_.checkpoint_dir);
+    Event(std::string("checkpoint (") + why + ") at mega-batch " + std::to_string(progress_.megabatches) + ": " +
+          checkpoint_);
+  }
+
+  [[noreturn]] void StopWithoutDevices() {
+    WriteCheckpoint("no device left");
+    throw std::runtime_error("every device failed; the run stopped at mega-batch " +
+                             std::to_string(progress_.megabatches) +
+                             (control_.checkpoint_dir.empty() ? std::string(" (no --checkpoint-dir: progress is lost)")
+                                                              : "; resume with --resume " + control_.checkpoint_dir));
+  }
+
+  Trained TrainMegaBatch(uint64_t index) {
+    pool_.BeginMegaBatch(index);
+    const uint64_t budget = std::min(pool_.MegaBatchRows(), total_rows_ - progress_.rows_done);
+    Trained trained;
+    auto merge_after = [&](const MegaBatchRun& part) {
+      if (pool_.alive().empty()) return;
+      const Clock::time_point merge_start = Clock::now();
+      trained.merged = merging_.Run(pool_, part, &global_);
+      trained.merge_s += Seconds(Clock::now() - merge_start);
+      ++trained.merges;
+    };
+    if (engine_.schedule == EngineOptions::Schedule::kSync) {
+      // Merged after every round; the mega-batch only sets the evaluation cadence.
+      trained.run = pool_.EmptyRun();
+      for (uint64_t left = budget; left > 0 && !pool_.alive().empty();) {
+        const MegaBatchRun round = pool_.RunSyncRound(left);
+        left -= std::min(left, round.rows);
+        merge_after(round);
+        Absorb(round, &trained.run);
+      }
+    } else {
+      trained.run = pool_.RunMegaBatch(budget);
+      merge_after(trained.run);
+    }
+    return trained;
+  }
+
+  // Back to the last good state, learning rates halved; the global momentum goes too (w_p = w),
+  // as the replicas' does, since both may carry the divergence.
+  void RollBack(uint64_t index, const MegaBatchRun& run) {
+    const std::string what = !run.diverged_on.empty() ? "non-finite loss on " + run.diverged_on
+                                                      : std::string("non-finite merged model");
+    const uint32_t rollbacks = progress_.rollbacks + 1;
+    global_.current = good_global_;
+    global_.previous = good_global_;
+    progress_ = good_progress_;
+    progress_.rollbacks = rollbacks;
+    progress_.train_seconds += run.span_s;  // the lost mega-batch took time all the same
+    pool_.RollBack(good_pool_, global_.current);
+    if (rollbacks > control_.max_rollbacks) {
+      WriteCheckpoint("last good state");
+      throw std::runtime_error("training diverged in mega-batch " + std::to_string(index) + " (" + what + ") after " +
+                               std::to_string(control_.max_rollbacks) +
+                               " rollbacks with halved learning rates (--max-rollbacks); lower --lr");
+    }
+    Event("diverged in mega-batch " + std::to_string(index) + " (" + what + "): rolled back to mega-batch " +
+          std::to_string(progress_.megabatches) + ", learning rates halved (rollback " + std::to_string(rollbacks) +
+          " of at most " + std::to_string(control_.max_rollbacks) + ")");
+    KeepAsGood();
+  }
+
+  void KeepAsGood() {
+    good_pool_ = pool_.TakeSnapshot();
+    good_global_ = global_.current;
+    good_progress_ = progress_;
+  }
+
+  // Counters, clocks, per-device records and Algorithm 1 after a good mega-batch.
+  void Account(const Trained& trained) {
+    const MegaBatchRun& run = trained.run;
+    const std::vector<size_t> alive = pool_.alive();
+    progress_.rows_done += run.rows;
+    ++progress_.megabatches;
+    progress_.batches += run.batches;
+    for (double device_loss : run.loss_of) progress_.loss_sum += device_loss;
+    progress_.loss_batches += run.batches;
+
+    // Merges cost time too: measured on the wall clock; on the virtual clock a cost per parameter
+    // and replica (given, or calibrated on the first merge), so that algorithms merging every
+    // step (sync, crossbow) pay for it deterministically.
+    if (engine_.clock == EngineOptions::Clock::kWall) {
+      progress_.train_seconds += run.span_s + trained.merge_s;
+    } else if (trained.merges > 0) {
+      const double units = double(global_.current.size()) * double(alive.size());
+      if (progress_.merge_cost_s == 0)
+        progress_.merge_cost_s =
+            engine_.merge_cost_s > 0 ? engine_.merge_cost_s : trained.merge_s / double(trained.merges) / units;
+      progress_.train_seconds += run.span_s + double(trained.merges) * units * progress_.merge_cost_s;
+    }
+    for (size_t i = 0; i < pool_.size(); ++i) {
+      DeviceRecord& d = progress_.since_eval[i];
+      d.batch = RowsForBatch(pool_.states()[i].batch);
+      d.lr = pool_.states()[i].lr;
+      d.updates += run.updates[i];
+      d.rows += run.rows_of[i];
+      d.weight = trained.merged.weights.empty() ? 0.0 : trained.merged.weights[i];
+      d.busy_s += run.busy_s[i];
+      if (!pool_.dropped(i)) d.idle_s += std::max(0.0, run.span_s - run.busy_s[i]);
+      d.dropped = pool_.dropped(i);
+      d.fault = pool_.fault(i);
+    }
+    if (engine_.scale_batches && engine_.schedule == EngineOptions::Schedule::kDynamic) {
+      // Algorithm 1 over the devices still alive (a dropped one's zero updates would skew the mean).
+      std::vector<uint64_t> updates;
+      std::vector<DeviceBatch> states;
+      for (size_t i : alive) updates.push_back(run.updates[i]), states.push_back(pool_.states()[i]);
+      ScaleBatchSizes(updates, pool_.bounds(), &states);
+      for (size_t k = 0; k < alive.size(); ++k) pool_.states()[alive[k]] = states[k];
+    }
+  }
+
+  bool EvaluationDue(uint64_t epoch_before) const {
+    if (progress_.rows_done >= total_rows_) return true;
+    switch (options_.eval.kind) {
+      case EvalSchedule::Kind::kEachEpoch: return progress_.rows_done / rows_per_epoch_ > epoch_before;
+      case EvalSchedule::Kind::kEnd: return false;
+      case EvalSchedule::Kind::kEveryMegaBatches: return progress_.megabatches % options_.eval.mega_batches == 0;
+    }
+    return false;
+  }
+
+  void Evaluate(bool perturbed) {
+    EvalRecord record;
+    const Clock::time_point eval_start = Clock::now();
+    model_->params = global_.current;
+    if (test_ != nullptr) record.test = engine::Evaluate(*model_, *test_);
+    record.eval_time_s = Seconds(Clock::now() - eval_start);
+    record.megabatch = progress_.megabatches;
+    record.epoch = double(progress_.rows_done) / double(rows_per_epoch_);
+    record.train_time_s = progress_.train_seconds;
+    record.wall_time_s = WallSeconds();
+    record.train_samples = progress_.rows_done;
+    record.train_loss = progress_.loss_batches > 0 ? progress_.loss_sum / double(progress_.loss_batches) : 0.0;
+    record.perturbed = perturbed;
+    record.rollbacks = progress_.rollbacks;
+    record.devices = progress_.since_eval;
+    for (DeviceRecord& d : progress_.since_eval) d.updates = d.rows = 0, d.busy_s = d.idle_s = 0;
+    progress_.loss_sum = 0;
+    progress_.loss_batches = 0;
+    progress_.evals.push_back(record);
+    if (callbacks_.on_eval) callbacks_.on_eval(record);
+  }
+
+  const data::Dataset* test_;
+  const TrainOptions& options_;
+  const EngineOptions& engine_;
+  kernels::Model<float>* model_;
+  const TrainCallbacks& callbacks_;
+  const RunControl& control_;
+  DevicePool pool_;
+  merge::GlobalModel global_;
+  const nlohmann::json fingerprint_;
+  AliveMerge merging_;
+  const uint64_t rows_per_epoch_, total_rows_;
+  RunProgress progress_;
+  // The last good state: the pool's scheduling state, the global model (w_p is not kept: a
+  // rollback clears the momentum), the bookkeeping.
+  DevicePool::Snapshot good_pool_;
+  std::vector<float> good_global_;
+  RunProgress good_progress_;
+  Clock::time_point start_;
+  double wall_before_ = 0;
+  int stopped_by_signal_ = 0;
+  std::string checkpoint_;
+};
+
 }  // namespace
 
 TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test,
@@ -112,225 +398,7 @@ TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test
                            const RunControl& control) {
   ValidateTrainOptions(options);
   ValidateEngineOptions(engine);
-  DevicePool pool(train, options, engine, *model, control.faults);
-  const size_t n = pool.size();
-  merge::GlobalModel global{model->params, model->params};
-  const nlohmann::json fingerprint = RunFingerprint(options, &engine, model->shape, train);
-  RunProgress progress;
-  progress.since_eval.resize(n);
-  for (size_t i = 0; i < n; ++i) progress.since_eval[i].id = pool.device(i).spec().id;
-  auto event = [&](const std::string& text) {
-    if (callbacks.on_event) callbacks.on_event(text);
-  };
-
-  if (!control.resume_dir.empty()) {
-    const CheckpointReader reader = CheckpointReader::Open(control.resume_dir);
-    const nlohmann::json meta = ParseCheckpointMeta(reader.meta(), reader.source());
-    CheckSameRun(meta.at("run"), fingerprint, reader.source());
-    global.current = reader.Read<float>("global.current", global.current.size());
-    global.previous = reader.Read<float>("global.previous", global.previous.size());
-    try {
-      if (!meta.contains("pool")) throw data::InputError(reader.source(), 0, "not a multi-device checkpoint");
-      pool.Restore(reader, meta.at("pool"), global.current);
-      progress = ProgressFromJson(meta.at("progress"));
-    } catch (const nlohmann::json::exception& e) {
-      throw data::InputError(reader.source(), 0, std::string("bad checkpoint state: ") + e.what());
-    }
-    if (progress.since_eval.size() != n) throw data::InputError(reader.source(), 0, "device records do not match --devices");
-    if (callbacks.on_resume) callbacks.on_resume(progress.evals);
-    event("resumed from " + reader.source() + " at mega-batch " + std::to_string(progress.megabatches));
-  }
-
-  const uint64_t rows_per_epoch = pool.rows_per_epoch();
-  const uint64_t total_rows = TotalTrainingRows(options, rows_per_epoch, train.source);
-  AliveMerge merging(engine, *model);
-  TrainResult outcome;  // how the run ended: signal, last checkpoint
-  const Clock::time_point start = Clock::now();
-  const double wall_before = progress.wall_seconds;
-  auto wall_seconds = [&] { return wall_before + Seconds(Clock::now() - start); };
-
-  auto write_checkpoint = [&](const char* why) {
-    if (control.checkpoint_dir.empty()) return;
-    progress.wall_seconds = wall_seconds();
-    const nlohmann::json meta = {{"run", fingerprint}, {"progress", ProgressToJson(progress)}, {"pool", pool.SaveMeta()}};
-    CheckpointWriter writer(meta.dump());
-    writer.Add("global.current", global.current);
-    writer.Add("global.previous", global.previous);
-    std::vector<std::vector<float>> momentum;
-    pool.AddSections(&writer, &momentum);
-    writer.Write(control.checkpoint_dir);
-    outcome.checkpoint = CheckpointPath(control.checkpoint_dir);
-    event(std::string("checkpoint (") + why + ") at mega-batch " + std::to_string(progress.megabatches) + ": " +
-          outcome.checkpoint);
-  };
-
-  // The last good state, for rollbacks: the pool's scheduling state, the global model, progress.
-  DevicePool::Snapshot good_pool = pool.TakeSnapshot();
-  merge::GlobalModel good_global = global;
-  RunProgress good_progress = progress;
-  std::vector<size_t> alive_before = pool.alive();
-
-  while (progress.rows_done < total_rows) {
-    if (control.stop_signal != nullptr && control.stop_signal->load() != 0) {
-      outcome.stopped_by_signal = control.stop_signal->load();
-      write_checkpoint("stop");
-      break;
-    }
-    if (pool.alive().empty()) {
-      write_checkpoint("no device left");
-      throw std::runtime_error("every device failed; the run stopped at mega-batch " +
-                               std::to_string(progress.megabatches) +
-                               (control.checkpoint_dir.empty() ? std::string(" (no --checkpoint-dir: progress is lost)")
-                                                               : "; resume with --resume " + control.checkpoint_dir));
-    }
-    const uint64_t index = progress.megabatches + 1;
-    pool.BeginMegaBatch(index);
-    const uint64_t epoch_before = progress.rows_done / rows_per_epoch;
-    const uint64_t budget = std::min(pool.MegaBatchRows(), total_rows - progress.rows_done);
-    double merge_s = 0;
-    uint64_t merges = 0;
-    merge::MergeOutcome merged;
-    auto merge_after = [&](const MegaBatchRun& part) {
-      if (pool.alive().empty()) return;
-      const Clock::time_point merge_start = Clock::now();
-      merged = merging.Run(pool, part, &global);
-      merge_s += Seconds(Clock::now() - merge_start);
-      ++merges;
-    };
-    MegaBatchRun run;
-    if (engine.schedule == EngineOptions::Schedule::kSync) {
-      // Merged after every round; the mega-batch only sets the evaluation cadence.
-      run = pool.EmptyRun();
-      for (uint64_t left = budget; left > 0 && !pool.alive().empty();) {
-        const MegaBatchRun round = pool.RunSyncRound(left);
-        left -= std::min(left, round.rows);
-        merge_after(round);
-        Absorb(round, &run);
-      }
-    } else {
-      run = pool.RunMegaBatch(budget);
-      merge_after(run);
-    }
-    const std::vector<size_t> alive_now = pool.alive();
-    for (size_t i : alive_before)
-      if (pool.dropped(i))
-        event("device " + pool.device(i).spec().id + " dropped in mega-batch " + std::to_string(index) + " (" +
-              pool.fault(i) + "); its rows go back to the queue, " + std::to_string(alive_now.size()) +
-              " devices go on");
-    alive_before = alive_now;
-    if (alive_now.empty()) continue;  // nothing merged; the loop's top checkpoints and stops
-
-    if (!run.diverged_on.empty() || !AllFinite(global.current)) {
-      const std::string what = !run.diverged_on.empty() ? "non-finite loss on " + run.diverged_on
-                                                        : std::string("non-finite merged model");
-      const uint32_t rollbacks = progress.rollbacks + 1;
-      global = good_global;
-      progress = good_progress;
-      progress.rollbacks = rollbacks;
-      progress.train_seconds += run.span_s;  // the lost mega-batch took time all the same
-      pool.RollBack(good_pool, global.current);
-      if (rollbacks > control.max_rollbacks) {
-        write_checkpoint("last good state");
-        throw std::runtime_error("training diverged in mega-batch " + std::to_string(index) + " (" + what + ") after " +
-                                 std::to_string(control.max_rollbacks) +
-                                 " rollbacks with halved learning rates (--max-rollbacks); lower --lr");
-      }
-      event("diverged in mega-batch " + std::to_string(index) + " (" + what + "): rolled back to mega-batch " +
-            std::to_string(progress.megabatches) + ", learning rates halved (rollback " + std::to_string(rollbacks) +
-            " of at most " + std::to_string(control.max_rollbacks) + ")");
-      good_pool = pool.TakeSnapshot();
-      good_progress = progress;
-      continue;
-    }
-
-    progress.rows_done += run.rows;
-    ++progress.megabatches;
-    progress.batches += run.batches;
-    for (double device_loss : run.loss_of) progress.loss_sum += device_loss;
-    progress.loss_batches += run.batches;
-
-    // Merges cost time too: measured on the wall clock; on the virtual clock a cost per parameter
-    // and replica (given, or calibrated on the first merge), so that algorithms merging every
-    // step (sync, crossbow) pay for it deterministically.
-    if (engine.clock == EngineOptions::Clock::kWall) {
-      progress.train_seconds += run.span_s + merge_s;
-    } else if (merges > 0) {
-      const double units = double(global.current.size()) * double(alive_now.size());
-      if (progress.merge_cost_s == 0)
-        progress.merge_cost_s = engine.merge_cost_s > 0 ? engine.merge_cost_s : merge_s / double(merges) / units;
-      progress.train_seconds += run.span_s + double(merges) * units * progress.merge_cost_s;
-    }
-    for (size_t i = 0; i < n; ++i) {
-      DeviceRecord& d = progress.since_eval[i];
-      d.batch = RowsForBatch(pool.states()[i].batch);
-      d.lr = pool.states()[i].lr;
-      d.updates += run.updates[i];
-      d.rows += run.rows_of[i];
-      d.weight = merged.weights.empty() ? 0.0 : merged.weights[i];
-      d.busy_s += run.busy_s[i];
-      if (!pool.dropped(i)) d.idle_s += std::max(0.0, run.span_s - run.busy_s[i]);
-      d.dropped = pool.dropped(i);
-      d.fault = pool.fault(i);
-    }
-    if (engine.scale_batches && engine.schedule == EngineOptions::Schedule::kDynamic) {
-      // Algorithm 1 over the devices still alive (a dropped one's zero updates would skew the mean).
-      std::vector<uint64_t> updates;
-      std::vector<DeviceBatch> states;
-      for (size_t i : alive_now) updates.push_back(run.updates[i]), states.push_back(pool.states()[i]);
-      ScaleBatchSizes(updates, pool.bounds(), &states);
-      for (size_t k = 0; k < alive_now.size(); ++k) pool.states()[alive_now[k]] = states[k];
-    }
-
-    const bool finished = progress.rows_done >= total_rows;
-    bool due = finished;
-    switch (options.eval.kind) {
-      case EvalSchedule::Kind::kEachEpoch: due = due || progress.rows_done / rows_per_epoch > epoch_before; break;
-      case EvalSchedule::Kind::kEnd: break;
-      case EvalSchedule::Kind::kEveryMegaBatches:
-        due = due || progress.megabatches % options.eval.mega_batches == 0;
-        break;
-    }
-    if (due) {
-      EvalRecord record;
-      const Clock::time_point eval_start = Clock::now();
-      model->params = global.current;
-      if (test != nullptr) record.test = engine::Evaluate(*model, *test);
-      record.eval_time_s = Seconds(Clock::now() - eval_start);
-      record.megabatch = progress.megabatches;
-      record.epoch = double(progress.rows_done) / double(rows_per_epoch);
-      record.train_time_s = progress.train_seconds;
-      record.wall_time_s = wall_seconds();
-      record.train_samples = progress.rows_done;
-      record.train_loss = progress.loss_batches > 0 ? progress.loss_sum / double(progress.loss_batches) : 0.0;
-      record.perturbed = merged.perturbed;
-      record.rollbacks = progress.rollbacks;
-      record.devices = progress.since_eval;
-      for (DeviceRecord& d : progress.since_eval) d.updates = d.rows = 0, d.busy_s = d.idle_s = 0;
-      progress.loss_sum = 0;
-      progress.loss_batches = 0;
-      progress.evals.push_back(record);
-      if (callbacks.on_eval) callbacks.on_eval(record);
-    }
-    if (callbacks.on_progress) {
-      double mean_loss = 0;
-      for (double device_loss : run.loss_of) mean_loss += device_loss;
-      callbacks.on_progress(progress.rows_done, total_rows, run.batches > 0 ? mean_loss / double(run.batches) : 0.0);
-    }
-
-    good_pool = pool.TakeSnapshot();
-    good_global = global;
-    good_progress = progress;
-    if (finished) {
-      write_checkpoint("end");
-    } else if (control.checkpoint_every > 0 && progress.megabatches % control.checkpoint_every == 0) {
-      write_checkpoint("periodic");
-    }
-  }
-  model->params = global.current;
-  TrainResult result = ResultOf(progress);
-  result.stopped_by_signal = outcome.stopped_by_signal;
-  result.checkpoint = outcome.checkpoint;
-  return result;
+  return MultiDeviceRun(train, test, options, engine, model, callbacks, control).Train();
 }
 
 }  // namespace xmlt::scheduler
