@@ -91,8 +91,10 @@ struct ChunkResult {
 struct ParseSpec {
   bool labeled = true;  // rows start with an optional label list
   bool one_based = false;
-  uint64_t feature_limit = kMaxId + 1;  // ids must stay below (the declared D, when known)
-  uint64_t label_limit = kMaxId + 1;
+  // Ids must stay below the declared D (or L) when known; otherwise the count, max id + 1, must
+  // still fit the 32-bit column counts that the cache and the model accept.
+  uint64_t feature_limit = kMaxId;
+  uint64_t label_limit = kMaxId;
   bool feature_limit_declared = false;
   bool label_limit_declared = false;
 };
@@ -144,10 +146,12 @@ class ChunkParser {
       const bool declared = feature ? spec_.feature_limit_declared : spec_.label_limit_declared;
       const uint64_t shown = *id + (spec_.one_based ? 1 : 0);
       std::string problem = std::string(kind) + " id " + std::to_string(shown) + " out of range";
+      const std::string ids = (spec_.one_based ? ", ids 1.." : ", ids 0..") +
+                              std::to_string(limit - (spec_.one_based ? 0 : 1)) + ")";
       if (declared) {
-        problem += " (the header declares " + std::to_string(limit) + " " + kind + "s" +
-                   (spec_.one_based ? ", ids 1.." : ", ids 0..") +
-                   std::to_string(limit - (spec_.one_based ? 0 : 1)) + ")";
+        problem += " (the header declares " + std::to_string(limit) + " " + kind + "s" + ids;
+      } else {
+        problem += " (at most 2^32-1 " + std::string(kind) + "s" + ids;
       }
       return Fail(token, problem);
     }
@@ -246,12 +250,12 @@ class ChunkParser {
       }
       if (!ParseFeature(p)) return false;
     }
-    FinishRow(line, feature_begin, label_begin);
-    return true;
+    return FinishRow(line, feature_begin, label_begin);
   }
 
-  // Sorts the row's ids, sums repeated features and drops repeated labels.
-  void FinishRow(const char* line, size_t feature_begin, size_t label_begin) {
+  // Sorts the row's ids, sums repeated features and drops repeated labels. Fails when a sum leaves
+  // the float range: each value was checked alone, and an infinite one would poison training.
+  bool FinishRow(const char* line, size_t feature_begin, size_t label_begin) {
     auto& features = out_.features;
     bool sorted = true;
     for (size_t i = feature_begin + 1; i < features.size(); ++i) {
@@ -268,6 +272,11 @@ class ChunkParser {
       for (size_t i = feature_begin; i < features.size(); ++i) {
         if (kept > feature_begin && features[kept - 1].id == features[i].id) {
           features[kept - 1].value += features[i].value;
+          if (!std::isfinite(features[kept - 1].value)) {
+            const uint64_t shown = features[i].id + (spec_.one_based ? 1 : 0);
+            return Fail(line, "the values of repeated feature id " + std::to_string(shown) +
+                                  " sum beyond float range");
+          }
           if (out_.duplicate_offset == kNone) out_.duplicate_offset = line - base_;
         } else {
           features[kept++] = features[i];
@@ -279,7 +288,7 @@ class ChunkParser {
       out_.feature_bound = std::max<uint64_t>(out_.feature_bound, features.back().id + 1ull);
     }
     out_.feature_ends.push_back(features.size());
-    if (!spec_.labeled) return;
+    if (!spec_.labeled) return true;
 
     auto& labels = out_.labels;
     if (!std::is_sorted(labels.begin() + label_begin, labels.end()) ||
@@ -291,6 +300,7 @@ class ChunkParser {
       out_.label_bound = std::max<uint64_t>(out_.label_bound, labels.back() + 1ull);
     }
     out_.label_ends.push_back(labels.size());
+    return true;
   }
 
   const char* base_;

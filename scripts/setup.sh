@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages xmltrain needs to build and test, only those that are missing.
-# Idempotent and quiet when everything is already there. Usage: scripts/setup.sh [--with-peers]
+# Idempotent and quiet when everything is already there.
+# Usage: scripts/setup.sh [--with-peers] [--with-fuzz]
 #   --with-peers  also installs PyTorch (python3-torch) for the peer benchmarks.
+#   --with-fuzz   also installs clang and its libFuzzer runtime for scripts/fuzz.sh.
 set -euo pipefail
 
 packages=(build-essential cmake libtbb-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
           nlohmann-json3-dev libxxhash-dev libopenblas-dev zlib1g-dev python3-matplotlib)
-if [[ "${1:-}" == "--with-peers" ]]; then
-  packages+=(python3-torch python3-numpy)
-fi
+for option in "$@"; do
+  case $option in
+    --with-peers) packages+=(python3-torch python3-numpy) ;;
+    --with-fuzz) packages+=(clang libclang-rt-dev) ;;
+    *) echo "setup.sh: unknown option '$option'" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

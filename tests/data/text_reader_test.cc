@@ -239,6 +239,33 @@ TEST(TextReaderTest, RejectsBadFiles) {
   ExpectError(std::string("\0\0\0\0", 4), 1, "binary data");
 }
 
+// Found by fuzzing: without a header the count is the largest id + 1, so id 2^32-1 made a count of
+// 2^32, which neither the .xmlb cache nor the model accepts.
+TEST(TextReaderTest, IdsWithoutAHeaderKeepTheirCountWithin32Bits) {
+  ExpectError("4294967295:1\n", 1, "feature id 4294967295 out of range (at most 2^32-1 features");
+  LoadOptions libsvm;
+  libsvm.format = TextFormat::kLibsvm;
+  ExpectError("4294967295,4 1:1\n", 1, "label id 4294967295 out of range", libsvm);
+  const Dataset largest = Parse("4294967294 4294967294:1\n", libsvm);
+  EXPECT_EQ(largest.num_features(), 4294967295u);
+  EXPECT_EQ(largest.num_labels(), 4294967295u);
+  LoadOptions one_based = libsvm;
+  one_based.one_based = true;
+  EXPECT_EQ(Parse("4294967295 4294967295:1\n", one_based).num_features(), 4294967295u);
+}
+
+// Found by fuzzing: each value was range-checked alone, but the sum of a repeated id's values could
+// reach infinity, which the cache reader then called corrupt.
+TEST(TextReaderTest, RepeatedFeatureIdsWhoseSumOverflowsAreRejected) {
+  ExpectError("2 3 1\n0 1:1\n0 1:3e38 2:1 1:3e38\n", 3,
+              "the values of repeated feature id 1 sum beyond float range");
+  LoadOptions one_based;
+  one_based.one_based = true;
+  ExpectError("1 3 1\n1 3:-3e38 3:-3e38\n", 2, "repeated feature id 3 sum", one_based);
+  const Dataset cancelled = Parse("1 3 1\n0 1:3e38 1:-3e38 1:2\n");
+  EXPECT_EQ(RowValues(cancelled.features, 0), std::vector<float>{2.0f});
+}
+
 TEST(TextReaderTest, ReportsTheFirstErrorInFileOrderWhateverTheThreads) {
   // Errors far apart land in different chunks; the earlier one must win with any thread count.
   std::string text = RandomText(60000, 7);
