@@ -7,7 +7,6 @@
 
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "data/atomic_file.h"
 #include "data/input_error.h"
@@ -29,8 +28,7 @@ void Put(std::string* out, const T& value) {
 // Reads fixed-size fields and byte ranges, never past the end (the checksum excluded).
 class Cursor {
  public:
-  Cursor(const std::vector<char>& bytes, size_t end, const std::string& source)
-      : bytes_(bytes), end_(end), source_(source) {}
+  Cursor(const char* bytes, size_t end, const std::string& source) : bytes_(bytes), end_(end), source_(source) {}
   template <class T>
   T Get(const char* what) {
     T value;
@@ -42,7 +40,7 @@ class Cursor {
       throw data::InputError(source_, 0, "truncated checkpoint: " + std::string(what) + " needs " +
                                              std::to_string(count) + " bytes at offset " + std::to_string(pos_) +
                                              ", " + std::to_string(end_ - pos_) + " remain");
-    const char* at = bytes_.data() + pos_;
+    const char* at = bytes_ + pos_;
     pos_ += size_t(count);
     return at;
   }
@@ -50,7 +48,7 @@ class Cursor {
   size_t remaining() const { return end_ - pos_; }
 
  private:
-  const std::vector<char>& bytes_;
+  const char* bytes_;
   size_t end_;
   const std::string& source_;
   size_t pos_ = 0;
@@ -122,28 +120,34 @@ CheckpointReader CheckpointReader::Open(const std::string& directory) {
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error))
     throw data::InputError(path, 0, "no checkpoint here (--resume takes the directory given to --checkpoint-dir)");
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw data::InputError(path, 0, "cannot open checkpoint");
-  const std::streamoff size = in.tellg();
-  in.seekg(0);
-  std::vector<char> bytes(size_t(std::max<std::streamoff>(size, 0)));
-  if (!in.read(bytes.data(), size)) throw data::InputError(path, 0, "cannot read checkpoint");
-  return Parse(std::move(bytes), path);
+  CheckpointReader reader;
+  reader.source_ = path;
+  reader.mapping_ = data::MappedFile::Open(path, /*populate=*/true);
+  reader.data_ = reader.mapping_->data();
+  reader.size_ = reader.mapping_->size();
+  return Index(std::move(reader));
 }
 
 CheckpointReader CheckpointReader::Parse(std::vector<char> bytes, std::string source) {
   CheckpointReader reader;
   reader.source_ = std::move(source);
-  reader.bytes_ = std::move(bytes);
-  const std::vector<char>& b = reader.bytes_;
+  reader.owned_ = std::move(bytes);
+  reader.data_ = reader.owned_.data();
+  reader.size_ = reader.owned_.size();
+  return Index(std::move(reader));
+}
+
+CheckpointReader CheckpointReader::Index(CheckpointReader reader) {
+  const char* b = reader.data_;
+  const size_t size = reader.size_;
   const std::string& src = reader.source_;
-  if (b.size() < sizeof(kMagic) || std::memcmp(b.data(), kMagic, sizeof(kMagic)) != 0)
+  if (size < sizeof(kMagic) || std::memcmp(b, kMagic, sizeof(kMagic)) != 0)
     throw data::InputError(src, 0, "not an xmltrain checkpoint");
-  if (b.size() < sizeof(kMagic) + 16 + sizeof(uint64_t))
-    throw data::InputError(src, 0, "truncated checkpoint (" + std::to_string(b.size()) + " bytes)");
-  const size_t body = b.size() - sizeof(uint64_t);
+  if (size < sizeof(kMagic) + 16 + sizeof(uint64_t))
+    throw data::InputError(src, 0, "truncated checkpoint (" + std::to_string(size) + " bytes)");
+  const size_t body = size - sizeof(uint64_t);
   uint64_t stored;
-  std::memcpy(&stored, b.data() + body, sizeof(stored));
+  std::memcpy(&stored, b + body, sizeof(stored));
   Cursor cursor(b, body, src);
   cursor.Take(sizeof(kMagic), "magic");
   const uint32_t version = cursor.Get<uint32_t>("version");
@@ -151,7 +155,7 @@ CheckpointReader CheckpointReader::Parse(std::vector<char> bytes, std::string so
     throw data::InputError(src, 0, "checkpoint version " + std::to_string(version) + " is not supported (expected " +
                                        std::to_string(kVersion) + ")");
   // Checked before the layout is trusted: a torn or bit-flipped file stops here.
-  if (XXH3_64bits(b.data(), body) != stored)
+  if (XXH3_64bits(b, body) != stored)
     throw data::InputError(src, 0, "checksum mismatch: the checkpoint is truncated or corrupt");
   const uint32_t count = cursor.Get<uint32_t>("section count");
   if (count > kMaxSections) throw data::InputError(src, 0, "bad section count " + std::to_string(count));
@@ -165,7 +169,7 @@ CheckpointReader CheckpointReader::Parse(std::vector<char> bytes, std::string so
     const char* name = cursor.Take(name_bytes, "section name");
     const uint64_t data_bytes = cursor.Get<uint64_t>("section size");
     Span span;
-    span.offset = size_t(cursor.Take(data_bytes, "section data") - b.data());
+    span.offset = size_t(cursor.Take(data_bytes, "section data") - b);
     span.bytes = size_t(data_bytes);
     std::string section_name(name, name_bytes);
     if (reader.Has(section_name)) throw data::InputError(src, 0, "section '" + section_name + "' appears twice");
@@ -199,7 +203,7 @@ CheckpointReader::Span CheckpointReader::Find(const std::string& name, size_t va
 }
 
 void CheckpointReader::CopyOut(const Span& span, void* out) const {
-  if (span.bytes != 0) std::memcpy(out, bytes_.data() + span.offset, span.bytes);
+  if (span.bytes != 0) std::memcpy(out, data_ + span.offset, span.bytes);
 }
 
 }  // namespace xmlt::scheduler

@@ -11,8 +11,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "data/mapped_file.h"
 
 namespace xmlt::scheduler {
 
@@ -48,6 +51,7 @@ class CheckpointWriter {
 class CheckpointReader {
  public:
   // Throws data::InputError naming the file for a missing, truncated, corrupt or foreign file.
+  // The file is mapped, not read: sections are copied once, straight to where they go.
   static CheckpointReader Open(const std::string& directory);
   // The same checks on bytes already in memory; `source` names them in errors.
   static CheckpointReader Parse(std::vector<char> bytes, std::string source);
@@ -66,6 +70,11 @@ class CheckpointReader {
     CopyOut(span, values.data());
     return values;
   }
+  // The same into `count` values at `out` (a device's parameters, say), without a temporary.
+  template <class T>
+  void ReadInto(const std::string& name, T* out, size_t count) const {
+    CopyOut(Find(name, sizeof(T), count), out);
+  }
 
  private:
   struct Span {
@@ -74,8 +83,14 @@ class CheckpointReader {
   Span Find(const std::string& name, size_t value_size, size_t expected_count) const;
   void CopyOut(const Span& span, void* out) const;
 
+  // Checks and indexes the bytes at data_ (owned by mapping_ or owned_).
+  static CheckpointReader Index(CheckpointReader reader);
+
   std::string source_;
-  std::vector<char> bytes_;
+  std::shared_ptr<const data::MappedFile> mapping_;
+  std::vector<char> owned_;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
   std::string meta_;
   std::vector<std::pair<std::string, Span>> sections_;
 };

@@ -333,10 +333,12 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
       // A device dropped before the checkpoint gets another chance (the user asked for it again),
       // starting from the global model with no momentum.
       const std::string prefix = "device." + std::to_string(i) + ".";
-      const std::vector<float> params =
-          reader.Has(prefix + "params") ? reader.Read<float>(prefix + "params", d.NumParams()) : global;
-      if (params.size() != d.NumParams()) throw data::InputError(source, 0, "global model of the wrong size");
-      std::copy(params.begin(), params.end(), d.HostParams());
+      if (reader.Has(prefix + "params")) {
+        reader.ReadInto(prefix + "params", d.HostParams(), d.NumParams());
+      } else {
+        if (global.size() != d.NumParams()) throw data::InputError(source, 0, "global model of the wrong size");
+        std::copy(global.begin(), global.end(), d.HostParams());
+      }
       d.FinishMerge();
       d.RestoreOptimizerState(reader.Has(prefix + "momentum") ? reader.Read<float>(prefix + "momentum", d.NumParams())
                                                                : std::vector<float>{});

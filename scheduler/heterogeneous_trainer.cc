@@ -195,8 +195,8 @@ class MultiDeviceRun {
     const nlohmann::json meta = ParseCheckpointMeta(reader.meta(), reader.source());
     CheckSameRun(meta.at("run"), fingerprint_, reader.source());
     if (!meta.contains("pool")) throw data::InputError(reader.source(), 0, "not a multi-device checkpoint");
-    global_.current = reader.Read<float>("global.current", global_.current.size());
-    global_.previous = reader.Read<float>("global.previous", global_.previous.size());
+    reader.ReadInto("global.current", global_.current.data(), global_.current.size());
+    reader.ReadInto("global.previous", global_.previous.data(), global_.previous.size());
     try {
       pool_.Restore(reader, meta.at("pool"), global_.current);
       progress_ = ProgressFromJson(meta.at("progress"));

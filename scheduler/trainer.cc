@@ -48,8 +48,7 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
       if (!meta.contains("single")) throw data::InputError(reader.source(), 0, "not a single-device checkpoint");
       const nlohmann::json& single = meta.at("single");
       const size_t n = replica.model().params.size();
-      const std::vector<float> params = reader.Read<float>("params", n);
-      std::copy(params.begin(), params.end(), replica.model().params.begin());
+      reader.ReadInto("params", replica.model().params.data(), n);
       replica.RestoreVelocity(reader.Has("momentum") ? reader.Read<float>("momentum", n) : std::vector<float>{});
       sampler.Restore(reader.Read<uint64_t>("sampler.order"), single.at("sampler_cursor").get<uint64_t>(),
                       single.at("sampler_rng").get<std::string>());
