@@ -315,7 +315,8 @@ Command AddTrainCommand(CLI::App* app) {
                   "Divergences (NaN/Inf loss or model) rolled back with halved learning rates before the run stops")
       ->capture_default_str()->group(kReliability);
   cmd->add_option("--inject-fault", f.faults,
-                  "Make a device fail, for tests and drills: device=I,megabatch=K (repeatable)")
+                  "Make a device fail, for tests and drills: device=I,megabatch=K[,kind=fail|nan] (repeatable; "
+                  "kind=nan reports a NaN loss, a divergence)")
       ->group(kReliability);
 
   const char* kEngine = "Several devices";
