@@ -19,7 +19,8 @@ std::string Describe(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
   } catch (const std::exception& e) {
-    return e.what();
+    // Never empty: an empty fault text would read as a healthy device.
+    return *e.what() != 0 ? e.what() : "error without a message";
   } catch (...) {
     return "unknown error";
   }
@@ -313,7 +314,8 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
                      meta.at("sampler_rng").get<std::string>());
     slowdown_->RestoreState(meta.at("slowdown").get<std::string>());
     requeued_ = reader.Read<uint64_t>("requeued");
-    if (requeued_.size() > uint64_t(options_.mega_batch + size()) * options_.batch)
+    // At most a mega-batch's rows plus what a shrinking one left over: never two arenas' worth.
+    if (requeued_.size() > 2 * arena_.size())
       throw data::InputError(source, 0, "more returned rows than a mega-batch holds");
     std::vector<uint64_t> trainable = sampler_.order();
     std::sort(trainable.begin(), trainable.end());
