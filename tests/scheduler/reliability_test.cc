@@ -269,13 +269,37 @@ TEST(DeviceFaults, AFailedDeviceIsDroppedAndTheOthersTrainEveryRow) {
     EXPECT_FALSE(last.devices[0].dropped);
     // The average is renormalized over the survivors (Algorithm 2's perturbation does not
     // renormalize; EASGD's weights are its pull strength).
-    if (algo == "sync") EXPECT_NEAR(last.devices[0].weight + last.devices[2].weight, 1.0, 1e-12);
+    if (algo == "sync") {
+      EXPECT_NEAR(last.devices[0].weight + last.devices[2].weight, 1.0, 1e-12);
+    }
     uint64_t rows = 0;
     for (const EvalRecord& r : out.records)
       for (const DeviceRecord& d : r.devices) rows += d.rows;
     EXPECT_EQ(rows, last.train_samples);
     EXPECT_EQ(last.train_samples, 6000u);
   }
+}
+
+// The wall clock's dynamic dispatch (the most concurrent path: each result frees its device for
+// the next batch) with a device failing mid-run: every row is still trained, by the others.
+TEST(DeviceFaults, TheWallClockDispatchDropsAFailedDeviceToo) {
+  EngineOptions engine = Engine("adaptive");
+  engine.clock = EngineOptions::Clock::kWall;
+  engine.speed = "1,2,1";
+  RunControl control;
+  FaultInjection fail;
+  fail.device = 2;
+  fail.megabatch = 3;
+  control.faults = {fail};
+  const Outcome out = TrainFor(Options(), &engine, control);
+  const EvalRecord& last = out.records.back();
+  EXPECT_TRUE(last.devices[2].dropped);
+  EXPECT_EQ(last.train_samples, 6000u);
+  uint64_t rows = 0;
+  for (const EvalRecord& r : out.records)
+    for (const DeviceRecord& d : r.devices) rows += d.rows;
+  EXPECT_EQ(rows, 6000u);
+  for (float w : out.model.params) ASSERT_TRUE(std::isfinite(w));
 }
 
 TEST(DeviceFaults, WithNoDeviceLeftTheRunStopsWithACheckpointThatResumes) {
