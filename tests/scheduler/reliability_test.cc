@@ -124,6 +124,24 @@ void ExpectSameRecords(const std::vector<EvalRecord>& a, const std::vector<EvalR
   }
 }
 
+// A run in which `device` fails in mega-batch `megabatch`.
+RunControl FailingDevice(size_t device, uint64_t megabatch) {
+  RunControl control;
+  FaultInjection fail;
+  fail.device = device;
+  fail.megabatch = megabatch;
+  control.faults = {fail};
+  return control;
+}
+
+// Rows the devices trained, over every evaluation's per-device records.
+uint64_t RowsTrained(const std::vector<EvalRecord>& records) {
+  uint64_t rows = 0;
+  for (const EvalRecord& r : records)
+    for (const DeviceRecord& d : r.devices) rows += d.rows;
+  return rows;
+}
+
 class ResumeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
@@ -255,12 +273,7 @@ TEST(DeviceFaults, AFailedDeviceIsDroppedAndTheOthersTrainEveryRow) {
   for (const std::string algo : {"adaptive", "elastic", "sync"}) {
     SCOPED_TRACE(algo);
     const EngineOptions engine = Engine(algo);
-    RunControl control;
-    FaultInjection fail;
-    fail.device = 1;
-    fail.megabatch = 2;
-    control.faults = {fail};
-    const Outcome out = TrainFor(Options(), &engine, control);
+    const Outcome out = TrainFor(Options(), &engine, FailingDevice(1, 2));
     const EvalRecord& last = out.records.back();
     EXPECT_TRUE(last.devices[1].dropped);
     EXPECT_NE(last.devices[1].fault.find("injected fault"), std::string::npos) << last.devices[1].fault;
@@ -272,10 +285,7 @@ TEST(DeviceFaults, AFailedDeviceIsDroppedAndTheOthersTrainEveryRow) {
     if (algo == "sync") {
       EXPECT_NEAR(last.devices[0].weight + last.devices[2].weight, 1.0, 1e-12);
     }
-    uint64_t rows = 0;
-    for (const EvalRecord& r : out.records)
-      for (const DeviceRecord& d : r.devices) rows += d.rows;
-    EXPECT_EQ(rows, last.train_samples);
+    EXPECT_EQ(RowsTrained(out.records), last.train_samples);
     EXPECT_EQ(last.train_samples, 6000u);
   }
 }
@@ -286,19 +296,11 @@ TEST(DeviceFaults, TheWallClockDispatchDropsAFailedDeviceToo) {
   EngineOptions engine = Engine("adaptive");
   engine.clock = EngineOptions::Clock::kWall;
   engine.speed = "1,2,1";
-  RunControl control;
-  FaultInjection fail;
-  fail.device = 2;
-  fail.megabatch = 3;
-  control.faults = {fail};
-  const Outcome out = TrainFor(Options(), &engine, control);
+  const Outcome out = TrainFor(Options(), &engine, FailingDevice(2, 3));
   const EvalRecord& last = out.records.back();
   EXPECT_TRUE(last.devices[2].dropped);
   EXPECT_EQ(last.train_samples, 6000u);
-  uint64_t rows = 0;
-  for (const EvalRecord& r : out.records)
-    for (const DeviceRecord& d : r.devices) rows += d.rows;
-  EXPECT_EQ(rows, 6000u);
+  EXPECT_EQ(RowsTrained(out.records), 6000u);
   for (float w : out.model.params) ASSERT_TRUE(std::isfinite(w));
 }
 
