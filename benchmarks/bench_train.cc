@@ -1,5 +1,6 @@
-// Training throughput (samples/s) of the CPU backend on generated data shaped like the paper's
-// datasets, and the share of one step spent in each part, at the batch sizes researchers use.
+// Training throughput (samples/s and GFLOP/s) of the CPU backend on generated data shaped like the
+// paper's datasets, at scale 0.01 and at the full Table 1 shapes, and the rate of the output
+// layer's three GEMMs alone at the same shapes: the step's physical limit on this machine.
 #include <benchmark/benchmark.h>
 
 #include <map>
@@ -9,26 +10,34 @@
 #include "data/row_normalization.h"
 #include "data/synthetic_generator.h"
 #include "engine/cpu_replica.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/model.h"
 
 namespace {
 
 using namespace xmlt;
 
-const data::Dataset& Generated(const std::string& preset) {
-  static std::map<std::string, data::Dataset> cache;
-  auto it = cache.find(preset);
+// Scale 0.01 keeps the preset's rows; the full shapes keep 4,096 rows (enough batches to cycle
+// through, with exactly the preset's features and labels).
+const data::Dataset& Generated(const std::string& preset, double scale) {
+  static std::map<std::pair<std::string, double>, data::Dataset> cache;
+  auto it = cache.find({preset, scale});
   if (it == cache.end()) {
-    data::GeneratorConfig config = data::PresetConfig(preset, 0.01);
+    data::GeneratorConfig config = data::PresetConfig(preset, scale);
+    if (scale == 1) config.train_rows = 4096;
     config.test_rows = 1;
-    it = cache.emplace(preset, data::NormalizeRowsL2(data::Generate(config).train)).first;
+    it = cache.emplace(std::make_pair(preset, scale), data::NormalizeRowsL2(data::Generate(config).train)).first;
   }
   return it->second;
 }
 
+// Multiply-adds x 2 of the output layer's three products (logits, input gradient, weight
+// gradient) per row: the bulk of a step's arithmetic.
+double OutputFlopsPerRow(uint64_t labels, uint64_t hidden) { return 3.0 * 2.0 * double(labels) * double(hidden); }
+
 // Args: batch size, hidden units. Counts samples processed.
-void TrainSteps(benchmark::State& state, const std::string& preset) {
-  const data::Dataset& train = Generated(preset);
+void TrainSteps(benchmark::State& state, const std::string& preset, double scale) {
+  const data::Dataset& train = Generated(preset, scale);
   const uint32_t batch = uint32_t(state.range(0));
   kernels::ModelShape shape{train.num_features(), {uint32_t(state.range(1))}, train.num_labels()};
   engine::CpuReplica replica(kernels::InitModel<float>(shape, 1), batch, 0.9f);
@@ -42,13 +51,49 @@ void TrainSteps(benchmark::State& state, const std::string& preset) {
     cursor += batch;
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * batch);
+  // The whole step's arithmetic: the three output products and the first layer's two sparse ones.
+  const double flops = OutputFlopsPerRow(train.num_labels(), shape.hidden[0]) +
+                       4.0 * double(train.features.nnz()) / double(train.num_rows()) * double(shape.hidden[0]);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * double(batch) * 1e-9 * double(state.iterations()),
+                                                  benchmark::Counter::kIsRate);
   state.counters["labels"] = double(train.num_labels());
   state.counters["features"] = double(train.num_features());
 }
 
-BENCHMARK_CAPTURE(TrainSteps, amazon670k_scale0_01, std::string("amazon670k"))
+// The output layer's three GEMMs at a step's shapes, each as the step calls it from the parallel
+// GEMM: logits = A W^T, dA = D W, dW = D^T A. Args: batch rows, hidden units, labels.
+void OutputGemms(benchmark::State& state) {
+  const int64_t rows = state.range(0), hidden = state.range(1), labels = state.range(2);
+  std::vector<float> a(rows * hidden), w(labels * hidden), z(rows * labels), da(rows * hidden);
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  for (float& x : a) x = uniform(rng);
+  for (float& x : w) x = uniform(rng) * 0.01f;
+  for (float& x : z) x = uniform(rng) * 1e-6f;
+  using xmlt::kernels::cpu::Gemm;
+  using xmlt::kernels::cpu::Op;
+  for (auto _ : state) {
+    Gemm<float>(Op::kNone, Op::kTranspose, rows, labels, hidden, 1, a.data(), hidden, w.data(), hidden, 0, z.data(), labels);
+    Gemm<float>(Op::kNone, Op::kNone, rows, hidden, labels, 1, z.data(), labels, w.data(), hidden, 0, da.data(), hidden);
+    Gemm<float>(Op::kTranspose, Op::kNone, labels, hidden, rows, -0.1f, z.data(), labels, a.data(), hidden, 1, w.data(), hidden);
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * rows);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      OutputFlopsPerRow(uint64_t(labels), uint64_t(hidden)) * double(rows) * 1e-9 * double(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+
+BENCHMARK_CAPTURE(TrainSteps, amazon670k_scale0_01, std::string("amazon670k"), 0.01)
     ->Args({128, 128})->Args({256, 128})->Args({256, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(TrainSteps, delicious200k_scale0_01, std::string("delicious200k"))
+BENCHMARK_CAPTURE(TrainSteps, delicious200k_scale0_01, std::string("delicious200k"), 0.01)
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
+// The full Table 1 shapes: 135,909 x 670,091 and 782,585 x 205,443.
+BENCHMARK_CAPTURE(TrainSteps, amazon670k_full, std::string("amazon670k"), 1.0)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+BENCHMARK_CAPTURE(TrainSteps, delicious200k_full, std::string("delicious200k"), 1.0)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+BENCHMARK(OutputGemms)->Args({256, 128, 670091})->Args({256, 128, 205443})
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
 
 }  // namespace

@@ -7,7 +7,11 @@
 #include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
+#include <limits>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 
 // OpenBLAS may be built with its own thread pool; it would fight TBB's, so it is switched off.
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
@@ -24,13 +28,26 @@ void UseSerialBlas() {
 
 CBLAS_TRANSPOSE ToCblas(Op op) { return op == Op::kNone ? CblasNoTrans : CblasTrans; }
 
+// cblas takes int sizes and strides (blasint is int in Debian's OpenBLAS). Gemm tiles m and n
+// below this; k and the strides cannot be tiled, so a value past it is refused, not truncated.
+constexpr int64_t kMaxBlasInt = std::numeric_limits<int>::max();
+
+void CheckBlasInts(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
+  for (const int64_t value : {m, n, k, lda, ldb, ldc})
+    if (value > kMaxBlasInt)
+      throw std::invalid_argument("gemm: size or stride " + std::to_string(value) +
+                                  " exceeds the BLAS's int range");
+}
+
 void SerialGemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  CheckBlasInts(m, n, k, lda, ldb, ldc);
   cblas_sgemm(CblasRowMajor, ToCblas(op_a), ToCblas(op_b), m, n, k, alpha, a, lda, b, ldb, beta, c,
               ldc);
 }
 void SerialGemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
                 int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  CheckBlasInts(m, n, k, lda, ldb, ldc);
   cblas_dgemm(CblasRowMajor, ToCblas(op_a), ToCblas(op_b), m, n, k, alpha, a, lda, b, ldb, beta, c,
               ldc);
 }
@@ -45,15 +62,17 @@ void Gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a
           const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   UseSerialBlas();
-  if (m * n * k <= kMinTileWork) {
+  // In double: m * n * k of an absurd shape must not overflow int64 into a small number.
+  if (double(m) * double(n) * double(k) <= double(kMinTileWork)) {
     SerialGemm(op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   // Tiles as large as possible (each BLAS call packs its operands, so small tiles pay that again
   // and again) but enough of them to keep every thread busy: halve the longer side until there
-  // are about four tiles per thread.
+  // are about four tiles per thread. Never past the BLAS's int: the simple_partitioner below
+  // splits every range down to its grain, so a tile is at most tile_m x tile_n.
   const int64_t target_tiles = 4 * int64_t(tbb::this_task_arena::max_concurrency());
-  int64_t tile_m = m, tile_n = n;
+  int64_t tile_m = std::min(m, kMaxBlasInt), tile_n = std::min(n, kMaxBlasInt);
   auto tiles = [&] { return ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n); };
   while (tiles() < target_tiles) {
     if (tile_n >= tile_m && tile_n > 32) {
@@ -78,9 +97,21 @@ void Gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a
       tbb::simple_partitioner());
 }
 
+template <class T>
+void GemmOneThread(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                   int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  UseSerialBlas();
+  SerialGemm(op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 template void Gemm<float>(Op, Op, int64_t, int64_t, int64_t, float, const float*, int64_t,
                           const float*, int64_t, float, float*, int64_t);
 template void Gemm<double>(Op, Op, int64_t, int64_t, int64_t, double, const double*, int64_t,
                            const double*, int64_t, double, double*, int64_t);
+template void GemmOneThread<float>(Op, Op, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                                   const float*, int64_t, float, float*, int64_t);
+template void GemmOneThread<double>(Op, Op, int64_t, int64_t, int64_t, double, const double*,
+                                    int64_t, const double*, int64_t, double, double*, int64_t);
 
 }  // namespace xmlt::kernels::cpu

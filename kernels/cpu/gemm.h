@@ -14,4 +14,10 @@ template <class T>
 void Gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
+// The same product as one BLAS call on the calling thread, for kernels that already run blocks
+// of their own in parallel.
+template <class T>
+void GemmOneThread(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+                   int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
 }  // namespace xmlt::kernels::cpu

@@ -60,18 +60,22 @@ void DenseForward(const Model<T>& model, size_t layer, const T* in, uint32_t row
 }
 
 // dst[j] = beta * dst[j] + alpha * sum_r m[r][j] for a rows x cols matrix; blocks of columns in
-// parallel, rows streamed so that the inner loop is contiguous and vectorizes.
+// parallel, rows streamed so that the inner loop is contiguous and vectorizes. A TBB range may
+// hold more than the grain's columns (auto_partitioner merges ranges), so each range is walked in
+// blocks of kBlock: the stack array never sees more than kBlock columns.
 template <class T>
 void ColumnSums(const T* m, uint32_t rows, int64_t cols, T alpha, T beta, T* dst) {
   constexpr int64_t kBlock = 1024;
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, cols, kBlock), [&](const tbb::blocked_range<int64_t>& range) {
-    T sums[kBlock] = {};
-    const int64_t j0 = range.begin(), width = int64_t(range.size());
-    for (uint32_t r = 0; r < rows; ++r) {
-      const T* row = m + int64_t(r) * cols + j0;
-      for (int64_t j = 0; j < width; ++j) sums[j] += row[j];
+    for (int64_t j0 = range.begin(); j0 < range.end(); j0 += kBlock) {
+      const int64_t width = std::min(kBlock, range.end() - j0);
+      T sums[kBlock] = {};
+      for (uint32_t r = 0; r < rows; ++r) {
+        const T* row = m + int64_t(r) * cols + j0;
+        for (int64_t j = 0; j < width; ++j) sums[j] += row[j];
+      }
+      for (int64_t j = 0; j < width; ++j) dst[j0 + j] = beta * dst[j0 + j] + alpha * sums[j];
     }
-    for (int64_t j = 0; j < width; ++j) dst[j0 + j] = beta * dst[j0 + j] + alpha * sums[j];
   });
 }
 
@@ -192,7 +196,8 @@ void ReluBackward(const T* activation, uint64_t count, T* delta) {
 }  // namespace
 
 template <class T>
-MlpWorkspace<T>::MlpWorkspace(const ModelShape& shape, uint32_t rows) : max_rows(rows) {
+MlpWorkspace<T>::MlpWorkspace(const ModelShape& shape, uint32_t rows)
+    : max_rows(rows), output(shape.num_labels, shape.hidden.back(), rows) {
   uint64_t widest = 0;
   for (uint32_t h : shape.hidden) {
     activations.emplace_back(uint64_t(rows) * h);
@@ -203,27 +208,35 @@ MlpWorkspace<T>::MlpWorkspace(const ModelShape& shape, uint32_t rows) : max_rows
   delta_prev.resize(uint64_t(rows) * widest);
 }
 
+// The hidden layers' forward pass, up to the last hidden layer's activations.
 template <class T>
-void Forward(const Model<T>& model, const data::SparseBatch& batch, MlpWorkspace<T>* ws) {
+void HiddenForward(const Model<T>& model, const data::SparseBatch& batch, MlpWorkspace<T>* ws) {
   if (batch.num_rows > ws->max_rows) throw std::logic_error("batch larger than the workspace");
   SparseInputForward(model, batch, ws->activations[0].data());
   const size_t last = model.shape.num_layers() - 1;
   for (size_t l = 1; l < last; ++l)
     DenseForward(model, l, ws->activations[l - 1].data(), batch.num_rows, ws->activations[l].data(), true);
+}
+
+template <class T>
+void Forward(const Model<T>& model, const data::SparseBatch& batch, MlpWorkspace<T>* ws) {
+  HiddenForward(model, batch, ws);
+  const size_t last = model.shape.num_layers() - 1;
   DenseForward(model, last, ws->activations[last - 1].data(), batch.num_rows, ws->logits.data(), false);
 }
 
 template <class T>
 LossResult TrainStep(Model<T>* model, const data::SparseBatch& batch, const StepRule<T>& rule,
                      MlpWorkspace<T>* ws) {
-  Forward(*model, batch, ws);
-  const uint64_t labels = model->shape.num_labels;
-  const LossResult loss = SoftmaxCrossEntropyBackward(ws->logits.data(), batch, labels);
+  HiddenForward(*model, batch, ws);
   const size_t last = model->shape.num_layers() - 1;
   const uint32_t rows = batch.num_rows;
-  // Output layer: its delta is the logits' gradient; the hidden deltas alternate between buffers.
+  const T* top = ws->activations[last - 1].data();
+  // Output layer, fused: logits and softmax statistics, then gradient and update block by block.
+  const LossResult loss = OutputLayerForward(*model, batch, top, ws->logits.data(), &ws->output);
   T* delta_in = ws->delta.data();
-  DenseBackward(model, last, rule, ws->activations[last - 1].data(), rows, ws->logits.data(), delta_in);
+  OutputLayerBackward(model, batch, rule, top, ws->logits.data(), delta_in, &ws->output);
+  // Hidden layers: the deltas alternate between the two buffers.
   for (size_t l = last - 1; l >= 1; --l) {
     ReluBackward(ws->activations[l].data(), uint64_t(rows) * model->shape.hidden[l], delta_in);
     T* next = delta_in == ws->delta.data() ? ws->delta_prev.data() : ws->delta.data();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "data/sparse_batch.h"
+#include "kernels/cpu/output_layer.h"
 #include "kernels/cpu/softmax_loss.h"
 #include "kernels/model.h"
 
@@ -18,11 +19,12 @@ struct MlpWorkspace {
   MlpWorkspace(const ModelShape& shape, uint32_t max_rows);
   uint32_t max_rows;
   std::vector<std::vector<T>> activations;  // per hidden layer: rows x units, after ReLU
-  std::vector<T> logits;                    // rows x labels; holds the output gradient after backward
+  std::vector<T> logits;                    // rows x labels, after Forward or TrainStep
   std::vector<T> delta, delta_prev;         // rows x widest hidden layer: gradients flowing down
   std::vector<uint32_t> by_feature;         // batch entries sorted by feature id (first layer)
   std::vector<uint32_t> entry_row;          // row of each batch entry
   std::vector<uint32_t> group_begin;        // start of each feature's run in by_feature
+  OutputLayerWorkspace<T> output;           // the training step's fused output layer
 };
 
 // What to do with the gradient g of each parameter tensor.

@@ -1,0 +1,239 @@
+// The fused output layer of the training step; see output_layer.h.
+#include "kernels/cpu/output_layer.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/cpu/fast_exp.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/sparse_mlp.h"
+
+namespace xmlt::kernels::cpu {
+namespace {
+
+// Groups of blocks for the backward pass: a fixed count, so the input gradient is summed in the
+// same order whatever the thread count, and enough of them to balance the threads.
+constexpr uint64_t kMaxGroups = 32;
+
+uint64_t NumGroups(uint64_t num_blocks) { return std::min(num_blocks, kMaxGroups); }
+
+uint64_t GroupBegin(uint64_t group, uint64_t groups, uint64_t num_blocks) {
+  return group * num_blocks / groups;
+}
+
+struct Block {
+  uint64_t begin, width;
+};
+
+Block BlockAt(uint64_t index, uint64_t block, uint64_t num_labels) {
+  const uint64_t begin = index * block;
+  return {begin, std::min(block, num_labels - begin)};
+}
+
+}  // namespace
+
+uint64_t OutputBlockLabels(uint32_t rows, uint64_t inputs) {
+  // About 256 KiB of logits per block, at least 256 labels so that the GEMMs over a block stay
+  // efficient, and a multiple of 16 floats (a cache line of AVX-512 lanes).
+  const uint64_t target = (uint64_t{1} << 16) / std::max<uint64_t>(rows, 1);
+  (void)inputs;
+  return std::clamp<uint64_t>(target, 256, 4096) / 16 * 16;
+}
+
+template <class T>
+OutputLayerWorkspace<T>::OutputLayerWorkspace(uint64_t num_labels, uint64_t inputs,
+                                              uint32_t max_rows)
+    : block(OutputBlockLabels(max_rows, inputs)),
+      num_blocks((num_labels + block - 1) / block),
+      block_max(num_blocks * max_rows),
+      block_sum(num_blocks * max_rows),
+      row_max(max_rows),
+      row_scale(max_rows),
+      group_delta_in(NumGroups(num_blocks) * max_rows * inputs),
+      gradient_tiles(NumGroups(num_blocks) * max_rows * block),
+      column_sums(NumGroups(num_blocks) * block) {}
+
+template <class T>
+LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& batch, const T* in,
+                              T* logits, OutputLayerWorkspace<T>* ws) {
+  const size_t layer = model.shape.num_layers() - 1;
+  const uint64_t labels = model.shape.num_labels, inputs = model.shape.LayerInputs(layer);
+  const uint32_t rows = batch.num_rows;
+  const T* w = model.Weight(layer);
+  const T* bias = model.Bias(layer);
+  // Each block: its logits by one BLAS call, then bias, max and sum of exponentials per row while
+  // the block is still in cache.
+  tbb::parallel_for(
+      tbb::blocked_range<uint64_t>(0, ws->num_blocks, 1),
+      [&](const tbb::blocked_range<uint64_t>& range) {
+        for (uint64_t b = range.begin(); b < range.end(); ++b) {
+          const Block blk = BlockAt(b, ws->block, labels);
+          GemmOneThread<T>(Op::kNone, Op::kTranspose, rows, int64_t(blk.width), int64_t(inputs),
+                           T(1), in, int64_t(inputs), w + blk.begin * inputs, int64_t(inputs), T(0),
+                           logits + blk.begin, int64_t(labels));
+          for (uint32_t r = 0; r < rows; ++r) {
+            T* z = logits + uint64_t(r) * labels + blk.begin;
+            const T* bb = bias + blk.begin;
+            T max = -std::numeric_limits<T>::infinity();
+#pragma omp simd reduction(max : max)
+            for (uint64_t j = 0; j < blk.width; ++j) {
+              z[j] += bb[j];
+              max = std::max(max, z[j]);
+            }
+            T sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (uint64_t j = 0; j < blk.width; ++j) sum += FastExp(z[j] - max);
+            ws->block_max[b * rows + r] = max;
+            ws->block_sum[b * rows + r] = sum;
+          }
+        }
+      },
+      tbb::simple_partitioner());
+
+  // Per row, in block order: the softmax's max and normalizer, and the loss.
+  uint32_t labeled = 0;
+  for (uint32_t r = 0; r < rows; ++r) labeled += batch.NumLabels(r) > 0;
+  const double scale = labeled > 0 ? 1.0 / labeled : 0.0;
+  double loss = 0;
+  for (uint32_t r = 0; r < rows; ++r) {
+    T max = -std::numeric_limits<T>::infinity();
+    for (uint64_t b = 0; b < ws->num_blocks; ++b) max = std::max(max, ws->block_max[b * rows + r]);
+    double sum = 0;
+    for (uint64_t b = 0; b < ws->num_blocks; ++b)
+      sum += double(ws->block_sum[b * rows + r]) * std::exp(double(ws->block_max[b * rows + r] - max));
+    ws->row_max[r] = max;
+    const uint32_t count = batch.NumLabels(r);
+    // A row without labels has no loss and no gradient.
+    ws->row_scale[r] = count > 0 ? T(scale / sum) : T(0);
+    if (count == 0) continue;
+    const T* z = logits + uint64_t(r) * labels;
+    double target_sum = 0;
+    for (uint64_t i = batch.label_ptr[r]; i < batch.label_ptr[r + 1]; ++i)
+      target_sum += double(z[batch.label_idx[i]] - max);
+    loss += std::log(sum) - target_sum / count;
+  }
+  return {loss, labeled};
+}
+
+template <class T>
+void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const StepRule<T>& rule,
+                         const T* in, const T* logits, T* delta_in, OutputLayerWorkspace<T>* ws) {
+  const size_t layer = model->shape.num_layers() - 1;
+  const uint64_t labels = model->shape.num_labels, inputs = model->shape.LayerInputs(layer);
+  const uint32_t rows = batch.num_rows;
+  const LayerView& view = model->layers[layer];
+  T* w = model->params.data() + view.weight.offset;
+  T* bias = model->params.data() + view.bias.offset;
+  T* grad_w = rule.gradient ? rule.gradient->params.data() + view.weight.offset : nullptr;
+  T* grad_b = rule.gradient ? rule.gradient->params.data() + view.bias.offset : nullptr;
+  T* vel_w = rule.velocity ? rule.velocity->params.data() + view.weight.offset : nullptr;
+  T* vel_b = rule.velocity ? rule.velocity->params.data() + view.bias.offset : nullptr;
+  uint32_t labeled = 0;
+  for (uint32_t r = 0; r < rows; ++r) labeled += batch.NumLabels(r) > 0;
+  const T scale = labeled > 0 ? T(1) / T(labeled) : T(0);
+
+  const uint64_t groups = NumGroups(ws->num_blocks);
+  tbb::parallel_for(
+      tbb::blocked_range<uint64_t>(0, groups, 1),
+      [&](const tbb::blocked_range<uint64_t>& range) {
+        for (uint64_t g = range.begin(); g < range.end(); ++g) {
+          T* d = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->block;
+          T* part = ws->group_delta_in.data() + g * uint64_t(rows) * inputs;
+          const uint64_t first = GroupBegin(g, groups, ws->num_blocks);
+          const uint64_t last = GroupBegin(g + 1, groups, ws->num_blocks);
+          for (uint64_t b = first; b < last; ++b) {
+            const Block blk = BlockAt(b, ws->block, labels);
+            const int64_t width = int64_t(blk.width);
+            // The block's output gradient, (softmax - target) / labeled rows, as a rows x width
+            // tile (leading dimension width), from the logits the forward pass left.
+            for (uint32_t r = 0; r < rows; ++r) {
+              const T* z = logits + uint64_t(r) * labels + blk.begin;
+              T* dr = d + uint64_t(r) * blk.width;
+              const T max = ws->row_max[r], s = ws->row_scale[r];
+              if (s == T(0)) {
+                std::fill(dr, dr + blk.width, T(0));
+                continue;
+              }
+#pragma omp simd
+              for (uint64_t j = 0; j < blk.width; ++j) dr[j] = s * FastExp(z[j] - max);
+              const T target = scale / T(batch.NumLabels(r));
+              for (uint64_t i = batch.label_ptr[r]; i < batch.label_ptr[r + 1]; ++i) {
+                const uint64_t label = batch.label_idx[i];
+                if (label >= blk.begin && label < blk.begin + blk.width) dr[label - blk.begin] -= target;
+              }
+            }
+            T* wb = w + blk.begin * inputs;
+            // The input gradient first: it needs the weights before this step changes them.
+            GemmOneThread<T>(Op::kNone, Op::kNone, rows, int64_t(inputs), width, T(1), d, width,
+                             wb, int64_t(inputs), b == first ? T(0) : T(1), part, int64_t(inputs));
+            // The bias gradient: column sums of the tile, row by row so the inner loop is
+            // contiguous.
+            T* sums = ws->column_sums.data() + g * ws->block;
+            std::fill(sums, sums + blk.width, T(0));
+            for (uint32_t r = 0; r < rows; ++r) {
+              const T* dr = d + uint64_t(r) * blk.width;
+#pragma omp simd
+              for (uint64_t j = 0; j < blk.width; ++j) sums[j] += dr[j];
+            }
+            auto column_sum = [sums](uint64_t j) { return sums[j]; };
+            if (grad_w != nullptr) {
+              GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, T(1), d,
+                               width, in, int64_t(inputs), T(0), grad_w + blk.begin * inputs,
+                               int64_t(inputs));
+              for (uint64_t j = 0; j < blk.width; ++j) grad_b[blk.begin + j] = column_sum(j);
+            } else if (vel_w != nullptr) {
+              T* vb = vel_w + blk.begin * inputs;
+              GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, T(1), d,
+                               width, in, int64_t(inputs), rule.momentum, vb, int64_t(inputs));
+              const uint64_t n = blk.width * inputs;
+#pragma omp simd
+              for (uint64_t i = 0; i < n; ++i) wb[i] -= rule.lr * vb[i];
+              for (uint64_t j = 0; j < blk.width; ++j) {
+                T& v = vel_b[blk.begin + j];
+                v = rule.momentum * v + column_sum(j);
+                bias[blk.begin + j] -= rule.lr * v;
+              }
+            } else {
+              GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, -rule.lr,
+                               d, width, in, int64_t(inputs), T(1), wb, int64_t(inputs));
+              for (uint64_t j = 0; j < blk.width; ++j) bias[blk.begin + j] -= rule.lr * column_sum(j);
+            }
+          }
+        }
+      },
+      tbb::simple_partitioner());
+
+  // The groups' parts of the input gradient, summed in group order.
+  if (delta_in == nullptr) return;
+  const uint64_t count = uint64_t(rows) * inputs;
+  const uint64_t stride = uint64_t(rows) * inputs;
+  tbb::parallel_for(tbb::blocked_range<uint64_t>(0, count, 1 << 12),
+                    [&](const tbb::blocked_range<uint64_t>& range) {
+                      for (uint64_t i = range.begin(); i < range.end(); ++i) {
+                        T sum = ws->group_delta_in[i];
+                        for (uint64_t g = 1; g < groups; ++g) sum += ws->group_delta_in[g * stride + i];
+                        delta_in[i] = sum;
+                      }
+                    });
+}
+
+template struct OutputLayerWorkspace<float>;
+template struct OutputLayerWorkspace<double>;
+template LossResult OutputLayerForward<float>(const Model<float>&, const data::SparseBatch&,
+                                              const float*, float*, OutputLayerWorkspace<float>*);
+template LossResult OutputLayerForward<double>(const Model<double>&, const data::SparseBatch&,
+                                               const double*, double*,
+                                               OutputLayerWorkspace<double>*);
+template void OutputLayerBackward<float>(Model<float>*, const data::SparseBatch&,
+                                         const StepRule<float>&, const float*, const float*, float*,
+                                         OutputLayerWorkspace<float>*);
+template void OutputLayerBackward<double>(Model<double>*, const data::SparseBatch&,
+                                          const StepRule<double>&, const double*, const double*,
+                                          double*, OutputLayerWorkspace<double>*);
+
+}  // namespace xmlt::kernels::cpu

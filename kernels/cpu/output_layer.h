@@ -1,0 +1,56 @@
+// The training step's output layer, fused over blocks of labels: logits, softmax cross-entropy,
+// the input gradient and the weight update, with each block of the logits and of the weights
+// touched while it is in cache. The unfused sequence (bias copy, GEMM, three softmax passes,
+// two GEMMs, a column-sum pass and an update pass) streams the rows x labels logits and the
+// labels x hidden weights through memory several times; at 670,091 labels those passes cost as
+// much as a third of the GEMMs. Here the logits are written once and read once, and the weights
+// and their momentum are read and written once after the forward pass.
+//
+// The result is bit-for-bit independent of the thread count: blocks are grouped into a fixed
+// number of contiguous groups, each group accumulates its part of the input gradient in block
+// order, and the groups are summed in order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "data/sparse_batch.h"
+#include "kernels/cpu/softmax_loss.h"
+#include "kernels/model.h"
+
+namespace xmlt::kernels::cpu {
+
+template <class T>
+struct StepRule;
+
+// Scratch of the fused output layer for batches of up to max_rows rows, allocated once.
+template <class T>
+struct OutputLayerWorkspace {
+  OutputLayerWorkspace(uint64_t num_labels, uint64_t inputs, uint32_t max_rows);
+  uint64_t block = 0;                  // labels per block
+  uint64_t num_blocks = 0;
+  std::vector<T> block_max, block_sum;  // per block and row: max logit, sum exp(z - max)
+  std::vector<T> row_max, row_scale;    // per row: max logit, scale / sum exp(z - max)
+  std::vector<T> group_delta_in;        // per group: rows x inputs partial input gradient
+  std::vector<T> gradient_tiles;        // per group: rows x block output gradient
+  std::vector<T> column_sums;           // per group: the block's bias gradient
+};
+
+// Labels per block for a batch of `rows` rows: the block of logits (rows x block) and of the
+// weights (block x inputs) should stay in the core's cache between the passes over them.
+uint64_t OutputBlockLabels(uint32_t rows, uint64_t inputs);
+
+// logits = in * W^T + b for the last layer (in: rows x inputs), and the per-row softmax
+// statistics; returns the batch's cross-entropy (sum over rows with labels, mean over labels).
+template <class T>
+LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& batch, const T* in,
+                              T* logits, OutputLayerWorkspace<T>* ws);
+
+// Given OutputLayerForward's logits and statistics: writes dLoss/dIn (rows x inputs, loss as the
+// mean over rows with labels) into delta_in, then applies `rule` to the last layer's weight and
+// bias, block by block.
+template <class T>
+void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const StepRule<T>& rule,
+                         const T* in, const T* logits, T* delta_in, OutputLayerWorkspace<T>* ws);
+
+}  // namespace xmlt::kernels::cpu

@@ -1,0 +1,150 @@
+// The fused output layer across many label blocks: its gradient against finite differences and
+// against the unfused reference (full logits, softmax pass, three products), its SGD and momentum
+// steps, and a result that does not depend on the thread count.
+#include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/output_layer.h"
+#include "kernels/cpu/softmax_loss.h"
+#include "kernels/cpu/sparse_mlp.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace xmlt::kernels::cpu {
+namespace {
+
+// 300 rows make blocks of 256 labels: 9,000 labels are 36 blocks, more than the 32 groups, and
+// the last block is partial.
+const ModelShape kManyBlocks{7, {3}, 9000};
+constexpr uint32_t kRows = 300;
+
+TEST(OutputLayer, ShapeUnderTestSpansMoreBlocksThanGroups) {
+  const OutputLayerWorkspace<double> ws(kManyBlocks.num_labels, 3, kRows);
+  EXPECT_EQ(ws.block, 256u);
+  EXPECT_EQ(ws.num_blocks, 36u);
+  EXPECT_NE(kManyBlocks.num_labels % ws.block, 0u);
+}
+
+double MeanLoss(const Model<double>& model, const data::SparseBatch& batch, MlpWorkspace<double>* ws) {
+  Forward(model, batch, ws);
+  const LossResult loss = SoftmaxCrossEntropy(ws->logits.data(), batch, model.shape.num_labels);
+  return loss.loss_sum / loss.labeled_rows;
+}
+
+Model<double> FusedGradient(const Model<double>& model, const data::SparseBatch& batch,
+                            LossResult* loss) {
+  Model<double> copy = model;
+  Model<double> gradient = ZeroModel<double>(model.shape);
+  MlpWorkspace<double> ws(model.shape, batch.num_rows);
+  StepRule<double> rule;
+  rule.gradient = &gradient;
+  *loss = TrainStep(&copy, batch, rule, &ws);
+  return gradient;
+}
+
+TEST(OutputLayer, GradientMatchesFiniteDifferencesAcrossBlocks) {
+  const Model<double> start = xmlt::testing::RandomModel<double>(kManyBlocks, 21);
+  const data::SparseBatch batch = xmlt::testing::RandomBatch(kRows, 7, 9000, 21);
+  LossResult loss;
+  const Model<double> gradient = FusedGradient(start, batch, &loss);
+  MlpWorkspace<double> ws(kManyBlocks, kRows);
+  Model<double> model = start;
+  EXPECT_NEAR(loss.loss_sum / loss.labeled_rows, MeanLoss(model, batch, &ws), 1e-12);
+
+  // Every first-layer parameter, and output parameters at block and group edges and at random.
+  std::vector<size_t> checked;
+  const size_t out_w = model.layers[1].weight.offset, out_b = model.layers[1].bias.offset;
+  for (size_t i = 0; i < out_w; ++i) checked.push_back(i);
+  for (uint64_t label : {0ul, 255ul, 256ul, 511ul, 4095ul, 4096ul, 8703ul, 8704ul, 8999ul}) {
+    for (uint64_t u = 0; u < 3; ++u) checked.push_back(out_w + label * 3 + u);
+    checked.push_back(out_b + label);
+  }
+  for (uint32_t r = 0; r < 20; ++r)  // labels that carry targets, where the gradient is largest
+    for (uint64_t i = batch.label_ptr[r]; i < batch.label_ptr[r + 1]; ++i)
+      checked.push_back(out_b + batch.label_idx[i]);
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 60; ++i) checked.push_back(out_w + rng() % (out_b + 9000 - out_w));
+
+  const double h = 1e-6;
+  for (size_t i : checked) {
+    const double saved = model.params[i];
+    model.params[i] = saved + h;
+    const double plus = MeanLoss(model, batch, &ws);
+    model.params[i] = saved - h;
+    const double minus = MeanLoss(model, batch, &ws);
+    model.params[i] = saved;
+    const double numeric = (plus - minus) / (2 * h);
+    EXPECT_NEAR(gradient.params[i], numeric, 1e-7 * std::max(1.0, std::abs(numeric)))
+        << "parameter " << i;
+  }
+}
+
+// The unfused computation, as the step did it before the fusion: all logits, the softmax pass
+// that turns them into the output gradient, then dW = D^T A, db = column sums, dA = D W.
+TEST(OutputLayer, GradientEqualsTheUnfusedProducts) {
+  const Model<double> model = xmlt::testing::RandomModel<double>(kManyBlocks, 22);
+  const data::SparseBatch batch = xmlt::testing::RandomBatch(kRows, 7, 9000, 22);
+  LossResult fused_loss;
+  const Model<double> gradient = FusedGradient(model, batch, &fused_loss);
+
+  MlpWorkspace<double> ws(kManyBlocks, kRows);
+  Forward(model, batch, &ws);
+  const LossResult loss = SoftmaxCrossEntropyBackward(ws.logits.data(), batch, 9000);
+  EXPECT_EQ(loss.labeled_rows, fused_loss.labeled_rows);
+  EXPECT_NEAR(loss.loss_sum, fused_loss.loss_sum, 1e-9 * loss.loss_sum);
+  std::vector<double> dw(9000 * 3, 0.0), db(9000, 0.0);
+  Gemm<double>(Op::kTranspose, Op::kNone, 9000, 3, kRows, 1.0, ws.logits.data(), 9000,
+               ws.activations[0].data(), 3, 0.0, dw.data(), 3);
+  for (uint32_t r = 0; r < kRows; ++r)
+    for (uint64_t j = 0; j < 9000; ++j) db[j] += ws.logits[uint64_t(r) * 9000 + j];
+  for (uint64_t i = 0; i < dw.size(); ++i)
+    ASSERT_NEAR(gradient.Weight(1)[i], dw[i], 1e-12) << "weight " << i;
+  for (uint64_t j = 0; j < 9000; ++j) ASSERT_NEAR(gradient.Bias(1)[j], db[j], 1e-12) << "bias " << j;
+}
+
+Model<float> TrainSteps(int threads, bool momentum) {
+  const ModelShape shape{50, {16}, 20000};
+  Model<float> model = xmlt::testing::RandomModel<float>(shape, 23);
+  Model<float> velocity = ZeroModel<float>(shape);
+  MlpWorkspace<float> ws(shape, 64);
+  StepRule<float> rule{0.3f, momentum ? 0.9f : 0.0f, momentum ? &velocity : nullptr, nullptr};
+  tbb::task_arena arena(threads);
+  arena.execute([&] {
+    for (uint64_t step = 0; step < 3; ++step)
+      TrainStep(&model, xmlt::testing::RandomBatch(64, 50, 20000, 30 + step), rule, &ws);
+  });
+  return model;
+}
+
+TEST(OutputLayer, StepIsBitForBitTheSameOnOneOrFourThreads) {
+  for (bool momentum : {false, true}) {
+    const Model<float> one = TrainSteps(1, momentum);
+    const Model<float> four = TrainSteps(4, momentum);
+    ASSERT_EQ(one.params, four.params) << (momentum ? "momentum" : "plain SGD");
+  }
+}
+
+TEST(OutputLayer, MomentumStepAppliesTheStoredGradientAcrossBlocks) {
+  const Model<double> start = xmlt::testing::RandomModel<double>(kManyBlocks, 24);
+  const data::SparseBatch batch = xmlt::testing::RandomBatch(kRows, 7, 9000, 24);
+  LossResult loss;
+  const Model<double> g = FusedGradient(start, batch, &loss);
+  Model<double> model = start;
+  Model<double> velocity = ZeroModel<double>(kManyBlocks);
+  for (uint64_t i = 0; i < velocity.params.size(); ++i) velocity.params[i] = 0.01 * double(i % 7);
+  const Model<double> v0 = velocity;
+  MlpWorkspace<double> ws(kManyBlocks, kRows);
+  TrainStep(&model, batch, StepRule<double>{0.5, 0.9, &velocity, nullptr}, &ws);
+  // The output layer's weights and biases (the first layer's are lazy: checked in StepRule tests).
+  for (size_t i = model.layers[1].weight.offset; i < model.params.size(); ++i) {
+    const double v = 0.9 * v0.params[i] + g.params[i];
+    ASSERT_NEAR(velocity.params[i], v, 1e-12) << i;
+    ASSERT_NEAR(model.params[i], start.params[i] - 0.5 * v, 1e-12) << i;
+  }
+}
+
+}  // namespace
+}  // namespace xmlt::kernels::cpu
