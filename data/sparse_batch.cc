@@ -1,6 +1,10 @@
 // Gathering dataset rows into a batch; see sparse_batch.h.
 #include "data/sparse_batch.h"
 
+#include <limits>
+#include <stdexcept>
+#include <string>
+
 namespace xmlt::data {
 
 void SparseBatch::Clear() {
@@ -13,6 +17,9 @@ void SparseBatch::Clear() {
 }
 
 void GatherBatch(const Dataset& dataset, const uint64_t* rows, size_t count, SparseBatch* batch) {
+  // num_rows is 32-bit: a larger count would be silently truncated.
+  if (count > std::numeric_limits<uint32_t>::max())
+    throw std::invalid_argument("a batch of " + std::to_string(count) + " rows exceeds 2^32-1");
   batch->Clear();
   const CsrMatrix& x = dataset.features;
   const CsrMatrix& y = dataset.labels;

@@ -2,7 +2,9 @@
 #include "engine/cpu_replica.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
+#include <string>
 
 namespace xmlt::engine {
 
@@ -15,7 +17,15 @@ CpuReplica::CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, flo
 
 kernels::cpu::LossResult CpuReplica::TrainBatch(const data::Dataset& dataset, const uint64_t* rows,
                                                 size_t count, float lr) {
+  // Refused before gathering: the buffers were sized for max_rows.
+  if (count > workspace_.max_rows)
+    throw std::invalid_argument("batch of " + std::to_string(count) + " rows for a replica sized for " +
+                                std::to_string(workspace_.max_rows));
   data::GatherBatch(dataset, rows, count, &batch_);
+  // The kernels index the batch's entries with 32 bits (sparse_mlp.h: by_feature, entry_row).
+  if (batch_.feature_idx.size() > std::numeric_limits<uint32_t>::max())
+    throw std::invalid_argument("batch has " + std::to_string(batch_.feature_idx.size()) +
+                                " feature entries; at most 2^32-1 are supported");
   kernels::cpu::StepRule<float> rule;
   rule.lr = lr;
   rule.momentum = momentum_;

@@ -133,6 +133,8 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
                          const T* delta, MlpWorkspace<T>* ws) {
   const uint64_t units = model->shape.LayerOutputs(0);
   const LayerView& view = model->layers[0];
+  // Entry ids are 32-bit here (the sort and grouping buffers); a larger batch must not wrap.
+  if (batch.feature_idx.size() > UINT32_MAX) throw std::length_error("batch has more than 2^32-1 feature entries");
   const uint32_t nnz = uint32_t(batch.feature_idx.size());
   ws->entry_row.resize(nnz);
   for (uint32_t r = 0; r < batch.num_rows; ++r)

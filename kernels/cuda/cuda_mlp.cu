@@ -117,8 +117,9 @@ struct CudaMlp::Impl {
     stream.Synchronize();
     const StagingLayout layout = LayoutFor(rows, feature_nnz, label_nnz);
     unsigned char* host = staging.data();
-    std::memcpy(host + layout.feature_ptr, batch.feature_ptr.data(), (rows + 1) * sizeof(uint64_t));
-    std::memcpy(host + layout.label_ptr, batch.label_ptr.data(), (rows + 1) * sizeof(uint64_t));
+    const size_t ptr_bytes = (size_t(rows) + 1) * sizeof(uint64_t);  // not rows + 1 in 32 bits
+    std::memcpy(host + layout.feature_ptr, batch.feature_ptr.data(), ptr_bytes);
+    std::memcpy(host + layout.label_ptr, batch.label_ptr.data(), ptr_bytes);
     if (feature_nnz > 0) {
       std::memcpy(host + layout.feature_idx, batch.feature_idx.data(), feature_nnz * sizeof(uint32_t));
       std::memcpy(host + layout.feature_val, batch.feature_val.data(), feature_nnz * sizeof(float));

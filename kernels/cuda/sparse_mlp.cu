@@ -53,19 +53,22 @@ Update UpdateFor(const DeviceStepRule& rule, const DeviceModel& model, const Ten
 
 // out[r][u] = relu(bias[u] + sum_e x_e * W0[f_e][u]): a block row of threads per batch row and
 // 128 units, walking the row's entries in order (as the CPU does) with coalesced reads of W0 rows.
+// gridDim.y is at most 65,535, so past 65,535 * 128 units each block strides over several groups.
 constexpr unsigned kSparseUnits = 128;
+constexpr uint64_t kMaxGridY = 65535;
 __global__ void __launch_bounds__(kSparseUnits)
     SparseInputForwardKernel(const uint64_t* feature_ptr, const uint32_t* feature_idx,
                              const float* feature_val, const float* w, const float* bias,
                              uint32_t units, float* out) {
   const uint32_t r = blockIdx.x;
-  const uint32_t u = blockIdx.y * kSparseUnits + threadIdx.x;
-  if (u >= units) return;
-  float z = bias[u];
-  const uint64_t end = feature_ptr[r + 1];
-  for (uint64_t e = feature_ptr[r]; e < end; ++e)
-    z += feature_val[e] * w[uint64_t(feature_idx[e]) * units + u];
-  out[uint64_t(r) * units + u] = fmaxf(z, 0.0f);
+  const uint64_t begin = feature_ptr[r], end = feature_ptr[r + 1];
+  for (uint64_t u = uint64_t(blockIdx.y) * kSparseUnits + threadIdx.x; u < units;
+       u += uint64_t(gridDim.y) * kSparseUnits) {
+    float z = bias[u];
+    for (uint64_t e = begin; e < end; ++e)
+      z += feature_val[e] * w[uint64_t(feature_idx[e]) * units + u];
+    out[uint64_t(r) * units + u] = fmaxf(z, 0.0f);
+  }
 }
 
 // out[r][j] += bias[j], then ReLU for hidden layers: the epilogue of a dense layer's GEMM.
@@ -93,13 +96,15 @@ __global__ void ApplyVelocityKernel(float* param, const float* velocity, float l
 }
 
 // Bias gradient (column sums of delta, rows in order as on the CPU) fused with its update; a
-// thread per column, so that consecutive threads read consecutive addresses of each row.
+// thread per column, so that consecutive threads read consecutive addresses of each row. Strided:
+// BlocksFor caps the grid at kMaxBlocks * kThreads = 2^24 columns, fewer than labels may be.
 __global__ void BiasBackwardKernel(const float* delta, uint32_t rows, uint32_t cols, Update update) {
-  const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= cols) return;
-  float sum = 0.0f;
-  for (uint32_t r = 0; r < rows; ++r) sum += delta[uint64_t(r) * cols + j];
-  update.Apply(j, sum);
+  for (uint64_t j = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; j < cols;
+       j += uint64_t(gridDim.x) * blockDim.x) {
+    float sum = 0.0f;
+    for (uint32_t r = 0; r < rows; ++r) sum += delta[uint64_t(r) * cols + j];
+    update.Apply(j, sum);
+  }
 }
 
 // entry_row[e] = the row r with feature_ptr[r] <= e < feature_ptr[r + 1] (binary search; empty
@@ -217,7 +222,8 @@ void SparseInputBackward(const CudaContext& ctx, const DeviceModel& model,
         ws->entry_ids.data(), ws->sorted_entry.data(), int(entries), 0, ws->sort_bits,
         ctx.stream));
     XMLT_CUDA_CHECK_LAUNCH();
-    const unsigned threads = std::min<unsigned>(kThreads, (units + 31) / 32 * 32);
+    const unsigned threads =
+        unsigned(std::min<uint64_t>(kThreads, (uint64_t(units) + 31) / 32 * 32));
     SparseInputBackwardKernel<<<unsigned(entries), threads, 0, ctx.stream>>>(
         ws->sorted_feature.data(), ws->sorted_entry.data(), uint32_t(entries),
         ws->entry_row.data(), batch.feature_val, delta, units,
@@ -248,6 +254,10 @@ DeviceMlpWorkspace::DeviceMlpWorkspace(const ModelShape& shape, uint32_t rows, u
   if (entries > uint64_t(INT_MAX))
     throw std::invalid_argument("DeviceMlpWorkspace: at most " + std::to_string(INT_MAX) +
                                 " feature entries per batch (CUB's item count is an int)");
+  // A block per row in gridDim.x (at most 2^31 - 1), and rows is cuBLAS's int m.
+  if (rows > uint32_t(INT_MAX))
+    throw std::invalid_argument("DeviceMlpWorkspace: at most " + std::to_string(INT_MAX) +
+                                " rows per batch");
   uint64_t widest = 0;
   for (uint32_t h : shape.hidden) {
     activations.emplace_back(uint64_t(rows) * h);
@@ -283,7 +293,8 @@ void Forward(const CudaContext& ctx, const DeviceModel& model, const DeviceBatch
   const uint32_t rows = batch.num_rows;
   const uint32_t units = uint32_t(model.shape.LayerOutputs(0));
   if (rows > 0) {
-    const dim3 grid(rows, (units + kSparseUnits - 1) / kSparseUnits);
+    const dim3 grid(rows, unsigned(std::min<uint64_t>(
+                              (uint64_t(units) + kSparseUnits - 1) / kSparseUnits, kMaxGridY)));
     SparseInputForwardKernel<<<grid, kSparseUnits, 0, ctx.stream>>>(
         batch.feature_ptr, batch.feature_idx, batch.feature_val, model.Weight(0), model.Bias(0),
         units, ws->activations[0].data());

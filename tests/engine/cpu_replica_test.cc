@@ -199,5 +199,17 @@ TEST(CpuReplicaTest, NanMomentumThrows) {
                std::invalid_argument);
 }
 
+// A batch beyond the rows the replica was sized for is refused before it is gathered, and the
+// model is left untouched.
+TEST(CpuReplicaTest, BatchLargerThanItsBuffersThrows) {
+  const data::Dataset d = RandomDataset(20, 9);
+  CpuReplica replica(kernels::InitModel<float>(Shape(), 1), 4, 0.0f);
+  const std::vector<float> before = replica.model().params;
+  const std::vector<uint64_t> rows = {0, 1, 2, 3, 4};
+  EXPECT_THROW(replica.TrainBatch(d, rows.data(), rows.size(), 0.1f), std::invalid_argument);
+  EXPECT_EQ(replica.model().params, before);
+  EXPECT_NO_THROW(replica.TrainBatch(d, rows.data(), 4, 0.1f));
+}
+
 }  // namespace
 }  // namespace xmlt::engine

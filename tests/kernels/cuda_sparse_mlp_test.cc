@@ -189,5 +189,62 @@ TEST(CudaSparseMlp, SgdAndLazyMomentumStepsMatchCpu) {
   }
 }
 
+// Widths past the launch grids' reach: more than 65,535 groups of 128 first-layer units (gridDim.y
+// is at most 65,535) and more than 2^24 labels (the element-wise grids stop at 2^16 blocks of 256),
+// so that every unit and every label bias is reached only by striding.
+TEST(CudaSparseMlp, FirstLayerWiderThanOneGridRowMatchesCpu) {
+  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  CublasHandle blas;
+  const CudaContext context{nullptr, blas.get(), Math::kFp32};
+  const ModelShape shape{3, {65535 * 128 + 130}, 2};
+  const uint32_t rows = 3;
+  const Model<float> model = xmlt::testing::RandomModel<float>(shape, 11);
+  const data::SparseBatch batch = xmlt::testing::RandomBatch(rows, 3, 2, 11);
+  cpu::MlpWorkspace<float> cpu_ws(shape, rows);
+  cpu::Forward(model, batch, &cpu_ws);
+
+  DeviceBuffer<float> params = DeviceBuffer<float>::FromHost(model.params);
+  BatchOnDevice device_batch(batch);
+  DeviceMlpWorkspace ws(shape, rows, batch.feature_idx.size());
+  Forward(context, ViewOf(shape, &params), device_batch.view, &ws);
+  XMLT_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> act = ws.activations[0].ToHost();
+  act.resize(size_t(rows) * shape.hidden[0]);
+  ExpectClose(act, cpu_ws.activations[0], 1e-5, "activations");
+}
+
+TEST(CudaSparseMlp, BiasGradientPast2To24LabelsMatchesCpu) {
+  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  CublasHandle blas;
+  const CudaContext context{nullptr, blas.get(), Math::kFp32};
+  const ModelShape shape{3, {2}, (uint64_t{1} << 24) + 37};
+  const uint32_t rows = 3;
+  Model<float> model = xmlt::testing::RandomModel<float>(shape, 12);
+  const data::SparseBatch batch =
+      xmlt::testing::RandomBatch(rows, 3, uint32_t(shape.num_labels), 12);
+  DeviceBuffer<float> params = DeviceBuffer<float>::FromHost(model.params);
+  Model<float> gradient = ZeroModel<float>(shape);
+  cpu::MlpWorkspace<float> cpu_ws(shape, rows);
+  cpu::StepRule<float> rule;
+  rule.gradient = &gradient;
+  cpu::TrainStep(&model, batch, rule, &cpu_ws);
+
+  // NaN first: a label whose bias the kernel never reaches stays NaN.
+  DeviceBuffer<float> device_gradient =
+      DeviceBuffer<float>::FromHost(std::vector<float>(gradient.params.size(), std::nanf("")));
+  BatchOnDevice device_batch(batch);
+  DeviceMlpWorkspace ws(shape, rows, batch.feature_idx.size());
+  DeviceStepRule device_rule;
+  device_rule.gradient = device_gradient.data();
+  TrainStep(context, ViewOf(shape, &params), device_batch.view, device_rule, &ws);
+  const std::vector<float> actual = device_gradient.ToHost();
+  const TensorView& bias = gradient.layers.back().bias;
+  ExpectClose(std::vector<float>(actual.begin() + bias.offset,
+                                 actual.begin() + bias.offset + bias.size()),
+              std::vector<float>(gradient.params.begin() + bias.offset,
+                                 gradient.params.begin() + bias.offset + bias.size()),
+              1e-5, "output bias gradient");
+}
+
 }  // namespace
 }  // namespace xmlt::kernels::cuda

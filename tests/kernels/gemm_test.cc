@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <stdexcept>
 #include <tuple>
+#include <vector>
 
 #include "kernels/cpu/gemm.h"
 
@@ -40,6 +42,19 @@ TEST(Gemm, MatchesNaiveProduct) {
       }
     }
   }
+}
+
+// cblas takes int sizes: a stride past INT_MAX is refused before BLAS sees it (no memory is
+// touched, so the small buffers stand in for huge matrices), on the serial and the tiled path.
+TEST(Gemm, RefusesStridesPastBlasInt) {
+  const int64_t huge = int64_t{1} << 31;
+  std::vector<float> a(4), b(4), c(4);
+  EXPECT_THROW(Gemm<float>(Op::kNone, Op::kNone, 2, 2, 2, 1.0f, a.data(), huge, b.data(), 2, 0.0f,
+                           c.data(), 2),
+               std::invalid_argument);
+  EXPECT_THROW(Gemm<float>(Op::kNone, Op::kNone, 1024, 1024, 1024, 1.0f, a.data(), 1024, b.data(),
+                           1024, 0.0f, c.data(), huge),
+               std::invalid_argument);
 }
 
 }  // namespace

@@ -7,6 +7,10 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "data/input_error.h"
 #include "data/row_normalization.h"
@@ -195,6 +199,41 @@ TEST(Resume, ADifferentSettingIsRefusedNamingTheFlag) {
   }
   // A single-device checkpoint is not a multi-device one, and the other way round.
   EXPECT_THROW(TrainFor(Options(), nullptr, control), data::InputError);
+}
+
+// A device's batch size comes from the checkpoint; above --batch its batches would not fit the
+// replica's buffers, so a checkpoint that says so is refused on resume.
+TEST(Resume, ADeviceBatchAboveTheBatchFlagIsRefused) {
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  const EngineOptions engine = Engine("adaptive");
+  TrainFor(Options(), &engine, control, 1);
+  {
+    const CheckpointReader reader = CheckpointReader::Open(dir.path());
+    nlohmann::json meta = nlohmann::json::parse(reader.meta());
+    meta["pool"]["devices"][1]["batch"] = 2.0 * Options().batch;
+    std::vector<std::pair<std::string, std::vector<float>>> floats;
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> rows;
+    for (const char* name : {"global.current", "global.previous"}) floats.emplace_back(name, reader.Read<float>(name));
+    for (const char* name : {"sampler.order", "requeued"}) rows.emplace_back(name, reader.Read<uint64_t>(name));
+    for (int i = 0; i < 3; ++i)
+      for (const char* part : {".params", ".momentum"}) {
+        const std::string name = "device." + std::to_string(i) + part;
+        if (reader.Has(name)) floats.emplace_back(name, reader.Read<float>(name));
+      }
+    CheckpointWriter writer(meta.dump());
+    for (const auto& [name, values] : floats) writer.Add(name, values);
+    for (const auto& [name, values] : rows) writer.Add(name, values);
+    writer.Write(dir.path());
+  }
+  control.resume_dir = dir.path();
+  try {
+    TrainFor(Options(), &engine, control);
+    FAIL() << "expected a refusal";
+  } catch (const data::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad batch size"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Resume, MoreEpochsContinueAFinishedRun) {
