@@ -26,6 +26,7 @@ struct TrainFlags {
   std::string hidden = "128";
   std::string eval_every = "epoch";
   std::string normalize = "l2";
+  std::string final_eval = "full";
   std::string algo = "single", clock = "virtual";
   scheduler::EngineOptions engine;
   std::string schedule = "dynamic", merge = "normalized", momentum_mode = "heavy";
@@ -173,6 +174,9 @@ int RunTrain(TrainFlags& f) {
   if (!f.control.resume_dir.empty() && f.control.checkpoint_dir.empty()) f.control.checkpoint_dir = f.control.resume_dir;
   f.options.hidden = ParseHidden(f.hidden);
   f.options.eval = ParseEvalEvery(f.eval_every);
+  if (f.final_eval != "full" && f.final_eval != "sample")
+    throw std::invalid_argument("--final-eval must be 'full' or 'sample', not '" + f.final_eval + "'");
+  f.options.final_eval_full = f.final_eval == "full";
   if (!(f.options.lr > 0)) throw std::invalid_argument("--lr must be positive");
   // Output files are opened before the long work, so that a bad path fails now, not at the end.
   scheduler::MetricsLog metrics(f.metrics);
@@ -195,6 +199,7 @@ int RunTrain(TrainFlags& f) {
   shape.hidden = f.options.hidden;
   shape.normalize_rows = f.normalize == "l2";
   kernels::ValidateShape(shape);
+  uint64_t planned_host_bytes = 0;
   {
     // Before the model and the replicas are allocated: fail now, with the numbers.
     const scheduler::MemoryPlan plan =
@@ -204,10 +209,12 @@ int RunTrain(TrainFlags& f) {
     std::vector<uint64_t> gpu_free;
     for (int g = 0; g < engine::CudaDeviceCount(); ++g) gpu_free.push_back(engine::CudaFreeMemory(g));
     scheduler::CheckMemoryFits(plan, scheduler::AvailableHostMemory(), gpu_free);
+    planned_host_bytes = plan.host_total();
   }
   kernels::Model<float> model = kernels::InitModel<float>(shape, f.options.seed);
   std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "
-            << train.num_rows() << " training rows, loaded in " << load_seconds << " s; training on " << (f.algo == "single" ? std::string("cpu:0") : f.engine.devices) << " ("
+            << train.num_rows() << " training rows, loaded in " << load_seconds << " s; planned host memory "
+            << ((planned_host_bytes + (1 << 20) - 1) >> 20) << " MiB; training on " << (f.algo == "single" ? std::string("cpu:0") : f.engine.devices) << " ("
             << engine::CudaDeviceSummary() << ")\n";
 
   const bool show_progress = ::isatty(::fileno(stderr)) != 0;
@@ -295,6 +302,12 @@ Command AddTrainCommand(CLI::App* app) {
   cmd->add_option("--hidden", f.hidden, "Hidden layer sizes, comma separated (e.g. 256,128)")->capture_default_str();
   cmd->add_option("--mega-batch", f.options.mega_batch, "Batches per mega-batch")->capture_default_str();
   cmd->add_option("--eval-every", f.eval_every, "Evaluate: 'epoch', 'end' (or 0), or every N mega-batches")
+      ->capture_default_str();
+  cmd->add_option("--eval-rows", f.options.eval_rows,
+                  "Evaluate on a fixed sample of this many test rows, drawn from --seed (0 = all rows)")
+      ->capture_default_str();
+  cmd->add_option("--final-eval", f.final_eval,
+                  "The run's last evaluation: 'full' (the whole test set) or 'sample' (the --eval-rows sample)")
       ->capture_default_str();
   cmd->add_option("--seed", f.options.seed, "Seed for initialization and shuffling")->capture_default_str();
   cmd->add_option("--metrics", f.metrics, "Write one JSON line per evaluation to this file");

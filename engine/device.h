@@ -8,6 +8,7 @@
 
 #include "data/dataset.h"
 #include "engine/device_spec.h"
+#include "engine/evaluator.h"
 #include "kernels/cpu/softmax_loss.h"
 #include "kernels/model.h"
 
@@ -35,6 +36,14 @@ class Device {
   // an empty vector zeroes it (after a rollback the old velocity would carry the divergence on).
   virtual std::vector<float> SaveOptimizerState() = 0;
   virtual void RestoreOptimizerState(const std::vector<float>& state) = 0;
+
+  // Scores `model` (the global model, not the replica) on the given rows of `test`: the device's
+  // share of an evaluation. Runs the CPU evaluator here; a device with its own memory may run it
+  // there instead.
+  virtual EvaluationSums EvaluateRows(const kernels::Model<float>& model, const data::Dataset& test,
+                                      const uint64_t* rows, size_t count) {
+    return engine::EvaluateRows(model, test, rows, count);
+  }
 };
 
 // The largest batch a device must hold, so it can allocate everything once.

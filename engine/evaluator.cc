@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 
 #include "data/sparse_batch.h"
 #include "kernels/cpu/softmax_loss.h"
@@ -42,53 +43,99 @@ bool FitsModel(const kernels::ModelShape& shape, const data::Dataset& dataset) {
   return dataset.num_features() <= shape.num_features && dataset.num_labels() <= shape.num_labels;
 }
 
-// Runs `visit(batch, workspace, first_row)` for each chunk after the forward pass.
+// Runs `visit(batch, workspace, first)` for each chunk of the given rows after the forward pass;
+// `first` is the chunk's position in `rows`.
 template <class Visit>
-void ForEachChunk(const kernels::Model<float>& model, const data::Dataset& dataset, Visit visit) {
+void ForEachChunk(const kernels::Model<float>& model, const data::Dataset& dataset,
+                  const uint64_t* rows, size_t count, Visit visit) {
   const uint32_t chunk = ChunkRows(model.shape.num_labels);
   kernels::cpu::MlpWorkspace<float> workspace(model.shape, chunk);
   data::SparseBatch batch;
-  std::vector<uint64_t> rows(chunk);
   const bool clip = !FitsModel(model.shape, dataset);
-  for (uint64_t first = 0; first < dataset.num_rows(); first += chunk) {
-    const size_t count = size_t(std::min<uint64_t>(chunk, dataset.num_rows() - first));
-    std::iota(rows.begin(), rows.begin() + count, first);
-    data::GatherBatch(dataset, rows.data(), count, &batch);
+  for (size_t first = 0; first < count; first += chunk) {
+    const size_t size = std::min<size_t>(chunk, count - first);
+    data::GatherBatch(dataset, rows + first, size, &batch);
     if (clip) ClipToModel(model.shape, &batch);
     kernels::cpu::Forward(model, batch, &workspace);
     visit(batch, workspace, first);
   }
 }
 
+std::vector<uint64_t> AllRows(const data::Dataset& dataset) {
+  std::vector<uint64_t> rows(dataset.num_rows());
+  std::iota(rows.begin(), rows.end(), uint64_t{0});
+  return rows;
+}
+
 }  // namespace
 
-Evaluation Evaluate(const kernels::Model<float>& model, const data::Dataset& dataset) {
+void EvaluationSums::Add(const EvaluationSums& other) {
+  ranking.Merge(other.ranking);
+  loss_sum += other.loss_sum;
+  labeled_rows += other.labeled_rows;
+}
+
+Evaluation EvaluationSums::Mean() const {
+  Evaluation result;
+  result.metrics = ranking.Mean();
+  result.loss = labeled_rows > 0 ? loss_sum / double(labeled_rows) : 0.0;
+  result.rows = ranking.rows();
+  return result;
+}
+
+EvaluationSums EvaluateRows(const kernels::Model<float>& model, const data::Dataset& dataset,
+                            const uint64_t* rows, size_t count) {
   constexpr uint32_t k = kernels::RankingAccumulator::kDepth;
-  kernels::RankingAccumulator accumulator;
-  double loss_sum = 0;
-  uint64_t labeled = 0;
+  EvaluationSums sums;
   std::vector<uint32_t> top;
-  ForEachChunk(model, dataset, [&](const data::SparseBatch& batch,
-                                   const kernels::cpu::MlpWorkspace<float>& ws, uint64_t first) {
+  ForEachChunk(model, dataset, rows, count, [&](const data::SparseBatch& batch,
+                                                const kernels::cpu::MlpWorkspace<float>& ws, size_t first) {
     const kernels::cpu::LossResult loss =
         kernels::cpu::SoftmaxCrossEntropy(ws.logits.data(), batch, model.shape.num_labels);
-    loss_sum += loss.loss_sum;
-    labeled += loss.labeled_rows;
+    sums.loss_sum += loss.loss_sum;
+    sums.labeled_rows += loss.labeled_rows;
     top.resize(uint64_t(batch.num_rows) * k);
     kernels::cpu::TopK<float>(ws.logits.data(), batch.num_rows, model.shape.num_labels, k,
                               top.data(), nullptr);
     // Ranked against the row's labels as the file has them: a label the model cannot predict
     // still counts in the ideal DCG (the batch may have been clipped for the loss).
     const data::CsrMatrix& labels = dataset.labels;
-    for (uint32_t r = 0; r < batch.num_rows; ++r)
-      accumulator.AddRow(top.data() + uint64_t(r) * k, labels.col_idx.data() + labels.RowBegin(first + r),
-                         uint32_t(labels.RowSize(first + r)));
+    for (uint32_t r = 0; r < batch.num_rows; ++r) {
+      const uint64_t row = rows[first + r];
+      sums.ranking.AddRow(top.data() + uint64_t(r) * k, labels.col_idx.data() + labels.RowBegin(row),
+                          uint32_t(labels.RowSize(row)));
+    }
   });
-  Evaluation result;
-  result.metrics = accumulator.Mean();
-  result.loss = labeled > 0 ? loss_sum / double(labeled) : 0.0;
-  result.rows = dataset.num_rows();
-  return result;
+  return sums;
+}
+
+Evaluation Evaluate(const kernels::Model<float>& model, const data::Dataset& dataset) {
+  const std::vector<uint64_t> rows = AllRows(dataset);
+  return EvaluateRows(model, dataset, rows.data(), rows.size()).Mean();
+}
+
+uint64_t EvaluationWorkspaceBytes(const kernels::ModelShape& shape) {
+  const uint64_t rows = ChunkRows(shape.num_labels);
+  uint64_t per_row = shape.num_labels + 3;  // logits, the top-k and the batch's row pointers
+  for (uint32_t h : shape.hidden) per_row += 3 * uint64_t(h);  // activations and the two deltas
+  return rows * per_row * sizeof(float) +
+         kernels::cpu::OutputLayerWorkspaceBytes(shape.num_labels, shape.hidden.back(), uint32_t(rows), sizeof(float));
+}
+
+std::vector<uint64_t> SampleEvalRows(uint64_t num_rows, uint64_t count, uint64_t seed) {
+  std::vector<uint64_t> rows(num_rows);
+  std::iota(rows.begin(), rows.end(), uint64_t{0});
+  if (count == 0 || count >= num_rows) return rows;
+  // A partial Fisher-Yates shuffle: the first `count` places are a uniform sample. Sorted after,
+  // so the gathers walk the file forward.
+  std::mt19937_64 rng(seed);
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t j = i + rng() % (num_rows - i);
+    std::swap(rows[i], rows[j]);
+  }
+  rows.resize(count);
+  std::sort(rows.begin(), rows.end());
+  return rows;
 }
 
 Prediction Predict(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k) {
@@ -97,8 +144,9 @@ Prediction Predict(const kernels::Model<float>& model, const data::Dataset& data
   prediction.labels.resize(dataset.num_rows() * k);
   prediction.scores.resize(dataset.num_rows() * k);
   const uint64_t num_labels = model.shape.num_labels;
-  ForEachChunk(model, dataset, [&](const data::SparseBatch& batch,
-                                   const kernels::cpu::MlpWorkspace<float>& ws, uint64_t first) {
+  const std::vector<uint64_t> rows = AllRows(dataset);
+  ForEachChunk(model, dataset, rows.data(), rows.size(), [&](const data::SparseBatch& batch,
+                                   const kernels::cpu::MlpWorkspace<float>& ws, size_t first) {
     uint32_t* labels = prediction.labels.data() + first * k;
     float* scores = prediction.scores.data() + first * k;
     kernels::cpu::TopK<float>(ws.logits.data(), batch.num_rows, num_labels, k, labels, scores);

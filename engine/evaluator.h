@@ -17,9 +17,31 @@ struct Evaluation {
   uint64_t rows = 0;
 };
 
+// The sums behind an Evaluation, so that parts of a test set scored on different devices can be
+// added up (in a fixed order, for a reproducible result) and turned into means once.
+struct EvaluationSums {
+  kernels::RankingAccumulator ranking;
+  double loss_sum = 0;
+  uint64_t labeled_rows = 0;
+  void Add(const EvaluationSums& other);
+  Evaluation Mean() const;
+};
+
 // Feature ids beyond the model's input size are ignored (a test file may mention features the
 // training file never had); label ids beyond its output size can never be predicted.
 Evaluation Evaluate(const kernels::Model<float>& model, const data::Dataset& dataset);
+
+// The sums over the given rows of `dataset` (row ids, any order).
+EvaluationSums EvaluateRows(const kernels::Model<float>& model, const data::Dataset& dataset,
+                            const uint64_t* rows, size_t count);
+
+// The bytes one evaluation holds besides the model (a chunk's activations, logits and scratch),
+// for memory plans: each device of a run holds this while it scores its share.
+uint64_t EvaluationWorkspaceBytes(const kernels::ModelShape& shape);
+
+// A fixed sample of `count` of `num_rows` rows, drawn with `seed`, ascending: the same rows at
+// every evaluation of a run. All rows when count is 0 or at least num_rows.
+std::vector<uint64_t> SampleEvalRows(uint64_t num_rows, uint64_t count, uint64_t seed);
 
 struct Prediction {
   uint32_t k = 0;

@@ -19,8 +19,15 @@ Worker::Worker(size_t index, std::unique_ptr<Device> device, const data::Dataset
 }
 
 Worker::~Worker() {
-  inbox_.push(Message{BatchTask{}, true});
+  inbox_.push(Message{BatchTask{}, true, {}});
   thread_.join();
+}
+
+std::future<void> Worker::RunOnDevice(std::function<void(Device&)> job) {
+  auto task = std::make_shared<std::packaged_task<void(Device&)>>(std::move(job));
+  std::future<void> done = task->get_future();
+  inbox_.push(Message{BatchTask{}, false, std::move(task)});
+  return done;
 }
 
 void Worker::Run() {
@@ -29,6 +36,10 @@ void Worker::Run() {
     Message message;
     inbox_.pop(message);
     if (message.stop) return;
+    if (message.job) {
+      (*message.job)(*device_);
+      continue;
+    }
     const BatchTask& task = message.task;
     BatchResult result;
     result.device = index_;

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
+#include <future>
 #include <memory>
 #include <thread>
 
@@ -47,13 +49,17 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  void Submit(const BatchTask& task) { inbox_.push(Message{task, false}); }
+  void Submit(const BatchTask& task) { inbox_.push(Message{task, false, {}}); }
+  // Runs `job` on the device from the worker's own thread (where a GPU's context lives), between
+  // batches; the future carries its exception, if any.
+  std::future<void> RunOnDevice(std::function<void(Device&)> job);
   Device& device() { return *device_; }  // touch only while the worker is idle (between mega-batches)
 
  private:
   struct Message {
     BatchTask task;
     bool stop = false;
+    std::shared_ptr<std::packaged_task<void(Device&)>> job;  // instead of a batch, when set
   };
   void Run();
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <stdexcept>
 
 #include "data/input_error.h"
@@ -261,6 +262,33 @@ MegaBatchRun DevicePool::Settle(const std::vector<Assignment>& plan, const std::
   return run;
 }
 
+engine::Evaluation DevicePool::Evaluate(const kernels::Model<float>& model, const data::Dataset& test,
+                                        const std::vector<uint64_t>& rows) {
+  const std::vector<size_t> devices = alive();
+  std::vector<engine::EvaluationSums> parts(devices.size());
+  std::vector<std::future<void>> done;
+  for (size_t k = 0; k < devices.size(); ++k) {
+    const size_t begin = rows.size() * k / devices.size(), end = rows.size() * (k + 1) / devices.size();
+    engine::EvaluationSums* part = &parts[k];
+    done.push_back(workers_[devices[k]]->RunOnDevice([&model, &test, &rows, part, begin, end](engine::Device& d) {
+      *part = d.EvaluateRows(model, test, rows.data() + begin, end - begin);
+    }));
+  }
+  // Every share finishes before the first error is passed on: the jobs point into this frame.
+  std::exception_ptr error;
+  for (std::future<void>& f : done) {
+    try {
+      f.get();
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  engine::EvaluationSums sums;
+  for (const engine::EvaluationSums& part : parts) sums.Add(part);
+  return sums.Mean();
+}
+
 nlohmann::json DevicePool::SaveMeta() const {
   nlohmann::json devices = nlohmann::json::array();
   for (size_t i = 0; i < size(); ++i) {
@@ -330,7 +358,9 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
         throw data::InputError(source, 0, "checkpoint device " + std::to_string(i) + " is " +
                                               saved.at("id").get<std::string>() + "; --devices gives " + d.spec().id);
       states_[i] = {saved.at("batch").get<double>(), saved.at("lr").get<double>()};
-      if (!(states_[i].batch > 0 && std::isfinite(states_[i].lr) && states_[i].lr > 0))
+      // Above b_max (--batch) its batches would not fit the replica's buffers, sized for --batch rows.
+      if (!(states_[i].batch > 0 && states_[i].batch <= bounds_.b_max && std::isfinite(states_[i].lr) &&
+            states_[i].lr > 0))
         throw data::InputError(source, 0, "device " + d.spec().id + " has a bad batch size or learning rate");
       // A device dropped before the checkpoint gets another chance (the user asked for it again),
       // starting from the global model with no momentum.

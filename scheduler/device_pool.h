@@ -57,6 +57,11 @@ class DevicePool {
   // Synchronous round: --batch rows (fewer at the end) split evenly over the surviving devices.
   MegaBatchRun RunSyncRound(uint64_t budget);
 
+  // Scores `model` on `rows` of `test` with every surviving device at once, each on its own
+  // contiguous share, summed in device order (call between mega-batches).
+  engine::Evaluation Evaluate(const kernels::Model<float>& model, const data::Dataset& test,
+                              const std::vector<uint64_t>& rows);
+
   // Checkpoints: scalar state as JSON, arrays as sections (read from the devices' host params, so
   // call between mega-batches, after a merge). Restore throws data::InputError naming the file.
   nlohmann::json SaveMeta() const;

@@ -123,6 +123,8 @@ class MultiDeviceRun {
         merging_(engine, *model),
         rows_per_epoch_(pool_.rows_per_epoch()),
         total_rows_(TotalTrainingRows(options, rows_per_epoch_, train.source)),
+        eval_rows_(test == nullptr ? std::vector<uint64_t>{} : EvalSample(test->num_rows(), options)),
+        all_test_rows_(test == nullptr ? std::vector<uint64_t>{} : engine::SampleEvalRows(test->num_rows(), 0, 0)),
         good_pool_(pool_.TakeSnapshot()) {
     progress_.since_eval.resize(pool_.size());
     for (size_t i = 0; i < pool_.size(); ++i) progress_.since_eval[i].id = pool_.device(i).spec().id;
@@ -349,7 +351,10 @@ class MultiDeviceRun {
     EvalRecord record;
     const Clock::time_point eval_start = Clock::now();
     model_->params = global_.current;
-    if (test_ != nullptr) record.test = engine::Evaluate(*model_, *test_);
+    if (test_ != nullptr) {
+      const bool whole = progress_.rows_done >= total_rows_ && options_.final_eval_full;
+      record.test = pool_.Evaluate(*model_, *test_, whole ? all_test_rows_ : eval_rows_);
+    }
     record.eval_time_s = Seconds(Clock::now() - eval_start);
     record.megabatch = progress_.megabatches;
     record.epoch = double(progress_.rows_done) / double(rows_per_epoch_);
@@ -378,6 +383,7 @@ class MultiDeviceRun {
   const nlohmann::json fingerprint_;
   AliveMerge merging_;
   const uint64_t rows_per_epoch_, total_rows_;
+  const std::vector<uint64_t> eval_rows_, all_test_rows_;  // --eval-rows' sample; the whole test set
   RunProgress progress_;
   // The last good state: the pool's scheduling state, the global model (w_p is not kept: a
   // rollback clears the momentum), the bookkeeping.

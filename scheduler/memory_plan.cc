@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "engine/device_spec.h"
+#include "engine/evaluator.h"
+#include "kernels/cpu/output_layer.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -21,7 +23,8 @@ uint64_t Add(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : 
 
 uint64_t MemoryPlan::host_total() const {
   uint64_t total = Add(Add(global, scheduler), checkpoint);
-  for (const DeviceMemory& d : devices) total = Add(total, d.gpu ? d.host_mirror : d.total());
+  for (const DeviceMemory& d : devices)
+    total = Add(Add(total, d.gpu ? d.host_mirror : d.total()), d.evaluation);
   return total;
 }
 
@@ -31,6 +34,7 @@ std::string MemoryPlan::ToString() const {
     out << "  " << d.id << ": " << MiB(d.total()) << " (parameters " << MiB(d.params) << ", momentum "
         << MiB(d.momentum) << ", activations " << MiB(d.workspace) << ", batch " << MiB(d.batch) << ")";
     if (d.gpu) out << " on the GPU, plus a host mirror of " << MiB(d.host_mirror);
+    out << "; evaluating its share of the test set: " << MiB(d.evaluation) << " of host memory";
     out << "\n";
   }
   out << "  global model, previous model and rollback copy: " << MiB(global) << "\n"
@@ -51,6 +55,9 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   device.momentum = options.local_momentum > 0 ? params : 0;
   device.workspace = Add(Mul(Mul(rows, Add(Add(hidden_sum, shape.num_labels), 2 * widest)), sizeof(float)),
                          Mul(limits.max_feature_nnz, 3 * sizeof(uint32_t)));
+  device.workspace = Add(device.workspace, kernels::cpu::OutputLayerWorkspaceBytes(
+                                               shape.num_labels, shape.hidden.back(), uint32_t(rows), sizeof(float)));
+  device.evaluation = engine::EvaluationWorkspaceBytes(shape);
   device.batch = Add(Add(Mul(rows + 1, 2 * sizeof(uint64_t)), Mul(limits.max_feature_nnz, 2 * sizeof(uint32_t))),
                      Mul(limits.max_label_nnz, sizeof(uint32_t)));
 

@@ -79,6 +79,11 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* 
                       {"--seed", options.seed},
                       {"--train (rows)", train.num_rows()},
                       {"--train (checksum)", DataChecksum(train)}};
+  // Only when set, so that checkpoints of runs without it still resume.
+  if (options.eval_rows > 0) {
+    j["--eval-rows"] = options.eval_rows;
+    j["--final-eval"] = options.final_eval_full ? "full" : "sample";
+  }
   if (engine == nullptr) {
     j["--algo"] = "single";
     return j;

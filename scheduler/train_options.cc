@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "engine/evaluator.h"
+
 namespace xmlt::scheduler {
 
 void ValidateTrainOptions(const TrainOptions& options) {
@@ -38,6 +40,11 @@ void ValidateEngineOptions(const EngineOptions& engine) {
   const bool elastic_force = engine.merge == Merge::kCrossbow || (engine.merge == Merge::kAverage && engine.elastic_alpha > 0);
   if (elastic_force && engine.nesterov)
     throw std::invalid_argument("--momentum-mode nesterov does not apply to elastic-force merges (EASGD, CROSSBOW)");
+}
+
+std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options) {
+  // Its own stream of the seed: the sample must not move when the shuffling's use of it changes.
+  return engine::SampleEvalRows(test_rows, options.eval_rows, options.seed ^ 0x6576616c2d726f77ull);
 }
 
 uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,

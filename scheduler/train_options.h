@@ -21,6 +21,8 @@ struct TrainOptions {
   std::vector<uint32_t> hidden{128};
   uint32_t mega_batch = 100;     // batches per mega-batch (the unit of --eval-every)
   EvalSchedule eval;
+  uint64_t eval_rows = 0;        // evaluate on a fixed seeded sample of this many test rows; 0 = all
+  bool final_eval_full = true;   // the run's last evaluation on the whole test set regardless
   uint64_t seed = 1;             // initialization and shuffling
 };
 
@@ -51,6 +53,10 @@ struct EngineOptions {
 // Throws std::invalid_argument (named after the flag) for values no run can use.
 void ValidateTrainOptions(const TrainOptions& options);
 void ValidateEngineOptions(const EngineOptions& engine);
+
+// The test rows every evaluation of the run scores but, with final_eval_full, the last: a sample
+// of --eval-rows rows drawn from the run's seed, or all of them.
+std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options);
 
 // Rows a run trains on: epochs x rows with labels, rounded; throws when that is 0 or absurd.
 uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,

@@ -85,10 +85,17 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
           outcome.checkpoint);
   };
 
+  const std::vector<uint64_t> eval_rows = test == nullptr ? std::vector<uint64_t>{} : EvalSample(test->num_rows(), options);
+  const std::vector<uint64_t> all_test_rows =
+      test == nullptr ? std::vector<uint64_t>{} : engine::SampleEvalRows(test->num_rows(), 0, 0);
   auto evaluate = [&]() {
     EvalRecord record;
     const Clock::time_point eval_start = Clock::now();
-    if (test != nullptr) record.test = engine::Evaluate(replica.model(), *test);
+    if (test != nullptr) {
+      const bool whole = progress.rows_done >= total_rows && options.final_eval_full;
+      const std::vector<uint64_t>& rows = whole ? all_test_rows : eval_rows;
+      record.test = engine::EvaluateRows(replica.model(), *test, rows.data(), rows.size()).Mean();
+    }
     record.eval_time_s = Seconds(Clock::now() - eval_start);
     record.megabatch = progress.batches / batches_per_megabatch;
     record.epoch = double(progress.rows_done) / double(rows_per_epoch);

@@ -54,9 +54,18 @@ OutputLayerWorkspace<T>::OutputLayerWorkspace(uint64_t num_labels, uint64_t inpu
       block_sum(num_blocks * max_rows),
       row_max(max_rows),
       row_scale(max_rows),
+      row_loss(max_rows),
       group_delta_in(NumGroups(num_blocks) * max_rows * inputs),
       gradient_tiles(NumGroups(num_blocks) * max_rows * block),
       column_sums(NumGroups(num_blocks) * block) {}
+
+uint64_t OutputLayerWorkspaceBytes(uint64_t num_labels, uint64_t inputs, uint32_t max_rows, size_t scalar) {
+  const uint64_t block = OutputBlockLabels(max_rows, inputs);
+  const uint64_t blocks = (num_labels + block - 1) / block, groups = NumGroups(blocks);
+  const uint64_t values = 2 * blocks * max_rows + 2 * max_rows + groups * max_rows * inputs +
+                          groups * max_rows * block + groups * block;
+  return values * scalar + max_rows * sizeof(double);
+}
 
 template <class T>
 LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& batch, const T* in,
@@ -95,12 +104,14 @@ LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& ba
       },
       tbb::simple_partitioner());
 
-  // Per row, in block order: the softmax's max and normalizer, and the loss.
+  // Per row, over the blocks in order: the softmax's max and normalizer, and the loss.
   uint32_t labeled = 0;
   for (uint32_t r = 0; r < rows; ++r) labeled += batch.NumLabels(r) > 0;
   const double scale = labeled > 0 ? 1.0 / labeled : 0.0;
-  double loss = 0;
-  for (uint32_t r = 0; r < rows; ++r) {
+  std::vector<double>& row_loss = ws->row_loss;
+  row_loss.assign(rows, 0.0);
+  tbb::parallel_for(tbb::blocked_range<uint32_t>(0, rows, 16), [&](const tbb::blocked_range<uint32_t>& range) {
+  for (uint32_t r = range.begin(); r < range.end(); ++r) {
     T max = -std::numeric_limits<T>::infinity();
     for (uint64_t b = 0; b < ws->num_blocks; ++b) max = std::max(max, ws->block_max[b * rows + r]);
     double sum = 0;
@@ -115,8 +126,12 @@ LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& ba
     double target_sum = 0;
     for (uint64_t i = batch.label_ptr[r]; i < batch.label_ptr[r + 1]; ++i)
       target_sum += double(z[batch.label_idx[i]] - max);
-    loss += std::log(sum) - target_sum / count;
+    row_loss[r] = std::log(sum) - target_sum / count;
   }
+  });
+  // Summed in row order: the same loss whatever the threads did.
+  double loss = 0;
+  for (uint32_t r = 0; r < rows; ++r) loss += row_loss[r];
   return {loss, labeled};
 }
 

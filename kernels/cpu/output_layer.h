@@ -31,6 +31,7 @@ struct OutputLayerWorkspace {
   uint64_t num_blocks = 0;
   std::vector<T> block_max, block_sum;  // per block and row: max logit, sum exp(z - max)
   std::vector<T> row_max, row_scale;    // per row: max logit, scale / sum exp(z - max)
+  std::vector<double> row_loss;         // per row: its cross-entropy
   std::vector<T> group_delta_in;        // per group: rows x inputs partial input gradient
   std::vector<T> gradient_tiles;        // per group: rows x block output gradient
   std::vector<T> column_sums;           // per group: the block's bias gradient
@@ -39,6 +40,9 @@ struct OutputLayerWorkspace {
 // Labels per block for a batch of `rows` rows: the block of logits (rows x block) and of the
 // weights (block x inputs) should stay in the core's cache between the passes over them.
 uint64_t OutputBlockLabels(uint32_t rows, uint64_t inputs);
+
+// The bytes an OutputLayerWorkspace of these sizes holds, for memory plans (scalar: sizeof(T)).
+uint64_t OutputLayerWorkspaceBytes(uint64_t num_labels, uint64_t inputs, uint32_t max_rows, size_t scalar);
 
 // logits = in * W^T + b for the last layer (in: rows x inputs), and the per-row softmax
 // statistics; returns the batch's cross-entropy (sum over rows with labels, mean over labels).

@@ -482,5 +482,24 @@ TEST(CliTest, AdaptiveRunReportsEveryDevice) {
   EXPECT_EQ(rows, uint64_t(2 * Data::kLabeledTrainRows));
 }
 
+TEST(CliTest, EvalRowsSamplesTheTestSetAndTheLastEvaluationIsWhole) {
+  Data d;
+  for (const std::string algo : {"single", "adaptive"}) {
+    const std::string metrics = d.dir.File(algo + "-eval-rows.jsonl");
+    std::vector<std::string> flags = {"--algo", algo, "--mega-batch", "2", "--eval-every", "1",
+                                      "--eval-rows", "7", "--metrics", metrics};
+    if (algo != "single") flags.insert(flags.end(), {"--devices", "cpu:2"});
+    const CliResult r = Cli(TrainArgs(d, flags));
+    ASSERT_EQ(r.code, 0) << Describe(r);
+    const std::vector<std::string> lines = Lines(ReadFile(metrics));
+    ASSERT_GE(lines.size(), 2u) << algo;
+    for (size_t k = 0; k + 1 < lines.size(); ++k) EXPECT_EQ(json::parse(lines[k])["test_rows"], 7) << algo;
+    EXPECT_GT(json::parse(lines.back())["test_rows"].get<int>(), 7) << algo;
+  }
+  const CliResult bad = Cli(TrainArgs(d, {"--eval-rows", "7", "--final-eval", "sometimes"}));
+  EXPECT_EQ(bad.code, 2) << Describe(bad);
+  EXPECT_NE(bad.err.find("--final-eval"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace xmlt::apps

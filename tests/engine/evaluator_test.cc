@@ -278,5 +278,60 @@ TEST(EvaluatorTest, PredictWithAllLabelsIsADescendingDistribution) {
   }
 }
 
+TEST(EvalSample, FixedSortedDistinctAndSeeded) {
+  const std::vector<uint64_t> a = SampleEvalRows(1001, 97, 5), b = SampleEvalRows(1001, 97, 5);
+  EXPECT_EQ(a, b);
+  ASSERT_EQ(a.size(), 97u);
+  EXPECT_TRUE(std::is_sorted(a.begin(), a.end()));
+  EXPECT_EQ(std::set<uint64_t>(a.begin(), a.end()).size(), 97u);
+  EXPECT_LT(a.back(), 1001u);
+  EXPECT_NE(a, SampleEvalRows(1001, 97, 6));
+  // Spread over the file, not its head: the mean id is near the middle.
+  const double mean = std::accumulate(a.begin(), a.end(), 0.0) / double(a.size());
+  EXPECT_NEAR(mean, 500, 120);
+  std::vector<uint64_t> all(10);
+  std::iota(all.begin(), all.end(), uint64_t{0});
+  EXPECT_EQ(SampleEvalRows(10, 0, 5), all);
+  EXPECT_EQ(SampleEvalRows(10, 10, 5), all);
+  EXPECT_EQ(SampleEvalRows(10, 11, 5), all);
+}
+
+// Scoring a test set in uneven parts and adding the sums gives the whole set's evaluation.
+TEST(EvaluationSums, PartsAddUpToTheWhole) {
+  std::mt19937_64 rng(9);
+  std::vector<Row> rows;
+  for (int r = 0; r < 53; ++r) {
+    Row row;
+    for (uint32_t f = 0; f < 12; ++f)
+      if (rng() % 3 == 0) row.features.push_back({f, float(rng() % 100) / 50.0f});
+    for (uint32_t y = 0; y < 9; ++y)
+      if (rng() % 4 == 0) row.labels.push_back(y);
+    rows.push_back(row);
+  }
+  const data::Dataset test = MakeDataset(rows, 12, 9);
+  const Model<float> model = kernels::InitModel<float>(ModelShape{12, {5}, 9}, 4);
+  const Evaluation whole = Evaluate(model, test);
+  std::vector<uint64_t> ids(53);
+  std::iota(ids.begin(), ids.end(), uint64_t{0});
+  EvaluationSums sums;
+  for (auto [begin, end] : {std::pair<size_t, size_t>{0, 17}, {17, 18}, {18, 53}})
+    sums.Add(EvaluateRows(model, test, ids.data() + begin, end - begin));
+  const Evaluation parts = sums.Mean();
+  EXPECT_EQ(parts.rows, 53u);
+  EXPECT_NEAR(parts.metrics.p1, whole.metrics.p1, 1e-12);
+  EXPECT_NEAR(parts.metrics.p5, whole.metrics.p5, 1e-12);
+  EXPECT_NEAR(parts.metrics.ndcg5, whole.metrics.ndcg5, 1e-12);
+  EXPECT_NEAR(parts.loss, whole.loss, 1e-9);
+  // A sample is scored on its own rows only.
+  const std::vector<uint64_t> sample = SampleEvalRows(53, 20, 1);
+  std::vector<Row> picked;
+  for (uint64_t r : sample) picked.push_back(rows[r]);
+  const Evaluation direct = Evaluate(model, MakeDataset(picked, 12, 9));
+  const Evaluation sampled = EvaluateRows(model, test, sample.data(), sample.size()).Mean();
+  EXPECT_EQ(sampled.rows, 20u);
+  EXPECT_NEAR(sampled.metrics.p3, direct.metrics.p3, 1e-12);
+  EXPECT_NEAR(sampled.loss, direct.loss, 1e-9);
+}
+
 }  // namespace
 }  // namespace xmlt::engine

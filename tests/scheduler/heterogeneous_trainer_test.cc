@@ -167,5 +167,31 @@ TEST(HeterogeneousTrainer, RejectsMismatchedSpeedsAndUnknownDevices) {
   EXPECT_THROW(TrainRun(Options(), Adaptive("cuda:0", "")), std::invalid_argument);
 }
 
+// --eval-rows: every evaluation but the last scores the same seeded sample, on every device at
+// once; the sums equal one evaluation of the sample on one thread. The last covers the whole set.
+TEST(HeterogeneousTrainer, EvalRowsScoresAFixedSampleOnEveryDeviceAndTheWholeSetLast) {
+  TrainOptions options = Options();
+  options.epochs = 1;
+  options.eval_rows = 101;  // not divisible by the 3 devices
+  kernels::Model<float> model;
+  const std::vector<EvalRecord> records = TrainRun(options, Adaptive("cpu:3", "1,1.5,2"), &model);
+  ASSERT_GE(records.size(), 3u);
+  for (size_t k = 0; k + 1 < records.size(); ++k) EXPECT_EQ(records[k].test.rows, 101u) << k;
+  EXPECT_EQ(records.back().test.rows, Data().test.num_rows());
+  const engine::Evaluation whole = engine::Evaluate(model, Data().test);
+  EXPECT_NEAR(records.back().test.metrics.p1, whole.metrics.p1, 1e-12);
+  EXPECT_NEAR(records.back().test.loss, whole.loss, 1e-9);
+  const std::vector<uint64_t> sample = EvalSample(Data().test.num_rows(), options);
+  ASSERT_EQ(sample.size(), 101u);
+  const engine::Evaluation on_sample = engine::EvaluateRows(model, Data().test, sample.data(), sample.size()).Mean();
+  options.final_eval_full = false;
+  kernels::Model<float> again;
+  const std::vector<EvalRecord> sampled_last = TrainRun(options, Adaptive("cpu:3", "1,1.5,2"), &again);
+  EXPECT_EQ(again.params, model.params);
+  EXPECT_EQ(sampled_last.back().test.rows, 101u);
+  EXPECT_NEAR(sampled_last.back().test.metrics.p1, on_sample.metrics.p1, 1e-12);
+  EXPECT_NEAR(sampled_last.back().test.metrics.ndcg5, on_sample.metrics.ndcg5, 1e-12);
+}
+
 }  // namespace
 }  // namespace xmlt::scheduler
