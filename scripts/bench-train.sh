@@ -3,8 +3,10 @@
 # train file, batch, hidden sizes and thread count, in the same run; prints both samples/s and the
 # ratio xmltrain/torch, then one JSON summary line.
 #
-# Usage: scripts/bench-train.sh [--preset amazon670k] [--scale 0.01] [--batch 256] [--hidden 128]
-#                               [--threads $(nproc)] [--epochs 3] [--lr LR]
+# Usage: scripts/bench-train.sh [--preset amazon670k] [--scale 0.01] [--rows N] [--batch 256]
+#                               [--hidden 128] [--threads $(nproc)] [--epochs 3] [--lr LR]
+#   --rows N keeps the preset's features and labels at --scale but generates only N training rows:
+#   `--scale 1 --rows 4096 --epochs 1` measures the full Table 1 shapes in minutes.
 #   Both sides run plain SGD (xmltrain with --local-momentum 0). --lr is passed to both sides when given; otherwise each uses its default (speed is the point,
 #   the P@1 columns are only a sanity check).
 # Environment: XMLT_BUILD_DIR (default build), XMLT_BENCH_DATA (default $XMLT_BUILD_DIR/bench-data,
@@ -14,6 +16,7 @@ cd "$(dirname "$0")/.."
 
 preset=amazon670k
 scale=0.01
+rows=""
 batch=256
 hidden=128
 threads=$(nproc)
@@ -23,12 +26,13 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --preset) preset=$2; shift 2 ;;
     --scale) scale=$2; shift 2 ;;
+    --rows) rows=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
     --hidden) hidden=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --lr) lr=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "bench-train: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -51,11 +55,13 @@ fi
 "$PYTHON" -c 'import torch' || { echo "bench-train: $PYTHON cannot import torch" >&2; exit 1; }
 
 # The generator is deterministic, so a data folder for (preset, scale, seed) is reused as is.
-data_dir=$data_root/$preset-$scale-seed1
+data_dir=$data_root/$preset-$scale${rows:+-rows$rows}-seed1
+rows_args=()
+if [[ -n $rows ]]; then rows_args=(--rows "$rows" --test-rows 1000); fi
 if [[ ! -s $data_dir/train.txt || ! -s $data_dir/test.txt ]]; then
   echo "bench-train: generating $preset at scale $scale into $data_dir" >&2
   mkdir -p "$data_dir"
-  "$xmltrain" gen --preset "$preset" --scale "$scale" --seed 1 --out "$data_dir" >&2
+  "$xmltrain" gen --preset "$preset" --scale "$scale" ${rows_args[@]+"${rows_args[@]}"} --seed 1 --out "$data_dir" >&2
 fi
 
 # The value of `key` in the JSON object on the last non-empty line of stdin, as JSON (strings
