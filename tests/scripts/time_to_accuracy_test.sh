@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Test of the tools that scripts/demo.sh uses to compare runs: scripts/time_to_accuracy.py (the
+# table: target, time and mega-batches to it, speed-up, best and final P@1) and scripts/plot.py
+# --metrics --kind time (the figure), on two small hand-made metrics files. Builds nothing.
+# The figure is checked only when an interpreter with matplotlib is found (as sweep_tools_test.sh
+# finds it), otherwise that part is skipped with a message.
+# Usage: tests/scripts/time_to_accuracy_test.sh [SOURCE_DIR]
+set -euo pipefail
+
+fail() { echo "time_to_accuracy_test: FAIL: $*" >&2; exit 1; }
+
+source_dir=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Two runs evaluated after every mega-batch: "fast" reaches P@1 0.30 at 2 s (mega-batch 2),
+# "slow" at 3 s (mega-batch 2) and peaks at 0.40, then falls back to 0.35.
+cat >"$work/fast.jsonl" <<'EOF'
+{"epoch": 0.5, "megabatch": 1, "train_time_s": 1.0, "p1": 0.10, "p3": 0.05, "p5": 0.04, "loss": 9.0}
+{"epoch": 1.0, "megabatch": 2, "train_time_s": 2.0, "p1": 0.30, "p3": 0.20, "p5": 0.15, "loss": 8.0}
+{"epoch": 1.5, "megabatch": 3, "train_time_s": 3.0, "p1": 0.32, "p3": 0.21, "p5": 0.16, "loss": 7.9}
+EOF
+cat >"$work/slow.jsonl" <<'EOF'
+{"epoch": 0.5, "megabatch": 1, "train_time_s": 1.5, "p1": 0.12, "p3": 0.06, "p5": 0.05, "loss": 9.0}
+
+{"epoch": 1.0, "megabatch": 2, "train_time_s": 3.0, "p1": 0.31, "p3": 0.20, "p5": 0.15, "loss": 8.1}
+{"epoch": 1.5, "megabatch": 3, "train_time_s": 4.5, "p1": 0.40, "p3": 0.25, "p5": 0.18, "loss": 7.5}
+{"epoch": 2.0, "megabatch": 4, "train_time_s": 6.0, "p1": 0.35, "p3": 0.22, "p5": 0.17, "loss": 7.7}
+EOF
+touch "$work/empty.jsonl"
+
+tta() { python3 "$source_dir/scripts/time_to_accuracy.py" "$@"; }
+expect_row() {  # expect_row OUTPUT ROW: the table holds exactly this row
+  grep -qxF -- "$2" <<<"$1" || { echo "$1" >&2; fail "no row '$2'"; }
+}
+
+# 1. The default target is 0.95 x the lowest best P@1: 0.95 x 0.32 = 0.304.
+out=$(tta fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "time_to_accuracy.py exited with $?"
+grep -qx "target P@1 = 0.3040" <<<"$out" || { echo "$out" >&2; fail "wrong default target"; }
+grep -qxF "| run | time to target (s) | mega-batches to target | x faster | best P@1 | at (s) | final P@1 | total (s) |" \
+  <<<"$out" || { echo "$out" >&2; fail "no table header"; }
+expect_row "$out" "| fast | 3.00 | 3 | 1.00 | 0.3200 | 3.00 | 0.3200 | 3.00 |"
+expect_row "$out" "| slow | 3.00 | 2 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 |"
+
+# 2. --target: fast reaches 0.30 at 2 s, slow at 3 s, so fast is 1.5x faster; 0.38 only slow reaches.
+out=$(tta --target 0.30 fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--target 0.30 failed"
+expect_row "$out" "| fast | 2.00 | 2 | 1.50 | 0.3200 | 3.00 | 0.3200 | 3.00 |"
+expect_row "$out" "| slow | 3.00 | 2 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 |"
+out=$(tta --target 0.38 fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--target 0.38 failed"
+expect_row "$out" "| fast | not reached | - | - | 0.3200 | 3.00 | 0.3200 | 3.00 |"
+expect_row "$out" "| slow | 4.50 | 3 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 |"
+
+# 3. --target-fraction scales the lowest best P@1: 0.5 x 0.32 = 0.16.
+out=$(tta --target-fraction 0.5 fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--target-fraction failed"
+grep -qx "target P@1 = 0.1600" <<<"$out" || { echo "$out" >&2; fail "wrong target with --target-fraction 0.5"; }
+expect_row "$out" "| fast | 2.00 | 2 | 1.50 | 0.3200 | 3.00 | 0.3200 | 3.00 |"
+
+# 4. A metrics file without evaluations is an error that names the file.
+if tta a="$work/fast.jsonl" b="$work/empty.jsonl" >/dev/null 2>"$work/empty.err"; then
+  fail "an empty metrics file was accepted"
+fi
+grep -q "empty.jsonl has no evaluations" "$work/empty.err" || fail "no clear message for an empty metrics file"
+
+# 5. The figure of scripts/demo.sh: P@1 against time for both runs, from the metrics files.
+python=${PYTHON:-}
+if [[ -z $python ]]; then
+  python=python3
+  if ! python3 -c "import matplotlib" 2>/dev/null && [[ -x /usr/bin/python3 ]]; then
+    python=/usr/bin/python3
+  fi
+fi
+if "$python" -c "import matplotlib" 2>/dev/null; then
+  png=$work/figure/time-to-accuracy.png
+  printed=$("$python" "$source_dir/scripts/plot.py" --metrics "fast=$work/fast.jsonl" --metrics="slow=$work/slow.jsonl" \
+            --kind time --out "$png" --title "two runs") || fail "plot.py --metrics --kind time failed"
+  [[ $printed == "$png" ]] || fail "plot.py printed '$printed', not the figure's path"
+  "$python" -c 'import sys; sys.exit(open(sys.argv[1], "rb").read(8) != b"\x89PNG\r\n\x1a\n")' "$png" \
+    || fail "$png is not a PNG"
+else
+  echo "time_to_accuracy_test: figure part skipped: $python cannot import matplotlib (install python3-matplotlib)"
+fi
+
+echo "time_to_accuracy_test: ok"
