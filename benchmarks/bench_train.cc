@@ -13,6 +13,7 @@
 #include "data/row_normalization.h"
 #include "data/synthetic_generator.h"
 #include "engine/cpu_replica.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/output_layer.h"
 #include "kernels/model.h"
@@ -39,12 +40,18 @@ const data::Dataset& Generated(const std::string& preset, double scale) {
 // gradient) per row: the bulk of a step's arithmetic.
 double OutputFlopsPerRow(uint64_t labels, uint64_t hidden) { return 3.0 * 2.0 * double(labels) * double(hidden); }
 
-// Args: batch size, hidden units. Counts samples processed.
-void TrainSteps(benchmark::State& state, const std::string& preset, double scale) {
+// Args: batch size, hidden units. Counts samples processed. `math` is the output layer's --math.
+void TrainSteps(benchmark::State& state, const std::string& preset, double scale,
+                kernels::OutputMath math = kernels::OutputMath::kFp32) {
+  std::string why;
+  if (math == kernels::OutputMath::kBf16 && !kernels::cpu::Bf16Available(&why)) {
+    state.SkipWithError(("bf16: " + why).c_str());
+    return;
+  }
   const data::Dataset& train = Generated(preset, scale);
   const uint32_t batch = uint32_t(state.range(0));
   kernels::ModelShape shape{train.num_features(), {uint32_t(state.range(1))}, train.num_labels()};
-  engine::CpuReplica replica(kernels::InitModel<float>(shape, 1), batch, 0.9f);
+  engine::CpuReplica replica(kernels::InitModel<float>(shape, 1), batch, 0.9f, math);
   std::vector<uint64_t> order(train.num_rows());
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), std::mt19937_64(1));
@@ -101,6 +108,47 @@ void OutputGemms(benchmark::State& state) {
       benchmark::Counter::kIsRate);
 }
 
+// The same three products with bfloat16 inputs and fp32 results (--math bf16), the operands
+// converted once, outside the timing: the bf16 step's limit.
+void OutputGemmsBf16(benchmark::State& state) {
+  using xmlt::kernels::cpu::Bf16;
+  using xmlt::kernels::cpu::Bf16GemmOneThread;
+  using xmlt::kernels::cpu::Op;
+  std::string why;
+  if (!xmlt::kernels::cpu::Bf16Available(&why)) {
+    state.SkipWithError(("bf16: " + why).c_str());
+    return;
+  }
+  const int64_t rows = state.range(0), hidden = state.range(1), labels = state.range(2);
+  const int64_t block = int64_t(xmlt::kernels::cpu::OutputBlockLabels(uint32_t(rows), uint64_t(hidden)));
+  const int64_t blocks = (labels + block - 1) / block;
+  std::vector<Bf16> a(rows * hidden), w(labels * hidden), d(rows * labels);
+  std::vector<float> z(rows * labels), da(blocks * rows * hidden), dw(labels * hidden);
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  for (Bf16& x : a) x = xmlt::kernels::cpu::FloatToBf16(uniform(rng));
+  for (Bf16& x : w) x = xmlt::kernels::cpu::FloatToBf16(uniform(rng) * 0.01f);
+  for (Bf16& x : d) x = xmlt::kernels::cpu::FloatToBf16(uniform(rng) * 1e-6f);
+  for (auto _ : state) {
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, blocks, 1), [&](const tbb::blocked_range<int64_t>& range) {
+      for (int64_t b = range.begin(); b < range.end(); ++b) {
+        const int64_t j0 = b * block, width = std::min(block, labels - j0);
+        Bf16GemmOneThread(Op::kNone, Op::kTranspose, rows, width, hidden, a.data(), hidden,
+                          w.data() + j0 * hidden, hidden, false, z.data() + j0, labels);
+        Bf16GemmOneThread(Op::kNone, Op::kNone, rows, hidden, width, d.data() + j0, labels,
+                          w.data() + j0 * hidden, hidden, false, da.data() + b * rows * hidden, hidden);
+        Bf16GemmOneThread(Op::kTranspose, Op::kNone, width, hidden, rows, d.data() + j0, labels,
+                          a.data(), hidden, false, dw.data() + j0 * hidden, hidden);
+      }
+    }, tbb::simple_partitioner());
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * rows);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      OutputFlopsPerRow(uint64_t(labels), uint64_t(hidden)) * double(rows) * 1e-9 * double(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+
 BENCHMARK_CAPTURE(TrainSteps, amazon670k_scale0_01, std::string("amazon670k"), 0.01)
     ->Args({128, 128})->Args({256, 128})->Args({256, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(TrainSteps, delicious200k_scale0_01, std::string("delicious200k"), 0.01)
@@ -111,6 +159,12 @@ BENCHMARK_CAPTURE(TrainSteps, amazon670k_full, std::string("amazon670k"), 1.0)
 BENCHMARK_CAPTURE(TrainSteps, delicious200k_full, std::string("delicious200k"), 1.0)
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
 BENCHMARK(OutputGemms)->Args({256, 128, 670091})->Args({256, 128, 205443})
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+BENCHMARK_CAPTURE(TrainSteps, amazon670k_full_bf16, std::string("amazon670k"), 1.0, kernels::OutputMath::kBf16)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+BENCHMARK_CAPTURE(TrainSteps, delicious200k_full_bf16, std::string("delicious200k"), 1.0, kernels::OutputMath::kBf16)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+BENCHMARK(OutputGemmsBf16)->Args({256, 128, 670091})->Args({256, 128, 205443})
     ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
 
 }  // namespace

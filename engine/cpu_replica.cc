@@ -8,8 +8,9 @@
 
 namespace xmlt::engine {
 
-CpuReplica::CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, float momentum)
-    : model_(std::move(model)), momentum_(momentum), workspace_(model_.shape, max_batch_rows) {
+CpuReplica::CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, float momentum,
+                       kernels::OutputMath math)
+    : model_(std::move(model)), momentum_(momentum), workspace_(model_.shape, max_batch_rows, math) {
   // Written so that NaN fails too.
   if (!(momentum_ >= 0 && momentum_ < 1)) throw std::invalid_argument("momentum must be in [0, 1)");
   if (momentum_ > 0) velocity_ = kernels::ZeroModel<float>(model_.shape);

@@ -8,12 +8,14 @@
 #include "data/sparse_batch.h"
 #include "kernels/cpu/sparse_mlp.h"
 #include "kernels/model.h"
+#include "kernels/output_math.h"
 
 namespace xmlt::engine {
 
 class CpuReplica {
  public:
-  CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, float momentum);
+  CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, float momentum,
+             kernels::OutputMath math = kernels::OutputMath::kFp32);
 
   // One SGD step on the given dataset rows; returns the batch's loss.
   kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows,

@@ -11,6 +11,7 @@
 #include "engine/evaluator.h"
 #include "kernels/cpu/softmax_loss.h"
 #include "kernels/model.h"
+#include "kernels/output_math.h"
 
 namespace xmlt::engine {
 
@@ -56,9 +57,12 @@ struct DeviceLimits {
 // Bounds for batches of up to max_rows rows of `dataset` (the sums of its largest rows).
 DeviceLimits LimitsFor(const data::Dataset& dataset, uint32_t max_rows);
 
-// Builds the device named by `spec` holding a copy of `initial`. Throws std::invalid_argument for
-// a device this build or machine cannot provide (e.g. cuda:0 without a CUDA backend or GPU).
+// Builds the device named by `spec` holding a copy of `initial`, its output layer computing in
+// `math`. Throws std::invalid_argument for a device this build or machine cannot provide (e.g.
+// cuda:0 without a CUDA backend or GPU, or bf16 on a GPU) and std::runtime_error for bf16 on a CPU
+// without native bf16.
 std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
-                                   const DeviceLimits& limits, float local_momentum);
+                                   const DeviceLimits& limits, float local_momentum,
+                                   kernels::OutputMath math = kernels::OutputMath::kFp32);
 
 }  // namespace xmlt::engine

@@ -18,8 +18,8 @@ namespace {
 class CpuDevice final : public Device {
  public:
   CpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, uint32_t max_rows,
-            float momentum)
-      : spec_(spec), replica_(initial, max_rows, momentum) {}
+            float momentum, kernels::OutputMath math)
+      : spec_(spec), replica_(initial, max_rows, momentum, math) {}
 
   const DeviceSpec& spec() const override { return spec_; }
   kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows,
@@ -52,9 +52,13 @@ DeviceLimits LimitsFor(const data::Dataset& dataset, uint32_t max_rows) {
 }
 
 std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
-                                   const DeviceLimits& limits, float local_momentum) {
+                                   const DeviceLimits& limits, float local_momentum,
+                                   kernels::OutputMath math) {
   if (spec.kind == DeviceKind::kCpu)
-    return std::make_unique<CpuDevice>(spec, initial, limits.max_rows, local_momentum);
+    return std::make_unique<CpuDevice>(spec, initial, limits.max_rows, local_momentum, math);
+  if (math != kernels::OutputMath::kFp32)
+    throw std::invalid_argument("device " + spec.id + ": --math " + kernels::OutputMathName(math) +
+                                " is for CPU devices; the CUDA output layer computes in fp32");
   const int gpus = CudaDeviceCount();
   if (spec.ordinal >= gpus) {
     throw std::invalid_argument("device " + spec.id + " does not exist (" + CudaDeviceSummary() +

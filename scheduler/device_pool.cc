@@ -48,7 +48,7 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
   const engine::DeviceLimits limits = engine::LimitsFor(train, options.batch);
   for (size_t i = 0; i < n; ++i) {
     workers_.push_back(std::make_unique<engine::Worker>(
-        i, engine::MakeDevice(specs[i], initial, limits, options.local_momentum), &train, &results_));
+        i, engine::MakeDevice(specs[i], initial, limits, options.local_momentum, options.math), &train, &results_));
     states_.push_back({double(options.batch), double(options.lr)});
   }
   fault_.assign(n, "");

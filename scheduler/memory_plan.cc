@@ -56,7 +56,8 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   device.workspace = Add(Mul(Mul(rows, Add(Add(hidden_sum, shape.num_labels), 2 * widest)), sizeof(float)),
                          Mul(limits.max_feature_nnz, 3 * sizeof(uint32_t)));
   device.workspace = Add(device.workspace, kernels::cpu::OutputLayerWorkspaceBytes(
-                                               shape.num_labels, shape.hidden.back(), uint32_t(rows), sizeof(float)));
+                                               shape.num_labels, shape.hidden.back(), uint32_t(rows), sizeof(float),
+                                               options.math));
   device.evaluation = engine::EvaluationWorkspaceBytes(shape);
   device.batch = Add(Add(Mul(rows + 1, 2 * sizeof(uint64_t)), Mul(limits.max_feature_nnz, 2 * sizeof(uint32_t))),
                      Mul(limits.max_label_nnz, sizeof(uint32_t)));

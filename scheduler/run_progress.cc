@@ -84,6 +84,7 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* 
     j["--eval-rows"] = options.eval_rows;
     j["--final-eval"] = options.final_eval_full ? "full" : "sample";
   }
+  if (options.math != kernels::OutputMath::kFp32) j["--math"] = kernels::OutputMathName(options.math);
   if (engine == nullptr) {
     j["--algo"] = "single";
     return j;

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/output_math.h"
+
 namespace xmlt::scheduler {
 
 // Evaluate after every epoch (default), only at the end, or every N mega-batches.
@@ -23,6 +25,7 @@ struct TrainOptions {
   EvalSchedule eval;
   uint64_t eval_rows = 0;        // evaluate on a fixed seeded sample of this many test rows; 0 = all
   bool final_eval_full = true;   // the run's last evaluation on the whole test set regardless
+  kernels::OutputMath math = kernels::OutputMath::kFp32;  // the output layer's training products
   uint64_t seed = 1;             // initialization and shuffling
 };
 

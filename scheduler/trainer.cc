@@ -28,7 +28,7 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
   EpochSampler sampler(train, options.seed);
   std::vector<uint64_t> rows(options.batch);
   const nlohmann::json fingerprint = RunFingerprint(options, nullptr, model->shape, train);
-  engine::CpuReplica replica(std::move(*model), options.batch, options.local_momentum);
+  engine::CpuReplica replica(std::move(*model), options.batch, options.local_momentum, options.math);
   const uint64_t rows_per_epoch = sampler.rows_per_epoch();
   const uint64_t total_rows = TotalTrainingRows(options, rows_per_epoch, train.source);
   const uint64_t batches_per_megabatch = options.mega_batch;

@@ -5,10 +5,12 @@
 #
 # Usage: scripts/bench-train.sh [--preset amazon670k] [--scale 0.01] [--rows N] [--batch 256]
 #                               [--hidden 128] [--threads $(nproc)] [--epochs 3] [--lr LR]
+#                               [--math fp32[,bf16]]
 #   --rows N keeps the preset's features and labels at --scale but generates only N training rows:
 #   `--scale 1 --rows 4096 --epochs 1` measures the full Table 1 shapes in minutes.
 #   Both sides run plain SGD (xmltrain with --local-momentum 0). --lr is passed to both sides when given; otherwise each uses its default (speed is the point,
 #   the P@1 columns are only a sanity check).
+#   --math fp32,bf16 times xmltrain once per output-layer arithmetic, each against the same torch run.
 # Environment: XMLT_BUILD_DIR (default build), XMLT_BENCH_DATA (default $XMLT_BUILD_DIR/bench-data,
 #   generated data is kept there and reused), PYTHON (an interpreter that can import torch).
 set -euo pipefail
@@ -22,6 +24,7 @@ hidden=128
 threads=$(nproc)
 epochs=3
 lr=""
+maths=fp32
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --preset) preset=$2; shift 2 ;;
@@ -32,7 +35,8 @@ while [[ $# -gt 0 ]]; do
     --threads) threads=$2; shift 2 ;;
     --epochs) epochs=$2; shift 2 ;;
     --lr) lr=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --math) maths=$2; shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "bench-train: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -78,12 +82,16 @@ print(value if isinstance(value, str) else json.dumps(value))' "$1"
 lr_args=()
 if [[ -n $lr ]]; then lr_args=(--lr "$lr"); fi
 
-echo "bench-train: xmltrain ($preset x$scale, batch $batch, hidden $hidden, $threads threads)" >&2
-xmlt_out=$("$xmltrain" train --train "$data_dir/train.txt" --test "$data_dir/test.txt" \
-  --epochs "$epochs" --batch "$batch" --hidden "$hidden" --threads "$threads" \
-  --local-momentum 0 ${lr_args[@]+"${lr_args[@]}"} --eval-every 0)
-xmlt_rate=$(json_field samples_per_s <<<"$xmlt_out")
-xmlt_p1=$(json_field p1 <<<"$xmlt_out")
+declare -A xmlt_rate xmlt_p1
+IFS=, read -r -a math_list <<<"$maths"
+for math in "${math_list[@]}"; do
+  echo "bench-train: xmltrain ($preset x$scale, batch $batch, hidden $hidden, $threads threads, --math $math)" >&2
+  xmlt_out=$("$xmltrain" train --train "$data_dir/train.txt" --test "$data_dir/test.txt" \
+    --epochs "$epochs" --batch "$batch" --hidden "$hidden" --threads "$threads" --math "$math" \
+    --local-momentum 0 ${lr_args[@]+"${lr_args[@]}"} --eval-every 0)
+  xmlt_rate[$math]=$(json_field samples_per_s <<<"$xmlt_out")
+  xmlt_p1[$math]=$(json_field p1 <<<"$xmlt_out")
+done
 
 echo "bench-train: torch peer" >&2
 torch_out=$("$PYTHON" scripts/peers/torch_mlp.py --train "$data_dir/train.txt" \
@@ -93,14 +101,17 @@ torch_rate=$(json_field samples_per_s <<<"$torch_out")
 torch_p1=$(json_field p1 <<<"$torch_out")
 torch_version=$(json_field torch <<<"$torch_out")
 
-ratio=$(python3 -c 'import sys; print(round(float(sys.argv[1]) / float(sys.argv[2]), 3))' \
-  "$xmlt_rate" "$torch_rate")
-printf '%-10s %14s %8s\n' "" "samples/s" "P@1"
-printf '%-10s %14s %8s\n' xmltrain "$xmlt_rate" "$xmlt_p1"
-printf '%-10s %14s %8s\n' "torch" "$torch_rate" "$torch_p1"
-printf 'ratio xmltrain/torch: %s\n' "$ratio"
-printf '{"bench":"train","preset":"%s","scale":%s,"batch":%s,"hidden":"%s","threads":%s,' \
-  "$preset" "$scale" "$batch" "$hidden" "$threads"
-printf '"epochs":%s,"xmltrain_samples_per_s":%s,"torch_samples_per_s":%s,"ratio":%s,' \
-  "$epochs" "$xmlt_rate" "$torch_rate" "$ratio"
-printf '"xmltrain_p1":%s,"torch_p1":%s,"torch":"%s"}\n' "$xmlt_p1" "$torch_p1" "$torch_version"
+ratio() { python3 -c 'import sys; print(round(float(sys.argv[1]) / float(sys.argv[2]), 3))' "$1" "$2"; }
+printf '%-16s %14s %8s %8s\n' "" "samples/s" "P@1" "/torch"
+for math in "${math_list[@]}"; do
+  printf '%-16s %14s %8s %8s\n' "xmltrain $math" "${xmlt_rate[$math]}" "${xmlt_p1[$math]}" \
+    "$(ratio "${xmlt_rate[$math]}" "$torch_rate")"
+done
+printf '%-16s %14s %8s\n' "torch" "$torch_rate" "$torch_p1"
+for math in "${math_list[@]}"; do
+  printf '{"bench":"train","preset":"%s","scale":%s,"batch":%s,"hidden":"%s","threads":%s,"math":"%s",' \
+    "$preset" "$scale" "$batch" "$hidden" "$threads" "$math"
+  printf '"epochs":%s,"xmltrain_samples_per_s":%s,"torch_samples_per_s":%s,"ratio":%s,' \
+    "$epochs" "${xmlt_rate[$math]}" "$torch_rate" "$(ratio "${xmlt_rate[$math]}" "$torch_rate")"
+  printf '"xmltrain_p1":%s,"torch_p1":%s,"torch":"%s"}\n' "${xmlt_p1[$math]}" "$torch_p1" "$torch_version"
+done

@@ -8,7 +8,8 @@ dir=.debs
 mkdir -p "$dir"
 packages="libtbb-dev libtbb12 libtbbmalloc2 libtbbbind-2-5 libcli11-dev libgtest-dev libgmock-dev
           libbenchmark-dev libbenchmark1debian nlohmann-json3-dev libxxhash-dev libxxhash0
-          libopenblas-dev libopenblas0 libopenblas0-pthread libopenblas-pthread-dev libgfortran5"
+          libopenblas-dev libopenblas0 libopenblas0-pthread libopenblas-pthread-dev libgfortran5
+          libdnnl-dev libdnnl2 ocl-icd-libopencl1"
 apt-get update -qq >/dev/null 2>&1 || true
 ( cd "$dir" && for p in $packages; do apt-get download -qq "$p" 2>/dev/null || echo "skip: $p"; done )
 ls "$dir"

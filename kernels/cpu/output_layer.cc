@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
 
 #include "kernels/cpu/fast_exp.h"
 #include "kernels/cpu/gemm.h"
@@ -47,8 +50,9 @@ uint64_t OutputBlockLabels(uint32_t rows, uint64_t inputs) {
 
 template <class T>
 OutputLayerWorkspace<T>::OutputLayerWorkspace(uint64_t num_labels, uint64_t inputs,
-                                              uint32_t max_rows)
-    : block(OutputBlockLabels(max_rows, inputs)),
+                                              uint32_t max_rows, OutputMath math)
+    : math(math),
+      block(OutputBlockLabels(max_rows, inputs)),
       num_blocks((num_labels + block - 1) / block),
       block_max(num_blocks * max_rows),
       block_sum(num_blocks * max_rows),
@@ -57,15 +61,49 @@ OutputLayerWorkspace<T>::OutputLayerWorkspace(uint64_t num_labels, uint64_t inpu
       row_loss(max_rows),
       group_delta_in(NumGroups(num_blocks) * max_rows * inputs),
       gradient_tiles(NumGroups(num_blocks) * max_rows * block),
-      column_sums(NumGroups(num_blocks) * block) {}
+      column_sums(NumGroups(num_blocks) * block) {
+  if (math != OutputMath::kBf16) return;
+  if (!std::is_same_v<T, float>) throw std::invalid_argument("bf16 output math is for float models");
+  std::string why;
+  if (!Bf16Available(&why)) throw std::runtime_error("--math bf16: " + why);
+  const uint64_t groups = NumGroups(num_blocks);
+  input_bf16.resize(uint64_t(max_rows) * inputs);
+  weight_tiles_bf16.resize(groups * block * inputs);
+  gradient_tiles_bf16.resize(groups * max_rows * block);
+  weight_gradient_tiles.resize(groups * block * inputs);
+}
 
-uint64_t OutputLayerWorkspaceBytes(uint64_t num_labels, uint64_t inputs, uint32_t max_rows, size_t scalar) {
+uint64_t OutputLayerWorkspaceBytes(uint64_t num_labels, uint64_t inputs, uint32_t max_rows, size_t scalar,
+                                   OutputMath math) {
   const uint64_t block = OutputBlockLabels(max_rows, inputs);
   const uint64_t blocks = (num_labels + block - 1) / block, groups = NumGroups(blocks);
   const uint64_t values = 2 * blocks * max_rows + 2 * max_rows + groups * max_rows * inputs +
                           groups * max_rows * block + groups * block;
-  return values * scalar + max_rows * sizeof(double);
+  uint64_t bytes = values * scalar + max_rows * sizeof(double);
+  if (math == OutputMath::kBf16)
+    bytes += sizeof(Bf16) * (uint64_t(max_rows) * inputs + groups * block * inputs + groups * max_rows * block) +
+             sizeof(float) * groups * block * inputs;
+  return bytes;
 }
+
+namespace {
+
+// The bf16 products exist for float only; in double (the gradient checks) these are never reached.
+template <class T>
+float* AsFloat(T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return p;
+  } else {
+    (void)p;
+    throw std::logic_error("bf16 output math in double");
+  }
+}
+template <class T>
+const float* AsFloat(const T* p) {
+  return AsFloat(const_cast<T*>(p));
+}
+
+}  // namespace
 
 template <class T>
 LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& batch, const T* in,
@@ -75,16 +113,29 @@ LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& ba
   const uint32_t rows = batch.num_rows;
   const T* w = model.Weight(layer);
   const T* bias = model.Bias(layer);
-  // Each block: its logits by one BLAS call, then bias, max and sum of exponentials per row while
-  // the block is still in cache.
+  const bool bf16 = ws->math == OutputMath::kBf16;
+  if (bf16) ConvertToBf16(AsFloat(in), uint64_t(rows) * inputs, ws->input_bf16.data());
+  // Each block: its logits by one product, then bias, max and sum of exponentials per row while
+  // the block is still in cache. The blocks go in the backward pass's groups, whose scratch a
+  // block's bf16 weights use.
+  const uint64_t groups = NumGroups(ws->num_blocks);
   tbb::parallel_for(
-      tbb::blocked_range<uint64_t>(0, ws->num_blocks, 1),
+      tbb::blocked_range<uint64_t>(0, groups, 1),
       [&](const tbb::blocked_range<uint64_t>& range) {
-        for (uint64_t b = range.begin(); b < range.end(); ++b) {
+        for (uint64_t g = range.begin(); g < range.end(); ++g)
+        for (uint64_t b = GroupBegin(g, groups, ws->num_blocks); b < GroupBegin(g + 1, groups, ws->num_blocks); ++b) {
           const Block blk = BlockAt(b, ws->block, labels);
-          GemmOneThread<T>(Op::kNone, Op::kTranspose, rows, int64_t(blk.width), int64_t(inputs),
-                           T(1), in, int64_t(inputs), w + blk.begin * inputs, int64_t(inputs), T(0),
-                           logits + blk.begin, int64_t(labels));
+          if (bf16) {
+            Bf16* wt = ws->weight_tiles_bf16.data() + g * ws->block * inputs;
+            ConvertToBf16(AsFloat(w + blk.begin * inputs), blk.width * inputs, wt);
+            Bf16GemmOneThread(Op::kNone, Op::kTranspose, rows, int64_t(blk.width), int64_t(inputs),
+                              ws->input_bf16.data(), int64_t(inputs), wt, int64_t(inputs), false,
+                              AsFloat(logits + blk.begin), int64_t(labels));
+          } else {
+            GemmOneThread<T>(Op::kNone, Op::kTranspose, rows, int64_t(blk.width), int64_t(inputs),
+                             T(1), in, int64_t(inputs), w + blk.begin * inputs, int64_t(inputs), T(0),
+                             logits + blk.begin, int64_t(labels));
+          }
           for (uint32_t r = 0; r < rows; ++r) {
             T* z = logits + uint64_t(r) * labels + blk.begin;
             const T* bb = bias + blk.begin;
@@ -152,12 +203,16 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
   for (uint32_t r = 0; r < rows; ++r) labeled += batch.NumLabels(r) > 0;
   const T scale = labeled > 0 ? T(1) / T(labeled) : T(0);
 
+  const bool bf16 = ws->math == OutputMath::kBf16;
   const uint64_t groups = NumGroups(ws->num_blocks);
   tbb::parallel_for(
       tbb::blocked_range<uint64_t>(0, groups, 1),
       [&](const tbb::blocked_range<uint64_t>& range) {
         for (uint64_t g = range.begin(); g < range.end(); ++g) {
           T* d = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->block;
+          Bf16* d_bf16 = bf16 ? ws->gradient_tiles_bf16.data() + g * uint64_t(rows) * ws->block : nullptr;
+          Bf16* w_bf16 = bf16 ? ws->weight_tiles_bf16.data() + g * ws->block * inputs : nullptr;
+          float* dw = bf16 ? ws->weight_gradient_tiles.data() + g * ws->block * inputs : nullptr;
           T* part = ws->group_delta_in.data() + g * uint64_t(rows) * inputs;
           const uint64_t first = GroupBegin(g, groups, ws->num_blocks);
           const uint64_t last = GroupBegin(g + 1, groups, ws->num_blocks);
@@ -184,8 +239,15 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
             }
             T* wb = w + blk.begin * inputs;
             // The input gradient first: it needs the weights before this step changes them.
-            GemmOneThread<T>(Op::kNone, Op::kNone, rows, int64_t(inputs), width, T(1), d, width,
-                             wb, int64_t(inputs), b == first ? T(0) : T(1), part, int64_t(inputs));
+            if (bf16) {
+              ConvertToBf16(AsFloat(d), uint64_t(rows) * blk.width, d_bf16);
+              ConvertToBf16(AsFloat(wb), blk.width * inputs, w_bf16);
+              Bf16GemmOneThread(Op::kNone, Op::kNone, rows, int64_t(inputs), width, d_bf16, width,
+                                w_bf16, int64_t(inputs), b != first, AsFloat(part), int64_t(inputs));
+            } else {
+              GemmOneThread<T>(Op::kNone, Op::kNone, rows, int64_t(inputs), width, T(1), d, width,
+                               wb, int64_t(inputs), b == first ? T(0) : T(1), part, int64_t(inputs));
+            }
             // The bias gradient: column sums of the tile, row by row so the inner loop is
             // contiguous.
             T* sums = ws->column_sums.data() + g * ws->block;
@@ -196,7 +258,33 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
               for (uint64_t j = 0; j < blk.width; ++j) sums[j] += dr[j];
             }
             auto column_sum = [sums](uint64_t j) { return sums[j]; };
-            if (grad_w != nullptr) {
+            if (bf16) {
+              // The weight gradient of the block, then the rule applied to it in one pass.
+              float* target = grad_w != nullptr ? AsFloat(grad_w + blk.begin * inputs) : dw;
+              Bf16GemmOneThread(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, d_bf16,
+                                width, ws->input_bf16.data(), int64_t(inputs), false, target,
+                                int64_t(inputs));
+              const uint64_t n = blk.width * inputs;
+              if (grad_w != nullptr) {
+                for (uint64_t j = 0; j < blk.width; ++j) grad_b[blk.begin + j] = column_sum(j);
+              } else if (vel_w != nullptr) {
+                T* vb = vel_w + blk.begin * inputs;
+#pragma omp simd
+                for (uint64_t i = 0; i < n; ++i) {
+                  vb[i] = rule.momentum * vb[i] + dw[i];
+                  wb[i] -= rule.lr * vb[i];
+                }
+                for (uint64_t j = 0; j < blk.width; ++j) {
+                  T& v = vel_b[blk.begin + j];
+                  v = rule.momentum * v + column_sum(j);
+                  bias[blk.begin + j] -= rule.lr * v;
+                }
+              } else {
+#pragma omp simd
+                for (uint64_t i = 0; i < n; ++i) wb[i] -= rule.lr * dw[i];
+                for (uint64_t j = 0; j < blk.width; ++j) bias[blk.begin + j] -= rule.lr * column_sum(j);
+              }
+            } else if (grad_w != nullptr) {
               GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, T(1), d,
                                width, in, int64_t(inputs), T(0), grad_w + blk.begin * inputs,
                                int64_t(inputs));

@@ -16,17 +16,24 @@
 
 #include "data/sparse_batch.h"
 #include "kernels/cpu/softmax_loss.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/model.h"
+#include "kernels/output_math.h"
 
 namespace xmlt::kernels::cpu {
 
 template <class T>
 struct StepRule;
 
-// Scratch of the fused output layer for batches of up to max_rows rows, allocated once.
+// Scratch of the fused output layer for batches of up to max_rows rows, allocated once. With
+// OutputMath::kBf16 (float only) the three products take bfloat16 copies of their inputs, made
+// block by block; the constructor throws std::invalid_argument for bf16 in double and
+// std::runtime_error where this build or CPU has no native bf16 (Bf16Available says why).
 template <class T>
 struct OutputLayerWorkspace {
-  OutputLayerWorkspace(uint64_t num_labels, uint64_t inputs, uint32_t max_rows);
+  OutputLayerWorkspace(uint64_t num_labels, uint64_t inputs, uint32_t max_rows,
+                       OutputMath math = OutputMath::kFp32);
+  OutputMath math = OutputMath::kFp32;
   uint64_t block = 0;                  // labels per block
   uint64_t num_blocks = 0;
   std::vector<T> block_max, block_sum;  // per block and row: max logit, sum exp(z - max)
@@ -35,6 +42,10 @@ struct OutputLayerWorkspace {
   std::vector<T> group_delta_in;        // per group: rows x inputs partial input gradient
   std::vector<T> gradient_tiles;        // per group: rows x block output gradient
   std::vector<T> column_sums;           // per group: the block's bias gradient
+  // bf16 only: the layer's input (rows x inputs, made by the forward pass for the backward pass),
+  // and per group a block of the weights, of the output gradient and of the weight gradient.
+  std::vector<Bf16> input_bf16, weight_tiles_bf16, gradient_tiles_bf16;
+  std::vector<float> weight_gradient_tiles;
 };
 
 // Labels per block for a batch of `rows` rows: the block of logits (rows x block) and of the
@@ -42,7 +53,8 @@ struct OutputLayerWorkspace {
 uint64_t OutputBlockLabels(uint32_t rows, uint64_t inputs);
 
 // The bytes an OutputLayerWorkspace of these sizes holds, for memory plans (scalar: sizeof(T)).
-uint64_t OutputLayerWorkspaceBytes(uint64_t num_labels, uint64_t inputs, uint32_t max_rows, size_t scalar);
+uint64_t OutputLayerWorkspaceBytes(uint64_t num_labels, uint64_t inputs, uint32_t max_rows, size_t scalar,
+                                   OutputMath math = OutputMath::kFp32);
 
 // logits = in * W^T + b for the last layer (in: rows x inputs), and the per-row softmax
 // statistics; returns the batch's cross-entropy (sum over rows with labels, mean over labels).
@@ -50,9 +62,9 @@ template <class T>
 LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& batch, const T* in,
                               T* logits, OutputLayerWorkspace<T>* ws);
 
-// Given OutputLayerForward's logits and statistics: writes dLoss/dIn (rows x inputs, loss as the
-// mean over rows with labels) into delta_in, then applies `rule` to the last layer's weight and
-// bias, block by block.
+// Given OutputLayerForward's logits and statistics (and, in bf16, its copy of `in`): writes
+// dLoss/dIn (rows x inputs, loss as the mean over rows with labels) into delta_in, then applies
+// `rule` to the last layer's weight and bias, block by block.
 template <class T>
 void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const StepRule<T>& rule,
                          const T* in, const T* logits, T* delta_in, OutputLayerWorkspace<T>* ws);

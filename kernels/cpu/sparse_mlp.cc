@@ -198,8 +198,8 @@ void ReluBackward(const T* activation, uint64_t count, T* delta) {
 }  // namespace
 
 template <class T>
-MlpWorkspace<T>::MlpWorkspace(const ModelShape& shape, uint32_t rows)
-    : max_rows(rows), output(shape.num_labels, shape.hidden.back(), rows) {
+MlpWorkspace<T>::MlpWorkspace(const ModelShape& shape, uint32_t rows, OutputMath math)
+    : max_rows(rows), output(shape.num_labels, shape.hidden.back(), rows, math) {
   uint64_t widest = 0;
   for (uint32_t h : shape.hidden) {
     activations.emplace_back(uint64_t(rows) * h);

@@ -13,10 +13,11 @@
 
 namespace xmlt::kernels::cpu {
 
-// Activations and scratch for batches of up to max_rows rows, allocated once.
+// Activations and scratch for batches of up to max_rows rows, allocated once; `math` is the
+// training step's output-layer arithmetic (see OutputLayerWorkspace).
 template <class T>
 struct MlpWorkspace {
-  MlpWorkspace(const ModelShape& shape, uint32_t max_rows);
+  MlpWorkspace(const ModelShape& shape, uint32_t max_rows, OutputMath math = OutputMath::kFp32);
   uint32_t max_rows;
   std::vector<std::vector<T>> activations;  // per hidden layer: rows x units, after ReLU
   std::vector<T> logits;                    // rows x labels, after Forward or TrainStep

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/output_layer.h"
 #include "kernels/cpu/softmax_loss.h"
@@ -144,6 +145,95 @@ TEST(OutputLayer, MomentumStepAppliesTheStoredGradientAcrossBlocks) {
     ASSERT_NEAR(velocity.params[i], v, 1e-12) << i;
     ASSERT_NEAR(model.params[i], start.params[i] - 0.5 * v, 1e-12) << i;
   }
+}
+
+// --math bf16: the same step with bfloat16 inputs to the three products. Its gradient stays within
+// bf16's relative precision (2^-8) of the fp32 one, and each rule applies that gradient exactly
+// as the fp32 path applies its own.
+const ModelShape kBf16Shape{50, {16}, 20000};
+
+Model<float> StepOnce(const Model<float>& start, const data::SparseBatch& batch, OutputMath math,
+                      const StepRule<float>& rule) {
+  Model<float> model = start;
+  MlpWorkspace<float> ws(model.shape, batch.num_rows, math);
+  TrainStep(&model, batch, rule, &ws);
+  return model;
+}
+
+Model<float> GradientIn(OutputMath math, const Model<float>& start, const data::SparseBatch& batch) {
+  Model<float> gradient = ZeroModel<float>(start.shape);
+  StepOnce(start, batch, math, StepRule<float>{0, 0, nullptr, &gradient});
+  return gradient;
+}
+
+TEST(OutputLayerBf16, GradientIsTheFp32GradientToBf16Precision) {
+  if (!Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here";
+  const Model<float> start = xmlt::testing::RandomModel<float>(kBf16Shape, 31);
+  const data::SparseBatch batch = xmlt::testing::RandomBatch(64, 50, 20000, 31);
+  const Model<float> fp32 = GradientIn(OutputMath::kFp32, start, batch);
+  const Model<float> bf16 = GradientIn(OutputMath::kBf16, start, batch);
+  // Per tensor: the relative L2 error, a few times bf16's 2^-8 at most, and above fp32's noise
+  // (the products did run in bf16).
+  for (size_t layer = 0; layer < kBf16Shape.num_layers(); ++layer) {
+    for (const TensorView& tensor : {start.layers[layer].weight, start.layers[layer].bias}) {
+      double error = 0, norm = 0;
+      for (uint64_t i = tensor.offset; i < tensor.offset + tensor.size(); ++i) {
+        error += std::pow(double(bf16.params[i]) - fp32.params[i], 2);
+        norm += std::pow(double(fp32.params[i]), 2);
+      }
+      ASSERT_GT(norm, 0.0);
+      EXPECT_LT(std::sqrt(error / norm), 0x1p-6) << "layer " << layer << " at " << tensor.offset;
+      if (layer == 1 && tensor.offset == start.layers[1].weight.offset) {
+        EXPECT_GT(std::sqrt(error / norm), 1e-5) << "the output weights' gradient looks like fp32's";
+      }
+    }
+  }
+}
+
+TEST(OutputLayerBf16, EachRuleAppliesTheBf16Gradient) {
+  if (!Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here";
+  const Model<float> start = xmlt::testing::RandomModel<float>(kBf16Shape, 32);
+  const data::SparseBatch batch = xmlt::testing::RandomBatch(64, 50, 20000, 32);
+  const Model<float> g = GradientIn(OutputMath::kBf16, start, batch);
+  const size_t out = start.layers[1].weight.offset;
+
+  const Model<float> plain = StepOnce(start, batch, OutputMath::kBf16, StepRule<float>{0.3f, 0, nullptr, nullptr});
+  for (size_t i = out; i < start.params.size(); ++i)
+    ASSERT_FLOAT_EQ(plain.params[i], start.params[i] - 0.3f * g.params[i]) << i;
+
+  Model<float> velocity = ZeroModel<float>(kBf16Shape);
+  for (size_t i = 0; i < velocity.params.size(); ++i) velocity.params[i] = 0.01f * float(i % 7);
+  const Model<float> v0 = velocity;
+  const Model<float> heavy = StepOnce(start, batch, OutputMath::kBf16, StepRule<float>{0.3f, 0.9f, &velocity, nullptr});
+  for (size_t i = out; i < start.params.size(); ++i) {
+    const float v = 0.9f * v0.params[i] + g.params[i];
+    ASSERT_FLOAT_EQ(velocity.params[i], v) << i;
+    ASSERT_FLOAT_EQ(heavy.params[i], start.params[i] - 0.3f * v) << i;
+  }
+}
+
+Model<float> Bf16Steps(int threads) {
+  Model<float> model = xmlt::testing::RandomModel<float>(kBf16Shape, 33);
+  Model<float> velocity = ZeroModel<float>(kBf16Shape);
+  MlpWorkspace<float> ws(kBf16Shape, 64, OutputMath::kBf16);
+  tbb::task_arena arena(threads);
+  arena.execute([&] {
+    for (uint64_t step = 0; step < 3; ++step)
+      TrainStep(&model, xmlt::testing::RandomBatch(64, 50, 20000, 40 + step),
+                StepRule<float>{0.3f, 0.9f, &velocity, nullptr}, &ws);
+  });
+  return model;
+}
+
+TEST(OutputLayerBf16, StepIsBitForBitTheSameOnOneOrFourThreads) {
+  if (!Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here";
+  EXPECT_EQ(Bf16Steps(1).params, Bf16Steps(4).params);
+}
+
+TEST(OutputLayerBf16, IsRefusedForDoubleAndWhereTheCpuLacksIt) {
+  EXPECT_THROW(OutputLayerWorkspace<double>(1000, 8, 16, OutputMath::kBf16), std::invalid_argument);
+  if (Bf16Available(nullptr)) GTEST_SKIP() << "this CPU has native bf16: the refusal cannot be seen";
+  EXPECT_THROW(OutputLayerWorkspace<float>(1000, 8, 16, OutputMath::kBf16), std::runtime_error);
 }
 
 }  // namespace
