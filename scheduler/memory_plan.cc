@@ -53,7 +53,9 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   DeviceMemory device;
   device.params = params;
   device.momentum = options.local_momentum > 0 ? params : 0;
-  device.workspace = Add(Mul(Mul(rows, Add(Add(hidden_sum, shape.num_labels), 2 * widest)), sizeof(float)),
+  // The rows x labels logits: the bf16 step keeps them block by block in its output workspace.
+  const uint64_t logits_per_row = options.math == kernels::OutputMath::kFp32 ? shape.num_labels : 0;
+  device.workspace = Add(Mul(Mul(rows, Add(Add(hidden_sum, logits_per_row), 2 * widest)), sizeof(float)),
                          Mul(limits.max_feature_nnz, 3 * sizeof(uint32_t)));
   device.workspace = Add(device.workspace, kernels::cpu::OutputLayerWorkspaceBytes(
                                                shape.num_labels, shape.hidden.back(), uint32_t(rows), sizeof(float),

@@ -56,6 +56,7 @@ OutputLayerWorkspace<T>::OutputLayerWorkspace(uint64_t num_labels, uint64_t inpu
       num_blocks((num_labels + block - 1) / block),
       block_max(num_blocks * max_rows),
       block_sum(num_blocks * max_rows),
+      block_target(num_blocks * max_rows),
       row_max(max_rows),
       row_scale(max_rows),
       row_loss(max_rows),
@@ -79,7 +80,7 @@ uint64_t OutputLayerWorkspaceBytes(uint64_t num_labels, uint64_t inputs, uint32_
   const uint64_t blocks = (num_labels + block - 1) / block, groups = NumGroups(blocks);
   const uint64_t values = 2 * blocks * max_rows + 2 * max_rows + groups * max_rows * inputs +
                           groups * max_rows * block + groups * block;
-  uint64_t bytes = values * scalar + max_rows * sizeof(double);
+  uint64_t bytes = values * scalar + (blocks + 1) * max_rows * sizeof(double);
   if (math == OutputMath::kBf16)
     bytes += sizeof(Bf16) * (uint64_t(max_rows) * inputs + groups * block * inputs + groups * max_rows * block) +
              sizeof(float) * groups * block * inputs;
@@ -103,6 +104,57 @@ const float* AsFloat(const T* p) {
   return AsFloat(const_cast<T*>(p));
 }
 
+// A block's logits without the bias, rows x width into `tile` (row stride width), by a bf16
+// product; the block's weights stay in bf16 in the group's weight tile for the input gradient.
+template <class T>
+void BlockLogitsBf16(const T* w_block, const Block& blk, uint64_t inputs, uint64_t group, uint32_t rows,
+                     float* tile, OutputLayerWorkspace<T>* ws) {
+  Bf16* wt = ws->weight_tiles_bf16.data() + group * ws->block * inputs;
+  ConvertToBf16(AsFloat(w_block), blk.width * inputs, wt);
+  Bf16GemmOneThread(Op::kNone, Op::kTranspose, rows, int64_t(blk.width), int64_t(inputs), ws->input_bf16.data(),
+                    int64_t(inputs), wt, int64_t(inputs), false, tile, int64_t(blk.width));
+}
+
+// Adds the bias to a block's rows x width logits (row stride ld) and records, per row, the block's
+// max logit, sum of exp(z - max) and sum of the row's target logits.
+template <class T>
+void BlockStatistics(T* logits, uint64_t ld, const T* bias, const Block& blk, uint64_t b,
+                     const data::SparseBatch& batch, OutputLayerWorkspace<T>* ws) {
+  const uint32_t rows = batch.num_rows;
+  // The max in independent lanes: one running max would chain every element on the previous.
+  constexpr uint64_t kLanes = 16;
+  for (uint32_t r = 0; r < rows; ++r) {
+    T* z = logits + uint64_t(r) * ld;
+    T lanes[kLanes];
+    std::fill(lanes, lanes + kLanes, -std::numeric_limits<T>::infinity());
+    uint64_t j = 0;
+    for (; j + kLanes <= blk.width; j += kLanes) {
+#pragma omp simd
+      for (uint64_t k = 0; k < kLanes; ++k) {
+        z[j + k] += bias[j + k];
+        lanes[k] = lanes[k] > z[j + k] ? lanes[k] : z[j + k];
+      }
+    }
+    for (uint64_t k = 0; j < blk.width; ++j, ++k) {
+      z[j] += bias[j];
+      lanes[k] = lanes[k] > z[j] ? lanes[k] : z[j];
+    }
+    T max = lanes[0];
+    for (uint64_t k = 1; k < kLanes; ++k) max = max > lanes[k] ? max : lanes[k];
+    T sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (uint64_t jj = 0; jj < blk.width; ++jj) sum += FastExp(z[jj] - max);
+    double targets = 0;
+    for (uint64_t i = batch.label_ptr[r]; i < batch.label_ptr[r + 1]; ++i) {
+      const uint64_t label = batch.label_idx[i];
+      if (label >= blk.begin && label < blk.begin + blk.width) targets += double(z[label - blk.begin]);
+    }
+    ws->block_max[b * rows + r] = max;
+    ws->block_sum[b * rows + r] = sum;
+    ws->block_target[b * rows + r] = targets;
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -115,9 +167,10 @@ LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& ba
   const T* bias = model.Bias(layer);
   const bool bf16 = ws->math == OutputMath::kBf16;
   if (bf16) ConvertToBf16(AsFloat(in), uint64_t(rows) * inputs, ws->input_bf16.data());
-  // Each block: its logits by one product, then bias, max and sum of exponentials per row while
-  // the block is still in cache. The blocks go in the backward pass's groups, whose scratch a
-  // block's bf16 weights use.
+  // Each block: its logits by one product, then bias, max, sum of exponentials and targets per
+  // row while the block is still in cache. The blocks go in the backward pass's groups, whose
+  // scratch the bf16 path uses: there the logits live only in that tile, and the backward pass
+  // computes them again (a bf16 product costs less than writing and reading rows x labels floats).
   const uint64_t groups = NumGroups(ws->num_blocks);
   tbb::parallel_for(
       tbb::blocked_range<uint64_t>(0, groups, 1),
@@ -126,30 +179,14 @@ LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& ba
         for (uint64_t b = GroupBegin(g, groups, ws->num_blocks); b < GroupBegin(g + 1, groups, ws->num_blocks); ++b) {
           const Block blk = BlockAt(b, ws->block, labels);
           if (bf16) {
-            Bf16* wt = ws->weight_tiles_bf16.data() + g * ws->block * inputs;
-            ConvertToBf16(AsFloat(w + blk.begin * inputs), blk.width * inputs, wt);
-            Bf16GemmOneThread(Op::kNone, Op::kTranspose, rows, int64_t(blk.width), int64_t(inputs),
-                              ws->input_bf16.data(), int64_t(inputs), wt, int64_t(inputs), false,
-                              AsFloat(logits + blk.begin), int64_t(labels));
+            T* tile = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->block;
+            BlockLogitsBf16(w + blk.begin * inputs, blk, inputs, g, rows, AsFloat(tile), ws);
+            BlockStatistics(tile, blk.width, bias + blk.begin, blk, b, batch, ws);
           } else {
             GemmOneThread<T>(Op::kNone, Op::kTranspose, rows, int64_t(blk.width), int64_t(inputs),
                              T(1), in, int64_t(inputs), w + blk.begin * inputs, int64_t(inputs), T(0),
                              logits + blk.begin, int64_t(labels));
-          }
-          for (uint32_t r = 0; r < rows; ++r) {
-            T* z = logits + uint64_t(r) * labels + blk.begin;
-            const T* bb = bias + blk.begin;
-            T max = -std::numeric_limits<T>::infinity();
-#pragma omp simd reduction(max : max)
-            for (uint64_t j = 0; j < blk.width; ++j) {
-              z[j] += bb[j];
-              max = std::max(max, z[j]);
-            }
-            T sum = 0;
-#pragma omp simd reduction(+ : sum)
-            for (uint64_t j = 0; j < blk.width; ++j) sum += FastExp(z[j] - max);
-            ws->block_max[b * rows + r] = max;
-            ws->block_sum[b * rows + r] = sum;
+            BlockStatistics(logits + blk.begin, labels, bias + blk.begin, blk, b, batch, ws);
           }
         }
       },
@@ -173,11 +210,9 @@ LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& ba
     // A row without labels has no loss and no gradient.
     ws->row_scale[r] = count > 0 ? T(scale / sum) : T(0);
     if (count == 0) continue;
-    const T* z = logits + uint64_t(r) * labels;
     double target_sum = 0;
-    for (uint64_t i = batch.label_ptr[r]; i < batch.label_ptr[r + 1]; ++i)
-      target_sum += double(z[batch.label_idx[i]] - max);
-    row_loss[r] = std::log(sum) - target_sum / count;
+    for (uint64_t b = 0; b < ws->num_blocks; ++b) target_sum += ws->block_target[b * rows + r];
+    row_loss[r] = std::log(sum) - (target_sum - double(count) * double(max)) / count;
   }
   });
   // Summed in row order: the same loss whatever the threads did.
@@ -219,10 +254,24 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
           for (uint64_t b = first; b < last; ++b) {
             const Block blk = BlockAt(b, ws->block, labels);
             const int64_t width = int64_t(blk.width);
+            T* wb = w + blk.begin * inputs;
             // The block's output gradient, (softmax - target) / labeled rows, as a rows x width
-            // tile (leading dimension width), from the logits the forward pass left.
+            // tile (leading dimension width), from the logits the forward pass left or, in bf16,
+            // from the same logits computed again into the tile.
+            const T* z_block = logits + blk.begin;
+            uint64_t ld = labels;
+            if (bf16) {
+              BlockLogitsBf16(wb, blk, inputs, g, rows, AsFloat(d), ws);
+              for (uint32_t r = 0; r < rows; ++r) {
+                T* z = d + uint64_t(r) * blk.width;
+                const T* bb = bias + blk.begin;
+#pragma omp simd
+                for (uint64_t j = 0; j < blk.width; ++j) z[j] += bb[j];
+              }
+              z_block = d, ld = blk.width;
+            }
             for (uint32_t r = 0; r < rows; ++r) {
-              const T* z = logits + uint64_t(r) * labels + blk.begin;
+              const T* z = z_block + uint64_t(r) * ld;
               T* dr = d + uint64_t(r) * blk.width;
               const T max = ws->row_max[r], s = ws->row_scale[r];
               if (s == T(0)) {
@@ -237,11 +286,9 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
                 if (label >= blk.begin && label < blk.begin + blk.width) dr[label - blk.begin] -= target;
               }
             }
-            T* wb = w + blk.begin * inputs;
             // The input gradient first: it needs the weights before this step changes them.
             if (bf16) {
               ConvertToBf16(AsFloat(d), uint64_t(rows) * blk.width, d_bf16);
-              ConvertToBf16(AsFloat(wb), blk.width * inputs, w_bf16);
               Bf16GemmOneThread(Op::kNone, Op::kNone, rows, int64_t(inputs), width, d_bf16, width,
                                 w_bf16, int64_t(inputs), b != first, AsFloat(part), int64_t(inputs));
             } else {

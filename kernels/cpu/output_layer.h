@@ -37,6 +37,7 @@ struct OutputLayerWorkspace {
   uint64_t block = 0;                  // labels per block
   uint64_t num_blocks = 0;
   std::vector<T> block_max, block_sum;  // per block and row: max logit, sum exp(z - max)
+  std::vector<double> block_target;     // per block and row: sum of the row's target logits
   std::vector<T> row_max, row_scale;    // per row: max logit, scale / sum exp(z - max)
   std::vector<double> row_loss;         // per row: its cross-entropy
   std::vector<T> group_delta_in;        // per group: rows x inputs partial input gradient
@@ -58,6 +59,8 @@ uint64_t OutputLayerWorkspaceBytes(uint64_t num_labels, uint64_t inputs, uint32_
 
 // logits = in * W^T + b for the last layer (in: rows x inputs), and the per-row softmax
 // statistics; returns the batch's cross-entropy (sum over rows with labels, mean over labels).
+// In bf16 the logits are kept only block by block in the workspace: `logits` is not touched and
+// may be null.
 template <class T>
 LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& batch, const T* in,
                               T* logits, OutputLayerWorkspace<T>* ws);

@@ -205,7 +205,8 @@ MlpWorkspace<T>::MlpWorkspace(const ModelShape& shape, uint32_t rows, OutputMath
     activations.emplace_back(uint64_t(rows) * h);
     widest = std::max<uint64_t>(widest, h);
   }
-  logits.resize(uint64_t(rows) * shape.num_labels);
+  // The bf16 training step keeps its logits block by block; Forward sizes this when it needs it.
+  if (math == OutputMath::kFp32) logits.resize(uint64_t(rows) * shape.num_labels);
   delta.resize(uint64_t(rows) * widest);
   delta_prev.resize(uint64_t(rows) * widest);
 }
@@ -224,6 +225,7 @@ template <class T>
 void Forward(const Model<T>& model, const data::SparseBatch& batch, MlpWorkspace<T>* ws) {
   HiddenForward(model, batch, ws);
   const size_t last = model.shape.num_layers() - 1;
+  ws->logits.resize(std::max<uint64_t>(ws->logits.size(), uint64_t(ws->max_rows) * model.shape.num_labels));
   DenseForward(model, last, ws->activations[last - 1].data(), batch.num_rows, ws->logits.data(), false);
 }
 
