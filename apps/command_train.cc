@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -10,12 +11,14 @@
 
 #include "apps/cli.h"
 #include "apps/stop_signals.h"
+#include "apps/train_presets.h"
 #include "data/row_normalization.h"
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
 #include "engine/model_file.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "scheduler/heterogeneous_trainer.h"
+#include "scheduler/lr_search.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/trainer.h"
 
@@ -29,6 +32,8 @@ struct TrainFlags {
   std::string normalize = "l2";
   std::string final_eval = "full";
   std::string math = "fp32";
+  std::string lr = "0.3";
+  std::string preset = "default", lr_scaling, pert_weights;  // the last two: from the preset unless given
   std::string algo = "single", clock = "virtual";
   scheduler::EngineOptions engine;
   std::string schedule = "dynamic", merge = "normalized", momentum_mode = "heavy";
@@ -137,7 +142,7 @@ void ApplyAlgorithm(TrainFlags& f) {
   }
   if (f.given("--schedule")) schedule = f.schedule;
   if (f.given("--merge")) merge = f.merge;
-  if (plain_local_sgd && !f.given("--local-momentum")) f.options.local_momentum = 0;
+  (void)plain_local_sgd;  // the presets set the local momentum (ApplyPreset)
 
   if (schedule == "dynamic") {
     f.engine.schedule = Engine::Schedule::kDynamic;
@@ -164,6 +169,20 @@ void ApplyAlgorithm(TrainFlags& f) {
   }
 }
 
+// A positive finite number, or std::invalid_argument naming the flag.
+float ParsePositive(const char* flag, const std::string& text) {
+  size_t used = 0;
+  float value = 0;
+  try {
+    value = std::stof(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(value > 0) || !std::isfinite(value))
+    throw std::invalid_argument(std::string(flag) + " must be a positive number or 'auto', not '" + text + "'");
+  return value;
+}
+
 // --math: refused here, before the data is loaded, where this build or CPU cannot do it.
 kernels::OutputMath ParseOutputMath(const std::string& text) {
   if (text == "fp32") return kernels::OutputMath::kFp32;
@@ -173,6 +192,44 @@ kernels::OutputMath ParseOutputMath(const std::string& text) {
   std::cerr << "output layer products in bf16 on " << kernels::cpu::Bf16Isa()
             << (kernels::cpu::Bf16HasTiles() ? "" : " (no AMX tiles: no faster than fp32 here)") << "\n";
   return kernels::OutputMath::kBf16;
+}
+
+// The multi-device knobs the user left unset, from --preset; returns how the learning rate scales
+// with the device count (ScaleLearningRate applies it once the base rate is known).
+LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
+  if (f.preset != "default" && f.preset != "paper")
+    throw std::invalid_argument("--preset must be default or paper, not '" + f.preset + "'");
+  if (f.algo == "single") return LrScaling::kNone;
+  const size_t devices = engine::ParseDeviceList(f.engine.devices).size();
+  const uint64_t batches_per_epoch = (training_rows + f.options.batch - 1) / f.options.batch;
+  const PresetValues values =
+      f.preset == "paper" ? PaperPreset(f.algo) : DefaultPreset(f.algo, devices, batches_per_epoch);
+  if (!f.given("--momentum")) f.engine.momentum = values.momentum;
+  if (!f.given("--local-momentum")) f.options.local_momentum = values.local_momentum;
+  if (!f.given("--mega-batch")) f.options.mega_batch = values.mega_batch;
+  const LrScaling scaling = f.given("--lr-scaling") ? ParseLrScaling(f.lr_scaling) : values.lr_scaling;
+  if (f.given("--pert-weights")) {
+    if (f.pert_weights != "normalized" && f.pert_weights != "raw")
+      throw std::invalid_argument("--pert-weights must be normalized or raw, not '" + f.pert_weights + "'");
+    f.engine.pert_renormalize = f.pert_weights == "normalized";
+  } else {
+    f.engine.pert_renormalize = values.pert_renormalize;
+  }
+  return scaling;
+}
+
+// --lr (given or found) is for one device's batch; several devices train with it scaled. Said on
+// stderr with the preset's values, so that every run shows what it trains with.
+void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
+  if (f.algo == "single") return;
+  const size_t devices = engine::ParseDeviceList(f.engine.devices).size();
+  const float base_lr = f.options.lr;
+  f.options.lr = float(double(base_lr) * LrScale(scaling, devices));
+  std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
+            << f.engine.momentum << " --local-momentum " << f.options.local_momentum << " --mega-batch "
+            << f.options.mega_batch << " --lr " << f.options.lr << " (" << base_lr << " scaled "
+            << LrScalingName(scaling) << ") --pert-weights " << (f.engine.pert_renormalize ? "normalized" : "raw")
+            << "\n";
 }
 
 int RunTrain(TrainFlags& f) {
@@ -196,7 +253,8 @@ int RunTrain(TrainFlags& f) {
       if (spec.kind != engine::DeviceKind::kCpu)
         throw std::invalid_argument("--math " + f.math + " is for CPU devices; " + spec.id +
                                     "'s output layer computes in fp32");
-  if (!(f.options.lr > 0)) throw std::invalid_argument("--lr must be positive");
+  const bool lr_auto = f.lr == "auto";
+  if (!lr_auto) f.options.lr = ParsePositive("--lr", f.lr);
   // Output files are opened before the long work, so that a bad path fails now, not at the end.
   scheduler::MetricsLog metrics(f.metrics);
 
@@ -212,6 +270,7 @@ int RunTrain(TrainFlags& f) {
   }
   const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
 
+  const LrScaling lr_scaling = ApplyPreset(f, train.num_rows());
   kernels::ModelShape shape;
   shape.num_features = std::max(train.num_features(), test ? test->num_features() : 0);
   shape.num_labels = std::max(train.num_labels(), test ? test->num_labels() : 0);
@@ -230,6 +289,28 @@ int RunTrain(TrainFlags& f) {
     scheduler::CheckMemoryFits(plan, scheduler::AvailableHostMemory(), gpu_free);
     planned_host_bytes = plan.host_total();
   }
+  nlohmann::json lr_search_json;
+  if (lr_auto) {
+    const scheduler::LrSearchResult search = scheduler::SearchLearningRate(train, shape, f.options);
+    std::ostringstream grid;
+    nlohmann::json candidates = nlohmann::json::array();
+    for (const scheduler::LrCandidate& c : search.candidates) {
+      grid << " " << c.lr << ":" << (c.diverged ? std::string("diverged") : std::to_string(c.heldout_p1).substr(0, 5));
+      candidates.push_back({{"lr", c.lr}, {"heldout_p1", c.heldout_p1},
+                            {"heldout_loss", c.diverged ? nlohmann::json(nullptr) : nlohmann::json(c.heldout_loss)},
+                            {"diverged", c.diverged}});
+    }
+    std::cerr << "--lr auto: picked " << search.picked << ", one step below the short runs' best " << search.winner
+              << " (held-out P@1 per candidate:" << grid.str() << "; "
+              << search.batches_per_candidate << " batches each on " << search.search_rows << " rows, "
+              << search.heldout_rows << " held out, " << search.seconds << " s)\n";
+    lr_search_json = {{"picked", search.picked}, {"winner", search.winner}, {"candidates", candidates},
+                      {"batches_per_candidate", search.batches_per_candidate},
+                      {"search_rows", search.search_rows}, {"heldout_rows", search.heldout_rows},
+                      {"seconds", search.seconds}};
+    f.options.lr = float(search.picked);
+  }
+  ScaleLearningRate(f, lr_scaling);
   kernels::Model<float> model = kernels::InitModel<float>(shape, f.options.seed);
   std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "
             << train.num_rows() << " training rows, loaded in " << load_seconds << " s; planned host memory "
@@ -297,6 +378,7 @@ int RunTrain(TrainFlags& f) {
   }
   if (!f.model_out.empty()) summary["model"] = f.model_out;
   if (!result.checkpoint.empty()) summary["checkpoint"] = result.checkpoint;
+  if (!lr_search_json.is_null()) summary["lr_search"] = lr_search_json;
   std::cout << summary.dump() << std::endl;
   return kExitOk;
 }
@@ -314,12 +396,16 @@ Command AddTrainCommand(CLI::App* app) {
   cmd->add_option("--epochs", f.options.epochs, "Passes over the training rows (fractions allowed)")
       ->capture_default_str();
   cmd->add_option("--batch", f.options.batch, "Rows per batch")->capture_default_str();
-  cmd->add_option("--lr", f.options.lr, "Learning rate (SGD on the batch-mean loss)")->capture_default_str();
-  cmd->add_option("--local-momentum", f.options.local_momentum, "Heavy-ball momentum of each device's SGD, in [0, 1)")
+  cmd->add_option("--lr", f.lr,
+                  "Learning rate (SGD on the batch-mean loss) for a batch of --batch rows, or 'auto': "
+                  "searched on a held-out slice of the training rows before training")
       ->capture_default_str();
+  cmd->add_option("--local-momentum", f.options.local_momentum,
+                  "Heavy-ball momentum of each device's SGD, in [0, 1) (single: 0.9; several devices: preset)");
   cmd->add_option("--normalize", f.normalize, "Input rows: l2 (scaled to unit norm) or none")->capture_default_str();
   cmd->add_option("--hidden", f.hidden, "Hidden layer sizes, comma separated (e.g. 256,128)")->capture_default_str();
-  cmd->add_option("--mega-batch", f.options.mega_batch, "Batches per mega-batch")->capture_default_str();
+  cmd->add_option("--mega-batch", f.options.mega_batch,
+                  "Batches per mega-batch (single: 100; several devices: preset)");
   cmd->add_option("--eval-every", f.eval_every, "Evaluate: 'epoch', 'end' (or 0), or every N mega-batches")
       ->capture_default_str();
   cmd->add_option("--eval-rows", f.options.eval_rows,
@@ -380,8 +466,18 @@ Command AddTrainCommand(CLI::App* app) {
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--beta", f.engine.beta, "Algorithm 1's rows per update of deviation (0 = batch-min / 2)")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--momentum", f.engine.momentum, "Global momentum gamma of the merged model")
+  cmd->add_option("--preset", f.preset,
+                  "Values of the knobs below that are not given: default (measured to match one device's "
+                  "accuracy) or paper (the Adaptive SGD paper's section 5.1); table below")
       ->capture_default_str()->group(kEngine);
+  cmd->add_option("--momentum", f.engine.momentum, "Global momentum gamma of the merged model (default: preset)")
+      ->group(kEngine);
+  cmd->add_option("--lr-scaling", f.lr_scaling,
+                  "How --lr grows with the device count n: linear (x n), sqrt or none (default: preset)")
+      ->group(kEngine);
+  cmd->add_option("--pert-weights", f.pert_weights,
+                  "Perturbed merge weights: normalized (scaled back to sum 1) or raw (the paper's; default: preset)")
+      ->group(kEngine);
   cmd->add_option("--pert-thr", f.engine.pert_threshold,
                   "Perturb merge weights when every replica's L2 norm / #params is below this")
       ->capture_default_str()->group(kEngine);
@@ -405,6 +501,7 @@ Command AddTrainCommand(CLI::App* app) {
                   "Elastic force: with --merge average, EASGD's pull toward the center (0 = plain "
                   "averaging); with crossbow, its a (0 = 1 / devices)")
       ->capture_default_str()->group(kEngine);
+  cmd->footer(PresetTable());
   f.command = cmd;
   return {cmd, [flags] { return RunTrain(*flags); }};
 }

@@ -37,6 +37,7 @@ struct MergeOptions {
   MomentumMode momentum_mode = MomentumMode::kHeavy;
   double pert_threshold = 0.1;  // pert_thr: perturb when every ||w_i||_2 / #params is below it
   double pert_delta = 0.1;      // delta
+  bool renormalize_perturbed = true;  // scale perturbed weights back to sum 1 (the paper does not)
   double elastic_alpha = 0;     // EASGD / CROSSBOW pull strength; 0 for CROSSBOW means 1 / n
 };
 
@@ -55,8 +56,10 @@ class Merger {
 // Algorithm 2 of the Adaptive SGD paper (normalized weights, perturbation, global momentum).
 //  - alpha_i = b_i / sum b when every u_i is equal, else u_i / sum u.
 //  - When every replica has ||w_i||_2 / #params < pert_threshold (an empty model never does):
-//    alpha_r *= 1 + delta, alpha_s *= 1 - delta, and the weights are NOT renormalized (the paper
-//    keeps the denormalization on purpose).
+//    alpha_r *= 1 + delta, alpha_s *= 1 - delta; then, with renormalize_perturbed, every alpha_i
+//    is divided by their sum. The paper keeps the denormalization on purpose (sum > 1, so each
+//    merge scales the model up and hundreds of merges compound it); renormalize_perturbed = false
+//    is that rule.
 //  - Tie rule for r = argmax u and s = argmin u: order the replicas by (u_i, b_i, -i); r is the
 //    greatest (largest u, then larger b, then lower index) and s the least (smallest u, then
 //    smaller b, then higher index). So with equal u and b, r = 0 and s = n - 1; r == s only with

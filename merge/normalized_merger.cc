@@ -48,6 +48,11 @@ class NormalizedMerger : public Merger {
       if (regularized) {
         outcome.weights[r] *= 1.0 + options_.pert_delta;
         outcome.weights[s] *= 1.0 - options_.pert_delta;
+        if (options_.renormalize_perturbed) {
+          double total = 0.0;
+          for (double a : outcome.weights) total += a;
+          for (double& a : outcome.weights) a /= total;
+        }
         outcome.perturbed = true;
         outcome.most_updated = static_cast<int>(r);
         outcome.least_updated = static_cast<int>(s);

@@ -25,6 +25,7 @@ std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t de
   options.momentum_mode = engine.nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy;
   options.pert_threshold = engine.pert_threshold;
   options.pert_delta = engine.pert_delta;
+  options.renormalize_perturbed = engine.pert_renormalize;
   options.elastic_alpha = engine.elastic_alpha;
   std::shared_ptr<merge::Collective> collective = merge::MakeCollective(engine.collective, devices);
   using Merge = EngineOptions::Merge;

@@ -98,6 +98,7 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* 
   j["--momentum"] = engine->momentum;
   j["--pert-thr"] = engine->pert_threshold;
   j["--pert-delta"] = engine->pert_delta;
+  j["--pert-weights"] = engine->pert_renormalize ? "normalized" : "raw";
   j["--speed"] = engine->speed;
   j["--hetero"] = engine->hetero;
   j["--clock"] = engine->clock == EngineOptions::Clock::kWall ? "wall" : "virtual";

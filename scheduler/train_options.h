@@ -45,6 +45,7 @@ struct EngineOptions {
   double momentum = 0.9;         // gamma of the global update
   double pert_threshold = 0.1;   // perturb when every replica's L2 norm / #params is below it
   double pert_delta = 0.1;       // perturbation factor
+  bool pert_renormalize = true;  // perturbed merge weights scaled back to sum 1 (paper: false)
   std::string speed;             // "1,1.1,1.2,1.32": relative slowness per device
   std::string hetero = "none";   // "cvb:vmach=0.6,vtask=0.1"
   enum class Clock { kWall, kVirtual } clock = Clock::kVirtual;

@@ -86,7 +86,7 @@ def read_train_flags(xmltrain):
     flags = {}
     for line in help_text.splitlines():
         match = re.match(r"\s+(?:-\w,)?--([\w-]+)(?: ([A-Z]+)(?=[\s=]|$))?", line)
-        if match:
+        if match and match.group(1) not in flags:  # the option list comes first; later lines are prose
             flags[match.group(1)] = match.group(2) or "SWITCH"
     if "epochs" not in flags:
         raise UsageError(f"{xmltrain} train --help lists no flags: is it xmltrain?")

@@ -38,11 +38,14 @@ void ExpectWeights(const std::vector<double>& expected, const std::vector<double
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(expected[i], got[i], 1e-12) << "alpha " << i;
 }
 
-std::unique_ptr<Merger> Normalized(double momentum, double threshold = 0.1, double delta = 0.1) {
+// The paper's Algorithm 2 unless told otherwise: perturbed weights are not renormalized.
+std::unique_ptr<Merger> Normalized(double momentum, double threshold = 0.1, double delta = 0.1,
+                                   bool renormalize = false) {
   MergeOptions options;
   options.momentum = momentum;
   options.pert_threshold = threshold;
   options.pert_delta = delta;
+  options.renormalize_perturbed = renormalize;
   return MakeNormalizedMerger(options, MakeCpuRingCollective());
 }
 
@@ -98,6 +101,23 @@ TEST(NormalizedMerger, PerturbsWhenEveryReplicaIsRegularized) {
   EXPECT_NEAR(1.03, out.weights[0] + out.weights[1] + out.weights[2] + out.weights[3], 1e-12);
   // 0.09 * 1 + 0.3 * 2 + 0.2 * 0.5 + 0.44 * -1
   ExpectEveryReplica(r, std::vector<float>(1000, 0.35f));
+}
+
+TEST(NormalizedMerger, RenormalizedPerturbationKeepsTheWeightsSummingToOne) {
+  // The case above with renormalize_perturbed: {0.09, 0.3, 0.2, 0.44} / 1.03.
+  Replicas r = Constant({1, 2, 0.5, -1}, 1000);
+  GlobalModel global = Global(std::vector<float>(1000, 0), std::vector<float>(1000, 0));
+  const MergeOutcome out = Normalized(0.0, 0.1, 0.1, true)
+                               ->Merge(r.View(), Input({64, 32, 48, 16}, {10, 30, 20, 40}), &global);
+  ExpectWeights({0.09 / 1.03, 0.3 / 1.03, 0.2 / 1.03, 0.44 / 1.03}, out.weights);
+  EXPECT_TRUE(out.perturbed);
+  EXPECT_NEAR(1.0, out.weights[0] + out.weights[1] + out.weights[2] + out.weights[3], 1e-12);
+  // Equal replicas stay where they are: no scale-up from the merge.
+  Replicas same = Constant({0.5f, 0.5f, 0.5f, 0.5f}, 1000);
+  GlobalModel g2 = Global(std::vector<float>(1000, 0), std::vector<float>(1000, 0));
+  Normalized(0.0, 1.0, 0.1, true)->Merge(same.View(), Input({64, 32, 48, 16}, {10, 30, 20, 40}), &g2);
+  ExpectEveryReplica(same, std::vector<float>(1000, 0.5f));
+  ExpectEveryReplica(r, std::vector<float>(1000, float(0.35 / 1.03)));
 }
 
 TEST(NormalizedMerger, ThresholdAndDeltaAreOptions) {

@@ -1,0 +1,80 @@
+// The learning-rate search; see lr_search.h.
+#include "scheduler/lr_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+#include "data/row_subset.h"
+#include "scheduler/trainer.h"
+
+namespace xmlt::scheduler {
+
+std::vector<double> LrSearchGrid() { return {0.005, 0.01, 0.05, 0.1, 0.5, 1, 5}; }
+
+LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::ModelShape& shape,
+                                  const TrainOptions& options) {
+  const uint64_t n = train.num_rows();
+  if (n < 2) throw std::invalid_argument("--lr auto needs at least 2 training rows to hold some out");
+  const auto start = std::chrono::steady_clock::now();
+  // Its own stream of the seed, so that the slice does not move when other uses of it change.
+  std::vector<uint64_t> order(n);
+  std::iota(order.begin(), order.end(), uint64_t{0});
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(options.seed ^ 0x6c722d7365617263ull));
+  LrSearchResult result;
+  result.heldout_rows = std::clamp<uint64_t>(n / 10, 1, 5000);
+  result.search_rows = n - result.heldout_rows;
+  const data::Dataset heldout = data::SelectRows(
+      train, std::vector<uint64_t>(order.begin(), order.begin() + int64_t(result.heldout_rows)));
+  const data::Dataset search = data::SelectRows(
+      train, std::vector<uint64_t>(order.begin() + int64_t(result.heldout_rows), order.end()));
+
+  const uint64_t batches_per_pass = (result.search_rows + options.batch - 1) / options.batch;
+  result.batches_per_candidate = std::min<uint64_t>(2 * batches_per_pass, 100);
+  TrainOptions trial = options;
+  trial.epochs = double(result.batches_per_candidate * options.batch) / double(result.search_rows);
+  trial.eval = EvalSchedule{EvalSchedule::Kind::kEnd, 0};
+  trial.eval_rows = 0;
+  trial.final_eval_full = true;
+  RunControl control;
+  control.max_rollbacks = 0;  // a candidate that diverges is out, not rescued at half the rate
+
+  for (const double lr : LrSearchGrid()) {
+    LrCandidate candidate;
+    candidate.lr = lr;
+    trial.lr = float(lr);
+    kernels::Model<float> model = kernels::InitModel<float>(shape, options.seed);
+    try {
+      const TrainResult run = Train(search, &heldout, trial, &model, {}, control);
+      candidate.heldout_p1 = run.last.test.metrics.p1;
+      candidate.heldout_loss = run.last.test.loss;
+      candidate.diverged = !std::isfinite(candidate.heldout_loss);
+    } catch (const std::runtime_error&) {
+      candidate.diverged = true;  // Train stops a diverged run it may not roll back
+    }
+    if (candidate.diverged) {
+      candidate.heldout_p1 = 0;
+      candidate.heldout_loss = std::numeric_limits<double>::infinity();
+    }
+    result.candidates.push_back(candidate);
+  }
+  size_t best = result.candidates.size();
+  for (size_t i = 0; i < result.candidates.size(); ++i) {
+    const LrCandidate& c = result.candidates[i];
+    if (c.diverged) continue;
+    if (best == result.candidates.size() || c.heldout_p1 > result.candidates[best].heldout_p1 ||
+        (c.heldout_p1 == result.candidates[best].heldout_p1 && c.heldout_loss < result.candidates[best].heldout_loss))
+      best = i;
+  }
+  if (best == result.candidates.size()) throw std::runtime_error("--lr auto: every candidate learning rate diverged");
+  result.winner = result.candidates[best].lr;
+  result.picked = result.candidates[best == 0 ? 0 : best - 1].lr;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace xmlt::scheduler

@@ -1,0 +1,76 @@
+// --lr auto's search: its grid, its held-out slice and budget, the pick one step below the short
+// runs' winner, and a result that depends only on the data and the seed.
+#include "scheduler/lr_search.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "data/row_normalization.h"
+#include "data/row_subset.h"
+#include "data/synthetic_generator.h"
+
+namespace xmlt::scheduler {
+namespace {
+
+data::Dataset SmallSet(uint64_t rows) {
+  data::GeneratorConfig config;
+  config.train_rows = rows;
+  config.test_rows = 1;
+  config.features = 300;
+  config.labels = 40;
+  config.nnz_per_row = 12;
+  config.labels_per_row = 2;
+  return data::NormalizeRowsL2(data::Generate(config).train);
+}
+
+TEST(LrSearch, GridIsPowersOfTenAndTheirHalves) {
+  EXPECT_EQ(LrSearchGrid(), (std::vector<double>{0.005, 0.01, 0.05, 0.1, 0.5, 1, 5}));
+}
+
+TEST(LrSearch, PicksTheGridStepBelowTheShortRunsWinnerOnAHeldOutSlice) {
+  const data::Dataset train = SmallSet(1500);
+  const kernels::ModelShape shape{train.num_features(), {16}, train.num_labels()};
+  TrainOptions options;
+  options.batch = 64;
+  const LrSearchResult result = SearchLearningRate(train, shape, options);
+  EXPECT_EQ(result.heldout_rows, 150u);
+  EXPECT_EQ(result.search_rows, 1350u);
+  EXPECT_EQ(result.batches_per_candidate, 44u);  // two passes of ceil(1350 / 64) = 22 batches
+  ASSERT_EQ(result.candidates.size(), LrSearchGrid().size());
+  size_t winner = 0;
+  for (size_t i = 0; i < result.candidates.size(); ++i) {
+    EXPECT_EQ(result.candidates[i].lr, LrSearchGrid()[i]);
+    EXPECT_GE(result.candidates[i].heldout_p1, 0.0);
+    EXPECT_LE(result.candidates[i].heldout_p1, 1.0);
+    if (result.candidates[i].heldout_p1 > result.candidates[winner].heldout_p1) winner = i;
+  }
+  EXPECT_EQ(result.winner, result.candidates[winner].lr);
+  EXPECT_EQ(result.picked, result.candidates[winner == 0 ? 0 : winner - 1].lr);
+  // The tiny rates barely move the model in 44 batches: the winner is not the smallest.
+  EXPECT_GT(winner, 0u);
+  // Seeded: the same search again gives the same numbers.
+  const LrSearchResult again = SearchLearningRate(train, shape, options);
+  for (size_t i = 0; i < result.candidates.size(); ++i)
+    EXPECT_EQ(again.candidates[i].heldout_p1, result.candidates[i].heldout_p1);
+}
+
+TEST(LrSearch, BudgetIsCappedAtOneHundredBatchesAndTheSliceAtFiveThousandRows) {
+  const data::Dataset train = SmallSet(60000);
+  const kernels::ModelShape shape{train.num_features(), {8}, train.num_labels()};
+  TrainOptions options;
+  options.batch = 256;
+  const LrSearchResult result = SearchLearningRate(train, shape, options);
+  EXPECT_EQ(result.heldout_rows, 5000u);
+  EXPECT_EQ(result.batches_per_candidate, 100u);
+}
+
+TEST(LrSearch, RefusesFewerThanTwoRows) {
+  const data::Dataset one = data::SelectRows(SmallSet(10), {0});
+  EXPECT_THROW(SearchLearningRate(one, {one.num_features(), {4}, one.num_labels()}, TrainOptions{}),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace xmlt::scheduler
