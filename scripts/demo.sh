@@ -23,14 +23,14 @@ echo "== generating data (amazon670k preset, scale $scale) into $out/"
 "$xmltrain" gen --preset amazon670k --scale "$scale" --seed 1 --out "$out"
 "$xmltrain" info "$out/train.txt"
 
-# The demo's own flags, each unless the extra arguments give it: 20 epochs in mega-batches of 35
-# batches, evaluated after each (about 40 points per run), and a fixed cost model for the virtual
+# The demo's own flags, each unless the extra arguments give it: 20 epochs, evaluated after each
+# mega-batch (the default preset's quarter of an epoch: about 80 points per run), and a fixed cost model for the virtual
 # clock (seconds per row and per parameter and replica of a merge, about what 2 cores take here),
 # so that both runs are timed alike and the comparison does not depend on the machine's load
 # (measured costs, --row-cost 0 --merge-cost 0, are calibrated by each run on its first mega-batch).
 given() { local flag=$1 arg; shift; for arg in "$@"; do [[ $arg == "$flag" || $arg == "$flag="* ]] && return 0; done; return 1; }
 own=()
-for flag_value in "--epochs 20" "--mega-batch 35" "--eval-every 1" "--row-cost 3e-4" "--merge-cost 5e-10"; do
+for flag_value in "--epochs 20" "--eval-every 1" "--row-cost 3e-4" "--merge-cost 5e-10"; do
   read -r flag value <<<"$flag_value"
   given "$flag" "$@" || own+=("$flag" "$value")
 done
