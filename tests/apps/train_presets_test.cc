@@ -15,20 +15,19 @@ TEST(TrainPresets, DefaultAveragingMergesScaleTheRateLinearlyWithoutGlobalMoment
     EXPECT_EQ(v.momentum, 0.0) << algo;
     EXPECT_FLOAT_EQ(v.local_momentum, 0.9f) << algo;
     EXPECT_EQ(v.lr_scaling, LrScaling::kLinear) << algo;
-    EXPECT_EQ(v.mega_batch, 10u) << algo;  // ceil(39 / 4)
+    EXPECT_EQ(v.mega_batch, 20u) << algo;  // ceil(39 / 2)
     EXPECT_TRUE(v.pert_renormalize) << algo;
   }
 }
 
-TEST(TrainPresets, DefaultMegaBatchIsAQuarterEpochWithinDevicesAndOneHundred) {
-  EXPECT_EQ(DefaultPreset("adaptive", 4, 101).mega_batch, 26u);   // Delicious
+TEST(TrainPresets, DefaultMegaBatchIsHalfAnEpochWithinDevicesAndOneHundred) {
+  EXPECT_EQ(DefaultPreset("adaptive", 4, 101).mega_batch, 51u);   // Delicious
   EXPECT_EQ(DefaultPreset("adaptive", 4, 3832).mega_batch, 100u); // Amazon-670K
   EXPECT_EQ(DefaultPreset("adaptive", 8, 5).mega_batch, 8u);      // at least a batch per device
   EXPECT_EQ(DefaultPreset("elastic", 1, 1).mega_batch, 1u);
-  EXPECT_EQ(DefaultPreset("adaptive", 4, 400).mega_batch, 100u);
-  EXPECT_EQ(DefaultPreset("adaptive", 4, 399).mega_batch, 100u);
-  EXPECT_EQ(DefaultPreset("adaptive", 4, 397).mega_batch, 100u);
-  EXPECT_EQ(DefaultPreset("adaptive", 4, 396).mega_batch, 99u);
+  EXPECT_EQ(DefaultPreset("adaptive", 4, 200).mega_batch, 100u);
+  EXPECT_EQ(DefaultPreset("adaptive", 4, 199).mega_batch, 100u);
+  EXPECT_EQ(DefaultPreset("adaptive", 4, 198).mega_batch, 99u);
 }
 
 TEST(TrainPresets, DefaultSyncIsOneDevicesOptimizerAndAdasumCombinesEveryBatch) {
