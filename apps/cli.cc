@@ -1,6 +1,8 @@
 // Command-line dispatch and the mapping of errors to exit codes; see cli.h.
 #include "apps/cli.h"
 
+#include <sys/stat.h>
+
 #include <tbb/global_control.h>
 
 #include <iostream>
@@ -42,6 +44,25 @@ data::Dataset LoadWithWarnings(const std::string& path, const std::string& label
   return dataset;
 }
 
+namespace {
+
+// The --config file must be a regular file before CLI11 opens it: a FIFO would wait for a writer
+// forever. Returns an error text, or empty.
+std::string CheckConfigFile(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    std::string path;
+    if (arg == "--config" && i + 1 < argc) path = argv[i + 1];
+    if (arg.rfind("--config=", 0) == 0) path = arg.substr(9);
+    if (path.empty()) continue;
+    struct stat info {};
+    if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) return path + ": not a regular file";
+  }
+  return "";
+}
+
+}  // namespace
+
 int RunCli(int argc, char** argv) {
   CLI::App app{"xmltrain: sparse deep models for extreme multi-label classification"};
   app.require_subcommand(1);
@@ -52,6 +73,10 @@ int RunCli(int argc, char** argv) {
   const std::vector<Command> commands = {AddTrainCommand(&app),   AddEvalCommand(&app),
                                         AddPredictCommand(&app), AddGenCommand(&app),
                                         AddConvertCommand(&app), AddInfoCommand(&app)};
+  if (const std::string config_error = CheckConfigFile(argc, argv); !config_error.empty()) {
+    std::cerr << "error: --config " << config_error << "\n";
+    return kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

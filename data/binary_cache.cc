@@ -3,6 +3,8 @@
 // the XXH3-64 of each 1 MiB block of the rest, so verification runs in parallel at memory speed.
 #include "data/binary_cache.h"
 
+#include <sys/stat.h>
+
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <xxhash.h>
@@ -295,6 +297,10 @@ Dataset ReadBinaryCache(const std::string& path, bool* one_based) {
 }
 
 bool IsBinaryCache(const std::string& path) {
+  // Only a regular file can be a cache; opening anything else (a FIFO waits for a writer) is left
+  // to the text reader, which refuses it.
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return false;
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) return false;
   char magic[sizeof kMagic];

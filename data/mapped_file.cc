@@ -14,7 +14,9 @@
 namespace xmlt::data {
 
 std::shared_ptr<const MappedFile> MappedFile::Open(const std::string& path, bool populate) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever, before the
+  // check below could refuse it. It changes nothing for a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
   struct stat info {};
   if (::fstat(fd, &info) != 0) {

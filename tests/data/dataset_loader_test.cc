@@ -3,9 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -76,6 +81,29 @@ TEST(DatasetLoaderTest, MissingEmptyOrNonRegularFiles) {
   testing::WriteFile(dir.File("bad.txt"), "2 4 3\n0 1:1\n0 7:1\n");
   ExpectError([&] { LoadDataset(dir.File("bad.txt")); }, dir.File("bad.txt"), 3,
               "feature id 7 out of range");
+}
+
+// A FIFO is refused at once: opening it for reading used to wait for a writer forever.
+TEST(DatasetLoaderTest, AFifoIsRefusedWithoutWaitingForAWriter) {
+  const testing::TempDir dir;
+  const std::string fifo = dir.File("pipe.txt");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const bool cache : {false, true}) {
+    LoadOptions options;
+    options.use_cache = cache;
+    auto load = std::async(std::launch::async, [&] { LoadDataset(fifo, options); });
+    if (load.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+      ADD_FAILURE() << "loading a FIFO blocked (cache " << cache << ")";
+      // A writer lets a reader blocked in open() return (and then read end-of-file); a reader
+      // blocked anywhere else cannot be freed, so the test process ends here rather than hang.
+      const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (writer < 0) std::_Exit(1);
+      ::close(writer);
+      load.wait();
+      return;
+    }
+    ExpectError([&] { load.get(); }, fifo, 0, "not a regular file");
+  }
 }
 
 TEST(DatasetLoaderTest, CachePathAppendsTheExtension) {
