@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli.h"
+#include "apps/output_paths.h"
 #include "data/atomic_file.h"
 #include "data/row_normalization.h"
 #include "engine/evaluator.h"
@@ -39,6 +40,8 @@ struct PredictFlags {
 // One line per input row: "label:probability" pairs, best first.
 void RunPredict(const PredictFlags& f) {
   if (f.top_k == 0 || f.top_k > 1000) throw std::invalid_argument("--top-k must be in 1..1000");
+  RefuseOutputsOverInputs({{"--model", f.model}, {"--input", f.input}, {"--input-labels", f.input_labels}},
+                          {{"--output", f.output}});
   const kernels::Model<float> model = engine::LoadModel(f.model);
   data::Dataset input = LoadWithWarnings(f.input, f.input_labels, f.data);
   if (model.shape.normalize_rows) input = data::NormalizeRowsL2(input);

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "apps/cli.h"
+#include "apps/output_paths.h"
 #include "apps/stop_signals.h"
 #include "apps/train_presets.h"
 #include "data/row_normalization.h"
@@ -256,6 +257,9 @@ int RunTrain(TrainFlags& f) {
   const bool lr_auto = f.lr == "auto";
   if (!lr_auto) f.options.lr = ParsePositive("--lr", f.lr);
   // Output files are opened before the long work, so that a bad path fails now, not at the end.
+  RefuseOutputsOverInputs({{"--train", f.train}, {"--train-labels", f.train_labels}, {"--test", f.test},
+                           {"--test-labels", f.test_labels}},
+                          {{"--model", f.model_out}, {"--metrics", f.metrics}});
   scheduler::MetricsLog metrics(f.metrics);
 
   const Clock::time_point load_start = Clock::now();

@@ -412,6 +412,31 @@ TEST(CliTest, AFifoAsDataConfigOrModelIsRefusedAtOnce) {
   }
 }
 
+// Issue: reliability, second round, row 4. An output that is an input (or another output) is
+// refused with exit 2 before any work, and the input is left as it was.
+TEST(CliTest, AnOutputThatIsAnInputIsRefusedAndTheInputKept) {
+  Data d;
+  const std::string train_text = xmlt::testing::ReadFile(d.train);
+  const std::string model = d.dir.File("m.model");
+  ASSERT_EQ(Cli({"train", "--train", d.train, "--epochs", "1", "--model", model}).code, 0);
+  const std::string model_bytes = xmlt::testing::ReadFile(model);
+  const std::string dot_train = d.dir.path() + "/./" + std::filesystem::path(d.train).filename().string();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"train", "--train", d.train, "--epochs", "1", "--model", d.train},
+        {"train", "--train", d.train, "--test", d.test, "--epochs", "1", "--model", d.test},
+        {"train", "--train", d.train, "--epochs", "1", "--metrics", dot_train},
+        {"train", "--train", d.train, "--epochs", "1", "--metrics", model, "--model", model},
+        {"predict", "--model", model, "--input", d.test, "--output", d.test},
+        {"predict", "--model", model, "--input", d.test, "--output", model}}) {
+    const CliResult r = Cli(args);
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_TRUE(r.err.find("input") != std::string::npos || r.err.find("same file") != std::string::npos)
+        << Describe(r);
+  }
+  EXPECT_EQ(xmlt::testing::ReadFile(d.train), train_text);
+  EXPECT_EQ(xmlt::testing::ReadFile(model), model_bytes);
+}
+
 TEST(CliTest, ConfigFileSetsSubcommandOptions) {
   Data d;
   const std::string ini = d.dir.File("run.ini");

@@ -1,0 +1,39 @@
+// Output paths against input paths; see output_paths.h.
+#include "apps/output_paths.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+namespace xmlt::apps {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool SameFile(const std::string& a, const std::string& b) {
+  std::error_code error;
+  if (fs::exists(a, error) && fs::exists(b, error)) return fs::equivalent(a, b, error);
+  // Not both there yet: compare the paths they would be, with symlinks of existing parents resolved.
+  const fs::path pa = fs::weakly_canonical(fs::absolute(a, error), error);
+  const fs::path pb = fs::weakly_canonical(fs::absolute(b, error), error);
+  return pa == pb;
+}
+
+}  // namespace
+
+void RefuseOutputsOverInputs(const std::vector<std::pair<std::string, std::string>>& inputs,
+                             const std::vector<std::pair<std::string, std::string>>& outputs) {
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const auto& [out_flag, out_path] = outputs[o];
+    if (out_path.empty()) continue;
+    for (const auto& [in_flag, in_path] : inputs)
+      if (!in_path.empty() && SameFile(out_path, in_path))
+        throw std::invalid_argument(out_flag + " " + out_path + " is the " + in_flag +
+                                    " input: writing it would destroy the input; choose another path");
+    for (size_t p = 0; p < o; ++p)
+      if (!outputs[p].second.empty() && SameFile(out_path, outputs[p].second))
+        throw std::invalid_argument(out_flag + " and " + outputs[p].first + " are the same file (" + out_path +
+                                    "); give each output its own path");
+  }
+}
+
+}  // namespace xmlt::apps

@@ -1,0 +1,17 @@
+// Outputs that would overwrite an input (or another output) are refused before any work starts:
+// `--model t.txt --train t.txt` must not replace the training data with a model.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace xmlt::apps {
+
+// (flag, path) pairs; empty paths are ignored. Throws std::invalid_argument naming both flags when
+// an output is the same file as an input or as another output (the same path, or two paths to one
+// existing file: links, "./", ".." included).
+void RefuseOutputsOverInputs(const std::vector<std::pair<std::string, std::string>>& inputs,
+                             const std::vector<std::pair<std::string, std::string>>& outputs);
+
+}  // namespace xmlt::apps
