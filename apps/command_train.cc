@@ -16,6 +16,7 @@
 #include "data/row_normalization.h"
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
+#include "engine/heterogeneity.h"
 #include "engine/model_file.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "scheduler/heterogeneous_trainer.h"
@@ -62,6 +63,8 @@ std::vector<uint32_t> ParseHidden(const std::string& text) {
       throw std::invalid_argument("--hidden: '" + item + "' is not a layer size in 1..65536");
     sizes.push_back(uint32_t(value));
   }
+  // getline drops a trailing empty item: "8," would read as "8".
+  if (!text.empty() && text.back() == ',') throw std::invalid_argument("--hidden: '" + text + "' ends with a comma");
   if (sizes.empty()) throw std::invalid_argument("--hidden needs at least one layer size");
   return sizes;
 }
@@ -184,6 +187,38 @@ float ParsePositive(const char* flag, const std::string& text) {
   return value;
 }
 
+// Flags that need no data are checked before the data is loaded (minutes at full size): the
+// training options as given, the multi-device ones, and flags that --algo single would ignore.
+void CheckFlagsBeforeLoading(TrainFlags& f) {
+  scheduler::ValidateTrainOptions(f.options);
+  if (f.algo == "single") {
+    for (const char* flag : {"--speed", "--hetero", "--clock", "--row-cost", "--merge-cost", "--batch-min", "--beta",
+                             "--momentum", "--pert-thr", "--pert-delta", "--pert-weights", "--schedule", "--merge",
+                             "--collective", "--momentum-mode", "--elastic-alpha", "--lr-scaling", "--preset"})
+      if (f.given(flag))
+        throw std::invalid_argument(std::string(flag) + " applies to several devices and --algo single would ignore "
+                                    "it: drop it, or choose --algo adaptive, elastic, adasum, sync or crossbow");
+    return;
+  }
+  scheduler::ValidateEngineOptions(f.engine);
+  engine::ParseSpeeds(f.engine.speed);
+  engine::ParseHetero(f.engine.hetero);
+  if (f.engine.batch_min > double(f.options.batch)) {
+    std::ostringstream text;
+    text << "--batch-min " << f.engine.batch_min << " is above --batch " << f.options.batch << " (b_max)";
+    throw std::invalid_argument(text.str());
+  }
+}
+
+// For unsigned flags: CLI11 would wrap "-1" to 2^64 - 1. No description, so that --help keeps
+// showing the plain type and default.
+const CLI::Validator kNotNegative(
+    [](std::string& value) {
+      const size_t first = value.find_first_not_of(" \t");
+      return first != std::string::npos && value[first] == '-' ? std::string("must not be negative") : std::string();
+    },
+    "", "");
+
 // --math: refused here, before the data is loaded, where this build or CPU cannot do it.
 kernels::OutputMath ParseOutputMath(const std::string& text) {
   if (text == "fp32") return kernels::OutputMath::kFp32;
@@ -236,6 +271,7 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
 int RunTrain(TrainFlags& f) {
   using Clock = std::chrono::steady_clock;
   ApplyAlgorithm(f);
+  CheckFlagsBeforeLoading(f);
   for (const std::string& fault : f.faults) f.control.faults.push_back(scheduler::ParseFaultInjection(fault));
   if (!f.control.faults.empty() && f.algo == "single")
     throw std::invalid_argument("--inject-fault needs a multi-device --algo (adaptive, elastic, ...)");
@@ -399,7 +435,7 @@ Command AddTrainCommand(CLI::App* app) {
   cmd->add_option("--test-labels", f.test_labels, "Labels file when --test is the X file of a split pair");
   cmd->add_option("--epochs", f.options.epochs, "Passes over the training rows (fractions allowed)")
       ->capture_default_str();
-  cmd->add_option("--batch", f.options.batch, "Rows per batch")->capture_default_str();
+  cmd->add_option("--batch", f.options.batch, "Rows per batch")->capture_default_str()->check(kNotNegative);
   cmd->add_option("--lr", f.lr,
                   "Learning rate (SGD on the batch-mean loss) for a batch of --batch rows, or 'auto': "
                   "searched on a held-out slice of the training rows before training")
@@ -409,12 +445,12 @@ Command AddTrainCommand(CLI::App* app) {
   cmd->add_option("--normalize", f.normalize, "Input rows: l2 (scaled to unit norm) or none")->capture_default_str();
   cmd->add_option("--hidden", f.hidden, "Hidden layer sizes, comma separated (e.g. 256,128)")->capture_default_str();
   cmd->add_option("--mega-batch", f.options.mega_batch,
-                  "Batches per mega-batch (single: 100; several devices: preset)");
+                  "Batches per mega-batch (single: 100; several devices: preset)")->check(kNotNegative);
   cmd->add_option("--eval-every", f.eval_every, "Evaluate: 'epoch', 'end' (or 0), or every N mega-batches")
       ->capture_default_str();
   cmd->add_option("--eval-rows", f.options.eval_rows,
                   "Evaluate on a fixed sample of this many test rows, drawn from --seed (0 = all rows)")
-      ->capture_default_str();
+      ->capture_default_str()->check(kNotNegative);
   cmd->add_option("--final-eval", f.final_eval,
                   "The run's last evaluation: 'full' (the whole test set) or 'sample' (the --eval-rows sample)")
       ->capture_default_str();
@@ -422,7 +458,7 @@ Command AddTrainCommand(CLI::App* app) {
                   "The output layer's products in training: fp32, or bf16 (bfloat16 inputs, fp32 sums; "
                   "CPUs with AMX or AVX-512 BF16, several times faster with AMX)")
       ->capture_default_str();
-  cmd->add_option("--seed", f.options.seed, "Seed for initialization and shuffling")->capture_default_str();
+  cmd->add_option("--seed", f.options.seed, "Seed for initialization and shuffling")->capture_default_str()->check(kNotNegative);
   cmd->add_option("--metrics", f.metrics, "Write one JSON line per evaluation to this file");
   cmd->add_option("--model", f.model_out, "Save the trained model to this file");
   AddDataFlags(cmd, &f.data);
@@ -433,13 +469,13 @@ Command AddTrainCommand(CLI::App* app) {
       ->group(kReliability);
   cmd->add_option("--checkpoint-every", f.control.checkpoint_every,
                   "Mega-batches between checkpoints (0 = only at the end and on a stop; single: batches = this x --mega-batch)")
-      ->capture_default_str()->group(kReliability);
+      ->capture_default_str()->group(kReliability)->check(kNotNegative);
   cmd->add_option("--resume", f.control.resume_dir,
                   "Continue the run checkpointed in this directory (same flags; --epochs is the total)")
       ->group(kReliability);
   cmd->add_option("--max-rollbacks", f.control.max_rollbacks,
                   "Divergences (NaN/Inf loss or model) rolled back with halved learning rates before the run stops")
-      ->capture_default_str()->group(kReliability);
+      ->capture_default_str()->group(kReliability)->check(kNotNegative);
   cmd->add_option("--inject-fault", f.faults,
                   "Make a device fail, for tests and drills: device=I,megabatch=K[,kind=fail|nan] (repeatable; "
                   "kind=nan reports a NaN loss, a divergence)")

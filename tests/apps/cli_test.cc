@@ -437,6 +437,33 @@ TEST(CliTest, AnOutputThatIsAnInputIsRefusedAndTheInputKept) {
   EXPECT_EQ(xmlt::testing::ReadFile(model), model_bytes);
 }
 
+// Issue: reliability, second round, rows 12 and 13. Bad flags are named and refused before the
+// data is read (the training file here does not exist, so reaching it would say so instead).
+TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
+  const std::string missing = "/nonexistent-folder/train.txt";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--local-momentum", "1"}, "--local-momentum must be in [0, 1)"},
+      {{"--algo", "adaptive", "--batch-min", "1000"}, "--batch-min 1000 is above --batch 128"},
+      {{"--seed", "-1"}, "--seed"},
+      {{"--batch", "-5"}, "--batch"},
+      {{"--batch", "0"}, "--batch must be positive"},
+      {{"--mega-batch", "0"}, "--mega-batch must be positive"},
+      {{"--hidden", "8,"}, "ends with a comma"},
+      {{"--speed", "2"}, "--speed applies to several devices"},
+      {{"--algo", "single", "--momentum", "0.5"}, "--momentum applies to several devices"},
+      {{"--algo", "adaptive", "--speed", "1,x"}, "--speed"},
+      {{"--algo", "adaptive", "--beta", "-1"}, "--beta must be >= 0"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> args = {"train", "--train", missing};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CliResult r = Cli(args);
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find(message), std::string::npos) << message << "\n" << Describe(r);
+    EXPECT_EQ(r.err.find("cannot open"), std::string::npos) << Describe(r);
+  }
+}
+
 TEST(CliTest, ConfigFileSetsSubcommandOptions) {
   Data d;
   const std::string ini = d.dir.File("run.ini");
