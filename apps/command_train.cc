@@ -378,6 +378,8 @@ int RunTrain(TrainFlags& f) {
   }
   StopSignals signals;
   f.control.stop_signal = &signals.requested();
+  // A resumed run's log restarts from the checkpoint's records once the checkpoint is accepted.
+  if (f.control.resume_dir.empty()) metrics.Begin();
   const scheduler::TrainResult result =
       f.algo == "single"
           ? scheduler::Train(train, test.get(), f.options, &model, callbacks, f.control)

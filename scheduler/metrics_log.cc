@@ -1,7 +1,10 @@
 // JSON-lines metrics; see metrics_log.h.
 #include "scheduler/metrics_log.h"
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -83,17 +86,25 @@ EvalRecord EvalRecordFromJson(const std::string& line) {
 MetricsLog::MetricsLog(std::string path) : path_(std::move(path)) {
   if (path_.empty()) return;
   const std::string partial = path_ + ".partial";
-  file_ = std::fopen(partial.c_str(), "w");
+  // Opened for appending: the path is proved writable now, and a run refused before it trains
+  // leaves an earlier run's FILE.partial as it was. Begin or Restart empties it.
+  created_ = ::access(partial.c_str(), F_OK) != 0;
+  file_ = std::fopen(partial.c_str(), "a");
   if (file_ == nullptr)
     throw std::runtime_error(partial + ": cannot create metrics file: " + std::strerror(errno));
 }
 
 MetricsLog::~MetricsLog() {
-  if (file_ != nullptr) std::fclose(file_);
+  if (file_ == nullptr) return;
+  std::fclose(file_);
+  if (!started_ && created_) std::remove((path_ + ".partial").c_str());  // made only to probe the path
 }
+
+void MetricsLog::Begin() { Restart({}); }
 
 void MetricsLog::Restart(const std::vector<EvalRecord>& records) {
   if (file_ == nullptr) return;
+  started_ = true;
   const std::string partial = path_ + ".partial";
   if (std::freopen(partial.c_str(), "w", file_) == nullptr) {
     file_ = nullptr;
@@ -104,6 +115,7 @@ void MetricsLog::Restart(const std::vector<EvalRecord>& records) {
 
 void MetricsLog::Append(const EvalRecord& record) {
   if (file_ == nullptr) return;
+  if (!started_) Begin();
   const std::string line = ToJson(record) + "\n";
   if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0)
     throw std::runtime_error(path_ + ".partial: write failed: " + std::strerror(errno));

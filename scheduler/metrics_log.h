@@ -44,10 +44,14 @@ EvalRecord EvalRecordFromJson(const std::string& line);
 
 class MetricsLog {
  public:
-  explicit MetricsLog(std::string path);  // empty path: a log that discards records
+  // Empty path: a log that discards records. Otherwise FILE.partial is opened without truncating
+  // it (an error now if it cannot be written); it is emptied when the run starts (Begin, Restart
+  // or the first Append), so a run refused before that leaves an earlier FILE.partial intact.
+  explicit MetricsLog(std::string path);
   // Starts FILE.partial afresh, so a resumed run's log holds exactly the checkpoint's records
   // followed by its own (records written after the checkpoint, before a crash, are dropped).
   void Restart(const std::vector<EvalRecord>& records);
+  void Begin();  // a fresh run starts: FILE.partial emptied
   ~MetricsLog();                          // an unfinished log stays as FILE.partial
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
@@ -58,6 +62,8 @@ class MetricsLog {
  private:
   std::string path_;
   std::FILE* file_ = nullptr;
+  bool created_ = false;  // FILE.partial did not exist before this log
+  bool started_ = false;
 };
 
 }  // namespace xmlt::scheduler

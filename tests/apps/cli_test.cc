@@ -464,6 +464,18 @@ TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
   }
 }
 
+// Issue: reliability, second round, row 14: a refused --resume keeps the interrupted run's metrics.
+TEST(CliTest, ARefusedResumeKeepsThePartialMetrics) {
+  Data d;
+  const std::string metrics = d.dir.File("m.jsonl");
+  const std::string partial = metrics + ".partial";
+  xmlt::testing::WriteFile(partial, "{\"earlier\": true}\n");
+  const CliResult r = Cli({"train", "--train", d.train, "--test", d.test, "--metrics", metrics, "--resume",
+                           d.dir.File("no-checkpoint-here")});
+  EXPECT_NE(r.code, 0) << Describe(r);
+  EXPECT_EQ(xmlt::testing::ReadFile(partial), "{\"earlier\": true}\n");
+}
+
 TEST(CliTest, ConfigFileSetsSubcommandOptions) {
   Data d;
   const std::string ini = d.dir.File("run.ini");

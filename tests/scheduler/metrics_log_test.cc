@@ -166,6 +166,24 @@ TEST(MetricsLogTest, NewLogReplacesAnOldPartialFile) {
   EXPECT_NO_THROW(json::parse(lines[0]));
 }
 
+// Issue: reliability, second round, row 14. A run refused before it trains (bad flags, a refused
+// --resume) must not empty an earlier run's FILE.partial, nor leave a new empty one behind.
+TEST(MetricsLogTest, ALogThatNeverStartsLeavesAnEarlierPartialFileAsItWas) {
+  testing::TempDir dir;
+  const std::string path = dir.File("metrics.jsonl");
+  testing::WriteFile(path + ".partial", "line of an earlier run\n");
+  { MetricsLog log(path); }
+  EXPECT_EQ(testing::ReadFile(path + ".partial"), "line of an earlier run\n");
+  {
+    MetricsLog log(path);
+    log.Begin();  // a fresh run starts
+  }
+  EXPECT_EQ(testing::ReadFile(path + ".partial"), "");
+  const std::string other = dir.File("other.jsonl");
+  { MetricsLog log(other); }
+  EXPECT_FALSE(fs::exists(other + ".partial"));
+}
+
 TEST(MetricsLogTest, EmptyPathDiscardsRecords) {
   testing::TempDir dir;
   const fs::path old = fs::current_path();
