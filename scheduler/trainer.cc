@@ -97,7 +97,10 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
       record.test = engine::EvaluateRows(replica.model(), *test, rows.data(), rows.size()).Mean();
     }
     record.eval_time_s = Seconds(Clock::now() - eval_start);
-    record.megabatch = progress.batches / batches_per_megabatch;
+    // Completed mega-batches; the run's last one counts even when the end cut it short, as in
+    // multi-device runs (an evaluation there would otherwise repeat the previous number).
+    record.megabatch = progress.batches / batches_per_megabatch +
+                       (progress.rows_done >= total_rows && progress.batches % batches_per_megabatch != 0);
     record.epoch = double(progress.rows_done) / double(rows_per_epoch);
     record.train_time_s = progress.train_seconds;
     record.wall_time_s = wall_seconds();
