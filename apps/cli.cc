@@ -1,5 +1,6 @@
 // Command-line dispatch and the mapping of errors to exit codes; see cli.h.
 #include "apps/cli.h"
+#include "apps/config_check.h"
 
 #include <sys/stat.h>
 
@@ -48,7 +49,7 @@ namespace {
 
 // The --config file must be a regular file before CLI11 opens it: a FIFO would wait for a writer
 // forever. Returns an error text, or empty.
-std::string CheckConfigFile(int argc, char** argv) {
+std::string NonRegularConfigFile(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     std::string path;
@@ -73,8 +74,18 @@ int RunCli(int argc, char** argv) {
   const std::vector<Command> commands = {AddTrainCommand(&app),   AddEvalCommand(&app),
                                         AddPredictCommand(&app), AddGenCommand(&app),
                                         AddConvertCommand(&app), AddInfoCommand(&app)};
-  if (const std::string config_error = CheckConfigFile(argc, argv); !config_error.empty()) {
+  if (const std::string config_error = NonRegularConfigFile(argc, argv); !config_error.empty()) {
     std::cerr << "error: --config " << config_error << "\n";
+    return kExitBadInput;
+  }
+  try {
+    for (int i = 1; i < argc; ++i) {  // --config PATH or --config=PATH, checked before CLI11 reads it
+      const std::string arg = argv[i];
+      if (arg == "--config" && i + 1 < argc) CheckConfigFile(argv[i + 1], app);
+      if (arg.rfind("--config=", 0) == 0) CheckConfigFile(arg.substr(9), app);
+    }
+  } catch (const data::InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
     return kExitBadInput;
   }
   try {

@@ -476,6 +476,32 @@ TEST(CliTest, ARefusedResumeKeepsThePartialMetrics) {
   EXPECT_EQ(xmlt::testing::ReadFile(partial), "{\"earlier\": true}\n");
 }
 
+// Issue: reliability, second round, row 7. A config file is read whole or refused with its line:
+// unknown keys and sections, broken headers, lines without '=' and binary data are errors.
+TEST(CliTest, ConfigFileMistakesAreRefusedWithTheirLine) {
+  Data d;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[train]\nhiden = 8\n", ":2: unknown key 'hiden' in [train]"},
+      {"[trian]\nepochs = 1\n", ":1: unknown section [trian]"},
+      {"[train\nepochs = 1\n", ":1: section header '[train' has no closing ']'"},
+      {"# comment\n[train]\nepochs 1\n", ":3: 'epochs 1' is not 'key = value'"},
+      {"threads = 1\nbogus = 2\n", ":2: unknown key 'bogus'"},
+      {std::string("\x01\x02\x00\xff binary", 11), "binary data"},
+  };
+  for (const auto& [text, message] : cases) {
+    const std::string ini = d.dir.File("bad.toml");
+    WriteFile(ini, text);
+    const CliResult r = Cli({"--config", ini, "info", d.train});
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find(message), std::string::npos) << message << "\n" << Describe(r);
+  }
+  // Both spellings of a flag, global options, comments and quoted keys are fine.
+  const std::string good = d.dir.File("good.toml");
+  WriteFile(good, "threads = 1\n; note\n[train]\npert_thr = 0.1\n\"epochs\" = 1\nlocal-momentum = 0.5\n");
+  const CliResult ok = Cli({"--config", good, "train", "--train", d.train});
+  EXPECT_EQ(ok.code, 0) << Describe(ok);
+}
+
 TEST(CliTest, ConfigFileSetsSubcommandOptions) {
   Data d;
   const std::string ini = d.dir.File("run.ini");

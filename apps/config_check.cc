@@ -1,0 +1,68 @@
+// Line-by-line check of --config files; see config_check.h.
+#include "apps/config_check.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "data/input_error.h"
+
+namespace xmlt::apps {
+namespace {
+
+std::string Trim(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
+bool HasOption(const CLI::App& app, std::string key) {
+  if (app.get_option_no_throw("--" + key) != nullptr) return true;
+  std::replace(key.begin(), key.end(), '_', '-');  // CLI11 accepts pert_thr for --pert-thr
+  return app.get_option_no_throw("--" + key) != nullptr;
+}
+
+}  // namespace
+
+void CheckConfigFile(const std::string& path, const CLI::App& app) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;  // CLI11 reports a missing file itself
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  for (const unsigned char c : text)
+    if (c == 0 || (c < 0x20 && c != '\n' && c != '\r' && c != '\t'))
+      throw data::InputError(path, 0, "binary data, not a TOML/INI config file");
+  const CLI::App* section = &app;
+  std::string section_name;
+  std::istringstream lines(text);
+  std::string raw;
+  uint64_t number = 0;
+  while (std::getline(lines, raw)) {
+    ++number;
+    const std::string line = Trim(raw);
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    if (line[0] == '[') {
+      if (line.back() != ']') throw data::InputError(path, number, "section header '" + line + "' has no closing ']'");
+      section_name = Trim(line.substr(1, line.size() - 2));
+      const CLI::App* sub = nullptr;
+      for (const CLI::App* candidate : app.get_subcommands({}))
+        if (candidate->get_name() == section_name) sub = candidate;
+      if (sub == nullptr) throw data::InputError(path, number, "unknown section [" + section_name + "]");
+      section = sub;
+      continue;
+    }
+    const size_t equals = line.find('=');
+    if (equals == std::string::npos)
+      throw data::InputError(path, number, "'" + line + "' is not 'key = value'");
+    std::string key = Trim(line.substr(0, equals));
+    if (key.size() >= 2 && (key.front() == '"' || key.front() == '\'') && key.back() == key.front())
+      key = key.substr(1, key.size() - 2);
+    if (key.empty()) throw data::InputError(path, number, "'" + line + "' has no key before '='");
+    if (!HasOption(*section, key) && !HasOption(app, key))
+      throw data::InputError(path, number, "unknown key '" + key + "'" +
+                                               (section_name.empty() ? std::string() : " in [" + section_name + "]"));
+  }
+}
+
+}  // namespace xmlt::apps
