@@ -69,9 +69,33 @@ TrainResult ResultOf(const RunProgress& progress) {
   return result;
 }
 
+namespace {
+
+// Values by the names the flags take, so that a refused --resume says what changed.
+const char* ScheduleName(EngineOptions::Schedule schedule) {
+  switch (schedule) {
+    case EngineOptions::Schedule::kStatic: return "static";
+    case EngineOptions::Schedule::kSync: return "sync";
+    default: return "dynamic";
+  }
+}
+
+const char* MergeName(EngineOptions::Merge merge) {
+  switch (merge) {
+    case EngineOptions::Merge::kAverage: return "average";
+    case EngineOptions::Merge::kAdasum: return "adasum";
+    case EngineOptions::Merge::kCrossbow: return "crossbow";
+    case EngineOptions::Merge::kGradient: return "gradient";
+    default: return "normalized";
+  }
+}
+
+}  // namespace
+
 nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* engine,
                               const kernels::ModelShape& shape, const data::Dataset& train) {
   nlohmann::json j = {{"model", shape.ToString()},
+                      {"--normalize", shape.normalize_rows ? "l2" : "none"},
                       {"--batch", options.batch},
                       {"--lr", options.lr},
                       {"--local-momentum", options.local_momentum},
@@ -90,8 +114,8 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* 
     return j;
   }
   j["--devices"] = engine->devices;
-  j["--schedule"] = int(engine->schedule);
-  j["--merge"] = int(engine->merge);
+  j["--schedule"] = ScheduleName(engine->schedule);
+  j["--merge"] = MergeName(engine->merge);
   j["--collective"] = engine->collective;
   j["--momentum-mode"] = engine->nesterov ? "nesterov" : "heavy";
   j["--elastic-alpha"] = engine->elastic_alpha;
@@ -111,10 +135,17 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* 
 
 void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source) {
   std::string differences;
+  // The data's checksum is taken after normalization: a changed --normalize changes it too, and
+  // is the one to report.
+  const bool normalize_differs = saved.contains("--normalize") && now.contains("--normalize") &&
+                                 saved.at("--normalize") != now.at("--normalize");
   for (const auto& [key, value] : now.items()) {
     const auto it = saved.find(key);
     const std::string before = it == saved.end() ? "(not set)" : it->dump();
-    if (it == saved.end() || *it != value) differences += "\n  " + key + ": checkpoint " + before + ", now " + value.dump();
+    if (it != saved.end() && *it == value) continue;
+    if (normalize_differs && key == "--train (checksum)") continue;
+    differences += "\n  " + key + ": checkpoint " + before + ", now " + value.dump();
+    if (key == "--schedule" || key == "--merge") differences += " (set by --algo)";
   }
   for (const auto& [key, value] : saved.items())
     if (!now.contains(key)) differences += "\n  " + key + ": checkpoint " + value.dump() + ", now (not set)";

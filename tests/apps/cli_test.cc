@@ -502,6 +502,30 @@ TEST(CliTest, ConfigFileMistakesAreRefusedWithTheirLine) {
   EXPECT_EQ(ok.code, 0) << Describe(ok);
 }
 
+// Issue: reliability, second round, row 10. A refused --resume names values, not enum numbers,
+// and blames --normalize rather than the data's checksum.
+TEST(CliTest, ARefusedResumeNamesTheChangedValues) {
+  Data d;
+  const std::string dir = d.dir.File("ckpt");
+  const std::vector<std::string> base = {"train", "--train", d.train, "--epochs", "1", "--devices", "cpu:2",
+                                         "--checkpoint-dir", dir};
+  std::vector<std::string> first = base;
+  first.insert(first.end(), {"--algo", "adaptive"});
+  ASSERT_EQ(Cli(first).code, 0);
+  std::vector<std::string> other_algo = base;
+  other_algo.insert(other_algo.end(), {"--algo", "elastic", "--resume", dir});
+  const CliResult algo = Cli(other_algo);
+  EXPECT_EQ(algo.code, 2) << Describe(algo);
+  EXPECT_NE(algo.err.find("--merge: checkpoint \"normalized\", now \"average\" (set by --algo)"), std::string::npos)
+      << Describe(algo);
+  std::vector<std::string> other_normalize = first;
+  other_normalize.insert(other_normalize.end(), {"--normalize", "none", "--resume", dir});
+  const CliResult normalize = Cli(other_normalize);
+  EXPECT_EQ(normalize.code, 2) << Describe(normalize);
+  EXPECT_NE(normalize.err.find("--normalize: checkpoint \"l2\", now \"none\""), std::string::npos) << Describe(normalize);
+  EXPECT_EQ(normalize.err.find("checksum"), std::string::npos) << Describe(normalize);
+}
+
 TEST(CliTest, ConfigFileSetsSubcommandOptions) {
   Data d;
   const std::string ini = d.dir.File("run.ini");
