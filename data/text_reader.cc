@@ -97,6 +97,7 @@ struct ParseSpec {
   uint64_t label_limit = kMaxId;
   bool feature_limit_declared = false;
   bool label_limit_declared = false;
+  const char* column_kind = "feature";  // what a column id is called: "label" in a split pair's Y file
 };
 
 class ChunkParser {
@@ -126,17 +127,18 @@ class ChunkParser {
   }
   // `bad` is the offending byte; control bytes mean the file is not text at all.
   bool FailAt(const char* bad, const char* token, std::string problem) {
-    if (bad < end_ && IsControl(*bad)) {
+    // Numbers, commas, colons and spaces are all ASCII: a control byte or one above 0x7f means the
+    // file is not text at all.
+    if (bad < end_ && (IsControl(*bad) || static_cast<unsigned char>(*bad) >= 0x80)) {
       char text[64];
-      std::snprintf(text, sizeof text, "binary data (control byte 0x%02x)",
-                    static_cast<unsigned char>(*bad));
+      std::snprintf(text, sizeof text, "binary data (byte 0x%02x)", static_cast<unsigned char>(*bad));
       return Fail(bad, text);
     }
     return Fail(token, std::move(problem));
   }
 
   bool CheckId(const char* token, uint64_t* id, bool feature) {
-    const char* kind = feature ? "feature" : "label";
+    const char* kind = feature ? spec_.column_kind : "label";
     if (spec_.one_based) {
       if (*id == 0) return Fail(token, std::string(kind) + " id 0 in a one-based file");
       --*id;
@@ -519,6 +521,14 @@ Dataset ParseLabeledText(std::string_view text, const std::string& file_name,
   std::optional<std::vector<uint64_t>> header;
   if (options.format != TextFormat::kLibsvm) {
     header = IntegerTokens(FirstLine(text));
+    // Two or four numbers cannot start a data row (labels are comma-separated, features have
+    // ':value'): a header with the wrong count, said as such. One number is a row of one label.
+    if (header && header->size() != 3 && header->size() != 1) {
+      const std::string_view line = FirstLine(text);
+      throw InputError(file_name, 1,
+                       "malformed header: expected 'N D L' (three non-negative integers), got " +
+                           std::to_string(header->size()) + " numbers: '" + std::string(line.substr(0, 80)) + "'");
+    }
     if (header && header->size() != 3) header.reset();
     if (!header && options.format == TextFormat::kXmlRepo) {
       throw InputError(
@@ -567,6 +577,7 @@ CsrMatrix ParseSplitMatrixText(std::string_view text, const std::string& file_na
   spec.one_based = options.one_based;
   spec.feature_limit = (*header)[1];
   spec.feature_limit_declared = true;
+  if (binary) spec.column_kind = "label";  // the Y file of a split pair: its columns are labels
 
   const size_t begin = AfterFirstLine(text);
   ParsedBody body = ParseBody(text, begin, spec, file_name, options.threads, (*header)[0]);

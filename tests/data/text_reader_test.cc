@@ -121,8 +121,11 @@ TEST(TextReaderTest, ParsesLibsvmWithoutHeader) {
 TEST(TextReaderTest, AutoDetectsHeaderOnlyForThreeIntegers) {
   EXPECT_EQ(Parse("1 2 3\n").num_rows(), 0u);  // a header and no rows
   EXPECT_EQ(Parse("1 2 3\n").num_labels(), 3u);
-  // Two integers are not a header; as a row, "2" has no ':value'.
-  ExpectError("1 2\n0 1:1\n", 1, "feature token '2' has no ':value'");
+  // Two or four integers cannot be a row: a header with the wrong count (reliability, second
+  // round, row 11). One integer is a row with one label and no features.
+  ExpectError("1 2\n0 1:1\n", 1, "malformed header: expected 'N D L' (three non-negative integers), got 2 numbers: '1 2'");
+  ExpectError("10 20 30 40\n0 1:1\n", 1, "got 4 numbers");
+  EXPECT_EQ(Parse("1\n0 1:1\n").num_rows(), 2u);
   LoadOptions xml;
   xml.format = TextFormat::kXmlRepo;
   ExpectError("0 1:1\n", 1, "malformed header", xml);
@@ -226,8 +229,10 @@ TEST(TextReaderTest, RejectsBadTokensAtTheirLine) {
   ExpectError(head + "1,2, 3:1\n", 4, "label list '1,2,' ends with ','");
   ExpectError(head + "1,,2 3:1\n", 4, "empty label id");
   ExpectError(head + "0 99999999999:1\n", 4, "exceeds 2^32-1");
-  ExpectError(head + "0 1:1" + std::string(1, '\0') + "\n", 4, "binary data (control byte 0x00)");
-  ExpectError(head + std::string("\x01\x02 1:1\n"), 4, "binary data (control byte 0x01)");
+  ExpectError(head + "0 1:1" + std::string(1, '\0') + "\n", 4, "binary data (byte 0x00)");
+  ExpectError(head + std::string("\x01\x02 1:1\n"), 4, "binary data (byte 0x01)");
+  // Bytes above 0x7f are not text either (row 11: they read as an "invalid label list").
+  ExpectError(head + std::string("\xb9\x13\xfe 1:1\n"), 4, "binary data (byte 0xb9)");
   ExpectError(head + "0 1:1 2" + std::string(1, '\x7f') + ":1\n", 4, "binary data");
 }
 
@@ -325,7 +330,8 @@ TEST(TextReaderTest, SplitMatrixFiles) {
     }
   };
   expect_split_error("2 3\n0:1\n1:abc\n", 3, "invalid value");  // label values are validated
-  expect_split_error("2 3\n0:1\n3:1\n", 3, "id 3 out of range");
+  // A Y file's columns are labels, and its errors say so (reliability, second round, row 11).
+  expect_split_error("2 3\n0:1\n3:1\n", 3, "label id 3 out of range (the header declares 3 labels");
   expect_split_error("2 3 4\n0:1\n", 1, "malformed header");
   expect_split_error("", 0, "empty file");
 }
