@@ -120,7 +120,7 @@ class MultiDeviceRun {
         control_(control),
         pool_(train, options, engine, *model, control.faults),
         global_{model->params, model->params},
-        fingerprint_(RunFingerprint(options, &engine, model->shape, train)),
+        fingerprint_(RunFingerprint(options, &engine, model->shape, train, test)),
         merging_(engine, *model),
         rows_per_epoch_(pool_.rows_per_epoch()),
         total_rows_(TotalTrainingRows(options, rows_per_epoch_, train.source)),
@@ -208,6 +208,7 @@ class MultiDeviceRun {
     } catch (const std::invalid_argument& e) {
       throw data::InputError(reader.source(), 0, std::string("bad checkpoint state: ") + e.what());
     }
+    CheckEpochsCoverProgress(total_rows_, progress_.rows_done, rows_per_epoch_, reader.source());
     if (progress_.since_eval.size() != pool_.size())
       throw data::InputError(reader.source(), 0, "device records do not match --devices");
     if (callbacks_.on_resume) callbacks_.on_resume(progress_.evals);

@@ -1,6 +1,8 @@
 // Run bookkeeping as JSON; see run_progress.h.
 #include "scheduler/run_progress.h"
 
+#include <sstream>
+
 #include <xxhash.h>
 
 #include "data/input_error.h"
@@ -93,7 +95,8 @@ const char* MergeName(EngineOptions::Merge merge) {
 }  // namespace
 
 nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* engine,
-                              const kernels::ModelShape& shape, const data::Dataset& train) {
+                              const kernels::ModelShape& shape, const data::Dataset& train,
+                              const data::Dataset* test) {
   nlohmann::json j = {{"model", shape.ToString()},
                       {"--normalize", shape.normalize_rows ? "l2" : "none"},
                       {"--batch", options.batch},
@@ -102,7 +105,10 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* 
                       {"--mega-batch", options.mega_batch},
                       {"--seed", options.seed},
                       {"--train (rows)", train.num_rows()},
-                      {"--train (checksum)", DataChecksum(train)}};
+                      {"--train (checksum)", DataChecksum(train)},
+                      // The metrics of one run are of one test set.
+                      {"--test (rows)", test == nullptr ? 0 : test->num_rows()},
+                      {"--test (checksum)", test == nullptr ? 0 : DataChecksum(*test)}};
   // Only when set, so that checkpoints of runs without it still resume.
   if (options.eval_rows > 0) {
     j["--eval-rows"] = options.eval_rows;
@@ -131,6 +137,15 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* 
   j["--batch-min"] = engine->batch_min;
   j["--beta"] = engine->beta;
   return j;
+}
+
+void CheckEpochsCoverProgress(uint64_t total_rows, uint64_t rows_done, uint64_t rows_per_epoch,
+                              const std::string& source) {
+  if (rows_done <= total_rows) return;
+  std::ostringstream text;
+  text << "--epochs asks for " << double(total_rows) / double(rows_per_epoch) << " epochs, but the checkpoint has trained "
+       << double(rows_done) / double(rows_per_epoch) << ": give at least that many to go on";
+  throw data::InputError(source, 0, text.str());
 }
 
 void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source) {

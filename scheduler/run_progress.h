@@ -34,10 +34,17 @@ RunProgress ProgressFromJson(const nlohmann::json& json);  // throws nlohmann::j
 TrainResult ResultOf(const RunProgress& progress);
 
 // What a resumed run must share with the run that wrote the checkpoint, keyed by the flag that
-// sets it: model shape, devices, algorithm settings, batch, learning rate, seed, and a checksum
-// of the training data. --epochs and --eval-every may change.
+// sets it: model shape, devices, algorithm settings, batch, learning rate, seed, and checksums
+// of the training data and of the test data (`test` may be null: no test set). --epochs and
+// --eval-every may change.
 nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* engine,
-                              const kernels::ModelShape& shape, const data::Dataset& train);
+                              const kernels::ModelShape& shape, const data::Dataset& train,
+                              const data::Dataset* test);
+
+// Throws data::InputError (naming `source`) when a resumed run asks for fewer training rows
+// (--epochs) than the checkpoint has already trained.
+void CheckEpochsCoverProgress(uint64_t total_rows, uint64_t rows_done, uint64_t rows_per_epoch,
+                              const std::string& source);
 
 // Throws data::InputError (naming `source`) listing every flag whose value differs.
 void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source);

@@ -27,7 +27,7 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
   if (!control.faults.empty()) throw std::invalid_argument("--inject-fault needs a multi-device --algo");
   EpochSampler sampler(train, options.seed);
   std::vector<uint64_t> rows(options.batch);
-  const nlohmann::json fingerprint = RunFingerprint(options, nullptr, model->shape, train);
+  const nlohmann::json fingerprint = RunFingerprint(options, nullptr, model->shape, train, test);
   engine::CpuReplica replica(std::move(*model), options.batch, options.local_momentum, options.math);
   const uint64_t rows_per_epoch = sampler.rows_per_epoch();
   const uint64_t total_rows = TotalTrainingRows(options, rows_per_epoch, train.source);
@@ -55,6 +55,7 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
       lr = single.at("lr").get<double>();
       if (!(lr > 0)) throw std::invalid_argument("bad learning rate");
       progress = ProgressFromJson(meta.at("progress"));
+      CheckEpochsCoverProgress(total_rows, progress.rows_done, rows_per_epoch, reader.source());
       if (progress.since_eval.size() != 1) throw std::invalid_argument("not one device record");
     } catch (const nlohmann::json::exception& e) {
       throw data::InputError(reader.source(), 0, std::string("bad checkpoint state: ") + e.what());

@@ -526,6 +526,32 @@ TEST(CliTest, ARefusedResumeNamesTheChangedValues) {
   EXPECT_EQ(normalize.err.find("checksum"), std::string::npos) << Describe(normalize);
 }
 
+// Issue: reliability, second round, row 8. --resume refuses another test set (one run's metrics
+// are of one test set) and an --epochs below what the checkpoint has trained.
+TEST(CliTest, ResumeRefusesAnotherTestSetAndFewerEpochs) {
+  Data d;
+  for (const std::string algo : {"single", "adaptive"}) {
+    const std::string dir = d.dir.File("ckpt-" + algo);
+    std::vector<std::string> run = {"train", "--train", d.train, "--test", d.test, "--epochs", "2",
+                                    "--algo", algo, "--checkpoint-dir", dir};
+    if (algo != "single") run.insert(run.end(), {"--devices", "cpu:2"});
+    ASSERT_EQ(Cli(run).code, 0) << algo;
+    std::vector<std::string> other_test = run;
+    other_test[4] = d.train;  // --test
+    other_test.insert(other_test.end(), {"--resume", dir});
+    const CliResult test = Cli(other_test);
+    EXPECT_EQ(test.code, 2) << Describe(test);
+    EXPECT_NE(test.err.find("--test (checksum)"), std::string::npos) << Describe(test);
+    std::vector<std::string> fewer = run;
+    fewer[6] = "1";  // --epochs
+    fewer.insert(fewer.end(), {"--resume", dir});
+    const CliResult epochs = Cli(fewer);
+    EXPECT_EQ(epochs.code, 2) << Describe(epochs);
+    EXPECT_NE(epochs.err.find("--epochs asks for 1 epochs, but the checkpoint has trained 2"), std::string::npos)
+        << Describe(epochs);
+  }
+}
+
 TEST(CliTest, ConfigFileSetsSubcommandOptions) {
   Data d;
   const std::string ini = d.dir.File("run.ini");
