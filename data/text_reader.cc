@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <tuple>
 
 #include "data/input_error.h"
 
@@ -552,7 +553,18 @@ Dataset ParseLabeledText(std::string_view text, const std::string& file_name,
   dataset.source = file_name;
   const uint64_t num_features = header ? (*header)[1] : body.feature_bound;
   const uint64_t num_labels = header ? (*header)[2] : body.label_bound;
-  if (header) WarnRowMismatch(file_name, (*header)[0], body.rows, &dataset.warnings);
+  if (header) {
+    WarnRowMismatch(file_name, (*header)[0], body.rows, &dataset.warnings);
+    // The model is sized by the header's D and L: say so when the rows use a small part of them
+    // (a 2-row file declaring 10,000,000 features builds a 1.28e9-parameter first layer).
+    for (const auto& [kind, declared, used] : {std::tuple<const char*, uint64_t, uint64_t>{"features", num_features, body.feature_bound},
+                                              {"labels", num_labels, body.label_bound}}) {
+      if (declared >= 100000 && declared > 16 * std::max<uint64_t>(used, 1))
+        dataset.warnings.push_back(file_name + ": the header declares " + std::to_string(declared) + " " + kind +
+                                   " but the rows use ids below " + std::to_string(used) +
+                                   "; the model is sized by the header");
+    }
+  }
   WarnDuplicates(text, file_name, body.duplicate_offset, &dataset.warnings);
   dataset.features =
       MergeChunks(body.chunks, body.rows, num_features, false, true, options.threads);

@@ -135,6 +135,16 @@ TEST(TextReaderTest, AutoDetectsHeaderOnlyForThreeIntegers) {
   ExpectError("1 2 3\n0 1:1\n", 1, "feature token '2' has no ':value'", libsvm);
 }
 
+// Issue: reliability, second round, row 15: a header far above what the rows use is warned about.
+TEST(TextReaderTest, AHeaderFarAboveTheIdsInUseIsWarnedAbout) {
+  const Dataset big = Parse("2 10000000 5\n0 1:1\n1 2:1\n");
+  ASSERT_EQ(big.warnings.size(), 1u);
+  EXPECT_NE(big.warnings[0].find("declares 10000000 features but the rows use ids below 3"), std::string::npos)
+      << big.warnings[0];
+  EXPECT_TRUE(Parse("2 99999 5\n0 1:1\n1 2:1\n").warnings.empty());  // small sizes cost nothing
+  EXPECT_TRUE(Parse("2 160000 5\n0 1:1\n1 10000:1\n").warnings.empty());
+}
+
 TEST(TextReaderTest, CrlfFinalLineAndTrailingBlankLines) {
   const Dataset lf = Parse("3 3 2\n0 1:1\n1 2:0.5\n 0:2\n");
   ExpectSameDataset(lf, Parse("3 3 2\r\n0 1:1\r\n1 2:0.5\r\n 0:2\r\n"));
