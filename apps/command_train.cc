@@ -293,6 +293,9 @@ int RunTrain(TrainFlags& f) {
   const bool lr_auto = f.lr == "auto";
   if (!lr_auto) f.options.lr = ParsePositive("--lr", f.lr);
   // Output files are opened before the long work, so that a bad path fails now, not at the end.
+  ProbeOutputFile("--model", f.model_out);
+  ProbeOutputFile("--metrics", f.metrics);
+  ProbeOutputDir("--checkpoint-dir", f.control.checkpoint_dir);
   RefuseOutputsOverInputs({{"--train", f.train}, {"--train-labels", f.train_labels}, {"--test", f.test},
                            {"--test-labels", f.test_labels}},
                           {{"--model", f.model_out}, {"--metrics", f.metrics}});
@@ -420,8 +423,14 @@ int RunTrain(TrainFlags& f) {
   }
   if (!f.model_out.empty()) summary["model"] = f.model_out;
   if (!result.checkpoint.empty()) summary["checkpoint"] = result.checkpoint;
+  if (!result.end_checkpoint_error.empty()) summary["checkpoint_error"] = result.end_checkpoint_error;
   if (!lr_search_json.is_null()) summary["lr_search"] = lr_search_json;
   std::cout << summary.dump() << std::endl;
+  if (!result.end_checkpoint_error.empty()) {
+    std::cerr << "error: the end-of-run checkpoint failed (" << result.end_checkpoint_error
+              << "); the model and metrics were written\n";
+    return kExitFailure;
+  }
   return kExitOk;
 }
 

@@ -1,6 +1,8 @@
 // Output paths against input paths; see output_paths.h.
 #include "apps/output_paths.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <stdexcept>
 
@@ -34,6 +36,41 @@ void RefuseOutputsOverInputs(const std::vector<std::pair<std::string, std::strin
         throw std::invalid_argument(out_flag + " and " + outputs[p].first + " are the same file (" + out_path +
                                     "); give each output its own path");
   }
+}
+
+namespace {
+
+void CheckWritableFolder(const std::string& flag, const std::string& path, const fs::path& folder) {
+  std::error_code error;
+  if (!fs::is_directory(folder, error))
+    throw std::invalid_argument(flag + " " + path + ": the folder " + folder.string() + " does not exist");
+  if (::access(folder.c_str(), W_OK) != 0)
+    throw std::invalid_argument(flag + " " + path + ": the folder " + folder.string() + " is not writable");
+}
+
+fs::path ParentOf(const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  return parent.empty() ? fs::path(".") : parent;
+}
+
+}  // namespace
+
+void ProbeOutputFile(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  std::error_code error;
+  if (fs::is_directory(path, error)) throw std::invalid_argument(flag + " " + path + " is a folder, not a file");
+  CheckWritableFolder(flag, path, ParentOf(path));
+}
+
+void ProbeOutputDir(const std::string& flag, const std::string& path) {
+  if (path.empty()) return;
+  std::error_code error;
+  if (fs::exists(path, error)) {
+    if (!fs::is_directory(path, error)) throw std::invalid_argument(flag + " " + path + " is a file, not a folder");
+    CheckWritableFolder(flag, path, path);
+    return;
+  }
+  CheckWritableFolder(flag, path, ParentOf(path));
 }
 
 }  // namespace xmlt::apps

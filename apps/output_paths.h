@@ -14,4 +14,10 @@ namespace xmlt::apps {
 void RefuseOutputsOverInputs(const std::vector<std::pair<std::string, std::string>>& inputs,
                              const std::vector<std::pair<std::string, std::string>>& outputs);
 
+// Before any work: an output file's folder must exist and be writable and the path must not be a
+// folder; an output folder must be a writable folder, or not exist yet in a writable parent.
+// Throws std::invalid_argument naming the flag. Empty paths are not checked.
+void ProbeOutputFile(const std::string& flag, const std::string& path);
+void ProbeOutputDir(const std::string& flag, const std::string& path);
+
 }  // namespace xmlt::apps

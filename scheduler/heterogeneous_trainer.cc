@@ -168,7 +168,12 @@ class MultiDeviceRun {
       }
       KeepAsGood();
       if (progress_.rows_done >= total_rows_) {
-        WriteCheckpoint("end");
+        // As in the single-device loop: a failed end checkpoint must not lose the trained model.
+        try {
+          WriteCheckpoint("end");
+        } catch (const std::exception& e) {
+          end_checkpoint_error_ = e.what();
+        }
       } else if (control_.checkpoint_every > 0 && progress_.megabatches % control_.checkpoint_every == 0) {
         WriteCheckpoint("periodic");
       }
@@ -177,6 +182,7 @@ class MultiDeviceRun {
     TrainResult result = ResultOf(progress_);
     result.stopped_by_signal = stopped_by_signal_;
     result.checkpoint = checkpoint_;
+    result.end_checkpoint_error = end_checkpoint_error_;
     return result;
   }
 
@@ -396,6 +402,7 @@ class MultiDeviceRun {
   double wall_before_ = 0;
   int stopped_by_signal_ = 0;
   std::string checkpoint_;
+  std::string end_checkpoint_error_;  // why the end checkpoint failed, if it did
 };
 
 }  // namespace

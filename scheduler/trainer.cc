@@ -185,7 +185,13 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
       good_progress = progress;
       const uint64_t megabatches = progress.batches / batches_per_megabatch;
       if (finished) {
-        write_checkpoint("end");
+        // The trained model must not be lost with a checkpoint that could not be written (a full
+        // disk): the caller saves the model and metrics first, then reports this.
+        try {
+          write_checkpoint("end");
+        } catch (const std::exception& e) {
+          outcome.end_checkpoint_error = e.what();
+        }
       } else if (control.checkpoint_every > 0 && megabatches % control.checkpoint_every == 0) {
         write_checkpoint("periodic");
       }
@@ -195,6 +201,7 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
   TrainResult result = ResultOf(progress);
   result.stopped_by_signal = outcome.stopped_by_signal;
   result.checkpoint = outcome.checkpoint;
+  result.end_checkpoint_error = outcome.end_checkpoint_error;
   return result;
 }
 

@@ -19,6 +19,7 @@ struct TrainResult {
   uint32_t rollbacks = 0;      // divergences rolled back
   int stopped_by_signal = 0;   // nonzero: stopped early on this signal (RunControl::stop_signal)
   std::string checkpoint;      // the last checkpoint written, if any
+  std::string end_checkpoint_error;  // why the end-of-run checkpoint failed (the model is still good)
 };
 
 struct TrainCallbacks {

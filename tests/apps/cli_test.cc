@@ -552,6 +552,26 @@ TEST(CliTest, ResumeRefusesAnotherTestSetAndFewerEpochs) {
   }
 }
 
+// Issue: reliability, second round, row 3. Output locations are checked before any training.
+TEST(CliTest, OutputLocationsAreCheckedBeforeTraining) {
+  Data d;
+  WriteFile(d.dir.File("a-file"), "x");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--model", "/nonexistent-folder/m.xmlt"}, "--model /nonexistent-folder/m.xmlt: the folder /nonexistent-folder does not exist"},
+      {{"--model", d.dir.path()}, "is a folder, not a file"},
+      {{"--checkpoint-dir", d.dir.File("a-file")}, "is a file, not a folder"},
+      {{"--checkpoint-dir", d.dir.File("missing/deeper")}, "does not exist"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> args = {"train", "--train", d.train, "--epochs", "1"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CliResult r = Cli(args);
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find(message), std::string::npos) << message << "\n" << Describe(r);
+    EXPECT_TRUE(r.out.empty()) << "trained before refusing: " << Describe(r);
+  }
+}
+
 TEST(CliTest, ConfigFileSetsSubcommandOptions) {
   Data d;
   const std::string ini = d.dir.File("run.ini");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/evaluator.h"
+#include "tests/test_support.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -177,6 +178,23 @@ TEST(TrainerTest, ATrailingPartialMegaBatchHasItsOwnNumber) {
   std::vector<uint64_t> numbers;
   for (const EvalRecord& r : run.records) numbers.push_back(r.megabatch);
   EXPECT_EQ(numbers, (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+}
+
+// Issue: reliability, second round, row 3. An end-of-run checkpoint that cannot be written (a
+// full disk; here a folder under a regular file) does not lose the trained model: Train returns it
+// and says why the checkpoint failed.
+TEST(TrainerTest, AFailedEndCheckpointStillReturnsTheTrainedModel) {
+  xmlt::testing::TempDir dir;
+  xmlt::testing::WriteFile(dir.File("a-file"), "x");
+  RunControl control;
+  control.checkpoint_dir = dir.File("a-file/checkpoints");
+  Model<float> model = NewModel();
+  const Model<float> before = model;
+  const TrainResult result = Train(TrainSet(), &TestSet(), Options(), &model, {}, control);
+  EXPECT_FALSE(result.end_checkpoint_error.empty());
+  EXPECT_TRUE(result.checkpoint.empty());
+  EXPECT_EQ(result.last.train_samples, 3 * kLabeledRows);
+  EXPECT_NE(model.params, before.params);
 }
 
 TEST(TrainerTest, FractionalEpochsStopMidEpoch) {
