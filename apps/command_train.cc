@@ -13,6 +13,7 @@
 #include "apps/output_paths.h"
 #include "apps/stop_signals.h"
 #include "apps/train_presets.h"
+#include "data/folder_lock.h"
 #include "data/row_normalization.h"
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
@@ -296,6 +297,15 @@ int RunTrain(TrainFlags& f) {
   ProbeOutputFile("--model", f.model_out);
   ProbeOutputFile("--metrics", f.metrics);
   ProbeOutputDir("--checkpoint-dir", f.control.checkpoint_dir);
+  // Held until the run ends: one run at a time writes a checkpoint folder.
+  std::unique_ptr<data::FolderLock> checkpoint_lock;
+  if (!f.control.checkpoint_dir.empty()) {
+    try {
+      checkpoint_lock = std::make_unique<data::FolderLock>(f.control.checkpoint_dir);
+    } catch (const std::runtime_error& e) {
+      throw std::invalid_argument(std::string("--checkpoint-dir ") + e.what());
+    }
+  }
   RefuseOutputsOverInputs({{"--train", f.train}, {"--train-labels", f.train_labels}, {"--test", f.test},
                            {"--test-labels", f.test_labels}},
                           {{"--model", f.model_out}, {"--metrics", f.metrics}});

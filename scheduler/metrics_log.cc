@@ -1,6 +1,7 @@
 // JSON-lines metrics; see metrics_log.h.
 #include "scheduler/metrics_log.h"
 
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -92,6 +93,13 @@ MetricsLog::MetricsLog(std::string path) : path_(std::move(path)) {
   file_ = std::fopen(partial.c_str(), "a");
   if (file_ == nullptr)
     throw std::runtime_error(partial + ": cannot create metrics file: " + std::strerror(errno));
+  // Two runs given one --metrics would interleave their lines: the second is refused.
+  if (::flock(::fileno(file_), LOCK_EX | LOCK_NB) != 0) {
+    std::fclose(file_);
+    file_ = nullptr;
+    created_ = false;
+    throw std::runtime_error(partial + " is being written by another run; give each run its own --metrics");
+  }
 }
 
 MetricsLog::~MetricsLog() {

@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "data/folder_lock.h"
 #include "engine/model_file.h"
+#include "scheduler/metrics_log.h"
 #include "tests/test_support.h"
 
 namespace xmlt::apps {
@@ -570,6 +572,25 @@ TEST(CliTest, OutputLocationsAreCheckedBeforeTraining) {
     EXPECT_NE(r.err.find(message), std::string::npos) << message << "\n" << Describe(r);
     EXPECT_TRUE(r.out.empty()) << "trained before refusing: " << Describe(r);
   }
+}
+
+// Issue: reliability, second round, row 2: a checkpoint folder or metrics file in use by another
+// run is refused before training (here the other run is this process, holding the same locks).
+TEST(CliTest, ACheckpointFolderOrMetricsFileInUseIsRefused) {
+  Data d;
+  const std::string folder = d.dir.File("shared");
+  {
+    data::FolderLock other(folder);
+    const CliResult r = Cli({"train", "--train", d.train, "--epochs", "1", "--checkpoint-dir", folder});
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find("is in use by another run"), std::string::npos) << Describe(r);
+  }
+  EXPECT_EQ(Cli({"train", "--train", d.train, "--epochs", "1", "--checkpoint-dir", folder}).code, 0);
+  const std::string metrics = d.dir.File("m.jsonl");
+  scheduler::MetricsLog other(metrics);
+  const CliResult r = Cli({"train", "--train", d.train, "--epochs", "1", "--metrics", metrics});
+  EXPECT_NE(r.code, 0) << Describe(r);
+  EXPECT_NE(r.err.find("is being written by another run"), std::string::npos) << Describe(r);
 }
 
 TEST(CliTest, ConfigFileSetsSubcommandOptions) {
