@@ -497,6 +497,10 @@ Command AddTrainCommand(CLI::App* app) {
   cmd->add_option("--max-rollbacks", f.control.max_rollbacks,
                   "Divergences (NaN/Inf loss or model) rolled back with halved learning rates before the run stops")
       ->capture_default_str()->group(kReliability)->check(kNotNegative);
+  cmd->add_option("--divergence-factor", f.options.divergence_factor,
+                  "A batch loss above this many times the first batch's is a divergence, rolled back like a "
+                  "non-finite one (0 = only non-finite values)")
+      ->capture_default_str()->group(kReliability);
   cmd->add_option("--inject-fault", f.faults,
                   "Make a device fail, for tests and drills: device=I,megabatch=K[,kind=fail|nan] (repeatable; "
                   "kind=nan reports a NaN loss, a divergence)")

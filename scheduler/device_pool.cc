@@ -31,7 +31,7 @@ std::string Describe(const std::exception_ptr& error) {
 
 DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, const EngineOptions& engine,
                        const kernels::Model<float>& initial, std::vector<FaultInjection> faults)
-    : options_(options), engine_(engine), sampler_(train, options.seed), pending_(std::move(faults)) {
+    : options_(options), loss_watch_(options.divergence_factor), engine_(engine), sampler_(train, options.seed), pending_(std::move(faults)) {
   const std::vector<engine::DeviceSpec> specs = engine::ParseDeviceList(engine.devices);
   const size_t n = specs.size();
   for (const FaultInjection& fault : pending_)
@@ -250,8 +250,10 @@ MegaBatchRun DevicePool::Settle(const std::vector<Assignment>& plan, const std::
       requeued_.insert(requeued_.end(), arena_.begin() + a.offset, arena_.begin() + a.offset + a.count);
       continue;
     }
-    if (!std::isfinite(result.loss_sum) && run.diverged_on.empty())
-      run.diverged_on = workers_[a.device]->device().spec().id;
+    if (run.diverged_on.empty()) {
+      const std::string what = loss_watch_.Check(result.loss_sum / std::max<uint32_t>(result.labeled_rows, 1));
+      if (!what.empty()) run.diverged_on = workers_[a.device]->device().spec().id, run.divergence = what;
+    }
     // Per device: a worker's results arrive in its own order, whatever the other workers do.
     run.loss_of[a.device] += result.loss_sum / std::max<uint32_t>(result.labeled_rows, 1);
     run.rows += result.count;
@@ -385,6 +387,10 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
 
 DevicePool::Snapshot DevicePool::TakeSnapshot() const {
   return Snapshot{sampler_, *slowdown_, states_, requeued_, row_cost_s_};
+}
+
+void DevicePool::ResetLearningRates(double lr) {
+  for (DeviceBatch& state : states_) state.lr = lr * state.batch / double(options_.batch);
 }
 
 void DevicePool::RollBack(const Snapshot& snapshot, const std::vector<float>& model) {

@@ -15,9 +15,11 @@
 #include "engine/worker.h"
 #include "kernels/model.h"
 #include "scheduler/batch_size_scaling.h"
+#include "scheduler/loss_watch.h"
 #include "scheduler/checkpoint_file.h"
 #include "scheduler/epoch_sampler.h"
 #include "scheduler/run_control.h"
+#include "scheduler/loss_watch.h"
 #include "scheduler/train_options.h"
 
 namespace xmlt::scheduler {
@@ -30,7 +32,8 @@ struct MegaBatchRun {
   double span_s = 0;              // the mega-batch's duration (the slowest device)
   std::vector<double> loss_of;    // per device: sum of its batches' mean losses, in its order
   uint64_t batches = 0, rows = 0; // what the surviving devices trained
-  std::string diverged_on;        // a device whose loss was NaN or infinite (empty: none)
+  std::string diverged_on;        // a device whose loss diverged (empty: none)
+  std::string divergence;         // how: "non-finite loss" or the explosion's numbers
 };
 
 class DevicePool {
@@ -80,6 +83,9 @@ class DevicePool {
   };
   Snapshot TakeSnapshot() const;
   void RollBack(const Snapshot& snapshot, const std::vector<float>& model);
+  // Every device's learning rate from `lr` for b_max rows, linearly scaled to its batch (a resume
+  // with a lower --lr: earlier rollback halvings are dropped).
+  void ResetLearningRates(double lr);
 
  private:
   struct Assignment {
@@ -97,6 +103,7 @@ class DevicePool {
   MegaBatchRun Settle(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results);
 
   const TrainOptions& options_;
+  LossWatch loss_watch_;  // batch losses in plan order: the same on every run of a seed
   const EngineOptions& engine_;
   EpochSampler sampler_;
   std::unique_ptr<engine::SlowdownModel> slowdown_;

@@ -52,7 +52,7 @@ void Absorb(const MegaBatchRun& round, MegaBatchRun* run) {
   run->span_s += round.span_s;
   run->batches += round.batches;
   run->rows += round.rows;
-  if (run->diverged_on.empty()) run->diverged_on = round.diverged_on;
+  if (run->diverged_on.empty()) run->diverged_on = round.diverged_on, run->divergence = round.divergence;
 }
 
 bool AllFinite(const std::vector<float>& values) {
@@ -208,6 +208,7 @@ class MultiDeviceRun {
     reader.ReadInto("global.previous", global_.previous.data(), global_.previous.size());
     try {
       pool_.Restore(reader, meta.at("pool"), global_.current);
+      if (ResumeLowersLr(meta.at("run"), options_.lr)) pool_.ResetLearningRates(options_.lr);
       progress_ = ProgressFromJson(meta.at("progress"));
     } catch (const nlohmann::json::exception& e) {
       throw data::InputError(reader.source(), 0, std::string("bad checkpoint state: ") + e.what());
@@ -218,7 +219,8 @@ class MultiDeviceRun {
     if (progress_.since_eval.size() != pool_.size())
       throw data::InputError(reader.source(), 0, "device records do not match --devices");
     if (callbacks_.on_resume) callbacks_.on_resume(progress_.evals);
-    Event("resumed from " + reader.source() + " at mega-batch " + std::to_string(progress_.megabatches));
+    Event("resumed from " + reader.source() + " at mega-batch " + std::to_string(progress_.megabatches) +
+          (ResumeLowersLr(meta.at("run"), options_.lr) ? " with the lower --lr " + std::to_string(options_.lr) : ""));
   }
 
   void WriteCheckpoint(const char* why) {
@@ -274,7 +276,7 @@ class MultiDeviceRun {
   // Back to the last good state, learning rates halved; the global momentum goes too (w_p = w),
   // as the replicas' does, since both may carry the divergence.
   void RollBack(uint64_t index, const MegaBatchRun& run) {
-    const std::string what = !run.diverged_on.empty() ? "non-finite loss on " + run.diverged_on
+    const std::string what = !run.diverged_on.empty() ? run.divergence + " on " + run.diverged_on
                                                       : std::string("non-finite merged model");
     const uint32_t rollbacks = progress_.rollbacks + 1;
     global_.current = good_global_;
@@ -287,7 +289,9 @@ class MultiDeviceRun {
       WriteCheckpoint("last good state");
       throw std::runtime_error("training diverged in mega-batch " + std::to_string(index) + " (" + what + ") after " +
                                std::to_string(control_.max_rollbacks) +
-                               " rollbacks with halved learning rates (--max-rollbacks); lower --lr");
+                               " rollbacks with halved learning rates (--max-rollbacks); " +
+                               (control_.checkpoint_dir.empty() ? std::string("lower --lr")
+                                                                : "--resume " + control_.checkpoint_dir + " with a lower --lr"));
     }
     Event("diverged in mega-batch " + std::to_string(index) + " (" + what + "): rolled back to mega-batch " +
           std::to_string(progress_.megabatches) + ", learning rates halved (rollback " + std::to_string(rollbacks) +

@@ -115,6 +115,7 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* 
     j["--final-eval"] = options.final_eval_full ? "full" : "sample";
   }
   if (options.math != kernels::OutputMath::kFp32) j["--math"] = kernels::OutputMathName(options.math);
+  if (options.divergence_factor != 100) j["--divergence-factor"] = options.divergence_factor;
   if (engine == nullptr) {
     j["--algo"] = "single";
     return j;
@@ -148,6 +149,12 @@ void CheckEpochsCoverProgress(uint64_t total_rows, uint64_t rows_done, uint64_t 
   throw data::InputError(source, 0, text.str());
 }
 
+bool ResumeLowersLr(const nlohmann::json& saved, double now_lr) {
+  if (!saved.contains("--lr") || !saved.at("--lr").is_number()) return false;
+  // The fingerprint stores a float's value: compare as floats.
+  return float(now_lr) < float(saved.at("--lr").get<double>());
+}
+
 void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source) {
   std::string differences;
   // The data's checksum is taken after normalization: a changed --normalize changes it too, and
@@ -159,6 +166,7 @@ void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const 
     const std::string before = it == saved.end() ? "(not set)" : it->dump();
     if (it != saved.end() && *it == value) continue;
     if (normalize_differs && key == "--train (checksum)") continue;
+    if (key == "--lr" && it != saved.end() && ResumeLowersLr(saved, value.get<double>())) continue;
     differences += "\n  " + key + ": checkpoint " + before + ", now " + value.dump();
     if (key == "--schedule" || key == "--merge") differences += " (set by --algo)";
   }

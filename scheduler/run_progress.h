@@ -46,7 +46,12 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* 
 void CheckEpochsCoverProgress(uint64_t total_rows, uint64_t rows_done, uint64_t rows_per_epoch,
                               const std::string& source);
 
-// Throws data::InputError (naming `source`) listing every flag whose value differs.
+// A resumed run may lower --lr (after a divergence stop): true when `now_lr` is below the
+// checkpointed run's; the run then restarts its learning rates from it, rollback halvings dropped.
+bool ResumeLowersLr(const nlohmann::json& saved, double now_lr);
+
+// Throws data::InputError (naming `source`) listing every flag whose value differs (a lower --lr
+// excepted).
 void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source);
 
 // The checkpoint's header JSON ("run", "progress" and the loop's own parts) from a reader, with

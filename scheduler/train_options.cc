@@ -14,6 +14,8 @@ void ValidateTrainOptions(const TrainOptions& options) {
     throw std::invalid_argument("--epochs must be a positive number");
   if (!(options.lr > 0) || !std::isfinite(options.lr)) throw std::invalid_argument("--lr must be positive");
   if (options.mega_batch == 0) throw std::invalid_argument("--mega-batch must be positive");
+  if (!(options.divergence_factor == 0 || options.divergence_factor > 1) || !std::isfinite(options.divergence_factor))
+    throw std::invalid_argument("--divergence-factor must be 0 (off) or above 1");
   if (!(options.local_momentum >= 0 && options.local_momentum < 1))
     throw std::invalid_argument("--local-momentum must be in [0, 1)");
   if (options.eval.kind == EvalSchedule::Kind::kEveryMegaBatches && options.eval.mega_batches == 0)

@@ -26,6 +26,7 @@ struct TrainOptions {
   uint64_t eval_rows = 0;        // evaluate on a fixed seeded sample of this many test rows; 0 = all
   bool final_eval_full = true;   // the run's last evaluation on the whole test set regardless
   kernels::OutputMath math = kernels::OutputMath::kFp32;  // the output layer's training products
+  double divergence_factor = 100;  // a batch loss above this x the first batch's diverged; 0 = off
   uint64_t seed = 1;             // initialization and shuffling
 };
 

@@ -11,6 +11,7 @@
 #include "engine/evaluator.h"
 #include "scheduler/checkpoint_file.h"
 #include "scheduler/epoch_sampler.h"
+#include "scheduler/loss_watch.h"
 #include "scheduler/run_progress.h"
 
 namespace xmlt::scheduler {
@@ -54,6 +55,7 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
                       single.at("sampler_rng").get<std::string>());
       lr = single.at("lr").get<double>();
       if (!(lr > 0)) throw std::invalid_argument("bad learning rate");
+      if (ResumeLowersLr(meta.at("run"), options.lr)) lr = options.lr;
       progress = ProgressFromJson(meta.at("progress"));
       CheckEpochsCoverProgress(total_rows, progress.rows_done, rows_per_epoch, reader.source());
       if (progress.since_eval.size() != 1) throw std::invalid_argument("not one device record");
@@ -63,7 +65,8 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
       throw data::InputError(reader.source(), 0, std::string("bad checkpoint state: ") + e.what());
     }
     if (callbacks.on_resume) callbacks.on_resume(progress.evals);
-    event("resumed from " + reader.source() + " after batch " + std::to_string(progress.batches));
+    event("resumed from " + reader.source() + " after batch " + std::to_string(progress.batches) +
+          (ResumeLowersLr(meta.at("run"), options.lr) ? " with the lower --lr " + std::to_string(options.lr) : ""));
   }
 
   TrainResult outcome;
@@ -120,6 +123,7 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
     if (callbacks.on_eval) callbacks.on_eval(record);
   };
 
+  LossWatch loss_watch(options.divergence_factor);
   // The last good state, taken every mega-batch, for rollbacks.
   std::vector<float> good_params = replica.model().params;
   EpochSampler good_sampler = sampler;
@@ -137,7 +141,8 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
     const kernels::cpu::LossResult loss = replica.TrainBatch(train, rows.data(), count, float(lr));
     const double step_s = Seconds(Clock::now() - step_start);
     progress.train_seconds += step_s;
-    if (!std::isfinite(loss.loss_sum)) {
+    const std::string divergence = loss_watch.Check(loss.loss_sum / std::max<uint32_t>(loss.labeled_rows, 1));
+    if (!divergence.empty()) {
       const uint32_t rollbacks = progress.rollbacks + 1;
       const double spent = progress.train_seconds;
       std::copy(good_params.begin(), good_params.end(), replica.model().params.begin());
@@ -149,11 +154,13 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
       lr *= 0.5;
       if (rollbacks > control.max_rollbacks) {
         write_checkpoint("last good state");
-        throw std::runtime_error("training diverged at batch " + std::to_string(progress.batches + 1) +
-                                 " (non-finite loss) after " + std::to_string(control.max_rollbacks) +
-                                 " rollbacks with halved learning rates (--max-rollbacks); lower --lr");
+        throw std::runtime_error("training diverged at batch " + std::to_string(progress.batches + 1) + " (" +
+                                 divergence + ") after " + std::to_string(control.max_rollbacks) +
+                                 " rollbacks with halved learning rates (--max-rollbacks); " +
+                                 (control.checkpoint_dir.empty() ? std::string("lower --lr")
+                                                                 : "--resume " + control.checkpoint_dir + " with a lower --lr"));
       }
-      event("diverged (non-finite loss): rolled back to batch " + std::to_string(progress.batches) +
+      event("diverged (" + divergence + "): rolled back to batch " + std::to_string(progress.batches) +
             ", learning rate halved to " + std::to_string(lr) + " (rollback " + std::to_string(rollbacks) +
             " of at most " + std::to_string(control.max_rollbacks) + ")");
       good_progress = progress;

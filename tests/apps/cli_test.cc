@@ -593,6 +593,36 @@ TEST(CliTest, ACheckpointFolderOrMetricsFileInUseIsRefused) {
   EXPECT_NE(r.err.find("is being written by another run"), std::string::npos) << Describe(r);
 }
 
+// Issue: reliability, second round, row 16. A loss explosion is a divergence (rolled back, then
+// the run stops), and the advice it gives works: --resume with a lower --lr.
+TEST(CliTest, ALossExplosionStopsTheRunAndAResumeWithALowerRateGoesOn) {
+  Data d;
+  for (const std::string algo : {"single", "adaptive"}) {
+    const std::string dir = d.dir.File("ckpt-" + algo);
+    std::vector<std::string> run = {"train", "--train", d.train, "--test", d.test, "--epochs", "2",
+                                    "--algo", algo, "--checkpoint-dir", dir};
+    if (algo != "single") run.insert(run.end(), {"--devices", "cpu:2"});
+    run.insert(run.end(), {"--lr", "1e6"});
+    const CliResult diverged = Cli(run);
+    EXPECT_EQ(diverged.code, 1) << Describe(diverged);
+    EXPECT_NE(diverged.err.find("above 100x the first batch's"), std::string::npos) << Describe(diverged);
+    EXPECT_NE(diverged.err.find("--resume " + dir + " with a lower --lr"), std::string::npos) << Describe(diverged);
+    run.back() = "0.3";
+    run.insert(run.end(), {"--resume", dir});
+    const CliResult resumed = Cli(run);
+    EXPECT_EQ(resumed.code, 0) << Describe(resumed);
+    EXPECT_NE(resumed.err.find("with the lower --lr"), std::string::npos) << Describe(resumed);
+    // One device stops before its first update lands in the snapshot, so it resumes from a sound
+    // model. Several devices merge their first exploded steps into a finite model that is kept as
+    // the last good state (open: the rollback target should be a state whose next mega-batch was
+    // sound).
+    if (algo == "single") EXPECT_LT(LastJsonLine(resumed)["train_loss"].get<double>(), 10.0) << Describe(resumed);
+    run.back() = dir;
+    *(run.end() - 3) = "0.5";  // a higher rate than the checkpoint's is still refused
+    EXPECT_EQ(Cli(run).code, 2);
+  }
+}
+
 TEST(CliTest, ConfigFileSetsSubcommandOptions) {
   Data d;
   const std::string ini = d.dir.File("run.ini");
