@@ -23,6 +23,12 @@ void RunEval(const EvalFlags& f) {
   const kernels::Model<float> model = engine::LoadModel(f.model);
   data::Dataset test = LoadWithWarnings(f.test, f.test_labels, f.data);
   if (model.shape.normalize_rows) test = data::NormalizeRowsL2(test);
+  // Labels the model has no output for count as misses; say so, since the scores are then not
+  // those of the data the model was trained for.
+  if (test.num_labels() > model.shape.num_labels)
+    std::cerr << "warning: " << f.test << " has " << test.num_labels() << " labels, the model "
+              << model.shape.num_labels << ": labels " << model.shape.num_labels
+              << " and above are never predicted and count as misses\n";
   const engine::Evaluation e = engine::Evaluate(model, test);
   const nlohmann::json result = {{"rows", e.rows},          {"p1", e.metrics.p1},
                                  {"p3", e.metrics.p3},      {"p5", e.metrics.p5},

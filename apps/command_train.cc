@@ -339,7 +339,13 @@ int RunTrain(TrainFlags& f) {
                               !f.control.checkpoint_dir.empty() || !f.control.resume_dir.empty());
     std::vector<uint64_t> gpu_free;
     for (int g = 0; g < engine::CudaDeviceCount(); ++g) gpu_free.push_back(engine::CudaFreeMemory(g));
-    scheduler::CheckMemoryFits(plan, scheduler::AvailableHostMemory(), gpu_free);
+    // Too big for this machine is a usage error (exit 2): a smaller --batch, fewer devices, or the
+    // data's declared sizes (a header's D and L size the model) are the fix.
+    try {
+      scheduler::CheckMemoryFits(plan, scheduler::AvailableHostMemory(), gpu_free);
+    } catch (const std::runtime_error& e) {
+      throw std::invalid_argument(e.what());
+    }
     planned_host_bytes = plan.host_total();
   }
   nlohmann::json lr_search_json;

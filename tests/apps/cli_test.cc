@@ -623,6 +623,24 @@ TEST(CliTest, ALossExplosionStopsTheRunAndAResumeWithALowerRateGoesOn) {
   }
 }
 
+// Issue: reliability, second round, row 15: a header whose sizes cannot fit is exit 2, and eval
+// on data with more labels than the model says so.
+TEST(CliTest, OversizedHeadersAreUsageErrorsAndExtraLabelsAreWarnedAbout) {
+  Data d;
+  const std::string big = d.dir.File("big.txt");
+  WriteFile(big, "2 4000000000 5\n0 1:1\n1 2:1\n");
+  const CliResult r = Cli({"train", "--train", big, "--epochs", "1"});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("not enough memory"), std::string::npos) << Describe(r);
+  const std::string model = d.dir.File("m.xmlt");
+  ASSERT_EQ(Cli({"train", "--train", d.train, "--epochs", "1", "--model", model}).code, 0);
+  const std::string wide = d.dir.File("wide.txt");
+  WriteFile(wide, "1 40 50\n49 1:1\n");
+  const CliResult e = Cli({"eval", "--model", model, "--test", wide});
+  EXPECT_EQ(e.code, 0) << Describe(e);
+  EXPECT_NE(e.err.find("are never predicted and count as misses"), std::string::npos) << Describe(e);
+}
+
 TEST(CliTest, ConfigFileSetsSubcommandOptions) {
   Data d;
   const std::string ini = d.dir.File("run.ini");
