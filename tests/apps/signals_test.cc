@@ -143,9 +143,9 @@ TEST(ReliabilityFlags, BadValuesExitTwoWithTheFlagNamed) {
   r = with({"--resume", work.File("nothing-here")});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("no checkpoint here"), std::string::npos) << r.err;
-  // A model far beyond this machine fails before allocating, with the numbers.
+  // A model far beyond this machine fails before allocating, with the numbers, as a usage error.
   r = Cli({"train", "--train", data.train(), "--hidden", "65536,65536,65536,65536"});
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("not enough memory"), std::string::npos) << r.err;
 }
 
