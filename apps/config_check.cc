@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "data/input_error.h"
@@ -35,6 +36,7 @@ void CheckConfigFile(const std::string& path, const CLI::App& app) {
       throw data::InputError(path, 0, "binary data, not a TOML/INI config file");
   const CLI::App* section = &app;
   std::string section_name;
+  std::map<std::string, uint64_t> seen;  // "section.key" -> line, for duplicates
   std::istringstream lines(text);
   std::string raw;
   uint64_t number = 0;
@@ -59,9 +61,18 @@ void CheckConfigFile(const std::string& path, const CLI::App& app) {
     if (key.size() >= 2 && (key.front() == '"' || key.front() == '\'') && key.back() == key.front())
       key = key.substr(1, key.size() - 2);
     if (key.empty()) throw data::InputError(path, number, "'" + line + "' has no key before '='");
+    const std::string where = section_name.empty() ? std::string() : " in [" + section_name + "]";
     if (!HasOption(*section, key) && !HasOption(app, key))
-      throw data::InputError(path, number, "unknown key '" + key + "'" +
-                                               (section_name.empty() ? std::string() : " in [" + section_name + "]"));
+      throw data::InputError(path, number, "unknown key '" + key + "'" + where);
+    std::string canonical = key;
+    std::replace(canonical.begin(), canonical.end(), '_', '-');
+    const auto [earlier, fresh] = seen.emplace(section_name + "." + canonical, number);
+    if (!fresh)
+      throw data::InputError(path, number, "key '" + key + "'" + where + " given again (first on line " +
+                                               std::to_string(earlier->second) + ")");
+    const std::string value = Trim(line.substr(equals + 1));
+    if (!value.empty() && value.front() == '[')
+      throw data::InputError(path, number, "key '" + key + "'" + where + " has a list value; options take one value");
   }
 }
 

@@ -489,6 +489,9 @@ TEST(CliTest, ConfigFileMistakesAreRefusedWithTheirLine) {
       {"# comment\n[train]\nepochs 1\n", ":3: 'epochs 1' is not 'key = value'"},
       {"threads = 1\nbogus = 2\n", ":2: unknown key 'bogus'"},
       {std::string("\x01\x02\x00\xff binary", 11), "binary data"},
+      // Row 12: duplicates and lists were CLI11's messages, with no file or line.
+      {"[train]\nepochs = 1\nbatch = 8\nepochs = 2\n", ":4: key 'epochs' in [train] given again (first on line 2)"},
+      {"[train]\nhidden = [8, 8]\n", ":2: key 'hidden' in [train] has a list value"},
   };
   for (const auto& [text, message] : cases) {
     const std::string ini = d.dir.File("bad.toml");
