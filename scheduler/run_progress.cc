@@ -174,7 +174,7 @@ void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const 
     if (!now.contains(key)) differences += "\n  " + key + ": checkpoint " + value.dump() + ", now (not set)";
   if (!differences.empty())
     throw data::InputError(source, 0, "this run's settings differ from the checkpointed run's (give the same flags; "
-                                      "only --epochs and --eval-every may change):" + differences);
+                                      "only --epochs, --eval-every and a lower --lr may change):" + differences);
 }
 
 nlohmann::json ParseCheckpointMeta(const std::string& text, const std::string& source) {
