@@ -201,6 +201,11 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
                                     "it: drop it, or choose --algo adaptive, elastic, adasum, sync or crossbow");
     return;
   }
+  if (f.preset != "default" && f.preset != "paper")
+    throw std::invalid_argument("--preset must be default or paper, not '" + f.preset + "'");
+  if (f.given("--lr-scaling")) ParseLrScaling(f.lr_scaling);
+  if (f.given("--pert-weights") && f.pert_weights != "normalized" && f.pert_weights != "raw")
+    throw std::invalid_argument("--pert-weights must be normalized or raw, not '" + f.pert_weights + "'");
   scheduler::ValidateEngineOptions(f.engine);
   engine::ParseSpeeds(f.engine.speed);
   engine::ParseHetero(f.engine.hetero);
@@ -234,8 +239,6 @@ kernels::OutputMath ParseOutputMath(const std::string& text) {
 // The multi-device knobs the user left unset, from --preset; returns how the learning rate scales
 // with the device count (ScaleLearningRate applies it once the base rate is known).
 LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
-  if (f.preset != "default" && f.preset != "paper")
-    throw std::invalid_argument("--preset must be default or paper, not '" + f.preset + "'");
   if (f.algo == "single") return LrScaling::kNone;
   const size_t devices = engine::ParseDeviceList(f.engine.devices).size();
   const uint64_t batches_per_epoch = (training_rows + f.options.batch - 1) / f.options.batch;
@@ -245,13 +248,8 @@ LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
   if (!f.given("--local-momentum")) f.options.local_momentum = values.local_momentum;
   if (!f.given("--mega-batch")) f.options.mega_batch = values.mega_batch;
   const LrScaling scaling = f.given("--lr-scaling") ? ParseLrScaling(f.lr_scaling) : values.lr_scaling;
-  if (f.given("--pert-weights")) {
-    if (f.pert_weights != "normalized" && f.pert_weights != "raw")
-      throw std::invalid_argument("--pert-weights must be normalized or raw, not '" + f.pert_weights + "'");
-    f.engine.pert_renormalize = f.pert_weights == "normalized";
-  } else {
-    f.engine.pert_renormalize = values.pert_renormalize;
-  }
+  // Their spellings were checked before loading (CheckFlagsBeforeLoading).
+  f.engine.pert_renormalize = f.given("--pert-weights") ? f.pert_weights == "normalized" : values.pert_renormalize;
   return scaling;
 }
 

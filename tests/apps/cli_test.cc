@@ -455,6 +455,9 @@ TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
       {{"--algo", "single", "--momentum", "0.5"}, "--momentum applies to several devices"},
       {{"--algo", "adaptive", "--speed", "1,x"}, "--speed"},
       {{"--algo", "adaptive", "--beta", "-1"}, "--beta must be >= 0"},
+      {{"--algo", "adaptive", "--preset", "fast"}, "--preset must be default or paper"},
+      {{"--algo", "adaptive", "--lr-scaling", "cubic"}, "--lr-scaling must be none, sqrt or linear"},
+      {{"--algo", "adaptive", "--pert-weights", "half"}, "--pert-weights must be normalized or raw"},
   };
   for (const auto& [flags, message] : cases) {
     std::vector<std::string> args = {"train", "--train", missing};
