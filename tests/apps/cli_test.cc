@@ -622,7 +622,9 @@ TEST(CliTest, ALossExplosionStopsTheRunAndAResumeWithALowerRateGoesOn) {
     // model. Several devices merge their first exploded steps into a finite model that is kept as
     // the last good state (open: the rollback target should be a state whose next mega-batch was
     // sound).
-    if (algo == "single") EXPECT_LT(LastJsonLine(resumed)["train_loss"].get<double>(), 10.0) << Describe(resumed);
+    if (algo == "single") {
+      EXPECT_LT(LastJsonLine(resumed)["train_loss"].get<double>(), 10.0) << Describe(resumed);
+    }
     run.back() = dir;
     *(run.end() - 3) = "0.5";  // a higher rate than the checkpoint's is still refused
     EXPECT_EQ(Cli(run).code, 2);
