@@ -24,7 +24,7 @@ echo "== generating data (amazon670k preset, scale $scale) into $out/"
 "$xmltrain" info "$out/train.txt"
 
 # The demo's own flags, each unless the extra arguments give it: 20 epochs, evaluated after each
-# mega-batch (the default preset's quarter of an epoch: about 80 points per run), and a fixed cost model for the virtual
+# mega-batch (the default preset's half epoch, 35 batches here: about 40 points per run), and a fixed cost model for the virtual
 # clock (seconds per row and per parameter and replica of a merge, about what 2 cores take here),
 # so that both runs are timed alike and the comparison does not depend on the machine's load
 # (measured costs, --row-cost 0 --merge-cost 0, are calibrated by each run on its first mega-batch).
