@@ -2,7 +2,6 @@
 #include "apps/cli.h"
 #include "apps/config_check.h"
 
-#include <sys/stat.h>
 
 #include <tbb/global_control.h>
 
@@ -45,25 +44,6 @@ data::Dataset LoadWithWarnings(const std::string& path, const std::string& label
   return dataset;
 }
 
-namespace {
-
-// The --config file must be a regular file before CLI11 opens it: a FIFO would wait for a writer
-// forever. Returns an error text, or empty.
-std::string NonRegularConfigFile(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    std::string path;
-    if (arg == "--config" && i + 1 < argc) path = argv[i + 1];
-    if (arg.rfind("--config=", 0) == 0) path = arg.substr(9);
-    if (path.empty()) continue;
-    struct stat info {};
-    if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) return path + ": not a regular file";
-  }
-  return "";
-}
-
-}  // namespace
-
 int RunCli(int argc, char** argv) {
   CLI::App app{"xmltrain: sparse deep models for extreme multi-label classification"};
   app.require_subcommand(1);
@@ -74,10 +54,6 @@ int RunCli(int argc, char** argv) {
   const std::vector<Command> commands = {AddTrainCommand(&app),   AddEvalCommand(&app),
                                         AddPredictCommand(&app), AddGenCommand(&app),
                                         AddConvertCommand(&app), AddInfoCommand(&app)};
-  if (const std::string config_error = NonRegularConfigFile(argc, argv); !config_error.empty()) {
-    std::cerr << "error: --config " << config_error << "\n";
-    return kExitBadInput;
-  }
   try {
     for (int i = 1; i < argc; ++i) {  // --config PATH or --config=PATH, checked before CLI11 reads it
       const std::string arg = argv[i];

@@ -1,6 +1,8 @@
 // Line-by-line check of --config files; see config_check.h.
 #include "apps/config_check.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <fstream>
 #include <map>
@@ -26,6 +28,9 @@ bool HasOption(const CLI::App& app, std::string key) {
 }  // namespace
 
 void CheckConfigFile(const std::string& path, const CLI::App& app) {
+  // Before opening it: a FIFO would wait for a writer forever.
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) throw data::InputError(path, 0, "not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return;  // CLI11 reports a missing file itself
   std::stringstream buffer;

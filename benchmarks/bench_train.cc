@@ -41,6 +41,15 @@ const data::Dataset& Generated(const std::string& preset, double scale) {
 // gradient) per row: the bulk of a step's arithmetic.
 double OutputFlopsPerRow(uint64_t labels, uint64_t hidden) { return 3.0 * 2.0 * double(labels) * double(hidden); }
 
+// Rows processed and the GFLOP/s of the output layer's three products, for the products-alone
+// benchmarks.
+void SetOutputProductRate(benchmark::State& state, int64_t rows, int64_t hidden, int64_t labels) {
+  state.SetItemsProcessed(int64_t(state.iterations()) * rows);
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      OutputFlopsPerRow(uint64_t(labels), uint64_t(hidden)) * double(rows) * 1e-9 * double(state.iterations()),
+      benchmark::Counter::kIsRate);
+}
+
 // Args: batch size, hidden units. Counts samples processed. `math` is the output layer's --math.
 void TrainSteps(benchmark::State& state, const std::string& preset, double scale,
                 kernels::OutputMath math = kernels::OutputMath::kFp32) {
@@ -103,10 +112,7 @@ void OutputGemms(benchmark::State& state) {
     }, tbb::simple_partitioner());
     benchmark::ClobberMemory();
   }
-  state.SetItemsProcessed(int64_t(state.iterations()) * rows);
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      OutputFlopsPerRow(uint64_t(labels), uint64_t(hidden)) * double(rows) * 1e-9 * double(state.iterations()),
-      benchmark::Counter::kIsRate);
+  SetOutputProductRate(state, rows, hidden, labels);
 }
 
 // The bf16 step's products (--math bf16) alone, called as the step calls them: per block, the
@@ -149,12 +155,9 @@ void OutputGemmsBf16(benchmark::State& state) {
     }, tbb::simple_partitioner());
     benchmark::ClobberMemory();
   }
-  state.SetItemsProcessed(int64_t(state.iterations()) * rows);
   // The rate of the three products the step needs (the repeated logits are the price of not
   // storing them, counted as time, not as work).
-  state.counters["GFLOP/s"] = benchmark::Counter(
-      OutputFlopsPerRow(uint64_t(labels), uint64_t(hidden)) * double(rows) * 1e-9 * double(state.iterations()),
-      benchmark::Counter::kIsRate);
+  SetOutputProductRate(state, rows, hidden, labels);
 }
 
 BENCHMARK_CAPTURE(TrainSteps, amazon670k_scale0_01, std::string("amazon670k"), 0.01)

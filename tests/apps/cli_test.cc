@@ -534,15 +534,22 @@ TEST(CliTest, ARefusedResumeNamesTheChangedValues) {
   EXPECT_EQ(normalize.err.find("checksum"), std::string::npos) << Describe(normalize);
 }
 
+// Two epochs of `algo` (on two devices unless single) checkpointed in `dir`; the --test value is
+// at index 4 and the --epochs value at index 6.
+std::vector<std::string> CheckpointedRun(const Data& d, const std::string& algo, const std::string& dir) {
+  std::vector<std::string> run = {"train", "--train", d.train, "--test", d.test, "--epochs", "2",
+                                  "--algo", algo, "--checkpoint-dir", dir};
+  if (algo != "single") run.insert(run.end(), {"--devices", "cpu:2"});
+  return run;
+}
+
 // Issue: reliability, second round, row 8. --resume refuses another test set (one run's metrics
 // are of one test set) and an --epochs below what the checkpoint has trained.
 TEST(CliTest, ResumeRefusesAnotherTestSetAndFewerEpochs) {
   Data d;
   for (const std::string algo : {"single", "adaptive"}) {
     const std::string dir = d.dir.File("ckpt-" + algo);
-    std::vector<std::string> run = {"train", "--train", d.train, "--test", d.test, "--epochs", "2",
-                                    "--algo", algo, "--checkpoint-dir", dir};
-    if (algo != "single") run.insert(run.end(), {"--devices", "cpu:2"});
+    std::vector<std::string> run = CheckpointedRun(d, algo, dir);
     ASSERT_EQ(Cli(run).code, 0) << algo;
     std::vector<std::string> other_test = run;
     other_test[4] = d.train;  // --test
@@ -605,9 +612,7 @@ TEST(CliTest, ALossExplosionStopsTheRunAndAResumeWithALowerRateGoesOn) {
   Data d;
   for (const std::string algo : {"single", "adaptive"}) {
     const std::string dir = d.dir.File("ckpt-" + algo);
-    std::vector<std::string> run = {"train", "--train", d.train, "--test", d.test, "--epochs", "2",
-                                    "--algo", algo, "--checkpoint-dir", dir};
-    if (algo != "single") run.insert(run.end(), {"--devices", "cpu:2"});
+    std::vector<std::string> run = CheckpointedRun(d, algo, dir);
     run.insert(run.end(), {"--lr", "1e6"});
     const CliResult diverged = Cli(run);
     EXPECT_EQ(diverged.code, 1) << Describe(diverged);

@@ -25,16 +25,19 @@ data::Dataset SmallSet(uint64_t rows) {
   return data::NormalizeRowsL2(data::Generate(config).train);
 }
 
+LrSearchResult Search(const data::Dataset& train, uint32_t hidden, uint32_t batch) {
+  TrainOptions options;
+  options.batch = batch;
+  return SearchLearningRate(train, {train.num_features(), {hidden}, train.num_labels()}, options);
+}
+
 TEST(LrSearch, GridIsPowersOfTenAndTheirHalves) {
   EXPECT_EQ(LrSearchGrid(), (std::vector<double>{0.005, 0.01, 0.05, 0.1, 0.5, 1, 5}));
 }
 
 TEST(LrSearch, PicksTheGridStepBelowTheShortRunsWinnerOnAHeldOutSlice) {
   const data::Dataset train = SmallSet(1500);
-  const kernels::ModelShape shape{train.num_features(), {16}, train.num_labels()};
-  TrainOptions options;
-  options.batch = 64;
-  const LrSearchResult result = SearchLearningRate(train, shape, options);
+  const LrSearchResult result = Search(train, 16, 64);
   EXPECT_EQ(result.heldout_rows, 150u);
   EXPECT_EQ(result.search_rows, 1350u);
   EXPECT_EQ(result.batches_per_candidate, 44u);  // two passes of ceil(1350 / 64) = 22 batches
@@ -51,17 +54,13 @@ TEST(LrSearch, PicksTheGridStepBelowTheShortRunsWinnerOnAHeldOutSlice) {
   // The tiny rates barely move the model in 44 batches: the winner is not the smallest.
   EXPECT_GT(winner, 0u);
   // Seeded: the same search again gives the same numbers.
-  const LrSearchResult again = SearchLearningRate(train, shape, options);
+  const LrSearchResult again = Search(train, 16, 64);
   for (size_t i = 0; i < result.candidates.size(); ++i)
     EXPECT_EQ(again.candidates[i].heldout_p1, result.candidates[i].heldout_p1);
 }
 
 TEST(LrSearch, BudgetIsCappedAtOneHundredBatchesAndTheSliceAtFiveThousandRows) {
-  const data::Dataset train = SmallSet(60000);
-  const kernels::ModelShape shape{train.num_features(), {8}, train.num_labels()};
-  TrainOptions options;
-  options.batch = 256;
-  const LrSearchResult result = SearchLearningRate(train, shape, options);
+  const LrSearchResult result = Search(SmallSet(60000), 8, 256);
   EXPECT_EQ(result.heldout_rows, 5000u);
   EXPECT_EQ(result.batches_per_candidate, 100u);
 }
