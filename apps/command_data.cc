@@ -4,8 +4,11 @@
 #include <memory>
 
 #include "apps/cli.h"
+#include "apps/output_paths.h"
 #include "data/binary_cache.h"
 #include "data/dataset_stats.h"
+#include "data/input_error.h"
+#include "data/source_stamp.h"
 #include "data/synthetic_generator.h"
 #include "data/text_writer.h"
 
@@ -45,9 +48,18 @@ struct ConvertFlags {
 
 void RunConvert(ConvertFlags& f) {
   f.data.no_cache = true;  // always convert from the text itself
-  const data::Dataset dataset = LoadWithWarnings(f.input, f.labels, f.data);
   const std::string output = f.output.empty() ? data::CachePathFor(f.input) : f.output;
-  data::WriteBinaryCache(dataset, output, f.data.one_based);
+  RefuseOutputsOverInputs({{"INPUT", f.input}, {"--labels", f.labels}}, {{"--output", output}});
+  ProbeOutputFile("--output", output);
+  // The stamp taken before the parse goes into the cache; a text that changes while it is parsed
+  // is refused, so a cache never claims a version of the text it was not made from.
+  const bool has_source = f.labels.empty() && !data::IsBinaryCache(f.input);
+  const data::SourceStamp before = has_source ? data::StampSource(f.input) : data::SourceStamp{};
+  const data::Dataset dataset = LoadWithWarnings(f.input, f.labels, f.data);
+  if (has_source && data::StampSource(f.input) != before) {
+    throw data::InputError(f.input, 0, "changed while it was read; convert it again");
+  }
+  data::WriteBinaryCache(dataset, output, f.data.one_based, before);
   std::cout << "wrote " << output << " (" << dataset.num_rows() << " rows, " << dataset.features.nnz()
             << " feature entries)\n";
 }

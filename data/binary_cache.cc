@@ -1,5 +1,5 @@
-// The .xmlb cache: a fixed little-endian header, then the CSR arrays at 8-byte aligned offsets,
-// then the reader's warnings. The checksum is XXH3-64 over the header (checksum field zeroed) and
+// The .xmlb cache: a fixed little-endian header (with the stamp of the text it was made from), then
+// the CSR arrays at 8-byte aligned offsets, then the reader's warnings. The checksum is XXH3-64 over the header (checksum field zeroed) and
 // the XXH3-64 of each 1 MiB block of the rest, so verification runs in parallel at memory speed.
 #include "data/binary_cache.h"
 
@@ -27,7 +27,7 @@ namespace xmlt::data {
 namespace {
 
 constexpr char kMagic[8] = {'X', 'M', 'L', 'T', 'B', 'I', 'N', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: the source stamp
 constexpr uint32_t kFlagOneBased = 1u << 0;       // the text source was read with one_based
 constexpr uint32_t kFlagFeatureValues = 1u << 1;  // the feature matrix stores values
 constexpr uint32_t kKnownFlags = kFlagOneBased | kFlagFeatureValues;
@@ -53,6 +53,9 @@ struct Header {
   uint64_t rows, features, labels;
   uint64_t feature_nnz, label_nnz, warnings_bytes;
   uint64_t offset[kNumArrays];  // byte offsets from the start of the file
+  uint64_t source_bytes;        // the SourceStamp of the text, all zero when there was none
+  int64_t source_mtime_ns;
+  uint64_t source_content;
   uint64_t checksum;
 };
 static_assert(sizeof(Header) % 8 == 0 && std::is_trivially_copyable_v<Header>);
@@ -168,9 +171,43 @@ bool ValidCsr(const uint64_t* row_ptr, uint64_t rows, const uint32_t* cols, uint
   return valid;
 }
 
+// The magic, the size and the version; the rest of the header is checked by the caller.
+Header CheckedHeader(const std::string& path, const char* base, uint64_t size) {
+  if (size < sizeof(kMagic) || std::memcmp(base, kMagic, sizeof kMagic) != 0) {
+    throw InputError(path, 0, "not an xmltrain binary cache (bad magic)");
+  }
+  // The version is read before the header size is checked: an older header may be shorter.
+  uint32_t version = 0;
+  if (size < sizeof(kMagic) + sizeof version) Corrupt(path, "file of " + std::to_string(size) + " bytes is too short");
+  std::memcpy(&version, base + sizeof kMagic, sizeof version);
+  if (version >= 1 && version < kVersion) {
+    throw InputError(path, 0,
+                     "binary cache version " + std::to_string(version) +
+                         " was made by an older xmltrain; make it again with `xmltrain convert`");
+  }
+  if (version != kVersion) {
+    throw InputError(path, 0,
+                     "binary cache version " + std::to_string(version) +
+                         " is not supported (expected " + std::to_string(kVersion) + ")");
+  }
+  if (size < sizeof(Header)) Corrupt(path, "file of " + std::to_string(size) + " bytes is too short");
+  Header h;
+  std::memcpy(&h, base, sizeof h);
+  return h;
+}
+
+SourceStamp StampIn(const Header& h) {
+  SourceStamp stamp;
+  stamp.bytes = h.source_bytes;
+  stamp.mtime_ns = h.source_mtime_ns;
+  stamp.content = h.source_content;
+  return stamp;
+}
+
 }  // namespace
 
-void WriteBinaryCache(const Dataset& dataset, const std::string& path, bool one_based) {
+void WriteBinaryCache(const Dataset& dataset, const std::string& path, bool one_based,
+                      const SourceStamp& source) {
   const CsrMatrix& x = dataset.features;
   const CsrMatrix& y = dataset.labels;
   const std::string warnings = JoinWarnings(dataset.warnings);
@@ -185,6 +222,9 @@ void WriteBinaryCache(const Dataset& dataset, const std::string& path, bool one_
   header.feature_nnz = x.nnz();
   header.label_nnz = y.nnz();
   header.warnings_bytes = warnings.size();
+  header.source_bytes = source.bytes;
+  header.source_mtime_ns = source.mtime_ns;
+  header.source_content = source.content;
   Layout(&header);
 
   if (y.num_rows != x.num_rows) {
@@ -218,22 +258,11 @@ void WriteBinaryCache(const Dataset& dataset, const std::string& path, bool one_
   file.Commit();
 }
 
-Dataset ReadBinaryCache(const std::string& path, bool* one_based) {
+Dataset ReadBinaryCache(const std::string& path, bool* one_based, SourceStamp* source) {
   auto map = MappedFile::Open(path, /*populate=*/true);
   const uint64_t size = map->size();
   const char* base = map->data();
-  if (size < sizeof(kMagic) || std::memcmp(base, kMagic, sizeof kMagic) != 0) {
-    throw InputError(path, 0, "not an xmltrain binary cache (bad magic)");
-  }
-  if (size < sizeof(Header))
-    Corrupt(path, "file of " + std::to_string(size) + " bytes is too short");
-  Header h;
-  std::memcpy(&h, base, sizeof h);
-  if (h.version != kVersion) {
-    throw InputError(path, 0,
-                     "binary cache version " + std::to_string(h.version) +
-                         " is not supported (expected " + std::to_string(kVersion) + ")");
-  }
+  const Header h = CheckedHeader(path, base, size);
   if ((h.flags & ~kKnownFlags) != 0 || h.header_bytes != sizeof(Header)) {
     Corrupt(path, "unknown flags or header size");
   }
@@ -293,7 +322,26 @@ Dataset ReadBinaryCache(const std::string& path, bool* one_based) {
     warnings.remove_prefix(std::min(newline + 1, warnings.size()));
   }
   if (one_based != nullptr) *one_based = (h.flags & kFlagOneBased) != 0;
+  if (source != nullptr) *source = StampIn(h);
   return dataset;
+}
+
+void ReadBinaryCacheKey(const std::string& path, bool* one_based, SourceStamp* source) {
+  // Only the header is read: mapping the file would start reading all of it ahead.
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
+    throw InputError(path, 0, "not a regular file");
+  }
+  char bytes[sizeof(Header)] = {};
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) throw InputError(path, 0, "cannot open");
+  const size_t got = std::fread(bytes, 1, sizeof bytes, file);
+  std::fclose(file);
+  const uint64_t size = static_cast<uint64_t>(info.st_size);
+  if (got < std::min<uint64_t>(size, sizeof bytes)) throw InputError(path, 0, "cannot read the header");
+  const Header h = CheckedHeader(path, bytes, size);
+  *one_based = (h.flags & kFlagOneBased) != 0;
+  *source = StampIn(h);
 }
 
 bool IsBinaryCache(const std::string& path) {

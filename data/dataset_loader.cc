@@ -1,29 +1,14 @@
 // Chooses between the binary cache and the text parsers for LoadDataset; see dataset_loader.h.
 #include "data/dataset_loader.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "data/binary_cache.h"
 #include "data/input_error.h"
 #include "data/mapped_file.h"
+#include "data/source_stamp.h"
 #include "data/text_reader.h"
 
 namespace xmlt::data {
 namespace {
-
-bool ModifiedTime(const std::string& path, struct timespec* time) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) return false;
-  *time = info.st_mtim;
-  return true;
-}
-
-bool NotOlder(const struct timespec& a, const struct timespec& b) {
-  return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec >= b.tv_nsec;
-}
 
 // Split pairs are never cached: a cache names one source file, and a pair has two.
 Dataset LoadSplitPair(const std::string& features_path, const std::string& labels_path,
@@ -55,16 +40,23 @@ Dataset LoadDataset(const std::string& path, const LoadOptions& options,
   if (IsBinaryCache(path)) return ReadBinaryCache(path);
 
   std::vector<std::string> cache_warnings;
-  struct timespec text_time {
-  }, cache_time{};
   const std::string cache_path = CachePathFor(path);
-  if (options.use_cache && ModifiedTime(path, &text_time) &&
-      ModifiedTime(cache_path, &cache_time) && NotOlder(cache_time, text_time)) {
+  if (options.use_cache && IsBinaryCache(cache_path)) {
     try {
+      // The text's stamp is taken first: a text that cannot be read is reported as itself.
+      const SourceStamp text = StampSource(path);
       bool cache_one_based = false;
-      Dataset cached = ReadBinaryCache(cache_path, &cache_one_based);
-      if (cache_one_based == options.one_based) return cached;
+      SourceStamp cache_source;
+      ReadBinaryCacheKey(cache_path, &cache_one_based, &cache_source);
+      if (cache_source != text) {
+        cache_warnings.push_back(cache_path + " was made from another version of " + path +
+                                 " (size, time or content differ), so the text was parsed; " +
+                                 "`xmltrain convert " + path + "` makes it again");
+      } else if (cache_one_based == options.one_based) {
+        return ReadBinaryCache(cache_path);
+      }
     } catch (const InputError& error) {
+      if (error.file() != cache_path) throw;
       cache_warnings.push_back(std::string(error.what()) + "; parsed " + path + " instead");
     }
   }

@@ -1,5 +1,5 @@
 // Loading a dataset from any supported source: XML-repository text, libSVM multi-label text, the
-// split X/Y pair, or the .xmlb binary cache (used automatically when newer than its text source).
+// split X/Y pair, or the .xmlb binary cache (used automatically while its text source is unchanged).
 #pragma once
 
 #include <cstdint>
@@ -14,17 +14,17 @@ enum class TextFormat { kAuto, kXmlRepo, kLibsvm };
 struct LoadOptions {
   TextFormat format = TextFormat::kAuto;  // kAuto: a first line of exactly three integers is a header
   bool one_based = false;                 // ids in the file start at 1
-  bool use_cache = true;                  // read PATH.xmlb instead of PATH when it is valid and newer
+  bool use_cache = true;                  // read PATH.xmlb instead of PATH while PATH is unchanged
   int threads = 0;                        // parsing threads; 0 = all
 };
 
 // Throws InputError ("FILE:LINE: problem") for anything malformed; warnings go to Dataset::warnings.
 // When labels_path is non-empty, path holds the features and labels_path the labels (split pair).
-// A path that is itself a .xmlb cache is read directly. For a text path,
-// CachePathFor(path) is used instead when use_cache is set, its mtime is not older than the text's
-// and it was made with the same one_based; a corrupt cache adds a warning and the text is parsed.
-// Split pairs are never cached, and LoadDataset never writes a cache (WriteBinaryCache does, for
-// `xmltrain convert`).
+// A path that is itself a .xmlb cache is read directly. For a text path, CachePathFor(path) is used
+// instead when use_cache is set, the cache was made with the same one_based, and the text's
+// SourceStamp (size, modification time, head and tail) is the one the cache recorded. A stale or
+// corrupt cache adds a warning and the text is parsed. Split pairs are never cached, and
+// LoadDataset never writes a cache (WriteBinaryCache does, for `xmltrain convert`).
 Dataset LoadDataset(const std::string& path, const LoadOptions& options = {},
                     const std::string& labels_path = "");
 

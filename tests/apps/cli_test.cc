@@ -372,16 +372,32 @@ TEST(CliTest, ConvertWritesACacheThatTrainUses) {
   const std::string cache = d.train + ".xmlb";
   ASSERT_TRUE(fs::exists(cache)) << convert.out;
 
-  // Spoil the text but make it older than the cache: only the cache can make training work.
-  WriteFile(d.train, "this is not a dataset\n");
-  fs::last_write_time(d.train, fs::last_write_time(cache) - std::chrono::hours(1));
-  const CliResult cached = Cli(TrainArgs(d, {}));
-  ASSERT_EQ(cached.code, 0) << Describe(cached);
-  EXPECT_EQ(LastJsonLine(cached)["train_samples"].get<uint64_t>(),
-            uint64_t(2 * Data::kLabeledTrainRows));
+  // The unchanged text is read through its cache.
+  const CliResult info_text = Cli({"info", d.train});
+  EXPECT_EQ(info_text.code, 0) << Describe(info_text);
+  EXPECT_NE(info_text.out.find("source                  " + cache + "\n"), std::string::npos)
+      << info_text.out;
   const CliResult info = Cli({"info", cache});
   EXPECT_EQ(info.code, 0) << Describe(info);
   EXPECT_NE(info.out.find("rows                    300\n"), std::string::npos) << info.out;
+
+  // Row 5 of the second reliability round: the text replaced by one with fewer rows and a time
+  // older than the cache's (`cp -p`, `rsync -t`). Training reads the new text, and says why.
+  WriteFile(d.train, MakeText(Data::kTrainRows / 2, 1, Data::kUnlabeledEvery));
+  fs::last_write_time(d.train, fs::last_write_time(cache) - std::chrono::hours(1));
+  const CliResult replaced = Cli(TrainArgs(d, {}));
+  ASSERT_EQ(replaced.code, 0) << Describe(replaced);
+  constexpr int kHalfRows = Data::kTrainRows / 2;
+  EXPECT_EQ(LastJsonLine(replaced)["train_samples"].get<uint64_t>(),
+            uint64_t(2 * (kHalfRows - kHalfRows / Data::kUnlabeledEvery)));
+  EXPECT_NE(replaced.err.find("warning: " + cache + " was made from another version of " + d.train),
+            std::string::npos)
+      << replaced.err;
+
+  // Spoilt, the text is an error with or without the stale cache beside it.
+  WriteFile(d.train, "this is not a dataset\n");
+  fs::last_write_time(d.train, fs::last_write_time(cache) - std::chrono::hours(1));
+  EXPECT_EQ(Cli(TrainArgs(d, {})).code, 2);
 
   // --no-cache reads the (spoilt) text.
   const CliResult uncached = Cli(TrainArgs(d, {"--no-cache"}));
@@ -429,7 +445,8 @@ TEST(CliTest, AnOutputThatIsAnInputIsRefusedAndTheInputKept) {
         {"train", "--train", d.train, "--epochs", "1", "--metrics", dot_train},
         {"train", "--train", d.train, "--epochs", "1", "--metrics", model, "--model", model},
         {"predict", "--model", model, "--input", d.test, "--output", d.test},
-        {"predict", "--model", model, "--input", d.test, "--output", model}}) {
+        {"predict", "--model", model, "--input", d.test, "--output", model},
+        {"convert", d.train, "-o", dot_train}}) {
     const CliResult r = Cli(args);
     EXPECT_EQ(r.code, 2) << Describe(r);
     EXPECT_TRUE(r.err.find("input") != std::string::npos || r.err.find("same file") != std::string::npos)

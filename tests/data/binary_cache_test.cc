@@ -133,6 +133,46 @@ TEST(BinaryCacheTest, HugeSizesInAForgedHeaderAreRejectedBeforeUse) {
   ExpectCorrupt(dir.File("f.xmlb"), "do not fit the file");
 }
 
+TEST(BinaryCacheTest, TheSourceStampRoundTripsAndTheHeaderAloneGivesIt) {
+  const testing::TempDir dir;
+  SourceStamp stamp;
+  stamp.bytes = 123456789012;
+  stamp.mtime_ns = -5;  // a time before the epoch is still a time
+  stamp.content = 0xfedcba9876543210;
+  WriteBinaryCache(SmallDataset(), dir.File("a.xmlb"), true, stamp);
+  SourceStamp read;
+  ReadBinaryCache(dir.File("a.xmlb"), nullptr, &read);
+  EXPECT_EQ(read, stamp);
+  bool one_based = false;
+  SourceStamp key;
+  ReadBinaryCacheKey(dir.File("a.xmlb"), &one_based, &key);
+  EXPECT_TRUE(one_based);
+  EXPECT_EQ(key, stamp);
+
+  WriteBinaryCache(SmallDataset(), dir.File("b.xmlb"), false);  // made from no text
+  ReadBinaryCache(dir.File("b.xmlb"), nullptr, &read);
+  EXPECT_TRUE(read.empty());
+}
+
+// A cache of format 1 (no source stamp) cannot be checked against its text: it is refused, naming
+// the command that makes it again.
+TEST(BinaryCacheTest, AnOlderVersionIsRefusedWithTheWayOut) {
+  const testing::TempDir dir;
+  WriteBinaryCache(SmallDataset(), dir.File("a.xmlb"), false);
+  std::string old = testing::ReadFile(dir.File("a.xmlb"));
+  const uint32_t version = 1;
+  std::memcpy(&old[8], &version, sizeof version);
+  testing::WriteFile(dir.File("old.xmlb"), old.substr(0, 152));  // a small file of the old size
+  ExpectCorrupt(dir.File("old.xmlb"), "made by an older xmltrain; make it again with `xmltrain convert`");
+  bool one_based = false;
+  SourceStamp key;
+  EXPECT_THROW(ReadBinaryCacheKey(dir.File("old.xmlb"), &one_based, &key), InputError);
+  const uint32_t future = 3;
+  std::memcpy(&old[8], &future, sizeof future);
+  testing::WriteFile(dir.File("new.xmlb"), old);
+  ExpectCorrupt(dir.File("new.xmlb"), "version 3 is not supported");
+}
+
 TEST(BinaryCacheTest, WritesAtomically) {
   const testing::TempDir dir;
   WriteBinaryCache(SmallDataset(), dir.File("a.xmlb"), false);

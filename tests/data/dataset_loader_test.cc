@@ -44,18 +44,24 @@ void ExpectError(const std::function<void()>& load, const std::string& file, uin
   }
 }
 
-// A text file and, beside it, a cache holding different data, older or newer than the text.
+// A text file and, beside it, a cache holding different data, stamped as made from the text or not.
 struct CacheFixture : ::testing::Test {
-  void Write(bool cache_newer, bool cache_one_based = false) {
+  void Write(bool cache_current, bool cache_one_based = false) {
     testing::WriteFile(text, kText);
-    WriteBinaryCache(ParseLabeledText(kOtherText, "other", {}), cache, cache_one_based);
-    const auto now = fs::last_write_time(text);
-    fs::last_write_time(
-        cache, cache_newer ? now + std::chrono::seconds(5) : now - std::chrono::seconds(5));
+    const SourceStamp stamp = cache_current ? StampSource(text) : SourceStamp{};
+    WriteBinaryCache(ParseLabeledText(kOtherText, "other", {}), cache, cache_one_based, stamp);
   }
   bool ReadCache(const LoadOptions& options = {}) {
     const Dataset d = LoadDataset(text, options);
     return d.num_features() == 9;
+  }
+  void ExpectStaleWarning() {
+    const Dataset d = LoadDataset(text);
+    EXPECT_EQ(d.num_features(), 4u);
+    ASSERT_EQ(d.warnings.size(), 1u);
+    EXPECT_NE(d.warnings[0].find(cache + " was made from another version of " + text),
+              std::string::npos)
+        << d.warnings[0];
   }
   testing::TempDir dir;
   std::string text = dir.File("data.txt");
@@ -119,28 +125,50 @@ TEST(DatasetLoaderTest, ReadsACacheGivenDirectly) {
   EXPECT_EQ(read.source, dir.File("c.bin"));
 }
 
-TEST_F(CacheFixture, NewerCacheIsUsed) {
-  Write(/*cache_newer=*/true);
+TEST_F(CacheFixture, ACacheOfTheSameTextIsUsed) {
+  Write(/*cache_current=*/true);
+  EXPECT_TRUE(ReadCache());
+  // The cache's own time does not matter, only the text's.
+  fs::last_write_time(cache, fs::last_write_time(text) - std::chrono::hours(1));
   EXPECT_TRUE(ReadCache());
 }
 
-TEST_F(CacheFixture, CacheWithTheSameTimeIsUsed) {
-  Write(true);
-  fs::last_write_time(cache, fs::last_write_time(text));
-  EXPECT_TRUE(ReadCache());
-}
-
-TEST_F(CacheFixture, StaleCacheIsIgnored) {
-  Write(/*cache_newer=*/false);
-  EXPECT_FALSE(ReadCache());
-  EXPECT_TRUE(LoadDataset(text).warnings.empty());
+TEST_F(CacheFixture, ACacheMadeFromNoTextIsStale) {
+  Write(/*cache_current=*/false);
+  ExpectStaleWarning();
 }
 
 TEST_F(CacheFixture, TouchingTheTextMakesTheCacheStale) {
   Write(true);
-  EXPECT_TRUE(ReadCache());
-  fs::last_write_time(text, fs::last_write_time(cache) + std::chrono::nanoseconds(1000));
-  EXPECT_FALSE(ReadCache());
+  fs::last_write_time(text, fs::last_write_time(text) + std::chrono::nanoseconds(1000));
+  ExpectStaleWarning();
+}
+
+// Row 5 of the second reliability round: `cp -p` or `rsync -t` put another text in place with a
+// time older than the cache's; an mtime comparison used the stale cache.
+TEST_F(CacheFixture, ATextReplacedByOneWithAnOlderTimeMakesTheCacheStale) {
+  Write(true);
+  const auto cache_time = fs::last_write_time(cache);
+  testing::WriteFile(text, "2 4 3\n0 1:1 2:2\n1,2 3:0.7\n");  // the same size, one digit differs
+  fs::last_write_time(text, cache_time - std::chrono::hours(1));
+  ExpectStaleWarning();
+}
+
+// The same size and time, a change in the first or the last MiB: the content hash tells.
+TEST_F(CacheFixture, AChangedHeadOrTailWithTheSameSizeAndTimeMakesTheCacheStale) {
+  std::string body = "600000 4 3\n";  // 3.6 MB, so the head and the tail hashed are apart
+  for (int row = 0; row < 600000; ++row) body += "0 1:1\n";
+  for (const size_t at : {size_t{16}, body.size() - 2}) {
+    testing::WriteFile(text, body);
+    WriteBinaryCache(ParseLabeledText(kOtherText, "other", {}), cache, false, StampSource(text));
+    EXPECT_TRUE(ReadCache());
+    const auto time = fs::last_write_time(text);
+    std::string changed = body;
+    changed[at] = changed[at] == '1' ? '2' : '1';
+    testing::WriteFile(text, changed);
+    fs::last_write_time(text, time);
+    EXPECT_FALSE(ReadCache()) << "byte " << at;
+  }
 }
 
 TEST_F(CacheFixture, CacheMadeWithOtherOneBasedIsIgnored) {
@@ -163,7 +191,6 @@ TEST_F(CacheFixture, CorruptCacheFallsBackToTheTextWithAWarning) {
   std::string bytes = testing::ReadFile(cache);
   bytes[bytes.size() - 3] ^= 0x40;
   testing::WriteFile(cache, bytes);
-  fs::last_write_time(cache, fs::last_write_time(text) + std::chrono::seconds(5));
   EXPECT_THROW(ReadBinaryCache(cache), InputError);
   const Dataset d = LoadDataset(text);
   EXPECT_EQ(d.num_features(), 4u);  // the text
@@ -176,7 +203,6 @@ TEST_F(CacheFixture, TruncatedCacheFallsBackToTheText) {
   Write(true);
   const std::string bytes = testing::ReadFile(cache);
   testing::WriteFile(cache, bytes.substr(0, bytes.size() / 2));
-  fs::last_write_time(cache, fs::last_write_time(text) + std::chrono::seconds(5));
   const Dataset d = LoadDataset(text);
   EXPECT_EQ(d.num_features(), 4u);
   ASSERT_EQ(d.warnings.size(), 1u);
@@ -253,7 +279,7 @@ TEST(DatasetLoaderTest, RealDataThroughTheCache) {
   const testing::TempDir dir;
   fs::copy_file(data + "/amazon_sample.txt", dir.File("a.txt"));
   const Dataset text = LoadDataset(dir.File("a.txt"));
-  WriteBinaryCache(text, CachePathFor(dir.File("a.txt")), false);
+  WriteBinaryCache(text, CachePathFor(dir.File("a.txt")), false, StampSource(dir.File("a.txt")));
   const Dataset cached = LoadDataset(dir.File("a.txt"));
   EXPECT_EQ(cached.source, CachePathFor(dir.File("a.txt")));
   EXPECT_EQ(cached.num_rows(), 512u);

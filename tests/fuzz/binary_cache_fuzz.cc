@@ -2,7 +2,7 @@
 // file. An input that starts with the cache magic and holds a whole header is first re-sealed with
 // a valid checksum, so the fuzzer gets past the checksum to the checks behind it (the reader must
 // be safe on a crafted file, not only on a damaged one). Whatever is accepted must keep the Dataset
-// invariants and survive a write and a second read unchanged.
+// invariants and survive a write and a second read unchanged, source stamp included.
 #include <xxhash.h>
 
 #include <algorithm>
@@ -19,10 +19,10 @@
 
 namespace {
 
-// The layout of data/binary_cache.cc, restated: a 136-byte header whose last field is the checksum,
+// The layout of data/binary_cache.cc, restated: a 160-byte header whose last field is the checksum,
 // XXH3-64 of the header (checksum zeroed) followed by the XXH3-64 of each 1 MiB block after it.
 constexpr char kMagic[8] = {'X', 'M', 'L', 'T', 'B', 'I', 'N', '\0'};
-constexpr size_t kHeaderBytes = 136;
+constexpr size_t kHeaderBytes = 160;
 constexpr size_t kChecksumOffset = kHeaderBytes - sizeof(uint64_t);
 constexpr size_t kBlockBytes = size_t{1} << 20;
 
@@ -54,18 +54,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = fuzz::Scratch().Write("input.xmlb", file.data(), file.size());
   data::Dataset dataset;
   bool one_based = false;
+  data::SourceStamp source;
   try {
-    dataset = data::ReadBinaryCache(path, &one_based);
+    dataset = data::ReadBinaryCache(path, &one_based, &source);
   } catch (const data::InputError&) {
     return 0;  // a rejection is the reader doing its job
   }
   fuzz::CheckDataset(dataset);
   const std::string copy = fuzz::Scratch().File("copy.xmlb");
   try {
-    data::WriteBinaryCache(dataset, copy, one_based);
+    data::WriteBinaryCache(dataset, copy, one_based, source);
     bool copy_one_based = !one_based;
-    if (!fuzz::SameMatrices(data::ReadBinaryCache(copy, &copy_one_based), dataset) ||
-        copy_one_based != one_based) {
+    data::SourceStamp copy_source;
+    if (!fuzz::SameMatrices(data::ReadBinaryCache(copy, &copy_one_based, &copy_source), dataset) ||
+        copy_one_based != one_based || copy_source != source) {
       fuzz::Violation("the cache written back reads back different");
     }
   } catch (const std::exception& e) {
