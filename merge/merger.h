@@ -55,7 +55,8 @@ class Merger {
 
 // Algorithm 2 of the Adaptive SGD paper (normalized weights, perturbation, global momentum).
 //  - alpha_i = b_i / sum b when every u_i is equal, else u_i / sum u.
-//  - When every replica has ||w_i||_2 / #params < pert_threshold (an empty model never does):
+//  - When every replica took at least one step (u_s > 0) and every replica has
+//    ||w_i||_2 / #params < pert_threshold (an empty model never does):
 //    alpha_r *= 1 + delta, alpha_s *= 1 - delta; then, with renormalize_perturbed, every alpha_i
 //    is divided by their sum. The paper keeps the denormalization on purpose (sum > 1, so each
 //    merge scales the model up and hundreds of merges compound it); renormalize_perturbed = false

@@ -38,7 +38,10 @@ class NormalizedMerger : public Merger {
     outcome.weights = NormalizedWeights(input);
 
     const auto [r, s] = MostAndLeastUpdated(input);
-    if (r != s) {
+    // A replica that took no step (a mega-batch the run's end cut short, or a device too slow
+    // for one batch) is the previous global model, not a slow learner to pull away from; with
+    // alpha_s = 0 the perturbation would only scale the model by 1 + delta * alpha_r.
+    if (r != s && input.updates[s] > 0) {
       const std::vector<double> squared = collective_->SquaredNorms(replicas);
       // sqrt(q) < thr * size rather than sqrt(q) / size < thr: same test, and an empty model
       // (size 0, ratio undefined) is not considered regularized.

@@ -52,6 +52,8 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
     states_.push_back({double(options.batch), double(options.lr)});
   }
   fault_.assign(n, "");
+  plan_clock_.assign(n, 0.0);
+  plan_units_.assign(n, 0.0);
   // Static dispatch rounds the mega-batch up to a multiple of the surviving devices, at most
   // n - 1 batches more than M whatever their number.
   arena_.resize((uint64_t(options.mega_batch) + n) * options.batch);
@@ -106,6 +108,7 @@ void DevicePool::BeginMegaBatch(uint64_t index) {
 }
 
 MegaBatchRun DevicePool::RunSyncRound(uint64_t budget) {
+  std::fill(plan_units_.begin(), plan_units_.end(), 0.0);  // each round is timed on its own
   const std::vector<size_t> devices = alive();
   const size_t n = devices.size();
   const size_t taken = TakeRows(std::min<uint64_t>(options_.batch, budget), arena_.data());
@@ -117,13 +120,20 @@ MegaBatchRun DevicePool::RunSyncRound(uint64_t budget) {
     plan.push_back(Assignment{devices[k], offset, count, slowdown_->NextFactor(devices[k])});
     offset += count;
   }
-  return RunPlanned(plan);
+  MegaBatchRun run = EmptyRun();
+  RunPlanned(plan, &run);
+  return run;
 }
 
-MegaBatchRun DevicePool::RunMegaBatch(uint64_t budget) {
+void DevicePool::RunMegaBatch(uint64_t budget, bool continues, MegaBatchRun* run) {
+  if (!continues) {
+    std::fill(plan_clock_.begin(), plan_clock_.end(), 0.0);
+    std::fill(plan_units_.begin(), plan_units_.end(), 0.0);
+    plan_position_ = 0;
+  }
   const bool wall = engine_.clock == EngineOptions::Clock::kWall;
-  if (engine_.schedule == EngineOptions::Schedule::kDynamic && wall) return RunDynamicWall(budget);
-  return RunPlanned(engine_.schedule == EngineOptions::Schedule::kDynamic ? PlanDynamic(budget) : PlanStatic(budget));
+  if (engine_.schedule == EngineOptions::Schedule::kDynamic && wall) return RunDynamicWall(budget, run);
+  RunPlanned(engine_.schedule == EngineOptions::Schedule::kDynamic ? PlanDynamic(budget) : PlanStatic(budget), run);
 }
 
 // Virtual clock: the batch goes to the surviving device whose simulated clock is earliest (ties to
@@ -131,13 +141,13 @@ MegaBatchRun DevicePool::RunMegaBatch(uint64_t budget) {
 std::vector<DevicePool::Assignment> DevicePool::PlanDynamic(uint64_t budget) {
   const std::vector<size_t> devices = alive();
   std::vector<Assignment> plan;
-  std::vector<double> clock(devices.size(), 0.0);
   size_t used = 0;
   while (budget > 0) {
-    const size_t k = size_t(std::min_element(clock.begin(), clock.end()) - clock.begin());
-    const size_t i = devices[k];
+    size_t i = devices[0];
+    for (size_t d : devices)
+      if (plan_clock_[d] < plan_clock_[i]) i = d;
     plan.push_back(Assign(i, RowsForBatch(states_[i].batch), &used, &budget));
-    clock[k] += double(plan.back().count) * plan.back().slowdown;
+    plan_clock_[i] += double(plan.back().count) * plan.back().slowdown;
   }
   return plan;
 }
@@ -147,11 +157,10 @@ std::vector<DevicePool::Assignment> DevicePool::PlanDynamic(uint64_t budget) {
 std::vector<DevicePool::Assignment> DevicePool::PlanStatic(uint64_t budget) {
   const std::vector<size_t> devices = alive();
   std::vector<Assignment> plan;
-  const size_t per_device = (options_.mega_batch + devices.size() - 1) / devices.size();
+  const uint64_t per_device = (options_.mega_batch + devices.size() - 1) / devices.size();
   size_t used = 0;
-  for (size_t round = 0; round < per_device && budget > 0; ++round)
-    for (size_t k = 0; k < devices.size() && budget > 0; ++k)
-      plan.push_back(Assign(devices[k], options_.batch, &used, &budget));
+  for (; plan_position_ < per_device * devices.size() && budget > 0; ++plan_position_)
+    plan.push_back(Assign(devices[plan_position_ % devices.size()], options_.batch, &used, &budget));
   return plan;
 }
 
@@ -178,7 +187,7 @@ engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id) {
 // Submits a whole plan and waits for every result (so no worker still reads rows that the next
 // mega-batch overwrites); times come from the virtual clock (rows x slowdown x row cost) or, for a
 // static plan on the wall clock, from the workers' real times.
-MegaBatchRun DevicePool::RunPlanned(const std::vector<Assignment>& plan) {
+void DevicePool::RunPlanned(const std::vector<Assignment>& plan, MegaBatchRun* run) {
   const bool wall = engine_.clock == EngineOptions::Clock::kWall;
   const Clock::time_point start = Clock::now();
   for (size_t k = 0; k < plan.size(); ++k) workers_[plan[k].device]->Submit(TaskFor(plan[k], k));
@@ -188,29 +197,28 @@ MegaBatchRun DevicePool::RunPlanned(const std::vector<Assignment>& plan) {
     results_.pop(result);
     results[result.id] = result;
   }
-  MegaBatchRun run = Settle(plan, results);
+  const uint64_t rows_before = run->rows;
+  Settle(plan, results, run);
   if (wall) {
-    run.span_s = Seconds(Clock::now() - start);
-    return run;
+    run->span_s += Seconds(Clock::now() - start);
+    return;
   }
   double compute_s = 0;
-  std::vector<double> units(size(), 0.0);
   for (size_t k = 0; k < plan.size(); ++k) {
     if (dropped(plan[k].device)) continue;
     compute_s += results[k].compute_s;
-    units[plan[k].device] += double(plan[k].count) * plan[k].slowdown;
+    plan_units_[plan[k].device] += double(plan[k].count) * plan[k].slowdown;
   }
   // The row cost is calibrated once, on the first mega-batch with work done, unless it was given.
-  if (row_cost_s_ == 0 && run.rows > 0)
-    row_cost_s_ = engine_.row_cost_s > 0 ? engine_.row_cost_s : compute_s / double(run.rows);
-  for (size_t i = 0; i < size(); ++i) run.busy_s[i] = units[i] * row_cost_s_;
-  run.span_s = *std::max_element(run.busy_s.begin(), run.busy_s.end());
-  return run;
+  if (row_cost_s_ == 0 && run->rows > rows_before)
+    row_cost_s_ = engine_.row_cost_s > 0 ? engine_.row_cost_s : compute_s / double(run->rows - rows_before);
+  for (size_t i = 0; i < size(); ++i) run->busy_s[i] = plan_units_[i] * row_cost_s_;
+  run->span_s = *std::max_element(run->busy_s.begin(), run->busy_s.end());
 }
 
 // Wall clock, dynamic: every device starts with a batch; each result frees its device for the
 // next one, so faster devices take more batches. A failed device gets nothing more.
-MegaBatchRun DevicePool::RunDynamicWall(uint64_t budget) {
+void DevicePool::RunDynamicWall(uint64_t budget, MegaBatchRun* run) {
   const Clock::time_point start = Clock::now();
   std::vector<Assignment> plan;
   std::vector<engine::BatchResult> results;
@@ -230,19 +238,19 @@ MegaBatchRun DevicePool::RunDynamicWall(uint64_t budget) {
     results[result.id] = result;
     if (!result.error && budget > 0) dispatch(result.device);
   }
-  MegaBatchRun run = Settle(plan, results);
+  Settle(plan, results, run);
   for (size_t k = 0; k < plan.size(); ++k)
-    if (!dropped(plan[k].device)) run.busy_s[plan[k].device] += results[k].busy_s;
-  run.span_s = Seconds(Clock::now() - start);
-  return run;
+    if (!dropped(plan[k].device)) run->busy_s[plan[k].device] += results[k].busy_s;
+  run->span_s += Seconds(Clock::now() - start);
 }
 
 // Drops every device that failed in this mega-batch and returns all of its batches' rows to the
 // queue (its replica, and with it even its successful steps, is lost); accounts the others.
-MegaBatchRun DevicePool::Settle(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results) {
+void DevicePool::Settle(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
+                        MegaBatchRun* out) {
   for (const engine::BatchResult& result : results)
     if (result.error && !dropped(result.device)) fault_[result.device] = Describe(result.error);
-  MegaBatchRun run = EmptyRun();
+  MegaBatchRun& run = *out;
   for (size_t k = 0; k < plan.size(); ++k) {
     const Assignment& a = plan[k];
     const engine::BatchResult& result = results[k];
@@ -261,7 +269,6 @@ MegaBatchRun DevicePool::Settle(const std::vector<Assignment>& plan, const std::
     ++run.updates[a.device];
     ++run.batches;
   }
-  return run;
 }
 
 engine::Evaluation DevicePool::Evaluate(const kernels::Model<float>& model, const data::Dataset& test,
@@ -306,6 +313,10 @@ nlohmann::json DevicePool::SaveMeta() const {
           {"sampler_rng", sampler_.GeneratorState()},
           {"slowdown", slowdown_->SaveState()},
           {"row_cost_s", row_cost_s_},
+          {"loss_reference", loss_watch_.reference()},
+          {"plan_clock", plan_clock_},
+          {"plan_units", plan_units_},
+          {"plan_position", plan_position_},
           {"pending_faults", pending}};
 }
 
@@ -353,6 +364,15 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
       if (!std::binary_search(trainable.begin(), trainable.end(), row))
         throw data::InputError(source, 0, "returned row " + std::to_string(row) + " is not a training row here");
     row_cost_s_ = meta.at("row_cost_s").get<double>();
+    loss_watch_.Restore(meta.value("loss_reference", 0.0));
+    for (auto [key, plan] : {std::pair{"plan_clock", &plan_clock_}, std::pair{"plan_units", &plan_units_}}) {
+      const std::vector<double> values = meta.value(key, std::vector<double>(size(), 0.0));
+      if (values.size() != size()) throw std::invalid_argument(std::string(key) + " for another number of devices");
+      for (double v : values)
+        if (!std::isfinite(v) || v < 0) throw std::invalid_argument(std::string("bad ") + key);
+      *plan = values;
+    }
+    plan_position_ = meta.value("plan_position", uint64_t{0});
     for (size_t i = 0; i < size(); ++i) {
       engine::Device& d = device(i);
       const nlohmann::json& saved = devices.at(i);
@@ -386,7 +406,7 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
 }
 
 DevicePool::Snapshot DevicePool::TakeSnapshot() const {
-  return Snapshot{sampler_, *slowdown_, states_, requeued_, row_cost_s_};
+  return Snapshot{sampler_, *slowdown_, states_, requeued_, row_cost_s_, plan_clock_, plan_units_, plan_position_};
 }
 
 void DevicePool::ResetLearningRates(double lr) {
@@ -398,6 +418,9 @@ void DevicePool::RollBack(const Snapshot& snapshot, const std::vector<float>& mo
   *slowdown_ = snapshot.slowdown;
   requeued_ = snapshot.requeued;
   row_cost_s_ = snapshot.row_cost_s;
+  plan_clock_ = snapshot.plan_clock;
+  plan_units_ = snapshot.plan_units;
+  plan_position_ = snapshot.plan_position;
   for (size_t i = 0; i < size(); ++i) states_[i] = {snapshot.states[i].batch, snapshot.states[i].lr * 0.5};
   for (size_t i : alive()) {
     engine::Device& d = device(i);

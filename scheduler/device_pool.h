@@ -15,7 +15,6 @@
 #include "engine/worker.h"
 #include "kernels/model.h"
 #include "scheduler/batch_size_scaling.h"
-#include "scheduler/loss_watch.h"
 #include "scheduler/checkpoint_file.h"
 #include "scheduler/epoch_sampler.h"
 #include "scheduler/run_control.h"
@@ -55,8 +54,12 @@ class DevicePool {
   // Starts mega-batch `index` (1-based; a rolled-back one is started again): injected faults due
   // by then fire, at most one per device per start.
   void BeginMegaBatch(uint64_t index);
-  // Trains one mega-batch of at most `budget` rows (dynamic or static dispatch).
-  MegaBatchRun RunMegaBatch(uint64_t budget);
+  // Trains `budget` rows of a mega-batch (dynamic or static dispatch) into `run`, which holds the
+  // mega-batch so far: counts are added batch by batch in plan order, times cover the whole
+  // mega-batch. `continues`: the rows are the rest of the mega-batch whose first rows an earlier
+  // call trained (the run's end cut it, and an extended run goes on with it); the plan goes on
+  // where it stopped, and the sums come out as if the mega-batch had been trained in one call.
+  void RunMegaBatch(uint64_t budget, bool continues, MegaBatchRun* run);
   // Synchronous round: --batch rows (fewer at the end) split evenly over the surviving devices.
   MegaBatchRun RunSyncRound(uint64_t budget);
 
@@ -80,6 +83,8 @@ class DevicePool {
     std::vector<DeviceBatch> states;
     std::vector<uint64_t> requeued;
     double row_cost_s;
+    std::vector<double> plan_clock, plan_units;
+    uint64_t plan_position;
   };
   Snapshot TakeSnapshot() const;
   void RollBack(const Snapshot& snapshot, const std::vector<float>& model);
@@ -98,9 +103,9 @@ class DevicePool {
   std::vector<Assignment> PlanDynamic(uint64_t budget);
   std::vector<Assignment> PlanStatic(uint64_t budget);
   engine::BatchTask TaskFor(const Assignment& a, uint64_t id);
-  MegaBatchRun RunPlanned(const std::vector<Assignment>& plan);
-  MegaBatchRun RunDynamicWall(uint64_t budget);
-  MegaBatchRun Settle(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results);
+  void RunPlanned(const std::vector<Assignment>& plan, MegaBatchRun* run);
+  void RunDynamicWall(uint64_t budget, MegaBatchRun* run);
+  void Settle(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results, MegaBatchRun* run);
 
   const TrainOptions& options_;
   LossWatch loss_watch_;  // batch losses in plan order: the same on every run of a seed
@@ -118,6 +123,11 @@ class DevicePool {
   std::vector<uint64_t> requeued_;       // rows of failed batches, trained before new ones
   std::vector<uint64_t> arena_;          // the rows of the current mega-batch, allocated once
   double row_cost_s_ = 0;
+  // Where the current mega-batch's plan stands: each device's simulated clock (dynamic), the
+  // batches dealt so far (static) and each device's work done (rows x slowdown, for its busy
+  // time), kept across a cut so that its rest is planned and timed the same way.
+  std::vector<double> plan_clock_, plan_units_;
+  uint64_t plan_position_ = 0;
 };
 
 }  // namespace xmlt::scheduler

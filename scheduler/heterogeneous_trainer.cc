@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include "data/input_error.h"
@@ -125,8 +126,7 @@ class MultiDeviceRun {
         rows_per_epoch_(pool_.rows_per_epoch()),
         total_rows_(TotalTrainingRows(options, rows_per_epoch_, train.source)),
         eval_rows_(test == nullptr ? std::vector<uint64_t>{} : EvalSample(test->num_rows(), options)),
-        all_test_rows_(test == nullptr ? std::vector<uint64_t>{} : engine::SampleEvalRows(test->num_rows(), 0, 0)),
-        good_pool_(pool_.TakeSnapshot()) {
+        all_test_rows_(test == nullptr ? std::vector<uint64_t>{} : engine::SampleEvalRows(test->num_rows(), 0, 0)) {
     progress_.since_eval.resize(pool_.size());
     for (size_t i = 0; i < pool_.size(); ++i) progress_.since_eval[i].id = pool_.device(i).spec().id;
   }
@@ -135,7 +135,7 @@ class MultiDeviceRun {
     if (!control_.resume_dir.empty()) Resume();
     wall_before_ = progress_.wall_seconds;
     start_ = Clock::now();
-    KeepAsGood();
+    TrustCurrent();
     std::vector<size_t> alive_before = pool_.alive();
     while (progress_.rows_done < total_rows_) {
       if (control_.stop_signal != nullptr && control_.stop_signal->load() != 0) {
@@ -158,22 +158,35 @@ class MultiDeviceRun {
         RollBack(index, trained.run);
         continue;
       }
+      if (trained.cut_by_end) {
+        // The run's end cut this mega-batch. The end checkpoint keeps it open, as it stands before
+        // its merge; a run extended from there trains its rest and merges it whole, as a run that
+        // never stopped does. This run merges it now for its model.
+        open_ = trained;
+        TryWriteEndCheckpoint();
+        open_ = Trained{};
+        if (engine_.schedule != EngineOptions::Schedule::kSync) MergeInto(&trained);
+        if (!AllFinite(global_.current)) {
+          RollBack(index, trained.run);
+          continue;
+        }
+      }
       Account(trained);
-      if (EvaluationDue(epoch_before)) Evaluate(trained.merged.perturbed);
+      const bool finished = progress_.rows_done >= total_rows_;
+      const bool due = !trained.cut_by_end && EvaluationDue(epoch_before);
+      if (due) Evaluate(trained.merged.perturbed);
       if (callbacks_.on_progress) {
         double loss = 0;
         for (double device_loss : trained.run.loss_of) loss += device_loss;
         callbacks_.on_progress(progress_.rows_done, total_rows_,
                                trained.run.batches > 0 ? loss / double(trained.run.batches) : 0.0);
       }
-      KeepAsGood();
-      if (progress_.rows_done >= total_rows_) {
-        // As in the single-device loop: a failed end checkpoint must not lose the trained model.
-        try {
-          WriteCheckpoint("end");
-        } catch (const std::exception& e) {
-          end_checkpoint_error_ = e.what();
-        }
+      AfterSoundMegaBatch();
+      if (finished) {
+        // The end's own evaluation comes after the end checkpoint, which thus holds the run as a
+        // longer one passes through this point.
+        if (!trained.cut_by_end) TryWriteEndCheckpoint();
+        if (!due) Evaluate(trained.merged.perturbed);
       } else if (control_.checkpoint_every > 0 && progress_.megabatches % control_.checkpoint_every == 0) {
         WriteCheckpoint("periodic");
       }
@@ -187,12 +200,65 @@ class MultiDeviceRun {
   }
 
  private:
+  // A mega-batch as trained so far. Whole, unless the run's end cut it (planned < mega_batch_rows):
+  // then the end checkpoint keeps it open, and an extended run completes it.
   struct Trained {
     MegaBatchRun run;
     merge::MergeOutcome merged;  // the last merge's outcome
     double merge_s = 0;          // measured time of the merges
     uint64_t merges = 0;
+    uint64_t planned = 0;          // rows dealt out of the mega-batch so far
+    uint64_t mega_batch_rows = 0;  // rows of the whole mega-batch
+    bool cut_by_end = false;       // the run ended inside it
+    bool open() const { return mega_batch_rows > 0; }
   };
+
+  static nlohmann::json ToJson(const Trained& t) {
+    const MegaBatchRun& r = t.run;
+    return {{"updates", r.updates},       {"rows_of", r.rows_of},   {"busy_s", r.busy_s},
+            {"loss_of", r.loss_of},       {"span_s", r.span_s},     {"batches", r.batches},
+            {"rows", r.rows},             {"merge_s", t.merge_s},   {"merges", t.merges},
+            {"planned", t.planned},       {"mega_batch_rows", t.mega_batch_rows},
+            {"weights", t.merged.weights}, {"perturbed", t.merged.perturbed}};
+  }
+
+  Trained OpenFromJson(const nlohmann::json& j) const {
+    Trained t;
+    t.run = pool_.EmptyRun();
+    const size_t n = pool_.size();
+    auto sized = [&](const char* key, auto* out) {
+      j.at(key).get_to(*out);
+      if (out->size() != n) throw std::invalid_argument(std::string("open mega-batch: ") + key + " for another number of devices");
+    };
+    sized("updates", &t.run.updates);
+    sized("rows_of", &t.run.rows_of);
+    sized("busy_s", &t.run.busy_s);
+    sized("loss_of", &t.run.loss_of);
+    t.run.span_s = j.at("span_s").get<double>();
+    t.run.batches = j.at("batches").get<uint64_t>();
+    t.run.rows = j.at("rows").get<uint64_t>();
+    t.merge_s = j.at("merge_s").get<double>();
+    t.merges = j.at("merges").get<uint64_t>();
+    t.planned = j.at("planned").get<uint64_t>();
+    t.mega_batch_rows = j.at("mega_batch_rows").get<uint64_t>();
+    t.merged.weights = j.at("weights").get<std::vector<double>>();
+    t.merged.perturbed = j.at("perturbed").get<bool>();
+    if (t.planned == 0 || t.planned >= t.mega_batch_rows || t.run.rows > t.planned)
+      throw std::invalid_argument("open mega-batch: bad row counts");
+    return t;
+  }
+
+  // Rows trained so far, the open mega-batch's included.
+  uint64_t TrainedRows() const { return progress_.rows_done + (open_.open() ? open_.run.rows : 0); }
+
+  void TryWriteEndCheckpoint() {
+    // As in the single-device loop: a failed end checkpoint must not lose the trained model.
+    try {
+      WriteCheckpoint("end");
+    } catch (const std::exception& e) {
+      end_checkpoint_error_ = e.what();
+    }
+  }
 
   void Event(const std::string& text) const {
     if (callbacks_.on_event) callbacks_.on_event(text);
@@ -210,12 +276,13 @@ class MultiDeviceRun {
       pool_.Restore(reader, meta.at("pool"), global_.current);
       if (ResumeLowersLr(meta.at("run"), options_.lr)) pool_.ResetLearningRates(options_.lr);
       progress_ = ProgressFromJson(meta.at("progress"));
+      if (meta.contains("open_mega_batch")) open_ = OpenFromJson(meta.at("open_mega_batch"));
     } catch (const nlohmann::json::exception& e) {
       throw data::InputError(reader.source(), 0, std::string("bad checkpoint state: ") + e.what());
     } catch (const std::invalid_argument& e) {
       throw data::InputError(reader.source(), 0, std::string("bad checkpoint state: ") + e.what());
     }
-    CheckEpochsCoverProgress(total_rows_, progress_.rows_done, rows_per_epoch_, reader.source());
+    CheckEpochsCoverProgress(total_rows_, TrainedRows(), rows_per_epoch_, reader.source());
     if (progress_.since_eval.size() != pool_.size())
       throw data::InputError(reader.source(), 0, "device records do not match --devices");
     if (callbacks_.on_resume) callbacks_.on_resume(progress_.evals);
@@ -226,7 +293,8 @@ class MultiDeviceRun {
   void WriteCheckpoint(const char* why) {
     if (control_.checkpoint_dir.empty()) return;
     progress_.wall_seconds = WallSeconds();
-    const nlohmann::json meta = {{"run", fingerprint_}, {"progress", ProgressToJson(progress_)}, {"pool", pool_.SaveMeta()}};
+    nlohmann::json meta = {{"run", fingerprint_}, {"progress", ProgressToJson(progress_)}, {"pool", pool_.SaveMeta()}};
+    if (open_.open()) meta["open_mega_batch"] = ToJson(open_);
     CheckpointWriter writer(meta.dump());
     writer.Add("global.current", global_.current);
     writer.Add("global.previous", global_.previous);
@@ -246,45 +314,71 @@ class MultiDeviceRun {
                                                               : "; resume with --resume " + control_.checkpoint_dir));
   }
 
+  // Trains mega-batch `index`, or the rest of the open one, up to the run's end, and merges it
+  // unless the end cut it (the caller merges that after the end checkpoint). Sync merges every
+  // round; its mega-batch only sets the evaluation cadence.
   Trained TrainMegaBatch(uint64_t index) {
     pool_.BeginMegaBatch(index);
-    const uint64_t budget = std::min(pool_.MegaBatchRows(), total_rows_ - progress_.rows_done);
-    Trained trained;
-    auto merge_after = [&](const MegaBatchRun& part) {
-      if (pool_.alive().empty()) return;
-      const Clock::time_point merge_start = Clock::now();
-      trained.merged = merging_.Run(pool_, part, &global_);
-      trained.merge_s += Seconds(Clock::now() - merge_start);
-      ++trained.merges;
-    };
-    if (engine_.schedule == EngineOptions::Schedule::kSync) {
-      // Merged after every round; the mega-batch only sets the evaluation cadence.
+    const bool continues = open_.open();
+    Trained trained = continues ? open_ : Trained{};
+    open_ = Trained{};
+    if (!continues) {
       trained.run = pool_.EmptyRun();
-      for (uint64_t left = budget; left > 0 && !pool_.alive().empty();) {
-        const MegaBatchRun round = pool_.RunSyncRound(left);
-        left -= std::min(left, round.rows);
-        merge_after(round);
+      trained.mega_batch_rows = pool_.MegaBatchRows();
+    }
+    const uint64_t left = trained.mega_batch_rows - trained.planned;
+    const uint64_t budget = std::min(left, total_rows_ - std::min(total_rows_, progress_.rows_done + trained.run.rows));
+    trained.planned += budget;
+    trained.cut_by_end = budget < left;
+    if (engine_.schedule == EngineOptions::Schedule::kSync) {
+      for (uint64_t rest = budget; rest > 0 && !pool_.alive().empty();) {
+        const MegaBatchRun round = pool_.RunSyncRound(rest);
+        rest -= std::min(rest, round.rows);
+        MergeAfterRound(round, &trained);
         Absorb(round, &trained.run);
       }
-    } else {
-      trained.run = pool_.RunMegaBatch(budget);
-      merge_after(trained.run);
+      return trained;
     }
+    pool_.RunMegaBatch(budget, continues, &trained.run);
+    if (!trained.cut_by_end) MergeInto(&trained);
     return trained;
   }
 
-  // Back to the last good state, learning rates halved; the global momentum goes too (w_p = w),
-  // as the replicas' does, since both may carry the divergence.
+  void MergeAfterRound(const MegaBatchRun& round, Trained* trained) {
+    if (pool_.alive().empty()) return;
+    const Clock::time_point merge_start = Clock::now();
+    trained->merged = merging_.Run(pool_, round, &global_);
+    trained->merge_s += Seconds(Clock::now() - merge_start);
+    ++trained->merges;
+  }
+  void MergeInto(Trained* trained) { MergeAfterRound(trained->run, trained); }
+
+  // Back to the trusted state, learning rates halved; the global momentum goes too (w_p = w), as
+  // the replicas' does, since both may carry the divergence. The clock keeps the lost time, and
+  // the evaluations made since stay on record (they were reported).
   void RollBack(uint64_t index, const MegaBatchRun& run) {
     const std::string what = !run.diverged_on.empty() ? run.divergence + " on " + run.diverged_on
                                                       : std::string("non-finite merged model");
     const uint32_t rollbacks = progress_.rollbacks + 1;
-    global_.current = good_global_;
-    global_.previous = good_global_;
-    progress_ = good_progress_;
+    const double spent = progress_.train_seconds + run.span_s;
+    std::vector<EvalRecord> evals = std::move(progress_.evals);
+    global_.current = trusted_->global;
+    global_.previous = trusted_->global;
+    progress_ = trusted_->progress;
     progress_.rollbacks = rollbacks;
-    progress_.train_seconds += run.span_s;  // the lost mega-batch took time all the same
-    pool_.RollBack(good_pool_, global_.current);
+    progress_.train_seconds = spent;
+    progress_.evals = std::move(evals);
+    // An open mega-batch's rows stay dealt out, but what the replicas learnt from them is gone
+    // with the replicas: its merge weighs only what they train from here.
+    open_ = trusted_->open;
+    if (open_.open()) {
+      const uint64_t planned = open_.planned, rows = open_.mega_batch_rows;
+      open_ = Trained{};
+      open_.run = pool_.EmptyRun();
+      open_.planned = planned;
+      open_.mega_batch_rows = rows;
+    }
+    pool_.RollBack(trusted_->pool, global_.current);
     if (rollbacks > control_.max_rollbacks) {
       WriteCheckpoint("last good state");
       throw std::runtime_error("training diverged in mega-batch " + std::to_string(index) + " (" + what + ") after " +
@@ -296,13 +390,26 @@ class MultiDeviceRun {
     Event("diverged in mega-batch " + std::to_string(index) + " (" + what + "): rolled back to mega-batch " +
           std::to_string(progress_.megabatches) + ", learning rates halved (rollback " + std::to_string(rollbacks) +
           " of at most " + std::to_string(control_.max_rollbacks) + ")");
-    KeepAsGood();
+    TrustCurrent();
   }
 
-  void KeepAsGood() {
-    good_pool_ = pool_.TakeSnapshot();
-    good_global_ = global_.current;
-    good_progress_ = progress_;
+  // A state is trusted once the mega-batch after it was sound: a divergence is seen only when a
+  // loss crosses the limit, and the mega-batch before may already have merged steps on the way up
+  // into a finite model. The state where the run starts (or resumes) is trusted as it is.
+  struct SavedState {
+    DevicePool::Snapshot pool;
+    std::vector<float> global;  // w; w_p is not kept: a rollback clears the momentum
+    RunProgress progress;
+    Trained open;
+  };
+  SavedState Capture() const { return SavedState{pool_.TakeSnapshot(), global_.current, progress_, open_}; }
+  void TrustCurrent() {
+    latest_ = Capture();
+    trusted_ = latest_;
+  }
+  void AfterSoundMegaBatch() {
+    trusted_ = std::move(latest_);
+    latest_ = Capture();
   }
 
   // Counters, clocks, per-device records and Algorithm 1 after a good mega-batch.
@@ -349,8 +456,8 @@ class MultiDeviceRun {
     }
   }
 
+  // On the schedule; the run's end adds its own evaluation (Train).
   bool EvaluationDue(uint64_t epoch_before) const {
-    if (progress_.rows_done >= total_rows_) return true;
     switch (options_.eval.kind) {
       case EvalSchedule::Kind::kEachEpoch: return progress_.rows_done / rows_per_epoch_ > epoch_before;
       case EvalSchedule::Kind::kEnd: return false;
@@ -397,11 +504,8 @@ class MultiDeviceRun {
   const uint64_t rows_per_epoch_, total_rows_;
   const std::vector<uint64_t> eval_rows_, all_test_rows_;  // --eval-rows' sample; the whole test set
   RunProgress progress_;
-  // The last good state: the pool's scheduling state, the global model (w_p is not kept: a
-  // rollback clears the momentum), the bookkeeping.
-  DevicePool::Snapshot good_pool_;
-  std::vector<float> good_global_;
-  RunProgress good_progress_;
+  Trained open_;  // the mega-batch the run's end cut, kept open (none: !open())
+  std::optional<SavedState> trusted_, latest_;  // the rollback target; the state to trust next
   Clock::time_point start_;
   double wall_before_ = 0;
   int stopped_by_signal_ = 0;

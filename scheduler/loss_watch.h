@@ -34,6 +34,11 @@ class LossWatch {
     return "";
   }
 
+  // Checkpoints carry the reference, so that a resumed run judges its batches as the run that
+  // never stopped does (0: no batch seen yet).
+  double reference() const { return reference_; }
+  void Restore(double reference) { reference_ = std::isfinite(reference) && reference > 0 ? reference : 0; }
+
  private:
   double factor_;
   double reference_ = 0;  // the first batch's loss; 0 until then

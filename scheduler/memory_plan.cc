@@ -80,11 +80,12 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
     d.host_mirror = d.gpu ? params : 0;
     plan.devices.push_back(d);
   }
-  // Single-device training keeps only the rollback copy; the engine keeps w, w_prev and both
-  // again as the last good state, plus the initial model it was given.
+  // Single-device training keeps only the rollback copy; the engine keeps w, w_prev, the trusted
+  // and the latest state's w for rollbacks, and the initial model it was given.
   plan.global = engine == nullptr ? params : Mul(params, 5);
+  // The sampler's row order, once in the sampler and once in each saved state.
   const uint64_t arena_rows = Mul(uint64_t(options.mega_batch) + specs.size(), options.batch);
-  plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, 2)), sizeof(uint64_t));
+  plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, engine == nullptr ? 2 : 3)), sizeof(uint64_t));
   // Writing copies each device's momentum out; reading holds the whole file once.
   if (checkpoints) plan.checkpoint = Mul(params, specs.size() * 2 + 2);
   return plan;

@@ -35,6 +35,7 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
   const uint64_t batches_per_megabatch = options.mega_batch;
   double lr = options.lr;  // halved by rollbacks
   RunProgress progress;
+  LossWatch loss_watch(options.divergence_factor);
   progress.since_eval.resize(1);
   progress.since_eval[0].id = "cpu:0";
   auto event = [&](const std::string& text) {
@@ -54,6 +55,7 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
       sampler.Restore(reader.Read<uint64_t>("sampler.order"), single.at("sampler_cursor").get<uint64_t>(),
                       single.at("sampler_rng").get<std::string>());
       lr = single.at("lr").get<double>();
+      loss_watch.Restore(single.value("loss_reference", 0.0));
       if (!(lr > 0)) throw std::invalid_argument("bad learning rate");
       if (ResumeLowersLr(meta.at("run"), options.lr)) lr = options.lr;
       progress = ProgressFromJson(meta.at("progress"));
@@ -77,7 +79,10 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
   auto write_checkpoint = [&](const char* why) {
     if (control.checkpoint_dir.empty()) return;
     progress.wall_seconds = wall_seconds();
-    const nlohmann::json single = {{"lr", lr}, {"sampler_cursor", sampler.cursor()}, {"sampler_rng", sampler.GeneratorState()}};
+    const nlohmann::json single = {{"lr", lr},
+                                   {"sampler_cursor", sampler.cursor()},
+                                   {"sampler_rng", sampler.GeneratorState()},
+                                   {"loss_reference", loss_watch.reference()}};
     const nlohmann::json meta = {{"run", fingerprint}, {"progress", ProgressToJson(progress)}, {"single", single}};
     CheckpointWriter writer(meta.dump());
     writer.Add("params", replica.model().params);
@@ -123,7 +128,6 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
     if (callbacks.on_eval) callbacks.on_eval(record);
   };
 
-  LossWatch loss_watch(options.divergence_factor);
   // The last good state, taken every mega-batch, for rollbacks.
   std::vector<float> good_params = replica.model().params;
   EpochSampler good_sampler = sampler;
@@ -185,7 +189,7 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
         due = progress.batches % (uint64_t(options.eval.mega_batches) * batches_per_megabatch) == 0;
         break;
     }
-    if (due || finished) evaluate();
+    if (due) evaluate();
     if (progress.batches % batches_per_megabatch == 0 || finished) {
       good_params = replica.model().params;
       good_sampler = sampler;
@@ -204,6 +208,10 @@ TrainResult Train(const data::Dataset& train, const data::Dataset* test, const T
       }
     }
   }
+  // The end's own evaluation comes after the end checkpoint, which therefore holds the run as a
+  // longer one passes through this point: extending it with more --epochs gives that longer run.
+  const bool finished = progress.rows_done >= total_rows && outcome.stopped_by_signal == 0;
+  if (finished && (progress.evals.empty() || progress.evals.back().train_samples != progress.rows_done)) evaluate();
   *model = std::move(replica.model());
   TrainResult result = ResultOf(progress);
   result.stopped_by_signal = outcome.stopped_by_signal;

@@ -103,6 +103,22 @@ TEST(NormalizedMerger, PerturbsWhenEveryReplicaIsRegularized) {
   ExpectEveryReplica(r, std::vector<float>(1000, 0.35f));
 }
 
+// Reliability, second round, row 6: a mega-batch cut short by the run's end, in which only
+// replica 0 stepped, was merged with weights (1.1, 0, 0) and scaled the model by 1.1. A replica
+// that took no step blocks the perturbation; the weights stay u / sum u.
+TEST(NormalizedMerger, AReplicaThatTookNoStepBlocksThePerturbation) {
+  Replicas r = Constant({0.5f, 0.25f, 0.25f}, 1000);  // regularized: 0.016 per parameter and less
+  GlobalModel global = Global(std::vector<float>(1000, 0), std::vector<float>(1000, 0));
+  const MergeOutcome out = Normalized(0.0)->Merge(r.View(), Input({32, 32, 32}, {1, 0, 0}), &global);
+  ExpectWeights({1, 0, 0}, out.weights);
+  EXPECT_FALSE(out.perturbed);
+  ExpectEveryReplica(r, std::vector<float>(1000, 0.5f));
+  // One step each is enough for it to apply again.
+  Replicas stepped = Constant({0.5f, 0.25f, 0.25f}, 1000);
+  GlobalModel g2 = Global(std::vector<float>(1000, 0), std::vector<float>(1000, 0));
+  EXPECT_TRUE(Normalized(0.0)->Merge(stepped.View(), Input({32, 32, 32}, {3, 1, 1}), &g2).perturbed);
+}
+
 TEST(NormalizedMerger, RenormalizedPerturbationKeepsTheWeightsSummingToOne) {
   // The case above with renormalize_perturbed: {0.09, 0.3, 0.2, 0.44} / 1.03.
   Replicas r = Constant({1, 2, 0.5, -1}, 1000);

@@ -182,6 +182,57 @@ INSTANTIATE_TEST_SUITE_P(EveryMerge, ResumeTest,
                            return name;
                          });
 
+// Reliability, second round, row 6: a finished run extended with more --epochs is the run that
+// trained that long from the start, bit for bit and record for record. Here the first run's end
+// (epoch 1: 3000 rows, mega-batches of 256) falls inside a mega-batch, which the end checkpoint
+// keeps open; the extension trains its rest and merges it whole. The first run's own end
+// evaluation comes after its checkpoint, so the extension's records do not hold it.
+class ExtendTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ExtendTest, AFinishedRunExtendedWithMoreEpochsEqualsTheLongerRun) {
+  TrainOptions options = Options();
+  options.epochs = 2;
+  const EngineOptions engine = Engine(GetParam());
+  const bool single = GetParam() == "single";
+  const EngineOptions* devices = single ? nullptr : &engine;
+  const Outcome longer = TrainFor(options, devices, {});
+
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  TrainOptions shorter = options;
+  shorter.epochs = 1;
+  const Outcome first = TrainFor(shorter, devices, control);
+  EXPECT_NEAR(first.records.back().epoch, 1.0, 1e-12);
+  // The shorter run's model is its open mega-batch merged: finite, and not the longer run's.
+  for (float w : first.model.params) ASSERT_TRUE(std::isfinite(w));
+
+  const testing::TempDir copy;
+  std::filesystem::copy(dir.path(), copy.path(), std::filesystem::copy_options::recursive);
+
+  control.resume_dir = dir.path();
+  const Outcome extended = TrainFor(options, devices, control);
+  ExpectSameRecords(longer.records, extended.records, single);
+  ASSERT_EQ(longer.model.params.size(), extended.model.params.size());
+  EXPECT_TRUE(testing::SameBits(longer.model.params.data(), extended.model.params.data(), longer.model.params.size()));
+
+  // Resuming the finished run with the same --epochs ends it the same way again.
+  control.checkpoint_dir = control.resume_dir = copy.path();
+  const Outcome again = TrainFor(shorter, devices, control);
+  ExpectSameRecords(first.records, again.records, single);
+  EXPECT_TRUE(testing::SameBits(first.model.params.data(), again.model.params.data(), first.model.params.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMerge, ExtendTest,
+                         ::testing::Values("adaptive", "adaptive-nesterov-cvb", "elastic", "adasum", "sync", "crossbow",
+                                           "single"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name)
+                             if (c == '-') c = '_';
+                           return name;
+                         });
+
 TEST(Resume, ADifferentSettingIsRefusedNamingTheFlag) {
   testing::TempDir dir;
   RunControl control;
