@@ -7,9 +7,11 @@
 // Reliability (RunControl): the whole state is checkpointed between mega-batches and a resumed run
 // continues exactly (with the virtual clock and fixed --row-cost / --merge-cost, its metrics equal
 // an uninterrupted run's, wall times aside); a stop signal ends the run at the next mega-batch
-// boundary after a checkpoint; a non-finite loss or merged model rolls back to the last good
-// global model with the learning rates halved; a failing device is dropped and the merge goes on
-// over the others.
+// boundary after a checkpoint. The run's end usually cuts a mega-batch: the end checkpoint keeps
+// it open (before its merge), so that a run extended with more epochs is the longer run. A
+// divergence (non-finite or exploding loss, non-finite merged model) rolls back to the last state
+// whose next mega-batch was sound, with the learning rates halved; a failing device is dropped and
+// the merge goes on over the others.
 #pragma once
 
 #include "data/dataset.h"
