@@ -20,7 +20,7 @@
 #include "engine/heterogeneity.h"
 #include "engine/model_file.h"
 #include "kernels/cpu/bf16_gemm.h"
-#include "scheduler/heterogeneous_trainer.h"
+#include "scheduler/multi_device_run.h"
 #include "scheduler/lr_search.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/trainer.h"
@@ -400,7 +400,7 @@ int RunTrain(TrainFlags& f) {
   const scheduler::TrainResult result =
       f.algo == "single"
           ? scheduler::Train(train, test.get(), f.options, &model, callbacks, f.control)
-          : scheduler::TrainOnDevices(train, test.get(), f.options, f.engine, &model, callbacks, f.control);
+          : scheduler::RunMultiDevice(train, test.get(), f.options, f.engine, &model, callbacks, f.control);
   if (result.stopped_by_signal != 0) {
     // An unfinished run: no model file, the metrics stay FILE.partial.
     std::cerr << "stopped by signal " << result.stopped_by_signal

@@ -45,12 +45,12 @@ class SlowdownModel {
   // Throws std::out_of_range for a device >= num_devices().
   double NextFactor(size_t device);
 
-  double DeviceMean(size_t device) const;
+  double DeviceMean(size_t device) const;  // speed_i * p_i: the device's expected factor
 
   // The random streams' state as text, for checkpoints; Restore needs a model built with the same
   // spec, device count and seed, and throws std::invalid_argument for malformed or foreign state.
   std::string SaveState() const;
-  void RestoreState(const std::string& state);  // speed_i * p_i: the device's expected factor
+  void RestoreState(const std::string& state);
   size_t num_devices() const { return means_.size(); }
 
  private:

@@ -44,7 +44,7 @@ BatchScalingBounds MakeBounds(double b_max, double b_min, double beta) {
 }
 
 void ScaleBatchSizes(const std::vector<uint64_t>& updates, const BatchScalingBounds& bounds,
-                     std::vector<DeviceBatch>* devices) {
+                     std::vector<BatchSizeAndLr>* devices) {
   if (devices == nullptr) throw std::invalid_argument("ScaleBatchSizes: devices is null");
   if (updates.size() != devices->size()) {
     throw std::invalid_argument("ScaleBatchSizes: " + std::to_string(updates.size()) +
@@ -69,7 +69,7 @@ void ScaleBatchSizes(const std::vector<uint64_t>& updates, const BatchScalingBou
 
   const double beta = bounds.beta;
   for (size_t i = 0; i < devices->size(); ++i) {
-    DeviceBatch& d = (*devices)[i];
+    BatchSizeAndLr& d = (*devices)[i];
     const double u = static_cast<double>(updates[i]);
     const double b = d.batch;
     if (u > mean && b + beta * (u - mean) <= bounds.b_max) {  // lines 3-5

@@ -19,7 +19,7 @@ struct BatchScalingBounds {
 // 0 < b_min <= b_max and beta >= 0.
 BatchScalingBounds MakeBounds(double b_max, double b_min = 0, double beta = 0);
 
-struct DeviceBatch {
+struct BatchSizeAndLr {
   double batch = 0;  // b_i
   double lr = 0;     // lr_i
 };
@@ -27,7 +27,7 @@ struct DeviceBatch {
 // One application of Algorithm 1 given u_i (updates since the last merge), exactly as written:
 // a change that would leave [b_min, b_max] is not applied at all (not clamped).
 void ScaleBatchSizes(const std::vector<uint64_t>& updates, const BatchScalingBounds& bounds,
-                     std::vector<DeviceBatch>* devices);
+                     std::vector<BatchSizeAndLr>* devices);
 
 // Rows in a batch cut for a device whose size is b: b rounded to the nearest integer (halves up),
 // at least 1.

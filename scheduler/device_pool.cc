@@ -410,7 +410,7 @@ DevicePool::Snapshot DevicePool::TakeSnapshot() const {
 }
 
 void DevicePool::ResetLearningRates(double lr) {
-  for (DeviceBatch& state : states_) state.lr = lr * state.batch / double(options_.batch);
+  for (BatchSizeAndLr& state : states_) state.lr = lr * state.batch / double(options_.batch);
 }
 
 void DevicePool::RollBack(const Snapshot& snapshot, const std::vector<float>& model) {

@@ -45,7 +45,7 @@ class DevicePool {
   bool dropped(size_t i) const { return !fault_[i].empty(); }
   const std::string& fault(size_t i) const { return fault_[i]; }
   engine::Device& device(size_t i) { return workers_[i]->device(); }  // only between mega-batches
-  std::vector<DeviceBatch>& states() { return states_; }
+  std::vector<BatchSizeAndLr>& states() { return states_; }
   const BatchScalingBounds& bounds() const { return bounds_; }
   uint64_t rows_per_epoch() const { return sampler_.rows_per_epoch(); }
   uint64_t MegaBatchRows() const;  // rows in a full mega-batch
@@ -80,7 +80,7 @@ class DevicePool {
   struct Snapshot {
     EpochSampler sampler;
     engine::SlowdownModel slowdown;
-    std::vector<DeviceBatch> states;
+    std::vector<BatchSizeAndLr> states;
     std::vector<uint64_t> requeued;
     double row_cost_s;
     std::vector<double> plan_clock, plan_units;
@@ -115,7 +115,7 @@ class DevicePool {
   BatchScalingBounds bounds_;
   engine::ResultQueue results_;
   std::vector<std::unique_ptr<engine::Worker>> workers_;
-  std::vector<DeviceBatch> states_;
+  std::vector<BatchSizeAndLr> states_;
   std::vector<std::string> fault_;       // empty while the device is healthy
   std::vector<FaultInjection> pending_;  // injections not yet fired
   uint64_t index_ = 0;                   // the mega-batch being trained

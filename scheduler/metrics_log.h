@@ -11,7 +11,7 @@
 
 namespace xmlt::scheduler {
 
-// What each device did since the previous evaluation (DESIGN.md's `devices` array).
+// What each device did since the previous evaluation (the record's `devices` array).
 struct DeviceRecord {
   std::string id;         // "cpu:0"
   uint32_t batch = 0;     // current batch size

@@ -13,6 +13,7 @@
 
 #include "data/sparse_batch.h"
 #include "kernels/cpu/sparse_mlp.h"
+#include "tests/make_dataset.h"
 
 namespace xmlt::engine {
 namespace {
@@ -25,38 +26,21 @@ constexpr uint64_t kFeatures = 30, kLabels = 6;
 // Random rows of 3..8 features and 1..2 labels, with every tenth row unlabeled.
 data::Dataset RandomDataset(uint64_t rows, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::vector<uint64_t> fptr{0}, lptr{0};
-  std::vector<uint32_t> fidx, lidx;
-  std::vector<float> fval;
+  std::vector<testing::DatasetRow> rows_out(rows);
   for (uint64_t r = 0; r < rows; ++r) {
     std::vector<uint32_t> ids(kFeatures);
     for (uint32_t i = 0; i < kFeatures; ++i) ids[i] = i;
     std::shuffle(ids.begin(), ids.end(), rng);
     ids.resize(3 + rng() % 6);
     std::sort(ids.begin(), ids.end());
-    for (uint32_t id : ids) {
-      fidx.push_back(id);
-      fval.push_back(0.25f + float(rng() % 8) / 8);
-    }
-    fptr.push_back(fidx.size());
+    for (uint32_t id : ids) rows_out[r].features.emplace_back(id, 0.25f + float(rng() % 8) / 8);
     if (r % 10 != 9) {
       const uint32_t a = uint32_t(rng() % kLabels), b = uint32_t(rng() % kLabels);
-      lidx.push_back(std::min(a, b));
-      if (a != b) lidx.push_back(std::max(a, b));
+      rows_out[r].labels.push_back(std::min(a, b));
+      if (a != b) rows_out[r].labels.push_back(std::max(a, b));
     }
-    lptr.push_back(lidx.size());
   }
-  data::Dataset d;
-  d.features.num_rows = d.labels.num_rows = rows;
-  d.features.num_cols = kFeatures;
-  d.labels.num_cols = kLabels;
-  d.features.row_ptr = data::SharedArray<uint64_t>(std::move(fptr));
-  d.features.col_idx = data::SharedArray<uint32_t>(std::move(fidx));
-  d.features.values = data::SharedArray<float>(std::move(fval));
-  d.labels.row_ptr = data::SharedArray<uint64_t>(std::move(lptr));
-  d.labels.col_idx = data::SharedArray<uint32_t>(std::move(lidx));
-  d.source = "random";
-  return d;
+  return testing::MakeDataset(rows_out, kFeatures, kLabels, "random");
 }
 
 ModelShape Shape() {

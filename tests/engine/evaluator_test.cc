@@ -15,6 +15,7 @@
 
 #include "data/dataset.h"
 #include "kernels/model.h"
+#include "tests/make_dataset.h"
 
 namespace xmlt::engine {
 namespace {
@@ -22,37 +23,8 @@ namespace {
 using kernels::Model;
 using kernels::ModelShape;
 
-struct Row {
-  std::vector<std::pair<uint32_t, float>> features;  // sorted by id
-  std::vector<uint32_t> labels;                      // sorted
-};
-
-data::Dataset MakeDataset(const std::vector<Row>& rows, uint64_t num_features,
-                          uint64_t num_labels) {
-  std::vector<uint64_t> fptr{0}, lptr{0};
-  std::vector<uint32_t> fidx, lidx;
-  std::vector<float> fval;
-  for (const Row& row : rows) {
-    for (const auto& [id, value] : row.features) {
-      fidx.push_back(id);
-      fval.push_back(value);
-    }
-    fptr.push_back(fidx.size());
-    lidx.insert(lidx.end(), row.labels.begin(), row.labels.end());
-    lptr.push_back(lidx.size());
-  }
-  data::Dataset d;
-  d.features.num_rows = d.labels.num_rows = rows.size();
-  d.features.num_cols = num_features;
-  d.labels.num_cols = num_labels;
-  d.features.row_ptr = data::SharedArray<uint64_t>(std::move(fptr));
-  d.features.col_idx = data::SharedArray<uint32_t>(std::move(fidx));
-  d.features.values = data::SharedArray<float>(std::move(fval));
-  d.labels.row_ptr = data::SharedArray<uint64_t>(std::move(lptr));
-  d.labels.col_idx = data::SharedArray<uint32_t>(std::move(lidx));
-  d.source = "test";
-  return d;
-}
+using Row = testing::DatasetRow;
+using testing::MakeDataset;
 
 // A model whose hidden layer is always zero, so every row's logits equal the output bias.
 Model<float> BiasOnlyModel(uint64_t features, const std::vector<float>& output_bias) {

@@ -16,8 +16,8 @@ namespace {
 // b_max = 512 -> b_min = 64, beta = 32 (the paper's defaults), used by most cases below.
 BatchScalingBounds PaperBounds() { return MakeBounds(512); }
 
-std::vector<DeviceBatch> Devices(const std::vector<double>& batches, double lr) {
-  std::vector<DeviceBatch> devices;
+std::vector<BatchSizeAndLr> Devices(const std::vector<double>& batches, double lr) {
+  std::vector<BatchSizeAndLr> devices;
   for (double b : batches) devices.push_back({b, lr});
   return devices;
 }
@@ -69,7 +69,7 @@ TEST(MakeBoundsTest, Errors) {
 }
 
 TEST(ScaleBatchSizesTest, EqualUpdatesChangeNothing) {
-  std::vector<DeviceBatch> d = {{512, 0.4}, {256, 0.2}, {300, 0.3}};
+  std::vector<BatchSizeAndLr> d = {{512, 0.4}, {256, 0.2}, {300, 0.3}};
   ScaleBatchSizes({10, 10, 10}, PaperBounds(), &d);  // u_i == mean: neither branch
   EXPECT_EQ(d[0].batch, 512);
   EXPECT_EQ(d[0].lr, 0.4);
@@ -80,7 +80,7 @@ TEST(ScaleBatchSizesTest, EqualUpdatesChangeNothing) {
 }
 
 TEST(ScaleBatchSizesTest, AllZeroUpdatesChangeNothing) {
-  std::vector<DeviceBatch> d = Devices({200, 100}, 0.1);
+  std::vector<BatchSizeAndLr> d = Devices({200, 100}, 0.1);
   ScaleBatchSizes({0, 0}, PaperBounds(), &d);
   EXPECT_EQ(d[0].batch, 200);
   EXPECT_EQ(d[1].batch, 100);
@@ -90,7 +90,7 @@ TEST(ScaleBatchSizesTest, OneFastOneSlow) {
   // mean = (12 + 8) / 2 = 10.
   // fast: 256 + 32 * (12 - 10) = 320 <= 512 -> b = 320, lr = 0.1 * 320 / 256 = 0.125
   // slow: 256 - 32 * (10 - 8)  = 192 >= 64  -> b = 192, lr = 0.1 * 192 / 256 = 0.075
-  std::vector<DeviceBatch> d = Devices({256, 256}, 0.1);
+  std::vector<BatchSizeAndLr> d = Devices({256, 256}, 0.1);
   ScaleBatchSizes({12, 8}, PaperBounds(), &d);
   EXPECT_DOUBLE_EQ(d[0].batch, 320);
   EXPECT_DOUBLE_EQ(d[0].lr, 0.125);
@@ -100,7 +100,7 @@ TEST(ScaleBatchSizesTest, OneFastOneSlow) {
 
 TEST(ScaleBatchSizesTest, DeviceOrderDoesNotMatter) {
   // Same as OneFastOneSlow with the devices swapped.
-  std::vector<DeviceBatch> d = Devices({256, 256}, 0.1);
+  std::vector<BatchSizeAndLr> d = Devices({256, 256}, 0.1);
   ScaleBatchSizes({8, 12}, PaperBounds(), &d);
   EXPECT_DOUBLE_EQ(d[0].batch, 192);
   EXPECT_DOUBLE_EQ(d[0].lr, 0.075);
@@ -111,7 +111,7 @@ TEST(ScaleBatchSizesTest, DeviceOrderDoesNotMatter) {
 TEST(ScaleBatchSizesTest, StepAboveBMaxIsSkippedNotClamped) {
   // mean = 10. fast: 500 + 32 * 2 = 564 > 512 -> unchanged (a clamp would give 512).
   // slow: 500 - 32 * 2 = 436 >= 64 -> b = 436, lr = 0.2 * 436 / 500 = 0.1744.
-  std::vector<DeviceBatch> d = Devices({500, 500}, 0.2);
+  std::vector<BatchSizeAndLr> d = Devices({500, 500}, 0.2);
   ScaleBatchSizes({12, 8}, PaperBounds(), &d);
   EXPECT_EQ(d[0].batch, 500);
   EXPECT_EQ(d[0].lr, 0.2);
@@ -122,7 +122,7 @@ TEST(ScaleBatchSizesTest, StepAboveBMaxIsSkippedNotClamped) {
 TEST(ScaleBatchSizesTest, StepBelowBMinIsSkippedNotClamped) {
   // mean = 10. fast: 300 + 64 = 364 -> lr = 0.3 * 364 / 300 = 0.364.
   // slow: 100 - 64 = 36 < 64 -> unchanged (a clamp would give 64).
-  std::vector<DeviceBatch> d = Devices({300, 100}, 0.3);
+  std::vector<BatchSizeAndLr> d = Devices({300, 100}, 0.3);
   ScaleBatchSizes({12, 8}, PaperBounds(), &d);
   EXPECT_DOUBLE_EQ(d[0].batch, 364);
   EXPECT_DOUBLE_EQ(d[0].lr, 0.364);
@@ -133,7 +133,7 @@ TEST(ScaleBatchSizesTest, StepBelowBMinIsSkippedNotClamped) {
 TEST(ScaleBatchSizesTest, LandingExactlyOnABoundIsAllowed) {
   // mean = 10. 448 + 64 = 512 <= 512 and 128 - 64 = 64 >= 64: both applied.
   // lr: 0.1 * 512 / 448 = 0.8 / 7; 0.1 * 64 / 128 = 0.05.
-  std::vector<DeviceBatch> d = Devices({448, 128}, 0.1);
+  std::vector<BatchSizeAndLr> d = Devices({448, 128}, 0.1);
   ScaleBatchSizes({12, 8}, PaperBounds(), &d);
   EXPECT_DOUBLE_EQ(d[0].batch, 512);
   EXPECT_DOUBLE_EQ(d[0].lr, 0.8 / 7);
@@ -145,7 +145,7 @@ TEST(ScaleBatchSizesTest, AtBMaxTheFastestStays) {
   // Everyone starts at b_max, as in the paper: faster devices cannot grow, slower ones shrink.
   // u = {14, 12, 10}: mean = 12. d0: 512 + 64 > 512 -> unchanged. d1: u == mean -> unchanged.
   // d2: 512 - 64 = 448, lr = 0.5 * 448 / 512 = 0.4375.
-  std::vector<DeviceBatch> d = Devices({512, 512, 512}, 0.5);
+  std::vector<BatchSizeAndLr> d = Devices({512, 512, 512}, 0.5);
   ScaleBatchSizes({14, 12, 10}, PaperBounds(), &d);
   EXPECT_EQ(d[0].batch, 512);
   EXPECT_EQ(d[0].lr, 0.5);
@@ -159,7 +159,7 @@ TEST(ScaleBatchSizesTest, FractionalMeanGivesFractionalSizes) {
   // u = {3, 1, 1}: mean = 5/3.
   // d0: 256 + 32 * (3 - 5/3) = 256 + 128/3 = 896/3; lr = 0.1 * (896/3) / 256 = 0.35/3
   // d1, d2: 256 - 32 * (5/3 - 1) = 256 - 64/3 = 704/3; lr = 0.1 * (704/3) / 256 = 0.275/3
-  std::vector<DeviceBatch> d = Devices({256, 256, 256}, 0.1);
+  std::vector<BatchSizeAndLr> d = Devices({256, 256, 256}, 0.1);
   ScaleBatchSizes({3, 1, 1}, PaperBounds(), &d);
   EXPECT_DOUBLE_EQ(d[0].batch, 896.0 / 3);
   EXPECT_DOUBLE_EQ(d[0].lr, 0.35 / 3);
@@ -184,7 +184,7 @@ TEST(ScaleBatchSizesTest, FractionalMeanGivesFractionalSizes) {
 TEST(ScaleBatchSizesTest, CustomBeta) {
   // b_max = 100, b_min = 10, beta = 0.5; u = {40, 0}: mean = 20.
   // d0: 50 + 0.5 * 20 = 60; lr = 1 * 60 / 50 = 1.2. d1: 50 - 10 = 40; lr = 0.8.
-  std::vector<DeviceBatch> d = Devices({50, 50}, 1.0);
+  std::vector<BatchSizeAndLr> d = Devices({50, 50}, 1.0);
   ScaleBatchSizes({40, 0}, MakeBounds(100, 10, 0.5), &d);
   EXPECT_DOUBLE_EQ(d[0].batch, 60);
   EXPECT_DOUBLE_EQ(d[0].lr, 1.2);
@@ -193,14 +193,14 @@ TEST(ScaleBatchSizesTest, CustomBeta) {
 }
 
 TEST(ScaleBatchSizesTest, SingleDeviceNeverChanges) {
-  std::vector<DeviceBatch> d = Devices({128}, 0.1);
+  std::vector<BatchSizeAndLr> d = Devices({128}, 0.1);
   ScaleBatchSizes({37}, PaperBounds(), &d);  // u == mean always
   EXPECT_EQ(d[0].batch, 128);
   EXPECT_EQ(d[0].lr, 0.1);
 }
 
 TEST(ScaleBatchSizesTest, EmptyIsANoOp) {
-  std::vector<DeviceBatch> d;
+  std::vector<BatchSizeAndLr> d;
   ScaleBatchSizes({}, PaperBounds(), &d);
   EXPECT_TRUE(d.empty());
 }
@@ -208,9 +208,9 @@ TEST(ScaleBatchSizesTest, EmptyIsANoOp) {
 TEST(ScaleBatchSizesTest, LinearScalingKeepsLrOverBatchConstant) {
   // Whatever the updates, every applied step multiplies lr_i by new/old batch, so lr_i / b_i is
   // the same after any number of applications as before the first.
-  std::vector<DeviceBatch> d = {{512, 0.8}, {400, 0.5}, {256, 0.25}, {100, 0.3}};
+  std::vector<BatchSizeAndLr> d = {{512, 0.8}, {400, 0.5}, {256, 0.25}, {100, 0.3}};
   std::vector<double> ratio;
-  for (const DeviceBatch& x : d) ratio.push_back(x.lr / x.batch);
+  for (const BatchSizeAndLr& x : d) ratio.push_back(x.lr / x.batch);
   const std::vector<std::vector<uint64_t>> rounds = {{10, 9, 8, 7}, {3, 9, 1, 4},  {20, 0, 0, 5},
                                                      {6, 6, 7, 6},  {1, 2, 3, 50}, {9, 9, 9, 9}};
   for (const auto& u : rounds) {
@@ -223,12 +223,12 @@ TEST(ScaleBatchSizesTest, LinearScalingKeepsLrOverBatchConstant) {
 
 TEST(ScaleBatchSizesTest, StaysWithinBoundsWhenStartedWithin) {
   const BatchScalingBounds bounds = PaperBounds();
-  std::vector<DeviceBatch> d = Devices({512, 64, 300, 100}, 0.1);
+  std::vector<BatchSizeAndLr> d = Devices({512, 64, 300, 100}, 0.1);
   const std::vector<std::vector<uint64_t>> rounds = {{100, 0, 0, 0}, {0, 100, 0, 0}, {1, 2, 3, 4},
                                                      {4, 3, 2, 1},   {50, 50, 0, 0}, {0, 0, 9, 99}};
   for (const auto& u : rounds) {
     ScaleBatchSizes(u, bounds, &d);
-    for (const DeviceBatch& x : d) {
+    for (const BatchSizeAndLr& x : d) {
       EXPECT_GE(x.batch, bounds.b_min);
       EXPECT_LE(x.batch, bounds.b_max);
     }
@@ -239,7 +239,7 @@ TEST(ScaleBatchSizesTest, StaysWithinBoundsWhenStartedWithin) {
 // rows proportional to its speed, whatever its batch size, so it performs u_i = rows_i / b_i
 // updates (rounded half up). Equal updates need b_i proportional to the speed.
 std::vector<uint64_t> SimulatedUpdates(double rows, const std::vector<double>& speed,
-                                       const std::vector<DeviceBatch>& d) {
+                                       const std::vector<BatchSizeAndLr>& d) {
   double total = 0;
   for (double s : speed) total += s;
   std::vector<uint64_t> u;
@@ -263,7 +263,7 @@ TEST(ScaleBatchSizesTest, RepeatedApplicationEqualizesUpdates) {
   // mega-batch: first u = {15, 13, 12, 10} (15.06, 13.55, 12.05, 10.54 rounded).
   const BatchScalingBounds bounds = PaperBounds();
   const std::vector<double> speed = {1, 0.9, 0.8, 0.7};
-  std::vector<DeviceBatch> d = Devices({512, 512, 512, 512}, 0.1);
+  std::vector<BatchSizeAndLr> d = Devices({512, 512, 512, 512}, 0.1);
   const std::vector<uint64_t> first = SimulatedUpdates(25600, speed, d);
   EXPECT_EQ(first, (std::vector<uint64_t>{15, 13, 12, 10}));
 
@@ -294,7 +294,7 @@ TEST(ScaleBatchSizesTest, RepeatedApplicationHalfSpeedDevice) {
   // (16.67, 8.33). Rounds by hand: mean 12.5 -> d1 = 512 - 144 = 368; then u = {17, 12}
   // (11.59 -> 12), mean 14.5 -> d1 = 368 - 80 = 288; u = {17, 15} (14.8 -> 15), mean 16 ->
   // d1 = 288 - 32 = 256; then u = {17, 17} and nothing changes any more.
-  std::vector<DeviceBatch> d = Devices({512, 512}, 0.2);
+  std::vector<BatchSizeAndLr> d = Devices({512, 512}, 0.2);
   const std::vector<double> speed = {1, 0.5};
   const std::vector<double> expected_b1 = {368, 288, 256, 256, 256};
   for (double b1 : expected_b1) {
@@ -307,11 +307,11 @@ TEST(ScaleBatchSizesTest, RepeatedApplicationHalfSpeedDevice) {
 }
 
 TEST(ScaleBatchSizesTest, Errors) {
-  std::vector<DeviceBatch> d = Devices({256, 256}, 0.1);
+  std::vector<BatchSizeAndLr> d = Devices({256, 256}, 0.1);
   EXPECT_THROW(ScaleBatchSizes({1, 2, 3}, PaperBounds(), &d), std::invalid_argument);
   EXPECT_THROW(ScaleBatchSizes({1}, PaperBounds(), &d), std::invalid_argument);
   EXPECT_THROW(ScaleBatchSizes({1, 2}, PaperBounds(), nullptr), std::invalid_argument);
-  std::vector<DeviceBatch> zero = Devices({256, 0}, 0.1);
+  std::vector<BatchSizeAndLr> zero = Devices({256, 0}, 0.1);
   EXPECT_THROW(ScaleBatchSizes({1, 2}, PaperBounds(), &zero), std::invalid_argument);
 }
 

@@ -1,5 +1,5 @@
-// Tests of the JSON-lines metrics: every DESIGN.md key with the record's values, valid JSON for
-// awkward values, and the FILE.partial -> FILE life cycle.
+// Tests of the JSON-lines metrics: every key README documents, with the record's values, valid
+// JSON for awkward values, and the FILE.partial -> FILE life cycle.
 #include "scheduler/metrics_log.h"
 
 #include <gtest/gtest.h>

@@ -13,32 +13,18 @@
 #include <vector>
 
 #include "data/input_error.h"
-#include "data/row_normalization.h"
-#include "data/synthetic_generator.h"
 #include "scheduler/checkpoint_file.h"
-#include "scheduler/heterogeneous_trainer.h"
+#include "scheduler/multi_device_run.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/trainer.h"
+#include "tests/scheduler/scheduler_test_support.h"
 #include "tests/test_support.h"
 
 namespace xmlt::scheduler {
 namespace {
 
 const data::GeneratedData& Data() {
-  static const data::GeneratedData data = [] {
-    data::GeneratorConfig config;
-    config.train_rows = 3000;
-    config.test_rows = 300;
-    config.features = 500;
-    config.labels = 40;
-    config.nnz_per_row = 15;
-    config.labels_per_row = 2;
-    config.seed = 5;
-    data::GeneratedData generated = data::Generate(config);
-    generated.train = data::NormalizeRowsL2(generated.train);
-    generated.test = data::NormalizeRowsL2(generated.test);
-    return generated;
-  }();
+  static const data::GeneratedData data = testing::NormalizedData(3000, 300, 500, 40, 15, 5);
   return data;
 }
 
@@ -54,34 +40,17 @@ TrainOptions Options() {
 }
 
 EngineOptions Engine(const std::string& algo) {
-  EngineOptions engine;
-  engine.devices = "cpu:3";
-  engine.speed = "1,1.3,1.8";
-  engine.row_cost_s = 1e-4;
-  engine.merge_cost_s = 1e-9;
+  EngineOptions engine = testing::VirtualClockEngine("cpu:3", "1,1.3,1.8");
   engine.momentum = 0.5;
-  if (algo == "elastic") {
-    engine.schedule = EngineOptions::Schedule::kStatic;
-    engine.scale_batches = false;
-    engine.merge = EngineOptions::Merge::kAverage;
-    engine.elastic_alpha = 0.3;  // EASGD: replicas keep their own state between merges
-  } else if (algo == "adasum") {
-    engine.schedule = EngineOptions::Schedule::kStatic;
-    engine.scale_batches = false;
-    engine.merge = EngineOptions::Merge::kAdasum;
-  } else if (algo == "sync") {
-    engine.schedule = EngineOptions::Schedule::kSync;
-    engine.scale_batches = false;
-    engine.merge = EngineOptions::Merge::kGradient;
-  } else if (algo == "crossbow") {
-    engine.schedule = EngineOptions::Schedule::kSync;
-    engine.scale_batches = false;
-    engine.merge = EngineOptions::Merge::kCrossbow;
-  } else if (algo == "adaptive-nesterov-cvb") {
+  if (algo == "adaptive-nesterov-cvb") {
     engine.nesterov = true;
     engine.speed = "";
     engine.hetero = "cvb:vmach=0.5,vtask=0.2";
+    return engine;
   }
+  if (algo == "single") return engine;  // unused: the single-device loop takes no engine
+  engine = testing::WithAlgo(engine, algo);
+  if (algo == "elastic") engine.elastic_alpha = 0.3;  // EASGD: replicas keep their own state between merges
   return engine;
 }
 
@@ -106,7 +75,7 @@ Outcome TrainFor(const TrainOptions& options, const EngineOptions* engine, RunCo
     if (stop_after > 0 && out.records.size() == stop_after) stop = 15;
   };
   out.result = engine != nullptr
-                   ? TrainOnDevices(data.train, &data.test, options, *engine, &out.model, callbacks, control)
+                   ? RunMultiDevice(data.train, &data.test, options, *engine, &out.model, callbacks, control)
                    : Train(data.train, &data.test, options, &out.model, callbacks, control);
   return out;
 }
@@ -175,12 +144,7 @@ TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
 INSTANTIATE_TEST_SUITE_P(EveryMerge, ResumeTest,
                          ::testing::Values("adaptive", "adaptive-nesterov-cvb", "elastic", "adasum", "sync", "crossbow",
                                            "single"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name)
-                             if (c == '-') c = '_';
-                           return name;
-                         });
+                         testing::AlgoTestName);
 
 // Reliability, second round, row 6: a finished run extended with more --epochs is the run that
 // trained that long from the start, bit for bit and record for record. Here the first run's end
@@ -226,12 +190,7 @@ TEST_P(ExtendTest, AFinishedRunExtendedWithMoreEpochsEqualsTheLongerRun) {
 INSTANTIATE_TEST_SUITE_P(EveryMerge, ExtendTest,
                          ::testing::Values("adaptive", "adaptive-nesterov-cvb", "elastic", "adasum", "sync", "crossbow",
                                            "single"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name)
-                             if (c == '-') c = '_';
-                           return name;
-                         });
+                         testing::AlgoTestName);
 
 TEST(Resume, ADifferentSettingIsRefusedNamingTheFlag) {
   testing::TempDir dir;

@@ -17,6 +17,7 @@
 
 #include "engine/evaluator.h"
 #include "tests/test_support.h"
+#include "tests/make_dataset.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -32,9 +33,7 @@ constexpr uint64_t kFeatures = kClasses * kBlock + 10;  // the last 10 only in u
 // no labeled row uses.
 data::Dataset MakeData(uint64_t rows, uint64_t seed, const std::vector<uint64_t>& unlabeled = {}) {
   std::mt19937_64 rng(seed);
-  std::vector<uint64_t> fptr{0}, lptr{0};
-  std::vector<uint32_t> fidx, lidx;
-  std::vector<float> fval;
+  std::vector<xmlt::testing::DatasetRow> rows_out(rows);
   for (uint64_t r = 0; r < rows; ++r) {
     std::vector<uint32_t> ids;
     const bool has_label = std::find(unlabeled.begin(), unlabeled.end(), r) == unlabeled.end();
@@ -47,25 +46,10 @@ data::Dataset MakeData(uint64_t rows, uint64_t seed, const std::vector<uint64_t>
     }
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    for (uint32_t id : ids) {
-      fidx.push_back(id);
-      fval.push_back(0.5f);
-    }
-    fptr.push_back(fidx.size());
-    if (has_label) lidx.push_back(c);
-    lptr.push_back(lidx.size());
+    for (uint32_t id : ids) rows_out[r].features.emplace_back(id, 0.5f);
+    if (has_label) rows_out[r].labels.push_back(c);
   }
-  data::Dataset d;
-  d.features.num_rows = d.labels.num_rows = rows;
-  d.features.num_cols = kFeatures;
-  d.labels.num_cols = kClasses;
-  d.features.row_ptr = data::SharedArray<uint64_t>(std::move(fptr));
-  d.features.col_idx = data::SharedArray<uint32_t>(std::move(fidx));
-  d.features.values = data::SharedArray<float>(std::move(fval));
-  d.labels.row_ptr = data::SharedArray<uint64_t>(std::move(lptr));
-  d.labels.col_idx = data::SharedArray<uint32_t>(std::move(lidx));
-  d.source = "synthetic.txt";
-  return d;
+  return xmlt::testing::MakeDataset(rows_out, kFeatures, kClasses, "synthetic.txt");
 }
 
 // 103 rows of which 100 are labeled (rows 10, 50 and 102 are not).

@@ -21,7 +21,7 @@
 namespace xmlt::scheduler {
 
 // Trains `model` (the initial global model) in place; records carry per-device statistics.
-TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test,
+TrainResult RunMultiDevice(const data::Dataset& train, const data::Dataset* test,
                            const TrainOptions& options, const EngineOptions& engine,
                            kernels::Model<float>* model, const TrainCallbacks& callbacks = {},
                            const RunControl& control = {});

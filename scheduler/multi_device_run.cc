@@ -1,5 +1,5 @@
-// The multi-device training loop; see heterogeneous_trainer.h.
-#include "scheduler/heterogeneous_trainer.h"
+// The multi-device training loop; see multi_device_run.h.
+#include "scheduler/multi_device_run.h"
 
 #include <algorithm>
 #include <chrono>
@@ -43,7 +43,7 @@ std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t de
 }
 
 // Adds a synchronous round's statistics to the mega-batch it belongs to.
-void Absorb(const MegaBatchRun& round, MegaBatchRun* run) {
+void AddRound(const MegaBatchRun& round, MegaBatchRun* run) {
   for (size_t i = 0; i < round.updates.size(); ++i) {
     run->updates[i] += round.updates[i];
     run->rows_of[i] += round.rows_of[i];
@@ -64,9 +64,9 @@ bool AllFinite(const std::vector<float>& values) {
 
 // The merge over the devices still alive; rebuilt when one drops (the collective and the
 // weights are sized by the replica count).
-class AliveMerge {
+class SurvivorMerge {
  public:
-  AliveMerge(const EngineOptions& engine, const kernels::Model<float>& model) : engine_(engine) {
+  SurvivorMerge(const EngineOptions& engine, const kernels::Model<float>& model) : engine_(engine) {
     for (const kernels::LayerView& layer : model.layers) {
       tensors_.push_back(layer.weight.offset);
       tensors_.push_back(layer.bias.offset);
@@ -122,7 +122,7 @@ class MultiDeviceRun {
         pool_(train, options, engine, *model, control.faults),
         global_{model->params, model->params},
         fingerprint_(RunFingerprint(options, &engine, model->shape, train, test)),
-        merging_(engine, *model),
+        survivor_merge_(engine, *model),
         rows_per_epoch_(pool_.rows_per_epoch()),
         total_rows_(TotalTrainingRows(options, rows_per_epoch_, train.source)),
         eval_rows_(test == nullptr ? std::vector<uint64_t>{} : EvalSample(test->num_rows(), options)),
@@ -146,7 +146,7 @@ class MultiDeviceRun {
       if (pool_.alive().empty()) StopWithoutDevices();
       const uint64_t index = progress_.megabatches + 1;
       const uint64_t epoch_before = progress_.rows_done / rows_per_epoch_;
-      Trained trained = TrainMegaBatch(index);
+      MegaBatchWork trained = TrainMegaBatch(index);
       for (size_t i : alive_before)
         if (pool_.dropped(i))
           Event("device " + pool_.device(i).spec().id + " dropped in mega-batch " + std::to_string(index) + " (" +
@@ -164,7 +164,7 @@ class MultiDeviceRun {
         // never stopped does. This run merges it now for its model.
         open_ = trained;
         TryWriteEndCheckpoint();
-        open_ = Trained{};
+        open_ = MegaBatchWork{};
         if (engine_.schedule != EngineOptions::Schedule::kSync) MergeInto(&trained);
         if (!AllFinite(global_.current)) {
           RollBack(index, trained.run);
@@ -202,7 +202,7 @@ class MultiDeviceRun {
  private:
   // A mega-batch as trained so far. Whole, unless the run's end cut it (planned < mega_batch_rows):
   // then the end checkpoint keeps it open, and an extended run completes it.
-  struct Trained {
+  struct MegaBatchWork {
     MegaBatchRun run;
     merge::MergeOutcome merged;  // the last merge's outcome
     double merge_s = 0;          // measured time of the merges
@@ -213,7 +213,7 @@ class MultiDeviceRun {
     bool open() const { return mega_batch_rows > 0; }
   };
 
-  static nlohmann::json ToJson(const Trained& t) {
+  static nlohmann::json ToJson(const MegaBatchWork& t) {
     const MegaBatchRun& r = t.run;
     return {{"updates", r.updates},       {"rows_of", r.rows_of},   {"busy_s", r.busy_s},
             {"loss_of", r.loss_of},       {"span_s", r.span_s},     {"batches", r.batches},
@@ -222,8 +222,8 @@ class MultiDeviceRun {
             {"weights", t.merged.weights}, {"perturbed", t.merged.perturbed}};
   }
 
-  Trained OpenFromJson(const nlohmann::json& j) const {
-    Trained t;
+  MegaBatchWork OpenFromJson(const nlohmann::json& j) const {
+    MegaBatchWork t;
     t.run = pool_.EmptyRun();
     const size_t n = pool_.size();
     auto sized = [&](const char* key, auto* out) {
@@ -317,11 +317,11 @@ class MultiDeviceRun {
   // Trains mega-batch `index`, or the rest of the open one, up to the run's end, and merges it
   // unless the end cut it (the caller merges that after the end checkpoint). Sync merges every
   // round; its mega-batch only sets the evaluation cadence.
-  Trained TrainMegaBatch(uint64_t index) {
+  MegaBatchWork TrainMegaBatch(uint64_t index) {
     pool_.BeginMegaBatch(index);
     const bool continues = open_.open();
-    Trained trained = continues ? open_ : Trained{};
-    open_ = Trained{};
+    MegaBatchWork trained = continues ? open_ : MegaBatchWork{};
+    open_ = MegaBatchWork{};
     if (!continues) {
       trained.run = pool_.EmptyRun();
       trained.mega_batch_rows = pool_.MegaBatchRows();
@@ -335,7 +335,7 @@ class MultiDeviceRun {
         const MegaBatchRun round = pool_.RunSyncRound(rest);
         rest -= std::min(rest, round.rows);
         MergeAfterRound(round, &trained);
-        Absorb(round, &trained.run);
+        AddRound(round, &trained.run);
       }
       return trained;
     }
@@ -344,14 +344,14 @@ class MultiDeviceRun {
     return trained;
   }
 
-  void MergeAfterRound(const MegaBatchRun& round, Trained* trained) {
+  void MergeAfterRound(const MegaBatchRun& round, MegaBatchWork* trained) {
     if (pool_.alive().empty()) return;
     const Clock::time_point merge_start = Clock::now();
-    trained->merged = merging_.Run(pool_, round, &global_);
+    trained->merged = survivor_merge_.Run(pool_, round, &global_);
     trained->merge_s += Seconds(Clock::now() - merge_start);
     ++trained->merges;
   }
-  void MergeInto(Trained* trained) { MergeAfterRound(trained->run, trained); }
+  void MergeInto(MegaBatchWork* trained) { MergeAfterRound(trained->run, trained); }
 
   // Back to the trusted state, learning rates halved; the global momentum goes too (w_p = w), as
   // the replicas' does, since both may carry the divergence. The clock keeps the lost time, and
@@ -373,7 +373,7 @@ class MultiDeviceRun {
     open_ = trusted_->open;
     if (open_.open()) {
       const uint64_t planned = open_.planned, rows = open_.mega_batch_rows;
-      open_ = Trained{};
+      open_ = MegaBatchWork{};
       open_.run = pool_.EmptyRun();
       open_.planned = planned;
       open_.mega_batch_rows = rows;
@@ -400,7 +400,7 @@ class MultiDeviceRun {
     DevicePool::Snapshot pool;
     std::vector<float> global;  // w; w_p is not kept: a rollback clears the momentum
     RunProgress progress;
-    Trained open;
+    MegaBatchWork open;
   };
   SavedState Capture() const { return SavedState{pool_.TakeSnapshot(), global_.current, progress_, open_}; }
   void TrustCurrent() {
@@ -413,7 +413,7 @@ class MultiDeviceRun {
   }
 
   // Counters, clocks, per-device records and Algorithm 1 after a good mega-batch.
-  void Account(const Trained& trained) {
+  void Account(const MegaBatchWork& trained) {
     const MegaBatchRun& run = trained.run;
     const std::vector<size_t> alive = pool_.alive();
     progress_.rows_done += run.rows;
@@ -449,7 +449,7 @@ class MultiDeviceRun {
     if (engine_.scale_batches && engine_.schedule == EngineOptions::Schedule::kDynamic) {
       // Algorithm 1 over the devices still alive (a dropped one's zero updates would skew the mean).
       std::vector<uint64_t> updates;
-      std::vector<DeviceBatch> states;
+      std::vector<BatchSizeAndLr> states;
       for (size_t i : alive) updates.push_back(run.updates[i]), states.push_back(pool_.states()[i]);
       ScaleBatchSizes(updates, pool_.bounds(), &states);
       for (size_t k = 0; k < alive.size(); ++k) pool_.states()[alive[k]] = states[k];
@@ -500,11 +500,11 @@ class MultiDeviceRun {
   DevicePool pool_;
   merge::GlobalModel global_;
   const nlohmann::json fingerprint_;
-  AliveMerge merging_;
+  SurvivorMerge survivor_merge_;
   const uint64_t rows_per_epoch_, total_rows_;
   const std::vector<uint64_t> eval_rows_, all_test_rows_;  // --eval-rows' sample; the whole test set
   RunProgress progress_;
-  Trained open_;  // the mega-batch the run's end cut, kept open (none: !open())
+  MegaBatchWork open_;  // the mega-batch the run's end cut, kept open (none: !open())
   std::optional<SavedState> trusted_, latest_;  // the rollback target; the state to trust next
   Clock::time_point start_;
   double wall_before_ = 0;
@@ -515,7 +515,7 @@ class MultiDeviceRun {
 
 }  // namespace
 
-TrainResult TrainOnDevices(const data::Dataset& train, const data::Dataset* test,
+TrainResult RunMultiDevice(const data::Dataset& train, const data::Dataset* test,
                            const TrainOptions& options, const EngineOptions& engine,
                            kernels::Model<float>* model, const TrainCallbacks& callbacks,
                            const RunControl& control) {

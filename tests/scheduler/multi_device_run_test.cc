@@ -1,33 +1,19 @@
 // The multi-device engine under the virtual clock: who gets how many rows, whether Algorithm 1
 // equalizes the updates, how idle time behaves under static dispatch, and determinism.
-#include "scheduler/heterogeneous_trainer.h"
+#include "scheduler/multi_device_run.h"
 
 #include <gtest/gtest.h>
 
 #include <numeric>
 
-#include "data/row_normalization.h"
-#include "data/synthetic_generator.h"
+#include "tests/scheduler/scheduler_test_support.h"
 #include "scheduler/metrics_log.h"
 
 namespace xmlt::scheduler {
 namespace {
 
 const data::GeneratedData& Data() {
-  static const data::GeneratedData data = [] {
-    data::GeneratorConfig config;
-    config.train_rows = 6000;
-    config.test_rows = 500;
-    config.features = 800;
-    config.labels = 60;
-    config.nnz_per_row = 20;
-    config.labels_per_row = 2;
-    config.seed = 3;
-    data::GeneratedData generated = data::Generate(config);
-    generated.train = data::NormalizeRowsL2(generated.train);
-    generated.test = data::NormalizeRowsL2(generated.test);
-    return generated;
-  }();
+  static const data::GeneratedData data = testing::NormalizedData(6000, 500, 800, 60, 20, 3);
   return data;
 }
 
@@ -43,21 +29,11 @@ TrainOptions Options() {
 }
 
 EngineOptions Adaptive(const std::string& devices, const std::string& speed) {
-  EngineOptions engine;
-  engine.devices = devices;
-  engine.speed = speed;
-  engine.clock = EngineOptions::Clock::kVirtual;
-  engine.row_cost_s = 1e-4;  // fixed, so that reported times are deterministic too
-  engine.merge_cost_s = 1e-9;
-  return engine;
+  return testing::VirtualClockEngine(devices, speed);
 }
 
 EngineOptions Elastic(const std::string& devices, const std::string& speed) {
-  EngineOptions engine = Adaptive(devices, speed);
-  engine.schedule = EngineOptions::Schedule::kStatic;
-  engine.scale_batches = false;
-  engine.merge = EngineOptions::Merge::kAverage;
-  return engine;
+  return testing::WithAlgo(testing::VirtualClockEngine(devices, speed), "elastic");
 }
 
 std::vector<EvalRecord> TrainRun(const TrainOptions& options, const EngineOptions& engine,
@@ -68,7 +44,7 @@ std::vector<EvalRecord> TrainRun(const TrainOptions& options, const EngineOption
   std::vector<EvalRecord> records;
   TrainCallbacks callbacks;
   callbacks.on_eval = [&](const EvalRecord& r) { records.push_back(r); };
-  TrainOnDevices(data.train, &data.test, options, engine, &model, callbacks);
+  RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks);
   if (model_out != nullptr) *model_out = std::move(model);
   return records;
 }

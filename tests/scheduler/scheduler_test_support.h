@@ -1,0 +1,76 @@
+// What the scheduler tests share: generated, L2-normalized data, and engine options on the virtual
+// clock with fixed costs (so that runs, their times included, are deterministic) for each --algo.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "data/row_normalization.h"
+#include "data/synthetic_generator.h"
+#include "scheduler/train_options.h"
+
+namespace xmlt::testing {
+
+using scheduler::EngineOptions;
+
+inline data::GeneratedData NormalizedData(uint64_t train_rows, uint64_t test_rows, uint32_t features,
+                                          uint32_t labels, uint32_t nnz_per_row, uint64_t seed) {
+  data::GeneratorConfig config;
+  config.train_rows = train_rows;
+  config.test_rows = test_rows;
+  config.features = features;
+  config.labels = labels;
+  config.nnz_per_row = nnz_per_row;
+  config.labels_per_row = 2;
+  config.seed = seed;
+  data::GeneratedData generated = data::Generate(config);
+  generated.train = data::NormalizeRowsL2(generated.train);
+  generated.test = data::NormalizeRowsL2(generated.test);
+  return generated;
+}
+
+// Adaptive SGD (dynamic dispatch, Algorithm 1, normalized merge) on the virtual clock.
+inline EngineOptions VirtualClockEngine(const std::string& devices, const std::string& speed) {
+  EngineOptions engine;
+  engine.devices = devices;
+  engine.speed = speed;
+  engine.clock = EngineOptions::Clock::kVirtual;
+  engine.row_cost_s = 1e-4;
+  engine.merge_cost_s = 1e-9;
+  return engine;
+}
+
+// The schedule and merge of an --algo other than adaptive and single, as the CLI sets them.
+inline EngineOptions WithAlgo(EngineOptions engine, const std::string& algo) {
+  using Schedule = EngineOptions::Schedule;
+  using Merge = EngineOptions::Merge;
+  if (algo == "adaptive") return engine;
+  engine.scale_batches = false;
+  if (algo == "elastic") {
+    engine.schedule = Schedule::kStatic;
+    engine.merge = Merge::kAverage;
+  } else if (algo == "adasum") {
+    engine.schedule = Schedule::kStatic;
+    engine.merge = Merge::kAdasum;
+  } else if (algo == "sync") {
+    engine.schedule = Schedule::kSync;
+    engine.merge = Merge::kGradient;
+  } else if (algo == "crossbow") {
+    engine.schedule = Schedule::kSync;
+    engine.merge = Merge::kCrossbow;
+  } else {
+    ADD_FAILURE() << "no --algo " << algo;
+  }
+  return engine;
+}
+
+// A parameterized test's name from its --algo value: gtest names take no '-'.
+inline std::string AlgoTestName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& c : name)
+    if (c == '-') c = '_';
+  return name;
+}
+
+}  // namespace xmlt::testing
