@@ -55,7 +55,7 @@ uint64_t TotalRows(const std::vector<EvalRecord>& records, size_t device) {
   return rows;
 }
 
-TEST(HeterogeneousTrainer, ATwiceSlowerDeviceGetsAboutHalfTheRowsWithoutBatchScaling) {
+TEST(MultiDeviceRun, ATwiceSlowerDeviceGetsAboutHalfTheRowsWithoutBatchScaling) {
   EngineOptions engine = Adaptive("cpu:2", "1,2");
   engine.scale_batches = false;
   TrainOptions options = Options();
@@ -66,7 +66,7 @@ TEST(HeterogeneousTrainer, ATwiceSlowerDeviceGetsAboutHalfTheRowsWithoutBatchSca
   EXPECT_EQ(uint64_t(fast + slow), records.back().train_samples);
 }
 
-TEST(HeterogeneousTrainer, AdaptiveBatchScalingEqualizesTheUpdates) {
+TEST(MultiDeviceRun, AdaptiveBatchScalingEqualizesTheUpdates) {
   TrainOptions options = Options();
   options.epochs = 6;
   const std::vector<EvalRecord> records = TrainRun(options, Adaptive("cpu:4", "1,1.1,1.2,1.32"));
@@ -87,7 +87,7 @@ TEST(HeterogeneousTrainer, AdaptiveBatchScalingEqualizesTheUpdates) {
               double(last.devices[0].batch) / last.devices[3].batch, 0.1);
 }
 
-TEST(HeterogeneousTrainer, ElasticFastDevicesIdleMoreWhenTheGapGrows) {
+TEST(MultiDeviceRun, ElasticFastDevicesIdleMoreWhenTheGapGrows) {
   const auto idle_of_fast = [](const std::string& speed) {
     const std::vector<EvalRecord> records = TrainRun(Options(), Elastic("cpu:2", speed));
     double idle = 0, busy = 0;
@@ -102,7 +102,7 @@ TEST(HeterogeneousTrainer, ElasticFastDevicesIdleMoreWhenTheGapGrows) {
   EXPECT_NEAR(large_gap, 1.0, 0.05);
 }
 
-TEST(HeterogeneousTrainer, SameSeedGivesIdenticalMetricsAndModels) {
+TEST(MultiDeviceRun, SameSeedGivesIdenticalMetricsAndModels) {
   kernels::Model<float> a, b;
   const EngineOptions engine = Adaptive("cpu:3", "1,1.5,2");
   const std::vector<EvalRecord> first = TrainRun(Options(), engine, &a);
@@ -121,7 +121,7 @@ TEST(HeterogeneousTrainer, SameSeedGivesIdenticalMetricsAndModels) {
   EXPECT_NE(a.params, c.params);
 }
 
-TEST(HeterogeneousTrainer, TrainsEveryRowOnceAnEpochAndLearns) {
+TEST(MultiDeviceRun, TrainsEveryRowOnceAnEpochAndLearns) {
   // Merging every 10 batches, 57 times: the global momentum compounds on top of the replicas'
   // local momentum and, with the paper's gamma 0.9, overshoots (see README, "Adaptive SGD in
   // practice"); this run checks the engine's bookkeeping and learning without it.
@@ -137,7 +137,7 @@ TEST(HeterogeneousTrainer, TrainsEveryRowOnceAnEpochAndLearns) {
   EXPECT_GT(records.back().test.metrics.p1, 0.3);
 }
 
-TEST(HeterogeneousTrainer, RejectsMismatchedSpeedsAndUnknownDevices) {
+TEST(MultiDeviceRun, RejectsMismatchedSpeedsAndUnknownDevices) {
   EXPECT_THROW(TrainRun(Options(), Adaptive("cpu:2", "1,1.1,1.2")), std::invalid_argument);
   EXPECT_THROW(TrainRun(Options(), Adaptive("gpu:0", "")), std::invalid_argument);
   EXPECT_THROW(TrainRun(Options(), Adaptive("cuda:0", "")), std::invalid_argument);
@@ -145,7 +145,7 @@ TEST(HeterogeneousTrainer, RejectsMismatchedSpeedsAndUnknownDevices) {
 
 // --eval-rows: every evaluation but the last scores the same seeded sample, on every device at
 // once; the sums equal one evaluation of the sample on one thread. The last covers the whole set.
-TEST(HeterogeneousTrainer, EvalRowsScoresAFixedSampleOnEveryDeviceAndTheWholeSetLast) {
+TEST(MultiDeviceRun, EvalRowsScoresAFixedSampleOnEveryDeviceAndTheWholeSetLast) {
   TrainOptions options = Options();
   options.epochs = 1;
   options.eval_rows = 101;  // not divisible by the 3 devices
