@@ -109,7 +109,7 @@ void RunAgainstFloor(benchmark::State& state, double floor_bytes, Merge merge) {
 void BM_NormalizedMerge(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
   Model model(n);
-  auto merger = MakeNormalizedMerger(MergeOptions{}, MakeCpuRingCollective());
+  auto merger = MakeNormalizedMerger(MergeOptions{}, MakeCpuPartitionedSumCollective());
   MergeInput input;
   input.batch.assign(n, 256.0);
   input.lr.assign(n, 0.1);
@@ -125,7 +125,7 @@ void BM_NormalizedMerge(benchmark::State& state) {
 void BM_AverageMerge(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
   Model model(n);
-  auto merger = MakeAverageMerger(MergeOptions{}, MakeCpuRingCollective());
+  auto merger = MakeAverageMerger(MergeOptions{}, MakeCpuPartitionedSumCollective());
   const double floor_bytes = 4.0 * kModel * (2.0 * n + 4.0);
   RunAgainstFloor(state, floor_bytes,
                   [&] { merger->Merge(model.set, MergeInput{}, &model.global); });
@@ -135,19 +135,19 @@ void BM_AverageMerge(benchmark::State& state) {
 void BM_WeightedAllReduce(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
   Model model(n);
-  auto ring = MakeCpuRingCollective();
+  auto collective = MakeCpuPartitionedSumCollective();
   const std::vector<double> weights(n, 1.0 / double(n));
   RunAgainstFloor(state, 4.0 * kModel * 2.0 * n,
-                  [&] { ring->WeightedAllReduce(model.set, weights, nullptr); });
+                  [&] { collective->WeightedAllReduce(model.set, weights, nullptr); });
 }
 
 // The norm pass of Algorithm 2: n replicas read.
 void BM_SquaredNorms(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
   Model model(n);
-  auto ring = MakeCpuRingCollective();
+  auto collective = MakeCpuPartitionedSumCollective();
   RunAgainstFloor(state, 4.0 * kModel * n,
-                  [&] { benchmark::DoNotOptimize(ring->SquaredNorms(model.set)); });
+                  [&] { benchmark::DoNotOptimize(collective->SquaredNorms(model.set)); });
 }
 
 // One collective by name: n replicas read, n written.
@@ -160,17 +160,17 @@ void BM_CollectiveAllReduce(benchmark::State& state, const char* name) {
                   [&] { collective->WeightedAllReduce(model.set, weights, nullptr); });
 }
 
-// Adasum against the plain weighted sum (the average merge on the ring) in the same run: both
-// have the same floor (n replicas read and written, global current/previous read and written),
-// and Adasum adds one pass per tree level. adasum_over_sum is the ratio of their times; the
-// Adasum paper calls it "almost as efficient as simply summing".
+// Adasum against the plain weighted sum (the average merge on the partitioned sum) in the same
+// run: both have the same floor (n replicas read and written, global current/previous read and
+// written), and Adasum adds one pass per tree level. adasum_over_sum is the ratio of their times;
+// the Adasum paper calls it "almost as efficient as simply summing".
 void BM_AdasumMerge(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
   Model model(n);
   // A sparse MLP's tensors: first layer, its bias, output layer, its bias.
   model.set.tensors = {0, kModel / 2, kModel / 2 + 128, kModel - 4096};
   auto adasum = MakeAdasumMerger(MergeOptions{});
-  auto sum = MakeAverageMerger(MergeOptions{}, MakeCpuRingCollective());
+  auto sum = MakeAverageMerger(MergeOptions{}, MakeCpuPartitionedSumCollective());
   auto time = [](auto&& f) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
@@ -202,7 +202,7 @@ void BM_AdasumMerge(benchmark::State& state) {
 void BM_ElasticForceMerge(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
   Model model(n);
-  auto merger = MakeElasticForceMerger(MergeOptions{}, MakeCpuRingCollective());
+  auto merger = MakeElasticForceMerger(MergeOptions{}, MakeCpuPartitionedSumCollective());
   const double floor_bytes = 4.0 * kModel * (2.0 * n + 4.0);
   RunAgainstFloor(state, floor_bytes,
                   [&] { merger->Merge(model.set, MergeInput{}, &model.global); });
@@ -212,7 +212,7 @@ void BM_ElasticForceMerge(benchmark::State& state) {
 void BM_GradientMerge(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
   Model model(n);
-  auto merger = MakeGradientMerger(MergeOptions{}, MakeCpuRingCollective());
+  auto merger = MakeGradientMerger(MergeOptions{}, MakeCpuPartitionedSumCollective());
   const double floor_bytes = 4.0 * kModel * (2.0 * n + 4.0);
   RunAgainstFloor(state, floor_bytes,
                   [&] { merger->Merge(model.set, MergeInput{}, &model.global); });

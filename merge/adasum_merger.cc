@@ -4,7 +4,7 @@
 #include <string>
 
 #include "merge/adasum.h"
-#include "merge/global_momentum.h"
+#include "merge/merge_checks.h"
 #include "merge/merger.h"
 
 namespace xmlt::merge {

@@ -1,44 +1,25 @@
-// Elastic SGD's merge: the plain average of the replicas under the global momentum rule.
-#include <stdexcept>
-#include <string>
+// Elastic SGD's merge: the plain average of the replicas under the global momentum rule. Only the
+// weights are here; the rest is the weighted merge skeleton.
+#include <utility>
 
-#include "merge/global_momentum.h"
 #include "merge/merger.h"
+#include "merge/weighted_merger.h"
 
 namespace xmlt::merge {
 namespace {
 
-class AverageMerger : public Merger {
- public:
-  AverageMerger(const MergeOptions& options, std::shared_ptr<Collective> collective)
-      : options_(options), collective_(std::move(collective)) {
-    if (!collective_) throw std::invalid_argument("average merge: no collective");
-  }
-
-  MergeOutcome Merge(const ReplicaSet& replicas, const MergeInput& input,
-                     GlobalModel* global) override {
-    CheckReplicasAndGlobal(replicas, global);
-    const size_t n = replicas.count();
-    CheckOptionalInput(input, n, "average");
-    MergeOutcome outcome;
-    outcome.weights.assign(n, 1.0 / static_cast<double>(n));
-    MergeWithGlobalMomentum(*collective_, replicas, outcome.weights, options_.momentum, global,
-                            options_.momentum_mode);
-    return outcome;
-  }
-
-  std::string name() const override { return "average"; }
-
- private:
-  MergeOptions options_;
-  std::shared_ptr<Collective> collective_;
-};
+// alpha_i = 1/n; the input is not used.
+MergeOutcome AverageWeights(const ReplicaSet& replicas, const MergeInput&, Collective&) {
+  MergeOutcome outcome;
+  outcome.weights.assign(replicas.count(), 1.0 / static_cast<double>(replicas.count()));
+  return outcome;
+}
 
 }  // namespace
 
 std::unique_ptr<Merger> MakeAverageMerger(const MergeOptions& options,
                                           std::shared_ptr<Collective> collective) {
-  return std::make_unique<AverageMerger>(options, std::move(collective));
+  return MakeWeightedMerger("average", options, std::move(collective), AverageWeights);
 }
 
 }  // namespace xmlt::merge

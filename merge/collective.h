@@ -1,7 +1,6 @@
-// Collectives the merges run on. A collective combines the replicas partition by partition, the
-// partitions processed in parallel (one per device), each starting its pass over the replicas at a
-// different device (a ring), so that no single thread gathers everything and memory traffic is
-// spread over the replicas. The CUDA backend adds GPU implementations behind the same interface.
+// Collectives the merges run on: a weighted sum over the replicas, written back into every replica.
+// The CPU ones cut the model into partitions reduced in parallel, so that no single thread gathers
+// everything. The CUDA backend adds GPU implementations behind the same interface.
 #pragma once
 
 #include <functional>
@@ -31,17 +30,25 @@ class Collective {
                                  const FinishBlock& finish) = 0;
 };
 
-// The CPU ring: `partitions` (default: the replica count) parallel partitions of the model, each
-// also split into blocks run in parallel. Boundaries and summation orders are fixed, so results
-// are the same bits whatever the thread count. Throws std::invalid_argument on a weight count
-// other than the replica count, on no replicas (WeightedAllReduce) and on null parameters.
-std::unique_ptr<Collective> MakeCpuRingCollective(size_t partitions = 0);
-// The CPU tree: partitions in parallel as in the ring, but within a block the replicas are summed
-// pairwise in a binary tree over adjacent devices (a different rounding order, log n depth).
+// The CPU partitioned sum: `partitions` (default: the replica count) parallel partitions of the
+// model, each also split into blocks run in parallel; within a block the replicas are summed one
+// after another, partition p starting at replica p mod n so that the partitions begin by reading
+// different replicas. Boundaries and summation orders are fixed, so results are the same bits
+// whatever the thread count. Throws std::invalid_argument on a weight count other than the
+// replica count, on no replicas (WeightedAllReduce) and on null parameters.
+// Deliberately not a ring all-reduce (reduce-scatter then all-gather): a ring balances traffic
+// over point-to-point links, but here every replica is in one memory, where reading and writing
+// each once per cache-sized block is the least traffic; a ring's 2(n-1) dependent passes over
+// chunks would move about twice the bytes.
+std::unique_ptr<Collective> MakeCpuPartitionedSumCollective(size_t partitions = 0);
+// The CPU tree: partitions in parallel as in the partitioned sum, but within a block the replicas
+// are summed pairwise in a binary tree over adjacent devices (a different rounding order, log n
+// depth).
 std::unique_ptr<Collective> MakeCpuTreeCollective(size_t partitions = 0);
 // The naive reference: one thread, replica after replica. For tests and as a baseline.
 std::unique_ptr<Collective> MakeNaiveCollective();
-// "ring", "tree" or "naive"; throws std::invalid_argument otherwise.
+// "ring" (the partitioned sum, under the name the CLI has always used), "tree" or "naive"; throws
+// std::invalid_argument otherwise.
 std::unique_ptr<Collective> MakeCollective(const std::string& name, size_t devices);
 
 }  // namespace xmlt::merge

@@ -6,7 +6,9 @@
 namespace xmlt::merge {
 
 std::unique_ptr<Collective> MakeCollective(const std::string& name, size_t devices) {
-  if (name == "ring") return MakeCpuRingCollective(devices);
+  // "ring" is the partitioned sum's historical name: users type it and checkpoints record it (a
+  // resume must repeat it), so it stays the spelling.
+  if (name == "ring") return MakeCpuPartitionedSumCollective(devices);
   if (name == "tree") return MakeCpuTreeCollective(devices);
   if (name == "naive") return MakeNaiveCollective();
   throw std::invalid_argument("unknown collective '" + name + "' (expected ring, tree or naive)");

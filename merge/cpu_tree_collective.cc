@@ -1,5 +1,6 @@
-// The CPU tree collective: partitions processed in parallel as in the ring, but within a block the
-// replicas are summed pairwise over adjacent devices, ((r0+r1)+(r2+r3))..., in their own buffers.
+// The CPU tree collective: partitions processed in parallel as in the partitioned sum, but within a
+// block the replicas are summed pairwise over adjacent devices, ((r0+r1)+(r2+r3))..., in their own
+// buffers.
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_reduce.h>

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "merge/global_momentum.h"
+#include "merge/merge_checks.h"
 #include "merge/merger.h"
 
 namespace xmlt::merge {

@@ -2,33 +2,7 @@
 // per-block finish step.
 #include "merge/global_momentum.h"
 
-#include <stdexcept>
-#include <string>
-
 namespace xmlt::merge {
-
-void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global) {
-  if (replicas.count() == 0) throw std::invalid_argument("merge: no replicas");
-  if (global == nullptr) throw std::invalid_argument("merge: no global model");
-  for (const float* x : replicas.params)
-    if (x == nullptr && replicas.size > 0)
-      throw std::invalid_argument("merge: null replica parameters");
-  if (global->current.size() != replicas.size || global->previous.size() != replicas.size) {
-    throw std::invalid_argument("merge: replicas have " + std::to_string(replicas.size) +
-                                " parameters, global model " +
-                                std::to_string(global->current.size()) + " (previous " +
-                                std::to_string(global->previous.size()) + ")");
-  }
-}
-
-void CheckOptionalInput(const MergeInput& input, size_t replicas, const std::string& merge) {
-  for (size_t got : {input.batch.size(), input.lr.size(), input.updates.size()}) {
-    if (got != 0 && got != replicas) {
-      throw std::invalid_argument(merge + " merge: input has " + std::to_string(got) + " entries for " +
-                                  std::to_string(replicas) + " replicas");
-    }
-  }
-}
 
 FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum, MomentumMode mode) {
   float* current = global->current.data();

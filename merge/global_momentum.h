@@ -1,9 +1,8 @@
-// What every model-averaging merge shares: input checks and the global momentum update
-// (kHeavy: w' = sum_i alpha_i w_i + gamma (w - w_p); kNesterov: w' = sum_i alpha_i w_i, replicas
-// restart from w' + gamma (w' - w)); w_p <- w; w <- w', run through a collective.
+// The global momentum update of the model-averaging merges (kHeavy: w' = sum_i alpha_i w_i +
+// gamma (w - w_p); kNesterov: w' = sum_i alpha_i w_i, replicas restart from w' + gamma (w' - w));
+// w_p <- w; w <- w', run through a collective.
 #pragma once
 
-#include <string>
 #include <vector>
 
 #include "merge/collective.h"
@@ -11,14 +10,6 @@
 #include "merge/replica_set.h"
 
 namespace xmlt::merge {
-
-// Throws std::invalid_argument unless there is at least one replica, no replica pointer is null,
-// and global->current and global->previous both have replicas.size parameters.
-void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global);
-
-// Throws std::invalid_argument unless each of the input's vectors is empty or has one entry per
-// replica (for merges that use the input at most partly). `merge` names the merge in the message.
-void CheckOptionalInput(const MergeInput& input, size_t replicas, const std::string& merge);
 
 // The collective's finish step for the rule above: reads and rewrites global->current and
 // global->previous block by block, so it needs no buffer beyond them. It leaves in `values` what

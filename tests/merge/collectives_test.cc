@@ -1,6 +1,7 @@
-// The ring, tree and naive collectives against one serial double-precision reference: replica
-// counts 1..8, sizes 0, 1, below and not divisible by the count, and large; weights that do not
-// sum to 1 and negative ones; bits independent of runs and thread counts; MakeCollective names.
+// The collectives by their MakeCollective names ("ring" is the partitioned sum) against one
+// serial double-precision reference: replica counts 1..8, sizes 0, 1, below and not divisible by
+// the count, and large; weights that do not sum to 1 and negative ones; bits independent of runs
+// and thread counts; the names MakeCollective accepts.
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 

@@ -20,7 +20,7 @@ std::unique_ptr<Merger> Elastic(double alpha, double gamma) {
   MergeOptions options;
   options.elastic_alpha = alpha;
   options.momentum = gamma;
-  return MakeElasticForceMerger(options, MakeCpuRingCollective());
+  return MakeElasticForceMerger(options, MakeCpuPartitionedSumCollective());
 }
 
 // CROSSBOW: a = 1/2 (elastic_alpha 0 means 1/n), gamma = 0.9, x = x_prev = {1, 2}.
@@ -114,7 +114,7 @@ TEST(ElasticForceMerger, RejectsBadAlphaAndNesterov) {
   MergeOptions nesterov;
   nesterov.momentum_mode = MomentumMode::kNesterov;
   try {
-    MakeElasticForceMerger(nesterov, MakeCpuRingCollective());
+    MakeElasticForceMerger(nesterov, MakeCpuPartitionedSumCollective());
     ADD_FAILURE() << "Nesterov accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string::npos, std::string(e.what()).find("Nesterov")) << e.what();

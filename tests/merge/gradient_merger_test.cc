@@ -49,7 +49,7 @@ MergeInput OneStepEach(size_t n) {
 TEST(GradientMerger, AveragedGradientWithMomentumOverTwoRounds) {
   MergeOptions options;
   options.momentum = 0.9;
-  auto merger = MakeGradientMerger(options, MakeCpuRingCollective());
+  auto merger = MakeGradientMerger(options, MakeCpuPartitionedSumCollective());
   EXPECT_EQ("gradient", merger->name());
   GlobalModel global{{1, 2, 3}, {1, 2, 3}};
   Steps r(global.current, 0.1f, {{1, 0, -2}, {3, -4, 0}});
@@ -76,7 +76,7 @@ TEST(GradientMerger, NesterovStepsFromTheLookAhead) {
   MergeOptions options;
   options.momentum = 0.5;
   options.momentum_mode = MomentumMode::kNesterov;
-  auto merger = MakeGradientMerger(options, MakeCpuRingCollective());
+  auto merger = MakeGradientMerger(options, MakeCpuPartitionedSumCollective());
   GlobalModel global{{1, 2}, {0, 2}};
   Steps r({1.5f, 2}, 0.1f, {{1, 2}, {3, 0}});
   merger->Merge(r.View(), OneStepEach(2), &global);
@@ -87,7 +87,7 @@ TEST(GradientMerger, NesterovStepsFromTheLookAhead) {
 
 TEST(GradientMerger, NeedsAtMostOneUpdatePerReplica) {
   MergeOptions options;
-  auto merger = MakeGradientMerger(options, MakeCpuRingCollective());
+  auto merger = MakeGradientMerger(options, MakeCpuPartitionedSumCollective());
   GlobalModel global{{1, 2}, {1, 2}};
   Steps r(global.current, 0.1f, {{1, 1}, {2, 2}});
   const std::vector<std::vector<float>> before = r.data;
@@ -113,7 +113,7 @@ TEST(GradientMerger, NeedsAtMostOneUpdatePerReplica) {
 TEST(GradientMerger, DevicesThatSatOutAreLeftOutOfTheMean) {
   MergeOptions options;
   options.momentum = 0;
-  auto merger = MakeGradientMerger(options, MakeCpuRingCollective());
+  auto merger = MakeGradientMerger(options, MakeCpuPartitionedSumCollective());
   GlobalModel global{{1, 2}, {1, 2}};
   std::vector<std::vector<float>> data = {{1, 2}, {1.2f, 1.8f}};
   ReplicaSet replicas;

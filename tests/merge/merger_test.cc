@@ -46,7 +46,7 @@ std::unique_ptr<Merger> Normalized(double momentum, double threshold = 0.1, doub
   options.pert_threshold = threshold;
   options.pert_delta = delta;
   options.renormalize_perturbed = renormalize;
-  return MakeNormalizedMerger(options, MakeCpuRingCollective());
+  return MakeNormalizedMerger(options, MakeCpuPartitionedSumCollective());
 }
 
 MergeInput Input(std::vector<double> batch, std::vector<uint64_t> updates) {
@@ -250,6 +250,9 @@ TEST(NormalizedMerger, RejectsInconsistentInputsWithoutTouchingTheModel) {
   EXPECT_THROW(merger->Merge(r.View(), bad_lr, &global), std::invalid_argument);
   EXPECT_THROW(merger->Merge(r.View(), Input({0, 0}, {4, 4}), &global), std::invalid_argument);
   EXPECT_THROW(merger->Merge(r.View(), Input({-1, 2}, {4, 4}), &global), std::invalid_argument);
+  // Unlike the average, Algorithm 2 needs both the batch sizes and the update counts.
+  EXPECT_THROW(merger->Merge(r.View(), Input({}, {4, 4}), &global), std::invalid_argument);
+  EXPECT_THROW(merger->Merge(r.View(), Input({1, 2}, {}), &global), std::invalid_argument);
   EXPECT_THROW(merger->Merge(r.View(), Input({1, 2}, {1, 2}), nullptr), std::invalid_argument);
   EXPECT_THROW(merger->Merge(ReplicaSet{}, MergeInput{}, &global), std::invalid_argument);
   GlobalModel small = Global({0, 0}, {0, 0});
@@ -269,7 +272,7 @@ TEST(AverageMerger, EqualWeightsAndNoPerturbation) {
   // Small norms would perturb Algorithm 2; the average never does: (1 + 3) / 2, (2 + 6) / 2.
   MergeOptions options;
   options.momentum = 0.0;
-  auto merger = MakeAverageMerger(options, MakeCpuRingCollective());
+  auto merger = MakeAverageMerger(options, MakeCpuPartitionedSumCollective());
   EXPECT_EQ("average", merger->name());
   Replicas r{{{0.001f, 0.002f}, {0.003f, 0.006f}}};
   GlobalModel global = Global({0, 0}, {0, 0});
@@ -283,7 +286,7 @@ TEST(AverageMerger, GlobalMomentum) {
   // mean {0.01, 0.02, 0.03, 0.06} = 0.03; + 0.5 (0.01 - 0) = 0.035; w_p <- 0.01.
   MergeOptions options;
   options.momentum = 0.5;
-  auto merger = MakeAverageMerger(options, MakeCpuRingCollective(2));
+  auto merger = MakeAverageMerger(options, MakeCpuPartitionedSumCollective(2));
   Replicas r = Constant({0.01f, 0.02f, 0.03f, 0.06f}, 3);
   GlobalModel global = Global({0.01f, 0.01f, 0.01f}, {0, 0, 0});
   const MergeOutcome out = merger->Merge(r.View(), MergeInput{}, &global);

@@ -50,7 +50,7 @@ TEST(MomentumModes, HeavyIsTheDefault) {
 //       look-ahead {1.75 + 0.5 * 0.25, 6.25 + 0.5 * 2.25} = {1.875, 7.375}.
 // The norms are large: no perturbation.
 TEST(MomentumModes, NormalizedNesterovOverTwoRounds) {
-  auto merger = MakeNormalizedMerger(Nesterov(0.5), MakeCpuRingCollective());
+  auto merger = MakeNormalizedMerger(Nesterov(0.5), MakeCpuPartitionedSumCollective());
   GlobalModel global{{1, -1}, {1, -1}};
   Replicas r{{{3, 1}, {1, 5}}};
   MergeOutcome out = merger->Merge(r.View(), Input({1, 3}, {2, 2}), &global);
@@ -74,7 +74,7 @@ TEST(MomentumModes, NormalizedNesterovOverTwoRounds) {
 //       w_p = {2, 3, -4}; look-ahead {3.5 + 0.9 * 1.5, 4.5 + 0.9 * 1.5, -3 + 0.9 * 1}
 //       = {4.85, 5.85, -2.1}.
 TEST(MomentumModes, AverageNesterovOverTwoRounds) {
-  auto merger = MakeAverageMerger(Nesterov(0.9), MakeCpuRingCollective());
+  auto merger = MakeAverageMerger(Nesterov(0.9), MakeCpuPartitionedSumCollective());
   GlobalModel global{{0, 2, -4}, {0, 2, -4}};
   Replicas r{{{1, 2, -3}, {3, 4, -5}}};
   MergeOutcome out = merger->Merge(r.View(), MergeInput{}, &global);
@@ -95,7 +95,7 @@ TEST(MomentumModes, AverageNesterovOverTwoRounds) {
 TEST(MomentumModes, HeavyAddsTheMomentumToTheGlobalModel) {
   MergeOptions options;
   options.momentum = 0.9;
-  auto merger = MakeAverageMerger(options, MakeCpuRingCollective());
+  auto merger = MakeAverageMerger(options, MakeCpuPartitionedSumCollective());
   GlobalModel global{{0, 2, -4}, {-1, 2, -5}};
   Replicas r{{{1, 2, -3}, {3, 4, -5}}};
   merger->Merge(r.View(), MergeInput{}, &global);
@@ -104,9 +104,9 @@ TEST(MomentumModes, HeavyAddsTheMomentumToTheGlobalModel) {
   ExpectEveryReplica(r, {2.9f, 3, -3.1f});
 }
 
-// Several partitions and blocks (the ring's block is 4096 parameters): the finish step must index
-// the global model at each block's offset. w[j] = j, w_p[j] = j - 2, replicas j + 1 and j + 3:
-// w' = j + 2, w_p <- j, look-ahead j + 2 + 0.5 * 2 = j + 3 (all exact in float).
+// Several partitions and blocks (the partitioned sum's block is 4096 parameters): the finish step
+// must index the global model at each block's offset. w[j] = j, w_p[j] = j - 2, replicas j + 1
+// and j + 3: w' = j + 2, w_p <- j, look-ahead j + 2 + 0.5 * 2 = j + 3 (all exact in float).
 TEST(MomentumModes, NesterovFinishFollowsBlockOffsets) {
   const size_t size = 10007;
   GlobalModel global{std::vector<float>(size), std::vector<float>(size)};
@@ -122,7 +122,7 @@ TEST(MomentumModes, NesterovFinishFollowsBlockOffsets) {
     ahead[j] = x + 3;
     old[j] = x;
   }
-  MergeWithGlobalMomentum(*MakeCpuRingCollective(3), r.View(), {0.5, 0.5}, 0.5, &global,
+  MergeWithGlobalMomentum(*MakeCpuPartitionedSumCollective(3), r.View(), {0.5, 0.5}, 0.5, &global,
                           MomentumMode::kNesterov);
   ExpectModel(merged, global.current);
   ExpectModel(old, global.previous);

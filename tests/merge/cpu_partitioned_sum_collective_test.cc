@@ -1,5 +1,6 @@
-// Property tests of the CPU ring collective against serial double-precision references, over
-// replica counts, sizes smaller than and not divisible by the replica count, and thread counts.
+// Property tests of the CPU partitioned sum against serial double-precision references, over
+// replica counts, sizes smaller than and not divisible by the replica count, and thread counts; and
+// its documented summation order, bit for bit.
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 
@@ -48,7 +49,7 @@ void ExpectAllReplicasEqual(const Replicas& r, const std::vector<float>& expecte
         << "replica " << i;
 }
 
-TEST(CpuRingCollective, WeightedAllReduceIdentityMatchesSerialReference) {
+TEST(CpuPartitionedSumCollective, WeightedAllReduceIdentityMatchesSerialReference) {
   for (size_t n = 1; n <= 8; ++n) {
     for (size_t size : SizesFor(n)) {
       for (size_t partitions : {size_t{0}, size_t{3}, n + 2}) {
@@ -63,7 +64,7 @@ TEST(CpuRingCollective, WeightedAllReduceIdentityMatchesSerialReference) {
           }
         }
         std::vector<int> seen(size, 0);
-        MakeCpuRingCollective(partitions)
+        MakeCpuPartitionedSumCollective(partitions)
             ->WeightedAllReduce(r.View(), w, [&](size_t begin, size_t end, float*) {
               for (size_t j = begin; j < end; ++j) ++seen[j];  // blocks are disjoint
             });
@@ -77,7 +78,7 @@ TEST(CpuRingCollective, WeightedAllReduceIdentityMatchesSerialReference) {
   }
 }
 
-TEST(CpuRingCollective, WeightedAllReduceMomentumFinishMatchesSerialReference) {
+TEST(CpuPartitionedSumCollective, WeightedAllReduceMomentumFinishMatchesSerialReference) {
   const double gamma = 0.9;
   for (size_t n = 1; n <= 8; ++n) {
     for (size_t size : SizesFor(n)) {
@@ -98,7 +99,7 @@ TEST(CpuRingCollective, WeightedAllReduceMomentumFinishMatchesSerialReference) {
           }
         }
         const std::vector<float> old_current = global.current;
-        MakeCpuRingCollective(partitions)
+        MakeCpuPartitionedSumCollective(partitions)
             ->WeightedAllReduce(r.View(), w, GlobalMomentumFinish(&global, gamma));
         for (size_t j = 0; j < size; ++j) {
           ASSERT_NEAR(ref[j], global.current[j], Tolerance(mag[j])) << "parameter " << j;
@@ -110,13 +111,38 @@ TEST(CpuRingCollective, WeightedAllReduceMomentumFinishMatchesSerialReference) {
   }
 }
 
-TEST(CpuRingCollective, SquaredNormsMatchSerialReference) {
+// With unit weights every term is exact, so the bits show the order of the sums: partition p of
+// n over [size p / n, size (p + 1) / n) adds the replicas p, p + 1, ... (mod n) one after another.
+TEST(CpuPartitionedSumCollective, SumsEachPartitionFromItsOwnReplica) {
+  for (size_t n = 1; n <= 7; ++n) {
+    for (size_t size : {n - 1, 1000 * n + n - 1}) {  // fewer parameters than partitions; uneven
+      SCOPED_TRACE(::testing::Message() << "n=" << n << " size=" << size);
+      Replicas r = RandomReplicas(n, size, static_cast<uint32_t>(n + size));
+      for (auto& d : r.data)
+        for (size_t j = 0; j < size; ++j) d[j] *= std::pow(10.0f, float(j % 7) - 3.0f);
+      std::vector<float> expected(size);
+      for (size_t p = 0; p < n; ++p) {
+        for (size_t j = size * p / n; j < size * (p + 1) / n; ++j) {
+          float sum = r.data[p][j];
+          for (size_t k = 1; k < n; ++k) sum += r.data[(p + k) % n][j];
+          expected[j] = sum;
+        }
+      }
+      MakeCpuPartitionedSumCollective()->WeightedAllReduce(r.View(), std::vector<double>(n, 1.0),
+                                                           nullptr);
+      ExpectAllReplicasEqual(r, expected);
+    }
+  }
+}
+
+TEST(CpuPartitionedSumCollective, SquaredNormsMatchSerialReference) {
   for (size_t n = 1; n <= 8; ++n) {
     for (size_t size : SizesFor(n)) {
       for (size_t partitions : {size_t{0}, size_t{3}, size_t{16}}) {
         SCOPED_TRACE(::testing::Message() << "n=" << n << " size=" << size << " P=" << partitions);
         Replicas r = RandomReplicas(n, size, static_cast<uint32_t>(n + 31 * size));
-        const std::vector<double> norms = MakeCpuRingCollective(partitions)->SquaredNorms(r.View());
+        const std::vector<double> norms =
+            MakeCpuPartitionedSumCollective(partitions)->SquaredNorms(r.View());
         ASSERT_EQ(n, norms.size());
         for (size_t i = 0; i < n; ++i) {
           double ref = 0.0;
@@ -128,7 +154,7 @@ TEST(CpuRingCollective, SquaredNormsMatchSerialReference) {
   }
 }
 
-TEST(CpuRingCollective, SameBitsWhateverTheThreadCountAndRun) {
+TEST(CpuPartitionedSumCollective, SameBitsWhateverTheThreadCountAndRun) {
   const size_t n = 5, size = 1'000'003;
   const Replicas start = RandomReplicas(n, size, 42);
   const std::vector<double> w = OddWeights(n, 43);
@@ -138,9 +164,9 @@ TEST(CpuRingCollective, SameBitsWhateverTheThreadCountAndRun) {
     std::vector<double> norms;
     tbb::task_arena arena(threads);
     arena.execute([&] {
-      auto ring = MakeCpuRingCollective();
-      norms = ring->SquaredNorms(r.View());
-      ring->WeightedAllReduce(r.View(), w, GlobalMomentumFinish(&global, 0.9));
+      auto collective = MakeCpuPartitionedSumCollective();
+      norms = collective->SquaredNorms(r.View());
+      collective->WeightedAllReduce(r.View(), w, GlobalMomentumFinish(&global, 0.9));
     });
     return std::make_pair(norms, r.data[n - 1]);
   };
@@ -154,12 +180,13 @@ TEST(CpuRingCollective, SameBitsWhateverTheThreadCountAndRun) {
   }
 }
 
-TEST(CpuRingCollective, RejectsBadArguments) {
+TEST(CpuPartitionedSumCollective, RejectsBadArguments) {
   Replicas r = RandomReplicas(3, 10, 1);
-  auto ring = MakeCpuRingCollective();
-  EXPECT_THROW(ring->WeightedAllReduce(r.View(), {1.0, 2.0}, nullptr), std::invalid_argument);
-  EXPECT_THROW(ring->WeightedAllReduce(ReplicaSet{}, {}, nullptr), std::invalid_argument);
-  EXPECT_TRUE(ring->SquaredNorms(ReplicaSet{}).empty());
+  auto collective = MakeCpuPartitionedSumCollective();
+  EXPECT_THROW(collective->WeightedAllReduce(r.View(), {1.0, 2.0}, nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(collective->WeightedAllReduce(ReplicaSet{}, {}, nullptr), std::invalid_argument);
+  EXPECT_TRUE(collective->SquaredNorms(ReplicaSet{}).empty());
 }
 
 }  // namespace

@@ -1,13 +1,12 @@
-// The CPU ring collective: the model is cut into fixed partitions processed in parallel, each one
-// visiting the replicas in ring order from its own starting replica, block by cache-sized block.
+// The CPU partitioned sum: the model is cut into fixed partitions reduced in parallel, block by
+// cache-sized block; within a block the replicas are summed one after another, each partition
+// starting at its own replica. Not a ring all-reduce (see collective.h for why not).
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
-#include <tbb/parallel_reduce.h>
 
 #include <algorithm>
 #include <cstring>
-#include <stdexcept>
-#include <string>
+#include <vector>
 
 #include "merge/collective.h"
 #include "merge/collective_support.h"
@@ -18,9 +17,10 @@ namespace {
 // Parameters combined at a time: the block of every replica, the accumulator and what finish
 // touches stay in L2, so the write-back to the replicas hits lines that are already cached.
 constexpr size_t kBlock = 4096;
-class CpuRingCollective : public Collective {
+
+class CpuPartitionedSumCollective : public Collective {
  public:
-  explicit CpuRingCollective(size_t partitions) : partitions_(partitions) {}
+  explicit CpuPartitionedSumCollective(size_t partitions) : partitions_(partitions) {}
 
   std::vector<double> SquaredNorms(const ReplicaSet& replicas) override {
     CheckReplicaPointers(replicas);
@@ -53,7 +53,7 @@ class CpuRingCollective : public Collective {
       if (lo == hi) return;
       const size_t blocks = (hi - lo + kBlock - 1) / kBlock;
       // Blocks of one partition are independent too, so a partition does not wait on one core
-      // when there are fewer partitions than cores; the ring order inside a block is unchanged.
+      // when there are fewer partitions than cores; the summation order inside a block is fixed.
       tbb::parallel_for(tbb::blocked_range<size_t>(0, blocks), [&](const auto& r) {
         for (size_t b = r.begin(); b != r.end(); ++b) {
           const size_t begin = lo + b * kBlock;
@@ -64,7 +64,6 @@ class CpuRingCollective : public Collective {
   }
 
  private:
-
   size_t Partitions(size_t replicas) const {
     return std::max<size_t>(1, partitions_ > 0 ? partitions_ : replicas);
   }
@@ -72,6 +71,8 @@ class CpuRingCollective : public Collective {
   // First parameter of partition p of `parts` over [0, size): depends only on the three numbers.
   static size_t Begin(size_t p, size_t parts, size_t size) { return size * p / parts; }
 
+  // Sums the replicas' block in the order first, first + 1, ... (mod n), finishes it and writes
+  // it back to every replica.
   static void ReduceBlock(const ReplicaSet& replicas, const std::vector<double>& weights,
                           size_t first, size_t begin, size_t end, const FinishBlock& finish) {
     const size_t n = replicas.count();
@@ -103,8 +104,8 @@ class CpuRingCollective : public Collective {
 
 }  // namespace
 
-std::unique_ptr<Collective> MakeCpuRingCollective(size_t partitions) {
-  return std::make_unique<CpuRingCollective>(partitions);
+std::unique_ptr<Collective> MakeCpuPartitionedSumCollective(size_t partitions) {
+  return std::make_unique<CpuPartitionedSumCollective>(partitions);
 }
 
 }  // namespace xmlt::merge

@@ -1,0 +1,35 @@
+// The merges' argument checks; see merge_checks.h.
+#include "merge/merge_checks.h"
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace xmlt::merge {
+
+void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global) {
+  if (replicas.count() == 0) throw std::invalid_argument("merge: no replicas");
+  if (global == nullptr) throw std::invalid_argument("merge: no global model");
+  for (const float* x : replicas.params)
+    if (x == nullptr && replicas.size > 0)
+      throw std::invalid_argument("merge: null replica parameters");
+  if (global->current.size() != replicas.size || global->previous.size() != replicas.size) {
+    throw std::invalid_argument("merge: replicas have " + std::to_string(replicas.size) +
+                                " parameters, global model " +
+                                std::to_string(global->current.size()) + " (previous " +
+                                std::to_string(global->previous.size()) + ")");
+  }
+}
+
+void CheckOptionalInput(const MergeInput& input, size_t replicas, const std::string& merge) {
+  const std::pair<const char*, size_t> sizes[] = {
+      {"batch", input.batch.size()}, {"updates", input.updates.size()}, {"lr", input.lr.size()}};
+  for (const auto& [what, got] : sizes) {
+    if (got != 0 && got != replicas) {
+      throw std::invalid_argument(merge + " merge: " + what + " has " + std::to_string(got) +
+                                  " entries for " + std::to_string(replicas) + " replicas");
+    }
+  }
+}
+
+}  // namespace xmlt::merge

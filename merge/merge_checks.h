@@ -1,0 +1,20 @@
+// The argument checks every merge makes before it touches a replica or the global model.
+#pragma once
+
+#include <string>
+
+#include "merge/merger.h"
+#include "merge/replica_set.h"
+
+namespace xmlt::merge {
+
+// Throws std::invalid_argument unless there is at least one replica, no replica pointer is null,
+// and global->current and global->previous both have replicas.size parameters.
+void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global);
+
+// Throws std::invalid_argument unless each of the input's vectors is empty or has one entry per
+// replica (a merge that needs a vector checks that it is not empty). `merge` names the merge in
+// the message.
+void CheckOptionalInput(const MergeInput& input, size_t replicas, const std::string& merge);
+
+}  // namespace xmlt::merge
