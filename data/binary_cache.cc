@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "data/atomic_file.h"
+#include "data/byte_reader.h"
 #include "data/input_error.h"
 #include "data/mapped_file.h"
 
@@ -176,10 +177,10 @@ Header CheckedHeader(const std::string& path, const char* base, uint64_t size) {
   if (size < sizeof(kMagic) || std::memcmp(base, kMagic, sizeof kMagic) != 0) {
     throw InputError(path, 0, "not an xmltrain binary cache (bad magic)");
   }
-  // The version is read before the header size is checked: an older header may be shorter.
-  uint32_t version = 0;
-  if (size < sizeof(kMagic) + sizeof version) Corrupt(path, "file of " + std::to_string(size) + " bytes is too short");
-  std::memcpy(&version, base + sizeof kMagic, sizeof version);
+  ByteReader reader(base, size, path, "binary cache");
+  reader.ReadBytes(sizeof kMagic, "magic");
+  // The version is read before the whole header: an older header may be shorter.
+  const uint32_t version = reader.Read<uint32_t>("version");
   if (version >= 1 && version < kVersion) {
     throw InputError(path, 0,
                      "binary cache version " + std::to_string(version) +
@@ -190,10 +191,7 @@ Header CheckedHeader(const std::string& path, const char* base, uint64_t size) {
                      "binary cache version " + std::to_string(version) +
                          " is not supported (expected " + std::to_string(kVersion) + ")");
   }
-  if (size < sizeof(Header)) Corrupt(path, "file of " + std::to_string(size) + " bytes is too short");
-  Header h;
-  std::memcpy(&h, base, sizeof h);
-  return h;
+  return ByteReader(base, size, path, "binary cache").Read<Header>("header");
 }
 
 SourceStamp StampIn(const Header& h) {
@@ -339,7 +337,7 @@ void ReadBinaryCacheKey(const std::string& path, bool* one_based, SourceStamp* s
   std::fclose(file);
   const uint64_t size = static_cast<uint64_t>(info.st_size);
   if (got < std::min<uint64_t>(size, sizeof bytes)) throw InputError(path, 0, "cannot read the header");
-  const Header h = CheckedHeader(path, bytes, size);
+  const Header h = CheckedHeader(path, bytes, got);
   *one_based = (h.flags & kFlagOneBased) != 0;
   *source = StampIn(h);
 }

@@ -3,13 +3,14 @@
 
 #include <xxhash.h>
 
-#include <array>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
 #include "data/atomic_file.h"
+#include "data/byte_reader.h"
+#include "data/byte_writer.h"
 #include "data/input_error.h"
 
 namespace xmlt::engine {
@@ -20,45 +21,18 @@ constexpr uint32_t kVersion = 1;
 constexpr uint32_t kMaxHiddenLayers = 64;
 constexpr uint32_t kFlagNormalizeRows = 1;
 
-// Little-endian fixed-size fields appended to a byte buffer (the file is only read on the same
-// kind of machine it is written on: x86-64 or aarch64, both little-endian).
-template <class T>
-void Put(std::vector<char>* out, const T& value) {
-  const char* bytes = reinterpret_cast<const char*>(&value);
-  out->insert(out->end(), bytes, bytes + sizeof(T));
-}
-
-class Reader {
- public:
-  Reader(const std::vector<char>& bytes, const std::string& path) : bytes_(bytes), path_(path) {}
-  template <class T>
-  T Get(const char* what) {
-    if (bytes_.size() - pos_ < sizeof(T)) throw data::InputError(path_, 0, std::string("truncated model file (") + what + ")");
-    T value;
-    std::memcpy(&value, bytes_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return value;
-  }
-  size_t pos() const { return pos_; }
-
- private:
-  const std::vector<char>& bytes_;
-  const std::string& path_;
-  size_t pos_ = 0;
-};
-
 }  // namespace
 
 void SaveModel(const kernels::Model<float>& model, const std::string& path) {
-  std::vector<char> header;
-  header.insert(header.end(), kMagic, kMagic + sizeof(kMagic));
-  Put(&header, kVersion);
-  Put(&header, uint32_t(model.shape.hidden.size()));
-  Put(&header, uint32_t(model.shape.normalize_rows ? kFlagNormalizeRows : 0));
-  Put(&header, uint64_t(model.shape.num_features));
-  Put(&header, uint64_t(model.shape.num_labels));
-  for (uint32_t h : model.shape.hidden) Put(&header, h);
-  Put(&header, uint64_t(model.params.size()));
+  data::ByteWriter header;
+  header.AppendBytes(kMagic, sizeof(kMagic));
+  header.Append(kVersion);
+  header.Append(uint32_t(model.shape.hidden.size()));
+  header.Append(uint32_t(model.shape.normalize_rows ? kFlagNormalizeRows : 0));
+  header.Append(uint64_t(model.shape.num_features));
+  header.Append(uint64_t(model.shape.num_labels));
+  for (uint32_t h : model.shape.hidden) header.Append(h);
+  header.Append(uint64_t(model.params.size()));
   const size_t param_bytes = model.params.size() * sizeof(float);
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
@@ -87,23 +61,23 @@ kernels::Model<float> LoadModel(const std::string& path) {
 
   if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
     throw data::InputError(path, 0, "not an xmltrain model file");
-  Reader reader(bytes, path);
-  reader.Get<std::array<char, 8>>("magic");
-  const uint32_t version = reader.Get<uint32_t>("version");
+  data::ByteReader reader(bytes.data(), bytes.size(), path, "model file");
+  reader.ReadBytes(sizeof(kMagic), "magic");
+  const uint32_t version = reader.Read<uint32_t>("version");
   if (version != kVersion)
     throw data::InputError(path, 0, "model file version " + std::to_string(version) +
                                         " is not supported (expected " + std::to_string(kVersion) + ")");
-  const uint32_t layers = reader.Get<uint32_t>("layer count");
+  const uint32_t layers = reader.Read<uint32_t>("layer count");
   if (layers == 0 || layers > kMaxHiddenLayers)
     throw data::InputError(path, 0, "bad hidden layer count " + std::to_string(layers));
-  const uint32_t flags = reader.Get<uint32_t>("flags");
+  const uint32_t flags = reader.Read<uint32_t>("flags");
   if ((flags & ~kFlagNormalizeRows) != 0) throw data::InputError(path, 0, "unknown model flags " + std::to_string(flags));
   kernels::ModelShape shape;
   shape.normalize_rows = (flags & kFlagNormalizeRows) != 0;
-  shape.num_features = reader.Get<uint64_t>("features");
-  shape.num_labels = reader.Get<uint64_t>("labels");
-  for (uint32_t i = 0; i < layers; ++i) shape.hidden.push_back(reader.Get<uint32_t>("hidden size"));
-  const uint64_t count = reader.Get<uint64_t>("parameter count");
+  shape.num_features = reader.Read<uint64_t>("features");
+  shape.num_labels = reader.Read<uint64_t>("labels");
+  for (uint32_t i = 0; i < layers; ++i) shape.hidden.push_back(reader.Read<uint32_t>("hidden size"));
+  const uint64_t count = reader.Read<uint64_t>("parameter count");
   try {
     kernels::ValidateShape(shape);
   } catch (const std::invalid_argument& e) {
@@ -111,17 +85,18 @@ kernels::Model<float> LoadModel(const std::string& path) {
   }
   if (count != shape.NumParameters())
     throw data::InputError(path, 0, "parameter count does not match the model shape " + shape.ToString());
-  const size_t header_bytes = reader.pos();
-  if (bytes.size() != header_bytes + count * sizeof(float) + sizeof(uint64_t))
+  // The exact length, checked as a whole so that a file too long is refused too. ValidateShape
+  // bounds count by 2^40, so the product cannot wrap around.
+  if (reader.remaining() != count * sizeof(float) + sizeof(uint64_t))
     throw data::InputError(path, 0, "truncated or oversized model file (" + std::to_string(bytes.size()) +
                                         " bytes for shape " + shape.ToString() + ")");
-  uint64_t stored;
-  std::memcpy(&stored, bytes.data() + bytes.size() - sizeof(stored), sizeof(stored));
+  const char* params = reader.ReadBytes(count * sizeof(float), "parameters");
+  const uint64_t stored = reader.Read<uint64_t>("checksum");
   if (XXH3_64bits(bytes.data(), bytes.size() - sizeof(stored)) != stored)
     throw data::InputError(path, 0, "checksum mismatch: the model file is corrupt");
 
   kernels::Model<float> model = kernels::ZeroModel<float>(shape);
-  std::memcpy(model.params.data(), bytes.data() + header_bytes, count * sizeof(float));
+  std::memcpy(model.params.data(), params, count * sizeof(float));
   return model;
 }
 

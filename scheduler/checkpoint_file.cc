@@ -9,6 +9,8 @@
 #include <filesystem>
 
 #include "data/atomic_file.h"
+#include "data/byte_reader.h"
+#include "data/byte_writer.h"
 #include "data/input_error.h"
 
 namespace xmlt::scheduler {
@@ -19,40 +21,6 @@ constexpr uint32_t kVersion = 1;
 constexpr uint32_t kMaxSections = 4096;
 constexpr uint32_t kMaxNameBytes = 256;
 constexpr const char* kFileName = "checkpoint.xmlc";
-
-template <class T>
-void Put(std::string* out, const T& value) {
-  out->append(reinterpret_cast<const char*>(&value), sizeof(T));
-}
-
-// Reads fixed-size fields and byte ranges, never past the end (the checksum excluded).
-class Cursor {
- public:
-  Cursor(const char* bytes, size_t end, const std::string& source) : bytes_(bytes), end_(end), source_(source) {}
-  template <class T>
-  T Get(const char* what) {
-    T value;
-    std::memcpy(&value, Take(sizeof(T), what), sizeof(T));
-    return value;
-  }
-  const char* Take(uint64_t count, const char* what) {
-    if (count > end_ - pos_)
-      throw data::InputError(source_, 0, "truncated checkpoint: " + std::string(what) + " needs " +
-                                             std::to_string(count) + " bytes at offset " + std::to_string(pos_) +
-                                             ", " + std::to_string(end_ - pos_) + " remain");
-    const char* at = bytes_ + pos_;
-    pos_ += size_t(count);
-    return at;
-  }
-  size_t pos() const { return pos_; }
-  size_t remaining() const { return end_ - pos_; }
-
- private:
-  const char* bytes_;
-  size_t end_;
-  const std::string& source_;
-  size_t pos_ = 0;
-};
 
 void SyncDirectory(const std::string& directory) {
   const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY);
@@ -82,11 +50,12 @@ void CheckpointWriter::Write(const std::string& directory) const {
   for (const auto& entry : std::filesystem::directory_iterator(directory, error))
     if (entry.path().filename().string().rfind(stale_prefix, 0) == 0) std::filesystem::remove(entry.path(), error);
 
-  std::string header(kMagic, sizeof(kMagic));
-  Put(&header, kVersion);
-  Put(&header, uint32_t(sections_.size()));
-  Put(&header, uint64_t(meta_.size()));
-  header += meta_;
+  data::ByteWriter header;
+  header.AppendBytes(kMagic, sizeof(kMagic));
+  header.Append(kVersion);
+  header.Append(uint32_t(sections_.size()));
+  header.Append(uint64_t(meta_.size()));
+  header.AppendBytes(meta_.data(), meta_.size());
   XXH3_state_t* state = XXH3_createState();
   XXH3_64bits_reset(state);
   data::AtomicFile file(CheckpointPath(directory));
@@ -97,10 +66,10 @@ void CheckpointWriter::Write(const std::string& directory) const {
   try {
     write(header.data(), header.size());
     for (const Section& section : sections_) {
-      std::string head;
-      Put(&head, uint32_t(section.name.size()));
-      head += section.name;
-      Put(&head, uint64_t(section.bytes));
+      data::ByteWriter head;
+      head.Append(uint32_t(section.name.size()));
+      head.AppendBytes(section.name.data(), section.name.size());
+      head.Append(uint64_t(section.bytes));
       write(head.data(), head.size());
       write(section.data, section.bytes);
     }
@@ -145,38 +114,37 @@ CheckpointReader CheckpointReader::Index(CheckpointReader reader) {
     throw data::InputError(src, 0, "not an xmltrain checkpoint");
   if (size < sizeof(kMagic) + 16 + sizeof(uint64_t))
     throw data::InputError(src, 0, "truncated checkpoint (" + std::to_string(size) + " bytes)");
-  const size_t body = size - sizeof(uint64_t);
-  uint64_t stored;
-  std::memcpy(&stored, b + body, sizeof(stored));
-  Cursor cursor(b, body, src);
-  cursor.Take(sizeof(kMagic), "magic");
-  const uint32_t version = cursor.Get<uint32_t>("version");
+  // The checksum closes the file; the fields are read from what comes before it.
+  data::ByteReader in(b, size, src, "checkpoint");
+  const uint64_t stored = in.ReadLast<uint64_t>("checksum");
+  in.ReadBytes(sizeof(kMagic), "magic");
+  const uint32_t version = in.Read<uint32_t>("version");
   if (version != kVersion)
     throw data::InputError(src, 0, "checkpoint version " + std::to_string(version) + " is not supported (expected " +
                                        std::to_string(kVersion) + ")");
   // Checked before the layout is trusted: a torn or bit-flipped file stops here.
-  if (XXH3_64bits(b, body) != stored)
+  if (XXH3_64bits(b, size - sizeof(stored)) != stored)
     throw data::InputError(src, 0, "checksum mismatch: the checkpoint is truncated or corrupt");
-  const uint32_t count = cursor.Get<uint32_t>("section count");
+  const uint32_t count = in.Read<uint32_t>("section count");
   if (count > kMaxSections) throw data::InputError(src, 0, "bad section count " + std::to_string(count));
-  const uint64_t meta_bytes = cursor.Get<uint64_t>("meta size");
-  const char* meta = cursor.Take(meta_bytes, "meta");
+  const uint64_t meta_bytes = in.Read<uint64_t>("meta size");
+  const char* meta = in.ReadBytes(meta_bytes, "meta");
   reader.meta_.assign(meta, size_t(meta_bytes));
   for (uint32_t k = 0; k < count; ++k) {
-    const uint32_t name_bytes = cursor.Get<uint32_t>("section name size");
+    const uint32_t name_bytes = in.Read<uint32_t>("section name size");
     if (name_bytes == 0 || name_bytes > kMaxNameBytes)
       throw data::InputError(src, 0, "bad section name size " + std::to_string(name_bytes));
-    const char* name = cursor.Take(name_bytes, "section name");
-    const uint64_t data_bytes = cursor.Get<uint64_t>("section size");
+    const char* name = in.ReadBytes(name_bytes, "section name");
+    const uint64_t data_bytes = in.Read<uint64_t>("section size");
     Span span;
-    span.offset = size_t(cursor.Take(data_bytes, "section data") - b);
+    span.offset = size_t(in.ReadBytes(data_bytes, "section data") - b);
     span.bytes = size_t(data_bytes);
     std::string section_name(name, name_bytes);
     if (reader.Has(section_name)) throw data::InputError(src, 0, "section '" + section_name + "' appears twice");
     reader.sections_.emplace_back(std::move(section_name), span);
   }
-  if (cursor.remaining() != 0)
-    throw data::InputError(src, 0, std::to_string(cursor.remaining()) + " unexpected bytes after the last section");
+  if (in.remaining() != 0)
+    throw data::InputError(src, 0, std::to_string(in.remaining()) + " unexpected bytes after the last section");
   return reader;
 }
 
