@@ -122,15 +122,12 @@ void ApplyAlgorithm(TrainFlags& f) {
   std::string schedule, merge;
   bool plain_local_sgd = false;  // the synchronous algorithms step each replica with plain SGD
   if (f.algo == "single") {
-    if (f.given("--devices")) {
-      const std::vector<engine::DeviceSpec> specs = engine::ParseDeviceList(f.engine.devices);
-      if (specs.size() != 1)
-        throw std::invalid_argument("--algo single trains on one device; use --algo adaptive, elastic, adasum, "
-                                    "sync or crossbow for " + f.engine.devices);
-      if (specs[0].kind != engine::DeviceKind::kCpu)
-        throw std::invalid_argument("--algo single runs on the CPU; for one GPU use --algo elastic --devices " +
-                                    specs[0].id);
-    }
+    // The engine with one device, of any kind: the CPU unless --devices names another.
+    const std::string device = f.given("--devices") ? f.engine.devices : "cpu";
+    if (engine::ParseDeviceList(device).size() != 1)
+      throw std::invalid_argument("--algo single trains on one device; use --algo adaptive, elastic, adasum, "
+                                  "sync or crossbow for " + device);
+    f.engine = scheduler::SingleDeviceEngine(device);
     return;
   } else if (f.algo == "adaptive") {
     schedule = "dynamic", merge = "normalized";
@@ -272,8 +269,6 @@ int RunTrain(TrainFlags& f) {
   ApplyAlgorithm(f);
   CheckFlagsBeforeLoading(f);
   for (const std::string& fault : f.faults) f.control.faults.push_back(scheduler::ParseFaultInjection(fault));
-  if (!f.control.faults.empty() && f.algo == "single")
-    throw std::invalid_argument("--inject-fault needs a multi-device --algo (adaptive, elastic, ...)");
   if (f.control.checkpoint_every > 0 && f.control.checkpoint_dir.empty())
     throw std::invalid_argument("--checkpoint-every needs --checkpoint-dir");
   // A resumed run keeps checkpointing where it resumed from unless told otherwise.
@@ -284,7 +279,7 @@ int RunTrain(TrainFlags& f) {
     throw std::invalid_argument("--final-eval must be 'full' or 'sample', not '" + f.final_eval + "'");
   f.options.final_eval_full = f.final_eval == "full";
   f.options.math = ParseOutputMath(f.math);
-  if (f.options.math != kernels::OutputMath::kFp32 && f.algo != "single")
+  if (f.options.math != kernels::OutputMath::kFp32)
     for (const engine::DeviceSpec& spec : engine::ParseDeviceList(f.engine.devices))
       if (spec.kind != engine::DeviceKind::kCpu)
         throw std::invalid_argument("--math " + f.math + " is for CPU devices; " + spec.id +
@@ -332,7 +327,7 @@ int RunTrain(TrainFlags& f) {
   {
     // Before the model and the replicas are allocated: fail now, with the numbers.
     const scheduler::MemoryPlan plan =
-        scheduler::PlanMemory(shape, f.options, f.algo == "single" ? nullptr : &f.engine,
+        scheduler::PlanMemory(shape, f.options, f.engine,
                               engine::LimitsFor(train, f.options.batch), train.num_rows(),
                               !f.control.checkpoint_dir.empty() || !f.control.resume_dir.empty());
     std::vector<uint64_t> gpu_free;
@@ -371,7 +366,7 @@ int RunTrain(TrainFlags& f) {
   kernels::Model<float> model = kernels::InitModel<float>(shape, f.options.seed);
   std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "
             << train.num_rows() << " training rows, loaded in " << load_seconds << " s; planned host memory "
-            << ((planned_host_bytes + (1 << 20) - 1) >> 20) << " MiB; training on " << (f.algo == "single" ? std::string("cpu:0") : f.engine.devices) << " ("
+            << ((planned_host_bytes + (1 << 20) - 1) >> 20) << " MiB; training on " << f.engine.devices << " ("
             << engine::CudaDeviceSummary() << ")\n";
 
   const bool show_progress = ::isatty(::fileno(stderr)) != 0;
@@ -398,9 +393,7 @@ int RunTrain(TrainFlags& f) {
   // A resumed run's log restarts from the checkpoint's records once the checkpoint is accepted.
   if (f.control.resume_dir.empty()) metrics.Begin();
   const scheduler::TrainResult result =
-      f.algo == "single"
-          ? scheduler::Train(train, test.get(), f.options, &model, callbacks, f.control)
-          : scheduler::RunMultiDevice(train, test.get(), f.options, f.engine, &model, callbacks, f.control);
+      scheduler::RunMultiDevice(train, test.get(), f.options, f.engine, &model, callbacks, f.control);
   if (result.stopped_by_signal != 0) {
     // An unfinished run: no model file, the metrics stay FILE.partial.
     std::cerr << "stopped by signal " << result.stopped_by_signal

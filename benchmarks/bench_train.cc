@@ -14,6 +14,7 @@
 #include "data/row_normalization.h"
 #include "data/synthetic_generator.h"
 #include "engine/cpu_replica.h"
+#include "scheduler/trainer.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/output_layer.h"
@@ -79,6 +80,30 @@ void TrainSteps(benchmark::State& state, const std::string& preset, double scale
                                                   benchmark::Counter::kIsRate);
   state.counters["labels"] = double(train.num_labels());
   state.counters["features"] = double(train.num_features());
+}
+
+// TrainSteps' work through the engine with one device (--algo single): the manager thread, the
+// result queue, a merge and the saved states per mega-batch, and the run's bookkeeping, around the
+// same steps. Its rate against TrainSteps' at the same Args is the price of the one training loop.
+// Each iteration trains 20 epochs (at scale 0.01 with a batch of 256: 384 batches), so that
+// setting the run up (the replica, its buffers' first touch) weighs as little as in a real run.
+void EngineOneDevice(benchmark::State& state, const std::string& preset, double scale) {
+  const data::Dataset& train = Generated(preset, scale);
+  scheduler::TrainOptions options;
+  options.batch = uint32_t(state.range(0));
+  options.hidden = {uint32_t(state.range(1))};
+  options.lr = 0.1f;
+  options.local_momentum = 0.9f;
+  options.epochs = 20;
+  options.eval.kind = scheduler::EvalSchedule::Kind::kEnd;
+  kernels::ModelShape shape{train.num_features(), options.hidden, train.num_labels()};
+  kernels::Model<float> model = kernels::InitModel<float>(shape, 1);
+  uint64_t rows = 0;
+  for (auto _ : state) {
+    const scheduler::TrainResult result = scheduler::Train(train, nullptr, options, &model);
+    rows += result.last.train_samples;
+  }
+  state.SetItemsProcessed(int64_t(rows));
 }
 
 // The output layer's three GEMMs at a step's shapes, alone: logits = A W^T, dA = D W, dW = D^T A,
@@ -164,6 +189,8 @@ BENCHMARK_CAPTURE(TrainSteps, amazon670k_scale0_01, std::string("amazon670k"), 0
     ->Args({128, 128})->Args({256, 128})->Args({256, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(TrainSteps, delicious200k_scale0_01, std::string("delicious200k"), 0.01)
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(EngineOneDevice, amazon670k_scale0_01, std::string("amazon670k"), 0.01)
+    ->Args({128, 128})->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
 // The full Table 1 shapes: 135,909 x 670,091 and 782,585 x 205,443.
 BENCHMARK_CAPTURE(TrainSteps, amazon670k_full, std::string("amazon670k"), 1.0)
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);

@@ -94,12 +94,19 @@ size_t DevicePool::TakeRows(size_t want, uint64_t* out) {
   return count;
 }
 
-DevicePool::Assignment DevicePool::Assign(size_t device, size_t want, size_t* used, uint64_t* budget) {
-  Assignment a{device, *used, TakeRows(std::min<uint64_t>(want, *budget), arena_.data() + *used),
+// A batch of `want` rows, fewer at the end of an epoch (the sampler's) or at `*cap`, the rows the
+// run has left; a mega-batch's rows never cut one.
+DevicePool::Assignment DevicePool::Assign(size_t device, size_t want, size_t* used, uint64_t* cap) {
+  Assignment a{device, *used, TakeRows(std::min<uint64_t>(want, *cap), arena_.data() + *used),
                slowdown_->NextFactor(device)};
   *used += a.count;
-  *budget -= a.count;
+  *cap -= a.count;
   return a;
+}
+
+uint64_t DevicePool::RowsToEpochEnd() const {
+  const uint64_t epoch = sampler_.order().size(), cursor = sampler_.cursor();
+  return requeued_.size() + (cursor == epoch ? epoch : epoch - cursor);
 }
 
 void DevicePool::BeginMegaBatch(uint64_t index) {
@@ -121,47 +128,36 @@ MegaBatchRun DevicePool::RunSyncRound(uint64_t budget) {
     offset += count;
   }
   MegaBatchRun run = EmptyRun();
-  RunPlanned(plan, &run);
+  RunPlan(plan, &run);
   return run;
 }
 
-void DevicePool::RunMegaBatch(uint64_t budget, bool continues, MegaBatchRun* run) {
+DevicePool::Dealt DevicePool::RunMegaBatch(uint64_t budget, uint64_t cap, bool continues, MegaBatchRun* run,
+                                           const std::atomic<int>* stop) {
   if (!continues) {
     std::fill(plan_clock_.begin(), plan_clock_.end(), 0.0);
     std::fill(plan_units_.begin(), plan_units_.end(), 0.0);
     plan_position_ = 0;
   }
   const bool wall = engine_.clock == EngineOptions::Clock::kWall;
-  if (engine_.schedule == EngineOptions::Schedule::kDynamic && wall) return RunDynamicWall(budget, run);
-  RunPlanned(engine_.schedule == EngineOptions::Schedule::kDynamic ? PlanDynamic(budget) : PlanStatic(budget), run);
+  if (engine_.schedule == EngineOptions::Schedule::kDynamic && wall) return RunDynamicWall(budget, cap, run, stop);
+  return RunPlanned(budget, cap, run, stop);
 }
 
-// Virtual clock: the batch goes to the surviving device whose simulated clock is earliest (ties to
-// the lower index); its clock advances by rows x slowdown. The plan depends only on the seed.
-std::vector<DevicePool::Assignment> DevicePool::PlanDynamic(uint64_t budget) {
-  const std::vector<size_t> devices = alive();
-  std::vector<Assignment> plan;
-  size_t used = 0;
-  while (budget > 0) {
-    size_t i = devices[0];
+// The device the plan gives the next batch. Dynamic (virtual clock): the surviving device whose
+// simulated clock is earliest, ties to the lower index; its clock advances by rows x slowdown, so
+// the plan depends only on the seed. Static (elastic SGD): the mega-batch's batches of b_max rows
+// round robin, ceil(M / n) per device, whatever the speeds; SIZE_MAX once they are all dealt.
+size_t DevicePool::NextPlannedDevice(const std::vector<size_t>& devices) const {
+  if (engine_.schedule == EngineOptions::Schedule::kDynamic) {
+    size_t next = devices[0];
     for (size_t d : devices)
-      if (plan_clock_[d] < plan_clock_[i]) i = d;
-    plan.push_back(Assign(i, RowsForBatch(states_[i].batch), &used, &budget));
-    plan_clock_[i] += double(plan.back().count) * plan.back().slowdown;
+      if (plan_clock_[d] < plan_clock_[next]) next = d;
+    return next;
   }
-  return plan;
-}
-
-// Elastic SGD: the mega-batch's batches of b_max rows dealt round robin, ceil(M / n) per
-// device, whatever the devices' speeds.
-std::vector<DevicePool::Assignment> DevicePool::PlanStatic(uint64_t budget) {
-  const std::vector<size_t> devices = alive();
-  std::vector<Assignment> plan;
   const uint64_t per_device = (options_.mega_batch + devices.size() - 1) / devices.size();
-  size_t used = 0;
-  for (; plan_position_ < per_device * devices.size() && budget > 0; ++plan_position_)
-    plan.push_back(Assign(devices[plan_position_ % devices.size()], options_.batch, &used, &budget));
-  return plan;
+  if (plan_position_ >= per_device * devices.size()) return SIZE_MAX;
+  return devices[plan_position_ % devices.size()];
 }
 
 engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id) {
@@ -184,11 +180,64 @@ engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id) {
   return task;
 }
 
-// Submits a whole plan and waits for every result (so no worker still reads rows that the next
-// mega-batch overwrites); times come from the virtual clock (rows x slowdown x row cost) or, for a
-// static plan on the wall clock, from the workers' real times.
-void DevicePool::RunPlanned(const std::vector<Assignment>& plan, MegaBatchRun* run) {
+// Deals the plan one batch at a time, each when its device has fewer than kQueued batches waiting,
+// then waits for every result (so no worker still reads rows that the next mega-batch overwrites).
+DevicePool::Dealt DevicePool::RunPlanned(uint64_t budget, uint64_t cap, MegaBatchRun* run,
+                                         const std::atomic<int>* stop) {
+  constexpr uint32_t kQueued = 2;  // one running, one waiting: the device never idles for the coordinator
   const bool wall = engine_.clock == EngineOptions::Clock::kWall;
+  const bool dynamic = engine_.schedule == EngineOptions::Schedule::kDynamic;
+  const Clock::time_point start = Clock::now();
+  const std::vector<size_t> devices = alive();
+  std::vector<Assignment> plan;
+  std::vector<engine::BatchResult> results;
+  std::vector<uint32_t> queued(size(), 0);
+  size_t used = 0, outstanding = 0;
+  auto collect = [&] {
+    engine::BatchResult result;
+    results_.pop(result);
+    results[result.id] = result;
+    --queued[result.device];
+    --outstanding;
+    if (on_batch_) on_batch_(result);
+  };
+  Dealt dealt;
+  while (dealt.rows < budget && cap > 0) {
+    if (stop != nullptr && stop->load() != 0) {
+      dealt.stopped = true;
+      break;
+    }
+    const size_t device = NextPlannedDevice(devices);
+    if (device == SIZE_MAX) break;
+    if (queued[device] >= kQueued) {
+      collect();
+      continue;  // and look at the stop flag again before dealing more
+    }
+    plan.push_back(Assign(device, dynamic ? RowsForBatch(states_[device].batch) : options_.batch, &used, &cap));
+    dealt.rows += plan.back().count;
+    if (dynamic) {
+      plan_clock_[device] += double(plan.back().count) * plan.back().slowdown;
+    } else {
+      ++plan_position_;
+    }
+    results.emplace_back();
+    workers_[device]->Submit(TaskFor(plan.back(), plan.size() - 1));
+    ++queued[device];
+    ++outstanding;
+  }
+  while (outstanding > 0) collect();
+  const uint64_t rows_before = run->rows;
+  Settle(plan, results, run);
+  if (wall) {
+    run->span_s += Seconds(Clock::now() - start);
+  } else {
+    TimeOnTheVirtualClock(plan, results, rows_before, run);
+  }
+  return dealt;
+}
+
+// A synchronous round's plan: submitted whole, every result awaited.
+void DevicePool::RunPlan(const std::vector<Assignment>& plan, MegaBatchRun* run) {
   const Clock::time_point start = Clock::now();
   for (size_t k = 0; k < plan.size(); ++k) workers_[plan[k].device]->Submit(TaskFor(plan[k], k));
   std::vector<engine::BatchResult> results(plan.size());
@@ -196,13 +245,22 @@ void DevicePool::RunPlanned(const std::vector<Assignment>& plan, MegaBatchRun* r
     engine::BatchResult result;
     results_.pop(result);
     results[result.id] = result;
+    if (on_batch_) on_batch_(result);
   }
   const uint64_t rows_before = run->rows;
   Settle(plan, results, run);
-  if (wall) {
+  if (engine_.clock == EngineOptions::Clock::kWall) {
     run->span_s += Seconds(Clock::now() - start);
-    return;
+  } else {
+    TimeOnTheVirtualClock(plan, results, rows_before, run);
   }
+}
+
+// Virtual clock: a device is busy for its rows x slowdown x the row cost, the mega-batch (or round)
+// for as long as its busiest device.
+void DevicePool::TimeOnTheVirtualClock(const std::vector<Assignment>& plan,
+                                       const std::vector<engine::BatchResult>& results, uint64_t rows_before,
+                                       MegaBatchRun* run) {
   double compute_s = 0;
   for (size_t k = 0; k < plan.size(); ++k) {
     if (dropped(plan[k].device)) continue;
@@ -218,30 +276,44 @@ void DevicePool::RunPlanned(const std::vector<Assignment>& plan, MegaBatchRun* r
 
 // Wall clock, dynamic: every device starts with a batch; each result frees its device for the
 // next one, so faster devices take more batches. A failed device gets nothing more.
-void DevicePool::RunDynamicWall(uint64_t budget, MegaBatchRun* run) {
+DevicePool::Dealt DevicePool::RunDynamicWall(uint64_t budget, uint64_t cap, MegaBatchRun* run,
+                                             const std::atomic<int>* stop) {
+  // Two batches per device at first (one running, one waiting, so that no device idles while the
+  // coordinator answers), then one more for each that comes back.
+  constexpr int kQueued = 2;
   const Clock::time_point start = Clock::now();
   std::vector<Assignment> plan;
   std::vector<engine::BatchResult> results;
   size_t used = 0, outstanding = 0;
+  Dealt dealt;
   auto dispatch = [&](size_t i) {
-    plan.push_back(Assign(i, RowsForBatch(states_[i].batch), &used, &budget));
+    if (dealt.rows >= budget || cap == 0) return;
+    if (stop != nullptr && stop->load() != 0) {
+      dealt.stopped = true;
+      return;
+    }
+    plan.push_back(Assign(i, RowsForBatch(states_[i].batch), &used, &cap));
+    dealt.rows += plan.back().count;
     results.emplace_back();
     workers_[i]->Submit(TaskFor(plan.back(), plan.size() - 1));
     ++outstanding;
   };
-  for (size_t i : alive())
-    if (budget > 0) dispatch(i);
+  for (int round = 0; round < kQueued; ++round)
+    for (size_t i : alive()) dispatch(i);
   while (outstanding > 0) {
     engine::BatchResult result;
     results_.pop(result);
     --outstanding;
     results[result.id] = result;
-    if (!result.error && budget > 0) dispatch(result.device);
+    if (on_batch_) on_batch_(result);
+    if (!result.error) dispatch(result.device);
   }
+  dealt.stopped = dealt.stopped && dealt.rows < budget && cap > 0;
   Settle(plan, results, run);
   for (size_t k = 0; k < plan.size(); ++k)
     if (!dropped(plan[k].device)) run->busy_s[plan[k].device] += results[k].busy_s;
   run->span_s += Seconds(Clock::now() - start);
+  return dealt;
 }
 
 // Drops every device that failed in this mega-batch and returns all of its batches' rows to the

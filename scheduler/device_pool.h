@@ -4,6 +4,8 @@
 // mega-batch go back to the queue and are trained first in the next one).
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -54,14 +56,30 @@ class DevicePool {
   // Starts mega-batch `index` (1-based; a rolled-back one is started again): injected faults due
   // by then fire, at most one per device per start.
   void BeginMegaBatch(uint64_t index);
-  // Trains `budget` rows of a mega-batch (dynamic or static dispatch) into `run`, which holds the
-  // mega-batch so far: counts are added batch by batch in plan order, times cover the whole
-  // mega-batch. `continues`: the rows are the rest of the mega-batch whose first rows an earlier
-  // call trained (the run's end cut it, and an extended run goes on with it); the plan goes on
-  // where it stopped, and the sums come out as if the mega-batch had been trained in one call.
-  void RunMegaBatch(uint64_t budget, bool continues, MegaBatchRun* run);
-  // Synchronous round: --batch rows (fewer at the end) split evenly over the surviving devices.
-  MegaBatchRun RunSyncRound(uint64_t budget);
+  // Trains at least `budget` rows of a mega-batch in whole batches (dynamic or static dispatch;
+  // the last batch may pass the budget, never `cap`, the rows the run has left) into `run`, which
+  // holds the mega-batch so far: counts are added batch by batch in plan order, times cover the
+  // whole mega-batch. `continues`: the rows are the rest of the mega-batch whose first rows an earlier
+  // call trained (a stop or the run's end cut it, and a resumed run goes on with it); the plan goes
+  // on where it stopped, and the sums come out as if the mega-batch had been trained in one call.
+  // Batches are dealt one at a time as their device has room (a few queued each), so a raised
+  // `stop` ends the call after the batches already dealt, each device's next batch at the latest.
+  struct Dealt {
+    uint64_t rows = 0;     // rows of the budget dealt out
+    bool stopped = false;  // `stop` ended it with budget left
+  };
+  Dealt RunMegaBatch(uint64_t budget, uint64_t cap, bool continues, MegaBatchRun* run,
+                     const std::atomic<int>* stop = nullptr);
+  // Rows until the sampler's epoch ends (rows of failed batches, trained first, included): where a
+  // mega-batch ends at the latest.
+  uint64_t RowsToEpochEnd() const;
+  // Synchronous round: --batch rows (fewer at an epoch's end or at `cap`, the rows the run has
+  // left) split evenly over the surviving devices.
+  MegaBatchRun RunSyncRound(uint64_t cap);
+
+  // Called on the coordinator's thread with each batch's result as it comes back (progress; a
+  // stop raised from it is seen before the next batch is dealt).
+  void OnBatch(std::function<void(const engine::BatchResult&)> hook) { on_batch_ = std::move(hook); }
 
   // Scores `model` on `rows` of `test` with every surviving device at once, each on its own
   // contiguous share, summed in device order (call between mega-batches).
@@ -99,12 +117,14 @@ class DevicePool {
     double slowdown = 1;
   };
   size_t TakeRows(size_t want, uint64_t* out);
-  Assignment Assign(size_t device, size_t want, size_t* used, uint64_t* budget);
-  std::vector<Assignment> PlanDynamic(uint64_t budget);
-  std::vector<Assignment> PlanStatic(uint64_t budget);
+  Assignment Assign(size_t device, size_t want, size_t* used, uint64_t* cap);
+  size_t NextPlannedDevice(const std::vector<size_t>& devices) const;
   engine::BatchTask TaskFor(const Assignment& a, uint64_t id);
-  void RunPlanned(const std::vector<Assignment>& plan, MegaBatchRun* run);
-  void RunDynamicWall(uint64_t budget, MegaBatchRun* run);
+  void RunPlan(const std::vector<Assignment>& plan, MegaBatchRun* run);
+  Dealt RunPlanned(uint64_t budget, uint64_t cap, MegaBatchRun* run, const std::atomic<int>* stop);
+  void TimeOnTheVirtualClock(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
+                             uint64_t rows_before, MegaBatchRun* run);
+  Dealt RunDynamicWall(uint64_t budget, uint64_t cap, MegaBatchRun* run, const std::atomic<int>* stop);
   void Settle(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results, MegaBatchRun* run);
 
   const TrainOptions& options_;
@@ -123,6 +143,7 @@ class DevicePool {
   std::vector<uint64_t> requeued_;       // rows of failed batches, trained before new ones
   std::vector<uint64_t> arena_;          // the rows of the current mega-batch, allocated once
   double row_cost_s_ = 0;
+  std::function<void(const engine::BatchResult&)> on_batch_;
   // Where the current mega-batch's plan stands: each device's simulated clock (dynamic), the
   // batches dealt so far (static) and each device's work done (rows x slowdown, for its busy
   // time), kept across a cut so that its rest is planned and timed the same way.

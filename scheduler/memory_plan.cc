@@ -44,7 +44,7 @@ std::string MemoryPlan::ToString() const {
   return out.str();
 }
 
-MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& options, const EngineOptions* engine,
+MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& options, const EngineOptions& engine,
                       const engine::DeviceLimits& limits, uint64_t training_rows, bool checkpoints) {
   const uint64_t params = Mul(shape.NumParameters(), sizeof(float));
   uint64_t hidden_sum = 0, widest = 0;
@@ -65,13 +65,7 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
                      Mul(limits.max_label_nnz, sizeof(uint32_t)));
 
   MemoryPlan plan;
-  std::vector<engine::DeviceSpec> specs;
-  if (engine != nullptr) {
-    specs = engine::ParseDeviceList(engine->devices);
-  } else {
-    specs.resize(1);
-    specs[0].id = "cpu:0";
-  }
+  const std::vector<engine::DeviceSpec> specs = engine::ParseDeviceList(engine.devices);
   for (const engine::DeviceSpec& spec : specs) {
     DeviceMemory d = device;
     d.id = spec.id;
@@ -80,12 +74,12 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
     d.host_mirror = d.gpu ? params : 0;
     plan.devices.push_back(d);
   }
-  // Single-device training keeps only the rollback copy; the engine keeps w, w_prev, the trusted
-  // and the latest state's w for rollbacks, and the initial model it was given.
-  plan.global = engine == nullptr ? params : Mul(params, 5);
+  // The engine keeps w, w_prev, the trusted and the latest state's w for rollbacks, and the
+  // initial model it was given.
+  plan.global = Mul(params, 5);
   // The sampler's row order, once in the sampler and once in each saved state.
   const uint64_t arena_rows = Mul(uint64_t(options.mega_batch) + specs.size(), options.batch);
-  plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, engine == nullptr ? 2 : 3)), sizeof(uint64_t));
+  plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, 3)), sizeof(uint64_t));
   // Writing copies each device's momentum out; reading holds the whole file once.
   if (checkpoints) plan.checkpoint = Mul(params, specs.size() * 2 + 2);
   return plan;

@@ -32,8 +32,7 @@ struct MemoryPlan {
   std::string ToString() const;  // per-device and host lines, in MiB
 };
 
-// `engine` is null for single-device training.
-MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& options, const EngineOptions* engine,
+MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& options, const EngineOptions& engine,
                       const engine::DeviceLimits& limits, uint64_t training_rows, bool checkpoints);
 
 // Throws std::runtime_error with the plan when it needs more than `host_available` bytes of host

@@ -121,13 +121,19 @@ class MultiDeviceRun {
         control_(control),
         pool_(train, options, engine, *model, control.faults),
         global_{model->params, model->params},
-        fingerprint_(RunFingerprint(options, &engine, model->shape, train, test)),
+        fingerprint_(RunFingerprint(options, engine, model->shape, train, test)),
         survivor_merge_(engine, *model),
         rows_per_epoch_(pool_.rows_per_epoch()),
         total_rows_(TotalTrainingRows(options, rows_per_epoch_, train.source)),
         eval_rows_(test == nullptr ? std::vector<uint64_t>{} : EvalSample(test->num_rows(), options)),
         all_test_rows_(test == nullptr ? std::vector<uint64_t>{} : engine::SampleEvalRows(test->num_rows(), 0, 0)) {
     progress_.since_eval.resize(pool_.size());
+    pool_.OnBatch([this](const engine::BatchResult& result) {
+      if (result.error || !callbacks_.on_progress) return;
+      rows_reported_ += result.count;
+      callbacks_.on_progress(std::min(rows_reported_, total_rows_), total_rows_,
+                             result.loss_sum / std::max<uint32_t>(result.labeled_rows, 1));
+    });
     for (size_t i = 0; i < pool_.size(); ++i) progress_.since_eval[i].id = pool_.device(i).spec().id;
   }
 
@@ -156,7 +162,15 @@ class MultiDeviceRun {
       if (alive_before.empty()) continue;  // nothing was merged; the loop's top checkpoints and stops
       if (!trained.run.diverged_on.empty() || !AllFinite(global_.current)) {
         RollBack(index, trained.run);
-        continue;
+        continue;  // a stop is seen at the loop's top, after the rollback
+      }
+      if (trained.stopped) {
+        // At the next batch rather than the mega-batch's end; the checkpoint keeps the mega-batch
+        // open, as the end of a run does, and a resumed run goes on with it.
+        stopped_by_signal_ = control_.stop_signal->load();
+        if (trained.planned > 0) open_ = trained;
+        WriteCheckpoint("stop");
+        break;
       }
       if (trained.cut_by_end) {
         // The run's end cut this mega-batch. The end checkpoint keeps it open, as it stands before
@@ -174,23 +188,21 @@ class MultiDeviceRun {
       Account(trained);
       const bool finished = progress_.rows_done >= total_rows_;
       const bool due = !trained.cut_by_end && EvaluationDue(epoch_before);
-      if (due) Evaluate(trained.merged.perturbed);
-      if (callbacks_.on_progress) {
-        double loss = 0;
-        for (double device_loss : trained.run.loss_of) loss += device_loss;
-        callbacks_.on_progress(progress_.rows_done, total_rows_,
-                               trained.run.batches > 0 ? loss / double(trained.run.batches) : 0.0);
-      }
+      if (due) Evaluate();
       AfterSoundMegaBatch();
       if (finished) {
         // The end's own evaluation comes after the end checkpoint, which thus holds the run as a
         // longer one passes through this point.
         if (!trained.cut_by_end) TryWriteEndCheckpoint();
-        if (!due) Evaluate(trained.merged.perturbed);
+        if (!due) Evaluate();
       } else if (control_.checkpoint_every > 0 && progress_.megabatches % control_.checkpoint_every == 0) {
         WriteCheckpoint("periodic");
       }
     }
+    // A finished run resumed as it is (the same --epochs) ends with its end evaluation again, which
+    // its checkpoint, written before it, does not hold.
+    const bool finished = stopped_by_signal_ == 0 && progress_.rows_done >= total_rows_;
+    if (finished && (progress_.evals.empty() || progress_.evals.back().train_samples != progress_.rows_done)) Evaluate();
     model_->params = global_.current;
     TrainResult result = ResultOf(progress_);
     result.stopped_by_signal = stopped_by_signal_;
@@ -210,6 +222,7 @@ class MultiDeviceRun {
     uint64_t planned = 0;          // rows dealt out of the mega-batch so far
     uint64_t mega_batch_rows = 0;  // rows of the whole mega-batch
     bool cut_by_end = false;       // the run ended inside it
+    bool stopped = false;          // a stop signal ended it early
     bool open() const { return mega_batch_rows > 0; }
   };
 
@@ -319,28 +332,43 @@ class MultiDeviceRun {
   // round; its mega-batch only sets the evaluation cadence.
   MegaBatchWork TrainMegaBatch(uint64_t index) {
     pool_.BeginMegaBatch(index);
+    rows_reported_ = TrainedRows();
     const bool continues = open_.open();
     MegaBatchWork trained = continues ? open_ : MegaBatchWork{};
     open_ = MegaBatchWork{};
     if (!continues) {
+      // A mega-batch ends at the end of an epoch at the latest: evaluations fall on epoch ends, and
+      // a run of whole epochs ends with a whole mega-batch.
       trained.run = pool_.EmptyRun();
-      trained.mega_batch_rows = pool_.MegaBatchRows();
+      trained.mega_batch_rows = std::min(pool_.MegaBatchRows(), pool_.RowsToEpochEnd());
     }
-    const uint64_t left = trained.mega_batch_rows - trained.planned;
-    const uint64_t budget = std::min(left, total_rows_ - std::min(total_rows_, progress_.rows_done + trained.run.rows));
-    trained.planned += budget;
-    trained.cut_by_end = budget < left;
+    const uint64_t left = trained.mega_batch_rows > trained.planned ? trained.mega_batch_rows - trained.planned : 0;
+    const uint64_t to_end = total_rows_ - std::min(total_rows_, progress_.rows_done + trained.run.rows);
+    const uint64_t budget = std::min(left, to_end);
+    const std::atomic<int>* stop = control_.stop_signal;
     if (engine_.schedule == EngineOptions::Schedule::kSync) {
-      for (uint64_t rest = budget; rest > 0 && !pool_.alive().empty();) {
-        const MegaBatchRun round = pool_.RunSyncRound(rest);
-        rest -= std::min(rest, round.rows);
+      uint64_t dealt = 0;
+      while (dealt < budget && !pool_.alive().empty()) {
+        if (stop != nullptr && stop->load() != 0) {
+          trained.stopped = true;
+          break;
+        }
+        const MegaBatchRun round = pool_.RunSyncRound(to_end - dealt);
+        dealt += round.rows;
         MergeAfterRound(round, &trained);
         AddRound(round, &trained.run);
       }
-      return trained;
+      trained.planned += dealt;
+    } else {
+      const DevicePool::Dealt dealt = pool_.RunMegaBatch(budget, to_end, continues, &trained.run, stop);
+      trained.planned += dealt.rows;
+      trained.stopped = dealt.stopped;
     }
-    pool_.RunMegaBatch(budget, continues, &trained.run);
-    if (!trained.cut_by_end) MergeInto(&trained);
+    // A stop keeps the mega-batch open (it is checkpointed before its merge and goes on after a
+    // resume), and so does the run's end, which the caller merges after its checkpoint.
+    trained.cut_by_end = !trained.stopped && to_end < left;
+    if (!trained.stopped && !trained.cut_by_end && engine_.schedule != EngineOptions::Schedule::kSync)
+      MergeInto(&trained);
     return trained;
   }
 
@@ -418,6 +446,7 @@ class MultiDeviceRun {
     const std::vector<size_t> alive = pool_.alive();
     progress_.rows_done += run.rows;
     ++progress_.megabatches;
+    progress_.last_perturbed = trained.merged.perturbed;
     progress_.batches += run.batches;
     for (double device_loss : run.loss_of) progress_.loss_sum += device_loss;
     progress_.loss_batches += run.batches;
@@ -466,7 +495,7 @@ class MultiDeviceRun {
     return false;
   }
 
-  void Evaluate(bool perturbed) {
+  void Evaluate() {
     EvalRecord record;
     const Clock::time_point eval_start = Clock::now();
     model_->params = global_.current;
@@ -481,7 +510,7 @@ class MultiDeviceRun {
     record.wall_time_s = WallSeconds();
     record.train_samples = progress_.rows_done;
     record.train_loss = progress_.loss_batches > 0 ? progress_.loss_sum / double(progress_.loss_batches) : 0.0;
-    record.perturbed = perturbed;
+    record.perturbed = progress_.last_perturbed;
     record.rollbacks = progress_.rollbacks;
     record.devices = progress_.since_eval;
     for (DeviceRecord& d : progress_.since_eval) d.updates = d.rows = 0, d.busy_s = d.idle_s = 0;
@@ -507,6 +536,7 @@ class MultiDeviceRun {
   MegaBatchWork open_;  // the mega-batch the run's end cut, kept open (none: !open())
   std::optional<SavedState> trusted_, latest_;  // the rollback target; the state to trust next
   Clock::time_point start_;
+  uint64_t rows_reported_ = 0;  // rows trained as the per-batch progress reports them
   double wall_before_ = 0;
   int stopped_by_signal_ = 0;
   std::string checkpoint_;

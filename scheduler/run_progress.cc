@@ -40,7 +40,8 @@ nlohmann::json ProgressToJson(const RunProgress& p) {
           {"batches", p.batches},             {"train_seconds", p.train_seconds},
           {"wall_seconds", p.wall_seconds},   {"loss_sum", p.loss_sum},
           {"loss_batches", p.loss_batches},   {"merge_cost_s", p.merge_cost_s},
-          {"rollbacks", p.rollbacks},         {"since_eval", ToJson(carrier)},
+          {"rollbacks", p.rollbacks},         {"last_perturbed", p.last_perturbed},
+          {"since_eval", ToJson(carrier)},
           {"evals", evals}};
 }
 
@@ -55,6 +56,7 @@ RunProgress ProgressFromJson(const nlohmann::json& j) {
   p.loss_batches = j.at("loss_batches").get<uint64_t>();
   p.merge_cost_s = j.at("merge_cost_s").get<double>();
   p.rollbacks = j.at("rollbacks").get<uint32_t>();
+  p.last_perturbed = j.value("last_perturbed", false);
   p.since_eval = EvalRecordFromJson(j.at("since_eval").get<std::string>()).devices;
   for (const nlohmann::json& line : j.at("evals")) p.evals.push_back(EvalRecordFromJson(line.get<std::string>()));
   return p;
@@ -94,7 +96,7 @@ const char* MergeName(EngineOptions::Merge merge) {
 
 }  // namespace
 
-nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* engine,
+nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& engine,
                               const kernels::ModelShape& shape, const data::Dataset& train,
                               const data::Dataset* test) {
   nlohmann::json j = {{"model", shape.ToString()},
@@ -116,27 +118,23 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* 
   }
   if (options.math != kernels::OutputMath::kFp32) j["--math"] = kernels::OutputMathName(options.math);
   if (options.divergence_factor != 100) j["--divergence-factor"] = options.divergence_factor;
-  if (engine == nullptr) {
-    j["--algo"] = "single";
-    return j;
-  }
-  j["--devices"] = engine->devices;
-  j["--schedule"] = ScheduleName(engine->schedule);
-  j["--merge"] = MergeName(engine->merge);
-  j["--collective"] = engine->collective;
-  j["--momentum-mode"] = engine->nesterov ? "nesterov" : "heavy";
-  j["--elastic-alpha"] = engine->elastic_alpha;
-  j["--momentum"] = engine->momentum;
-  j["--pert-thr"] = engine->pert_threshold;
-  j["--pert-delta"] = engine->pert_delta;
-  j["--pert-weights"] = engine->pert_renormalize ? "normalized" : "raw";
-  j["--speed"] = engine->speed;
-  j["--hetero"] = engine->hetero;
-  j["--clock"] = engine->clock == EngineOptions::Clock::kWall ? "wall" : "virtual";
-  j["--row-cost"] = engine->row_cost_s;
-  j["--merge-cost"] = engine->merge_cost_s;
-  j["--batch-min"] = engine->batch_min;
-  j["--beta"] = engine->beta;
+  j["--devices"] = engine.devices;
+  j["--schedule"] = ScheduleName(engine.schedule);
+  j["--merge"] = MergeName(engine.merge);
+  j["--collective"] = engine.collective;
+  j["--momentum-mode"] = engine.nesterov ? "nesterov" : "heavy";
+  j["--elastic-alpha"] = engine.elastic_alpha;
+  j["--momentum"] = engine.momentum;
+  j["--pert-thr"] = engine.pert_threshold;
+  j["--pert-delta"] = engine.pert_delta;
+  j["--pert-weights"] = engine.pert_renormalize ? "normalized" : "raw";
+  j["--speed"] = engine.speed;
+  j["--hetero"] = engine.hetero;
+  j["--clock"] = engine.clock == EngineOptions::Clock::kWall ? "wall" : "virtual";
+  j["--row-cost"] = engine.row_cost_s;
+  j["--merge-cost"] = engine.merge_cost_s;
+  j["--batch-min"] = engine.batch_min;
+  j["--beta"] = engine.beta;
   return j;
 }
 

@@ -23,6 +23,7 @@ struct RunProgress {
   uint64_t loss_batches = 0;
   double merge_cost_s = 0;    // the virtual clock's merge cost, once calibrated
   uint32_t rollbacks = 0;
+  bool last_perturbed = false;  // whether the last merge was perturbed (the next record says so)
   std::vector<DeviceRecord> since_eval;  // one per device
   std::vector<EvalRecord> evals;         // every evaluation so far
 };
@@ -37,7 +38,7 @@ TrainResult ResultOf(const RunProgress& progress);
 // sets it: model shape, devices, algorithm settings, batch, learning rate, seed, and checksums
 // of the training data and of the test data (`test` may be null: no test set). --epochs and
 // --eval-every may change.
-nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions* engine,
+nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& engine,
                               const kernels::ModelShape& shape, const data::Dataset& train,
                               const data::Dataset* test);
 

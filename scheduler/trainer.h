@@ -1,5 +1,5 @@
-// Single-device training: shuffled batches over the training rows, SGD steps on one CPU replica,
-// evaluation on the schedule, metrics. The multi-device engine builds on the same pieces.
+// What a training run reports, the callbacks it makes, and training on one device: the engine
+// (multi_device_run.h) with a single replica, which the merge copies into the global model.
 #pragma once
 
 #include <functional>
@@ -29,8 +29,14 @@ struct TrainCallbacks {
   std::function<void(const std::string&)> on_event;               // rollbacks, dropped devices, checkpoints
 };
 
-// Trains `model` in place. `test` may be null (no evaluation; records carry only training data).
-// `control` adds checkpoints, resuming, stopping on a signal and divergence rollbacks.
+// --algo single on `device` (one item of the --devices syntax: "cpu", "cuda:0"): dynamic dispatch
+// to the one device on the wall clock, no batch scaling, and a merge that is the replica itself
+// (an average of one, without global momentum).
+EngineOptions SingleDeviceEngine(const std::string& device = "cpu");
+
+// Trains `model` in place on one CPU device (RunMultiDevice with SingleDeviceEngine()). `test` may
+// be null (no evaluation; records carry only training data). `control` adds checkpoints, resuming,
+// stopping on a signal and divergence rollbacks.
 TrainResult Train(const data::Dataset& train, const data::Dataset* test, const TrainOptions& options,
                   kernels::Model<float>* model, const TrainCallbacks& callbacks = {},
                   const RunControl& control = {});

@@ -1,9 +1,11 @@
 // The multi-device engine under the virtual clock: who gets how many rows, whether Algorithm 1
 // equalizes the updates, how idle time behaves under static dispatch, and determinism.
 #include "scheduler/multi_device_run.h"
+#include "scheduler/trainer.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 
 #include "tests/scheduler/scheduler_test_support.h"
@@ -167,6 +169,28 @@ TEST(MultiDeviceRun, EvalRowsScoresAFixedSampleOnEveryDeviceAndTheWholeSetLast) 
   EXPECT_EQ(sampled_last.back().test.rows, 101u);
   EXPECT_NEAR(sampled_last.back().test.metrics.p1, on_sample.metrics.p1, 1e-12);
   EXPECT_NEAR(sampled_last.back().test.metrics.ndcg5, on_sample.metrics.ndcg5, 1e-12);
+}
+
+// README: synchronous SGD on one device with plain SGD steps and no global momentum is --algo
+// single with plain SGD, to the bit. (With momentum they part: single's first layer keeps the
+// velocity of features absent from a batch for later, the global momentum moves every weight.)
+TEST(MultiDeviceRun, OneDeviceSyncIsSingleDeviceSgd) {
+  TrainOptions options = Options();
+  options.epochs = 0.5;
+  options.local_momentum = 0;
+  kernels::Model<float> single;
+  TrainRun(options, SingleDeviceEngine(), &single);
+
+  EngineOptions sync = SingleDeviceEngine();
+  sync.schedule = EngineOptions::Schedule::kSync;
+  sync.merge = EngineOptions::Merge::kGradient;
+  sync.momentum = 0;
+  kernels::Model<float> synchronous;
+  TrainRun(options, sync, &synchronous);
+
+  const kernels::Model<float> initial = kernels::InitModel<float>(single.shape, options.seed);
+  EXPECT_NE(single.params, initial.params);
+  EXPECT_EQ(single.params, synchronous.params);
 }
 
 }  // namespace

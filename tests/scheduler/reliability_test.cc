@@ -60,8 +60,10 @@ struct Outcome {
   TrainResult result;
 };
 
-// Trains (or resumes); `stop_after` > 0 raises the stop flag once that many evaluations are done.
-Outcome TrainFor(const TrainOptions& options, const EngineOptions* engine, RunControl control, size_t stop_after = 0) {
+// Trains (or resumes); `stop_after` > 0 raises the stop flag once that many evaluations are done,
+// `stop_at_rows` > 0 once a batch brings the rows trained to that many.
+Outcome TrainFor(const TrainOptions& options, const EngineOptions* engine, RunControl control, size_t stop_after = 0,
+                 uint64_t stop_at_rows = 0) {
   const data::GeneratedData& data = Data();
   kernels::ModelShape shape{data.train.num_features(), options.hidden, data.train.num_labels()};
   Outcome out;
@@ -74,14 +76,17 @@ Outcome TrainFor(const TrainOptions& options, const EngineOptions* engine, RunCo
     out.records.push_back(r);
     if (stop_after > 0 && out.records.size() == stop_after) stop = 15;
   };
+  callbacks.on_progress = [&](uint64_t done, uint64_t, double) {
+    if (stop_at_rows > 0 && done >= stop_at_rows) stop = 2;
+  };
   out.result = engine != nullptr
                    ? RunMultiDevice(data.train, &data.test, options, *engine, &out.model, callbacks, control)
                    : Train(data.train, &data.test, options, &out.model, callbacks, control);
   return out;
 }
 
-// Records equal in everything but the wall-clock fields (the single-device loop times its steps
-// on the wall clock too).
+// Records equal in everything but the wall-clock fields (one device trains on the wall clock, so
+// its step, busy and idle times are measured too).
 void ExpectSameRecords(const std::vector<EvalRecord>& a, const std::vector<EvalRecord>& b, bool wall_clock_steps) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t k = 0; k < a.size(); ++k) {
@@ -90,8 +95,8 @@ void ExpectSameRecords(const std::vector<EvalRecord>& a, const std::vector<EvalR
     x.eval_time_s = y.eval_time_s = 0;
     if (wall_clock_steps) {
       x.train_time_s = y.train_time_s = 0;
-      for (DeviceRecord& d : x.devices) d.busy_s = 0;
-      for (DeviceRecord& d : y.devices) d.busy_s = 0;
+      for (DeviceRecord& d : x.devices) d.busy_s = d.idle_s = 0;
+      for (DeviceRecord& d : y.devices) d.busy_s = d.idle_s = 0;
     }
     EXPECT_EQ(ToJson(x), ToJson(y)) << "evaluation " << k;
   }
@@ -138,6 +143,33 @@ TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
   EXPECT_EQ(resumed.result.stopped_by_signal, 0);
   ExpectSameRecords(full.records, resumed.records, single);
   ASSERT_EQ(full.model.params.size(), resumed.model.params.size());
+  EXPECT_TRUE(testing::SameBits(full.model.params.data(), resumed.model.params.data(), full.model.params.size()));
+}
+
+// A stop is seen before the next batch is dealt, not at the mega-batch's end: the checkpoint keeps
+// the mega-batch open (replicas before their merge, the plan where it stood), and the resumed run
+// equals the uninterrupted one all the same.
+TEST_P(ResumeTest, AStopInsideAMegaBatchEndsItThereAndResumesExactly) {
+  const TrainOptions options = Options();
+  const EngineOptions engine = Engine(GetParam());
+  const bool single = GetParam() == "single";
+  const Outcome full = TrainFor(options, single ? nullptr : &engine, {});
+
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
+  const Outcome first = TrainFor(options, single ? nullptr : &engine, control, 0, 3 * rows_per_megabatch + 40);
+  EXPECT_EQ(first.result.stopped_by_signal, 2);
+  // Stopped in the fourth mega-batch, within a few batches of the stop.
+  const nlohmann::json progress =
+      nlohmann::json::parse(CheckpointReader::Open(dir.path()).meta()).at("progress");
+  EXPECT_EQ(progress.at("megabatches").get<uint64_t>(), 3u);
+
+  control.resume_dir = dir.path();
+  const Outcome resumed = TrainFor(options, single ? nullptr : &engine, control);
+  EXPECT_EQ(resumed.result.stopped_by_signal, 0);
+  ExpectSameRecords(full.records, resumed.records, single);
   EXPECT_TRUE(testing::SameBits(full.model.params.data(), resumed.model.params.data(), full.model.params.size()));
 }
 
@@ -384,7 +416,7 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   EngineOptions engine;
   engine.devices = "cpu:4";
   const engine::DeviceLimits limits{128, 128 * 100, 128 * 5};
-  const MemoryPlan plan = PlanMemory(shape, options, &engine, limits, 490449, true);
+  const MemoryPlan plan = PlanMemory(shape, options, engine, limits, 490449, true);
   ASSERT_EQ(plan.devices.size(), 4u);
   EXPECT_EQ(plan.devices[0].params, shape.NumParameters() * 4);
   EXPECT_EQ(plan.devices[0].momentum, shape.NumParameters() * 4);
@@ -398,10 +430,10 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
     EXPECT_NE(what.find("16384 MiB are available"), std::string::npos) << what;
   }
   const kernels::ModelShape small{5000, {64}, 500};
-  EXPECT_NO_THROW(CheckMemoryFits(PlanMemory(small, options, &engine, limits, 10000, true), uint64_t(16) << 30, {}));
+  EXPECT_NO_THROW(CheckMemoryFits(PlanMemory(small, options, engine, limits, 10000, true), uint64_t(16) << 30, {}));
   // GPU replicas are checked against the GPU's free memory.
   engine.devices = "cuda:0x2";
-  const MemoryPlan gpu = PlanMemory(shape, options, &engine, limits, 490449, false);
+  const MemoryPlan gpu = PlanMemory(shape, options, engine, limits, 490449, false);
   EXPECT_TRUE(gpu.devices[0].gpu);
   EXPECT_THROW(CheckMemoryFits(gpu, 0, {uint64_t(8) << 30}), std::runtime_error);
 }
