@@ -1,5 +1,6 @@
 // Command-line dispatch and the mapping of errors to exit codes; see cli.h.
 #include "apps/cli.h"
+#include "apps/resume_settings.h"
 #include "apps/config_check.h"
 
 
@@ -78,6 +79,9 @@ int RunCli(int argc, char** argv) {
     for (const Command& command : commands)
       if (command.app->parsed()) return command.run();
     return kExitOk;
+  } catch (const scheduler::RunMismatch& e) {
+    std::cerr << "error: " << DescribeInFlags(e) << "\n";
+    return kExitBadInput;
   } catch (const data::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitBadInput;

@@ -38,6 +38,8 @@ struct TrainFlags {
   std::string lr = "0.3";
   std::string preset = "default", lr_scaling, pert_weights;  // the last two: from the preset unless given
   std::string algo = "single", clock = "virtual";
+  // Parsed once, in ApplyAlgorithm, into the typed fields of `engine`.
+  std::string devices = "cpu:4", speed, hetero = "none", collective = "ring";
   scheduler::EngineOptions engine;
   std::string schedule = "dynamic", merge = "normalized", momentum_mode = "heavy";
   CLI::App* command = nullptr;
@@ -106,6 +108,14 @@ void PrintEval(const scheduler::EvalRecord& r) {
 // --algo presets set how batches are dispatched and merged; --schedule, --merge and
 // --local-momentum given explicitly override them, so any combination can be swept.
 void ApplyAlgorithm(TrainFlags& f) {
+  f.engine.devices = engine::ParseDeviceList(f.devices);
+  f.engine.heterogeneity = engine::ParseHetero(f.hetero);
+  f.engine.heterogeneity.speed = engine::ParseSpeeds(f.speed);
+  try {
+    f.engine.collective = merge::ParseCollectiveKind(f.collective);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--collective: ") + e.what());
+  }
   using Engine = scheduler::EngineOptions;
   if (f.clock == "wall") {
     f.engine.clock = Engine::Clock::kWall;
@@ -123,11 +133,10 @@ void ApplyAlgorithm(TrainFlags& f) {
   bool plain_local_sgd = false;  // the synchronous algorithms step each replica with plain SGD
   if (f.algo == "single") {
     // The engine with one device, of any kind: the CPU unless --devices names another.
-    const std::string device = f.given("--devices") ? f.engine.devices : "cpu";
-    if (engine::ParseDeviceList(device).size() != 1)
+    if (f.given("--devices") && f.engine.devices.size() != 1)
       throw std::invalid_argument("--algo single trains on one device; use --algo adaptive, elastic, adasum, "
-                                  "sync or crossbow for " + device);
-    f.engine = scheduler::SingleDeviceEngine(device);
+                                  "sync or crossbow for " + f.devices);
+    f.engine = scheduler::SingleDeviceEngine(f.given("--devices") ? f.engine.devices[0] : engine::DeviceSpec{});
     return;
   } else if (f.algo == "adaptive") {
     schedule = "dynamic", merge = "normalized";
@@ -204,8 +213,6 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
   if (f.given("--pert-weights") && f.pert_weights != "normalized" && f.pert_weights != "raw")
     throw std::invalid_argument("--pert-weights must be normalized or raw, not '" + f.pert_weights + "'");
   scheduler::ValidateEngineOptions(f.engine);
-  engine::ParseSpeeds(f.engine.speed);
-  engine::ParseHetero(f.engine.hetero);
   if (f.engine.batch_min > double(f.options.batch)) {
     std::ostringstream text;
     text << "--batch-min " << f.engine.batch_min << " is above --batch " << f.options.batch << " (b_max)";
@@ -237,7 +244,7 @@ kernels::OutputMath ParseOutputMath(const std::string& text) {
 // with the device count (ScaleLearningRate applies it once the base rate is known).
 LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
   if (f.algo == "single") return LrScaling::kNone;
-  const size_t devices = engine::ParseDeviceList(f.engine.devices).size();
+  const size_t devices = f.engine.devices.size();
   const uint64_t batches_per_epoch = (training_rows + f.options.batch - 1) / f.options.batch;
   const PresetValues values =
       f.preset == "paper" ? PaperPreset(f.algo) : DefaultPreset(f.algo, devices, batches_per_epoch);
@@ -254,7 +261,7 @@ LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
 // stderr with the preset's values, so that every run shows what it trains with.
 void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
   if (f.algo == "single") return;
-  const size_t devices = engine::ParseDeviceList(f.engine.devices).size();
+  const size_t devices = f.engine.devices.size();
   const float base_lr = f.options.lr;
   f.options.lr = float(double(base_lr) * LrScale(scaling, devices));
   std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
@@ -280,7 +287,7 @@ int RunTrain(TrainFlags& f) {
   f.options.final_eval_full = f.final_eval == "full";
   f.options.math = ParseOutputMath(f.math);
   if (f.options.math != kernels::OutputMath::kFp32)
-    for (const engine::DeviceSpec& spec : engine::ParseDeviceList(f.engine.devices))
+    for (const engine::DeviceSpec& spec : f.engine.devices)
       if (spec.kind != engine::DeviceKind::kCpu)
         throw std::invalid_argument("--math " + f.math + " is for CPU devices; " + spec.id +
                                     "'s output layer computes in fp32");
@@ -366,7 +373,7 @@ int RunTrain(TrainFlags& f) {
   kernels::Model<float> model = kernels::InitModel<float>(shape, f.options.seed);
   std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "
             << train.num_rows() << " training rows, loaded in " << load_seconds << " s; planned host memory "
-            << ((planned_host_bytes + (1 << 20) - 1) >> 20) << " MiB; training on " << f.engine.devices << " ("
+            << ((planned_host_bytes + (1 << 20) - 1) >> 20) << " MiB; training on " << engine::DeviceListText(f.engine.devices) << " ("
             << engine::CudaDeviceSummary() << ")\n";
 
   const bool show_progress = ::isatty(::fileno(stderr)) != 0;
@@ -509,10 +516,10 @@ Command AddTrainCommand(CLI::App* app) {
                   "(static, average); adasum (static, Adasum); sync (gradient aggregation every step); "
                   "crossbow (synchronous model averaging every step)")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--devices", f.engine.devices, "Devices: cpu:N, cuda:0,cuda:1, cuda:0xN, or mixes")
+  cmd->add_option("--devices", f.devices, "Devices: cpu:N, cuda:0,cuda:1, cuda:0xN, or mixes")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--speed", f.engine.speed, "Relative slowness per device, e.g. 1,1.1,1.2,1.32")->group(kEngine);
-  cmd->add_option("--hetero", f.engine.hetero, "Gamma-model heterogeneity: cvb:vmach=0.6,vtask=0.1, or none")
+  cmd->add_option("--speed", f.speed, "Relative slowness per device, e.g. 1,1.1,1.2,1.32")->group(kEngine);
+  cmd->add_option("--hetero", f.hetero, "Gamma-model heterogeneity: cvb:vmach=0.6,vtask=0.1, or none")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--clock", f.clock,
                   "virtual (simulated time from a calibrated per-row cost: deterministic) or wall (real time; "
@@ -553,7 +560,7 @@ Command AddTrainCommand(CLI::App* app) {
                   "Overrides the preset: normalized (Algorithm 2), average (elastic; EASGD with "
                   "--elastic-alpha), adasum, crossbow or gradient (the last two need --schedule sync)")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--collective", f.engine.collective, "Weighted sums over the replicas: ring, tree or naive")
+  cmd->add_option("--collective", f.collective, "Weighted sums over the replicas: ring, tree or naive")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--momentum-mode", f.momentum_mode,
                   "heavy (w' = merge + gamma (w - w_prev)) or nesterov (replicas start from w + gamma "

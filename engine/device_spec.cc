@@ -114,4 +114,10 @@ std::vector<DeviceSpec> ParseDeviceList(const std::string& text) {
   return devices;
 }
 
+std::string DeviceListText(const std::vector<DeviceSpec>& devices) {
+  std::string text;
+  for (const DeviceSpec& d : devices) text += (text.empty() ? "" : ",") + d.id;
+  return text;
+}
+
 }  // namespace xmlt::engine

@@ -13,7 +13,7 @@ struct DeviceSpec {
   DeviceKind kind = DeviceKind::kCpu;
   int ordinal = 0;  // CPU worker index, or GPU index
   int logical = 0;  // index among the logical devices sharing one GPU (cuda:0x4), else 0
-  std::string id;   // "cpu:1", "cuda:0", "cuda:0.2" (logical device 2 of GPU 0)
+  std::string id = "cpu:0";  // "cpu:1", "cuda:0", "cuda:0.2" (logical device 2 of GPU 0)
 };
 
 // Largest count in one item ("cpu:N", "cuda:GxN"); GPU indices go up to kMaxDeviceCount - 1.
@@ -31,5 +31,8 @@ inline constexpr int kMaxDeviceCount = 256;
 // "cpu" may appear once (write cpu:N for N workers) and each GPU once (write cuda:GxK to share it);
 // a bare "cuda" is rejected so that a GPU index is never guessed.
 std::vector<DeviceSpec> ParseDeviceList(const std::string& text);
+
+// The devices' ids joined by commas ("cpu:0,cpu:1"): a list as it is, whatever its spelling.
+std::string DeviceListText(const std::vector<DeviceSpec>& devices);
 
 }  // namespace xmlt::engine

@@ -47,8 +47,13 @@ std::unique_ptr<Collective> MakeCpuPartitionedSumCollective(size_t partitions = 
 std::unique_ptr<Collective> MakeCpuTreeCollective(size_t partitions = 0);
 // The naive reference: one thread, replica after replica. For tests and as a baseline.
 std::unique_ptr<Collective> MakeNaiveCollective();
+// The collectives a run can choose (--collective).
+enum class CollectiveKind { kPartitionedSum, kTree, kNaive };
 // "ring" (the partitioned sum, under the name the CLI has always used), "tree" or "naive"; throws
-// std::invalid_argument otherwise.
+// std::invalid_argument otherwise. CollectiveName is the inverse.
+CollectiveKind ParseCollectiveKind(const std::string& name);
+const char* CollectiveName(CollectiveKind kind);
+std::unique_ptr<Collective> MakeCollective(CollectiveKind kind, size_t devices);
 std::unique_ptr<Collective> MakeCollective(const std::string& name, size_t devices);
 
 }  // namespace xmlt::merge

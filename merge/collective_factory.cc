@@ -5,13 +5,35 @@
 
 namespace xmlt::merge {
 
-std::unique_ptr<Collective> MakeCollective(const std::string& name, size_t devices) {
-  // "ring" is the partitioned sum's historical name: users type it and checkpoints record it (a
-  // resume must repeat it), so it stays the spelling.
-  if (name == "ring") return MakeCpuPartitionedSumCollective(devices);
-  if (name == "tree") return MakeCpuTreeCollective(devices);
-  if (name == "naive") return MakeNaiveCollective();
+// "ring" is the partitioned sum's historical name: users type it and checkpoints record it (a
+// resume must repeat it), so it stays the spelling.
+CollectiveKind ParseCollectiveKind(const std::string& name) {
+  if (name == "ring") return CollectiveKind::kPartitionedSum;
+  if (name == "tree") return CollectiveKind::kTree;
+  if (name == "naive") return CollectiveKind::kNaive;
   throw std::invalid_argument("unknown collective '" + name + "' (expected ring, tree or naive)");
+}
+
+const char* CollectiveName(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kPartitionedSum: return "ring";
+    case CollectiveKind::kTree: return "tree";
+    case CollectiveKind::kNaive: return "naive";
+  }
+  return "?";
+}
+
+std::unique_ptr<Collective> MakeCollective(CollectiveKind kind, size_t devices) {
+  switch (kind) {
+    case CollectiveKind::kPartitionedSum: return MakeCpuPartitionedSumCollective(devices);
+    case CollectiveKind::kTree: return MakeCpuTreeCollective(devices);
+    case CollectiveKind::kNaive: return MakeNaiveCollective();
+  }
+  throw std::invalid_argument("unknown collective");
+}
+
+std::unique_ptr<Collective> MakeCollective(const std::string& name, size_t devices) {
+  return MakeCollective(ParseCollectiveKind(name), devices);
 }
 
 }  // namespace xmlt::merge

@@ -32,18 +32,14 @@ std::string Describe(const std::exception_ptr& error) {
 DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, const EngineOptions& engine,
                        const kernels::Model<float>& initial, std::vector<FaultInjection> faults)
     : options_(options), loss_watch_(options.divergence_factor), engine_(engine), sampler_(train, options.seed), pending_(std::move(faults)) {
-  const std::vector<engine::DeviceSpec> specs = engine::ParseDeviceList(engine.devices);
+  const std::vector<engine::DeviceSpec>& specs = engine.devices;
   const size_t n = specs.size();
   for (const FaultInjection& fault : pending_)
     if (fault.device >= n)
       throw std::invalid_argument("--inject-fault: device " + std::to_string(fault.device) + " does not exist (" +
                                   std::to_string(n) + " devices)");
-  engine::HeterogeneitySpec hetero = engine::ParseHetero(engine.hetero);
-  if (!engine.speed.empty()) hetero.speed = engine::ParseSpeeds(engine.speed);
-  if (!hetero.speed.empty() && hetero.speed.size() != n)
-    throw std::invalid_argument("--speed has " + std::to_string(hetero.speed.size()) + " values for " +
-                                std::to_string(n) + " devices");
-  slowdown_ = std::make_unique<engine::SlowdownModel>(hetero, n, options.seed);
+  ValidateEngineOptions(engine);
+  slowdown_ = std::make_unique<engine::SlowdownModel>(engine.heterogeneity, n, options.seed);
   bounds_ = MakeBounds(options.batch, engine.batch_min, engine.beta);
   const engine::DeviceLimits limits = engine::LimitsFor(train, options.batch);
   for (size_t i = 0; i < n; ++i) {

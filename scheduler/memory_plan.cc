@@ -65,7 +65,7 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
                      Mul(limits.max_label_nnz, sizeof(uint32_t)));
 
   MemoryPlan plan;
-  const std::vector<engine::DeviceSpec> specs = engine::ParseDeviceList(engine.devices);
+  const std::vector<engine::DeviceSpec>& specs = engine.devices;
   for (const engine::DeviceSpec& spec : specs) {
     DeviceMemory d = device;
     d.id = spec.id;

@@ -100,41 +100,43 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& 
                               const kernels::ModelShape& shape, const data::Dataset& train,
                               const data::Dataset* test) {
   nlohmann::json j = {{"model", shape.ToString()},
-                      {"--normalize", shape.normalize_rows ? "l2" : "none"},
-                      {"--batch", options.batch},
-                      {"--lr", options.lr},
-                      {"--local-momentum", options.local_momentum},
-                      {"--mega-batch", options.mega_batch},
-                      {"--seed", options.seed},
-                      {"--train (rows)", train.num_rows()},
-                      {"--train (checksum)", DataChecksum(train)},
+                      {"normalize", shape.normalize_rows ? "l2" : "none"},
+                      {"batch", options.batch},
+                      {"lr", options.lr},
+                      {"local_momentum", options.local_momentum},
+                      {"mega_batch", options.mega_batch},
+                      {"seed", options.seed},
+                      {"train_rows", train.num_rows()},
+                      {"train_checksum", DataChecksum(train)},
                       // The metrics of one run are of one test set.
-                      {"--test (rows)", test == nullptr ? 0 : test->num_rows()},
-                      {"--test (checksum)", test == nullptr ? 0 : DataChecksum(*test)}};
+                      {"test_rows", test == nullptr ? 0 : test->num_rows()},
+                      {"test_checksum", test == nullptr ? 0 : DataChecksum(*test)}};
   // Only when set, so that checkpoints of runs without it still resume.
   if (options.eval_rows > 0) {
-    j["--eval-rows"] = options.eval_rows;
-    j["--final-eval"] = options.final_eval_full ? "full" : "sample";
+    j["eval_rows"] = options.eval_rows;
+    j["final_eval"] = options.final_eval_full ? "full" : "sample";
   }
-  if (options.math != kernels::OutputMath::kFp32) j["--math"] = kernels::OutputMathName(options.math);
-  if (options.divergence_factor != 100) j["--divergence-factor"] = options.divergence_factor;
-  j["--devices"] = engine.devices;
-  j["--schedule"] = ScheduleName(engine.schedule);
-  j["--merge"] = MergeName(engine.merge);
-  j["--collective"] = engine.collective;
-  j["--momentum-mode"] = engine.nesterov ? "nesterov" : "heavy";
-  j["--elastic-alpha"] = engine.elastic_alpha;
-  j["--momentum"] = engine.momentum;
-  j["--pert-thr"] = engine.pert_threshold;
-  j["--pert-delta"] = engine.pert_delta;
-  j["--pert-weights"] = engine.pert_renormalize ? "normalized" : "raw";
-  j["--speed"] = engine.speed;
-  j["--hetero"] = engine.hetero;
-  j["--clock"] = engine.clock == EngineOptions::Clock::kWall ? "wall" : "virtual";
-  j["--row-cost"] = engine.row_cost_s;
-  j["--merge-cost"] = engine.merge_cost_s;
-  j["--batch-min"] = engine.batch_min;
-  j["--beta"] = engine.beta;
+  if (options.math != kernels::OutputMath::kFp32) j["math"] = kernels::OutputMathName(options.math);
+  if (options.divergence_factor != 100) j["divergence_factor"] = options.divergence_factor;
+  j["devices"] = engine::DeviceListText(engine.devices);
+  j["schedule"] = ScheduleName(engine.schedule);
+  j["merge"] = MergeName(engine.merge);
+  j["collective"] = merge::CollectiveName(engine.collective);
+  j["momentum_mode"] = engine.nesterov ? "nesterov" : "heavy";
+  j["elastic_alpha"] = engine.elastic_alpha;
+  j["momentum"] = engine.momentum;
+  j["pert_threshold"] = engine.pert_threshold;
+  j["pert_delta"] = engine.pert_delta;
+  j["pert_weights"] = engine.pert_renormalize ? "normalized" : "raw";
+  j["speed"] = engine.heterogeneity.speed;
+  j["hetero"] = engine.heterogeneity.cvb ? nlohmann::json{{"vmach", engine.heterogeneity.vmach},
+                                                             {"vtask", engine.heterogeneity.vtask}}
+                                           : nlohmann::json("none");
+  j["clock"] = engine.clock == EngineOptions::Clock::kWall ? "wall" : "virtual";
+  j["row_cost"] = engine.row_cost_s;
+  j["merge_cost"] = engine.merge_cost_s;
+  j["batch_min"] = engine.batch_min;
+  j["beta"] = engine.beta;
   return j;
 }
 
@@ -148,31 +150,40 @@ void CheckEpochsCoverProgress(uint64_t total_rows, uint64_t rows_done, uint64_t 
 }
 
 bool ResumeLowersLr(const nlohmann::json& saved, double now_lr) {
-  if (!saved.contains("--lr") || !saved.at("--lr").is_number()) return false;
+  if (!saved.contains("lr") || !saved.at("lr").is_number()) return false;
   // The fingerprint stores a float's value: compare as floats.
-  return float(now_lr) < float(saved.at("--lr").get<double>());
+  return float(now_lr) < float(saved.at("lr").get<double>());
 }
 
+namespace {
+
+std::string Describe(const std::vector<SettingDifference>& differences) {
+  std::string text = "this run's settings differ from the checkpointed run's:";
+  for (const SettingDifference& d : differences) text += "\n  " + d.name + ": checkpoint " + d.checkpoint + ", now " + d.now;
+  return text;
+}
+
+}  // namespace
+
+RunMismatch::RunMismatch(const std::string& source, std::vector<SettingDifference> differences)
+    : data::InputError(source, 0, Describe(differences)), differences_(std::move(differences)) {}
+
 void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source) {
-  std::string differences;
-  // The data's checksum is taken after normalization: a changed --normalize changes it too, and
-  // is the one to report.
-  const bool normalize_differs = saved.contains("--normalize") && now.contains("--normalize") &&
-                                 saved.at("--normalize") != now.at("--normalize");
+  std::vector<SettingDifference> differences;
+  // The data's checksum is taken after normalization: a changed normalization changes it too,
+  // and is the one to report.
+  const bool normalize_differs = saved.contains("normalize") && now.contains("normalize") &&
+                                 saved.at("normalize") != now.at("normalize");
   for (const auto& [key, value] : now.items()) {
     const auto it = saved.find(key);
-    const std::string before = it == saved.end() ? "(not set)" : it->dump();
     if (it != saved.end() && *it == value) continue;
-    if (normalize_differs && key == "--train (checksum)") continue;
-    if (key == "--lr" && it != saved.end() && ResumeLowersLr(saved, value.get<double>())) continue;
-    differences += "\n  " + key + ": checkpoint " + before + ", now " + value.dump();
-    if (key == "--schedule" || key == "--merge") differences += " (set by --algo)";
+    if (normalize_differs && key == "train_checksum") continue;
+    if (key == "lr" && it != saved.end() && ResumeLowersLr(saved, value.get<double>())) continue;
+    differences.push_back({key, it == saved.end() ? "(not set)" : it->dump(), value.dump()});
   }
   for (const auto& [key, value] : saved.items())
-    if (!now.contains(key)) differences += "\n  " + key + ": checkpoint " + value.dump() + ", now (not set)";
-  if (!differences.empty())
-    throw data::InputError(source, 0, "this run's settings differ from the checkpointed run's (give the same flags; "
-                                      "only --epochs, --eval-every and a lower --lr may change):" + differences);
+    if (!now.contains(key)) differences.push_back({key, value.dump(), "(not set)"});
+  if (!differences.empty()) throw RunMismatch(source, std::move(differences));
 }
 
 nlohmann::json ParseCheckpointMeta(const std::string& text, const std::string& source) {

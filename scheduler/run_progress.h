@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/input_error.h"
 #include "kernels/model.h"
 #include "scheduler/metrics_log.h"
 #include "scheduler/train_options.h"
@@ -34,10 +35,10 @@ RunProgress ProgressFromJson(const nlohmann::json& json);  // throws nlohmann::j
 // last and best of the evaluations so far (the best by P@1, the earliest on ties).
 TrainResult ResultOf(const RunProgress& progress);
 
-// What a resumed run must share with the run that wrote the checkpoint, keyed by the flag that
-// sets it: model shape, devices, algorithm settings, batch, learning rate, seed, and checksums
-// of the training data and of the test data (`test` may be null: no test set). --epochs and
-// --eval-every may change.
+// What a resumed run must share with the run that wrote the checkpoint, keyed by setting names
+// (the command line maps them to its flags): model shape, devices, algorithm settings, batch,
+// learning rate, seed, and checksums of the training data and of the test data (`test` may be
+// null: no test set). The epochs and the evaluation schedule may change.
 nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& engine,
                               const kernels::ModelShape& shape, const data::Dataset& train,
                               const data::Dataset* test);
@@ -51,8 +52,24 @@ void CheckEpochsCoverProgress(uint64_t total_rows, uint64_t rows_done, uint64_t 
 // checkpointed run's; the run then restarts its learning rates from it, rollback halvings dropped.
 bool ResumeLowersLr(const nlohmann::json& saved, double now_lr);
 
-// Throws data::InputError (naming `source`) listing every flag whose value differs (a lower --lr
-// excepted).
+// A setting of the run fingerprint (by its name there, e.g. "batch", "pert_threshold") whose
+// value differs between a checkpoint and the run resuming from it, both as JSON text.
+struct SettingDifference {
+  std::string name, checkpoint, now;
+};
+
+// A resume refused for its settings; the command line names the flags behind them.
+class RunMismatch : public data::InputError {
+ public:
+  RunMismatch(const std::string& source, std::vector<SettingDifference> differences);
+  const std::vector<SettingDifference>& differences() const { return differences_; }
+
+ private:
+  std::vector<SettingDifference> differences_;
+};
+
+// Throws RunMismatch (naming `source`) listing every setting whose value differs (a lower
+// learning rate excepted).
 void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source);
 
 // The checkpoint's header JSON ("run", "progress" and the loop's own parts) from a reader, with

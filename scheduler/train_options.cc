@@ -42,6 +42,10 @@ void ValidateEngineOptions(const EngineOptions& engine) {
         "--merge gradient and --merge crossbow combine one step per device and need --schedule sync, "
         "and --schedule sync needs one of them");
   const bool elastic_force = engine.merge == Merge::kCrossbow || (engine.merge == Merge::kAverage && engine.elastic_alpha > 0);
+  if (engine.devices.empty()) throw std::invalid_argument("--devices: no device");
+  if (!engine.heterogeneity.speed.empty() && engine.heterogeneity.speed.size() != engine.devices.size())
+    throw std::invalid_argument("--speed has " + std::to_string(engine.heterogeneity.speed.size()) + " values for " +
+                                std::to_string(engine.devices.size()) + " devices");
   if (elastic_force && engine.nesterov)
     throw std::invalid_argument("--momentum-mode nesterov does not apply to elastic-force merges (EASGD, CROSSBOW)");
 }

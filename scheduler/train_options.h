@@ -5,7 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/device_spec.h"
+#include "engine/heterogeneity.h"
 #include "kernels/output_math.h"
+#include "merge/collective.h"
 
 namespace xmlt::scheduler {
 
@@ -30,25 +33,25 @@ struct TrainOptions {
   uint64_t seed = 1;             // initialization and shuffling
 };
 
-// Several devices: how batches are dispatched, sized and merged (the --algo presets set these).
+// The devices and how batches are dispatched, sized and merged (--algo and the presets set these),
+// as typed values: the command line parses its flags once, at its edge.
 struct EngineOptions {
   // dynamic: the next batch to whichever device is free; static: equal shares per mega-batch;
   // sync: every round each device takes --batch / n rows from the same model, merged every round.
   enum class Schedule { kDynamic, kStatic, kSync } schedule = Schedule::kDynamic;
   bool scale_batches = true;     // Algorithm 1 after every mega-batch (dynamic dispatch only)
   enum class Merge { kNormalized, kAverage, kAdasum, kCrossbow, kGradient } merge = Merge::kNormalized;
-  std::string collective = "ring";  // ring, tree or naive
+  merge::CollectiveKind collective = merge::CollectiveKind::kPartitionedSum;
   bool nesterov = false;         // --momentum-mode nesterov: replicas start from the look-ahead
   double elastic_alpha = 0;      // average: > 0 turns on EASGD's elastic force; crossbow: 0 = 1/n
-  std::string devices = "cpu:4";
+  std::vector<engine::DeviceSpec> devices = engine::ParseDeviceList("cpu:4");
   double batch_min = 0;          // b_min; 0 = batch / 8
   double beta = 0;               // Algorithm 1's beta; 0 = b_min / 2
   double momentum = 0.9;         // gamma of the global update
   double pert_threshold = 0.1;   // perturb when every replica's L2 norm / #params is below it
   double pert_delta = 0.1;       // perturbation factor
   bool pert_renormalize = true;  // perturbed merge weights scaled back to sum 1 (paper: false)
-  std::string speed;             // "1,1.1,1.2,1.32": relative slowness per device
-  std::string hetero = "none";   // "cvb:vmach=0.6,vtask=0.1"
+  engine::HeterogeneitySpec heterogeneity;  // --speed (one per device, or none) and --hetero
   enum class Clock { kWall, kVirtual } clock = Clock::kVirtual;
   double row_cost_s = 0;         // virtual clock: seconds per row; 0 = measured in the first mega-batch
   double merge_cost_s = 0;       // virtual clock: seconds per parameter and replica of one merge;

@@ -5,16 +5,15 @@
 
 namespace xmlt::scheduler {
 
-EngineOptions SingleDeviceEngine(const std::string& device) {
+EngineOptions SingleDeviceEngine(const engine::DeviceSpec& device) {
   EngineOptions engine;
-  engine.devices = device;
+  engine.devices = {device};
   engine.schedule = EngineOptions::Schedule::kDynamic;
   engine.scale_batches = false;
   engine.merge = EngineOptions::Merge::kAverage;
   engine.momentum = 0;
   engine.elastic_alpha = 0;
-  engine.speed = "";
-  engine.hetero = "none";
+  engine.heterogeneity = {};
   engine.clock = EngineOptions::Clock::kWall;
   return engine;
 }

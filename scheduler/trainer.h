@@ -29,10 +29,10 @@ struct TrainCallbacks {
   std::function<void(const std::string&)> on_event;               // rollbacks, dropped devices, checkpoints
 };
 
-// --algo single on `device` (one item of the --devices syntax: "cpu", "cuda:0"): dynamic dispatch
-// to the one device on the wall clock, no batch scaling, and a merge that is the replica itself
-// (an average of one, without global momentum).
-EngineOptions SingleDeviceEngine(const std::string& device = "cpu");
+// --algo single on `device` (the first CPU worker unless told otherwise): dynamic dispatch to the
+// one device on the wall clock, no batch scaling, and a merge that is the replica itself (an
+// average of one, without global momentum).
+EngineOptions SingleDeviceEngine(const engine::DeviceSpec& device = {});
 
 // Trains `model` in place on one CPU device (RunMultiDevice with SingleDeviceEngine()). `test` may
 // be null (no evaluation; records carry only training data). `control` adds checkpoints, resuming,

@@ -16,6 +16,7 @@
 #include "scheduler/checkpoint_file.h"
 #include "scheduler/multi_device_run.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/run_progress.h"
 #include "scheduler/trainer.h"
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/test_support.h"
@@ -44,8 +45,7 @@ EngineOptions Engine(const std::string& algo) {
   engine.momentum = 0.5;
   if (algo == "adaptive-nesterov-cvb") {
     engine.nesterov = true;
-    engine.speed = "";
-    engine.hetero = "cvb:vmach=0.5,vtask=0.2";
+    engine.heterogeneity = engine::ParseHetero("cvb:vmach=0.5,vtask=0.2");
     return engine;
   }
   if (algo == "single") return engine;  // unused: the single-device loop takes no engine
@@ -236,7 +236,7 @@ INSTANTIATE_TEST_SUITE_P(EveryMerge, ExtendTest,
                                            "single"),
                          testing::AlgoTestName);
 
-TEST(Resume, ADifferentSettingIsRefusedNamingTheFlag) {
+TEST(Resume, ADifferentSettingIsRefusedNamingTheSetting) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
@@ -248,11 +248,15 @@ TEST(Resume, ADifferentSettingIsRefusedNamingTheFlag) {
   try {
     TrainFor(other, &engine, control);
     FAIL() << "expected a refusal";
-  } catch (const data::InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("--batch: checkpoint 32, now 64"), std::string::npos) << e.what();
+  } catch (const RunMismatch& e) {
+    // By the setting's name: the command line says which flag it is (apps/resume_settings.cc).
+    ASSERT_EQ(e.differences().size(), 1u) << e.what();
+    EXPECT_EQ(e.differences()[0].name, "batch");
+    EXPECT_EQ(e.differences()[0].checkpoint, "32");
+    EXPECT_EQ(e.differences()[0].now, "64");
   }
-  // A single-device checkpoint is not a multi-device one, and the other way round.
-  EXPECT_THROW(TrainFor(Options(), nullptr, control), data::InputError);
+  // A single-device run is another run (one device, another merge) than this three-device one.
+  EXPECT_THROW(TrainFor(Options(), nullptr, control), RunMismatch);
 }
 
 // A device's batch size comes from the checkpoint; above --batch its batches would not fit the
@@ -388,7 +392,7 @@ TEST(DeviceFaults, AFailedDeviceIsDroppedAndTheOthersTrainEveryRow) {
 TEST(DeviceFaults, TheWallClockDispatchDropsAFailedDeviceToo) {
   EngineOptions engine = Engine("adaptive");
   engine.clock = EngineOptions::Clock::kWall;
-  engine.speed = "1,2,1";
+  engine.heterogeneity.speed = {1, 2, 1};
   const Outcome out = TrainFor(Options(), &engine, FailingDevice(2, 3));
   const EvalRecord& last = out.records.back();
   EXPECT_TRUE(last.devices[2].dropped);
@@ -400,8 +404,8 @@ TEST(DeviceFaults, TheWallClockDispatchDropsAFailedDeviceToo) {
 TEST(DeviceFaults, WithNoDeviceLeftTheRunStopsWithACheckpointThatResumes) {
   testing::TempDir dir;
   EngineOptions engine = Engine("adaptive");
-  engine.devices = "cpu:2";
-  engine.speed = "1,1.5";
+  engine.devices = engine::ParseDeviceList("cpu:2");
+  engine.heterogeneity.speed = {1, 1.5};
   RunControl control;
   control.checkpoint_dir = dir.path();
   FaultInjection a, b;
@@ -426,7 +430,7 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   kernels::ModelShape shape{670091, {4096}, 670091};
   TrainOptions options;
   EngineOptions engine;
-  engine.devices = "cpu:4";
+  engine.devices = engine::ParseDeviceList("cpu:4");
   const engine::DeviceLimits limits{128, 128 * 100, 128 * 5};
   const MemoryPlan plan = PlanMemory(shape, options, engine, limits, 490449, true);
   ASSERT_EQ(plan.devices.size(), 4u);
@@ -444,7 +448,7 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   const kernels::ModelShape small{5000, {64}, 500};
   EXPECT_NO_THROW(CheckMemoryFits(PlanMemory(small, options, engine, limits, 10000, true), uint64_t(16) << 30, {}));
   // GPU replicas are checked against the GPU's free memory.
-  engine.devices = "cuda:0x2";
+  engine.devices = engine::ParseDeviceList("cuda:0x2");
   const MemoryPlan gpu = PlanMemory(shape, options, engine, limits, 490449, false);
   EXPECT_TRUE(gpu.devices[0].gpu);
   EXPECT_THROW(CheckMemoryFits(gpu, 0, {uint64_t(8) << 30}), std::runtime_error);

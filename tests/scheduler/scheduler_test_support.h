@@ -33,8 +33,8 @@ inline data::GeneratedData NormalizedData(uint64_t train_rows, uint64_t test_row
 // Adaptive SGD (dynamic dispatch, Algorithm 1, normalized merge) on the virtual clock.
 inline EngineOptions VirtualClockEngine(const std::string& devices, const std::string& speed) {
   EngineOptions engine;
-  engine.devices = devices;
-  engine.speed = speed;
+  engine.devices = engine::ParseDeviceList(devices);
+  engine.heterogeneity.speed = engine::ParseSpeeds(speed);
   engine.clock = EngineOptions::Clock::kVirtual;
   engine.row_cost_s = 1e-4;
   engine.merge_cost_s = 1e-9;
