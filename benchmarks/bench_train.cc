@@ -85,8 +85,9 @@ void TrainSteps(benchmark::State& state, const std::string& preset, double scale
 // TrainSteps' work through the engine with one device (--algo single): the manager thread, the
 // result queue, a merge and the saved states per mega-batch, and the run's bookkeeping, around the
 // same steps. Its rate against TrainSteps' at the same Args is the price of the one training loop.
-// Each iteration trains 20 epochs (at scale 0.01 with a batch of 256: 384 batches), so that
-// setting the run up (the replica, its buffers' first touch) weighs as little as in a real run.
+// Args: batch size, hidden units, epochs per iteration: 20 (at a batch of 256, 384 batches), so
+// that setting the run up (the replica, its buffers' first touch) weighs little, as in a real run;
+// 1 shows what the setting up costs.
 void EngineOneDevice(benchmark::State& state, const std::string& preset, double scale) {
   const data::Dataset& train = Generated(preset, scale);
   scheduler::TrainOptions options;
@@ -94,7 +95,7 @@ void EngineOneDevice(benchmark::State& state, const std::string& preset, double 
   options.hidden = {uint32_t(state.range(1))};
   options.lr = 0.1f;
   options.local_momentum = 0.9f;
-  options.epochs = 20;
+  options.epochs = double(state.range(2));
   options.eval.kind = scheduler::EvalSchedule::Kind::kEnd;
   kernels::ModelShape shape{train.num_features(), options.hidden, train.num_labels()};
   kernels::Model<float> model = kernels::InitModel<float>(shape, 1);
@@ -190,7 +191,13 @@ BENCHMARK_CAPTURE(TrainSteps, amazon670k_scale0_01, std::string("amazon670k"), 0
 BENCHMARK_CAPTURE(TrainSteps, delicious200k_scale0_01, std::string("delicious200k"), 0.01)
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(EngineOneDevice, amazon670k_scale0_01, std::string("amazon670k"), 0.01)
-    ->Args({128, 128})->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Args({128, 128, 20})->Args({256, 128, 20})->Args({256, 128, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+// At scale 0.1 an epoch is 191 batches of 256, so mega-batches are the default 100 batches and
+// what remains between the two rates is the per-batch hop through the manager thread.
+BENCHMARK_CAPTURE(TrainSteps, amazon670k_scale0_1, std::string("amazon670k"), 0.1)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+BENCHMARK_CAPTURE(EngineOneDevice, amazon670k_scale0_1, std::string("amazon670k"), 0.1)
+    ->Args({256, 128, 2})->Unit(benchmark::kMillisecond)->UseRealTime();
 // The full Table 1 shapes: 135,909 x 670,091 and 782,585 x 205,443.
 BENCHMARK_CAPTURE(TrainSteps, amazon670k_full, std::string("amazon670k"), 1.0)
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);

@@ -69,6 +69,9 @@ class Merger {
 //    replica), b_i >= 0 with sum b > 0 when the u_i are equal; throws std::invalid_argument.
 std::unique_ptr<Merger> MakeNormalizedMerger(const MergeOptions& options,
                                              std::shared_ptr<Collective> collective);
+// One replica taken as the global model (--algo single): w_p <- w, w <- the replica, alpha = 1.
+// Throws std::invalid_argument for any other number of replicas.
+std::unique_ptr<Merger> MakeCopyMerger();
 // Elastic SGD's plain average (alpha_i = 1/n) under the same global momentum rule; never perturbs.
 // The input is not used (its vectors must be empty or have one entry per replica).
 std::unique_ptr<Merger> MakeAverageMerger(const MergeOptions& options,

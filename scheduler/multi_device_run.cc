@@ -38,6 +38,7 @@ std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t de
     case Merge::kAdasum: return merge::MakeAdasumMerger(options);
     case Merge::kCrossbow: return merge::MakeElasticForceMerger(options, collective);
     case Merge::kGradient: return merge::MakeGradientMerger(options, collective);
+    case Merge::kCopy: return merge::MakeCopyMerger();
   }
   throw std::logic_error("unknown merge");
 }

@@ -90,6 +90,7 @@ const char* MergeName(EngineOptions::Merge merge) {
     case EngineOptions::Merge::kAdasum: return "adasum";
     case EngineOptions::Merge::kCrossbow: return "crossbow";
     case EngineOptions::Merge::kGradient: return "gradient";
+    case EngineOptions::Merge::kCopy: return "copy";
     default: return "normalized";
   }
 }

@@ -43,6 +43,8 @@ void ValidateEngineOptions(const EngineOptions& engine) {
         "and --schedule sync needs one of them");
   const bool elastic_force = engine.merge == Merge::kCrossbow || (engine.merge == Merge::kAverage && engine.elastic_alpha > 0);
   if (engine.devices.empty()) throw std::invalid_argument("--devices: no device");
+  if (engine.merge == Merge::kCopy && engine.devices.size() != 1)
+    throw std::invalid_argument("the copy merge (--algo single) takes one device");
   if (!engine.heterogeneity.speed.empty() && engine.heterogeneity.speed.size() != engine.devices.size())
     throw std::invalid_argument("--speed has " + std::to_string(engine.heterogeneity.speed.size()) + " values for " +
                                 std::to_string(engine.devices.size()) + " devices");

@@ -40,7 +40,7 @@ struct EngineOptions {
   // sync: every round each device takes --batch / n rows from the same model, merged every round.
   enum class Schedule { kDynamic, kStatic, kSync } schedule = Schedule::kDynamic;
   bool scale_batches = true;     // Algorithm 1 after every mega-batch (dynamic dispatch only)
-  enum class Merge { kNormalized, kAverage, kAdasum, kCrossbow, kGradient } merge = Merge::kNormalized;
+  enum class Merge { kNormalized, kAverage, kAdasum, kCrossbow, kGradient, kCopy } merge = Merge::kNormalized;
   merge::CollectiveKind collective = merge::CollectiveKind::kPartitionedSum;
   bool nesterov = false;         // --momentum-mode nesterov: replicas start from the look-ahead
   double elastic_alpha = 0;      // average: > 0 turns on EASGD's elastic force; crossbow: 0 = 1/n

@@ -10,7 +10,7 @@ EngineOptions SingleDeviceEngine(const engine::DeviceSpec& device) {
   engine.devices = {device};
   engine.schedule = EngineOptions::Schedule::kDynamic;
   engine.scale_batches = false;
-  engine.merge = EngineOptions::Merge::kAverage;
+  engine.merge = EngineOptions::Merge::kCopy;
   engine.momentum = 0;
   engine.elastic_alpha = 0;
   engine.heterogeneity = {};

@@ -30,8 +30,8 @@ struct TrainCallbacks {
 };
 
 // --algo single on `device` (the first CPU worker unless told otherwise): dynamic dispatch to the
-// one device on the wall clock, no batch scaling, and a merge that is the replica itself (an
-// average of one, without global momentum).
+// one device on the wall clock, no batch scaling, and a merge that takes the replica as the global
+// model.
 EngineOptions SingleDeviceEngine(const engine::DeviceSpec& device = {});
 
 // Trains `model` in place on one CPU device (RunMultiDevice with SingleDeviceEngine()). `test` may

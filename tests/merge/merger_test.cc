@@ -300,5 +300,24 @@ TEST(AverageMerger, GlobalMomentum) {
   EXPECT_THROW(merger->Merge(r.View(), Input({1}, {1}), &global), std::invalid_argument);
 }
 
+// --algo single's merge: the one replica becomes w, the old w becomes w_p, and the replica is left
+// as it is; any other number of replicas is refused before anything is written.
+TEST(CopyMerger, TakesTheOneReplicaAsTheGlobalModel) {
+  Replicas one{{{1.5f, -2, 0.25f}}};
+  GlobalModel global = Global({7, 8, 9}, {1, 1, 1});
+  const MergeOutcome out = MakeCopyMerger()->Merge(one.View(), MergeInput{}, &global);
+  EXPECT_EQ(out.weights, (std::vector<double>{1.0}));
+  EXPECT_FALSE(out.perturbed);
+  ExpectModel({1.5f, -2, 0.25f}, global.current);
+  ExpectModel({7, 8, 9}, global.previous);
+  ExpectModel({1.5f, -2, 0.25f}, one.data[0]);
+
+  Replicas two{{{1, 2, 3}, {4, 5, 6}}};
+  GlobalModel untouched = Global({7, 8, 9}, {1, 1, 1});
+  EXPECT_THROW(MakeCopyMerger()->Merge(two.View(), MergeInput{}, &untouched), std::invalid_argument);
+  ExpectModel({7, 8, 9}, untouched.current);
+  ExpectModel({1, 1, 1}, untouched.previous);
+}
+
 }  // namespace
 }  // namespace xmlt::merge
