@@ -4,18 +4,13 @@
 #include <string>
 
 #include "engine/device_query.h"
+#include "kernels/cuda/device_count.h"
 
 namespace xmlt::engine {
 
-int CudaDeviceCount() {
-  int count = 0;
-  // No driver or no device is not an error for xmltrain: it runs on the CPU.
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky error state
-    return 0;
-  }
-  return count;
-}
+// Counted in one place, the CUDA backend's (no driver or no device is not an error: xmltrain then
+// runs on the CPU).
+int CudaDeviceCount() { return kernels::cuda::CudaDeviceCountOrZero(); }
 
 std::string CudaDeviceSummary() {
   int count = 0;

@@ -27,19 +27,25 @@ std::string Describe(const std::exception_ptr& error) {
   }
 }
 
+// The engine's options checked first: the planner's slowdown model would refuse them less clearly.
+DispatchPlanner MakePlanner(const TrainOptions& options, const EngineOptions& engine) {
+  ValidateEngineOptions(engine);
+  return DispatchPlanner(engine.schedule, options.mega_batch,
+                         engine::SlowdownModel(engine.heterogeneity, engine.devices.size(), options.seed));
+}
+
 }  // namespace
 
 DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, const EngineOptions& engine,
                        const kernels::Model<float>& initial, std::vector<FaultInjection> faults)
-    : options_(options), loss_watch_(options.divergence_factor), engine_(engine), sampler_(train, options.seed), pending_(std::move(faults)) {
+    : options_(options), loss_watch_(options.divergence_factor), engine_(engine), sampler_(train, options.seed),
+      planner_(MakePlanner(options, engine)), pending_(std::move(faults)) {
   const std::vector<engine::DeviceSpec>& specs = engine.devices;
   const size_t n = specs.size();
   for (const FaultInjection& fault : pending_)
     if (fault.device >= n)
       throw std::invalid_argument("--inject-fault: device " + std::to_string(fault.device) + " does not exist (" +
                                   std::to_string(n) + " devices)");
-  ValidateEngineOptions(engine);
-  slowdown_ = std::make_unique<engine::SlowdownModel>(engine.heterogeneity, n, options.seed);
   bounds_ = MakeBounds(options.batch, engine.batch_min, engine.beta);
   const engine::DeviceLimits limits = engine::LimitsFor(train, options.batch);
   for (size_t i = 0; i < n; ++i) {
@@ -48,8 +54,6 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
     states_.push_back({double(options.batch), double(options.lr)});
   }
   fault_.assign(n, "");
-  plan_clock_.assign(n, 0.0);
-  plan_units_.assign(n, 0.0);
   // Static dispatch rounds the mega-batch up to a multiple of the surviving devices, at most
   // n - 1 batches more than M whatever their number.
   arena_.resize((uint64_t(options.mega_batch) + n) * options.batch);
@@ -94,7 +98,7 @@ size_t DevicePool::TakeRows(size_t want, uint64_t* out) {
 // run has left; a mega-batch's rows never cut one.
 DevicePool::Assignment DevicePool::Assign(size_t device, size_t want, size_t* used, uint64_t* cap) {
   Assignment a{device, *used, TakeRows(std::min<uint64_t>(want, *cap), arena_.data() + *used),
-               slowdown_->NextFactor(device)};
+               planner_.DrawSlowdown(device)};
   *used += a.count;
   *cap -= a.count;
   return a;
@@ -111,16 +115,12 @@ void DevicePool::BeginMegaBatch(uint64_t index) {
 }
 
 MegaBatchRun DevicePool::RunSyncRound(uint64_t budget) {
-  std::fill(plan_units_.begin(), plan_units_.end(), 0.0);  // each round is timed on its own
-  const std::vector<size_t> devices = alive();
-  const size_t n = devices.size();
+  planner_.ClearWork();  // each round is timed on its own
   const size_t taken = TakeRows(std::min<uint64_t>(options_.batch, budget), arena_.data());
   std::vector<Assignment> plan;
   size_t offset = 0;
-  for (size_t k = 0; k < n; ++k) {
-    const size_t count = taken / n + (k < taken % n ? 1 : 0);
-    if (count == 0) continue;  // fewer rows than devices: the others sit this round out
-    plan.push_back(Assignment{devices[k], offset, count, slowdown_->NextFactor(devices[k])});
+  for (const auto& [device, count] : DispatchPlanner::SplitRound(taken, alive())) {
+    plan.push_back(Assignment{device, offset, size_t(count), planner_.DrawSlowdown(device)});
     offset += count;
   }
   MegaBatchRun run = EmptyRun();
@@ -130,31 +130,12 @@ MegaBatchRun DevicePool::RunSyncRound(uint64_t budget) {
 
 DevicePool::Dealt DevicePool::RunMegaBatch(uint64_t budget, uint64_t cap, bool continues, MegaBatchRun* run,
                                            const std::atomic<int>* stop) {
-  if (!continues) {
-    std::fill(plan_clock_.begin(), plan_clock_.end(), 0.0);
-    std::fill(plan_units_.begin(), plan_units_.end(), 0.0);
-    plan_position_ = 0;
-  }
+  if (!continues) planner_.BeginMegaBatch();
   const bool wall = engine_.clock == EngineOptions::Clock::kWall;
   if (engine_.schedule == EngineOptions::Schedule::kDynamic && wall) return RunDynamicWall(budget, cap, run, stop);
   return RunPlanned(budget, cap, run, stop);
 }
 
-// The device the plan gives the next batch. Dynamic (virtual clock): the surviving device whose
-// simulated clock is earliest, ties to the lower index; its clock advances by rows x slowdown, so
-// the plan depends only on the seed. Static (elastic SGD): the mega-batch's batches of b_max rows
-// round robin, ceil(M / n) per device, whatever the speeds; SIZE_MAX once they are all dealt.
-size_t DevicePool::NextPlannedDevice(const std::vector<size_t>& devices) const {
-  if (engine_.schedule == EngineOptions::Schedule::kDynamic) {
-    size_t next = devices[0];
-    for (size_t d : devices)
-      if (plan_clock_[d] < plan_clock_[next]) next = d;
-    return next;
-  }
-  const uint64_t per_device = (options_.mega_batch + devices.size() - 1) / devices.size();
-  if (plan_position_ >= per_device * devices.size()) return SIZE_MAX;
-  return devices[plan_position_ % devices.size()];
-}
 
 engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id) {
   engine::BatchTask task;
@@ -203,19 +184,16 @@ DevicePool::Dealt DevicePool::RunPlanned(uint64_t budget, uint64_t cap, MegaBatc
       dealt.stopped = true;
       break;
     }
-    const size_t device = NextPlannedDevice(devices);
-    if (device == SIZE_MAX) break;
+    const std::optional<size_t> next = planner_.NextDevice(devices);
+    if (!next) break;
+    const size_t device = *next;
     if (queued[device] >= kQueued) {
       collect();
       continue;  // and look at the stop flag again before dealing more
     }
     plan.push_back(Assign(device, dynamic ? RowsForBatch(states_[device].batch) : options_.batch, &used, &cap));
     dealt.rows += plan.back().count;
-    if (dynamic) {
-      plan_clock_[device] += double(plan.back().count) * plan.back().slowdown;
-    } else {
-      ++plan_position_;
-    }
+    planner_.Dealt(device, plan.back().count, plan.back().slowdown);
     results.emplace_back();
     workers_[device]->Submit(TaskFor(plan.back(), plan.size() - 1));
     ++queued[device];
@@ -261,12 +239,12 @@ void DevicePool::TimeOnTheVirtualClock(const std::vector<Assignment>& plan,
   for (size_t k = 0; k < plan.size(); ++k) {
     if (dropped(plan[k].device)) continue;
     compute_s += results[k].compute_s;
-    plan_units_[plan[k].device] += double(plan[k].count) * plan[k].slowdown;
+    planner_.AddWork(plan[k].device, plan[k].count, plan[k].slowdown);
   }
   // The row cost is calibrated once, on the first mega-batch with work done, unless it was given.
   if (row_cost_s_ == 0 && run->rows > rows_before)
     row_cost_s_ = engine_.row_cost_s > 0 ? engine_.row_cost_s : compute_s / double(run->rows - rows_before);
-  for (size_t i = 0; i < size(); ++i) run->busy_s[i] = plan_units_[i] * row_cost_s_;
+  for (size_t i = 0; i < size(); ++i) run->busy_s[i] = planner_.Work(i) * row_cost_s_;
   run->span_s = *std::max_element(run->busy_s.begin(), run->busy_s.end());
 }
 
@@ -376,16 +354,14 @@ nlohmann::json DevicePool::SaveMeta() const {
   }
   nlohmann::json pending = nlohmann::json::array();
   for (const FaultInjection& f : pending_) pending.push_back({f.device, f.megabatch, int(f.kind)});
-  return {{"devices", devices},
-          {"sampler_cursor", sampler_.cursor()},
-          {"sampler_rng", sampler_.GeneratorState()},
-          {"slowdown", slowdown_->SaveState()},
-          {"row_cost_s", row_cost_s_},
-          {"loss_reference", loss_watch_.reference()},
-          {"plan_clock", plan_clock_},
-          {"plan_units", plan_units_},
-          {"plan_position", plan_position_},
-          {"pending_faults", pending}};
+  nlohmann::json meta = {{"devices", devices},
+                         {"sampler_cursor", sampler_.cursor()},
+                         {"sampler_rng", sampler_.GeneratorState()},
+                         {"row_cost_s", row_cost_s_},
+                         {"loss_reference", loss_watch_.reference()},
+                         {"pending_faults", pending}};
+  planner_.Save(&meta);
+  return meta;
 }
 
 void DevicePool::AddSections(CheckpointWriter* writer, std::vector<std::vector<float>>* momentum_storage) {
@@ -421,7 +397,6 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
     }
     sampler_.Restore(reader.Read<uint64_t>("sampler.order"), meta.at("sampler_cursor").get<uint64_t>(),
                      meta.at("sampler_rng").get<std::string>());
-    slowdown_->RestoreState(meta.at("slowdown").get<std::string>());
     requeued_ = reader.Read<uint64_t>("requeued");
     // At most a mega-batch's rows plus what a shrinking one left over: never two arenas' worth.
     if (requeued_.size() > 2 * arena_.size())
@@ -433,14 +408,7 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
         throw data::InputError(source, 0, "returned row " + std::to_string(row) + " is not a training row here");
     row_cost_s_ = meta.at("row_cost_s").get<double>();
     loss_watch_.Restore(meta.value("loss_reference", 0.0));
-    for (auto [key, plan] : {std::pair{"plan_clock", &plan_clock_}, std::pair{"plan_units", &plan_units_}}) {
-      const std::vector<double> values = meta.value(key, std::vector<double>(size(), 0.0));
-      if (values.size() != size()) throw std::invalid_argument(std::string(key) + " for another number of devices");
-      for (double v : values)
-        if (!std::isfinite(v) || v < 0) throw std::invalid_argument(std::string("bad ") + key);
-      *plan = values;
-    }
-    plan_position_ = meta.value("plan_position", uint64_t{0});
+    planner_.Restore(meta);
     for (size_t i = 0; i < size(); ++i) {
       engine::Device& d = device(i);
       const nlohmann::json& saved = devices.at(i);
@@ -474,7 +442,7 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
 }
 
 DevicePool::Snapshot DevicePool::TakeSnapshot() const {
-  return Snapshot{sampler_, *slowdown_, states_, requeued_, row_cost_s_, plan_clock_, plan_units_, plan_position_};
+  return Snapshot{sampler_, states_, requeued_, row_cost_s_, planner_};
 }
 
 void DevicePool::ResetLearningRates(double lr) {
@@ -483,12 +451,9 @@ void DevicePool::ResetLearningRates(double lr) {
 
 void DevicePool::RollBack(const Snapshot& snapshot, const std::vector<float>& model) {
   sampler_ = snapshot.sampler;
-  *slowdown_ = snapshot.slowdown;
   requeued_ = snapshot.requeued;
   row_cost_s_ = snapshot.row_cost_s;
-  plan_clock_ = snapshot.plan_clock;
-  plan_units_ = snapshot.plan_units;
-  plan_position_ = snapshot.plan_position;
+  planner_ = snapshot.planner;
   for (size_t i = 0; i < size(); ++i) states_[i] = {snapshot.states[i].batch, snapshot.states[i].lr * 0.5};
   for (size_t i : alive()) {
     engine::Device& d = device(i);

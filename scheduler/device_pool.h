@@ -18,6 +18,7 @@
 #include "kernels/model.h"
 #include "scheduler/batch_size_scaling.h"
 #include "scheduler/checkpoint_file.h"
+#include "scheduler/dispatch_planner.h"
 #include "scheduler/epoch_sampler.h"
 #include "scheduler/run_control.h"
 #include "scheduler/loss_watch.h"
@@ -97,12 +98,10 @@ class DevicePool {
   // surviving replica reset to `model`, its momentum zeroed and its learning rate halved.
   struct Snapshot {
     EpochSampler sampler;
-    engine::SlowdownModel slowdown;
     std::vector<BatchSizeAndLr> states;
     std::vector<uint64_t> requeued;
     double row_cost_s;
-    std::vector<double> plan_clock, plan_units;
-    uint64_t plan_position;
+    DispatchPlanner planner;
   };
   Snapshot TakeSnapshot() const;
   void RollBack(const Snapshot& snapshot, const std::vector<float>& model);
@@ -118,7 +117,6 @@ class DevicePool {
   };
   size_t TakeRows(size_t want, uint64_t* out);
   Assignment Assign(size_t device, size_t want, size_t* used, uint64_t* cap);
-  size_t NextPlannedDevice(const std::vector<size_t>& devices) const;
   engine::BatchTask TaskFor(const Assignment& a, uint64_t id);
   void RunPlan(const std::vector<Assignment>& plan, MegaBatchRun* run);
   Dealt RunPlanned(uint64_t budget, uint64_t cap, MegaBatchRun* run, const std::atomic<int>* stop);
@@ -131,7 +129,7 @@ class DevicePool {
   LossWatch loss_watch_;  // batch losses in plan order: the same on every run of a seed
   const EngineOptions& engine_;
   EpochSampler sampler_;
-  std::unique_ptr<engine::SlowdownModel> slowdown_;
+  DispatchPlanner planner_;
   BatchScalingBounds bounds_;
   engine::ResultQueue results_;
   std::vector<std::unique_ptr<engine::Worker>> workers_;
@@ -144,11 +142,6 @@ class DevicePool {
   std::vector<uint64_t> arena_;          // the rows of the current mega-batch, allocated once
   double row_cost_s_ = 0;
   std::function<void(const engine::BatchResult&)> on_batch_;
-  // Where the current mega-batch's plan stands: each device's simulated clock (dynamic), the
-  // batches dealt so far (static) and each device's work done (rows x slowdown, for its busy
-  // time), kept across a cut so that its rest is planned and timed the same way.
-  std::vector<double> plan_clock_, plan_units_;
-  uint64_t plan_position_ = 0;
 };
 
 }  // namespace xmlt::scheduler
