@@ -1,6 +1,6 @@
 // Command-line dispatch and the mapping of errors to exit codes; see cli.h.
 #include "apps/cli.h"
-#include "apps/resume_settings.h"
+#include "apps/setting_flags.h"
 #include "apps/config_check.h"
 
 
@@ -82,12 +82,18 @@ int RunCli(int argc, char** argv) {
   } catch (const scheduler::RunMismatch& e) {
     std::cerr << "error: " << DescribeInFlags(e) << "\n";
     return kExitBadInput;
+  } catch (const scheduler::OptionError& e) {
+    std::cerr << "error: " << DescribeInFlags(e) << "\n";
+    return kExitBadInput;
   } catch (const data::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitBadInput;
   } catch (const std::invalid_argument& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitBadInput;
+  } catch (const scheduler::RunStopped& e) {
+    std::cerr << "error: " << DescribeInFlags(e) << "\n";
+    return kExitFailure;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitFailure;

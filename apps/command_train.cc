@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "apps/cli.h"
+#include "apps/fault_flag.h"
 #include "apps/output_paths.h"
 #include "apps/stop_signals.h"
 #include "apps/train_presets.h"
@@ -275,7 +276,7 @@ int RunTrain(TrainFlags& f) {
   using Clock = std::chrono::steady_clock;
   ApplyAlgorithm(f);
   CheckFlagsBeforeLoading(f);
-  for (const std::string& fault : f.faults) f.control.faults.push_back(scheduler::ParseFaultInjection(fault));
+  for (const std::string& fault : f.faults) f.control.faults.push_back(ParseFaultInjection(fault));
   if (f.control.checkpoint_every > 0 && f.control.checkpoint_dir.empty())
     throw std::invalid_argument("--checkpoint-every needs --checkpoint-dir");
   // A resumed run keeps checkpointing where it resumed from unless told otherwise.

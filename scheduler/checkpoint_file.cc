@@ -88,7 +88,7 @@ CheckpointReader CheckpointReader::Open(const std::string& directory) {
   const std::string path = CheckpointPath(directory);
   std::error_code error;
   if (!std::filesystem::is_regular_file(path, error))
-    throw data::InputError(path, 0, "no checkpoint here (--resume takes the directory given to --checkpoint-dir)");
+    throw data::InputError(path, 0, "no checkpoint here (resume from the folder the run wrote its checkpoints to)");
   CheckpointReader reader;
   reader.source_ = path;
   reader.mapping_ = data::MappedFile::Open(path, /*populate=*/true);

@@ -44,8 +44,8 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
   const size_t n = specs.size();
   for (const FaultInjection& fault : pending_)
     if (fault.device >= n)
-      throw std::invalid_argument("--inject-fault: device " + std::to_string(fault.device) + " does not exist (" +
-                                  std::to_string(n) + " devices)");
+      throw OptionError("inject_fault", "device " + std::to_string(fault.device) + " does not exist (" +
+                                            std::to_string(n) + " devices)");
   bounds_ = MakeBounds(options.batch, engine.batch_min, engine.beta);
   const engine::DeviceLimits limits = engine::LimitsFor(train, options.batch);
   for (size_t i = 0; i < n; ++i) {
@@ -383,7 +383,7 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
   try {
     const nlohmann::json& devices = meta.at("devices");
     if (devices.size() != size())
-      throw data::InputError(source, 0, "checkpoint has " + std::to_string(devices.size()) + " devices; --devices gives " +
+      throw data::InputError(source, 0, "checkpoint has " + std::to_string(devices.size()) + " devices; this run has " +
                                             std::to_string(size()));
     std::vector<FaultInjection> pending;
     for (const nlohmann::json& f : meta.at("pending_faults")) {
@@ -414,7 +414,7 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
       const nlohmann::json& saved = devices.at(i);
       if (saved.at("id").get<std::string>() != d.spec().id)
         throw data::InputError(source, 0, "checkpoint device " + std::to_string(i) + " is " +
-                                              saved.at("id").get<std::string>() + "; --devices gives " + d.spec().id);
+                                              saved.at("id").get<std::string>() + "; this run has " + d.spec().id);
       states_[i] = {saved.at("batch").get<double>(), saved.at("lr").get<double>()};
       // Above b_max (--batch) its batches would not fit the replica's buffers, sized for --batch rows.
       if (!(states_[i].batch > 0 && states_[i].batch <= bounds_.b_max && std::isfinite(states_[i].lr) &&

@@ -28,7 +28,7 @@ class LossWatch {
     if (factor_ > 0 && batch_mean_loss > factor_ * reference_) {
       std::ostringstream what;
       what << "loss " << batch_mean_loss << ", above " << factor_ << "x the first batch's " << reference_
-           << " (--divergence-factor)";
+           << " (the divergence factor)";
       return what.str();
     }
     return "";

@@ -19,7 +19,7 @@ std::vector<double> LrSearchGrid() { return {0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
 LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::ModelShape& shape,
                                   const TrainOptions& options) {
   const uint64_t n = train.num_rows();
-  if (n < 2) throw std::invalid_argument("--lr auto needs at least 2 training rows to hold some out");
+  if (n < 2) throw std::invalid_argument("the learning-rate search needs at least 2 training rows to hold some out");
   const auto start = std::chrono::steady_clock::now();
   // Its own stream of the seed, so that the slice does not move when other uses of it change.
   std::vector<uint64_t> order(n);
@@ -70,7 +70,7 @@ LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::Mod
         (c.heldout_p1 == result.candidates[best].heldout_p1 && c.heldout_loss < result.candidates[best].heldout_loss))
       best = i;
   }
-  if (best == result.candidates.size()) throw std::runtime_error("--lr auto: every candidate learning rate diverged");
+  if (best == result.candidates.size()) throw std::runtime_error("the learning-rate search: every candidate learning rate diverged");
   result.winner = result.candidates[best].lr;
   result.picked = result.candidates[best == 0 ? 0 : best - 1].lr;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

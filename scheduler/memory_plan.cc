@@ -99,7 +99,7 @@ void CheckMemoryFits(const MemoryPlan& plan, uint64_t host_available, const std:
   }
   if (!problem.empty())
     throw std::runtime_error("not enough memory: " + problem +
-                             " (use a smaller --hidden or --batch, or fewer replicas per device):\n" + plan.ToString());
+                             " (a smaller hidden layer or batch, or fewer replicas per device, would need less):\n" + plan.ToString());
 }
 
 uint64_t AvailableHostMemory() {

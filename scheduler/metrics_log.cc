@@ -98,7 +98,7 @@ MetricsLog::MetricsLog(std::string path) : path_(std::move(path)) {
     std::fclose(file_);
     file_ = nullptr;
     created_ = false;
-    throw std::runtime_error(partial + " is being written by another run; give each run its own --metrics");
+    throw std::runtime_error(partial + " is being written by another run; give each run its own metrics file");
   }
 }
 

@@ -298,10 +298,10 @@ class MultiDeviceRun {
     }
     CheckEpochsCoverProgress(total_rows_, TrainedRows(), rows_per_epoch_, reader.source());
     if (progress_.since_eval.size() != pool_.size())
-      throw data::InputError(reader.source(), 0, "device records do not match --devices");
+      throw data::InputError(reader.source(), 0, "device records do not match the devices");
     if (callbacks_.on_resume) callbacks_.on_resume(progress_.evals);
     Event("resumed from " + reader.source() + " at mega-batch " + std::to_string(progress_.megabatches) +
-          (ResumeLowersLr(meta.at("run"), options_.lr) ? " with the lower --lr " + std::to_string(options_.lr) : ""));
+          (ResumeLowersLr(meta.at("run"), options_.lr) ? " with the lower learning rate " + std::to_string(options_.lr) : ""));
   }
 
   void WriteCheckpoint(const char* why) {
@@ -322,10 +322,9 @@ class MultiDeviceRun {
 
   [[noreturn]] void StopWithoutDevices() {
     WriteCheckpoint("no device left");
-    throw std::runtime_error("every device failed; the run stopped at mega-batch " +
-                             std::to_string(progress_.megabatches) +
-                             (control_.checkpoint_dir.empty() ? std::string(" (no --checkpoint-dir: progress is lost)")
-                                                              : "; resume with --resume " + control_.checkpoint_dir));
+    throw RunStopped(RunStopped::Why::kNoDevice,
+                     "every device failed; the run stopped at mega-batch " + std::to_string(progress_.megabatches),
+                     control_.checkpoint_dir);
   }
 
   // Trains mega-batch `index`, or the rest of the open one, up to the run's end, and merges it
@@ -410,11 +409,10 @@ class MultiDeviceRun {
     pool_.RollBack(trusted_->pool, global_.current);
     if (rollbacks > control_.max_rollbacks) {
       WriteCheckpoint("last good state");
-      throw std::runtime_error("training diverged in mega-batch " + std::to_string(index) + " (" + what + ") after " +
-                               std::to_string(control_.max_rollbacks) +
-                               " rollbacks with halved learning rates (--max-rollbacks); " +
-                               (control_.checkpoint_dir.empty() ? std::string("lower --lr")
-                                                                : "--resume " + control_.checkpoint_dir + " with a lower --lr"));
+      throw RunStopped(RunStopped::Why::kDiverged,
+                       "training diverged in mega-batch " + std::to_string(index) + " (" + what + ") after " +
+                           std::to_string(control_.max_rollbacks) + " rollbacks with halved learning rates",
+                       control_.checkpoint_dir);
     }
     Event("diverged in mega-batch " + std::to_string(index) + " (" + what + "): rolled back to mega-batch " +
           std::to_string(progress_.megabatches) + ", learning rates halved (rollback " + std::to_string(rollbacks) +

@@ -4,22 +4,36 @@
 
 #include <atomic>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace xmlt::scheduler {
 
-// --inject-fault device=I,megabatch=K[,kind=fail|nan]: device I fails (kind=fail, the default)
-// or reports a NaN loss (kind=nan: a divergence) on its first batch of mega-batch K (1-based) or,
-// if it gets none there, on its next batch after it. Each injection fires once.
+// An injected fault (the command line's --inject-fault): device I fails (kFail) or reports a NaN
+// loss (kNaN: a divergence) on its first batch of mega-batch K (1-based) or, if it gets none
+// there, on its next batch after it. Each injection fires once.
 struct FaultInjection {
   enum class Kind { kFail, kNaN } kind = Kind::kFail;
   size_t device = 0;
   uint64_t megabatch = 0;
 };
 
-// Parses the flag's value; throws std::invalid_argument naming the flag.
-FaultInjection ParseFaultInjection(const std::string& text);
+// A run that could not go on (a divergence past the rollbacks, or no device left), after
+// checkpointing its last good state where RunControl::checkpoint_dir says (empty: nowhere). The
+// command line says how to go on, in its flags.
+class RunStopped : public std::runtime_error {
+ public:
+  enum class Why { kDiverged, kNoDevice };
+  RunStopped(Why why, const std::string& what, std::string checkpoint_dir)
+      : std::runtime_error(what), why_(why), checkpoint_dir_(std::move(checkpoint_dir)) {}
+  Why why() const { return why_; }
+  const std::string& checkpoint_dir() const { return checkpoint_dir_; }
+
+ private:
+  Why why_;
+  std::string checkpoint_dir_;
+};
 
 struct RunControl {
   std::string checkpoint_dir;      // empty: no checkpoints

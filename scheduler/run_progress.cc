@@ -145,7 +145,7 @@ void CheckEpochsCoverProgress(uint64_t total_rows, uint64_t rows_done, uint64_t 
                               const std::string& source) {
   if (rows_done <= total_rows) return;
   std::ostringstream text;
-  text << "--epochs asks for " << double(total_rows) / double(rows_per_epoch) << " epochs, but the checkpoint has trained "
+  text << "the run asks for " << double(total_rows) / double(rows_per_epoch) << " epochs, but the checkpoint has trained "
        << double(rows_done) / double(rows_per_epoch) << ": give at least that many to go on";
   throw data::InputError(source, 0, text.str());
 }

@@ -9,47 +9,46 @@
 namespace xmlt::scheduler {
 
 void ValidateTrainOptions(const TrainOptions& options) {
-  if (options.batch == 0) throw std::invalid_argument("--batch must be positive");
+  if (options.batch == 0) throw OptionError("batch", "must be positive");
   if (!(options.epochs > 0) || !std::isfinite(options.epochs))
-    throw std::invalid_argument("--epochs must be a positive number");
-  if (!(options.lr > 0) || !std::isfinite(options.lr)) throw std::invalid_argument("--lr must be positive");
-  if (options.mega_batch == 0) throw std::invalid_argument("--mega-batch must be positive");
+    throw OptionError("epochs", "must be a positive number");
+  if (!(options.lr > 0) || !std::isfinite(options.lr)) throw OptionError("lr", "must be positive");
+  if (options.mega_batch == 0) throw OptionError("mega_batch", "must be positive");
   if (!(options.divergence_factor == 0 || options.divergence_factor > 1) || !std::isfinite(options.divergence_factor))
-    throw std::invalid_argument("--divergence-factor must be 0 (off) or above 1");
+    throw OptionError("divergence_factor", "must be 0 (off) or above 1");
   if (!(options.local_momentum >= 0 && options.local_momentum < 1))
-    throw std::invalid_argument("--local-momentum must be in [0, 1)");
+    throw OptionError("local_momentum", "must be in [0, 1)");
   if (options.eval.kind == EvalSchedule::Kind::kEveryMegaBatches && options.eval.mega_batches == 0)
-    throw std::invalid_argument("--eval-every must be at least one mega-batch");
+    throw OptionError("eval_every", "must be at least one mega-batch");
 }
 
 void ValidateEngineOptions(const EngineOptions& engine) {
   // Written so that NaN fails every check.
-  if (!(engine.momentum >= 0 && engine.momentum < 1)) throw std::invalid_argument("--momentum must be in [0, 1)");
-  if (!(engine.pert_threshold >= 0)) throw std::invalid_argument("--pert-thr must be >= 0");
-  if (!(engine.pert_delta >= 0 && engine.pert_delta < 1)) throw std::invalid_argument("--pert-delta must be in [0, 1)");
-  if (!(engine.batch_min >= 0)) throw std::invalid_argument("--batch-min must be >= 0");
-  if (!(engine.beta >= 0)) throw std::invalid_argument("--beta must be >= 0");
+  if (!(engine.momentum >= 0 && engine.momentum < 1)) throw OptionError("momentum", "must be in [0, 1)");
+  if (!(engine.pert_threshold >= 0)) throw OptionError("pert_threshold", "must be >= 0");
+  if (!(engine.pert_delta >= 0 && engine.pert_delta < 1)) throw OptionError("pert_delta", "must be in [0, 1)");
+  if (!(engine.batch_min >= 0)) throw OptionError("batch_min", "must be >= 0");
+  if (!(engine.beta >= 0)) throw OptionError("beta", "must be >= 0");
   if (!(engine.row_cost_s >= 0) || !std::isfinite(engine.row_cost_s))
-    throw std::invalid_argument("--row-cost must be >= 0");
+    throw OptionError("row_cost", "must be >= 0");
   if (!(engine.merge_cost_s >= 0) || !std::isfinite(engine.merge_cost_s))
-    throw std::invalid_argument("--merge-cost must be >= 0");
+    throw OptionError("merge_cost", "must be >= 0");
   if (!(engine.elastic_alpha >= 0 && engine.elastic_alpha <= 1))
-    throw std::invalid_argument("--elastic-alpha must be in [0, 1]");
+    throw OptionError("elastic_alpha", "must be in [0, 1]");
   using Merge = EngineOptions::Merge;
   const bool one_step_merge = engine.merge == Merge::kGradient || engine.merge == Merge::kCrossbow;
   if (one_step_merge != (engine.schedule == EngineOptions::Schedule::kSync))
-    throw std::invalid_argument(
-        "--merge gradient and --merge crossbow combine one step per device and need --schedule sync, "
-        "and --schedule sync needs one of them");
+    throw OptionError("merge", "gradient and crossbow combine one step per device and need the sync schedule, "
+                               "and the sync schedule needs one of them");
   const bool elastic_force = engine.merge == Merge::kCrossbow || (engine.merge == Merge::kAverage && engine.elastic_alpha > 0);
-  if (engine.devices.empty()) throw std::invalid_argument("--devices: no device");
+  if (engine.devices.empty()) throw OptionError("devices", "lists no device");
   if (engine.merge == Merge::kCopy && engine.devices.size() != 1)
-    throw std::invalid_argument("the copy merge (--algo single) takes one device");
+    throw OptionError("devices", "must be one device for the copy merge (single)");
   if (!engine.heterogeneity.speed.empty() && engine.heterogeneity.speed.size() != engine.devices.size())
-    throw std::invalid_argument("--speed has " + std::to_string(engine.heterogeneity.speed.size()) + " values for " +
-                                std::to_string(engine.devices.size()) + " devices");
+    throw OptionError("speed", "has " + std::to_string(engine.heterogeneity.speed.size()) + " values for " +
+                                   std::to_string(engine.devices.size()) + " devices");
   if (elastic_force && engine.nesterov)
-    throw std::invalid_argument("--momentum-mode nesterov does not apply to elastic-force merges (EASGD, CROSSBOW)");
+    throw OptionError("momentum_mode", "nesterov does not apply to elastic-force merges (EASGD, CROSSBOW)");
 }
 
 std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options) {
@@ -60,11 +59,10 @@ std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options
 uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,
                            const std::string& source) {
   const double requested = options.epochs * double(rows_per_epoch);
-  if (requested > 1e15) throw std::invalid_argument("--epochs is too large");
+  if (requested > 1e15) throw OptionError("epochs", "is too large");
   const uint64_t total = uint64_t(std::llround(requested));
   if (total == 0)
-    throw std::invalid_argument("--epochs " + std::to_string(options.epochs) +
-                                " is less than one row of " + source);
+    throw OptionError("epochs", std::to_string(options.epochs) + " is less than one row of " + source);
   return total;
 }
 

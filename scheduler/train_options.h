@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,20 @@ struct EngineOptions {
                                  // 0 = measured on the first merge
 };
 
-// Throws std::invalid_argument (named after the flag) for values no run can use.
+// A setting no run can use, under the name the options give it ("batch", "pert_threshold"); the
+// command line says which flag that is (apps/setting_flags.h).
+class OptionError : public std::invalid_argument {
+ public:
+  OptionError(const std::string& setting, const std::string& problem)
+      : std::invalid_argument(setting + " " + problem), setting_(setting), problem_(problem) {}
+  const std::string& setting() const { return setting_; }
+  const std::string& problem() const { return problem_; }
+
+ private:
+  std::string setting_, problem_;
+};
+
+// Throw OptionError for values no run can use.
 void ValidateTrainOptions(const TrainOptions& options);
 void ValidateEngineOptions(const EngineOptions& engine);
 

@@ -579,7 +579,7 @@ TEST(CliTest, ResumeRefusesAnotherTestSetAndFewerEpochs) {
     fewer.insert(fewer.end(), {"--resume", dir});
     const CliResult epochs = Cli(fewer);
     EXPECT_EQ(epochs.code, 2) << Describe(epochs);
-    EXPECT_NE(epochs.err.find("--epochs asks for 1 epochs, but the checkpoint has trained 2"), std::string::npos)
+    EXPECT_NE(epochs.err.find("the run asks for 1 epochs, but the checkpoint has trained 2"), std::string::npos)
         << Describe(epochs);
   }
 }
@@ -639,7 +639,7 @@ TEST(CliTest, ALossExplosionStopsTheRunAndAResumeWithALowerRateGoesOn) {
     run.insert(run.end(), {"--resume", dir});
     const CliResult resumed = Cli(run);
     EXPECT_EQ(resumed.code, 0) << Describe(resumed);
-    EXPECT_NE(resumed.err.find("with the lower --lr"), std::string::npos) << Describe(resumed);
+    EXPECT_NE(resumed.err.find("with the lower learning rate"), std::string::npos) << Describe(resumed);
     // The state resumed from is sound. Several devices merge their first exploded steps into a
     // finite model before any loss crosses the limit; the rollback target is therefore a state
     // whose next mega-batch was sound, not the last one merged.

@@ -249,7 +249,7 @@ TEST(Resume, ADifferentSettingIsRefusedNamingTheSetting) {
     TrainFor(other, &engine, control);
     FAIL() << "expected a refusal";
   } catch (const RunMismatch& e) {
-    // By the setting's name: the command line says which flag it is (apps/resume_settings.cc).
+    // By the setting's name: the command line says which flag it is (apps/setting_flags.cc).
     ASSERT_EQ(e.differences().size(), 1u) << e.what();
     EXPECT_EQ(e.differences()[0].name, "batch");
     EXPECT_EQ(e.differences()[0].checkpoint, "32");
@@ -342,10 +342,13 @@ TEST(Rollback, TooManyDivergencesStopWithACheckpointOfTheLastGoodState) {
   try {
     TrainFor(Options(), &engine, control);
     FAIL() << "expected the run to stop";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("--max-rollbacks"), std::string::npos) << e.what();
+  } catch (const RunStopped& e) {
+    EXPECT_EQ(e.why(), RunStopped::Why::kDiverged);
+    EXPECT_EQ(e.checkpoint_dir(), dir.path());
+    EXPECT_NE(std::string(e.what()).find("after 2 rollbacks"), std::string::npos) << e.what();
   }
-  // The checkpoint holds the state after mega-batch 1, and resuming finishes the run.
+  // The checkpoint holds the last trusted state (the start: a state is trusted once the
+  // mega-batch after it was sound), and resuming finishes the run.
   control.faults.clear();
   control.resume_dir = dir.path();
   const Outcome resumed = TrainFor(Options(), &engine, control);
@@ -353,7 +356,7 @@ TEST(Rollback, TooManyDivergencesStopWithACheckpointOfTheLastGoodState) {
   EXPECT_NEAR(resumed.records.back().epoch, 2.0, 1e-9);
 }
 
-TEST(Rollback, TheSingleDeviceLoopStopsWhenHalvingDoesNotHelp) {
+TEST(Rollback, OneDeviceStopsWhenHalvingDoesNotHelp) {
   TrainOptions options = Options();
   options.lr = 1e30f;
   RunControl control;
@@ -361,7 +364,7 @@ TEST(Rollback, TheSingleDeviceLoopStopsWhenHalvingDoesNotHelp) {
   try {
     TrainFor(options, nullptr, control);
     FAIL() << "expected the run to stop";
-  } catch (const std::runtime_error& e) {
+  } catch (const RunStopped& e) {
     EXPECT_NE(std::string(e.what()).find("after 2 rollbacks"), std::string::npos) << e.what();
   }
 }
@@ -415,9 +418,10 @@ TEST(DeviceFaults, WithNoDeviceLeftTheRunStopsWithACheckpointThatResumes) {
   try {
     TrainFor(Options(), &engine, control);
     FAIL() << "expected the run to stop";
-  } catch (const std::runtime_error& e) {
+  } catch (const RunStopped& e) {
+    EXPECT_EQ(e.why(), RunStopped::Why::kNoDevice);
     EXPECT_NE(std::string(e.what()).find("every device failed"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("--resume"), std::string::npos) << e.what();
+    EXPECT_EQ(e.checkpoint_dir(), dir.path());  // the command line's advice: --resume DIR
   }
   control.faults.clear();
   control.resume_dir = dir.path();

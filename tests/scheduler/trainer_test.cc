@@ -307,10 +307,11 @@ TEST(TrainerTest, HugeLearningRateRaisesAClearDivergenceError) {
   try {
     DoTrain(options);
     ADD_FAILURE() << "training with lr 1e30 did not report divergence";
-  } catch (const std::runtime_error& e) {
+  } catch (const RunStopped& e) {
     const std::string what = e.what();
+    EXPECT_EQ(e.why(), RunStopped::Why::kDiverged);
     EXPECT_NE(what.find("diverged"), std::string::npos) << what;
-    EXPECT_NE(what.find("--lr"), std::string::npos) << what;
+    EXPECT_NE(what.find("halved learning rates"), std::string::npos) << what;
   }
 }
 

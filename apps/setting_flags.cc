@@ -1,10 +1,9 @@
-// Setting names to flags for a refused --resume; see resume_settings.h.
-#include "apps/resume_settings.h"
+// Setting names to flags; see setting_flags.h.
+#include "apps/setting_flags.h"
 
 #include <map>
 
 namespace xmlt::apps {
-namespace {
 
 std::string FlagOf(const std::string& setting) {
   static const std::map<std::string, std::string> flags = {
@@ -40,12 +39,13 @@ std::string FlagOf(const std::string& setting) {
       {"merge_cost", "--merge-cost"},
       {"batch_min", "--batch-min"},
       {"beta", "--beta"},
+      {"epochs", "--epochs"},
+      {"eval_every", "--eval-every"},
+      {"inject_fault", "--inject-fault"},
   };
   const auto it = flags.find(setting);
   return it == flags.end() ? setting : it->second;
 }
-
-}  // namespace
 
 std::string DescribeInFlags(const scheduler::RunMismatch& mismatch) {
   std::string text = mismatch.file() +
@@ -56,6 +56,17 @@ std::string DescribeInFlags(const scheduler::RunMismatch& mismatch) {
     if (d.name == "schedule" || d.name == "merge") text += " (set by --algo)";
   }
   return text;
+}
+
+std::string DescribeInFlags(const scheduler::OptionError& error) { return FlagOf(error.setting()) + " " + error.problem(); }
+
+std::string DescribeInFlags(const scheduler::RunStopped& stopped) {
+  const std::string& dir = stopped.checkpoint_dir();
+  if (stopped.why() == scheduler::RunStopped::Why::kDiverged)
+    return std::string(stopped.what()) + " (--max-rollbacks); " +
+           (dir.empty() ? std::string("lower --lr") : "--resume " + dir + " with a lower --lr");
+  return std::string(stopped.what()) +
+         (dir.empty() ? std::string(" (no --checkpoint-dir: progress is lost)") : "; resume with --resume " + dir);
 }
 
 }  // namespace xmlt::apps

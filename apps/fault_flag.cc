@@ -1,10 +1,10 @@
-// --inject-fault parsing; see run_control.h.
-#include "scheduler/run_control.h"
+// --inject-fault parsing; see fault_flag.h.
+#include "apps/fault_flag.h"
 
 #include <sstream>
 #include <stdexcept>
 
-namespace xmlt::scheduler {
+namespace xmlt::apps {
 namespace {
 
 uint64_t ParseCount(const std::string& key, const std::string& value) {
@@ -22,7 +22,8 @@ uint64_t ParseCount(const std::string& key, const std::string& value) {
 
 }  // namespace
 
-FaultInjection ParseFaultInjection(const std::string& text) {
+scheduler::FaultInjection ParseFaultInjection(const std::string& text) {
+  using scheduler::FaultInjection;
   FaultInjection fault;
   bool has_device = false, has_megabatch = false, has_kind = false;
   std::stringstream stream(text);
@@ -49,4 +50,4 @@ FaultInjection ParseFaultInjection(const std::string& text) {
   return fault;
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::apps
