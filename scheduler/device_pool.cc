@@ -54,9 +54,7 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
     states_.push_back({double(options.batch), double(options.lr)});
   }
   fault_.assign(n, "");
-  // Static dispatch rounds the mega-batch up to a multiple of the surviving devices, at most
-  // n - 1 batches more than M whatever their number.
-  arena_.resize((uint64_t(options.mega_batch) + n) * options.batch);
+  arena_.resize(ArenaRows(options.mega_batch, options.batch, n));
 }
 
 std::vector<size_t> DevicePool::alive() const {
@@ -97,6 +95,7 @@ size_t DevicePool::TakeRows(size_t want, uint64_t* out) {
 // A batch of `want` rows, fewer at the end of an epoch (the sampler's) or at `*cap`, the rows the
 // run has left; a mega-batch's rows never cut one.
 DevicePool::Assignment DevicePool::Assign(size_t device, size_t want, size_t* used, uint64_t* cap) {
+  if (*used + want > arena_.size()) throw std::logic_error("a mega-batch outgrew its row arena");
   Assignment a{device, *used, TakeRows(std::min<uint64_t>(want, *cap), arena_.data() + *used),
                planner_.DrawSlowdown(device)};
   *used += a.count;

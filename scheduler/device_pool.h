@@ -51,6 +51,12 @@ class DevicePool {
   std::vector<BatchSizeAndLr>& states() { return states_; }
   const BatchScalingBounds& bounds() const { return bounds_; }
   uint64_t rows_per_epoch() const { return sampler_.rows_per_epoch(); }
+  // The rows one mega-batch can hold: M batches, rounded up to a multiple of the devices under
+  // static dispatch (at most n - 1 more), run on to its epoch's end rather than leave less than
+  // half of one there (M / 2 more), and its last batch whole (one more).
+  static uint64_t ArenaRows(uint32_t mega_batch, uint32_t batch, size_t devices) {
+    return (uint64_t(mega_batch) + mega_batch / 2 + devices + 1) * batch;
+  }
   uint64_t MegaBatchRows() const;  // rows in a full mega-batch
   MegaBatchRun EmptyRun() const;
 

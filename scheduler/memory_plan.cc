@@ -1,6 +1,8 @@
 // Memory planning; see memory_plan.h.
 #include "scheduler/memory_plan.h"
 
+#include "scheduler/device_pool.h"
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -78,7 +80,7 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   // initial model it was given.
   plan.global = Mul(params, 5);
   // The sampler's row order, once in the sampler and once in each saved state.
-  const uint64_t arena_rows = Mul(uint64_t(options.mega_batch) + specs.size(), options.batch);
+  const uint64_t arena_rows = DevicePool::ArenaRows(options.mega_batch, options.batch, specs.size());
   plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, 3)), sizeof(uint64_t));
   // Writing copies each device's momentum out; reading holds the whole file once.
   if (checkpoints) plan.checkpoint = Mul(params, specs.size() * 2 + 2);

@@ -57,6 +57,13 @@ void AddRound(const MegaBatchRun& round, MegaBatchRun* run) {
   if (run->diverged_on.empty()) run->diverged_on = round.diverged_on, run->divergence = round.divergence;
 }
 
+// A mega-batch ends at the end of an epoch at the latest, so that evaluations fall on epoch ends
+// and a run of whole epochs ends with a whole mega-batch; and it runs on to the epoch's end rather
+// than leave less than half a mega-batch there, which would be merged (and rescaled on) alone.
+uint64_t MegaBatchRowsHere(uint64_t mega_batch_rows, uint64_t rows_to_epoch_end) {
+  return rows_to_epoch_end <= mega_batch_rows + mega_batch_rows / 2 ? rows_to_epoch_end : mega_batch_rows;
+}
+
 bool AllFinite(const std::vector<float>& values) {
   bool finite = true;
   for (float v : values) finite &= std::isfinite(v);
@@ -337,10 +344,8 @@ class MultiDeviceRun {
     MegaBatchWork trained = continues ? open_ : MegaBatchWork{};
     open_ = MegaBatchWork{};
     if (!continues) {
-      // A mega-batch ends at the end of an epoch at the latest: evaluations fall on epoch ends, and
-      // a run of whole epochs ends with a whole mega-batch.
       trained.run = pool_.EmptyRun();
-      trained.mega_batch_rows = std::min(pool_.MegaBatchRows(), pool_.RowsToEpochEnd());
+      trained.mega_batch_rows = MegaBatchRowsHere(pool_.MegaBatchRows(), pool_.RowsToEpochEnd());
     }
     const uint64_t left = trained.mega_batch_rows > trained.planned ? trained.mega_batch_rows - trained.planned : 0;
     const uint64_t to_end = total_rows_ - std::min(total_rows_, progress_.rows_done + trained.run.rows);

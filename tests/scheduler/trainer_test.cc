@@ -151,18 +151,25 @@ TEST(TrainerTest, EpochsCountLabeledRowsWithShorterTailBatches) {
   }
 }
 
-// Issue: reliability, second round, row 9: every mega-batch has its own number, the short ones
-// included. Mega-batches end at epoch ends: each epoch of 7 batches is one of 5 and one of 2.
-TEST(TrainerTest, ATrailingPartialMegaBatchHasItsOwnNumber) {
+// Issue: reliability, second round, row 9: every mega-batch has its own number. Mega-batches end
+// at epoch ends, and run on to the end rather than leave less than half of one there: each epoch
+// of 7 batches is one mega-batch of 3 and one of 4, and with --mega-batch 5 a single one of 7.
+TEST(TrainerTest, EveryMegaBatchHasItsOwnNumberAndEndsAtTheEpochsEnd) {
   TrainOptions options = Options();
-  options.mega_batch = 5;
+  options.mega_batch = 3;
   options.eval = EvalSchedule{EvalSchedule::Kind::kEveryMegaBatches, 1};
-  const TrainRun run = DoTrain(options);
+  TrainRun run = DoTrain(options);
   ASSERT_EQ(run.result.batches, 21u);
   std::vector<uint64_t> numbers, updates;
   for (const EvalRecord& r : run.records) numbers.push_back(r.megabatch), updates.push_back(r.devices[0].updates);
   EXPECT_EQ(numbers, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(updates, (std::vector<uint64_t>{5, 2, 5, 2, 5, 2}));
+  EXPECT_EQ(updates, (std::vector<uint64_t>{3, 4, 3, 4, 3, 4}));
+
+  options.mega_batch = 5;
+  run = DoTrain(options);
+  updates.clear();
+  for (const EvalRecord& r : run.records) updates.push_back(r.devices[0].updates);
+  EXPECT_EQ(updates, (std::vector<uint64_t>{7, 7, 7}));
 }
 
 // Issue: reliability, second round, row 3. An end-of-run checkpoint that cannot be written (a
@@ -234,8 +241,8 @@ TEST(TrainerTest, EachEpochScheduleEvaluatesOncePerEpoch) {
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_DOUBLE_EQ(run.records[i].epoch, double(i + 1));
     EXPECT_EQ(run.records[i].train_samples, (i + 1) * kLabeledRows);
-    // Mega-batches of 2 batches, the last of each epoch of one (its 4-row tail): 4 an epoch.
-    EXPECT_EQ(run.records[i].megabatch, 4 * (i + 1));
+    // Mega-batches of 2 batches, the last of each epoch of 3 (16 + 16 + the 4-row tail): 3 an epoch.
+    EXPECT_EQ(run.records[i].megabatch, 3 * (i + 1));
     EXPECT_EQ(run.records[i].test.rows, TestSet().num_rows());
     EXPECT_GE(run.records[i].train_time_s, i > 0 ? run.records[i - 1].train_time_s : 0.0);
     EXPECT_GE(run.records[i].wall_time_s, run.records[i].train_time_s);
@@ -260,13 +267,15 @@ TEST(TrainerTest, EveryMegaBatchesScheduleEvaluatesOnTheMegaBatchCount) {
   options.eval.kind = EvalSchedule::Kind::kEveryMegaBatches;
   options.eval.mega_batches = 2;
   const TrainRun run = DoTrain(options);
-  // Each epoch is mega-batches of 2, 2, 2 and 1 batches: evaluated after batches 4 and 7 of each.
-  ASSERT_EQ(run.records.size(), 6u);
-  for (size_t i = 0; i < 6; ++i) {
-    EXPECT_EQ(run.records[i].megabatch, 2 * (i + 1));
-    EXPECT_EQ(run.records[i].devices[0].updates, i % 2 == 0 ? 4u : 3u);
+  // Each epoch is mega-batches of 2, 2 and 3 batches (9 in all): evaluated after mega-batches 2,
+  // 4, 6 and 8, and at the end.
+  ASSERT_EQ(run.records.size(), 5u);
+  const std::vector<uint64_t> numbers{2, 4, 6, 8, 9}, updates{4, 5, 5, 4, 3};
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(run.records[i].megabatch, numbers[i]);
+    EXPECT_EQ(run.records[i].devices[0].updates, updates[i]);
   }
-  EXPECT_EQ(run.records[5].train_samples, 3 * kLabeledRows);
+  EXPECT_EQ(run.records[4].train_samples, 3 * kLabeledRows);
 
   // When the last batch falls on the schedule there is no second, duplicate evaluation.
   options.batch = 20;  // 5 batches per epoch, 15 in all
