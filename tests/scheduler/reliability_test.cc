@@ -1,6 +1,6 @@
-// Reliability of the training loops: a run stopped at a mega-batch boundary and resumed from its
-// checkpoint reproduces the uninterrupted run exactly (virtual clock, same seed), for every merge
-// and for the single-device loop; divergences roll back with halved learning rates; failing
+// Reliability of the training loop: a run stopped (between or inside mega-batches) and resumed
+// from its checkpoint, or finished and extended, reproduces the uninterrupted run exactly (virtual
+// clock, same seed), for every merge and for one device (--algo single); divergences roll back with halved learning rates; failing
 // devices are dropped while training goes on.
 #include <gtest/gtest.h>
 
@@ -48,7 +48,7 @@ EngineOptions Engine(const std::string& algo) {
     engine.heterogeneity = engine::ParseHetero("cvb:vmach=0.5,vtask=0.2");
     return engine;
   }
-  if (algo == "single") return engine;  // unused: the single-device loop takes no engine
+  if (algo == "single") return engine;  // unused: single runs through Train (SingleDeviceEngine)
   engine = testing::WithAlgo(engine, algo);
   if (algo == "elastic") engine.elastic_alpha = 0.3;  // EASGD: replicas keep their own state between merges
   return engine;

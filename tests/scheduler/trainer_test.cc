@@ -1,4 +1,4 @@
-// Tests of the single-device training loop: determinism, epoch and sample accounting (shorter
+// Tests of training on one device (--algo single, the engine with one replica): determinism, epoch and sample accounting (shorter
 // tail batches, fractional epochs, unlabeled rows skipped), evaluation schedules, learning on a
 // separable problem, divergence and option validation.
 #include "scheduler/trainer.h"
