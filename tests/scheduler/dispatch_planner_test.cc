@@ -79,37 +79,32 @@ TEST(DispatchPlanner, WorkAddsRowsTimesSlowdownUntilCleared) {
 TEST(DispatchPlanner, APlanCutAndRestoredGoesOnAsIfUncut) {
   engine::HeterogeneitySpec cvb = engine::ParseHetero("cvb:vmach=0.5,vtask=0.3");
   auto make = [&] { return DispatchPlanner(Schedule::kDynamic, 100, engine::SlowdownModel(cvb, 3, 11)); };
+  struct Plan {
+    std::vector<size_t> order;
+    std::vector<double> draws;
+  };
+  auto deal = [](DispatchPlanner* planner, int batches, Plan* plan) {
+    for (int b = 0; b < batches; ++b) {
+      const size_t d = *planner->NextDevice({0, 1, 2});
+      plan->draws.push_back(planner->DrawSlowdown(d));
+      planner->Dealt(d, 32, plan->draws.back());
+      plan->order.push_back(d);
+    }
+  };
   DispatchPlanner whole = make();
-  std::vector<double> whole_draws;
-  std::vector<size_t> whole_order;
-  for (int b = 0; b < 30; ++b) {
-    const size_t d = *whole.NextDevice({0, 1, 2});
-    whole_draws.push_back(whole.DrawSlowdown(d));
-    whole.Dealt(d, 32, whole_draws.back());
-    whole_order.push_back(d);
-  }
+  Plan uncut;
+  deal(&whole, 30, &uncut);
 
   DispatchPlanner first = make();
-  std::vector<double> draws;
-  std::vector<size_t> order;
-  for (int b = 0; b < 9; ++b) {
-    const size_t d = *first.NextDevice({0, 1, 2});
-    draws.push_back(first.DrawSlowdown(d));
-    first.Dealt(d, 32, draws.back());
-    order.push_back(d);
-  }
+  Plan cut;
+  deal(&first, 9, &cut);
   nlohmann::json saved;
   first.Save(&saved);
   DispatchPlanner resumed = make();
   resumed.Restore(nlohmann::json::parse(saved.dump()));  // through text, as a checkpoint holds it
-  for (int b = 9; b < 30; ++b) {
-    const size_t d = *resumed.NextDevice({0, 1, 2});
-    draws.push_back(resumed.DrawSlowdown(d));
-    resumed.Dealt(d, 32, draws.back());
-    order.push_back(d);
-  }
-  EXPECT_EQ(order, whole_order);
-  EXPECT_EQ(draws, whole_draws);
+  deal(&resumed, 21, &cut);
+  EXPECT_EQ(cut.order, uncut.order);
+  EXPECT_EQ(cut.draws, uncut.draws);
 }
 
 TEST(DispatchPlanner, RestoreRefusesStateOfAnotherShape) {
