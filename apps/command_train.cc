@@ -494,7 +494,7 @@ Command AddTrainCommand(CLI::App* app) {
                   "Write checkpoints here (at the end, on SIGINT/SIGTERM, and every --checkpoint-every mega-batches)")
       ->group(kReliability);
   cmd->add_option("--checkpoint-every", f.control.checkpoint_every,
-                  "Mega-batches between checkpoints (0 = only at the end and on a stop; single: batches = this x --mega-batch)")
+                  "Mega-batches between checkpoints (0 = only at the end and on a stop)")
       ->capture_default_str()->group(kReliability)->check(kNotNegative);
   cmd->add_option("--resume", f.control.resume_dir,
                   "Continue the run checkpointed in this directory (same flags; --epochs is the total)")
@@ -517,7 +517,8 @@ Command AddTrainCommand(CLI::App* app) {
                   "(static, average); adasum (static, Adasum); sync (gradient aggregation every step); "
                   "crossbow (synchronous model averaging every step)")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--devices", f.devices, "Devices: cpu:N, cuda:0,cuda:1, cuda:0xN, or mixes")
+  cmd->add_option("--devices", f.devices,
+                  "Devices: cpu:N, cuda:0,cuda:1, cuda:0xN, or mixes (--algo single: one device, cpu unless given)")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--speed", f.speed, "Relative slowness per device, e.g. 1,1.1,1.2,1.32")->group(kEngine);
   cmd->add_option("--hetero", f.hetero, "Gamma-model heterogeneity: cvb:vmach=0.6,vtask=0.1, or none")
