@@ -20,7 +20,7 @@ struct MlpWorkspace {
   MlpWorkspace(const ModelShape& shape, uint32_t max_rows, OutputMath math = OutputMath::kFp32);
   uint32_t max_rows;
   std::vector<std::vector<T>> activations;  // per hidden layer: rows x units, after ReLU
-  std::vector<T> logits;                    // rows x labels, after Forward or an fp32 TrainStep
+  std::vector<T> logits;                    // rows x labels after Forward (TrainStep's scratch)
   std::vector<T> delta, delta_prev;         // rows x widest hidden layer: gradients flowing down
   std::vector<uint32_t> by_feature;         // batch entries sorted by feature id (first layer)
   std::vector<uint32_t> entry_row;          // row of each batch entry
