@@ -115,8 +115,9 @@ void BlockLogitsBf16(const T* w_block, const Block& blk, uint64_t inputs, uint64
                     int64_t(inputs), wt, int64_t(inputs), false, tile, int64_t(blk.width));
 }
 
-// Adds the bias to a block's rows x width logits (row stride ld) and records, per row, the block's
-// max logit, sum of exp(z - max) and sum of the row's target logits.
+// Adds the bias to a block's rows x width logits (row stride ld), records per row the block's max
+// logit, sum of exp(z - max) and sum of the row's target logits, and leaves exp(z - max) in place
+// of z: the backward pass then needs one exponential per row and block, not one per logit.
 template <class T>
 void BlockStatistics(T* logits, uint64_t ld, const T* bias, const Block& blk, uint64_t b,
                      const data::SparseBatch& batch, OutputLayerWorkspace<T>* ws) {
@@ -141,13 +142,16 @@ void BlockStatistics(T* logits, uint64_t ld, const T* bias, const Block& blk, ui
     }
     T max = lanes[0];
     for (uint64_t k = 1; k < kLanes; ++k) max = max > lanes[k] ? max : lanes[k];
-    T sum = 0;
-#pragma omp simd reduction(+ : sum)
-    for (uint64_t jj = 0; jj < blk.width; ++jj) sum += FastExp(z[jj] - max);
     double targets = 0;
     for (uint64_t i = batch.label_ptr[r]; i < batch.label_ptr[r + 1]; ++i) {
       const uint64_t label = batch.label_idx[i];
       if (label >= blk.begin && label < blk.begin + blk.width) targets += double(z[label - blk.begin]);
+    }
+    T sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (uint64_t jj = 0; jj < blk.width; ++jj) {
+      z[jj] = FastExp(z[jj] - max);
+      sum += z[jj];
     }
     ws->block_max[b * rows + r] = max;
     ws->block_sum[b * rows + r] = sum;
@@ -262,8 +266,8 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
             const int64_t width = int64_t(blk.width);
             T* wb = w + blk.begin * inputs;
             // The block's output gradient, (softmax - target) / labeled rows, as a rows x width
-            // tile (leading dimension width), from the logits the forward pass left or, in bf16,
-            // from the same logits computed again into the tile.
+            // tile (leading dimension width), from the exponentials the forward pass left or, in
+            // bf16, from the logits computed again into the tile.
             const T* z_block = logits + blk.begin * rows;
             uint64_t ld = blk.width;
             if (bf16) {
@@ -284,8 +288,15 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
                 std::fill(dr, dr + blk.width, T(0));
                 continue;
               }
+              if (bf16) {
 #pragma omp simd
-              for (uint64_t j = 0; j < blk.width; ++j) dr[j] = s * FastExp(z[j] - max);
+                for (uint64_t j = 0; j < blk.width; ++j) dr[j] = s * FastExp(z[j] - max);
+              } else {
+                // The forward pass left exp(z - block max): rescale it to the row's max.
+                const T f = s * FastExp(ws->block_max[b * rows + r] - max);
+#pragma omp simd
+                for (uint64_t j = 0; j < blk.width; ++j) dr[j] = f * z[j];
+              }
               const T target = scale / T(batch.NumLabels(r));
               for (uint64_t i = batch.label_ptr[r]; i < batch.label_ptr[r + 1]; ++i) {
                 const uint64_t label = batch.label_idx[i];

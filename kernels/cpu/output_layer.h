@@ -59,10 +59,10 @@ uint64_t OutputLayerWorkspaceBytes(uint64_t num_labels, uint64_t inputs, uint32_
 
 // logits = in * W^T + b for the last layer (in: rows x inputs), and the per-row softmax
 // statistics; returns the batch's cross-entropy (sum over rows with labels, mean over labels).
-// `logits` (rows x labels elements) holds them block by block, each block's rows x width tile
-// contiguous: scratch for OutputLayerBackward, not the rows x labels layout Forward leaves. In
-// bf16 the logits are kept only block by block in the workspace: `logits` is not touched and may
-// be null.
+// `logits` (rows x labels elements) receives, block by block with each block's rows x width tile
+// contiguous, exp(z - the row's max in that block): scratch for OutputLayerBackward, not what
+// Forward leaves there. In bf16 the logits are kept only block by block in the workspace:
+// `logits` is not touched and may be null.
 template <class T>
 LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& batch, const T* in,
                               T* logits, OutputLayerWorkspace<T>* ws);
