@@ -161,7 +161,6 @@ engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id) {
 DevicePool::Dealt DevicePool::RunPlanned(uint64_t budget, uint64_t cap, MegaBatchRun* run,
                                          const std::atomic<int>* stop) {
   constexpr uint32_t kQueued = 2;  // one running, one waiting: the device never idles for the coordinator
-  const bool wall = engine_.clock == EngineOptions::Clock::kWall;
   const bool dynamic = engine_.schedule == EngineOptions::Schedule::kDynamic;
   const Clock::time_point start = Clock::now();
   const std::vector<size_t> devices = alive();
@@ -199,13 +198,7 @@ DevicePool::Dealt DevicePool::RunPlanned(uint64_t budget, uint64_t cap, MegaBatc
     ++outstanding;
   }
   while (outstanding > 0) collect();
-  const uint64_t rows_before = run->rows;
-  Settle(plan, results, run);
-  if (wall) {
-    run->span_s += Seconds(Clock::now() - start);
-  } else {
-    TimeOnTheVirtualClock(plan, results, rows_before, run);
-  }
+  Conclude(plan, results, start, run);
   return dealt;
 }
 
@@ -220,6 +213,13 @@ void DevicePool::RunPlan(const std::vector<Assignment>& plan, MegaBatchRun* run)
     results[result.id] = result;
     if (on_batch_) on_batch_(result);
   }
+  Conclude(plan, results, start, run);
+}
+
+// Settles a planned run's results into `run` and times it: on the wall clock as it took since
+// `start`, on the virtual clock from the rows, the slowdowns and the row cost.
+void DevicePool::Conclude(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
+                          std::chrono::steady_clock::time_point start, MegaBatchRun* run) {
   const uint64_t rows_before = run->rows;
   Settle(plan, results, run);
   if (engine_.clock == EngineOptions::Clock::kWall) {

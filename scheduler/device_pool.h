@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -125,6 +126,8 @@ class DevicePool {
   Assignment Assign(size_t device, size_t want, size_t* used, uint64_t* cap);
   engine::BatchTask TaskFor(const Assignment& a, uint64_t id);
   void RunPlan(const std::vector<Assignment>& plan, MegaBatchRun* run);
+  void Conclude(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
+                std::chrono::steady_clock::time_point start, MegaBatchRun* run);
   Dealt RunPlanned(uint64_t budget, uint64_t cap, MegaBatchRun* run, const std::atomic<int>* stop);
   void TimeOnTheVirtualClock(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
                              uint64_t rows_before, MegaBatchRun* run);

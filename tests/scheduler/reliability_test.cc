@@ -102,6 +102,17 @@ void ExpectSameRecords(const std::vector<EvalRecord>& a, const std::vector<EvalR
   }
 }
 
+// The same run: the same records (ExpectSameRecords) and the same model, bit for bit.
+void ExpectSameRun(const Outcome& a, const Outcome& b, bool wall_clock_steps) {
+  ExpectSameRecords(a.records, b.records, wall_clock_steps);
+  ASSERT_EQ(a.model.params.size(), b.model.params.size());
+  EXPECT_TRUE(testing::SameBits(a.model.params.data(), b.model.params.data(), a.model.params.size()));
+}
+
+// Every --algo, and Nesterov momentum under the gamma model, for the parameterized tests.
+const auto kEveryAlgo = ::testing::Values("adaptive", "adaptive-nesterov-cvb", "elastic", "adasum", "sync",
+                                          "crossbow", "single");
+
 // A run in which `device` fails in mega-batch `megabatch`.
 RunControl FailingDevice(size_t device, uint64_t megabatch) {
   RunControl control;
@@ -141,9 +152,7 @@ TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
   control.resume_dir = dir.path();
   const Outcome resumed = TrainFor(options, single ? nullptr : &engine, control);
   EXPECT_EQ(resumed.result.stopped_by_signal, 0);
-  ExpectSameRecords(full.records, resumed.records, single);
-  ASSERT_EQ(full.model.params.size(), resumed.model.params.size());
-  EXPECT_TRUE(testing::SameBits(full.model.params.data(), resumed.model.params.data(), full.model.params.size()));
+  ExpectSameRun(full, resumed, single);
 }
 
 // A stop is seen before the next batch is dealt, not at the mega-batch's end: the checkpoint keeps
@@ -169,14 +178,11 @@ TEST_P(ResumeTest, AStopInsideAMegaBatchEndsItThereAndResumesExactly) {
   control.resume_dir = dir.path();
   const Outcome resumed = TrainFor(options, single ? nullptr : &engine, control);
   EXPECT_EQ(resumed.result.stopped_by_signal, 0);
-  ExpectSameRecords(full.records, resumed.records, single);
-  EXPECT_TRUE(testing::SameBits(full.model.params.data(), resumed.model.params.data(), full.model.params.size()));
+  ExpectSameRun(full, resumed, single);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryMerge, ResumeTest,
-                         ::testing::Values("adaptive", "adaptive-nesterov-cvb", "elastic", "adasum", "sync", "crossbow",
-                                           "single"),
-                         testing::AlgoTestName);
+                         kEveryAlgo, testing::AlgoTestName);
 
 // Reliability, second round, row 6: a finished run extended with more --epochs is the run that
 // trained that long from the start, bit for bit and record for record: mega-batches end at epoch
@@ -215,9 +221,7 @@ TEST_P(ExtendTest, AFinishedRunExtendedWithMoreEpochsEqualsTheLongerRun) {
     control.resume_dir = dir.path();
     const Outcome extended = TrainFor(options, devices, control);
     if (whole) {
-      ExpectSameRecords(longer.records, extended.records, single);
-      EXPECT_TRUE(
-          testing::SameBits(longer.model.params.data(), extended.model.params.data(), longer.model.params.size()));
+      ExpectSameRun(longer, extended, single);
     } else {
       EXPECT_EQ(extended.records.back().train_samples, longer.records.back().train_samples);
       EXPECT_NEAR(extended.records.back().test.metrics.p1, longer.records.back().test.metrics.p1, 0.05);
@@ -226,15 +230,12 @@ TEST_P(ExtendTest, AFinishedRunExtendedWithMoreEpochsEqualsTheLongerRun) {
     // A finished run resumed with the same --epochs ends the same way again.
     control.checkpoint_dir = control.resume_dir = copy.path();
     const Outcome again = TrainFor(shorter, devices, control);
-    ExpectSameRecords(first.records, again.records, single);
-    EXPECT_TRUE(testing::SameBits(first.model.params.data(), again.model.params.data(), first.model.params.size()));
+    ExpectSameRun(first, again, single);
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryMerge, ExtendTest,
-                         ::testing::Values("adaptive", "adaptive-nesterov-cvb", "elastic", "adasum", "sync", "crossbow",
-                                           "single"),
-                         testing::AlgoTestName);
+                         kEveryAlgo, testing::AlgoTestName);
 
 TEST(Resume, ADifferentSettingIsRefusedNamingTheSetting) {
   testing::TempDir dir;
