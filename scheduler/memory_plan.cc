@@ -57,8 +57,11 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   device.momentum = options.local_momentum > 0 ? params : 0;
   // The rows x labels logits: the bf16 step keeps them block by block in its output workspace.
   const uint64_t logits_per_row = options.math == kernels::OutputMath::kFp32 ? shape.num_labels : 0;
-  device.workspace = Add(Mul(Mul(rows, Add(Add(hidden_sum, logits_per_row), 2 * widest)), sizeof(float)),
-                         Mul(limits.max_feature_nnz, 3 * sizeof(uint32_t)));
+  // Per feature entry: its row, its sort key (feature, entry) and a group start; per label entry:
+  // its row and column in the output layer's per-block target lists.
+  device.workspace = Add(Add(Mul(Mul(rows, Add(Add(hidden_sum, logits_per_row), 2 * widest)), sizeof(float)),
+                             Mul(limits.max_feature_nnz, 2 * sizeof(uint32_t) + sizeof(uint64_t))),
+                         Mul(limits.max_label_nnz, 2 * sizeof(uint32_t)));
   device.workspace = Add(device.workspace, kernels::cpu::OutputLayerWorkspaceBytes(
                                                shape.num_labels, shape.hidden.back(), uint32_t(rows), sizeof(float),
                                                options.math));

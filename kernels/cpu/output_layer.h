@@ -43,6 +43,11 @@ struct OutputLayerWorkspace {
   std::vector<T> group_delta_in;        // per group: rows x inputs partial input gradient
   std::vector<T> gradient_tiles;        // per group: rows x block output gradient
   std::vector<T> column_sums;           // per group: the block's bias gradient
+  // The batch's targets grouped by block (made by the forward pass, used by both passes): block
+  // b's are entries [target_begin[b], target_begin[b + 1]), each a row and a label's place in the
+  // block, in row order and the row's label order. A block then visits only its own targets,
+  // not every label of every row (at Delicious-200K's shape, 75 labels a row, 803 blocks).
+  std::vector<uint32_t> target_begin, target_row, target_column, target_next;
   // bf16 only: the layer's input (rows x inputs, made by the forward pass for the backward pass),
   // and per group a block of the weights, of the output gradient and of the weight gradient.
   std::vector<Bf16> input_bf16, weight_tiles_bf16, gradient_tiles_bf16;

@@ -22,7 +22,7 @@ struct MlpWorkspace {
   std::vector<std::vector<T>> activations;  // per hidden layer: rows x units, after ReLU
   std::vector<T> logits;                    // rows x labels after Forward (TrainStep's scratch)
   std::vector<T> delta, delta_prev;         // rows x widest hidden layer: gradients flowing down
-  std::vector<uint32_t> by_feature;         // batch entries sorted by feature id (first layer)
+  std::vector<uint64_t> by_feature;         // feature id << 32 | batch entry, sorted (first layer)
   std::vector<uint32_t> entry_row;          // row of each batch entry
   std::vector<uint32_t> group_begin;        // start of each feature's run in by_feature
   OutputLayerWorkspace<T> output;           // the training step's fused output layer

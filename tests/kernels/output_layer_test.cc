@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -17,10 +18,10 @@
 namespace xmlt::kernels::cpu {
 namespace {
 
-// 300 rows make blocks of 256 labels: 9,000 labels are 36 blocks, more than the 32 groups, and
+// 520 rows make blocks of 256 labels: 9,000 labels are 36 blocks, more than the 32 groups, and
 // the last block is partial.
 const ModelShape kManyBlocks{7, {3}, 9000};
-constexpr uint32_t kRows = 300;
+constexpr uint32_t kRows = 520;
 
 TEST(OutputLayer, ShapeUnderTestSpansMoreBlocksThanGroups) {
   const OutputLayerWorkspace<double> ws(kManyBlocks.num_labels, 3, kRows);
@@ -104,6 +105,28 @@ TEST(OutputLayer, GradientEqualsTheUnfusedProducts) {
   for (uint64_t i = 0; i < dw.size(); ++i)
     ASSERT_NEAR(gradient.Weight(1)[i], dw[i], 1e-12) << "weight " << i;
   for (uint64_t j = 0; j < 9000; ++j) ASSERT_NEAR(gradient.Bias(1)[j], db[j], 1e-12) << "bias " << j;
+}
+
+// The targets are grouped by block for the fused passes: the order of a row's labels must not
+// matter, nor a label in the last, partial block.
+TEST(OutputLayer, GradientDoesNotDependOnTheOrderOfARowsLabels) {
+  const Model<double> model = xmlt::testing::RandomModel<double>(kManyBlocks, 24);
+  data::SparseBatch batch = xmlt::testing::RandomBatch(kRows, 7, 9000, 24);
+  batch.label_idx[batch.label_ptr[0]] = 8999;  // the last label, in the partial block
+  std::sort(batch.label_idx.begin() + batch.label_ptr[0], batch.label_idx.begin() + batch.label_ptr[1]);
+  LossResult sorted_loss, reversed_loss;
+  const Model<double> sorted = FusedGradient(model, batch, &sorted_loss);
+  uint32_t rows_reordered = 0;
+  for (uint32_t r = 0; r < kRows; ++r) {
+    rows_reordered += batch.NumLabels(r) > 1;
+    std::reverse(batch.label_idx.begin() + batch.label_ptr[r], batch.label_idx.begin() + batch.label_ptr[r + 1]);
+  }
+  ASSERT_GT(rows_reordered, kRows / 3);
+  const Model<double> reversed = FusedGradient(model, batch, &reversed_loss);
+  EXPECT_NEAR(reversed_loss.loss_sum, sorted_loss.loss_sum, 1e-12 * sorted_loss.loss_sum);
+  for (size_t i = 0; i < sorted.params.size(); ++i)
+    ASSERT_NEAR(reversed.params[i], sorted.params[i], 1e-13) << "parameter " << i;
+  EXPECT_NE(sorted.Bias(1)[8999], 0.0);
 }
 
 Model<float> TrainSteps(int threads, bool momentum) {
