@@ -1,6 +1,7 @@
 // `xmltrain train`: loads the data, trains the model, logs metrics, saves the model.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "apps/stop_signals.h"
 #include "apps/train_presets.h"
 #include "data/folder_lock.h"
+#include "dist/rank_group.h"
 #include "data/row_normalization.h"
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
@@ -49,6 +51,7 @@ struct TrainFlags {
   scheduler::TrainOptions options;
   scheduler::RunControl control;
   std::vector<std::string> faults;
+  double rank_timeout_s = 1800;  // across MPI ranks: how long a rank waits for the others
 };
 
 std::vector<uint32_t> ParseHidden(const std::string& text) {
@@ -272,9 +275,39 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
             << "\n";
 }
 
+// Under an MPI launcher one run spans every rank: --devices names each rank's own devices, the run
+// has all of them, rank after rank (--speed and --hetero cover them all, in that order), and rank
+// 0 alone writes the metrics, the model, the checkpoints and the summary.
+void SpreadOverRanks(TrainFlags& f, dist::RankGroup* ranks) {
+  if (ranks->size() <= 1) return;
+  if (!(f.rank_timeout_s > 0)) throw std::invalid_argument("--rank-timeout must be positive");
+  f.engine.devices = engine::DevicesOfRanks(f.engine.devices, ranks->size(), &f.engine.device_rank);
+  f.engine.ranks = ranks;
+  if (ranks->rank() != 0) {
+    f.model_out.clear();
+    f.metrics.clear();
+  }
+}
+
+int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks);
+
 int RunTrain(TrainFlags& f) {
+  std::unique_ptr<dist::RankGroup> ranks =
+      dist::JoinRankGroup(std::chrono::milliseconds(int64_t(std::min(f.rank_timeout_s, 1e9) * 1000)));
+  if (ranks->size() <= 1) return RunTrainOnRanks(f, ranks.get());
+  try {
+    return RunTrainOnRanks(f, ranks.get());
+  } catch (const std::exception& e) {
+    // The other ranks would wait for this one until their timeout: end them all now.
+    ranks->Abort(e.what(), kExitFailure);
+  }
+}
+
+int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   using Clock = std::chrono::steady_clock;
   ApplyAlgorithm(f);
+  SpreadOverRanks(f, ranks);
+  const bool writer = ranks->rank() == 0;
   CheckFlagsBeforeLoading(f);
   for (const std::string& fault : f.faults) f.control.faults.push_back(ParseFaultInjection(fault));
   if (f.control.checkpoint_every > 0 && f.control.checkpoint_dir.empty())
@@ -297,10 +330,10 @@ int RunTrain(TrainFlags& f) {
   // Output files are opened before the long work, so that a bad path fails now, not at the end.
   ProbeOutputFile("--model", f.model_out);
   ProbeOutputFile("--metrics", f.metrics);
-  ProbeOutputDir("--checkpoint-dir", f.control.checkpoint_dir);
-  // Held until the run ends: one run at a time writes a checkpoint folder.
+  if (writer) ProbeOutputDir("--checkpoint-dir", f.control.checkpoint_dir);
+  // Held until the run ends: one run at a time writes a checkpoint folder (across ranks, rank 0).
   std::unique_ptr<data::FolderLock> checkpoint_lock;
-  if (!f.control.checkpoint_dir.empty()) {
+  if (writer && !f.control.checkpoint_dir.empty()) {
     try {
       checkpoint_lock = std::make_unique<data::FolderLock>(f.control.checkpoint_dir);
     } catch (const std::runtime_error& e) {
@@ -372,19 +405,25 @@ int RunTrain(TrainFlags& f) {
   }
   ScaleLearningRate(f, lr_scaling);
   kernels::Model<float> model = kernels::InitModel<float>(shape, f.options.seed);
-  std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "
-            << train.num_rows() << " training rows, loaded in " << load_seconds << " s; planned host memory "
-            << ((planned_host_bytes + (1 << 20) - 1) >> 20) << " MiB; training on " << engine::DeviceListText(f.engine.devices) << " ("
-            << engine::CudaDeviceSummary() << ")\n";
+  if (writer)
+    std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "
+              << train.num_rows() << " training rows, loaded in " << load_seconds << " s; planned host memory "
+              << ((planned_host_bytes + (1 << 20) - 1) >> 20) << " MiB"
+              << (ranks->size() > 1 ? " per rank" : "") << "; training on "
+              << engine::DeviceListText(f.engine.devices) << " (" << engine::CudaDeviceSummary()
+              << (ranks->size() > 1 ? " on rank 0; " + std::to_string(ranks->size()) + " ranks" : std::string())
+              << ")\n";
 
-  const bool show_progress = ::isatty(::fileno(stderr)) != 0;
+  const bool show_progress = writer && ::isatty(::fileno(stderr)) != 0;
   scheduler::TrainCallbacks callbacks;
   callbacks.on_resume = [&](const std::vector<scheduler::EvalRecord>& earlier) { metrics.Restart(earlier); };
   callbacks.on_event = [&](const std::string& text) {
+    if (!writer) return;
     if (show_progress) std::cerr << "\r\033[K";
     std::cerr << text << "\n";
   };
   callbacks.on_eval = [&](const scheduler::EvalRecord& record) {
+    if (!writer) return;
     if (show_progress) std::cerr << "\r\033[K";
     PrintEval(record);
     metrics.Append(record);
@@ -404,7 +443,8 @@ int RunTrain(TrainFlags& f) {
       scheduler::RunMultiDevice(train, test.get(), f.options, f.engine, &model, callbacks, f.control);
   if (result.stopped_by_signal != 0) {
     // An unfinished run: no model file, the metrics stay FILE.partial.
-    std::cerr << "stopped by signal " << result.stopped_by_signal
+    if (writer)
+      std::cerr << "stopped by signal " << result.stopped_by_signal
               << (result.checkpoint.empty() ? std::string("; no --checkpoint-dir, so the progress is lost")
                                             : "; resume with --resume " + f.control.checkpoint_dir)
               << "\n";
@@ -412,6 +452,7 @@ int RunTrain(TrainFlags& f) {
   }
   if (!f.model_out.empty()) engine::SaveModel(model, f.model_out);
   metrics.Finish();
+  if (!writer) return kExitOk;
 
   const scheduler::EvalRecord& last = result.last;
   nlohmann::json summary = {
@@ -522,6 +563,10 @@ Command AddTrainCommand(CLI::App* app) {
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--speed", f.speed, "Relative slowness per device, e.g. 1,1.1,1.2,1.32")->group(kEngine);
   cmd->add_option("--hetero", f.hetero, "Gamma-model heterogeneity: cvb:vmach=0.6,vtask=0.1, or none")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--rank-timeout", f.rank_timeout_s,
+                  "Under mpirun: seconds a rank waits for the others at a merge or exchange before it stops "
+                  "the run naming itself (a dead or hung rank)")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--clock", f.clock,
                   "virtual (simulated time from a calibrated per-row cost: deterministic) or wall (real time; "

@@ -114,6 +114,23 @@ std::vector<DeviceSpec> ParseDeviceList(const std::string& text) {
   return devices;
 }
 
+std::vector<DeviceSpec> DevicesOfRanks(const std::vector<DeviceSpec>& local, int ranks, std::vector<int>* owner) {
+  owner->clear();
+  if (ranks <= 1) {
+    owner->assign(local.size(), 0);
+    return local;
+  }
+  std::vector<DeviceSpec> all;
+  for (int rank = 0; rank < ranks; ++rank) {
+    for (DeviceSpec spec : local) {
+      spec.id += "@r" + std::to_string(rank);
+      all.push_back(spec);
+      owner->push_back(rank);
+    }
+  }
+  return all;
+}
+
 std::string DeviceListText(const std::vector<DeviceSpec>& devices) {
   std::string text;
   for (const DeviceSpec& d : devices) text += (text.empty() ? "" : ",") + d.id;

@@ -32,6 +32,10 @@ inline constexpr int kMaxDeviceCount = 256;
 // a bare "cuda" is rejected so that a GPU index is never guessed.
 std::vector<DeviceSpec> ParseDeviceList(const std::string& text);
 
+// A run over `ranks` processes (MPI ranks), each with the devices `local`: every rank's devices,
+// rank after rank, their ids marked with the owning rank ("cpu:1@r2"), and in `owner` the rank of
+// each. One rank: `local` as it is.
+std::vector<DeviceSpec> DevicesOfRanks(const std::vector<DeviceSpec>& local, int ranks, std::vector<int>* owner);
 // The devices' ids joined by commas ("cpu:0,cpu:1"): a list as it is, whatever its spelling.
 std::string DeviceListText(const std::vector<DeviceSpec>& devices);
 

@@ -9,6 +9,8 @@
 
 #include "data/input_error.h"
 #include "engine/device_spec.h"
+#include "engine/remote_device.h"
+#include "scheduler/rank_exchange.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -48,9 +50,13 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
                                             std::to_string(n) + " devices)");
   bounds_ = MakeBounds(options.batch, engine.batch_min, engine.beta);
   const engine::DeviceLimits limits = engine::LimitsFor(train, options.batch);
+  device_rank_ = engine.device_rank.empty() ? std::vector<int>(n, 0) : engine.device_rank;
   for (size_t i = 0; i < n; ++i) {
-    workers_.push_back(std::make_unique<engine::Worker>(
-        i, engine::MakeDevice(specs[i], initial, limits, options.local_momentum, options.math), &train, &results_));
+    // Another rank's device is a mirror here: its owner trains it.
+    std::unique_ptr<engine::Device> device =
+        local(i) ? engine::MakeDevice(specs[i], initial, limits, options.local_momentum, options.math)
+                 : engine::MakeRemoteDevice(specs[i], initial);
+    workers_.push_back(std::make_unique<engine::Worker>(i, std::move(device), &train, &results_));
     states_.push_back({double(options.batch), double(options.lr)});
   }
   fault_.assign(n, "");
@@ -193,11 +199,16 @@ DevicePool::Dealt DevicePool::RunPlanned(uint64_t budget, uint64_t cap, MegaBatc
     dealt.rows += plan.back().count;
     planner_.Dealt(device, plan.back().count, plan.back().slowdown);
     results.emplace_back();
-    workers_[device]->Submit(TaskFor(plan.back(), plan.size() - 1));
+    // Every rank makes every task (an injected fault is used up the same everywhere); a device's
+    // owner trains it, and the others learn its result in ShareResults.
+    engine::BatchTask task = TaskFor(plan.back(), plan.size() - 1);
+    if (!local(device)) continue;
+    workers_[device]->Submit(std::move(task));
     ++queued[device];
     ++outstanding;
   }
   while (outstanding > 0) collect();
+  ShareResults(plan, &results);
   Conclude(plan, results, start, run);
   return dealt;
 }
@@ -205,15 +216,36 @@ DevicePool::Dealt DevicePool::RunPlanned(uint64_t budget, uint64_t cap, MegaBatc
 // A synchronous round's plan: submitted whole, every result awaited.
 void DevicePool::RunPlan(const std::vector<Assignment>& plan, MegaBatchRun* run) {
   const Clock::time_point start = Clock::now();
-  for (size_t k = 0; k < plan.size(); ++k) workers_[plan[k].device]->Submit(TaskFor(plan[k], k));
-  std::vector<engine::BatchResult> results(plan.size());
+  size_t submitted = 0;
   for (size_t k = 0; k < plan.size(); ++k) {
+    engine::BatchTask task = TaskFor(plan[k], k);
+    if (local(plan[k].device)) workers_[plan[k].device]->Submit(std::move(task)), ++submitted;
+  }
+  std::vector<engine::BatchResult> results(plan.size());
+  for (size_t k = 0; k < submitted; ++k) {
     engine::BatchResult result;
     results_.pop(result);
     results[result.id] = result;
     if (on_batch_) on_batch_(result);
   }
+  ShareResults(plan, &results);
   Conclude(plan, results, start, run);
+}
+
+// Across ranks: every rank learns the results of the batches the others' devices trained.
+void DevicePool::ShareResults(const std::vector<Assignment>& plan, std::vector<engine::BatchResult>* results) {
+  if (engine_.ranks == nullptr) return;
+  std::vector<size_t> devices;
+  for (const Assignment& a : plan) devices.push_back(a.device);
+  ShareBatchResults(*engine_.ranks, device_rank_, devices, results);
+}
+
+void DevicePool::ShareReplicas(bool optimizer_state) {
+  if (engine_.ranks == nullptr) return;
+  std::vector<size_t> ids = alive();
+  std::vector<engine::Device*> devices;
+  for (size_t i : ids) devices.push_back(&device(i));
+  scheduler::ShareReplicas(*engine_.ranks, device_rank_, ids, devices, optimizer_state);
 }
 
 // Settles a planned run's results into `run` and times it: on the wall clock as it took since
@@ -322,6 +354,7 @@ engine::Evaluation DevicePool::Evaluate(const kernels::Model<float>& model, cons
   std::vector<engine::EvaluationSums> parts(devices.size());
   std::vector<std::future<void>> done;
   for (size_t k = 0; k < devices.size(); ++k) {
+    if (!local(devices[k])) continue;  // its owner scores that share
     const size_t begin = rows.size() * k / devices.size(), end = rows.size() * (k + 1) / devices.size();
     engine::EvaluationSums* part = &parts[k];
     done.push_back(workers_[devices[k]]->RunOnDevice([&model, &test, &rows, part, begin, end](engine::Device& d) {
@@ -338,6 +371,11 @@ engine::Evaluation DevicePool::Evaluate(const kernels::Model<float>& model, cons
     }
   }
   if (error) std::rethrow_exception(error);
+  if (engine_.ranks != nullptr) {
+    std::vector<int> owner;
+    for (size_t i : devices) owner.push_back(device_rank_[i]);
+    ShareEvaluations(*engine_.ranks, owner, &parts);
+  }
   engine::EvaluationSums sums;
   for (const engine::EvaluationSums& part : parts) sums.Add(part);
   return sums.Mean();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "dist/rank_group.h"
 #include "engine/device.h"
 #include "engine/heterogeneity.h"
 #include "engine/worker.h"
@@ -45,6 +46,8 @@ class DevicePool {
              const kernels::Model<float>& initial, std::vector<FaultInjection> faults);
 
   size_t size() const { return workers_.size(); }
+  // Whether this process trains device i (across ranks, each device has one owning rank).
+  bool local(size_t i) const { return engine_.ranks == nullptr || device_rank_[i] == engine_.ranks->rank(); }
   std::vector<size_t> alive() const;  // devices not dropped, ascending
   bool dropped(size_t i) const { return !fault_[i].empty(); }
   const std::string& fault(size_t i) const { return fault_[i]; }
@@ -84,6 +87,10 @@ class DevicePool {
   // Synchronous round: --batch rows (fewer at an epoch's end or at `cap`, the rows the run has
   // left) split evenly over the surviving devices.
   MegaBatchRun RunSyncRound(uint64_t cap);
+
+  // Across ranks, before a merge (and, with optimizer_state, a checkpoint): every alive device's
+  // replica from its owner into the other ranks' mirrors. Nothing in one process.
+  void ShareReplicas(bool optimizer_state);
 
   // Called on the coordinator's thread with each batch's result as it comes back (progress; a
   // stop raised from it is seen before the next batch is dealt).
@@ -133,6 +140,7 @@ class DevicePool {
                              uint64_t rows_before, MegaBatchRun* run);
   Dealt RunDynamicWall(uint64_t budget, uint64_t cap, MegaBatchRun* run, const std::atomic<int>* stop);
   void Settle(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results, MegaBatchRun* run);
+  void ShareResults(const std::vector<Assignment>& plan, std::vector<engine::BatchResult>* results);
 
   const TrainOptions& options_;
   LossWatch loss_watch_;  // batch losses in plan order: the same on every run of a seed
@@ -142,6 +150,7 @@ class DevicePool {
   BatchScalingBounds bounds_;
   engine::ResultQueue results_;
   std::vector<std::unique_ptr<engine::Worker>> workers_;
+  std::vector<int> device_rank_;  // the rank that owns each device (all 0 in one process)
   std::vector<BatchSizeAndLr> states_;
   std::vector<std::string> fault_;       // empty while the device is healthy
   std::vector<FaultInjection> pending_;  // injections not yet fired

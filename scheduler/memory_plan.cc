@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "dist/rank_group.h"
 #include "engine/device_spec.h"
 #include "engine/evaluator.h"
 #include "kernels/cpu/output_layer.h"
@@ -72,11 +73,18 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   MemoryPlan plan;
   const std::vector<engine::DeviceSpec>& specs = engine.devices;
   for (const engine::DeviceSpec& spec : specs) {
+    const size_t index = plan.devices.size();
     DeviceMemory d = device;
     d.id = spec.id;
     d.gpu = spec.kind == engine::DeviceKind::kCuda;
     d.ordinal = spec.ordinal;
     d.host_mirror = d.gpu ? params : 0;
+    // Another rank's device is here only a host mirror of its replica and momentum.
+    if (engine.ranks != nullptr && engine.device_rank.at(index) != engine.ranks->rank()) {
+      d = DeviceMemory{};
+      d.id = spec.id;
+      d.host_mirror = Add(params, device.momentum);
+    }
     plan.devices.push_back(d);
   }
   // The engine keeps w, w_prev, the trusted and the latest state's w for rollbacks, and the

@@ -12,6 +12,7 @@
 #include "merge/merger.h"
 #include "scheduler/batch_size_scaling.h"
 #include "scheduler/device_pool.h"
+#include "scheduler/rank_exchange.h"
 #include "scheduler/run_progress.h"
 
 namespace xmlt::scheduler {
@@ -99,6 +100,9 @@ class SurvivorMerge {
       input.updates.push_back(part.updates[i]);
     }
     for (size_t i : alive) pool.device(i).PrepareMerge();
+    // Across ranks every rank merges every replica, the same bits everywhere: the mirrors of the
+    // other ranks' devices are filled first.
+    pool.ShareReplicas(false);
     merge::MergeOutcome outcome = merger_->Merge(replicas, input, global);
     for (size_t i : alive) pool.device(i).FinishMerge();
     std::vector<double> weights(pool.size(), 0.0);
@@ -152,8 +156,8 @@ class MultiDeviceRun {
     TrustCurrent();
     std::vector<size_t> alive_before = pool_.alive();
     while (progress_.rows_done < total_rows_) {
-      if (control_.stop_signal != nullptr && control_.stop_signal->load() != 0) {
-        stopped_by_signal_ = control_.stop_signal->load();
+      if (const int signal = StopSignal(); signal != 0) {
+        stopped_by_signal_ = signal;
         WriteCheckpoint("stop");
         break;
       }
@@ -281,6 +285,16 @@ class MultiDeviceRun {
     }
   }
 
+  // The stop signal as every rank sees it: across ranks the largest any rank got, agreed between
+  // mega-batches (within one, each rank's plan must go on to the same end).
+  int StopSignal() const {
+    const int signal = control_.stop_signal != nullptr ? control_.stop_signal->load() : 0;
+    return engine_.ranks != nullptr ? AgreeOnMax(*engine_.ranks, signal) : signal;
+  }
+  const std::atomic<int>* StopWithinMegaBatch() const {
+    return engine_.ranks != nullptr ? nullptr : control_.stop_signal;
+  }
+
   void Event(const std::string& text) const {
     if (callbacks_.on_event) callbacks_.on_event(text);
   }
@@ -313,6 +327,10 @@ class MultiDeviceRun {
 
   void WriteCheckpoint(const char* why) {
     if (control_.checkpoint_dir.empty()) return;
+    // Across ranks rank 0 writes it, with every device's replica and momentum from its owner.
+    pool_.ShareReplicas(true);
+    checkpoint_ = CheckpointPath(control_.checkpoint_dir);
+    if (engine_.ranks != nullptr && engine_.ranks->rank() != 0) return;
     progress_.wall_seconds = WallSeconds();
     nlohmann::json meta = {{"run", fingerprint_}, {"progress", ProgressToJson(progress_)}, {"pool", pool_.SaveMeta()}};
     if (open_.open()) meta["open_mega_batch"] = ToJson(open_);
@@ -322,7 +340,6 @@ class MultiDeviceRun {
     std::vector<std::vector<float>> momentum;  // must outlive Write
     pool_.AddSections(&writer, &momentum);
     writer.Write(control_.checkpoint_dir);
-    checkpoint_ = CheckpointPath(control_.checkpoint_dir);
     Event(std::string("checkpoint (") + why + ") at mega-batch " + std::to_string(progress_.megabatches) + ": " +
           checkpoint_);
   }
@@ -350,7 +367,7 @@ class MultiDeviceRun {
     const uint64_t left = trained.mega_batch_rows > trained.planned ? trained.mega_batch_rows - trained.planned : 0;
     const uint64_t to_end = total_rows_ - std::min(total_rows_, progress_.rows_done + trained.run.rows);
     const uint64_t budget = std::min(left, to_end);
-    const std::atomic<int>* stop = control_.stop_signal;
+    const std::atomic<int>* stop = StopWithinMegaBatch();
     if (engine_.schedule == EngineOptions::Schedule::kSync) {
       uint64_t dealt = 0;
       while (dealt < budget && !pool_.alive().empty()) {
@@ -462,9 +479,12 @@ class MultiDeviceRun {
       progress_.train_seconds += run.span_s + trained.merge_s;
     } else if (trained.merges > 0) {
       const double units = double(global_.current.size()) * double(alive.size());
-      if (progress_.merge_cost_s == 0)
+      if (progress_.merge_cost_s == 0) {
         progress_.merge_cost_s =
             engine_.merge_cost_s > 0 ? engine_.merge_cost_s : trained.merge_s / double(trained.merges) / units;
+        // Measured, it differs from rank to rank; rank 0's holds for all.
+        if (engine_.ranks != nullptr) progress_.merge_cost_s = FromRank(*engine_.ranks, progress_.merge_cost_s, 0);
+      }
       progress_.train_seconds += run.span_s + double(trained.merges) * units * progress_.merge_cost_s;
     }
     for (size_t i = 0; i < pool_.size(); ++i) {

@@ -11,6 +11,10 @@
 #include "kernels/output_math.h"
 #include "merge/collective.h"
 
+namespace xmlt::dist {
+class RankGroup;
+}
+
 namespace xmlt::scheduler {
 
 // Evaluate after every epoch (default), only at the end, or every N mega-batches.
@@ -57,6 +61,11 @@ struct EngineOptions {
   double row_cost_s = 0;         // virtual clock: seconds per row; 0 = measured in the first mega-batch
   double merge_cost_s = 0;       // virtual clock: seconds per parameter and replica of one merge;
                                  // 0 = measured on the first merge
+  // Several processes (MPI ranks, each with its own devices): `devices` lists every device of every
+  // rank, rank after rank, device_rank[i] is the rank that owns device i, and `ranks` is the group
+  // in which every rank's scheduler runs the same plan. Empty and null: one process owns them all.
+  std::vector<int> device_rank;
+  dist::RankGroup* ranks = nullptr;
 };
 
 // A setting no run can use, under the name the options give it ("batch", "pert_threshold"); the

@@ -1,0 +1,23 @@
+// Whether an MPI launcher started this process; see rank_group.h.
+#include <cstdlib>
+
+#include "dist/rank_group.h"
+
+namespace xmlt::dist {
+
+bool LaunchedUnderMpi() {
+  // OpenMPI's mpirun, and PMI / PMIx launchers (srun, MPICH's hydra).
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "MPI_LOCALNRANKS"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+
+bool MpiBuilt() {
+#ifdef XMLT_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace xmlt::dist

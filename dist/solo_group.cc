@@ -1,0 +1,30 @@
+// This process alone; see rank_group.h.
+#include <cstdio>
+#include <cstdlib>
+
+#include "dist/rank_group.h"
+
+namespace xmlt::dist {
+namespace {
+
+class SoloGroup : public RankGroup {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  void SumInPlace(float*, uint64_t) override {}
+  void SumInPlace(double*, uint64_t) override {}
+  std::vector<std::vector<uint8_t>> AllGather(const std::vector<uint8_t>& mine) override { return {mine}; }
+  void Broadcast(float*, uint64_t, int root) override {
+    if (root != 0) throw std::invalid_argument("broadcast from rank " + std::to_string(root) + " of 1");
+  }
+  [[noreturn]] void Abort(const std::string& why, int exit_code) override {
+    std::fprintf(stderr, "xmltrain: %s\n", why.c_str());
+    std::exit(exit_code);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<RankGroup> MakeSoloGroup() { return std::make_unique<SoloGroup>(); }
+
+}  // namespace xmlt::dist

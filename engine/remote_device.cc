@@ -1,0 +1,38 @@
+// A device of another rank; see remote_device.h.
+#include "engine/remote_device.h"
+
+#include <stdexcept>
+
+namespace xmlt::engine {
+namespace {
+
+class RemoteDevice : public Device {
+ public:
+  RemoteDevice(const DeviceSpec& spec, const kernels::Model<float>& initial)
+      : spec_(spec), params_(initial.params) {}
+
+  const DeviceSpec& spec() const override { return spec_; }
+  kernels::cpu::LossResult TrainBatch(const data::Dataset&, const uint64_t*, size_t, float) override {
+    throw std::logic_error("device " + spec_.id + " belongs to another rank: it trains there");
+  }
+  float* HostParams() override { return params_.data(); }
+  size_t NumParams() const override { return params_.size(); }
+  std::vector<float> SaveOptimizerState() override { return optimizer_state_; }
+  void RestoreOptimizerState(const std::vector<float>& state) override { optimizer_state_ = state; }
+  EvaluationSums EvaluateRows(const kernels::Model<float>&, const data::Dataset&, const uint64_t*, size_t) override {
+    throw std::logic_error("device " + spec_.id + " belongs to another rank: it evaluates there");
+  }
+
+ private:
+  DeviceSpec spec_;
+  std::vector<float> params_;
+  std::vector<float> optimizer_state_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> MakeRemoteDevice(const DeviceSpec& spec, const kernels::Model<float>& initial) {
+  return std::make_unique<RemoteDevice>(spec, initial);
+}
+
+}  // namespace xmlt::engine

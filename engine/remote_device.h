@@ -1,0 +1,17 @@
+// A device of another rank (MPI process) of the run. Every rank plans every device's batches, but
+// only the owner trains them; here the device is a mirror of its replica and optimizer state,
+// filled by the ranks' exchanges where a merge or a checkpoint needs them.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "engine/device.h"
+
+namespace xmlt::engine {
+
+// Training or evaluating on it is a logic error (its owner does that); the mirror holds what the
+// owner last shared.
+std::unique_ptr<Device> MakeRemoteDevice(const DeviceSpec& spec, const kernels::Model<float>& initial);
+
+}  // namespace xmlt::engine

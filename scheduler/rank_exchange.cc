@@ -1,0 +1,131 @@
+// What the ranks tell each other; see rank_exchange.h.
+#include "scheduler/rank_exchange.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "data/byte_reader.h"
+#include "data/byte_writer.h"
+
+namespace xmlt::scheduler {
+namespace {
+
+std::string ErrorText(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return *e.what() != 0 ? e.what() : "error without a message";
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+}  // namespace
+
+void ShareBatchResults(dist::RankGroup& ranks, const std::vector<int>& device_rank,
+                       const std::vector<size_t>& devices, std::vector<engine::BatchResult>* results) {
+  if (devices.size() != results->size()) throw std::logic_error("ShareBatchResults: plan and results differ");
+  // Only this rank's batches travel, each with its index in the plan.
+  data::ByteWriter mine;
+  for (size_t k = 0; k < devices.size(); ++k) {
+    if (device_rank[devices[k]] != ranks.rank()) continue;
+    const engine::BatchResult& r = (*results)[k];
+    const std::string error = r.error ? ErrorText(r.error) : std::string();
+    mine.Append<uint64_t>(k);
+    mine.Append<uint64_t>(r.count);
+    mine.Append<double>(r.loss_sum);
+    mine.Append<uint32_t>(r.labeled_rows);
+    mine.Append<double>(r.compute_s);
+    mine.Append<double>(r.busy_s);
+    mine.Append<uint64_t>(error.size());
+    mine.AppendBytes(error.data(), error.size());
+  }
+  const auto* begin = reinterpret_cast<const uint8_t*>(mine.data());
+  const std::vector<std::vector<uint8_t>> all = ranks.AllGather(std::vector<uint8_t>(begin, begin + mine.size()));
+  for (int rank = 0; rank < ranks.size(); ++rank) {
+    if (rank == ranks.rank()) continue;
+    const std::vector<uint8_t>& bytes = all[rank];
+    data::ByteReader in(reinterpret_cast<const char*>(bytes.data()), bytes.size(), "rank " + std::to_string(rank),
+                        "batch results");
+    while (in.remaining() > 0) {
+      const uint64_t k = in.Read<uint64_t>("plan index");
+      if (k >= devices.size() || device_rank[devices[k]] != rank)
+        throw std::runtime_error("rank " + std::to_string(rank) + " sent a result for a batch it does not own");
+      engine::BatchResult& r = (*results)[k];
+      r.device = devices[k];
+      r.id = k;
+      r.count = in.Read<uint64_t>("rows");
+      r.loss_sum = in.Read<double>("loss");
+      r.labeled_rows = in.Read<uint32_t>("labeled rows");
+      r.compute_s = in.Read<double>("compute time");
+      r.busy_s = in.Read<double>("busy time");
+      const uint64_t length = in.Read<uint64_t>("error length");
+      const std::string error(in.ReadBytes(length, "error"), length);
+      r.error = error.empty() ? nullptr : std::make_exception_ptr(std::runtime_error(error));
+    }
+  }
+}
+
+void ShareReplicas(dist::RankGroup& ranks, const std::vector<int>& device_rank, const std::vector<size_t>& ids,
+                   const std::vector<engine::Device*>& devices, bool optimizer_state) {
+  for (size_t k = 0; k < devices.size(); ++k) {
+    engine::Device& d = *devices[k];
+    const int owner = device_rank.at(ids[k]);
+    ranks.Broadcast(d.HostParams(), d.NumParams(), owner);
+    if (!optimizer_state) continue;
+    // The owner's state, or empty (no local momentum): its size goes first.
+    std::vector<float> state = owner == ranks.rank() ? d.SaveOptimizerState() : std::vector<float>{};
+    float size = float(state.size() == 0 ? 0 : 1);
+    ranks.Broadcast(&size, 1, owner);
+    if (size == 0) continue;
+    state.resize(d.NumParams());
+    ranks.Broadcast(state.data(), state.size(), owner);
+    if (owner != ranks.rank()) d.RestoreOptimizerState(state);
+  }
+}
+
+void ShareEvaluations(dist::RankGroup& ranks, const std::vector<int>& owner,
+                      std::vector<engine::EvaluationSums>* parts) {
+  static_assert(std::is_trivially_copyable_v<engine::EvaluationSums>, "evaluation sums travel as bytes");
+  std::vector<uint8_t> mine;
+  for (size_t k = 0; k < parts->size(); ++k) {
+    if (owner[k] != ranks.rank()) continue;
+    const auto* bytes = reinterpret_cast<const uint8_t*>(&(*parts)[k]);
+    mine.insert(mine.end(), bytes, bytes + sizeof(engine::EvaluationSums));
+  }
+  const std::vector<std::vector<uint8_t>> all = ranks.AllGather(mine);
+  for (int rank = 0; rank < ranks.size(); ++rank) {
+    if (rank == ranks.rank()) continue;
+    size_t at = 0;
+    for (size_t k = 0; k < parts->size(); ++k) {
+      if (owner[k] != rank) continue;
+      if (at + sizeof(engine::EvaluationSums) > all[rank].size())
+        throw std::runtime_error("rank " + std::to_string(rank) + " sent too few evaluation parts");
+      std::memcpy(&(*parts)[k], all[rank].data() + at, sizeof(engine::EvaluationSums));
+      at += sizeof(engine::EvaluationSums);
+    }
+  }
+}
+
+int AgreeOnMax(dist::RankGroup& ranks, int value) {
+  std::vector<uint8_t> mine(sizeof(int));
+  std::memcpy(mine.data(), &value, sizeof(int));
+  int result = value;
+  for (const std::vector<uint8_t>& bytes : ranks.AllGather(mine)) {
+    int other = 0;
+    if (bytes.size() == sizeof(int)) std::memcpy(&other, bytes.data(), sizeof(int));
+    result = std::max(result, other);
+  }
+  return result;
+}
+
+double FromRank(dist::RankGroup& ranks, double value, int root) {
+  double sum = ranks.rank() == root ? value : 0.0;
+  ranks.SumInPlace(&sum, 1);
+  return sum;
+}
+
+}  // namespace xmlt::scheduler

@@ -1,0 +1,38 @@
+// What the ranks of a run spanning several processes tell each other. Every rank runs the same
+// plan over every device (scheduler/device_pool.h); only the owner of a device trains its batches,
+// so after each mega-batch the owners' results go to every rank, and before a merge or a
+// checkpoint the replicas do. Every function is collective: every rank calls it at the same point.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "dist/rank_group.h"
+#include "engine/device.h"
+#include "engine/evaluator.h"
+#include "engine/worker.h"
+
+namespace xmlt::scheduler {
+
+// results[k] is batch k of the plan, trained on device devices[k]; each rank holds the results of
+// its own devices' batches (device_rank[d] == its rank) and placeholders for the others. Afterwards
+// every rank holds every result: counts, losses, times, and failures (as a std::runtime_error
+// carrying the owner's message).
+void ShareBatchResults(dist::RankGroup& ranks, const std::vector<int>& device_rank,
+                       const std::vector<size_t>& devices, std::vector<engine::BatchResult>* results);
+
+// The parameters of devices[k] (device ids[k]) and, with optimizer_state, its local momentum,
+// copied from its owner into every other rank's mirror of it.
+void ShareReplicas(dist::RankGroup& ranks, const std::vector<int>& device_rank, const std::vector<size_t>& ids,
+                   const std::vector<engine::Device*>& devices, bool optimizer_state);
+
+// parts[k] is filled on the rank that owns owner[k]; afterwards every rank holds all of them.
+void ShareEvaluations(dist::RankGroup& ranks, const std::vector<int>& owner,
+                      std::vector<engine::EvaluationSums>* parts);
+
+// The largest of every rank's `value` (a stop signal seen by any rank stops them all).
+int AgreeOnMax(dist::RankGroup& ranks, int value);
+// Rank `root`'s value on every rank (a measured cost that must be the same everywhere).
+double FromRank(dist::RankGroup& ranks, double value, int root);
+
+}  // namespace xmlt::scheduler
