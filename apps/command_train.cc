@@ -268,6 +268,7 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
   const size_t devices = f.engine.devices.size();
   const float base_lr = f.options.lr;
   f.options.lr = float(double(base_lr) * LrScale(scaling, devices));
+  if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;  // rank 0 speaks for the run
   std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
             << f.engine.momentum << " --local-momentum " << f.options.local_momentum << " --mega-batch "
             << f.options.mega_batch << " --lr " << f.options.lr << " (" << base_lr << " scaled "
@@ -393,7 +394,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
                             {"heldout_loss", c.diverged ? nlohmann::json(nullptr) : nlohmann::json(c.heldout_loss)},
                             {"diverged", c.diverged}});
     }
-    std::cerr << "--lr auto: picked " << search.picked << ", one step below the short runs' best " << search.winner
+    if (writer) std::cerr << "--lr auto: picked " << search.picked << ", one step below the short runs' best " << search.winner
               << " (held-out P@1 per candidate:" << grid.str() << "; "
               << search.batches_per_candidate << " batches each on " << search.search_rows << " rows, "
               << search.heldout_rows << " held out, " << search.seconds << " s)\n";
