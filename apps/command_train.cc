@@ -281,7 +281,6 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
 // 0 alone writes the metrics, the model, the checkpoints and the summary.
 void SpreadOverRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (ranks->size() <= 1) return;
-  if (!(f.rank_timeout_s > 0)) throw std::invalid_argument("--rank-timeout must be positive");
   f.engine.devices = engine::DevicesOfRanks(f.engine.devices, ranks->size(), &f.engine.device_rank);
   f.engine.ranks = ranks;
   if (ranks->rank() != 0) {
@@ -293,6 +292,7 @@ void SpreadOverRanks(TrainFlags& f, dist::RankGroup* ranks) {
 int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks);
 
 int RunTrain(TrainFlags& f) {
+  if (!(f.rank_timeout_s > 0)) throw std::invalid_argument("--rank-timeout must be positive");
   std::unique_ptr<dist::RankGroup> ranks =
       dist::JoinRankGroup(std::chrono::milliseconds(int64_t(std::min(f.rank_timeout_s, 1e9) * 1000)));
   if (ranks->size() <= 1) return RunTrainOnRanks(f, ranks.get());
@@ -302,6 +302,7 @@ int RunTrain(TrainFlags& f) {
     // The other ranks would wait for this one until their timeout: end them all now.
     ranks->Abort(e.what(), kExitFailure);
   }
+  return kExitFailure;  // not reached: Abort ends the process
 }
 
 int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
@@ -549,8 +550,8 @@ Command AddTrainCommand(CLI::App* app) {
                   "non-finite one (0 = only non-finite values)")
       ->capture_default_str()->group(kReliability);
   cmd->add_option("--inject-fault", f.faults,
-                  "Make a device fail, for tests and drills: device=I,megabatch=K[,kind=fail|nan] (repeatable; "
-                  "kind=nan reports a NaN loss, a divergence)")
+                  "Make a device fail, for tests and drills: device=I,megabatch=K[,kind=fail|nan|exit] (repeatable; "
+                  "kind=nan reports a NaN loss, a divergence; kind=exit ends the device's process, a dying rank)")
       ->group(kReliability);
 
   const char* kEngine = "Several devices";

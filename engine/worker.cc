@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 
@@ -51,6 +52,7 @@ void Worker::Run() {
       continue;
     }
     try {
+      if (task.inject_exit) std::_Exit(kInjectedExitCode);
       if (task.inject_fault)
         throw std::runtime_error(device_->spec().id + ": injected fault (--inject-fault)");
       const Clock::time_point start = Clock::now();

@@ -17,6 +17,9 @@
 
 namespace xmlt::engine {
 
+// The exit status of a process ended by BatchTask::inject_exit.
+inline constexpr int kInjectedExitCode = 86;
+
 struct BatchTask {
   const uint64_t* rows = nullptr;  // owned by the scheduler, valid until the result is back
   size_t count = 0;
@@ -25,6 +28,7 @@ struct BatchTask {
   bool emulate_wait = false;  // wall clock: turn the extra time into real waiting
   bool inject_fault = false;  // tests and drills: fail as a broken device would, without training
   bool inject_nan = false;    // tests and drills: train, then report a NaN loss (a divergence)
+  bool inject_exit = false;   // tests and drills: end this process at once, as a dying server would
   uint64_t id = 0;            // the scheduler's tag, returned in the result
 };
 

@@ -154,7 +154,11 @@ engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id) {
   for (auto it = pending_.begin(); it != pending_.end() && !injected_[a.device]; ++it) {
     if (it->device == a.device && it->megabatch <= index_) {
       injected_[a.device] = true;
-      (it->kind == FaultInjection::Kind::kNaN ? task.inject_nan : task.inject_fault) = true;
+      switch (it->kind) {
+        case FaultInjection::Kind::kNaN: task.inject_nan = true; break;
+        case FaultInjection::Kind::kFail: task.inject_fault = true; break;
+        case FaultInjection::Kind::kExit: task.inject_exit = true; break;
+      }
       pending_.erase(it);
       break;
     }
@@ -390,7 +394,9 @@ nlohmann::json DevicePool::SaveMeta() const {
                        {"fault", fault_[i]}});
   }
   nlohmann::json pending = nlohmann::json::array();
-  for (const FaultInjection& f : pending_) pending.push_back({f.device, f.megabatch, int(f.kind)});
+  // A process's end is not the device's state: a resumed run must not end again.
+  for (const FaultInjection& f : pending_)
+    if (f.kind != FaultInjection::Kind::kExit) pending.push_back({f.device, f.megabatch, int(f.kind)});
   nlohmann::json meta = {{"devices", devices},
                          {"sampler_cursor", sampler_.cursor()},
                          {"sampler_rng", sampler_.GeneratorState()},

@@ -14,7 +14,8 @@ namespace xmlt::scheduler {
 // loss (kNaN: a divergence) on its first batch of mega-batch K (1-based) or, if it gets none
 // there, on its next batch after it. Each injection fires once.
 struct FaultInjection {
-  enum class Kind { kFail, kNaN } kind = Kind::kFail;
+  // fail: the device breaks; nan: its loss diverges; exit: its process ends (a dying rank).
+  enum class Kind { kFail, kNaN, kExit } kind = Kind::kFail;
   size_t device = 0;
   uint64_t megabatch = 0;
 };
