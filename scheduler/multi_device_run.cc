@@ -329,8 +329,10 @@ class MultiDeviceRun {
     if (control_.checkpoint_dir.empty()) return;
     // Across ranks rank 0 writes it, with every device's replica and momentum from its owner.
     pool_.ShareReplicas(true);
-    checkpoint_ = CheckpointPath(control_.checkpoint_dir);
-    if (engine_.ranks != nullptr && engine_.ranks->rank() != 0) return;
+    if (engine_.ranks != nullptr && engine_.ranks->rank() != 0) {
+      checkpoint_ = CheckpointPath(control_.checkpoint_dir);
+      return;
+    }
     progress_.wall_seconds = WallSeconds();
     nlohmann::json meta = {{"run", fingerprint_}, {"progress", ProgressToJson(progress_)}, {"pool", pool_.SaveMeta()}};
     if (open_.open()) meta["open_mega_batch"] = ToJson(open_);
@@ -340,6 +342,7 @@ class MultiDeviceRun {
     std::vector<std::vector<float>> momentum;  // must outlive Write
     pool_.AddSections(&writer, &momentum);
     writer.Write(control_.checkpoint_dir);
+    checkpoint_ = CheckpointPath(control_.checkpoint_dir);
     Event(std::string("checkpoint (") + why + ") at mega-batch " + std::to_string(progress_.megabatches) + ": " +
           checkpoint_);
   }
