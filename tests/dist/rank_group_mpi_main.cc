@@ -94,6 +94,14 @@ int main() {
       std::fprintf(stderr, "rank 0 (expected): %s\n", e.what());
     }
     Check(timed_out, rank, "a skipped collective timed out on rank 0, naming it");
+    // The abandoned collective may still write into the group's buffers: the group refuses more.
+    bool refused = false;
+    try {
+      hasty->Broadcast(&x, 1, 0);
+    } catch (const xmlt::dist::CollectiveTimeout& e) {
+      refused = std::string(e.what()).find("cannot be used again") != std::string::npos;
+    }
+    Check(refused, rank, "a group that abandoned a collective refuses the next one");
   } else if (rank == 1) {
     std::this_thread::sleep_for(1s);
     try {
