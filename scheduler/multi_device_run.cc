@@ -10,6 +10,7 @@
 #include "data/input_error.h"
 #include "engine/evaluator.h"
 #include "merge/merger.h"
+#include "merge/rank_sum_collective.h"
 #include "scheduler/batch_size_scaling.h"
 #include "scheduler/device_pool.h"
 #include "scheduler/rank_exchange.h"
@@ -21,7 +22,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t devices) {
+// The merges that are one weighted sum of the replicas (plus the global momentum): across ranks
+// they run hierarchically, on the rank sum collective.
+bool IsWeightedSum(const EngineOptions& engine) {
+  using Merge = EngineOptions::Merge;
+  return engine.merge == Merge::kNormalized || engine.merge == Merge::kGradient ||
+         (engine.merge == Merge::kAverage && engine.elastic_alpha <= 0);
+}
+
+// The merge over `devices` alive devices; `is_local` (one per alive device) is given across ranks.
+std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t devices, const std::vector<bool>& is_local) {
   merge::MergeOptions options;
   options.momentum = engine.momentum;
   options.momentum_mode = engine.nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy;
@@ -29,7 +39,10 @@ std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t de
   options.pert_delta = engine.pert_delta;
   options.renormalize_perturbed = engine.pert_renormalize;
   options.elastic_alpha = engine.elastic_alpha;
+  // The local collective keeps the one-process partitioning, so norms are the same bits.
   std::shared_ptr<merge::Collective> collective = merge::MakeCollective(engine.collective, devices);
+  if (!is_local.empty() && IsWeightedSum(engine))
+    collective = merge::MakeRankSumCollective(merge::MakeCollective(engine.collective, devices), *engine.ranks, is_local);
   using Merge = EngineOptions::Merge;
   switch (engine.merge) {
     case Merge::kNormalized: return merge::MakeNormalizedMerger(options, collective);
@@ -85,9 +98,13 @@ class SurvivorMerge {
   // Merges the alive devices' replicas into `global`; returns alpha_i per device (0 if dropped).
   merge::MergeOutcome Run(DevicePool& pool, const MegaBatchRun& part, merge::GlobalModel* global) {
     const std::vector<size_t> alive = pool.alive();
+    const bool across_ranks = engine_.ranks != nullptr && engine_.ranks->size() > 1;
     if (alive != devices_) {
       devices_ = alive;
-      merger_ = MakeMerger(engine_, alive.size());
+      std::vector<bool> is_local;
+      if (across_ranks)
+        for (size_t i : alive) is_local.push_back(pool.local(i));
+      merger_ = MakeMerger(engine_, alive.size(), is_local);
     }
     merge::ReplicaSet replicas;
     replicas.size = global->current.size();
@@ -100,9 +117,10 @@ class SurvivorMerge {
       input.updates.push_back(part.updates[i]);
     }
     for (size_t i : alive) pool.device(i).PrepareMerge();
-    // Across ranks every rank merges every replica, the same bits everywhere: the mirrors of the
-    // other ranks' devices are filled first.
-    pool.ShareReplicas(false);
+    // Across ranks a weighted sum is hierarchical (the rank sum collective reads local replicas
+    // only); the other merges read every replica on every rank, so the mirrors of the other ranks'
+    // devices are filled first. Either way every rank ends with the same bits.
+    if (across_ranks && !IsWeightedSum(engine_)) pool.ShareReplicas(false);
     merge::MergeOutcome outcome = merger_->Merge(replicas, input, global);
     for (size_t i : alive) pool.device(i).FinishMerge();
     std::vector<double> weights(pool.size(), 0.0);

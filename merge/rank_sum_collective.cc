@@ -1,0 +1,102 @@
+// The hierarchical collective across ranks; see rank_sum_collective.h.
+#include "merge/rank_sum_collective.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "merge/collective_support.h"
+
+namespace xmlt::merge {
+namespace {
+
+// Parameters finished and copied at a time: small enough to stay in L2 between the two.
+constexpr size_t kBlock = 4096;
+
+class RankSumCollective : public Collective {
+ public:
+  RankSumCollective(std::unique_ptr<Collective> local, dist::RankGroup& ranks, std::vector<bool> is_local)
+      : local_(std::move(local)), ranks_(ranks), is_local_(std::move(is_local)) {
+    if (!local_) throw std::invalid_argument("rank sum collective: no local collective");
+  }
+
+  std::vector<double> SquaredNorms(const ReplicaSet& replicas) override {
+    CheckCount(replicas);
+    const ReplicaSet mine = Local(replicas);
+    std::vector<double> norms(replicas.count(), 0.0);
+    if (mine.count() > 0) {
+      const std::vector<double> local_norms = local_->SquaredNorms(mine);
+      for (size_t i = 0, k = 0; i < replicas.count(); ++i)
+        if (is_local_[i]) norms[i] = local_norms[k++];
+    }
+    // Every norm has one owner and zeros elsewhere, so the sum is exact: the owner's bits.
+    ranks_.SumInPlace(norms.data(), norms.size());
+    return norms;
+  }
+
+  void WeightedAllReduce(const ReplicaSet& replicas, const std::vector<double>& weights,
+                         const FinishBlock& finish) override {
+    CheckWeightedArguments(replicas, weights);
+    CheckCount(replicas);
+    const ReplicaSet mine = Local(replicas);
+    float* total = nullptr;
+    if (mine.count() > 0) {
+      std::vector<double> my_weights;
+      for (size_t i = 0; i < replicas.count(); ++i)
+        if (is_local_[i]) my_weights.push_back(weights[i]);
+      // The rank's partial sum lands in every local replica; the first one carries it on.
+      local_->WeightedAllReduce(mine, my_weights, nullptr);
+      total = mine.params[0];
+    } else {
+      // Every device of this rank has dropped: it still adds its zeros, as the others wait for it.
+      no_replicas_.assign(replicas.size, 0.0f);
+      total = no_replicas_.data();
+    }
+    ranks_.SumInPlace(total, replicas.size);
+    const size_t blocks = (replicas.size + kBlock - 1) / kBlock;
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, blocks), [&](const tbb::blocked_range<size_t>& r) {
+      for (size_t b = r.begin(); b != r.end(); ++b) {
+        const size_t begin = b * kBlock, end = std::min(begin + kBlock, replicas.size);
+        if (finish) finish(begin, end, total + begin);
+        for (size_t k = 1; k < mine.count(); ++k)
+          std::memcpy(mine.params[k] + begin, total + begin, (end - begin) * sizeof(float));
+      }
+    });
+    no_replicas_ = {};
+  }
+
+ private:
+  void CheckCount(const ReplicaSet& replicas) const {
+    if (replicas.count() != is_local_.size())
+      throw std::invalid_argument("rank sum collective: " + std::to_string(replicas.count()) +
+                                  " replicas for " + std::to_string(is_local_.size()) + " devices");
+  }
+
+  ReplicaSet Local(const ReplicaSet& replicas) const {
+    ReplicaSet mine;
+    mine.size = replicas.size;
+    mine.tensors = replicas.tensors;
+    for (size_t i = 0; i < replicas.count(); ++i)
+      if (is_local_[i]) mine.params.push_back(replicas.params[i]);
+    return mine;
+  }
+
+  std::unique_ptr<Collective> local_;
+  dist::RankGroup& ranks_;
+  std::vector<bool> is_local_;
+  std::vector<float> no_replicas_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> MakeRankSumCollective(std::unique_ptr<Collective> local, dist::RankGroup& ranks,
+                                                  std::vector<bool> is_local) {
+  return std::make_unique<RankSumCollective>(std::move(local), ranks, std::move(is_local));
+}
+
+}  // namespace xmlt::merge

@@ -1,0 +1,25 @@
+// The hierarchical collective of a run over several ranks: each rank sums its own devices'
+// replicas on its local collective, the ranks add their partial sums (dist::RankGroup, a
+// reduce-scatter then an all-gather), and every rank finishes the total (the global momentum) and
+// writes it into its own replicas. A replica of another rank's device is neither read nor written,
+// so the model crosses the network once per merge as one partial sum, not once per device.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "dist/rank_group.h"
+#include "merge/collective.h"
+
+namespace xmlt::merge {
+
+// `is_local[i]` says whether replica i of the ReplicaSets this collective is given belongs to this
+// rank. The weighted sum is the same real number as the one-process sum but rounded in another
+// order (per rank, then across ranks), so it is close to, not the same bits as, `local` over all
+// replicas; every rank gets the same bits. SquaredNorms gives each replica's norm as `local`
+// computes it, from the rank that holds it. Throws std::invalid_argument on a replica count other
+// than is_local.size(). `ranks` must outlive the collective.
+std::unique_ptr<Collective> MakeRankSumCollective(std::unique_ptr<Collective> local, dist::RankGroup& ranks,
+                                                  std::vector<bool> is_local);
+
+}  // namespace xmlt::merge

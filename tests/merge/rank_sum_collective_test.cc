@@ -1,0 +1,142 @@
+// The hierarchical collective across ranks (threads playing the ranks): every rank's own replicas
+// end with the weighted sum over all ranks' replicas, finished once per parameter on every rank,
+// the same bits on every rank; the replicas of other ranks' devices are never read (they hold NaN
+// here) nor written. Replica counts, sizes and owners that divide nothing evenly, and a rank that
+// owns no replica.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "dist/rank_group.h"
+#include "merge/collective.h"
+#include "merge/rank_sum_collective.h"
+#include "tests/merge/merge_test_support.h"
+#include "tests/test_support.h"
+
+namespace xmlt::merge {
+namespace {
+
+using testing::Replicas;
+using testing::RandomReplicas;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// Runs body(rank, group) on `ranks` threads and rethrows the first failure.
+template <class Body>
+void OnRanks(int ranks, Body body) {
+  std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(ranks);
+  std::vector<std::exception_ptr> errors(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        body(r, *groups[r]);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+struct Case {
+  int ranks;
+  std::vector<int> owner;  // the rank of each replica
+};
+
+// Rank r's view of the replicas: its own as drawn, the others' NaN.
+Replicas ViewOfRank(const Replicas& all, const Case& c, int rank) {
+  Replicas mine = all;
+  for (size_t i = 0; i < c.owner.size(); ++i)
+    if (c.owner[i] != rank) mine.data[i].assign(mine.data[i].size(), kNaN);
+  return mine;
+}
+
+std::vector<bool> IsLocal(const Case& c, int rank) {
+  std::vector<bool> local;
+  for (int o : c.owner) local.push_back(o == rank);
+  return local;
+}
+
+const Case kCases[] = {{2, {0, 0, 1, 1}}, {3, {0, 2, 2, 0, 2, 2, 2}}, {3, {1, 0, 2}}, {2, {1, 1, 1}}};
+
+TEST(RankSumCollective, SumsEveryRanksReplicasWithoutReadingOrWritingTheOthers) {
+  for (const Case& c : kCases) {
+    const size_t n = c.owner.size();
+    for (size_t size : {size_t{0}, size_t{1}, size_t{5}, 7 * n + 3, size_t{100003}}) {
+      SCOPED_TRACE(::testing::Message() << c.ranks << " ranks, " << n << " replicas, size " << size);
+      const Replicas all = RandomReplicas(n, size, uint32_t(31 * n + size));
+      std::vector<double> w(n);
+      for (size_t i = 0; i < n; ++i) w[i] = 0.1 + 0.17 * double(i);
+      w[n / 2] = -0.4;  // weights need not sum to 1 nor be positive
+      std::vector<double> ref(size, 0.0), magnitude(size, 0.0);
+      for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < size; ++j) {
+          ref[j] += w[i] * all.data[i][j];
+          magnitude[j] += std::abs(w[i] * all.data[i][j]);
+        }
+      std::vector<Replicas> after(c.ranks);
+      std::vector<std::vector<int>> finished(c.ranks, std::vector<int>(size, 0));
+      OnRanks(c.ranks, [&](int rank, dist::RankGroup& group) {
+        Replicas mine = ViewOfRank(all, c, rank);
+        std::vector<int>& seen = finished[rank];
+        FinishBlock negate = [&seen](size_t begin, size_t end, float* values) {
+          for (size_t j = begin; j < end; ++j) ++seen[j], values[j - begin] = -values[j - begin];
+        };
+        MakeRankSumCollective(MakeCollective("ring", n), group, IsLocal(c, rank))
+            ->WeightedAllReduce(mine.View(), w, negate);
+        after[rank] = mine;
+      });
+      for (int rank = 0; rank < c.ranks; ++rank) {
+        for (size_t j = 0; j < size; ++j) ASSERT_EQ(1, finished[rank][j]) << "rank " << rank << ", parameter " << j;
+        for (size_t i = 0; i < n; ++i) {
+          const std::vector<float>& got = after[rank].data[i];
+          if (c.owner[i] != rank) {
+            for (float x : got) ASSERT_TRUE(std::isnan(x)) << "rank " << rank << " wrote replica " << i;
+            continue;
+          }
+          for (size_t j = 0; j < size; ++j)
+            ASSERT_NEAR(-ref[j], got[j], 1e-6 * magnitude[j] + 1e-30) << "rank " << rank << ", replica " << i;
+          // The same bits on every rank, whichever replica holds them.
+          const int first_owner = c.owner[0];
+          ASSERT_TRUE(xmlt::testing::SameBits(after[first_owner].data[0].data(), got.data(), size))
+              << "rank " << rank << ", replica " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(RankSumCollective, SquaredNormsAreEachOwnersBits) {
+  for (const Case& c : kCases) {
+    const size_t n = c.owner.size();
+    const Replicas all = RandomReplicas(n, 10007, uint32_t(n));
+    Replicas copy = all;
+    const std::vector<double> expected = MakeCollective("ring", n)->SquaredNorms(copy.View());
+    OnRanks(c.ranks, [&](int rank, dist::RankGroup& group) {
+      Replicas mine = ViewOfRank(all, c, rank);
+      const std::vector<double> norms =
+          MakeRankSumCollective(MakeCollective("ring", n), group, IsLocal(c, rank))->SquaredNorms(mine.View());
+      ASSERT_EQ(norms, expected) << "rank " << rank;
+    });
+  }
+}
+
+TEST(RankSumCollective, RefusesAReplicaCountOtherThanItsDevices) {
+  OnRanks(1, [](int, dist::RankGroup& group) {
+    Replicas r = RandomReplicas(3, 10, 1);
+    auto collective = MakeRankSumCollective(MakeCollective("ring", 2), group, {true, true});
+    EXPECT_THROW(collective->WeightedAllReduce(r.View(), {0.3, 0.3, 0.4}, nullptr), std::invalid_argument);
+    EXPECT_THROW(collective->SquaredNorms(r.View()), std::invalid_argument);
+    EXPECT_THROW(MakeRankSumCollective(nullptr, group, {true}), std::invalid_argument);
+  });
+}
+
+}  // namespace
+}  // namespace xmlt::merge
