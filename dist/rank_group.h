@@ -15,8 +15,8 @@
 
 namespace xmlt::dist {
 
-// A collective that did not complete within the group's timeout: another rank died or hangs. The
-// message names this rank and the call.
+// A collective that did not complete within the thread groups' timeout: another rank died or
+// hangs. The message names this rank and the call.
 class CollectiveTimeout : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -57,7 +57,9 @@ bool LaunchedUnderMpi();
 bool MpiBuilt();
 // Under an MPI launcher, the MPI group of all ranks (MPI initialized once; finalized at exit);
 // otherwise the solo group. Throws std::runtime_error when launched under MPI by a build without
-// it. `timeout` bounds every collective (CollectiveTimeout names the rank and the call).
+// it. `timeout` bounds every collective: past it the MPI group ends the whole run (MPI_Abort,
+// exit code 1) with a message naming this rank and the call, since MPI can neither cancel the
+// collective nor go on without the missing rank.
 std::unique_ptr<RankGroup> JoinRankGroup(std::chrono::milliseconds timeout);
 
 }  // namespace xmlt::dist

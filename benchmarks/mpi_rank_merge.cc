@@ -1,0 +1,132 @@
+// The cross-rank merge at the Amazon-670K model's size (135,909 x 128 x 670,091: 103.8M floats,
+// 415 MB), run under an MPI launcher: each rank holds `--local` replicas, and every repetition
+// times, between barriers,
+//   allreduce      a plain MPI_Allreduce(MPI_SUM) of the model's bytes, in place (the peer);
+//   rank_sum       RankGroup::SumInPlace of the same bytes (our cross-rank step: a reduce-scatter
+//                  then an all-gather, chunked, polled against the timeout);
+//   local_sum      the rank's own replicas summed on the CPU partitioned collective (no ranks);
+//   merge          the whole hierarchical merge (local sum, rank sum, global momentum, written
+//                  into every local replica): what a weighted merge of a run over ranks costs;
+//   memcpy         one copy of the model's bytes on this rank (the memory's pace, for scale).
+// Rank 0 prints the median and the minimum of each, and rank_sum / allreduce from the same run.
+// Usage: mpirun -np R mpi_rank_merge [--local K] [--repeats N] [--floats F]
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dist/rank_group.h"
+#include "kernels/model.h"
+#include "merge/collective.h"
+#include "merge/global_momentum.h"
+#include "merge/rank_sum_collective.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Timing {
+  std::string name;
+  std::vector<double> seconds;
+};
+
+// Seconds of `body` on the slowest rank: a collective's time is its last rank's.
+double TimeOnAllRanks(const std::function<void()>& body) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const Clock::time_point start = Clock::now();
+  body();
+  double mine = std::chrono::duration<double>(Clock::now() - start).count(), slowest = 0;
+  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+void Fill(std::vector<float>& values, int seed) {
+  for (size_t j = 0; j < values.size(); ++j) values[j] = float((j * 2654435761u + seed) % 2001) * 1e-3f - 1.0f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int local = 2, repeats = 5;
+  xmlt::kernels::ModelShape amazon{135909, {128}, 670091};
+  uint64_t floats = amazon.NumParameters();
+  for (int a = 1; a + 1 < argc; a += 2) {
+    const std::string flag = argv[a];
+    if (flag == "--local") local = std::atoi(argv[a + 1]);
+    else if (flag == "--repeats") repeats = std::atoi(argv[a + 1]);
+    else if (flag == "--floats") floats = std::strtoull(argv[a + 1], nullptr, 10);
+    else {
+      std::fprintf(stderr, "mpi_rank_merge: unknown flag %s\n", argv[a]);
+      return 2;
+    }
+  }
+  if (local < 1 || repeats < 1 || floats == 0 || floats > uint64_t(INT32_MAX)) {
+    std::fprintf(stderr, "mpi_rank_merge: --local and --repeats must be positive, --floats in 1..2^31-1\n");
+    return 2;
+  }
+  std::unique_ptr<xmlt::dist::RankGroup> group = xmlt::dist::JoinRankGroup(std::chrono::seconds(600));
+  const int rank = group->rank(), ranks = group->size();
+
+  // This rank's replicas, then the other ranks' (never touched by the hierarchical merge: they
+  // alias the first local replica so that no memory is spent on them).
+  std::vector<std::vector<float>> replicas(local, std::vector<float>(floats));
+  for (int k = 0; k < local; ++k) Fill(replicas[k], rank * local + k);
+  xmlt::merge::ReplicaSet set;
+  set.size = floats;
+  std::vector<bool> is_local;
+  for (int r = 0; r < ranks; ++r)
+    for (int k = 0; k < local; ++k) {
+      set.params.push_back(r == rank ? replicas[k].data() : replicas[0].data());
+      is_local.push_back(r == rank);
+    }
+  const std::vector<double> weights(set.count(), 1.0 / double(set.count()));
+  xmlt::merge::ReplicaSet mine;
+  mine.size = floats;
+  for (auto& r : replicas) mine.params.push_back(r.data());
+  const std::vector<double> my_weights(local, 1.0 / double(set.count()));
+
+  xmlt::merge::GlobalModel global{replicas[0], replicas[0]};
+  auto hierarchical = xmlt::merge::MakeRankSumCollective(xmlt::merge::MakeCollective("ring", set.count()), *group,
+                                                         is_local);
+  auto local_collective = xmlt::merge::MakeCollective("ring", set.count());
+  std::vector<float> buffer(floats), copy(floats);
+  Fill(buffer, rank);
+
+  std::vector<Timing> timings = {{"allreduce", {}}, {"rank_sum", {}}, {"local_sum", {}}, {"merge", {}}, {"memcpy", {}}};
+  for (int repeat = 0; repeat < repeats; ++repeat) {
+    timings[0].seconds.push_back(TimeOnAllRanks(
+        [&] { MPI_Allreduce(MPI_IN_PLACE, buffer.data(), int(floats), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); }));
+    timings[1].seconds.push_back(TimeOnAllRanks([&] { group->SumInPlace(buffer.data(), floats); }));
+    timings[2].seconds.push_back(
+        TimeOnAllRanks([&] { local_collective->WeightedAllReduce(mine, my_weights, nullptr); }));
+    timings[3].seconds.push_back(TimeOnAllRanks([&] {
+      hierarchical->WeightedAllReduce(set, weights, xmlt::merge::GlobalMomentumFinish(&global, 0.9));
+    }));
+    timings[4].seconds.push_back(
+        TimeOnAllRanks([&] { std::memcpy(copy.data(), buffer.data(), floats * sizeof(float)); }));
+    Fill(buffer, rank);  // keep the sums finite
+  }
+
+  if (rank == 0) {
+    std::printf("ranks %d, local replicas %d, %llu floats (%.1f MB) a model, %d repeats\n", ranks, local,
+                (unsigned long long)floats, floats * 4e-6, repeats);
+    std::printf("%-10s %10s %10s %10s\n", "step", "median_ms", "min_ms", "GB/s");
+    std::vector<double> medians;
+    for (Timing& t : timings) {
+      std::sort(t.seconds.begin(), t.seconds.end());
+      const double median = t.seconds[t.seconds.size() / 2];
+      medians.push_back(median);
+      std::printf("%-10s %10.1f %10.1f %10.2f\n", t.name.c_str(), median * 1e3, t.seconds.front() * 1e3,
+                  floats * 4e-9 / median);
+    }
+    std::printf("rank_sum / allreduce = %.2f (medians, same run)\n", medians[1] / medians[0]);
+    std::printf("merge / allreduce = %.2f\n", medians[3] / medians[0]);
+  }
+  return 0;
+}
