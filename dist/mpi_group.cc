@@ -68,8 +68,8 @@ class MpiGroup : public RankGroup {
       total += sizes[r];
     }
     std::vector<uint8_t> all(std::max<uint64_t>(total, 1));
-    CheckStarted(MPI_Iallgatherv(mine.data(), int(my_size), MPI_BYTE, all.data(), counts.data(), offsets.data(), MPI_BYTE,
-                          comm_, Next()));
+    CheckStarted(MPI_Iallgatherv(mine.data(), int(my_size), MPI_BYTE, all.data(), counts.data(),
+                                 offsets.data(), MPI_BYTE, comm_, Next()));
     WaitAll("all-gather of " + std::to_string(total) + " bytes");
     std::vector<std::vector<uint8_t>> result(size_);
     for (int r = 0; r < size_; ++r) result[r].assign(all.begin() + offsets[r], all.begin() + offsets[r] + counts[r]);
@@ -122,8 +122,8 @@ class MpiGroup : public RankGroup {
         for (int r = 1; r < size_; ++r) total += r == rank_ ? shard[j] : received[mine * r + j];
         shard[j] = total;
       }
-      CheckStarted(MPI_Iallgatherv(MPI_IN_PLACE, 0, TypeOf<T>(), chunk, counts.data(), offsets.data(), TypeOf<T>(), comm_,
-                            Next()));
+      CheckStarted(MPI_Iallgatherv(MPI_IN_PLACE, 0, TypeOf<T>(), chunk, counts.data(),
+                                   offsets.data(), TypeOf<T>(), comm_, Next()));
       WaitAll(what + " of " + std::to_string(count) + " (all-gather)");
     }
   }

@@ -31,7 +31,8 @@ bool IsWeightedSum(const EngineOptions& engine) {
 }
 
 // The merge over `devices` alive devices; `is_local` (one per alive device) is given across ranks.
-std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t devices, const std::vector<bool>& is_local) {
+std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t devices,
+                                          const std::vector<bool>& is_local) {
   merge::MergeOptions options;
   options.momentum = engine.momentum;
   options.momentum_mode = engine.nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy;
@@ -39,10 +40,12 @@ std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t de
   options.pert_delta = engine.pert_delta;
   options.renormalize_perturbed = engine.pert_renormalize;
   options.elastic_alpha = engine.elastic_alpha;
-  // The local collective keeps the one-process partitioning, so norms are the same bits.
   std::shared_ptr<merge::Collective> collective = merge::MakeCollective(engine.collective, devices);
-  if (!is_local.empty() && IsWeightedSum(engine))
-    collective = merge::MakeRankSumCollective(merge::MakeCollective(engine.collective, devices), *engine.ranks, is_local);
+  if (!is_local.empty() && IsWeightedSum(engine)) {
+    // The rank's own collective keeps the one-process partitioning: norms are the same bits.
+    collective = merge::MakeRankSumCollective(merge::MakeCollective(engine.collective, devices),
+                                              *engine.ranks, is_local);
+  }
   using Merge = EngineOptions::Merge;
   switch (engine.merge) {
     case Merge::kNormalized: return merge::MakeNormalizedMerger(options, collective);
