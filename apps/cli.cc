@@ -39,9 +39,10 @@ void AddDataFlags(CLI::App* command, DataFlags* flags) {
 }
 
 data::Dataset LoadWithWarnings(const std::string& path, const std::string& labels_path,
-                               const DataFlags& flags) {
+                               const DataFlags& flags, bool print_warnings) {
   data::Dataset dataset = data::LoadDataset(path, flags.ToLoadOptions(), labels_path);
-  for (const std::string& warning : dataset.warnings) std::cerr << "warning: " << warning << "\n";
+  if (print_warnings)
+    for (const std::string& warning : dataset.warnings) std::cerr << "warning: " << warning << "\n";
   return dataset;
 }
 

@@ -27,9 +27,10 @@ struct DataFlags {
 };
 void AddDataFlags(CLI::App* command, DataFlags* flags);
 
-// Loads a dataset (features file plus optional separate labels file) and prints its warnings.
+// Loads a dataset (features file plus optional separate labels file) and prints its warnings
+// (unless told not to: the ranks of a run after the first, which read the same files).
 data::Dataset LoadWithWarnings(const std::string& path, const std::string& labels_path,
-                               const DataFlags& flags);
+                               const DataFlags& flags, bool print_warnings = true);
 
 // Each subcommand registers its options and the function that runs it after parsing; the
 // function captures the option storage, which lives as long as it does, and returns the exit code.

@@ -5,6 +5,7 @@
 # mpirun from its end checkpoint equals the longer run; and a rank that dies mid-run
 # (--inject-fault kind=exit) stops the run, whose last periodic
 # checkpoint then resumes under mpirun to the model of a run that never stopped (byte for byte).
+# Data warnings are printed by rank 0 alone.
 # Usage: mpi_train_test.sh XMLTRAIN MPIEXEC
 set -euo pipefail
 xmltrain=$1
@@ -65,6 +66,12 @@ mpi 3 "$xmltrain" train "${common[@]}" --epochs 2 --algo adaptive --devices cpu:
     --metrics three.jsonl > /dev/null 2>&1
 same_run one3 three "3 ranks x cpu:1 against cpu:3" close
 echo "3 ranks x 1 device = 1 process x 3 devices"
+
+# The ranks read the same files: a file's warning is printed once (by rank 0), not once a rank.
+sed '1s/^3000 /3001 /' data/train.txt > short.txt
+mpi 2 "$xmltrain" train --train short.txt --test data/test.txt --epochs 1 --algo adaptive --devices cpu:1 > /dev/null 2> short.err
+[[ $(grep -c "^warning: .*3001" short.err) == 1 ]] || { cat short.err >&2; fail "a data warning not printed exactly once"; }
+echo "a data warning is printed once"
 
 # Extended under mpirun from the end checkpoint of a 1-epoch run: the 2-epoch run.
 mpi 2 "$xmltrain" train "${common[@]}" --epochs 1 --algo adaptive --devices cpu:2 --speed 1,1.1,1.2,1.32 \
