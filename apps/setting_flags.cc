@@ -50,7 +50,8 @@ std::string FlagOf(const std::string& setting) {
 std::string DescribeInFlags(const scheduler::RunMismatch& mismatch) {
   std::string text = mismatch.file() +
                      ": this run's settings differ from the checkpointed run's (give the same flags; only --epochs, "
-                     "--eval-every and a lower --lr may change):";
+                     "--eval-every and a lower --lr may change, and on other --devices or ranks also --speed, "
+                     "--lr and --mega-batch):";
   for (const scheduler::SettingDifference& d : mismatch.differences()) {
     text += "\n  " + FlagOf(d.name) + ": checkpoint " + d.checkpoint + ", now " + d.now;
     if (d.name == "schedule" || d.name == "merge") text += " (set by --algo)";

@@ -420,6 +420,46 @@ void DevicePool::AddSections(CheckpointWriter* writer, std::vector<std::vector<f
   }
 }
 
+// The state of the data, common to every device set; the caller turns JSON and argument errors
+// into data::InputError.
+void DevicePool::RestoreDataState(const CheckpointReader& reader, const nlohmann::json& meta) {
+  const std::string& source = reader.source();
+  sampler_.Restore(reader.Read<uint64_t>("sampler.order"), meta.at("sampler_cursor").get<uint64_t>(),
+                   meta.at("sampler_rng").get<std::string>());
+  requeued_ = reader.Read<uint64_t>("requeued");
+  // At most a mega-batch's rows plus what a shrinking one left over: never two arenas' worth. An
+  // elastic restart may come from more devices, whose arena was larger: bounded by the rows then.
+  if (requeued_.size() > std::max<size_t>(2 * arena_.size(), sampler_.order().size()))
+    throw data::InputError(source, 0, "more returned rows than a mega-batch holds");
+  std::vector<uint64_t> trainable = sampler_.order();
+  std::sort(trainable.begin(), trainable.end());
+  for (uint64_t row : requeued_)
+    if (!std::binary_search(trainable.begin(), trainable.end(), row))
+      throw data::InputError(source, 0, "returned row " + std::to_string(row) + " is not a training row here");
+  row_cost_s_ = meta.at("row_cost_s").get<double>();
+  loss_watch_.Restore(meta.value("loss_reference", 0.0));
+}
+
+void DevicePool::RestoreReplanned(const CheckpointReader& reader, const nlohmann::json& meta,
+                                  const std::vector<float>& global) {
+  const std::string& source = reader.source();
+  try {
+    RestoreDataState(reader, meta);
+  } catch (const nlohmann::json::exception& e) {
+    throw data::InputError(source, 0, std::string("bad checkpoint state: ") + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw data::InputError(source, 0, e.what());
+  }
+  pending_.clear();
+  for (size_t i = 0; i < size(); ++i) {
+    engine::Device& d = device(i);
+    if (global.size() != d.NumParams()) throw data::InputError(source, 0, "global model of the wrong size");
+    std::copy(global.begin(), global.end(), d.HostParams());
+    d.FinishMerge();
+    d.RestoreOptimizerState({});
+  }
+}
+
 void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& meta,
                          const std::vector<float>& global) {
   const std::string& source = reader.source();
@@ -438,19 +478,7 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
       if (fault.device >= size()) throw std::invalid_argument("pending fault for a device that does not exist");
       pending.push_back(fault);
     }
-    sampler_.Restore(reader.Read<uint64_t>("sampler.order"), meta.at("sampler_cursor").get<uint64_t>(),
-                     meta.at("sampler_rng").get<std::string>());
-    requeued_ = reader.Read<uint64_t>("requeued");
-    // At most a mega-batch's rows plus what a shrinking one left over: never two arenas' worth.
-    if (requeued_.size() > 2 * arena_.size())
-      throw data::InputError(source, 0, "more returned rows than a mega-batch holds");
-    std::vector<uint64_t> trainable = sampler_.order();
-    std::sort(trainable.begin(), trainable.end());
-    for (uint64_t row : requeued_)
-      if (!std::binary_search(trainable.begin(), trainable.end(), row))
-        throw data::InputError(source, 0, "returned row " + std::to_string(row) + " is not a training row here");
-    row_cost_s_ = meta.at("row_cost_s").get<double>();
-    loss_watch_.Restore(meta.value("loss_reference", 0.0));
+    RestoreDataState(reader, meta);
     planner_.Restore(meta);
     for (size_t i = 0; i < size(); ++i) {
       engine::Device& d = device(i);

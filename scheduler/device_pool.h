@@ -107,6 +107,11 @@ class DevicePool {
   void AddSections(CheckpointWriter* writer, std::vector<std::vector<float>>* momentum_storage);
   // Devices dropped before the checkpoint are revived from `global`.
   void Restore(const CheckpointReader& reader, const nlohmann::json& meta, const std::vector<float>& global);
+  // An elastic restart: a checkpoint of other devices. The data's state (the epoch's order and
+  // position, returned rows, the row cost, the loss reference) goes on; every device starts from
+  // `global` with no momentum and the initial batch size and learning rate, the dispatch plan
+  // afresh, and injected faults of the old devices are dropped.
+  void RestoreReplanned(const CheckpointReader& reader, const nlohmann::json& meta, const std::vector<float>& global);
 
   // Divergence: the scheduler's state at a good point, and the way back to it with every
   // surviving replica reset to `model`, its momentum zeroed and its learning rate halved.
@@ -129,6 +134,7 @@ class DevicePool {
     size_t offset = 0, count = 0;
     double slowdown = 1;
   };
+  void RestoreDataState(const CheckpointReader& reader, const nlohmann::json& meta);
   size_t TakeRows(size_t want, uint64_t* out);
   Assignment Assign(size_t device, size_t want, size_t* used, uint64_t* cap);
   engine::BatchTask TaskFor(const Assignment& a, uint64_t id);

@@ -324,14 +324,31 @@ class MultiDeviceRun {
   void Resume() {
     const CheckpointReader reader = CheckpointReader::Open(control_.resume_dir);
     const nlohmann::json meta = ParseCheckpointMeta(reader.meta(), reader.source());
-    CheckSameRun(meta.at("run"), fingerprint_, reader.source());
+    // Other devices (another number of ranks, say): an elastic restart, as torchrun's. The run
+    // goes on from the global model and the data's position with the devices it has now.
+    const bool replan = OtherDevices(meta.at("run"), fingerprint_);
+    CheckSameRun(meta.at("run"), fingerprint_, reader.source(),
+                 replan ? DeviceDependentSettings() : std::vector<std::string>{});
     if (!meta.contains("pool")) throw data::InputError(reader.source(), 0, "not a multi-device checkpoint");
+    // A mega-batch cut by a stop lives in the replicas of the devices that trained it.
+    if (replan && meta.contains("open_mega_batch"))
+      throw data::InputError(reader.source(), 0,
+                             "this checkpoint was cut inside a mega-batch (" + DevicesOf(meta) +
+                                 "); resume it with those devices, or re-plan from a checkpoint written between "
+                                 "mega-batches (--checkpoint-every)");
     reader.ReadInto("global.current", global_.current.data(), global_.current.size());
     reader.ReadInto("global.previous", global_.previous.data(), global_.previous.size());
     try {
-      pool_.Restore(reader, meta.at("pool"), global_.current);
-      if (ResumeLowersLr(meta.at("run"), options_.lr)) pool_.ResetLearningRates(options_.lr);
+      if (replan) {
+        pool_.RestoreReplanned(reader, meta.at("pool"), global_.current);
+      } else {
+        pool_.Restore(reader, meta.at("pool"), global_.current);
+        if (ResumeLowersLr(meta.at("run"), options_.lr)) pool_.ResetLearningRates(options_.lr);
+      }
+      std::vector<DeviceRecord> fresh = std::move(progress_.since_eval);
       progress_ = ProgressFromJson(meta.at("progress"));
+      // The old devices' records since the last evaluation go with them.
+      if (replan) progress_.since_eval = std::move(fresh);
       if (meta.contains("open_mega_batch")) open_ = OpenFromJson(meta.at("open_mega_batch"));
     } catch (const nlohmann::json::exception& e) {
       throw data::InputError(reader.source(), 0, std::string("bad checkpoint state: ") + e.what());
@@ -342,8 +359,19 @@ class MultiDeviceRun {
     if (progress_.since_eval.size() != pool_.size())
       throw data::InputError(reader.source(), 0, "device records do not match the devices");
     if (callbacks_.on_resume) callbacks_.on_resume(progress_.evals);
-    Event("resumed from " + reader.source() + " at mega-batch " + std::to_string(progress_.megabatches) +
-          (ResumeLowersLr(meta.at("run"), options_.lr) ? " with the lower learning rate " + std::to_string(options_.lr) : ""));
+    std::string how;
+    if (replan) {
+      how = " on other devices (" + DevicesOf(meta) + " then, " + fingerprint_.at("devices").get<std::string>() +
+            " now): every device starts from the global model with the initial batch size and learning rate";
+    } else if (ResumeLowersLr(meta.at("run"), options_.lr)) {
+      how = " with the lower learning rate " + std::to_string(options_.lr);
+    }
+    Event("resumed from " + reader.source() + " at mega-batch " + std::to_string(progress_.megabatches) + how);
+  }
+
+  static std::string DevicesOf(const nlohmann::json& meta) {
+    const nlohmann::json& devices = meta.at("run").value("devices", nlohmann::json("?"));
+    return devices.is_string() ? devices.get<std::string>() : devices.dump();
   }
 
   void WriteCheckpoint(const char* why) {

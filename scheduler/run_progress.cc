@@ -1,6 +1,7 @@
 // Run bookkeeping as JSON; see run_progress.h.
 #include "scheduler/run_progress.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include <xxhash.h>
@@ -169,7 +170,11 @@ std::string Describe(const std::vector<SettingDifference>& differences) {
 RunMismatch::RunMismatch(const std::string& source, std::vector<SettingDifference> differences)
     : data::InputError(source, 0, Describe(differences)), differences_(std::move(differences)) {}
 
-void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source) {
+void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source,
+                  const std::vector<std::string>& may_differ) {
+  auto allowed = [&](const std::string& key) {
+    return std::find(may_differ.begin(), may_differ.end(), key) != may_differ.end();
+  };
   std::vector<SettingDifference> differences;
   // The data's checksum is taken after normalization: a changed normalization changes it too,
   // and is the one to report.
@@ -180,11 +185,21 @@ void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const 
     if (it != saved.end() && *it == value) continue;
     if (normalize_differs && key == "train_checksum") continue;
     if (key == "lr" && it != saved.end() && ResumeLowersLr(saved, value.get<double>())) continue;
+    if (allowed(key)) continue;
     differences.push_back({key, it == saved.end() ? "(not set)" : it->dump(), value.dump()});
   }
   for (const auto& [key, value] : saved.items())
-    if (!now.contains(key)) differences.push_back({key, value.dump(), "(not set)"});
+    if (!now.contains(key) && !allowed(key)) differences.push_back({key, value.dump(), "(not set)"});
   if (!differences.empty()) throw RunMismatch(source, std::move(differences));
+}
+
+bool OtherDevices(const nlohmann::json& saved, const nlohmann::json& now) {
+  return saved.value("devices", nlohmann::json()) != now.value("devices", nlohmann::json());
+}
+
+const std::vector<std::string>& DeviceDependentSettings() {
+  static const std::vector<std::string> settings{"devices", "speed", "lr", "mega_batch"};
+  return settings;
 }
 
 nlohmann::json ParseCheckpointMeta(const std::string& text, const std::string& source) {

@@ -69,8 +69,17 @@ class RunMismatch : public data::InputError {
 };
 
 // Throws RunMismatch (naming `source`) listing every setting whose value differs (a lower
-// learning rate excepted).
-void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source);
+// learning rate excepted, and the settings named in `may_differ`).
+void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source,
+                  const std::vector<std::string>& may_differ = {});
+
+// Whether a checkpoint was written by a run over other devices (another number of ranks, or
+// other devices on them): resuming it re-plans the devices (an elastic restart).
+bool OtherDevices(const nlohmann::json& saved, const nlohmann::json& now);
+
+// The settings an elastic restart may change with the devices: the device list, their speeds,
+// the learning rate and the mega-batch (whose defaults follow the number of devices).
+const std::vector<std::string>& DeviceDependentSettings();
 
 // The checkpoint's header JSON ("run", "progress" and the loop's own parts) from a reader, with
 // a clear error when it is not JSON.

@@ -4,6 +4,7 @@
 // devices are dropped while training goes on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -236,6 +237,108 @@ TEST_P(ExtendTest, AFinishedRunExtendedWithMoreEpochsEqualsTheLongerRun) {
 
 INSTANTIATE_TEST_SUITE_P(EveryMerge, ExtendTest,
                          kEveryAlgo, testing::AlgoTestName);
+
+// An elastic restart: a checkpoint of 3 devices resumed on 2 (fewer ranks, or a lost GPU) or on
+// 4. The run goes on from the global model and the data's position: every row of every epoch is
+// trained once, the earlier evaluations are kept, the new devices report under their own ids, the
+// test loss falls below the checkpoint's, the best P@1 lands near the uninterrupted run's, and the
+// re-planned run is itself reproducible.
+class ElasticRestartTest : public ::testing::TestWithParam<std::string> {};
+
+EngineOptions OnDevices(EngineOptions engine, const std::string& devices, const std::string& speed) {
+  engine.devices = engine::ParseDeviceList(devices);
+  if (!engine.heterogeneity.speed.empty()) engine.heterogeneity.speed = engine::ParseSpeeds(speed);
+  return engine;
+}
+
+TEST_P(ElasticRestartTest, ACheckpointOfOtherDevicesResumesReplanned) {
+  const TrainOptions options = Options();
+  const EngineOptions engine = Engine(GetParam());
+  const Outcome full = TrainFor(options, &engine, {});
+  for (const auto& [devices, speed] : {std::pair{"cpu:2", "1,1.3"}, std::pair{"cpu:4", "1,1.3,1.8,1.1"}}) {
+    SCOPED_TRACE(devices);
+    testing::TempDir dir;
+    RunControl control;
+    control.checkpoint_dir = dir.path();
+    const Outcome first = TrainFor(options, &engine, control, 2);
+    ASSERT_EQ(first.records.size(), 2u);
+    EXPECT_FALSE(nlohmann::json::parse(CheckpointReader::Open(dir.path()).meta()).contains("open_mega_batch"));
+    const testing::TempDir copy;
+    std::filesystem::copy(dir.path(), copy.path(), std::filesystem::copy_options::recursive);
+
+    const EngineOptions other = OnDevices(engine, devices, speed);
+    control.resume_dir = dir.path();
+    const Outcome replanned = TrainFor(options, &other, control);
+    EXPECT_EQ(replanned.result.stopped_by_signal, 0);
+    ASSERT_GT(replanned.records.size(), first.records.size());
+    ExpectSameRecords(first.records, {replanned.records.begin(), replanned.records.begin() + 2}, false);
+    EXPECT_EQ(replanned.records.back().train_samples, full.records.back().train_samples);
+    EXPECT_EQ(RowsTrained(replanned.records), RowsTrained(full.records));
+    EXPECT_EQ(replanned.records.back().devices.size(), other.devices.size());
+    // Training goes on (P@1 on 300 test rows swings by several points between evaluations, so
+    // the best of each run is compared).
+    auto best = [](const std::vector<EvalRecord>& records, size_t from) {
+      double p1 = 0;
+      for (size_t k = from; k < records.size(); ++k) p1 = std::max(p1, records[k].test.metrics.p1);
+      return p1;
+    };
+    double lowest_loss = first.records.back().test.loss;
+    for (size_t k = 2; k < replanned.records.size(); ++k) lowest_loss = std::min(lowest_loss, replanned.records[k].test.loss);
+    EXPECT_LT(lowest_loss, first.records.back().test.loss);
+    EXPECT_NEAR(best(replanned.records, 0), best(full.records, 0), 0.06);
+    for (float w : replanned.model.params) ASSERT_TRUE(std::isfinite(w));
+
+    control.checkpoint_dir = control.resume_dir = copy.path();
+    const Outcome again = TrainFor(options, &other, control);
+    ExpectSameRun(replanned, again, false);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMerge, ElasticRestartTest,
+                         ::testing::Values("adaptive", "adaptive-nesterov-cvb", "elastic", "adasum", "sync",
+                                           "crossbow"),
+                         testing::AlgoTestName);
+
+// What the old devices alone hold is refused on others: a mega-batch cut by a stop lives in their
+// replicas. Settings that do not follow the devices must still match.
+TEST(ElasticRestart, RefusesAMegaBatchCutInsideAndOtherSettings) {
+  const EngineOptions engine = Engine("adaptive");
+  const EngineOptions fewer = OnDevices(engine, "cpu:2", "1,1.3");
+  {
+    testing::TempDir dir;
+    RunControl control;
+    control.checkpoint_dir = dir.path();
+    // 0.9 epochs in mega-batches of 1,280 rows: the end falls inside the third, kept open.
+    TrainOptions options = Options();
+    options.mega_batch = 40;
+    TrainOptions shorter = options;
+    shorter.epochs = 0.9;
+    TrainFor(shorter, &engine, control);
+    ASSERT_TRUE(nlohmann::json::parse(CheckpointReader::Open(dir.path()).meta()).contains("open_mega_batch"));
+    control.resume_dir = dir.path();
+    try {
+      TrainFor(options, &fewer, control);
+      FAIL() << "expected a refusal";
+    } catch (const data::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("cut inside a mega-batch"), std::string::npos) << e.what();
+    }
+  }
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  TrainFor(Options(), &engine, control, 1);
+  TrainOptions other = Options();
+  other.batch = 64;
+  other.lr = 2 * Options().lr;
+  control.resume_dir = dir.path();
+  try {
+    TrainFor(other, &fewer, control);
+    FAIL() << "expected a refusal";
+  } catch (const RunMismatch& e) {
+    ASSERT_EQ(e.differences().size(), 1u) << e.what();
+    EXPECT_EQ(e.differences()[0].name, "batch");
+  }
+}
 
 TEST(Resume, ADifferentSettingIsRefusedNamingTheSetting) {
   testing::TempDir dir;

@@ -5,7 +5,8 @@
 # mpirun from its end checkpoint equals the longer run; and a rank that dies mid-run
 # (--inject-fault kind=exit) stops the run, whose last periodic
 # checkpoint then resumes under mpirun to the model of a run that never stopped (byte for byte).
-# Data warnings are printed by rank 0 alone.
+# Data warnings are printed by rank 0 alone. That checkpoint also resumes on fewer and on more
+# ranks (an elastic restart).
 # Usage: mpi_train_test.sh XMLTRAIN MPIEXEC
 set -euo pipefail
 xmltrain=$1
@@ -93,8 +94,31 @@ set -e
 [[ $status -ne 0 ]] || fail "a dead rank did not stop the run"
 [[ ! -e dead.bin ]] || fail "a run with a dead rank wrote a model"
 [[ -s dead/checkpoint.xmlc ]] || fail "no checkpoint before the rank died"
+cp -r dead dead-fewer
+cp -r dead dead-more
 mpi 2 "$xmltrain" train "${common[@]}" --epochs 2 --algo adaptive --devices cpu:2 --speed 1,1.1,1.2,1.32 --resume dead \
     --model revived.bin > /dev/null 2> revived.err || { cat revived.err >&2; fail "resume after a dead rank"; }
 cmp -s revived.bin two-adaptive.bin || fail "resumed after a dead rank: not the model of the run that never stopped"
 echo "a dead rank stops the run; its checkpoint resumes under mpirun to the same model"
+
+# An elastic restart from the same checkpoint: with fewer ranks (one process, 3 devices) and with
+# more (3 ranks x 2 devices), the run is re-planned over the devices it has and trains to its end,
+# every row of the 2 epochs once.
+replanned() {  # $1: the run's stdout, $2: its stderr, $3: what
+  grep -q "on other devices" "$2" || { cat "$2" >&2; fail "$3: not re-planned"; }
+  python3 - "$1" two-adaptive.out <<'PY' || fail "$3: not the whole run"
+import json, sys
+def summary(path):
+    return [json.loads(l) for l in open(path) if '"summary"' in l][-1]
+got, want = summary(sys.argv[1]), summary(sys.argv[2])
+assert got["epochs"] == want["epochs"] and got["train_samples"] == want["train_samples"], (got, want)
+PY
+}
+"$xmltrain" train "${common[@]}" --epochs 2 --algo adaptive --devices cpu:3 --speed 1,1.1,1.2 --resume dead-fewer \
+    > fewer.out 2> fewer.err || { cat fewer.err >&2; fail "resume on fewer ranks"; }
+replanned fewer.out fewer.err "2 ranks resumed in one process"
+mpi 3 "$xmltrain" train "${common[@]}" --epochs 2 --algo adaptive --devices cpu:2 --speed 1,1.1,1.2,1.32,1.1,1 \
+    --resume dead-more > more.out 2> more.err || { cat more.err >&2; fail "resume on more ranks"; }
+replanned more.out more.err "2 ranks resumed on 3"
+echo "elastic restart: the checkpoint of 2 ranks goes on in 1 process and on 3 ranks"
 echo "mpi_train_test: all passed"
