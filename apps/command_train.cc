@@ -281,6 +281,11 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
 // 0 alone writes the metrics, the model, the checkpoints and the summary.
 void SpreadOverRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (ranks->size() <= 1) return;
+  // The default --algo is one device in one process; say so rather than count the ranks' devices.
+  if (f.algo == "single")
+    throw std::invalid_argument("--algo single trains one device in one process; a run over " +
+                                std::to_string(ranks->size()) +
+                                " MPI ranks needs a multi-device --algo (adaptive, elastic, adasum, sync, crossbow)");
   f.engine.devices = engine::DevicesOfRanks(f.engine.devices, ranks->size(), &f.engine.device_rank);
   f.engine.ranks = ranks;
   if (ranks->rank() != 0) {

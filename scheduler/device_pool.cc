@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <numeric>
 #include <stdexcept>
 
 #include "data/input_error.h"
@@ -60,6 +61,7 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
     states_.push_back({double(options.batch), double(options.lr)});
   }
   fault_.assign(n, "");
+  rows_per_s_.assign(n, 0.0);
   arena_.resize(ArenaRows(options.mega_batch, options.batch, n));
 }
 
@@ -137,7 +139,11 @@ DevicePool::Dealt DevicePool::RunMegaBatch(uint64_t budget, uint64_t cap, bool c
                                            const std::atomic<int>* stop) {
   if (!continues) planner_.BeginMegaBatch();
   const bool wall = engine_.clock == EngineOptions::Clock::kWall;
-  if (engine_.schedule == EngineOptions::Schedule::kDynamic && wall) return RunDynamicWall(budget, cap, run, stop);
+  if (engine_.schedule == EngineOptions::Schedule::kDynamic && wall) {
+    // Across ranks the stop is agreed between mega-batches (`stop` is null there).
+    if (engine_.ranks != nullptr) return RunDynamicWallAcrossRanks(budget, cap, run);
+    return RunDynamicWall(budget, cap, run, stop);
+  }
   return RunPlanned(budget, cap, run, stop);
 }
 
@@ -259,7 +265,9 @@ void DevicePool::Conclude(const std::vector<Assignment>& plan, const std::vector
   const uint64_t rows_before = run->rows;
   Settle(plan, results, run);
   if (engine_.clock == EngineOptions::Clock::kWall) {
-    run->span_s += Seconds(Clock::now() - start);
+    // Across ranks, the slowest rank's time: every rank books the same.
+    const double span = Seconds(Clock::now() - start);
+    run->span_s += engine_.ranks != nullptr ? AgreeOnMax(*engine_.ranks, span) : span;
   } else {
     TimeOnTheVirtualClock(plan, results, rows_before, run);
   }
@@ -323,6 +331,140 @@ DevicePool::Dealt DevicePool::RunDynamicWall(uint64_t budget, uint64_t cap, Mega
     if (!dropped(plan[k].device)) run->busy_s[plan[k].device] += results[k].busy_s;
   run->span_s += Seconds(Clock::now() - start);
   return dealt;
+}
+
+// Wall clock, dynamic, across ranks. No rank can wait for the others' word after each batch (a
+// message per batch across servers), so the mega-batch's rows are shared out between the ranks in
+// proportion to how fast their devices trained in the last mega-batch (RankShares), and each rank
+// deals its share dynamically to its own devices, as RunDynamicWall does. Every rank takes every
+// share's rows from the sampler, in rank order, so the samplers stay alike; then the ranks swap
+// what they dealt and what it gave, and every rank settles the same plan. The shares are
+// re-balanced after every mega-batch; within one, the ranks can end apart by up to about a batch
+// per device (the price of no message per batch).
+DevicePool::Dealt DevicePool::RunDynamicWallAcrossRanks(uint64_t budget, uint64_t cap, MegaBatchRun* run) {
+  dist::RankGroup& ranks = *engine_.ranks;
+  const size_t me = size_t(ranks.rank()), rank_count = size_t(ranks.size());
+  const Clock::time_point start = Clock::now();
+  const std::vector<uint64_t> share = RankShares(std::min(budget, cap));
+  std::vector<size_t> begin(rank_count + 1, 0);
+  size_t used = 0;
+  for (size_t r = 0; r < rank_count; ++r) {
+    begin[r] = used;
+    for (uint64_t want = share[r]; want > 0;) {
+      if (used + want > arena_.size()) throw std::logic_error("a mega-batch outgrew its row arena");
+      const size_t got = TakeRows(want, arena_.data() + used);
+      if (got == 0) break;  // the epoch ended (the budget never passes it)
+      used += got;
+      want -= got;
+    }
+  }
+  begin[rank_count] = used;
+
+  // My share, dealt to my devices: two batches each at first, then one for each that comes back.
+  RankDeal mine;
+  std::vector<engine::BatchResult> my_results;
+  size_t next = begin[me], outstanding = 0;
+  auto dispatch = [&](size_t i) {
+    if (next >= begin[me + 1]) return;
+    const size_t count = std::min<size_t>(RowsForBatch(states_[i].batch), begin[me + 1] - next);
+    mine.batches.push_back(DealtBatch{i, next, count, planner_.DrawSlowdown(i)});
+    next += count;
+    const DealtBatch& b = mine.batches.back();
+    my_results.emplace_back();
+    workers_[i]->Submit(TaskFor(Assignment{i, b.offset, b.count, b.slowdown}, mine.batches.size() - 1));
+    ++outstanding;
+  };
+  for (int round = 0; round < 2; ++round)
+    for (size_t i : alive())
+      if (local(i)) dispatch(i);
+  while (outstanding > 0) {
+    engine::BatchResult result;
+    results_.pop(result);
+    --outstanding;
+    my_results[result.id] = result;
+    if (on_batch_) on_batch_(result);
+    if (!result.error) dispatch(result.device);
+  }
+  mine.dealt_to = next;
+  mine.span_s = Seconds(Clock::now() - start);
+
+  // Every rank's batches, in rank order: one plan, the same everywhere.
+  const std::vector<RankDeal> deals = ShareDeals(ranks, mine);
+  std::vector<Assignment> plan;
+  std::vector<engine::BatchResult> results;
+  Dealt dealt;
+  double span_s = 0;
+  for (size_t r = 0; r < rank_count; ++r) {
+    const RankDeal& deal = deals[r];
+    if (deal.dealt_to < begin[r] || deal.dealt_to > begin[r + 1])
+      throw std::runtime_error("rank " + std::to_string(r) + " dealt rows outside its share");
+    for (size_t k = 0; k < deal.batches.size(); ++k) {
+      const DealtBatch& b = deal.batches[k];
+      if (b.device >= size() || device_rank_[b.device] != int(r) || b.offset < begin[r] ||
+          b.offset + b.count > deal.dealt_to)
+        throw std::runtime_error("rank " + std::to_string(r) + " dealt a batch it does not own");
+      const Assignment a{size_t(b.device), size_t(b.offset), size_t(b.count), b.slowdown};
+      if (r == me) {
+        results.push_back(my_results[k]);
+      } else {
+        // What the owner's dealing used up here too: the device's slowdown draw and a fault due.
+        planner_.DrawSlowdown(a.device);
+        TaskFor(a, plan.size());
+        results.emplace_back();
+      }
+      results.back().id = plan.size();
+      plan.push_back(a);
+      dealt.rows += a.count;
+    }
+    // Rows of a share left undealt (its rank's devices all failed) go back to the queue.
+    requeued_.insert(requeued_.end(), arena_.begin() + deal.dealt_to, arena_.begin() + begin[r + 1]);
+    span_s = std::max(span_s, deal.span_s);
+  }
+  ShareResults(plan, &results);
+  Settle(plan, results, run);
+  std::vector<double> busy_s(size(), 0.0);
+  std::vector<uint64_t> rows(size(), 0);
+  for (size_t k = 0; k < plan.size(); ++k) {
+    if (dropped(plan[k].device)) continue;
+    busy_s[plan[k].device] += results[k].busy_s;
+    rows[plan[k].device] += plan[k].count;
+  }
+  for (size_t i = 0; i < size(); ++i) {
+    run->busy_s[i] += busy_s[i];
+    if (rows[i] > 0 && busy_s[i] > 0) rows_per_s_[i] = double(rows[i]) / busy_s[i];
+  }
+  run->span_s += span_s;
+  return dealt;
+}
+
+// `rows` shared out over the ranks in proportion to their surviving devices' rows per second;
+// until every one of them has been measured, to their count, each weighted by 1 / its --speed.
+// Largest remainders, ties to the lower rank: the same shares on every rank.
+std::vector<uint64_t> DevicePool::RankShares(uint64_t rows) const {
+  const size_t rank_count = size_t(engine_.ranks->size());
+  const std::vector<size_t> devices = alive();
+  bool measured = true;
+  for (size_t i : devices) measured = measured && rows_per_s_[i] > 0;
+  std::vector<double> rate(rank_count, 0.0);
+  for (size_t i : devices) {
+    const std::vector<double>& speed = engine_.heterogeneity.speed;
+    rate[device_rank_[i]] += measured ? rows_per_s_[i] : 1.0 / (speed.empty() ? 1.0 : speed[i]);
+  }
+  const double total = std::accumulate(rate.begin(), rate.end(), 0.0);
+  std::vector<uint64_t> share(rank_count, 0);
+  if (total <= 0) return share;
+  std::vector<std::pair<double, size_t>> remainder;
+  uint64_t given = 0;
+  for (size_t r = 0; r < rank_count; ++r) {
+    const double exact = double(rows) * rate[r] / total;
+    share[r] = std::min<uint64_t>(uint64_t(std::floor(exact)), rows - given);
+    given += share[r];
+    remainder.push_back({-(exact - std::floor(exact)), r});
+  }
+  std::sort(remainder.begin(), remainder.end());
+  for (size_t k = 0; given < rows; k = (k + 1) % rank_count)
+    if (rate[remainder[k].second] > 0) ++share[remainder[k].second], ++given;
+  return share;
 }
 
 // Drops every device that failed in this mega-batch and returns all of its batches' rows to the

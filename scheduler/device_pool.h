@@ -145,6 +145,8 @@ class DevicePool {
   void TimeOnTheVirtualClock(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
                              uint64_t rows_before, MegaBatchRun* run);
   Dealt RunDynamicWall(uint64_t budget, uint64_t cap, MegaBatchRun* run, const std::atomic<int>* stop);
+  Dealt RunDynamicWallAcrossRanks(uint64_t budget, uint64_t cap, MegaBatchRun* run);
+  std::vector<uint64_t> RankShares(uint64_t rows) const;
   void Settle(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results, MegaBatchRun* run);
   void ShareResults(const std::vector<Assignment>& plan, std::vector<engine::BatchResult>* results);
 
@@ -165,6 +167,9 @@ class DevicePool {
   std::vector<uint64_t> requeued_;       // rows of failed batches, trained before new ones
   std::vector<uint64_t> arena_;          // the rows of the current mega-batch, allocated once
   double row_cost_s_ = 0;
+  // Wall clock across ranks: each device's rows per second in the last mega-batch it trained in
+  // (0: not measured yet), which shares the next mega-batch out between the ranks.
+  std::vector<double> rows_per_s_;
   std::function<void(const engine::BatchResult&)> on_batch_;
 };
 

@@ -110,6 +110,40 @@ void ShareEvaluations(dist::RankGroup& ranks, const std::vector<int>& owner,
   }
 }
 
+std::vector<RankDeal> ShareDeals(dist::RankGroup& ranks, const RankDeal& mine) {
+  data::ByteWriter out;
+  out.Append<uint64_t>(mine.dealt_to);
+  out.Append<double>(mine.span_s);
+  out.Append<uint64_t>(mine.batches.size());
+  for (const DealtBatch& b : mine.batches) {
+    out.Append<uint64_t>(b.device);
+    out.Append<uint64_t>(b.offset);
+    out.Append<uint64_t>(b.count);
+    out.Append<double>(b.slowdown);
+  }
+  const auto* begin = reinterpret_cast<const uint8_t*>(out.data());
+  const std::vector<std::vector<uint8_t>> all = ranks.AllGather(std::vector<uint8_t>(begin, begin + out.size()));
+  std::vector<RankDeal> deals(all.size());
+  for (size_t rank = 0; rank < all.size(); ++rank) {
+    data::ByteReader in(reinterpret_cast<const char*>(all[rank].data()), all[rank].size(),
+                        "rank " + std::to_string(rank), "dealt batches");
+    RankDeal& deal = deals[rank];
+    deal.dealt_to = in.Read<uint64_t>("dealt position");
+    deal.span_s = in.Read<double>("span");
+    const uint64_t count = in.Read<uint64_t>("batch count");
+    // Each batch takes 32 bytes: a count beyond the bytes is a corrupt message, not an allocation.
+    if (count > in.remaining() / 32) throw std::runtime_error("rank " + std::to_string(rank) + " sent a truncated deal");
+    deal.batches.resize(count);
+    for (DealtBatch& b : deal.batches) {
+      b.device = in.Read<uint64_t>("device");
+      b.offset = in.Read<uint64_t>("offset");
+      b.count = in.Read<uint64_t>("count");
+      b.slowdown = in.Read<double>("slowdown");
+    }
+  }
+  return deals;
+}
+
 int AgreeOnMax(dist::RankGroup& ranks, int value) {
   std::vector<uint8_t> mine(sizeof(int));
   std::memcpy(mine.data(), &value, sizeof(int));
@@ -117,6 +151,18 @@ int AgreeOnMax(dist::RankGroup& ranks, int value) {
   for (const std::vector<uint8_t>& bytes : ranks.AllGather(mine)) {
     int other = 0;
     if (bytes.size() == sizeof(int)) std::memcpy(&other, bytes.data(), sizeof(int));
+    result = std::max(result, other);
+  }
+  return result;
+}
+
+double AgreeOnMax(dist::RankGroup& ranks, double value) {
+  std::vector<uint8_t> mine(sizeof(double));
+  std::memcpy(mine.data(), &value, sizeof(double));
+  double result = value;
+  for (const std::vector<uint8_t>& bytes : ranks.AllGather(mine)) {
+    double other = value;
+    if (bytes.size() == sizeof(double)) std::memcpy(&other, bytes.data(), sizeof(double));
     result = std::max(result, other);
   }
   return result;

@@ -30,8 +30,23 @@ void ShareReplicas(dist::RankGroup& ranks, const std::vector<int>& device_rank, 
 void ShareEvaluations(dist::RankGroup& ranks, const std::vector<int>& owner,
                       std::vector<engine::EvaluationSums>* parts);
 
+// The batches one rank dealt to its own devices in a mega-batch on the wall clock, where each
+// rank deals its share of the rows alone (DevicePool): every rank learns every rank's, in order.
+struct DealtBatch {
+  uint64_t device = 0, offset = 0, count = 0;  // offset and count in the mega-batch's row arena
+  double slowdown = 1;
+};
+struct RankDeal {
+  std::vector<DealtBatch> batches;  // in the order the rank dealt them
+  uint64_t dealt_to = 0;            // the arena position its share was dealt up to
+  double span_s = 0;                // how long its devices took, on its wall clock
+};
+std::vector<RankDeal> ShareDeals(dist::RankGroup& ranks, const RankDeal& mine);
+
 // The largest of every rank's `value` (a stop signal seen by any rank stops them all).
 int AgreeOnMax(dist::RankGroup& ranks, int value);
+// The largest of every rank's `value` (a wall-clock time every rank must book alike).
+double AgreeOnMax(dist::RankGroup& ranks, double value);
 // Rank `root`'s value on every rank (a measured cost that must be the same everywhere).
 double FromRank(dist::RankGroup& ranks, double value, int root);
 

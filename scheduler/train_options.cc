@@ -52,11 +52,6 @@ void ValidateEngineOptions(const EngineOptions& engine) {
   if (!engine.device_rank.empty() && engine.device_rank.size() != engine.devices.size())
     throw OptionError("devices", "has " + std::to_string(engine.device_rank.size()) + " owning ranks for " +
                                      std::to_string(engine.devices.size()) + " devices");
-  // Across ranks every scheduler must deal the same batches to the same devices without asking the
-  // others after each batch: the plan's simulated clock does that, the wall clock's "whichever
-  // device reports first" cannot.
-  if (engine.ranks != nullptr && engine.clock == EngineOptions::Clock::kWall)
-    throw OptionError("clock", "must be virtual when the run spans several processes (ranks)");
 }
 
 std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options) {

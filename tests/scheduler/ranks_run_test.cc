@@ -35,7 +35,7 @@ struct Outcome {
   std::vector<float> model;
 };
 
-Outcome Train(const EngineOptions& engine) {
+Outcome Train(const EngineOptions& engine, const RunControl& control = {}) {
   const data::GeneratedData& data = Data();
   const TrainOptions options = Options();
   kernels::ModelShape shape{data.train.num_features(), options.hidden, data.train.num_labels()};
@@ -43,13 +43,14 @@ Outcome Train(const EngineOptions& engine) {
   Outcome outcome;
   TrainCallbacks callbacks;
   callbacks.on_eval = [&](const EvalRecord& r) { outcome.records.push_back(r); };
-  RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks);
+  RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks, control);
   outcome.model = model.params;
   return outcome;
 }
 
 // `ranks` threads, each a rank with `per_rank` CPU devices; every rank's outcome.
-std::vector<Outcome> TrainOnRanks(EngineOptions engine, int ranks, const std::string& per_rank) {
+std::vector<Outcome> TrainOnRanks(EngineOptions engine, int ranks, const std::string& per_rank,
+                                  const RunControl& control = {}) {
   std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(ranks);
   std::vector<Outcome> outcomes(ranks);
   std::vector<std::exception_ptr> errors(ranks);
@@ -60,7 +61,7 @@ std::vector<Outcome> TrainOnRanks(EngineOptions engine, int ranks, const std::st
         EngineOptions mine = engine;
         mine.devices = engine::DevicesOfRanks(engine::ParseDeviceList(per_rank), ranks, &mine.device_rank);
         mine.ranks = groups[r].get();
-        outcomes[r] = Train(mine);
+        outcomes[r] = Train(mine, control);
       } catch (...) {
         errors[r] = std::current_exception();
       }
@@ -100,7 +101,9 @@ TEST(RanksRun, TwoRanksOfTwoDevicesTrainTheRunOfFourDevicesForEveryAlgo) {
       ExpectSameRun(one, spread[r], std::string(algo) + " on rank " + std::to_string(r));
       // The ranks' global models never drift apart: the same bits on every rank.
       EXPECT_EQ(spread[r].model, spread[0].model) << algo << " on rank " << r;
-      if (!hierarchical) EXPECT_EQ(spread[r].model, one.model) << algo << " on rank " << r;
+      if (!hierarchical) {
+        EXPECT_EQ(spread[r].model, one.model) << algo << " on rank " << r;
+      }
     }
     if (hierarchical) {
       EXPECT_NE(spread[0].model, one.model) << algo << ": the rank sum collective was not used";
@@ -125,6 +128,63 @@ TEST(RanksRun, ThreeRanksOfOneDeviceTrainTheRunOfThreeDevices) {
   const Outcome one = Train(engine);
   const std::vector<Outcome> spread = TrainOnRanks(engine, 3, "cpu:1");
   for (size_t r = 0; r < spread.size(); ++r) ExpectSameRun(one, spread[r], "rank " + std::to_string(r));
+}
+
+// The wall clock across ranks: each rank deals its share of every mega-batch to its own devices
+// as they report back, the shares following the ranks' measured speeds. Rank 1's devices are
+// emulated 3x slower, so rank 0's must train most rows; every rank must still book the same
+// run (rows, updates, batch sizes, evaluations) and hold the same model, and every row of the
+// two epochs must be trained once.
+TEST(RanksRun, OnTheWallClockEachRankDealsItsShareAndTheRanksAgree) {
+  for (const char* algo : {"adaptive", "elastic"}) {
+    EngineOptions engine = testing::WithAlgo(testing::VirtualClockEngine("cpu:4", "1,1,3,3"), algo);
+    engine.clock = EngineOptions::Clock::kWall;
+    const std::vector<Outcome> spread = TrainOnRanks(engine, 2, "cpu:2");
+    uint64_t rows = 0, fast = 0, slow = 0;
+    for (const EvalRecord& record : spread[0].records) {
+      fast += record.devices[0].rows + record.devices[1].rows;
+      slow += record.devices[2].rows + record.devices[3].rows;
+    }
+    rows = spread[0].records.back().train_samples;
+    EXPECT_EQ(rows, 2 * Data().train.num_rows()) << algo;
+    EXPECT_EQ(fast + slow, rows) << algo;
+    if (std::string(algo) == "adaptive") {
+      EXPECT_GT(double(fast), 1.5 * double(slow)) << "the shares did not follow the ranks' speeds: " << fast << " rows on rank 0, " << slow << " on rank 1";
+    } else {
+      // Static dispatch deals every device alike, but for an epoch's short last mega-batch.
+      EXPECT_LT(double(fast), 1.1 * double(slow)) << "static dispatch followed the speeds";
+    }
+    for (size_t r = 1; r < spread.size(); ++r) {
+      ASSERT_EQ(spread[r].records.size(), spread[0].records.size()) << algo;
+      for (size_t e = 0; e < spread[0].records.size(); ++e) {
+        const EvalRecord &a = spread[0].records[e], &b = spread[r].records[e];
+        EXPECT_EQ(a.train_samples, b.train_samples) << algo << ", evaluation " << e;
+        EXPECT_EQ(a.test.metrics.p1, b.test.metrics.p1) << algo << ", evaluation " << e;
+        for (size_t d = 0; d < a.devices.size(); ++d) {
+          EXPECT_EQ(a.devices[d].rows, b.devices[d].rows) << algo << ", evaluation " << e << ", device " << d;
+          EXPECT_EQ(a.devices[d].batch, b.devices[d].batch) << algo << ", evaluation " << e << ", device " << d;
+        }
+      }
+      EXPECT_EQ(spread[r].model, spread[0].model) << algo << " on rank " << r;
+    }
+    EXPECT_GT(spread[0].records.back().test.metrics.p1, 0.05) << algo << " learnt nothing";
+  }
+}
+
+// A device of rank 1 fails mid-run on the wall clock: every rank drops it, its rows are trained by
+// the others, and the run ends with every row trained.
+TEST(RanksRun, OnTheWallClockAFailedDeviceIsDroppedOnEveryRank) {
+  EngineOptions engine = testing::VirtualClockEngine("cpu:4", "1,1.1,1.2,1.32");
+  engine.clock = EngineOptions::Clock::kWall;
+  RunControl control;
+  control.faults.push_back(FaultInjection{FaultInjection::Kind::kFail, 3, 3});
+  const std::vector<Outcome> spread = TrainOnRanks(engine, 2, "cpu:2", control);
+  for (const Outcome& outcome : spread) {
+    EXPECT_EQ(outcome.records.back().train_samples, 2 * Data().train.num_rows());
+    EXPECT_TRUE(outcome.records.back().devices[3].dropped);
+    EXPECT_FALSE(outcome.records.back().devices[2].dropped);
+    EXPECT_EQ(outcome.model, spread[0].model);
+  }
 }
 
 }  // namespace

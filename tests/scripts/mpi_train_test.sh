@@ -5,7 +5,8 @@
 # mpirun from its end checkpoint equals the longer run; and a rank that dies mid-run
 # (--inject-fault kind=exit) stops the run, whose last periodic
 # checkpoint then resumes under mpirun to the model of a run that never stopped (byte for byte).
-# Data warnings are printed by rank 0 alone. That checkpoint also resumes on fewer and on more
+# Data warnings are printed by rank 0 alone. On the wall clock the ranks share each mega-batch out
+# by their measured speeds. That checkpoint also resumes on fewer and on more
 # ranks (an elastic restart).
 # Usage: mpi_train_test.sh XMLTRAIN MPIEXEC
 set -euo pipefail
@@ -67,6 +68,31 @@ mpi 3 "$xmltrain" train "${common[@]}" --epochs 2 --algo adaptive --devices cpu:
     --metrics three.jsonl > /dev/null 2>&1
 same_run one3 three "3 ranks x cpu:1 against cpu:3" close
 echo "3 ranks x 1 device = 1 process x 3 devices"
+
+# The wall clock under mpirun: each rank deals its share of a mega-batch to its own devices as they
+# report back, the shares following the ranks' measured speeds (rank 1's devices 3x slower here).
+# Every row of the 2 epochs is trained once, rank 0 writes the one summary, and the fast rank's
+# devices train most rows.
+mpi 2 "$xmltrain" train --train data/train.txt --test data/test.txt --eval-every 2 --epochs 2 --algo adaptive \
+    --devices cpu:2 --speed 1,1,3,3 --clock wall --metrics wall.jsonl > wall.out 2> wall.err \
+    || { cat wall.err >&2; fail "the wall clock under mpirun"; }
+[[ $(grep -c summary wall.out) == 1 ]] || fail "wall clock: not exactly one summary (rank 0's)"
+python3 - wall.jsonl wall.out <<'PY' || fail "wall clock under mpirun: rows or shares wrong"
+import json, sys
+records = [r for r in map(json.loads, open(sys.argv[1])) if "devices" in r]
+summary = [json.loads(l) for l in open(sys.argv[2]) if '"summary"' in l][-1]
+rows = [sum(r["devices"][d]["rows"] for r in records) for d in range(4)]
+assert sum(rows) == summary["train_samples"] == 6000, (rows, summary["train_samples"])
+assert rows[0] + rows[1] > 1.5 * (rows[2] + rows[3]), rows
+PY
+echo "wall clock: each rank deals its own share, every row trained once"
+
+# The default --algo (single) is one device in one process: refused under mpirun, naming --algo.
+if mpi 2 "$xmltrain" train --train data/train.txt --epochs 1 > single.out 2> single.err; then
+  fail "--algo single ran over 2 ranks"
+fi
+grep -q -- "--algo single trains one device in one process" single.err || { cat single.err >&2; fail "single over ranks: unclear error"; }
+echo "the default --algo single is refused under mpirun with a message naming --algo"
 
 # The ranks read the same files: a file's warning is printed once (by rank 0), not once a rank.
 sed '1s/^3000 /3001 /' data/train.txt > short.txt
