@@ -31,6 +31,9 @@ class Device {
   virtual size_t NumParams() const = 0;
   virtual void PrepareMerge() {}
   virtual void FinishMerge() {}
+  // A mirror of another rank's replica frees its copy while nothing needs it; HostParams fills it
+  // in again (with zeros, for the owner's next share). Other devices keep their replicas.
+  virtual void ReleaseMirror() {}
 
   // The optimizer state beyond the parameters (the local momentum, laid out like the parameters),
   // copied out for checkpoints and back in on resume: empty when the device keeps none. Restoring

@@ -9,14 +9,21 @@ namespace {
 class RemoteDevice : public Device {
  public:
   RemoteDevice(const DeviceSpec& spec, const kernels::Model<float>& initial)
-      : spec_(spec), params_(initial.params) {}
+      : spec_(spec), num_params_(initial.params.size()) {}
 
   const DeviceSpec& spec() const override { return spec_; }
   kernels::cpu::LossResult TrainBatch(const data::Dataset&, const uint64_t*, size_t, float) override {
     throw std::logic_error("device " + spec_.id + " belongs to another rank: it trains there");
   }
-  float* HostParams() override { return params_.data(); }
-  size_t NumParams() const override { return params_.size(); }
+  float* HostParams() override {
+    if (params_.size() != num_params_) params_.assign(num_params_, 0.0f);
+    return params_.data();
+  }
+  size_t NumParams() const override { return num_params_; }
+  void ReleaseMirror() override {
+    std::vector<float>().swap(params_);
+    std::vector<float>().swap(optimizer_state_);
+  }
   std::vector<float> SaveOptimizerState() override { return optimizer_state_; }
   void RestoreOptimizerState(const std::vector<float>& state) override { optimizer_state_ = state; }
   EvaluationSums EvaluateRows(const kernels::Model<float>&, const data::Dataset&, const uint64_t*, size_t) override {
@@ -25,7 +32,8 @@ class RemoteDevice : public Device {
 
  private:
   DeviceSpec spec_;
-  std::vector<float> params_;
+  size_t num_params_;
+  std::vector<float> params_;  // allocated when first asked for, until released
   std::vector<float> optimizer_state_;
 };
 

@@ -11,7 +11,8 @@
 namespace xmlt::engine {
 
 // Training or evaluating on it is a logic error (its owner does that); the mirror holds what the
-// owner last shared.
+// owner last shared, or nothing: its memory is taken only when a merge or a checkpoint asks for it
+// and given back with ReleaseMirror (hierarchical merges never read it).
 std::unique_ptr<Device> MakeRemoteDevice(const DeviceSpec& spec, const kernels::Model<float>& initial);
 
 }  // namespace xmlt::engine

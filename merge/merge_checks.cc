@@ -7,11 +7,11 @@
 
 namespace xmlt::merge {
 
-void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global) {
+void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global, bool other_ranks) {
   if (replicas.count() == 0) throw std::invalid_argument("merge: no replicas");
   if (global == nullptr) throw std::invalid_argument("merge: no global model");
   for (const float* x : replicas.params)
-    if (x == nullptr && replicas.size > 0)
+    if (x == nullptr && replicas.size > 0 && !other_ranks)
       throw std::invalid_argument("merge: null replica parameters");
   if (global->current.size() != replicas.size || global->previous.size() != replicas.size) {
     throw std::invalid_argument("merge: replicas have " + std::to_string(replicas.size) +

@@ -8,9 +8,11 @@
 
 namespace xmlt::merge {
 
-// Throws std::invalid_argument unless there is at least one replica, no replica pointer is null,
-// and global->current and global->previous both have replicas.size parameters.
-void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global);
+// Throws std::invalid_argument unless there is at least one replica, no replica pointer is null
+// (with other_ranks, null ones are another rank's replicas: for merges whose collective reads only
+// this rank's, and checks those), and global->current and global->previous both have
+// replicas.size parameters.
+void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global, bool other_ranks = false);
 
 // Throws std::invalid_argument unless each of the input's vectors is empty or has one entry per
 // replica (a merge that needs a vector checks that it is not empty). `merge` names the merge in

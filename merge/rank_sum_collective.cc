@@ -41,9 +41,13 @@ class RankSumCollective : public Collective {
 
   void WeightedAllReduce(const ReplicaSet& replicas, const std::vector<double>& weights,
                          const FinishBlock& finish) override {
-    CheckWeightedArguments(replicas, weights);
     CheckCount(replicas);
+    if (weights.size() != replicas.count())
+      throw std::invalid_argument("rank sum collective: " + std::to_string(weights.size()) + " weights for " +
+                                  std::to_string(replicas.count()) + " replicas");
+    // The other ranks' replicas may be null: only this rank's are read (and checked).
     const ReplicaSet mine = Local(replicas);
+    CheckReplicaPointers(mine);
     float* total = nullptr;
     if (mine.count() > 0) {
       std::vector<double> my_weights;

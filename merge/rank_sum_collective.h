@@ -1,8 +1,9 @@
 // The hierarchical collective of a run over several ranks: each rank sums its own devices'
 // replicas on its local collective, the ranks add their partial sums (dist::RankGroup, a
 // reduce-scatter then an all-gather), and every rank finishes the total (the global momentum) and
-// writes it into its own replicas. A replica of another rank's device is neither read nor written,
-// so the model crosses the network once per merge as one partial sum, not once per device.
+// writes it into its own replicas. A replica of another rank's device is neither read nor written
+// (its pointer may be null), so the model crosses the network once per merge as one partial sum,
+// not once per device.
 #pragma once
 
 #include <memory>

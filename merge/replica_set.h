@@ -8,7 +8,9 @@
 namespace xmlt::merge {
 
 struct ReplicaSet {
-  std::vector<float*> params;  // one per device
+  // One per device. Across ranks, another rank's replica is null where the merge is a weighted
+  // sum: the rank sum collective reads this rank's replicas only (merge_checks.h).
+  std::vector<float*> params;
   size_t size = 0;             // parameters per replica
   // Start offset of each tensor (layer weight or bias) in the flat vector, ascending, the first 0;
   // tensor k spans [tensors[k], tensors[k+1]) or up to `size`. Empty means one tensor. Merges

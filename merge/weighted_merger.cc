@@ -25,7 +25,9 @@ class WeightedMerger : public Merger {
 
   MergeOutcome Merge(const ReplicaSet& replicas, const MergeInput& input,
                      GlobalModel* global) override {
-    CheckReplicasAndGlobal(replicas, global);
+    // Across ranks the other ranks' replicas are null here: the rank sum collective reads only
+    // this rank's, and every collective checks the pointers it reads.
+    CheckReplicasAndGlobal(replicas, global, /*other_ranks=*/true);
     CheckOptionalInput(input, replicas.count(), name_);
     MergeOutcome outcome = rule_(replicas, input, *collective_);
     MergeWithGlobalMomentum(*collective_, replicas, outcome.weights, momentum_, global, mode_);

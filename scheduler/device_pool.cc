@@ -250,6 +250,11 @@ void DevicePool::ShareResults(const std::vector<Assignment>& plan, std::vector<e
   ShareBatchResults(*engine_.ranks, device_rank_, devices, results);
 }
 
+void DevicePool::ReleaseMirrors() {
+  for (size_t i = 0; i < size(); ++i)
+    if (!local(i)) device(i).ReleaseMirror();
+}
+
 void DevicePool::ShareReplicas(bool optimizer_state) {
   if (engine_.ranks == nullptr) return;
   std::vector<size_t> ids = alive();

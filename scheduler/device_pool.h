@@ -91,6 +91,8 @@ class DevicePool {
   // Across ranks, before a merge (and, with optimizer_state, a checkpoint): every alive device's
   // replica from its owner into the other ranks' mirrors. Nothing in one process.
   void ShareReplicas(bool optimizer_state);
+  // Frees the mirrors of the other ranks' replicas (until a merge or checkpoint asks again).
+  void ReleaseMirrors();
 
   // Called on the coordinator's thread with each batch's result as it comes back (progress; a
   // stop raised from it is seen before the next batch is dealt).

@@ -22,14 +22,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// The merges that are one weighted sum of the replicas (plus the global momentum): across ranks
-// they run hierarchically, on the rank sum collective.
-bool IsWeightedSum(const EngineOptions& engine) {
-  using Merge = EngineOptions::Merge;
-  return engine.merge == Merge::kNormalized || engine.merge == Merge::kGradient ||
-         (engine.merge == Merge::kAverage && engine.elastic_alpha <= 0);
-}
-
 // The merge over `devices` alive devices; `is_local` (one per alive device) is given across ranks.
 std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t devices,
                                           const std::vector<bool>& is_local) {
@@ -41,7 +33,7 @@ std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t de
   options.renormalize_perturbed = engine.pert_renormalize;
   options.elastic_alpha = engine.elastic_alpha;
   std::shared_ptr<merge::Collective> collective = merge::MakeCollective(engine.collective, devices);
-  if (!is_local.empty() && IsWeightedSum(engine)) {
+  if (!is_local.empty() && MergesByWeightedSum(engine)) {
     // The rank's own collective keeps the one-process partitioning: norms are the same bits.
     collective = merge::MakeRankSumCollective(merge::MakeCollective(engine.collective, devices),
                                               *engine.ranks, is_local);
@@ -113,8 +105,10 @@ class SurvivorMerge {
     replicas.size = global->current.size();
     replicas.tensors = tensors_;
     merge::MergeInput input;
+    // A hierarchical merge reads this rank's replicas only: the others' mirrors are not even made.
+    const bool local_only = across_ranks && MergesByWeightedSum(engine_);
     for (size_t i : alive) {
-      replicas.params.push_back(pool.device(i).HostParams());
+      replicas.params.push_back(local_only && !pool.local(i) ? nullptr : pool.device(i).HostParams());
       input.batch.push_back(pool.states()[i].batch);
       input.lr.push_back(pool.states()[i].lr);
       input.updates.push_back(part.updates[i]);
@@ -123,7 +117,7 @@ class SurvivorMerge {
     // Across ranks a weighted sum is hierarchical (the rank sum collective reads local replicas
     // only); the other merges read every replica on every rank, so the mirrors of the other ranks'
     // devices are filled first. Either way every rank ends with the same bits.
-    if (across_ranks && !IsWeightedSum(engine_)) pool.ShareReplicas(false);
+    if (across_ranks && !MergesByWeightedSum(engine_)) pool.ShareReplicas(false);
     merge::MergeOutcome outcome = merger_->Merge(replicas, input, global);
     for (size_t i : alive) pool.device(i).FinishMerge();
     std::vector<double> weights(pool.size(), 0.0);
@@ -316,6 +310,13 @@ class MultiDeviceRun {
     return engine_.ranks != nullptr ? nullptr : control_.stop_signal;
   }
 
+  // Across ranks, a hierarchical merge never reads the mirrors of the other ranks' replicas: they
+  // take memory only while a checkpoint is written or read (Adasum and CROSSBOW keep theirs, which
+  // every merge refills).
+  void ReleaseIdleMirrors() {
+    if (engine_.ranks != nullptr && MergesByWeightedSum(engine_)) pool_.ReleaseMirrors();
+  }
+
   void Event(const std::string& text) const {
     if (callbacks_.on_event) callbacks_.on_event(text);
   }
@@ -345,6 +346,7 @@ class MultiDeviceRun {
         pool_.Restore(reader, meta.at("pool"), global_.current);
         if (ResumeLowersLr(meta.at("run"), options_.lr)) pool_.ResetLearningRates(options_.lr);
       }
+      ReleaseIdleMirrors();
       std::vector<DeviceRecord> fresh = std::move(progress_.since_eval);
       progress_ = ProgressFromJson(meta.at("progress"));
       // The old devices' records since the last evaluation go with them.
@@ -379,6 +381,7 @@ class MultiDeviceRun {
     // Across ranks rank 0 writes it, with every device's replica and momentum from its owner.
     pool_.ShareReplicas(true);
     if (engine_.ranks != nullptr && engine_.ranks->rank() != 0) {
+      ReleaseIdleMirrors();
       checkpoint_ = CheckpointPath(control_.checkpoint_dir);
       return;
     }
@@ -391,6 +394,7 @@ class MultiDeviceRun {
     std::vector<std::vector<float>> momentum;  // must outlive Write
     pool_.AddSections(&writer, &momentum);
     writer.Write(control_.checkpoint_dir);
+    ReleaseIdleMirrors();
     checkpoint_ = CheckpointPath(control_.checkpoint_dir);
     Event(std::string("checkpoint (") + why + ") at mega-batch " + std::to_string(progress_.megabatches) + ": " +
           checkpoint_);
@@ -481,6 +485,7 @@ class MultiDeviceRun {
       open_.mega_batch_rows = rows;
     }
     pool_.RollBack(trusted_->pool, global_.current);
+    ReleaseIdleMirrors();
     if (rollbacks > control_.max_rollbacks) {
       WriteCheckpoint("last good state");
       throw RunStopped(RunStopped::Why::kDiverged,

@@ -59,6 +59,12 @@ std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options
   return engine::SampleEvalRows(test_rows, options.eval_rows, options.seed ^ 0x6576616c2d726f77ull);
 }
 
+bool MergesByWeightedSum(const EngineOptions& engine) {
+  using Merge = EngineOptions::Merge;
+  return engine.merge == Merge::kNormalized || engine.merge == Merge::kGradient ||
+         (engine.merge == Merge::kAverage && engine.elastic_alpha <= 0);
+}
+
 uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,
                            const std::string& source) {
   const double requested = options.epochs * double(rows_per_epoch);

@@ -93,4 +93,9 @@ std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options
 uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,
                            const std::string& source);
 
+// The merges that are one weighted sum of the replicas (plus the global momentum): normalized,
+// average without an elastic force, gradient. Across ranks they run hierarchically, on the rank
+// sum collective, and never read the mirrors of the other ranks' replicas.
+bool MergesByWeightedSum(const EngineOptions& engine);
+
 }  // namespace xmlt::scheduler

@@ -128,6 +128,33 @@ TEST(RankSumCollective, SquaredNormsAreEachOwnersBits) {
   }
 }
 
+// The other ranks' replicas need not exist here: null pointers are neither read nor written, and
+// the sum is the same bits as with them present. A null replica of this rank's own is refused.
+TEST(RankSumCollective, TheOtherRanksReplicasMayBeNull) {
+  const Case c{2, {0, 1, 1, 0, 1}};
+  const Replicas all = RandomReplicas(c.owner.size(), 1003, 7);
+  const std::vector<double> weights{0.1, 0.3, 0.2, 0.25, 0.4};
+  OnRanks(c.ranks, [&](int rank, dist::RankGroup& group) {
+    Replicas present = ViewOfRank(all, c, rank), absent = present;
+    ReplicaSet with_nulls = absent.View();
+    for (size_t i = 0; i < c.owner.size(); ++i)
+      if (c.owner[i] != rank) with_nulls.params[i] = nullptr;
+    MakeRankSumCollective(MakeCollective("ring", c.owner.size()), group, IsLocal(c, rank))
+        ->WeightedAllReduce(present.View(), weights, nullptr);
+    MakeRankSumCollective(MakeCollective("ring", c.owner.size()), group, IsLocal(c, rank))
+        ->WeightedAllReduce(with_nulls, weights, nullptr);
+    for (size_t i = 0; i < c.owner.size(); ++i)
+      if (c.owner[i] == rank)
+        ASSERT_TRUE(xmlt::testing::SameBits(present.data[i].data(), absent.data[i].data(), present.data[i].size()))
+            << "rank " << rank << ", replica " << i;
+    ReplicaSet own_null = present.View();
+    own_null.params[rank == 0 ? 0 : 1] = nullptr;
+    EXPECT_THROW(MakeRankSumCollective(MakeCollective("ring", c.owner.size()), group, IsLocal(c, rank))
+                     ->WeightedAllReduce(own_null, weights, nullptr),
+                 std::invalid_argument);
+  });
+}
+
 TEST(RankSumCollective, RefusesAReplicaCountOtherThanItsDevices) {
   OnRanks(1, [](int, dist::RankGroup& group) {
     Replicas r = RandomReplicas(3, 10, 1);

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "data/input_error.h"
+#include "dist/rank_group.h"
+#include "engine/device_spec.h"
 #include "scheduler/checkpoint_file.h"
 #include "scheduler/multi_device_run.h"
 #include "scheduler/memory_plan.h"
@@ -560,6 +562,32 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   const MemoryPlan gpu = PlanMemory(shape, options, engine, limits, 490449, false);
   EXPECT_TRUE(gpu.devices[0].gpu);
   EXPECT_THROW(CheckMemoryFits(gpu, 0, {uint64_t(8) << 30}), std::runtime_error);
+}
+
+// Across ranks another rank's device is a host mirror here: hierarchical merges (adaptive, elastic,
+// sync) never make it, so it counts only with checkpoints (written or read through it); Adasum
+// reads every replica at every merge and holds it.
+TEST(MemoryPlan, TheOtherRanksMirrorsCountOnlyWhereSomethingReadsThem) {
+  const kernels::ModelShape shape{5000, {64}, 500};
+  const engine::DeviceLimits limits{128, 128 * 100, 128 * 5};
+  const TrainOptions options;
+  std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(2);
+  EngineOptions engine;
+  engine.devices = engine::DevicesOfRanks(engine::ParseDeviceList("cpu:2"), 2, &engine.device_rank);
+  engine.ranks = groups[0].get();
+  uint64_t replica = 0;  // parameters and momentum, as rank 0's own device holds them
+  auto mirror = [&](bool checkpoints) {
+    const MemoryPlan plan = PlanMemory(shape, options, engine, limits, 10000, checkpoints);
+    replica = plan.devices[0].params + plan.devices[0].momentum;
+    EXPECT_EQ(plan.devices[0].params, shape.NumParameters() * sizeof(float)) << "rank 0's own device";
+    EXPECT_EQ(plan.devices[2].total(), 0u) << "another rank's device trains nothing here";
+    return plan.devices[2].host_mirror;
+  };
+  EXPECT_EQ(mirror(false), 0u) << "adaptive without checkpoints makes no mirror";
+  EXPECT_EQ(mirror(true), replica) << "a checkpoint brings the replica and its momentum here";
+  engine.merge = EngineOptions::Merge::kAdasum;
+  engine.schedule = EngineOptions::Schedule::kStatic;
+  EXPECT_EQ(mirror(false), replica) << "Adasum reads every replica";
 }
 
 }  // namespace
