@@ -20,7 +20,7 @@ namespace xmlt::dist {
 namespace {
 
 // Elements per round of a sum or broadcast: bounded scratch memory, and counts within int.
-constexpr uint64_t kChunk = uint64_t{1} << 24;
+constexpr uint64_t kChunk = kSumChunk;
 // The tag of the sums' point-to-point messages (on the group's own communicator).
 constexpr int kSumTag = 1;
 

@@ -22,6 +22,10 @@ class CollectiveTimeout : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Values per round of the MPI group's sums: its receive buffer holds at most this many (one shard
+// from each other rank), so a sum's scratch memory is bounded whatever the model's size.
+inline constexpr uint64_t kSumChunk = uint64_t{1} << 24;
+
 class RankGroup {
  public:
   virtual ~RankGroup() = default;

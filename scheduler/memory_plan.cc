@@ -41,7 +41,7 @@ std::string MemoryPlan::ToString() const {
     out << "\n";
   }
   out << "  global model, previous model and rollback copy: " << MiB(global) << "\n"
-      << "  scheduler rows: " << MiB(scheduler) << "\n";
+      << "  scheduler rows (and cross-rank sum scratch): " << MiB(scheduler) << "\n";
   if (checkpoint > 0) out << "  checkpoint copies: " << MiB(checkpoint) << "\n";
   out << "  host memory in all: " << MiB(host_total());
   return out.str();
@@ -95,6 +95,9 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   // The sampler's row order, once in the sampler and once in each saved state.
   const uint64_t arena_rows = DevicePool::ArenaRows(options.mega_batch, options.batch, specs.size());
   plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, 3)), sizeof(uint64_t));
+  // Across ranks, the cross-rank sum's receive buffer (a chunk of the model at a time).
+  if (engine.ranks != nullptr && engine.ranks->size() > 1)
+    plan.scheduler = Add(plan.scheduler, Mul(std::min<uint64_t>(shape.NumParameters(), dist::kSumChunk), sizeof(float)));
   // Writing copies each device's momentum out; reading holds the whole file once.
   if (checkpoints) plan.checkpoint = Mul(params, specs.size() * 2 + 2);
   return plan;

@@ -26,7 +26,7 @@ struct DeviceMemory {
 struct MemoryPlan {
   std::vector<DeviceMemory> devices;
   uint64_t global = 0;      // the global model, its previous value and the rollback copy
-  uint64_t scheduler = 0;   // the row arena and sampler
+  uint64_t scheduler = 0;   // the row arena and sampler (and across ranks, the sum's scratch)
   uint64_t checkpoint = 0;  // transient copies while a checkpoint is written or read
   uint64_t host_total() const;  // everything in host memory (CPU devices included)
   std::string ToString() const;  // per-device and host lines, in MiB
