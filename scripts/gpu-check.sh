@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything that needs a GPU, in one call: unpacks the carried Debian packages (.debs/, made by
 # scripts/fetch-gpu-debs.sh) into a private prefix, builds with CUDA (and MPI, if two ranks start),
-# runs the whole test suite, compute-sanitizer memcheck and racecheck on the CUDA kernel tests, and the GPU benchmarks.
+# runs the whole test suite, compute-sanitizer memcheck and racecheck on the CUDA kernel tests,
+# and the GPU benchmarks.
 # Logs go to $OUT (default gpu-results/). Usage: scripts/gpu-check.sh [--quick]
 set -uo pipefail
 cd "$(dirname "$0")/.."
