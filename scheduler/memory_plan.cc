@@ -97,7 +97,8 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, 3)), sizeof(uint64_t));
   // Across ranks, the cross-rank sum's receive buffer (a chunk of the model at a time).
   if (engine.ranks != nullptr && engine.ranks->size() > 1)
-    plan.scheduler = Add(plan.scheduler, Mul(std::min<uint64_t>(shape.NumParameters(), dist::kSumChunk), sizeof(float)));
+    plan.scheduler = Add(plan.scheduler,
+                         Mul(std::min<uint64_t>(shape.NumParameters(), dist::kSumChunk), sizeof(float)));
   // Writing copies each device's momentum out; reading holds the whole file once.
   if (checkpoints) plan.checkpoint = Mul(params, specs.size() * 2 + 2);
   return plan;

@@ -132,7 +132,8 @@ std::vector<RankDeal> ShareDeals(dist::RankGroup& ranks, const RankDeal& mine) {
     deal.span_s = in.Read<double>("span");
     const uint64_t count = in.Read<uint64_t>("batch count");
     // Each batch takes 32 bytes: a count beyond the bytes is a corrupt message, not an allocation.
-    if (count > in.remaining() / 32) throw std::runtime_error("rank " + std::to_string(rank) + " sent a truncated deal");
+    if (count > in.remaining() / 32)
+      throw std::runtime_error("rank " + std::to_string(rank) + " sent a truncated deal");
     deal.batches.resize(count);
     for (DealtBatch& b : deal.batches) {
       b.device = in.Read<uint64_t>("device");

@@ -149,7 +149,9 @@ TEST(RanksRun, OnTheWallClockEachRankDealsItsShareAndTheRanksAgree) {
     EXPECT_EQ(rows, 2 * Data().train.num_rows()) << algo;
     EXPECT_EQ(fast + slow, rows) << algo;
     if (std::string(algo) == "adaptive") {
-      EXPECT_GT(double(fast), 1.5 * double(slow)) << "the shares did not follow the ranks' speeds: " << fast << " rows on rank 0, " << slow << " on rank 1";
+      EXPECT_GT(double(fast), 1.5 * double(slow))
+          << "the shares did not follow the ranks' speeds: " << fast << " rows on rank 0, " << slow
+          << " on rank 1";
     } else {
       // Static dispatch deals every device alike, but for an epoch's short last mega-batch.
       EXPECT_LT(double(fast), 1.1 * double(slow)) << "static dispatch followed the speeds";
