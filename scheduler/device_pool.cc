@@ -296,40 +296,50 @@ void DevicePool::TimeOnTheVirtualClock(const std::vector<Assignment>& plan,
   run->span_s = *std::max_element(run->busy_s.begin(), run->busy_s.end());
 }
 
-// Wall clock, dynamic: every device starts with a batch; each result frees its device for the
-// next one, so faster devices take more batches. A failed device gets nothing more.
-DevicePool::Dealt DevicePool::RunDynamicWall(uint64_t budget, uint64_t cap, MegaBatchRun* run,
-                                             const std::atomic<int>* stop) {
-  // Two batches per device at first (one running, one waiting, so that no device idles while the
-  // coordinator answers), then one more for each that comes back.
+// Two batches per device at first (one running, one waiting, so that no device idles while the
+// coordinator answers), then one more for each that comes back healthy, while `deal` submits one.
+std::vector<engine::BatchResult> DevicePool::DealAsDevicesReturn(
+    const std::vector<size_t>& devices, const std::function<bool(size_t device, uint64_t id)>& deal) {
   constexpr int kQueued = 2;
-  const Clock::time_point start = Clock::now();
-  std::vector<Assignment> plan;
   std::vector<engine::BatchResult> results;
-  size_t used = 0, outstanding = 0;
-  Dealt dealt;
-  auto dispatch = [&](size_t i) {
-    if (dealt.rows >= budget || cap == 0) return;
-    if (stop != nullptr && stop->load() != 0) {
-      dealt.stopped = true;
-      return;
-    }
-    plan.push_back(Assign(i, RowsForBatch(states_[i].batch), &used, &cap));
-    dealt.rows += plan.back().count;
+  size_t outstanding = 0;
+  auto next = [&](size_t i) {
+    if (!deal(i, results.size())) return;
     results.emplace_back();
-    workers_[i]->Submit(TaskFor(plan.back(), plan.size() - 1));
     ++outstanding;
   };
   for (int round = 0; round < kQueued; ++round)
-    for (size_t i : alive()) dispatch(i);
+    for (size_t i : devices) next(i);
   while (outstanding > 0) {
     engine::BatchResult result;
     results_.pop(result);
     --outstanding;
     results[result.id] = result;
     if (on_batch_) on_batch_(result);
-    if (!result.error) dispatch(result.device);
+    if (!result.error) next(result.device);
   }
+  return results;
+}
+
+// Wall clock, dynamic: every device starts with a batch; each result frees its device for the
+// next one, so faster devices take more batches. A failed device gets nothing more.
+DevicePool::Dealt DevicePool::RunDynamicWall(uint64_t budget, uint64_t cap, MegaBatchRun* run,
+                                             const std::atomic<int>* stop) {
+  const Clock::time_point start = Clock::now();
+  std::vector<Assignment> plan;
+  size_t used = 0;
+  Dealt dealt;
+  const std::vector<engine::BatchResult> results = DealAsDevicesReturn(alive(), [&](size_t i, uint64_t id) {
+    if (dealt.rows >= budget || cap == 0) return false;
+    if (stop != nullptr && stop->load() != 0) {
+      dealt.stopped = true;
+      return false;
+    }
+    plan.push_back(Assign(i, RowsForBatch(states_[i].batch), &used, &cap));
+    dealt.rows += plan.back().count;
+    workers_[i]->Submit(TaskFor(plan.back(), id));
+    return true;
+  });
   dealt.stopped = dealt.stopped && dealt.rows < budget && cap > 0;
   Settle(plan, results, run);
   for (size_t k = 0; k < plan.size(); ++k)
@@ -365,31 +375,21 @@ DevicePool::Dealt DevicePool::RunDynamicWallAcrossRanks(uint64_t budget, uint64_
   }
   begin[rank_count] = used;
 
-  // My share, dealt to my devices: two batches each at first, then one for each that comes back.
+  // My share, dealt to my devices as they come back.
   RankDeal mine;
-  std::vector<engine::BatchResult> my_results;
-  size_t next = begin[me], outstanding = 0;
-  auto dispatch = [&](size_t i) {
-    if (next >= begin[me + 1]) return;
+  size_t next = begin[me];
+  std::vector<size_t> my_devices;
+  for (size_t i : alive())
+    if (local(i)) my_devices.push_back(i);
+  const std::vector<engine::BatchResult> my_results = DealAsDevicesReturn(my_devices, [&](size_t i, uint64_t id) {
+    if (next >= begin[me + 1]) return false;
     const size_t count = std::min<size_t>(RowsForBatch(states_[i].batch), begin[me + 1] - next);
-    mine.batches.push_back(DealtBatch{i, next, count, planner_.DrawSlowdown(i)});
+    const Assignment a{i, next, count, planner_.DrawSlowdown(i)};
+    mine.batches.push_back(DealtBatch{a.device, a.offset, a.count, a.slowdown});
     next += count;
-    const DealtBatch& b = mine.batches.back();
-    my_results.emplace_back();
-    workers_[i]->Submit(TaskFor(Assignment{i, b.offset, b.count, b.slowdown}, mine.batches.size() - 1));
-    ++outstanding;
-  };
-  for (int round = 0; round < 2; ++round)
-    for (size_t i : alive())
-      if (local(i)) dispatch(i);
-  while (outstanding > 0) {
-    engine::BatchResult result;
-    results_.pop(result);
-    --outstanding;
-    my_results[result.id] = result;
-    if (on_batch_) on_batch_(result);
-    if (!result.error) dispatch(result.device);
-  }
+    workers_[i]->Submit(TaskFor(a, id));
+    return true;
+  });
   mine.dealt_to = next;
   mine.span_s = Seconds(Clock::now() - start);
 

@@ -146,6 +146,9 @@ class DevicePool {
   Dealt RunPlanned(uint64_t budget, uint64_t cap, MegaBatchRun* run, const std::atomic<int>* stop);
   void TimeOnTheVirtualClock(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
                              uint64_t rows_before, MegaBatchRun* run);
+  // Calls deal(device, task id) to submit the next batch to `device`; false when none is left.
+  std::vector<engine::BatchResult> DealAsDevicesReturn(const std::vector<size_t>& devices,
+                                                       const std::function<bool(size_t, uint64_t)>& deal);
   Dealt RunDynamicWall(uint64_t budget, uint64_t cap, MegaBatchRun* run, const std::atomic<int>* stop);
   Dealt RunDynamicWallAcrossRanks(uint64_t budget, uint64_t cap, MegaBatchRun* run);
   std::vector<uint64_t> RankShares(uint64_t rows) const;

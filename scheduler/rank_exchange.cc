@@ -23,6 +23,20 @@ std::string ErrorText(const std::exception_ptr& error) {
   }
 }
 
+// The largest of every rank's `value`, a trivially copyable number.
+template <class T>
+T MaxOverRanks(dist::RankGroup& ranks, T value) {
+  std::vector<uint8_t> mine(sizeof(T));
+  std::memcpy(mine.data(), &value, sizeof(T));
+  T result = value;
+  for (const std::vector<uint8_t>& bytes : ranks.AllGather(mine)) {
+    T other = value;
+    if (bytes.size() == sizeof(T)) std::memcpy(&other, bytes.data(), sizeof(T));
+    result = std::max(result, other);
+  }
+  return result;
+}
+
 }  // namespace
 
 void ShareBatchResults(dist::RankGroup& ranks, const std::vector<int>& device_rank,
@@ -145,29 +159,8 @@ std::vector<RankDeal> ShareDeals(dist::RankGroup& ranks, const RankDeal& mine) {
   return deals;
 }
 
-int AgreeOnMax(dist::RankGroup& ranks, int value) {
-  std::vector<uint8_t> mine(sizeof(int));
-  std::memcpy(mine.data(), &value, sizeof(int));
-  int result = value;
-  for (const std::vector<uint8_t>& bytes : ranks.AllGather(mine)) {
-    int other = 0;
-    if (bytes.size() == sizeof(int)) std::memcpy(&other, bytes.data(), sizeof(int));
-    result = std::max(result, other);
-  }
-  return result;
-}
-
-double AgreeOnMax(dist::RankGroup& ranks, double value) {
-  std::vector<uint8_t> mine(sizeof(double));
-  std::memcpy(mine.data(), &value, sizeof(double));
-  double result = value;
-  for (const std::vector<uint8_t>& bytes : ranks.AllGather(mine)) {
-    double other = value;
-    if (bytes.size() == sizeof(double)) std::memcpy(&other, bytes.data(), sizeof(double));
-    result = std::max(result, other);
-  }
-  return result;
-}
+int AgreeOnMax(dist::RankGroup& ranks, int value) { return MaxOverRanks(ranks, value); }
+double AgreeOnMax(dist::RankGroup& ranks, double value) { return MaxOverRanks(ranks, value); }
 
 double FromRank(dist::RankGroup& ranks, double value, int root) {
   double sum = ranks.rank() == root ? value : 0.0;
