@@ -8,8 +8,8 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/device_count.h"
 #include "kernels/cuda/gemm.h"
+#include "tests/kernels/cuda_test_gate.h"
 
 namespace xmlt::kernels::cuda {
 namespace {
@@ -72,14 +72,14 @@ void CheckGemm(Math math, double tolerance) {
 }
 
 TEST(CudaGemm, MatchesCpuReferenceInFp32) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   CheckGemm(Math::kFp32, 1e-5);
 }
 
 // TF32 keeps 10 mantissa bits of each input (relative rounding up to 2^-10 if truncated), so a
 // product may be off by ~2e-3 of its magnitude; 5e-3 leaves room for the float accumulation.
 TEST(CudaGemm, MatchesCpuReferenceInTf32WithinLooserBound) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   CheckGemm(Math::kTf32, 5e-3);
 }
 

@@ -11,7 +11,7 @@
 #include "kernels/cpu/sparse_mlp.h"
 #include "kernels/cpu/top_k.h"
 #include "kernels/cuda/cuda_mlp.h"
-#include "kernels/cuda/device_count.h"
+#include "tests/kernels/cuda_test_gate.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace xmlt::kernels::cuda {
@@ -57,17 +57,17 @@ void ExpectTrajectoriesMatch(float lr, float momentum, uint32_t steps) {
 }
 
 TEST(CudaMlp, SgdTrainingMatchesCpuOverManySteps) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA backend cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   ExpectTrajectoriesMatch(0.2f, 0.0f, 300);
 }
 
 TEST(CudaMlp, MomentumTrainingMatchesCpuOverManySteps) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA backend cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   ExpectTrajectoriesMatch(0.05f, 0.9f, 200);
 }
 
 TEST(CudaMlp, PredictMatchesCpuTopKAndLoss) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA backend cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   const Model<float> model = xmlt::testing::RandomModel<float>(kShape, 9);
   CudaMlp gpu(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, false);
   gpu.UploadParams(model.params.data(), model.params.size());
@@ -102,7 +102,7 @@ TEST(CudaMlp, PredictMatchesCpuTopKAndLoss) {
 }
 
 TEST(CudaMlp, RejectsBatchesBeyondItsBoundsAndBadInput) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA backend cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   CudaMlp gpu(0, kShape, 4, 4 * 5, 4 * 3, false);
   const data::SparseBatch too_many_rows = xmlt::testing::RandomBatch(5, 501, 203, 1);
   EXPECT_THROW(gpu.TrainBatch(too_many_rows, 0.1f, 0.0f), std::invalid_argument);
@@ -123,7 +123,7 @@ TEST(CudaMlp, RejectsBatchesBeyondItsBoundsAndBadInput) {
 }
 
 TEST(CudaMlp, ReplicasOnOneGpuAreIndependent) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA backend cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   const Model<float> start = InitModel<float>(kShape, 5);
   std::vector<CudaMlp> replicas;
   for (int i = 0; i < 3; ++i) {

@@ -8,8 +8,8 @@
 
 #include "kernels/cpu/softmax_loss.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/device_count.h"
 #include "kernels/cuda/softmax_loss.h"
+#include "tests/kernels/cuda_test_gate.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace xmlt::kernels::cuda {
@@ -32,7 +32,7 @@ std::vector<float> RandomLogits(size_t count, uint64_t seed) {
 }
 
 TEST(CudaSoftmaxLoss, BackwardMatchesCpu) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   for (uint32_t rows : {1u, 3u, 9u, 37u}) {
     for (uint64_t labels : {1ull, 5ull, 257ull, 1003ull}) {
       const data::SparseBatch batch = xmlt::testing::RandomBatch(rows, 50, uint32_t(labels), rows * 7 + labels);
@@ -63,7 +63,7 @@ TEST(CudaSoftmaxLoss, BackwardMatchesCpu) {
 }
 
 TEST(CudaSoftmaxLoss, LossAloneMatchesCpuAndLeavesLogits) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   const uint32_t rows = 23;
   const uint64_t labels = 517;
   const data::SparseBatch batch = xmlt::testing::RandomBatch(rows, 50, labels, 3);
@@ -79,7 +79,7 @@ TEST(CudaSoftmaxLoss, LossAloneMatchesCpuAndLeavesLogits) {
 }
 
 TEST(CudaSoftmaxLoss, LossIsTheSameOnEveryRun) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   const uint32_t rows = 301;
   const uint64_t labels = 129;
   const data::SparseBatch batch = xmlt::testing::RandomBatch(rows, 50, labels, 5);

@@ -8,9 +8,9 @@
 
 #include "kernels/cpu/sparse_mlp.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/device_count.h"
 #include "kernels/cuda/softmax_loss.h"
 #include "kernels/cuda/sparse_mlp.h"
+#include "tests/kernels/cuda_test_gate.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace xmlt::kernels::cuda {
@@ -91,18 +91,18 @@ void CheckForward(Math math, double tolerance) {
 }
 
 TEST(CudaSparseMlp, ForwardMatchesCpu) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   CheckForward(Math::kFp32, 1e-5);
 }
 
 // TF32 dense layers: ~1e-3 relative per product, compounded over up to four layers.
 TEST(CudaSparseMlp, ForwardInTf32MatchesCpuWithinLooserBound) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   CheckForward(Math::kTf32, 1e-2);
 }
 
 TEST(CudaSparseMlp, GradientMatchesCpuAndSkipsAbsentFeatures) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   CublasHandle blas;
   const CudaContext context{nullptr, blas.get(), Math::kFp32};
   uint64_t seed = 100;
@@ -153,7 +153,7 @@ TEST(CudaSparseMlp, GradientMatchesCpuAndSkipsAbsentFeatures) {
 }
 
 TEST(CudaSparseMlp, SgdAndLazyMomentumStepsMatchCpu) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   CublasHandle blas;
   const CudaContext context{nullptr, blas.get(), Math::kFp32};
   for (const ModelShape& shape : kShapes) {
@@ -193,7 +193,7 @@ TEST(CudaSparseMlp, SgdAndLazyMomentumStepsMatchCpu) {
 // is at most 65,535) and more than 2^24 labels (the element-wise grids stop at 2^16 blocks of 256),
 // so that every unit and every label bias is reached only by striding.
 TEST(CudaSparseMlp, FirstLayerWiderThanOneGridRowMatchesCpu) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   CublasHandle blas;
   const CudaContext context{nullptr, blas.get(), Math::kFp32};
   const ModelShape shape{3, {65535 * 128 + 130}, 2};
@@ -214,7 +214,7 @@ TEST(CudaSparseMlp, FirstLayerWiderThanOneGridRowMatchesCpu) {
 }
 
 TEST(CudaSparseMlp, BiasGradientPast2To24LabelsMatchesCpu) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   CublasHandle blas;
   const CudaContext context{nullptr, blas.get(), Math::kFp32};
   const ModelShape shape{3, {2}, (uint64_t{1} << 24) + 37};

@@ -9,8 +9,8 @@
 
 #include "kernels/cpu/top_k.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/device_count.h"
 #include "kernels/cuda/top_k.h"
+#include "tests/kernels/cuda_test_gate.h"
 
 namespace xmlt::kernels::cuda {
 namespace {
@@ -43,17 +43,17 @@ void CheckTopK(bool many_ties) {
 }
 
 TEST(CudaTopK, MatchesCpuWithTiesToTheLowerId) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   CheckTopK(true);
 }
 
 TEST(CudaTopK, MatchesCpuOnDistinctScores) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   CheckTopK(false);
 }
 
 TEST(CudaTopK, RejectsKAbove32) {
-  if (CudaDeviceCountOrZero() == 0) GTEST_SKIP() << "no CUDA device: the CUDA kernels cannot run here";
+  XMLT_SKIP_WITHOUT_GPU();
   DeviceBuffer<float> scores(40);
   DeviceBuffer<uint32_t> top(40);
   EXPECT_THROW(TopK(scores.data(), 1, 40, 33, top.data(), nullptr, nullptr), std::invalid_argument);

@@ -8,8 +8,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "tests/scheduler/scheduler_test_support.h"
+#include "engine/device_query.h"
 #include "scheduler/metrics_log.h"
+#include "tests/scheduler/scheduler_test_support.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -142,7 +143,9 @@ TEST(MultiDeviceRun, TrainsEveryRowOnceAnEpochAndLearns) {
 TEST(MultiDeviceRun, RejectsMismatchedSpeedsAndUnknownDevices) {
   EXPECT_THROW(TrainRun(Options(), Adaptive("cpu:2", "1,1.1,1.2")), std::invalid_argument);
   EXPECT_THROW(TrainRun(Options(), Adaptive("gpu:0", "")), std::invalid_argument);
-  EXPECT_THROW(TrainRun(Options(), Adaptive("cuda:0", "")), std::invalid_argument);
+  // One GPU past those this machine has: refused with or without a GPU (and a CUDA build).
+  const std::string absent_gpu = "cuda:" + std::to_string(engine::CudaDeviceCount());
+  EXPECT_THROW(TrainRun(Options(), Adaptive(absent_gpu, "")), std::invalid_argument);
 }
 
 // --eval-rows: every evaluation but the last scores the same seeded sample, on every device at
