@@ -23,6 +23,8 @@ namespace {
 constexpr uint64_t kChunk = kSumChunk;
 // The tag of the sums' point-to-point messages (on the group's own communicator).
 constexpr int kSumTag = 1;
+// The tag of Copy's messages.
+constexpr int kCopyTag = 2;
 
 void FinalizeAtExit() {
   int finalized = 0;
@@ -81,6 +83,23 @@ class MpiGroup : public RankGroup {
     for (uint64_t begin = 0; begin < count; begin += kChunk) {
       CheckStarted(MPI_Ibcast(values + begin, int(std::min(kChunk, count - begin)), MPI_FLOAT, root, comm_, Next()));
       WaitAll("broadcast of " + std::to_string(count) + " floats from rank " + std::to_string(root));
+    }
+  }
+
+  // Point to point: the ranks other than `from` and `to` go on at once.
+  void Copy(float* values, uint64_t count, int from, int to) override {
+    if (from < 0 || from >= size_ || to < 0 || to >= size_)
+      throw std::invalid_argument("copy from rank " + std::to_string(from) + " to rank " + std::to_string(to));
+    if (from == to || (rank_ != from && rank_ != to)) return;
+    for (uint64_t begin = 0; begin < count; begin += kChunk) {
+      const int n = int(std::min(kChunk, count - begin));
+      if (rank_ == from) {
+        CheckStarted(MPI_Isend(values + begin, n, MPI_FLOAT, to, kCopyTag, comm_, Next()));
+      } else {
+        CheckStarted(MPI_Irecv(values + begin, n, MPI_FLOAT, from, kCopyTag, comm_, Next()));
+      }
+      WaitAll("copy of " + std::to_string(count) + " floats from rank " + std::to_string(from) + " to rank " +
+              std::to_string(to));
     }
   }
 

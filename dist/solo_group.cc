@@ -17,6 +17,10 @@ class SoloGroup : public RankGroup {
   void Broadcast(float*, uint64_t, int root) override {
     if (root != 0) throw std::invalid_argument("broadcast from rank " + std::to_string(root) + " of 1");
   }
+  void Copy(float*, uint64_t, int from, int to) override {
+    if (from != 0 || to != 0)
+      throw std::invalid_argument("copy from rank " + std::to_string(from) + " to rank " + std::to_string(to) + " of 1");
+  }
   [[noreturn]] void Abort(const std::string& why, int exit_code) override {
     std::fprintf(stderr, "xmltrain: %s\n", why.c_str());
     std::exit(exit_code);

@@ -53,6 +53,20 @@ class ThreadGroup : public RankGroup {
     }
   }
 
+  void Copy(float* values, uint64_t count, int from, int to) override {
+    if (from < 0 || from >= size() || to < 0 || to >= size())
+      throw std::invalid_argument("copy from rank " + std::to_string(from) + " to rank " + std::to_string(to));
+    Bytes mine;
+    if (rank_ == from && from != to)
+      mine.assign(reinterpret_cast<const uint8_t*>(values), reinterpret_cast<const uint8_t*>(values + count));
+    const auto all = Exchange(mine, "copy of " + std::to_string(count) + " floats from rank " + std::to_string(from) +
+                                        " to rank " + std::to_string(to));
+    if (rank_ == to && from != to) {
+      if ((*all)[from].size() != count * sizeof(float)) throw std::logic_error("copy: counts differ between ranks");
+      std::memcpy(values, (*all)[from].data(), count * sizeof(float));
+    }
+  }
+
   [[noreturn]] void Abort(const std::string& why, int) override {
     throw std::runtime_error("rank " + std::to_string(rank_) + ": " + why);
   }

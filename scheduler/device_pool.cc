@@ -255,12 +255,22 @@ void DevicePool::ReleaseMirrors() {
     if (!local(i)) device(i).ReleaseMirror();
 }
 
-void DevicePool::ShareReplicas(bool optimizer_state) {
-  if (engine_.ranks == nullptr) return;
-  std::vector<size_t> ids = alive();
+std::vector<engine::Device*> DevicePool::DevicesAt(const std::vector<size_t>& ids) {
   std::vector<engine::Device*> devices;
   for (size_t i : ids) devices.push_back(&device(i));
-  scheduler::ShareReplicas(*engine_.ranks, device_rank_, ids, devices, optimizer_state);
+  return devices;
+}
+
+void DevicePool::ShareReplicas() {
+  if (engine_.ranks == nullptr) return;
+  const std::vector<size_t> ids = alive();
+  scheduler::ShareReplicas(*engine_.ranks, device_rank_, ids, DevicesAt(ids));
+}
+
+void DevicePool::GatherReplicas(int root) {
+  if (engine_.ranks == nullptr) return;
+  const std::vector<size_t> ids = alive();
+  scheduler::GatherReplicas(*engine_.ranks, root, device_rank_, ids, DevicesAt(ids));
 }
 
 // Settles a planned run's results into `run` and times it: on the wall clock as it took since
@@ -601,6 +611,7 @@ void DevicePool::RestoreReplanned(const CheckpointReader& reader, const nlohmann
   for (size_t i = 0; i < size(); ++i) {
     engine::Device& d = device(i);
     if (global.size() != d.NumParams()) throw data::InputError(source, 0, "global model of the wrong size");
+    if (!local(i)) continue;  // another rank's device: its owner restores it
     std::copy(global.begin(), global.end(), d.HostParams());
     d.FinishMerge();
     d.RestoreOptimizerState({});
@@ -638,6 +649,9 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
       if (!(states_[i].batch > 0 && states_[i].batch <= bounds_.b_max && std::isfinite(states_[i].lr) &&
             states_[i].lr > 0))
         throw data::InputError(source, 0, "device " + d.spec().id + " has a bad batch size or learning rate");
+      // Another rank's device: its owner restores it (a merge that reads it refills this rank's
+      // mirror first).
+      if (!local(i)) continue;
       // A device dropped before the checkpoint gets another chance (the user asked for it again),
       // starting from the global model with no momentum.
       const std::string prefix = "device." + std::to_string(i) + ".";
@@ -674,6 +688,7 @@ void DevicePool::RollBack(const Snapshot& snapshot, const std::vector<float>& mo
   planner_ = snapshot.planner;
   for (size_t i = 0; i < size(); ++i) states_[i] = {snapshot.states[i].batch, snapshot.states[i].lr * 0.5};
   for (size_t i : alive()) {
+    if (!local(i)) continue;  // another rank's device: its owner rolls it back
     engine::Device& d = device(i);
     std::copy(model.begin(), model.end(), d.HostParams());
     d.FinishMerge();

@@ -88,9 +88,12 @@ class DevicePool {
   // left) split evenly over the surviving devices.
   MegaBatchRun RunSyncRound(uint64_t cap);
 
-  // Across ranks, before a merge (and, with optimizer_state, a checkpoint): every alive device's
-  // replica from its owner into the other ranks' mirrors. Nothing in one process.
-  void ShareReplicas(bool optimizer_state);
+  // Across ranks, before a merge that reads every replica: every alive device's replica from its
+  // owner into the other ranks' mirrors. Nothing in one process.
+  void ShareReplicas();
+  // Across ranks, before `root` writes a checkpoint: every alive device's replica and local
+  // momentum from its owner into root's mirror; the other ranks make no mirror. Nothing in one process.
+  void GatherReplicas(int root);
   // Frees the mirrors of the other ranks' replicas (until a merge or checkpoint asks again).
   void ReleaseMirrors();
 
@@ -137,6 +140,7 @@ class DevicePool {
     double slowdown = 1;
   };
   void RestoreDataState(const CheckpointReader& reader, const nlohmann::json& meta);
+  std::vector<engine::Device*> DevicesAt(const std::vector<size_t>& ids);
   size_t TakeRows(size_t want, uint64_t* out);
   Assignment Assign(size_t device, size_t want, size_t* used, uint64_t* cap);
   engine::BatchTask TaskFor(const Assignment& a, uint64_t id);

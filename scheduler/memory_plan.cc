@@ -80,12 +80,13 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
     d.ordinal = spec.ordinal;
     d.host_mirror = d.gpu ? params : 0;
     // Another rank's device is here at most a host mirror of its replica and momentum: held by
-    // merges that read every replica (Adasum, CROSSBOW), and while a checkpoint is written or
-    // read; hierarchical merges never make it.
+    // merges that read every replica (Adasum, CROSSBOW), and on rank 0 while it writes a
+    // checkpoint; hierarchical merges never make it, and a resume restores only local devices.
     if (engine.ranks != nullptr && engine.device_rank.at(index) != engine.ranks->rank()) {
       d = DeviceMemory{};
       d.id = spec.id;
-      if (checkpoints || !MergesByWeightedSum(engine)) d.host_mirror = Add(params, device.momentum);
+      if ((checkpoints && engine.ranks->rank() == 0) || !MergesByWeightedSum(engine))
+        d.host_mirror = Add(params, device.momentum);
     }
     plan.devices.push_back(d);
   }

@@ -117,7 +117,7 @@ class SurvivorMerge {
     // Across ranks a weighted sum is hierarchical (the rank sum collective reads local replicas
     // only); the other merges read every replica on every rank, so the mirrors of the other ranks'
     // devices are filled first. Either way every rank ends with the same bits.
-    if (across_ranks && !MergesByWeightedSum(engine_)) pool.ShareReplicas(false);
+    if (across_ranks && !MergesByWeightedSum(engine_)) pool.ShareReplicas();
     merge::MergeOutcome outcome = merger_->Merge(replicas, input, global);
     for (size_t i : alive) pool.device(i).FinishMerge();
     std::vector<double> weights(pool.size(), 0.0);
@@ -311,8 +311,8 @@ class MultiDeviceRun {
   }
 
   // Across ranks, a hierarchical merge never reads the mirrors of the other ranks' replicas: they
-  // take memory only while a checkpoint is written or read (Adasum and CROSSBOW keep theirs, which
-  // every merge refills).
+  // take memory only on rank 0 while it writes a checkpoint (Adasum and CROSSBOW keep theirs,
+  // which every merge refills; a resume or rollback touches local devices only).
   void ReleaseIdleMirrors() {
     if (engine_.ranks != nullptr && MergesByWeightedSum(engine_)) pool_.ReleaseMirrors();
   }
@@ -346,7 +346,6 @@ class MultiDeviceRun {
         pool_.Restore(reader, meta.at("pool"), global_.current);
         if (ResumeLowersLr(meta.at("run"), options_.lr)) pool_.ResetLearningRates(options_.lr);
       }
-      ReleaseIdleMirrors();
       std::vector<DeviceRecord> fresh = std::move(progress_.since_eval);
       progress_ = ProgressFromJson(meta.at("progress"));
       // The old devices' records since the last evaluation go with them.
@@ -378,10 +377,10 @@ class MultiDeviceRun {
 
   void WriteCheckpoint(const char* why) {
     if (control_.checkpoint_dir.empty()) return;
-    // Across ranks rank 0 writes it, with every device's replica and momentum from its owner.
-    pool_.ShareReplicas(true);
+    // Across ranks rank 0 writes it, with every device's replica and momentum from its owner; the
+    // other ranks send their own and hold no mirror.
+    pool_.GatherReplicas(0);
     if (engine_.ranks != nullptr && engine_.ranks->rank() != 0) {
-      ReleaseIdleMirrors();
       checkpoint_ = CheckpointPath(control_.checkpoint_dir);
       return;
     }
@@ -485,7 +484,6 @@ class MultiDeviceRun {
       open_.mega_batch_rows = rows;
     }
     pool_.RollBack(trusted_->pool, global_.current);
-    ReleaseIdleMirrors();
     if (rollbacks > control_.max_rollbacks) {
       WriteCheckpoint("last good state");
       throw RunStopped(RunStopped::Why::kDiverged,

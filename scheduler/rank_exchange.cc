@@ -84,20 +84,30 @@ void ShareBatchResults(dist::RankGroup& ranks, const std::vector<int>& device_ra
 }
 
 void ShareReplicas(dist::RankGroup& ranks, const std::vector<int>& device_rank, const std::vector<size_t>& ids,
-                   const std::vector<engine::Device*>& devices, bool optimizer_state) {
+                   const std::vector<engine::Device*>& devices) {
+  for (size_t k = 0; k < devices.size(); ++k)
+    ranks.Broadcast(devices[k]->HostParams(), devices[k]->NumParams(), device_rank.at(ids[k]));
+}
+
+void GatherReplicas(dist::RankGroup& ranks, int root, const std::vector<int>& device_rank,
+                    const std::vector<size_t>& ids, const std::vector<engine::Device*>& devices) {
+  const int me = ranks.rank();
   for (size_t k = 0; k < devices.size(); ++k) {
     engine::Device& d = *devices[k];
     const int owner = device_rank.at(ids[k]);
-    ranks.Broadcast(d.HostParams(), d.NumParams(), owner);
-    if (!optimizer_state) continue;
-    // The owner's state, or empty (no local momentum): its size goes first.
-    std::vector<float> state = owner == ranks.rank() ? d.SaveOptimizerState() : std::vector<float>{};
-    float size = float(state.size() == 0 ? 0 : 1);
-    ranks.Broadcast(&size, 1, owner);
-    if (size == 0) continue;
-    state.resize(d.NumParams());
-    ranks.Broadcast(state.data(), state.size(), owner);
-    if (owner != ranks.rank()) d.RestoreOptimizerState(state);
+    if (owner == root) continue;
+    // A bystander neither reads nor makes its mirror (HostParams would allocate it).
+    const bool involved = me == owner || me == root;
+    ranks.Copy(involved ? d.HostParams() : nullptr, d.NumParams(), owner, root);
+    // The owner's state, or empty (no local momentum): whether there is one goes first, to every
+    // rank, so that all make the same calls.
+    std::vector<float> state = me == owner ? d.SaveOptimizerState() : std::vector<float>{};
+    float has_state = state.empty() ? 0 : 1;
+    ranks.Broadcast(&has_state, 1, owner);
+    if (has_state == 0) continue;
+    if (me == root) state.resize(d.NumParams());
+    ranks.Copy(involved ? state.data() : nullptr, d.NumParams(), owner, root);
+    if (me == root) d.RestoreOptimizerState(state);
   }
 }
 

@@ -21,10 +21,15 @@ namespace xmlt::scheduler {
 void ShareBatchResults(dist::RankGroup& ranks, const std::vector<int>& device_rank,
                        const std::vector<size_t>& devices, std::vector<engine::BatchResult>* results);
 
-// The parameters of devices[k] (device ids[k]) and, with optimizer_state, its local momentum,
-// copied from its owner into every other rank's mirror of it.
+// The parameters of devices[k] (device ids[k]), copied from its owner into every other rank's
+// mirror of it: for the merges that read every replica on every rank.
 void ShareReplicas(dist::RankGroup& ranks, const std::vector<int>& device_rank, const std::vector<size_t>& ids,
-                   const std::vector<engine::Device*>& devices, bool optimizer_state);
+                   const std::vector<engine::Device*>& devices);
+
+// The parameters and local momentum of devices[k], copied from its owner into rank `root`'s mirror
+// of it, for a checkpoint that `root` writes; no other rank makes or fills a mirror.
+void GatherReplicas(dist::RankGroup& ranks, int root, const std::vector<int>& device_rank,
+                    const std::vector<size_t>& ids, const std::vector<engine::Device*>& devices);
 
 // parts[k] is filled on the rank that owns owner[k]; afterwards every rank holds all of them.
 void ShareEvaluations(dist::RankGroup& ranks, const std::vector<int>& owner,

@@ -99,6 +99,15 @@ int main(int argc, char** argv) {
   group->Broadcast(broadcast.data(), broadcast.size(), size - 1);
   Check(broadcast == std::vector<float>(1001, float(size - 1)), rank, "broadcast from the last rank");
 
+  // From the last rank to rank 0, past one chunk; the ranks between are not touched (null).
+  const uint64_t copied = (uint64_t{1} << 24) + 3;
+  std::vector<float> copy(rank == 0 || rank == size - 1 ? copied : 0, float(rank));
+  if (rank == size - 1) copy.back() = -1;
+  group->Copy(copy.empty() ? nullptr : copy.data(), copied, size - 1, 0);
+  if (rank == 0)
+    Check(copy.front() == float(size - 1) && copy[copied / 2] == float(size - 1) && copy.back() == -1, rank,
+          "copy from the last rank to rank 0");
+
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0 && failures == 0) std::printf("rank group under mpirun -np %d: all checks passed\n", size);
   return failures == 0 ? 0 : 1;

@@ -82,6 +82,19 @@ TEST(ThreadGroups, BroadcastCopiesTheRootsValues) {
   });
 }
 
+// Only `to` receives; the others' buffers are neither read nor written (null on rank 1 here).
+TEST(ThreadGroups, CopyMovesOneRanksValuesToAnotherOnly) {
+  OnRanks(4, [](RankGroup& group) {
+    std::vector<float> values(1001, float(group.rank()));
+    group.Copy(group.rank() == 1 ? nullptr : values.data(), values.size(), 3, 0);
+    const float expected = group.rank() == 0 ? 3.0f : float(group.rank());
+    EXPECT_EQ(values, std::vector<float>(1001, expected)) << "rank " << group.rank();
+    group.Copy(values.data(), values.size(), 2, 2);  // to itself: nothing moves
+    EXPECT_EQ(values, std::vector<float>(1001, expected)) << "rank " << group.rank();
+    EXPECT_THROW(group.Copy(values.data(), 1, 0, 4), std::invalid_argument);
+  });
+}
+
 TEST(ThreadGroups, ARankThatNeverComesTimesTheOthersOutNamingThem) {
   std::vector<std::string> messages(3);
   OnRanks(
@@ -110,6 +123,9 @@ TEST(SoloGroup, IsRankZeroOfOneAndLeavesValuesAsTheyAre) {
   EXPECT_EQ(values, (std::vector<float>{1.5f, -2}));
   EXPECT_EQ(solo->AllGather({1, 2}), (std::vector<std::vector<uint8_t>>{{1, 2}}));
   EXPECT_THROW(solo->Broadcast(values.data(), 2, 1), std::invalid_argument);
+  solo->Copy(values.data(), 2, 0, 0);
+  EXPECT_EQ(values, (std::vector<float>{1.5f, -2}));
+  EXPECT_THROW(solo->Copy(values.data(), 2, 1, 0), std::invalid_argument);
 }
 
 }  // namespace

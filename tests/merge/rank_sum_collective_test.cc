@@ -143,10 +143,11 @@ TEST(RankSumCollective, TheOtherRanksReplicasMayBeNull) {
         ->WeightedAllReduce(present.View(), weights, nullptr);
     MakeRankSumCollective(MakeCollective("ring", c.owner.size()), group, IsLocal(c, rank))
         ->WeightedAllReduce(with_nulls, weights, nullptr);
-    for (size_t i = 0; i < c.owner.size(); ++i)
-      if (c.owner[i] == rank)
-        ASSERT_TRUE(xmlt::testing::SameBits(present.data[i].data(), absent.data[i].data(), present.data[i].size()))
-            << "rank " << rank << ", replica " << i;
+    for (size_t i = 0; i < c.owner.size(); ++i) {
+      if (c.owner[i] != rank) continue;
+      ASSERT_TRUE(xmlt::testing::SameBits(present.data[i].data(), absent.data[i].data(), present.data[i].size()))
+          << "rank " << rank << ", replica " << i;
+    }
     ReplicaSet own_null = present.View();
     own_null.params[rank == 0 ? 0 : 1] = nullptr;
     EXPECT_THROW(MakeRankSumCollective(MakeCollective("ring", c.owner.size()), group, IsLocal(c, rank))

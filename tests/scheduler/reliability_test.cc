@@ -565,7 +565,7 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
 }
 
 // Across ranks another rank's device is a host mirror here: hierarchical merges (adaptive, elastic,
-// sync) never make it, so it counts only with checkpoints (written or read through it); Adasum
+// sync) never make it, so it counts only on rank 0 with checkpoints (which it writes); Adasum
 // reads every replica at every merge and holds it.
 TEST(MemoryPlan, TheOtherRanksMirrorsCountOnlyWhereSomethingReadsThem) {
   const kernels::ModelShape shape{5000, {64}, 500};
@@ -584,7 +584,11 @@ TEST(MemoryPlan, TheOtherRanksMirrorsCountOnlyWhereSomethingReadsThem) {
     return plan.devices[2].host_mirror;
   };
   EXPECT_EQ(mirror(false), 0u) << "adaptive without checkpoints makes no mirror";
-  EXPECT_EQ(mirror(true), replica) << "a checkpoint brings the replica and its momentum here";
+  EXPECT_EQ(mirror(true), replica) << "a checkpoint brings the replica and its momentum to rank 0";
+  engine.ranks = groups[1].get();
+  EXPECT_EQ(PlanMemory(shape, options, engine, limits, 10000, true).devices[0].host_mirror, 0u)
+      << "rank 1 only sends its own replicas to rank 0's checkpoint";
+  engine.ranks = groups[0].get();
   engine.merge = EngineOptions::Merge::kAdasum;
   engine.schedule = EngineOptions::Schedule::kStatic;
   EXPECT_EQ(mirror(false), replica) << "Adasum reads every replica";
