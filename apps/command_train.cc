@@ -417,7 +417,8 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
     std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "
               << train.num_rows() << " training rows, loaded in " << load_seconds << " s; planned host memory "
               << ((planned_host_bytes + (1 << 20) - 1) >> 20) << " MiB"
-              << (ranks->size() > 1 ? " per rank" : "") << "; training on "
+              << (ranks->size() > 1 ? " on rank 0 (the most of any rank: it alone writes checkpoints)" : "")
+              << "; training on "
               << engine::DeviceListText(f.engine.devices) << " (" << engine::CudaDeviceSummary()
               << (ranks->size() > 1 ? " on rank 0; " + std::to_string(ranks->size()) + " ranks" : std::string())
               << ")\n";
