@@ -338,6 +338,9 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   ProbeOutputFile("--model", f.model_out);
   ProbeOutputFile("--metrics", f.metrics);
   if (writer) ProbeOutputDir("--checkpoint-dir", f.control.checkpoint_dir);
+  RefuseOutputsOverInputs({{"--train", f.train}, {"--train-labels", f.train_labels}, {"--test", f.test},
+                           {"--test-labels", f.test_labels}},
+                          {{"--model", f.model_out}, {"--metrics", f.metrics}});
   // Held until the run ends: one run at a time writes a checkpoint folder (across ranks, rank 0).
   std::unique_ptr<data::FolderLock> checkpoint_lock;
   if (writer && !f.control.checkpoint_dir.empty()) {
@@ -347,9 +350,6 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
       throw std::invalid_argument(std::string("--checkpoint-dir ") + e.what());
     }
   }
-  RefuseOutputsOverInputs({{"--train", f.train}, {"--train-labels", f.train_labels}, {"--test", f.test},
-                           {"--test-labels", f.test_labels}},
-                          {{"--model", f.model_out}, {"--metrics", f.metrics}});
   scheduler::MetricsLog metrics(f.metrics);
 
   const Clock::time_point load_start = Clock::now();

@@ -445,6 +445,7 @@ TEST(CliTest, AnOutputThatIsAnInputIsRefusedAndTheInputKept) {
         {"train", "--train", d.train, "--test", d.test, "--epochs", "1", "--model", d.test},
         {"train", "--train", d.train, "--epochs", "1", "--metrics", dot_train},
         {"train", "--train", d.train, "--epochs", "1", "--metrics", model, "--model", model},
+        {"train", "--train", d.train, "--epochs", "1", "--model", d.train, "--checkpoint-dir", d.dir.File("ck")},
         {"predict", "--model", model, "--input", d.test, "--output", d.test},
         {"predict", "--model", model, "--input", d.test, "--output", model},
         {"convert", d.train, "-o", dot_train}}) {
@@ -455,6 +456,7 @@ TEST(CliTest, AnOutputThatIsAnInputIsRefusedAndTheInputKept) {
   }
   EXPECT_EQ(xmlt::testing::ReadFile(d.train), train_text);
   EXPECT_EQ(xmlt::testing::ReadFile(model), model_bytes);
+  EXPECT_FALSE(std::filesystem::exists(d.dir.File("ck"))) << "a refused run leaves no checkpoint folder behind";
 }
 
 // Issue: reliability, second round, rows 12 and 13. Bad flags are named and refused before the
