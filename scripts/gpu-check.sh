@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
-# Everything that needs a GPU, in one call: unpacks the carried Debian packages (.debs/, made by
+# Everything that needs a GPU: unpacks the carried Debian packages (.debs/, made by
 # scripts/fetch-gpu-debs.sh) into a private prefix, builds with CUDA (and MPI, if two ranks start),
-# runs the whole test suite with XMLT_REQUIRE_GPU=1 (a CUDA test that skips fails), the four
-# compute-sanitizer tools on the CUDA kernel tests, the GPU benchmarks and the PyTorch peer.
-# Everything goes to $OUT (default gpu-results/): run.log (card, driver, CUDA version, commit, each
-# step's outcome and figures), figures.json (the same header and every figure), and a log per step.
-# Commit run.log and figures.json under docs/gpu-runs/<date>-<card>/. Usage: scripts/gpu-check.sh [--quick]
+# then runs the phases asked for, each short enough for one call on a lent machine (10 minutes):
+#   test      every test, with XMLT_REQUIRE_GPU=1 (a CUDA test that would skip fails)
+#   sanitize  compute-sanitizer memcheck, racecheck, initcheck and synccheck on the CUDA tests
+#   bench     the GPU benchmarks and the PyTorch peer on the same card
+# No phase named: all three. Each phase builds first (incremental on a machine still warm).
+# $OUT (default gpu-results/) gets three files, whatever the phase and even when a step is cut
+# short: run.log (card, driver, CUDA version, commit; each step's outcome and figures), figures.json
+# (the same header and every figure, scripts/gpu-run-figures.py) and steps.tar.gz (each step's
+# full log). Commit run.log and figures.json under docs/gpu-runs/<date>-<card>/.
+# Usage: scripts/gpu-check.sh [test] [sanitize] [bench]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-results}
-mkdir -p "$out"
+phases=("$@")
+[[ ${#phases[@]} -gt 0 ]] || phases=(test sanitize bench)
+for phase in "${phases[@]}"; do
+  case $phase in test | sanitize | bench) ;; *) echo "gpu-check.sh: unknown phase '$phase'" >&2; exit 2 ;; esac
+done
+build=build-gpu
+# Every step's log and JSON, kept in the build tree between calls; $OUT only gets them packed.
+work=$build/gpu-check
+mkdir -p "$out" "$work"
 prefix=${XMLT_DEPS_PREFIX:-/opt/xmlt-deps}
 if [[ -d .debs ]]; then
   mkdir -p "$prefix"
@@ -34,69 +47,81 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 # A broken MPI must not cost the GPU run: build without it, and say so, unless two ranks start.
 mpi=AUTO
-if ! command -v mpirun > /dev/null || ! timeout 60 mpirun --oversubscribe -np 2 true > "$out/mpi-smoke.log" 2>&1; then
+if ! command -v mpirun > /dev/null || ! timeout 60 mpirun --oversubscribe -np 2 true > "$work/mpi-smoke.log" 2>&1; then
   mpi=OFF
-  echo "MPI does not start here (see mpi-smoke.log): building without it" | tee -a "$out/mpi-smoke.log"
+  echo "MPI does not start here (see mpi-smoke.log): building without it" | tee -a "$work/mpi-smoke.log"
 fi
-build=build-gpu
 status=0
 # Every CUDA test must run: a skip for want of a GPU is a failure on the machine that has one.
 export XMLT_REQUIRE_GPU=1
-# The header of this run's log and figures: what ran, on what, so that docs/gpu-runs/ can say so.
+# The header of this call's log: what ran, on what, so that docs/gpu-runs/ can say so.
 {
-  echo "xmltrain GPU run $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "xmltrain GPU run $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), phases: ${phases[*]}"
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | sed 's/^/gpu: /'
   nvcc --version | tail -2 | head -1 | sed 's/^/cuda: /'
   echo "mpi: $mpi"
-} > "$out/run.log" 2>&1
-cat "$out/run.log"
-step() {  # step NAME COMMAND...: runs it into $out/NAME.log, records the outcome in run.log
+} >> "$work/run.log" 2>&1
+tail -4 "$work/run.log"
+# What $OUT holds, brought up to date after every step, so that a call cut short still returns it.
+publish() {
+  cp "$work/run.log" "$out/run.log"
+  tar czf "$out/steps.tar.gz" -C "$work" --exclude run.log . 2>/dev/null
+  python3 scripts/gpu-run-figures.py "$work" > "$out/figures.json" 2>> "$work/run.log" || status=1
+}
+step() {  # step NAME COMMAND...: runs it into $work/NAME.log, records the outcome in run.log
   local name=$1
   shift
   local start=$SECONDS
-  "$@" > "$out/$name.log" 2>&1
+  "$@" > "$work/$name.log" 2>&1
   local rc=$?
-  echo "$name: exit $rc after $((SECONDS - start)) s" | tee -a "$out/run.log"
+  echo "$name: exit $rc after $((SECONDS - start)) s" | tee -a "$work/run.log"
   [[ $rc -eq 0 ]] || status=1
+  publish
   return $rc
 }
 step build bash -c "cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DXMLT_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90} -DXMLT_MPI=$mpi && cmake --build $build -j$(nproc)" ||
-  { tail -50 "$out/build.log"; exit 1; }
+  { tail -50 "$work/build.log"; exit 1; }
 
-step ctest ctest --test-dir $build --output-on-failure -j8
-tail -5 "$out/ctest.log" | tee -a "$out/run.log"
-# The four sanitizers on the CUDA tests, less the long trajectories (hundreds of steps each, which
-# run tens of times slower under a sanitizer and test no kernel the short tests do not).
-sanitized=-*OverManySteps*
-for tool in memcheck racecheck initcheck synccheck; do
-  step sanitizer-$tool timeout 300 compute-sanitizer --tool $tool --error-exitcode 9 \
-    $build/tests/kernels_cuda_tests --gtest_filter="$sanitized"
-  tail -2 "$out/sanitizer-$tool.log" | tee -a "$out/run.log"
+for phase in "${phases[@]}"; do
+  case $phase in
+    test)
+      step ctest ctest --test-dir $build --output-on-failure -j8 --timeout 400
+      tail -5 "$work/ctest.log" | tee -a "$work/run.log"
+      ;;
+    sanitize)
+      # Less the long trajectories (hundreds of steps each, which run tens of times slower under a
+      # sanitizer and test no kernel the short tests do not).
+      for tool in memcheck racecheck initcheck synccheck; do
+        step sanitizer-$tool timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 \
+          $build/tests/kernels_cuda_tests --gtest_filter=-*OverManySteps*
+        tail -2 "$work/sanitizer-$tool.log" | tee -a "$work/run.log"
+      done
+      ;;
+    bench)
+      for bench in $build/benchmarks/bench_cuda*; do
+        [[ -x $bench ]] || continue
+        name=$(basename "$bench")
+        step "$name" "$bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+          --benchmark_out="$work/$name.json" --benchmark_out_format=json
+        cat "$work/$name.log" >> "$work/run.log"
+      done
+      # The PyTorch peer on the same GPU, same shapes and batch, for the samples/s ratio.
+      if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+        for preset in amazon670k delicious200k; do
+          data=$build/gpu-data/$preset
+          [[ -s $data/train.txt ]] || $build/apps/xmltrain gen --preset $preset --scale 1 --test-rows 1 \
+            --rows 65536 --out "$data" > /dev/null
+          step torch-$preset python3 scripts/peers/torch_mlp.py --train "$data/train.txt" --device cuda \
+            --batch 256 --max-steps 200 --warmup-steps 20
+          tail -1 "$work/torch-$preset.log" | sed "s/^/$preset torch: /" | tee -a "$work/run.log"
+        done
+      else
+        echo "torch: no CUDA PyTorch here, no peer figures" | tee -a "$work/run.log"
+      fi
+      ;;
+  esac
 done
-if [[ "${1:-}" != "--quick" ]]; then
-  for bench in $build/benchmarks/bench_cuda*; do
-    [[ -x $bench ]] || continue
-    step "$(basename "$bench")" "$bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
-      --benchmark_out="$out/$(basename "$bench").json" --benchmark_out_format=json
-    cat "$out/$(basename "$bench").log" >> "$out/run.log"
-  done
-  # The PyTorch peer on the same GPU, same shapes and batch, for the samples/s ratio.
-  if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-    for preset in amazon670k delicious200k; do
-      data=$build/gpu-data/$preset
-      [[ -s $data/train.txt ]] || $build/apps/xmltrain gen --preset $preset --scale 1 --test-rows 1 \
-        --rows 65536 --out "$data" > /dev/null
-      step torch-$preset python3 scripts/peers/torch_mlp.py --train "$data/train.txt" --device cuda \
-        --batch 256 --max-steps 200 --warmup-steps 20
-      tail -1 "$out/torch-$preset.log" | sed "s/^/$preset torch: /" | tee -a "$out/run.log"
-    done
-  else
-    echo "torch: no CUDA PyTorch here, no peer figures" | tee -a "$out/run.log"
-  fi
-fi
-# Every figure of this run in one JSON beside the log, with the same header.
-python3 scripts/gpu-run-figures.py "$out" > "$out/figures.json" || status=1
-echo "gpu-check: $([[ $status -eq 0 ]] && echo passed || echo FAILED); logs and figures.json in $out" |
-  tee -a "$out/run.log"
+echo "gpu-check ${phases[*]}: $([[ $status -eq 0 ]] && echo passed || echo FAILED)" | tee -a "$work/run.log"
+publish
 exit $status
