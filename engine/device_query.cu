@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/device_query.h"
+#include "kernels/cuda/cuda_mlp.h"
 #include "kernels/cuda/device_count.h"
 
 namespace xmlt::engine {
@@ -39,6 +40,14 @@ uint64_t CudaFreeMemory(int ordinal) {
   }
   cudaSetDevice(previous);
   return free_bytes;
+}
+
+GpuReplicaBytes PlanGpuReplica(int ordinal, const kernels::ModelShape& shape, const DeviceLimits& limits) {
+  if (ordinal < 0 || ordinal >= CudaDeviceCount()) return {};
+  const kernels::cuda::CudaMlpBytes b = kernels::cuda::CudaMlp::PlannedBytes(
+      ordinal, shape, limits.max_rows, limits.max_feature_nnz, limits.max_label_nnz);
+  // The cuBLAS workspace is scratch like the activations.
+  return {b.params, b.velocity, b.workspace + b.blas, b.batch, b.pinned_host, b.allocations};
 }
 
 }  // namespace xmlt::engine

@@ -5,7 +5,19 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/device.h"
+#include "kernels/model.h"
+
 namespace xmlt::engine {
+
+// What a CUDA replica of `shape` within `limits` allocates on GPU `ordinal` (parameters, the
+// velocity, activations and scratch, the staged batch, its cuBLAS workspace) and in pinned host
+// memory, in bytes, with the number of device allocations; all zero when it cannot be known here
+// (no CUDA build, or no such GPU).
+struct GpuReplicaBytes {
+  uint64_t params = 0, momentum = 0, workspace = 0, batch = 0, pinned_host = 0, allocations = 0;
+};
+GpuReplicaBytes PlanGpuReplica(int ordinal, const kernels::ModelShape& shape, const DeviceLimits& limits);
 
 int CudaDeviceCount();           // 0 when CUDA is not built in or no GPU/driver is present
 std::string CudaDeviceSummary(); // "2 CUDA devices: NVIDIA H100 (sm_90, 79 GiB), ..." or why none

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "dist/rank_group.h"
+#include "engine/device_query.h"
 #include "engine/device_spec.h"
 #include "engine/evaluator.h"
 #include "kernels/cpu/output_layer.h"
@@ -79,6 +80,21 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
     d.gpu = spec.kind == engine::DeviceKind::kCuda;
     d.ordinal = spec.ordinal;
     d.host_mirror = d.gpu ? params : 0;
+    if (d.gpu) {
+      // A CUDA replica allocates its velocity whatever the local momentum. Where the GPU is here,
+      // the CUDA backend says what it allocates, to the byte (CUB's scratch and the cuBLAS
+      // workspace included), and each allocation may take up to a 2 MiB page more. Its context is
+      // not counted: the free memory it is checked against is read after the context exists.
+      d.momentum = params;
+      const engine::GpuReplicaBytes gpu = engine::PlanGpuReplica(spec.ordinal, shape, limits);
+      if (gpu.params > 0) {
+        d.params = gpu.params;
+        d.momentum = gpu.momentum;
+        d.workspace = Add(gpu.workspace, Mul(gpu.allocations, uint64_t{2} << 20));
+        d.batch = gpu.batch;
+        d.host_mirror = Add(params, gpu.pinned_host);
+      }
+    }
     // Another rank's device is here at most a host mirror of its replica and momentum: held by
     // merges that read every replica (Adasum, CROSSBOW), and on rank 0 while it writes a
     // checkpoint; hierarchical merges never make it, and a resume restores only local devices.

@@ -38,6 +38,14 @@ StagingLayout LayoutFor(uint64_t rows, uint64_t feature_nnz, uint64_t label_nnz)
   return s;
 }
 
+// The cuBLAS workspace each replica gives its handle, as cuBLAS recommends (cublasSetWorkspace):
+// 32 MiB on Hopper and later, 4 MiB before. Owned, so that the memory plan can count it.
+size_t CublasWorkspaceBytes(int gpu) {
+  int major = 0;
+  XMLT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, gpu));
+  return size_t(major >= 9 ? 32 : 4) << 20;
+}
+
 [[noreturn]] void Reject(const std::string& what) {
   throw std::invalid_argument("CudaMlp: " + what);
 }
@@ -72,6 +80,7 @@ struct CudaMlp::Impl {
         max_feature_nnz(feature_nnz),
         max_label_nnz(label_nnz),
         math(tf32 ? Math::kTf32 : Math::kFp32),
+        blas_workspace(CublasWorkspaceBytes(gpu_index)),
         params(model_shape.NumParameters()),
         velocity(model_shape.NumParameters()),
         workspace(model_shape, rows, feature_nnz),
@@ -84,6 +93,8 @@ struct CudaMlp::Impl {
     model.layers = LayoutOf(shape);
     model.params = params.data();
     XMLT_CUBLAS_CHECK(cublasSetStream(blas.get(), stream.get()));
+    // After the stream: setting a stream puts the handle back on cuBLAS's own workspace pool.
+    XMLT_CUBLAS_CHECK(cublasSetWorkspace(blas.get(), blas_workspace.data(), blas_workspace.size()));
     XMLT_CUDA_CHECK(cudaMemsetAsync(params.data(), 0, params.size() * sizeof(float), stream.get()));
     XMLT_CUDA_CHECK(
         cudaMemsetAsync(velocity.data(), 0, velocity.size() * sizeof(float), stream.get()));
@@ -156,6 +167,7 @@ struct CudaMlp::Impl {
   Stream stream;
   Event done;
   CublasHandle blas;
+  DeviceBuffer<unsigned char> blas_workspace;
   DeviceBuffer<float> params, velocity;
   DeviceModel model;
   DeviceMlpWorkspace workspace;
@@ -175,6 +187,43 @@ CudaMlp::CudaMlp(int gpu, const ModelShape& shape, uint32_t max_rows, uint64_t m
     Reject("no CUDA device " + std::to_string(gpu) + " (" + std::to_string(count) + " present)");
   DeviceGuard guard(gpu);
   impl_ = std::make_unique<Impl>(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, tf32);
+  // The memory plan reads PlannedBytes: it must be what was allocated, to the byte.
+  if (!(AllocatedBytes() == PlannedBytes(gpu, shape, max_rows, max_feature_nnz, max_label_nnz)))
+    throw std::logic_error("CudaMlp: PlannedBytes differs from what the constructor allocated");
+}
+
+CudaMlpBytes CudaMlp::PlannedBytes(int gpu, const ModelShape& shape, uint32_t max_rows,
+                                   uint64_t max_feature_nnz, uint64_t max_label_nnz) {
+  ValidateShape(shape);
+  DeviceGuard guard(gpu);
+  CudaMlpBytes b;
+  b.params = b.velocity = shape.NumParameters() * sizeof(float);
+  b.workspace = DeviceMlpWorkspace::PlannedBytes(shape, max_rows, max_feature_nnz);
+  const uint64_t staged = LayoutFor(max_rows, max_feature_nnz, max_label_nnz).total;
+  b.batch = staged + uint64_t(max_rows) * kMaxTopK * sizeof(uint32_t);
+  b.blas = CublasWorkspaceBytes(gpu);
+  b.pinned_host = staged + uint64_t(max_rows) * kMaxTopK * sizeof(uint32_t) + sizeof(double);
+  // params, velocity, cuBLAS workspace, batch, top-k; the workspace's: one per hidden layer,
+  // logits, two deltas, four entry arrays and CUB's scratch (with entries), two loss buffers.
+  const uint64_t sort_arrays = max_feature_nnz > 0 ? 5 : 0;
+  b.allocations = 5 + shape.hidden.size() + 3 + sort_arrays + 2;
+  return b;
+}
+
+CudaMlpBytes CudaMlp::AllocatedBytes() const {
+  const Impl& m = *impl_;
+  CudaMlpBytes b;
+  b.params = m.params.size() * sizeof(float);
+  b.velocity = m.velocity.size() * sizeof(float);
+  b.workspace = m.workspace.AllocatedBytes();
+  b.batch = m.batch_bytes.size() + m.top_labels.size() * sizeof(uint32_t);
+  b.blas = m.blas_workspace.size();
+  b.pinned_host = m.staging.size() + m.top_host.size() * sizeof(uint32_t) + m.loss_host.size() * sizeof(double);
+  b.allocations = m.workspace.Allocations();
+  for (size_t size : {m.params.size(), m.velocity.size(), m.blas_workspace.size(), m.batch_bytes.size(),
+                      m.top_labels.size()})
+    b.allocations += size > 0;
+  return b;
 }
 
 CudaMlp::~CudaMlp() {

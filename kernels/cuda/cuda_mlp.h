@@ -13,6 +13,23 @@
 
 namespace xmlt::kernels::cuda {
 
+// What one CudaMlp allocates, part by part, in bytes as requested from cudaMalloc and
+// cudaMallocHost (the driver rounds each allocation up further: `allocations` of them).
+struct CudaMlpBytes {
+  uint64_t params = 0;
+  uint64_t velocity = 0;   // allocated even for plain SGD
+  uint64_t workspace = 0;  // activations, logits, deltas, the sort's arrays, CUB's scratch, losses
+  uint64_t batch = 0;      // the staged batch and the top-k labels
+  uint64_t blas = 0;       // the cuBLAS workspace given to the replica's handle
+  uint64_t pinned_host = 0;  // host: the staging buffer and the read-backs
+  uint64_t allocations = 0;  // device allocations
+  uint64_t device_total() const { return params + velocity + workspace + batch + blas; }
+  bool operator==(const CudaMlpBytes& o) const {
+    return params == o.params && velocity == o.velocity && workspace == o.workspace && batch == o.batch &&
+           blas == o.blas && pinned_host == o.pinned_host && allocations == o.allocations;
+  }
+};
+
 // Owns a stream, cuBLAS handle, workspace, parameters and momentum buffer on GPU `gpu`, all
 // allocated in the constructor for batches of up to max_rows rows, max_feature_nnz feature entries
 // and max_label_nnz label entries. Several CudaMlp on the same GPU share nothing (cuda:0x4).
@@ -32,6 +49,12 @@ class CudaMlp {
 
   const ModelShape& shape() const;
   uint64_t num_parameters() const;
+
+  // Before building one: what it would allocate on GPU `gpu` for these bounds (CUB's scratch and
+  // the cuBLAS workspace depend on the GPU). The constructor checks that it holds exactly that.
+  static CudaMlpBytes PlannedBytes(int gpu, const ModelShape& shape, uint32_t max_rows,
+                                   uint64_t max_feature_nnz, uint64_t max_label_nnz);
+  CudaMlpBytes AllocatedBytes() const;
 
   // n must equal shape().NumParameters(); the layout is Model<float>::params.
   void UploadParams(const float* host, size_t n);

@@ -249,6 +249,45 @@ int BitsFor(uint64_t num_features) {
 
 }  // namespace
 
+namespace {
+
+// CUB's scratch for sorting `entries` (feature, entry) pairs of sort_bits bits on the current device.
+size_t SortScratchBytes(uint64_t entries, int sort_bits) {
+  size_t bytes = 0;
+  XMLT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      nullptr, bytes, static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+      static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), int(entries), 0, sort_bits));
+  return bytes;
+}
+
+}  // namespace
+
+uint64_t DeviceMlpWorkspace::PlannedBytes(const ModelShape& shape, uint32_t rows, uint64_t entries) {
+  uint64_t hidden_sum = 0, widest = 0;
+  for (uint32_t h : shape.hidden) hidden_sum += h, widest = std::max<uint64_t>(widest, h);
+  const uint64_t floats = uint64_t(rows) * (hidden_sum + shape.num_labels + 2 * widest);
+  const uint64_t sort = entries > 0 ? SortScratchBytes(entries, BitsFor(shape.num_features)) : 0;
+  return floats * sizeof(float) + 4 * entries * sizeof(uint32_t) + sort +
+         (std::max<uint32_t>(rows, 1) + 1) * sizeof(double);
+}
+
+uint64_t DeviceMlpWorkspace::AllocatedBytes() const {
+  uint64_t bytes = 0;
+  for (const DeviceBuffer<float>& a : activations) bytes += a.size() * sizeof(float);
+  bytes += (logits.size() + delta.size() + delta_prev.size()) * sizeof(float);
+  bytes += (entry_row.size() + entry_ids.size() + sorted_feature.size() + sorted_entry.size()) * sizeof(uint32_t);
+  return bytes + sort_temp.size() + (row_loss.size() + loss_sum.size()) * sizeof(double);
+}
+
+uint64_t DeviceMlpWorkspace::Allocations() const {
+  uint64_t count = 0;
+  for (const DeviceBuffer<float>& a : activations) count += a.size() > 0;
+  for (size_t size : {logits.size(), delta.size(), delta_prev.size(), entry_row.size(), entry_ids.size(),
+                      sorted_feature.size(), sorted_entry.size(), sort_temp.size(), row_loss.size(), loss_sum.size()})
+    count += size > 0;
+  return count;
+}
+
 DeviceMlpWorkspace::DeviceMlpWorkspace(const ModelShape& shape, uint32_t rows, uint64_t entries)
     : max_rows(rows), max_entries(entries) {
   if (entries > uint64_t(INT_MAX))
@@ -272,12 +311,7 @@ DeviceMlpWorkspace::DeviceMlpWorkspace(const ModelShape& shape, uint32_t rows, u
   sorted_entry = DeviceBuffer<uint32_t>(entries);
   sort_bits = BitsFor(shape.num_features);
   if (entries > 0) {
-    size_t bytes = 0;
-    XMLT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
-        nullptr, bytes, static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
-        static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr), int(entries), 0,
-        sort_bits));
-    sort_temp = DeviceBuffer<unsigned char>(bytes);
+    sort_temp = DeviceBuffer<unsigned char>(SortScratchBytes(entries, sort_bits));
     IotaKernel<<<BlocksFor(entries), kThreads>>>(entry_ids.data(), entries);
     XMLT_CUDA_CHECK_LAUNCH();
     XMLT_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // entry_ids is read from other streams

@@ -48,6 +48,11 @@ struct DeviceModel {
 // allocated once on the current device.
 struct DeviceMlpWorkspace {
   DeviceMlpWorkspace(const ModelShape& shape, uint32_t max_rows, uint64_t max_entries);
+  // What the constructor allocates on the current device for these bounds (CUB's scratch
+  // depends on the device), and what this one holds: the same bytes.
+  static uint64_t PlannedBytes(const ModelShape& shape, uint32_t max_rows, uint64_t max_entries);
+  uint64_t AllocatedBytes() const;
+  uint64_t Allocations() const;  // its buffers that hold memory
   uint32_t max_rows;
   uint64_t max_entries;
   std::vector<DeviceBuffer<float>> activations;  // per hidden layer: rows x units, after ReLU

@@ -561,6 +561,11 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   engine.devices = engine::ParseDeviceList("cuda:0x2");
   const MemoryPlan gpu = PlanMemory(shape, options, engine, limits, 490449, false);
   EXPECT_TRUE(gpu.devices[0].gpu);
+  TrainOptions plain_sgd = options;
+  plain_sgd.local_momentum = 0;
+  EXPECT_EQ(PlanMemory(shape, plain_sgd, engine, limits, 490449, false).devices[0].momentum,
+            shape.NumParameters() * sizeof(float))
+      << "a CUDA replica allocates its velocity even for plain SGD";
   EXPECT_THROW(CheckMemoryFits(gpu, 0, {uint64_t(8) << 30}), std::runtime_error);
 }
 
