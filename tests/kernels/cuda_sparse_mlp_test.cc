@@ -1,9 +1,12 @@
 // The CUDA passes of the sparse MLP against kernels::cpu on the same model and batch: forward
 // activations, the stored gradient of every parameter (first-layer rows outside the batch left
-// untouched), and the fused SGD and lazy-momentum updates.
+// untouched), also for a batch whose first-layer sort spans many of CUB's tiles, and the fused SGD
+// and lazy-momentum updates.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <random>
 #include <vector>
 
 #include "kernels/cpu/sparse_mlp.h"
@@ -150,6 +153,106 @@ TEST(CudaSparseMlp, GradientMatchesCpuAndSkipsAbsentFeatures) {
       EXPECT_EQ(params.ToHost(), model.params) << where;
     }
   }
+}
+
+// A batch of `rows` rows of `per_row` distinct features each (rows 1 and rows / 2 empty), drawn so
+// that features repeat across rows: features 0 and num_features - 1 (the two ends of the sort's
+// key range) are in every non-empty row, a third of each row comes from 1,024 hot features (each
+// in about 65 rows), and the rest is uniform. Labels as in RandomBatch: 1 to 3, none in row 2.
+data::SparseBatch ManyRepeatedFeaturesBatch(uint32_t rows, uint32_t per_row, uint32_t num_features,
+                                            uint32_t num_labels, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<uint32_t> hot(1024);
+  for (uint32_t& f : hot) f = uint32_t(rng() % num_features);
+  std::vector<char> taken(num_features, 0);
+  data::SparseBatch batch;
+  for (uint32_t r = 0; r < rows; ++r) {
+    std::vector<uint32_t> ids;
+    if (r != 1 && r != rows / 2) {
+      auto add = [&](uint32_t f) {
+        if (taken[f]) return;
+        taken[f] = 1;
+        ids.push_back(f);
+      };
+      add(0);
+      add(num_features - 1);
+      while (ids.size() < per_row / 3) add(hot[rng() % hot.size()]);
+      while (ids.size() < per_row) add(uint32_t(rng() % num_features));
+      for (uint32_t f : ids) taken[f] = 0;
+      std::sort(ids.begin(), ids.end());
+    }
+    for (uint32_t f : ids) {
+      batch.feature_idx.push_back(f);
+      batch.feature_val.push_back(0.2f + float(rng() % 1000) / 1000.0f);
+    }
+    batch.feature_ptr.push_back(batch.feature_idx.size());
+    const uint32_t count = r == 2 ? 0 : 1 + uint32_t(rng() % 3);
+    std::vector<uint32_t> ys;
+    while (ys.size() < count) {
+      const uint32_t y = uint32_t(rng() % num_labels);
+      if (std::find(ys.begin(), ys.end(), y) == ys.end()) ys.push_back(y);
+    }
+    std::sort(ys.begin(), ys.end());
+    batch.label_idx.insert(batch.label_idx.end(), ys.begin(), ys.end());
+    batch.label_ptr.push_back(batch.label_idx.size());
+  }
+  batch.num_rows = rows;
+  return batch;
+}
+
+// The first layer's gradient sorts the batch's (feature, entry) pairs with CUB's radix sort. The
+// batches above hold at most 155 entries: one tile, CUB's single-tile path. Here 201,600 entries
+// over 128 rows (dozens of tiles, and 17-bit keys: several digit passes), with 41,000 features
+// repeated across rows, some in 126 rows: a run of equal features crosses tile boundaries, and the
+// gradient is right only if the sort is stable across tiles (each run reduced in ascending entry
+// order, as the CPU does) and every run is found once. 260 units: more than one block of threads
+// (256), so each thread of the gradient kernel also strides over units.
+TEST(CudaSparseMlp, GradientOfBatchSpanningManySortTilesMatchesCpu) {
+  XMLT_SKIP_WITHOUT_GPU();
+  CublasHandle blas;
+  const CudaContext context{nullptr, blas.get(), Math::kFp32};
+  const ModelShape shape{70001, {260, 24}, 41};
+  const uint32_t rows = 128;
+  Model<float> model = xmlt::testing::RandomModel<float>(shape, 17);
+  const data::SparseBatch batch =
+      ManyRepeatedFeaturesBatch(rows, 1600, uint32_t(shape.num_features), uint32_t(shape.num_labels), 17);
+  ASSERT_EQ(batch.feature_idx.size(), 126u * 1600u);
+
+  Model<float> gradient = ZeroModel<float>(shape);
+  cpu::MlpWorkspace<float> cpu_ws(shape, rows);
+  cpu::StepRule<float> rule;
+  rule.gradient = &gradient;
+  const cpu::LossResult cpu_loss = cpu::TrainStep(&model, batch, rule, &cpu_ws);
+
+  DeviceBuffer<float> params = DeviceBuffer<float>::FromHost(model.params);
+  // NaN everywhere first: rows of features outside the batch must stay NaN.
+  DeviceBuffer<float> device_gradient =
+      DeviceBuffer<float>::FromHost(std::vector<float>(gradient.params.size(), std::nanf("")));
+  BatchOnDevice device_batch(batch);
+  DeviceMlpWorkspace ws(shape, rows, batch.feature_idx.size());
+  DeviceStepRule device_rule;
+  device_rule.gradient = device_gradient.data();
+  TrainStep(context, ViewOf(shape, &params), device_batch.view, device_rule, &ws);
+  XMLT_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> actual = device_gradient.ToHost();
+  const double loss = ws.loss_sum.ToHost()[0];
+  EXPECT_NEAR(loss, cpu_loss.loss_sum, 1e-5 * std::max(1.0, std::abs(cpu_loss.loss_sum)));
+
+  std::vector<bool> present(shape.num_features, false);
+  for (uint32_t f : batch.feature_idx) present[f] = true;
+  const uint64_t units = shape.hidden[0];
+  for (uint64_t f = 0; f < shape.num_features; ++f) {
+    if (present[f]) continue;
+    for (uint64_t u = 0; u < units; ++u) {
+      float& value = actual[f * units + u];
+      ASSERT_TRUE(std::isnan(value)) << "absent feature " << f << " written";
+      value = 0.0f;  // as in the CPU's zeroed gradient
+    }
+  }
+  // The CPU's own rounding (fp32 against fp64) is below 1e-6 of max(1, |g|) for every entry here;
+  // a run reduced twice, split, or read with another entry's row is off by a whole x * delta
+  // (1e-4 and more). The first layer's entries are below 0.07, so 1e-5 is an absolute bound there.
+  ExpectClose(actual, gradient.params, 1e-5, "gradient");
 }
 
 TEST(CudaSparseMlp, SgdAndLazyMomentumStepsMatchCpu) {

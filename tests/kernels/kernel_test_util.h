@@ -1,7 +1,9 @@
 // Random models and batches for the kernel tests.
 #pragma once
 
+#include <algorithm>
 #include <random>
+#include <vector>
 
 #include "data/sparse_batch.h"
 #include "kernels/model.h"

@@ -1,0 +1,212 @@
+// The engine's CUDA device (engine/cuda_device.cc, built by MakeDevice for "cuda:0") against the
+// CPU device on the same rows: training, its host mirror for merges (PrepareMerge copies the
+// replica out, FinishMerge copies the merged state back in), its optimizer state for checkpoints
+// (SaveOptimizerState / RestoreOptimizerState), and EvaluateRows against the CPU evaluator.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "engine/device.h"
+#include "engine/device_spec.h"
+#include "engine/evaluator.h"
+#include "kernels/model.h"
+#include "tests/kernels/cuda_test_gate.h"
+#include "tests/kernels/kernel_test_util.h"
+#include "tests/make_dataset.h"
+#include "tests/test_support.h"
+
+namespace xmlt::engine {
+namespace {
+
+using kernels::Model;
+using kernels::ModelShape;
+
+const ModelShape kShape{501, {65, 31}, 203};
+constexpr uint32_t kMaxRows = 32;
+constexpr uint64_t kTrainRows = 300;
+
+DeviceSpec CudaSpec() {
+  DeviceSpec spec;
+  spec.kind = DeviceKind::kCuda;
+  spec.ordinal = 0;
+  spec.id = "cuda:0";
+  return spec;
+}
+
+DeviceSpec CpuSpec() { return DeviceSpec{}; }  // cpu:0
+
+// RandomBatch's rows as a dataset (row 1 without features, row 2 without labels).
+data::Dataset RandomDataset(uint32_t rows, uint32_t features, uint32_t labels, uint64_t seed) {
+  const data::SparseBatch batch = xmlt::testing::RandomBatch(rows, features, labels, seed);
+  std::vector<xmlt::testing::DatasetRow> out(rows);
+  for (uint32_t r = 0; r < rows; ++r) {
+    for (uint64_t e = batch.feature_ptr[r]; e < batch.feature_ptr[r + 1]; ++e)
+      out[r].features.emplace_back(batch.feature_idx[e], batch.feature_val[e]);
+    out[r].labels.assign(batch.label_idx.begin() + batch.label_ptr[r],
+                         batch.label_idx.begin() + batch.label_ptr[r + 1]);
+  }
+  return xmlt::testing::MakeDataset(out, features, labels);
+}
+
+// Step `step`'s rows: 1 to kMaxRows distinct rows of the training set.
+std::vector<uint64_t> RowsFor(uint32_t step) {
+  const uint32_t count = 1 + (step * 7919u) % kMaxRows;
+  std::vector<uint64_t> rows;
+  for (uint32_t k = 0; k < count; ++k) rows.push_back((uint64_t(step) * 13 + uint64_t(k) * 7) % kTrainRows);
+  return rows;
+}
+
+// Both devices take the same steps; their losses agree as CudaMlp's do with the CPU's.
+void TrainBoth(Device* gpu, Device* cpu, const data::Dataset& train, uint32_t first, uint32_t end,
+               float lr) {
+  for (uint32_t step = first; step < end; ++step) {
+    const std::vector<uint64_t> rows = RowsFor(step);
+    const kernels::cpu::LossResult actual = gpu->TrainBatch(train, rows.data(), rows.size(), lr);
+    const kernels::cpu::LossResult expected = cpu->TrainBatch(train, rows.data(), rows.size(), lr);
+    ASSERT_EQ(actual.labeled_rows, expected.labeled_rows) << "step " << step;
+    ASSERT_NEAR(actual.loss_sum, expected.loss_sum, 1e-4 * std::max(1.0, std::abs(expected.loss_sum)))
+        << "step " << step;
+  }
+}
+
+// The bound of CudaMlp's trajectories against the CPU's over tens of steps: fp32 rounding drifts
+// by about 1e-7 of max(1, |x|); an entry not copied, or copied from the wrong place, is off by x.
+void ExpectNear(const float* actual, const float* expected, size_t n, const std::string& what) {
+  for (size_t i = 0; i < n; ++i)
+    ASSERT_NEAR(actual[i], expected[i], 1e-4f * std::max(1.0f, std::abs(expected[i]))) << what << " entry " << i;
+}
+
+TEST(CudaDevice, MergeMirrorCopiesTheReplicaOutAndTheMergedStateBackIn) {
+  XMLT_SKIP_WITHOUT_GPU();
+  const data::Dataset train = RandomDataset(kTrainRows, 501, 203, 1);
+  const Model<float> initial = kernels::InitModel<float>(kShape, 4);
+  const size_t n = initial.params.size();
+  const DeviceLimits limits = LimitsFor(train, kMaxRows);
+  std::unique_ptr<Device> gpu = MakeDevice(CudaSpec(), initial, limits, 0.9f);
+  std::unique_ptr<Device> cpu = MakeDevice(CpuSpec(), initial, limits, 0.9f);
+  EXPECT_EQ(gpu->spec().id, "cuda:0");
+  ASSERT_EQ(gpu->NumParams(), n);
+  EXPECT_TRUE(xmlt::testing::SameBits(gpu->HostParams(), initial.params.data(), n));
+
+  ASSERT_NO_FATAL_FAILURE(TrainBoth(gpu.get(), cpu.get(), train, 0, 10, 0.1f));
+  gpu->PrepareMerge();
+  ExpectNear(gpu->HostParams(), cpu->HostParams(), n, "mirror after PrepareMerge");
+
+  // A merge leaves its result in the mirror: here the average with the initial model, given to
+  // both devices (the CPU device's HostParams is its model itself).
+  std::vector<float> merged(n);
+  for (size_t i = 0; i < n; ++i) merged[i] = 0.5f * (cpu->HostParams()[i] + initial.params[i]);
+  std::copy(merged.begin(), merged.end(), gpu->HostParams());
+  std::copy(merged.begin(), merged.end(), cpu->HostParams());
+  gpu->FinishMerge();
+  // Out again unchanged: FinishMerge uploaded the mirror exactly, and PrepareMerge rewrites all of
+  // it (NaN in between).
+  std::fill(gpu->HostParams(), gpu->HostParams() + n, std::nanf(""));
+  gpu->PrepareMerge();
+  EXPECT_TRUE(xmlt::testing::SameBits(gpu->HostParams(), merged.data(), n));
+
+  // Training goes on from the merged state, with the momentum each device kept.
+  ASSERT_NO_FATAL_FAILURE(TrainBoth(gpu.get(), cpu.get(), train, 10, 16, 0.1f));
+  gpu->PrepareMerge();
+  ExpectNear(gpu->HostParams(), cpu->HostParams(), n, "mirror after training from the merge");
+}
+
+TEST(CudaDevice, OptimizerStateRoundTripsAndMatchesCpuMomentum) {
+  XMLT_SKIP_WITHOUT_GPU();
+  const data::Dataset train = RandomDataset(kTrainRows, 501, 203, 2);
+  const Model<float> initial = kernels::InitModel<float>(kShape, 5);
+  const size_t n = initial.params.size();
+  const DeviceLimits limits = LimitsFor(train, kMaxRows);
+  std::unique_ptr<Device> gpu = MakeDevice(CudaSpec(), initial, limits, 0.9f);
+  std::unique_ptr<Device> cpu = MakeDevice(CpuSpec(), initial, limits, 0.9f);
+  ASSERT_NO_FATAL_FAILURE(TrainBoth(gpu.get(), cpu.get(), train, 0, 8, 0.05f));
+  const std::vector<float> saved = gpu->SaveOptimizerState();
+  ASSERT_EQ(saved.size(), n);
+  ExpectNear(saved.data(), cpu->SaveOptimizerState().data(), n, "saved velocity");
+
+  // More steps move the velocity; restoring brings back exactly what was saved.
+  for (uint32_t step = 8; step < 11; ++step) {
+    const std::vector<uint64_t> rows = RowsFor(step);
+    gpu->TrainBatch(train, rows.data(), rows.size(), 0.05f);
+  }
+  EXPECT_FALSE(xmlt::testing::SameBits(gpu->SaveOptimizerState().data(), saved.data(), n));
+  gpu->RestoreOptimizerState(saved);
+  EXPECT_TRUE(xmlt::testing::SameBits(gpu->SaveOptimizerState().data(), saved.data(), n));
+
+  // A restored state is what training continues with: the CUDA device resumes from the CPU
+  // device's parameters and velocity (a checkpoint written by one, read by the other).
+  std::copy(cpu->HostParams(), cpu->HostParams() + n, gpu->HostParams());
+  gpu->FinishMerge();
+  gpu->RestoreOptimizerState(cpu->SaveOptimizerState());
+  ASSERT_NO_FATAL_FAILURE(TrainBoth(gpu.get(), cpu.get(), train, 11, 17, 0.05f));
+  gpu->PrepareMerge();
+  ExpectNear(gpu->HostParams(), cpu->HostParams(), n, "parameters after resuming");
+  ExpectNear(gpu->SaveOptimizerState().data(), cpu->SaveOptimizerState().data(), n, "velocity after resuming");
+
+  // An empty state zeroes the velocity (a rollback must not carry the old one on); a state of
+  // the wrong size is refused.
+  gpu->RestoreOptimizerState({});
+  const std::vector<float> zeroed = gpu->SaveOptimizerState();
+  ASSERT_EQ(zeroed.size(), n);
+  EXPECT_TRUE(std::all_of(zeroed.begin(), zeroed.end(), [](float v) { return v == 0.0f; }));
+  EXPECT_THROW(gpu->RestoreOptimizerState(std::vector<float>(n - 1, 0.0f)), std::invalid_argument);
+}
+
+TEST(CudaDevice, WithoutMomentumTrainsLikeCpuAndKeepsNoOptimizerState) {
+  XMLT_SKIP_WITHOUT_GPU();
+  const data::Dataset train = RandomDataset(kTrainRows, 501, 203, 3);
+  const Model<float> initial = kernels::InitModel<float>(kShape, 6);
+  const size_t n = initial.params.size();
+  const DeviceLimits limits = LimitsFor(train, kMaxRows);
+  std::unique_ptr<Device> gpu = MakeDevice(CudaSpec(), initial, limits, 0.0f);
+  std::unique_ptr<Device> cpu = MakeDevice(CpuSpec(), initial, limits, 0.0f);
+  ASSERT_NO_FATAL_FAILURE(TrainBoth(gpu.get(), cpu.get(), train, 0, 12, 0.2f));
+  gpu->PrepareMerge();
+  ExpectNear(gpu->HostParams(), cpu->HostParams(), n, "parameters");
+  EXPECT_TRUE(gpu->SaveOptimizerState().empty());
+  EXPECT_NO_THROW(gpu->RestoreOptimizerState({}));
+  EXPECT_THROW(gpu->RestoreOptimizerState(std::vector<float>(n, 0.0f)), std::invalid_argument);
+}
+
+// The device's share of an evaluation scores the model it is given (the global model, not its
+// replica) on rows in any order, clipping ids beyond the model (a test file may name features and
+// labels the training file never had), and must add up to what the CPU evaluator finds. Today
+// CudaDevice inherits the CPU evaluator, so the sums are equal; a GPU evaluator would round the
+// loss differently (1e-5, as Predict's loss) and could swap near-tied labels, which would show
+// here as a metric off by 1 / (k * rows).
+TEST(CudaDevice, EvaluateRowsMatchesCpuEvaluatorAndLeavesTheReplica) {
+  XMLT_SKIP_WITHOUT_GPU();
+  const data::Dataset train = RandomDataset(kTrainRows, 501, 203, 7);
+  const data::Dataset test = RandomDataset(120, 501 + 20, 203 + 5, 8);
+  const Model<float> initial = kernels::InitModel<float>(kShape, 9);
+  const Model<float> global = xmlt::testing::RandomModel<float>(kShape, 10);
+  std::unique_ptr<Device> gpu = MakeDevice(CudaSpec(), initial, LimitsFor(train, kMaxRows), 0.0f);
+
+  std::vector<uint64_t> rows;
+  for (uint64_t r = test.num_rows(); r-- > 0;)
+    if (r % 3 != 1) rows.push_back(r);
+  const EvaluationSums actual = gpu->EvaluateRows(global, test, rows.data(), rows.size());
+  const EvaluationSums expected = EvaluateRows(global, test, rows.data(), rows.size());
+  EXPECT_EQ(actual.labeled_rows, expected.labeled_rows);
+  EXPECT_NEAR(actual.loss_sum, expected.loss_sum, 1e-5 * std::abs(expected.loss_sum));
+  EXPECT_EQ(actual.ranking.rows(), expected.ranking.rows());
+  const kernels::RankingMetrics a = actual.ranking.Mean(), e = expected.ranking.Mean();
+  EXPECT_NEAR(a.p1, e.p1, 1e-12);
+  EXPECT_NEAR(a.p3, e.p3, 1e-12);
+  EXPECT_NEAR(a.p5, e.p5, 1e-12);
+  EXPECT_NEAR(a.ndcg3, e.ndcg3, 1e-12);
+  EXPECT_NEAR(a.ndcg5, e.ndcg5, 1e-12);
+
+  gpu->PrepareMerge();
+  EXPECT_TRUE(xmlt::testing::SameBits(gpu->HostParams(), initial.params.data(), initial.params.size()))
+      << "evaluating changed the replica";
+}
+
+}  // namespace
+}  // namespace xmlt::engine
