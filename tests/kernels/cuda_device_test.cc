@@ -82,14 +82,27 @@ void ExpectNear(const float* actual, const float* expected, size_t n, const std:
     ASSERT_NEAR(actual[i], expected[i], 1e-4f * std::max(1.0f, std::abs(expected[i]))) << what << " entry " << i;
 }
 
+// A CUDA device and a CPU device built alike from one model, and the rows both train on.
+struct DevicePair {
+  DevicePair(uint64_t data_seed, uint64_t model_seed, float momentum)
+      : train(RandomDataset(kTrainRows, 501, 203, data_seed)), initial(kernels::InitModel<float>(kShape, model_seed)) {
+    const DeviceLimits limits = LimitsFor(train, kMaxRows);
+    gpu = MakeDevice(CudaSpec(), initial, limits, momentum);
+    cpu = MakeDevice(CpuSpec(), initial, limits, momentum);
+  }
+  data::Dataset train;
+  Model<float> initial;
+  std::unique_ptr<Device> gpu, cpu;
+};
+
 TEST(CudaDevice, MergeMirrorCopiesTheReplicaOutAndTheMergedStateBackIn) {
   XMLT_SKIP_WITHOUT_GPU();
-  const data::Dataset train = RandomDataset(kTrainRows, 501, 203, 1);
-  const Model<float> initial = kernels::InitModel<float>(kShape, 4);
+  DevicePair pair(1, 4, 0.9f);
+  const data::Dataset& train = pair.train;
+  const Model<float>& initial = pair.initial;
   const size_t n = initial.params.size();
-  const DeviceLimits limits = LimitsFor(train, kMaxRows);
-  std::unique_ptr<Device> gpu = MakeDevice(CudaSpec(), initial, limits, 0.9f);
-  std::unique_ptr<Device> cpu = MakeDevice(CpuSpec(), initial, limits, 0.9f);
+  std::unique_ptr<Device>& gpu = pair.gpu;
+  std::unique_ptr<Device>& cpu = pair.cpu;
   EXPECT_EQ(gpu->spec().id, "cuda:0");
   ASSERT_EQ(gpu->NumParams(), n);
   EXPECT_TRUE(xmlt::testing::SameBits(gpu->HostParams(), initial.params.data(), n));
@@ -119,12 +132,12 @@ TEST(CudaDevice, MergeMirrorCopiesTheReplicaOutAndTheMergedStateBackIn) {
 
 TEST(CudaDevice, OptimizerStateRoundTripsAndMatchesCpuMomentum) {
   XMLT_SKIP_WITHOUT_GPU();
-  const data::Dataset train = RandomDataset(kTrainRows, 501, 203, 2);
-  const Model<float> initial = kernels::InitModel<float>(kShape, 5);
+  DevicePair pair(2, 5, 0.9f);
+  const data::Dataset& train = pair.train;
+  const Model<float>& initial = pair.initial;
   const size_t n = initial.params.size();
-  const DeviceLimits limits = LimitsFor(train, kMaxRows);
-  std::unique_ptr<Device> gpu = MakeDevice(CudaSpec(), initial, limits, 0.9f);
-  std::unique_ptr<Device> cpu = MakeDevice(CpuSpec(), initial, limits, 0.9f);
+  std::unique_ptr<Device>& gpu = pair.gpu;
+  std::unique_ptr<Device>& cpu = pair.cpu;
   ASSERT_NO_FATAL_FAILURE(TrainBoth(gpu.get(), cpu.get(), train, 0, 8, 0.05f));
   const std::vector<float> saved = gpu->SaveOptimizerState();
   ASSERT_EQ(saved.size(), n);
@@ -160,12 +173,12 @@ TEST(CudaDevice, OptimizerStateRoundTripsAndMatchesCpuMomentum) {
 
 TEST(CudaDevice, WithoutMomentumTrainsLikeCpuAndKeepsNoOptimizerState) {
   XMLT_SKIP_WITHOUT_GPU();
-  const data::Dataset train = RandomDataset(kTrainRows, 501, 203, 3);
-  const Model<float> initial = kernels::InitModel<float>(kShape, 6);
+  DevicePair pair(3, 6, 0.0f);
+  const data::Dataset& train = pair.train;
+  const Model<float>& initial = pair.initial;
   const size_t n = initial.params.size();
-  const DeviceLimits limits = LimitsFor(train, kMaxRows);
-  std::unique_ptr<Device> gpu = MakeDevice(CudaSpec(), initial, limits, 0.0f);
-  std::unique_ptr<Device> cpu = MakeDevice(CpuSpec(), initial, limits, 0.0f);
+  std::unique_ptr<Device>& gpu = pair.gpu;
+  std::unique_ptr<Device>& cpu = pair.cpu;
   ASSERT_NO_FATAL_FAILURE(TrainBoth(gpu.get(), cpu.get(), train, 0, 12, 0.2f));
   gpu->PrepareMerge();
   ExpectNear(gpu->HostParams(), cpu->HostParams(), n, "parameters");

@@ -54,6 +54,56 @@ DeviceModel ViewOf(const ModelShape& shape, DeviceBuffer<float>* params) {
   return model;
 }
 
+// One step's gradient and loss on the CPU (the reference).
+struct Gradient {
+  Model<float> gradient;
+  double loss = 0;
+};
+Gradient CpuGradient(Model<float>* model, const data::SparseBatch& batch) {
+  Gradient out{ZeroModel<float>(model->shape), 0};
+  cpu::MlpWorkspace<float> ws(model->shape, batch.num_rows);
+  cpu::StepRule<float> rule;
+  rule.gradient = &out.gradient;
+  out.loss = cpu::TrainStep(model, batch, rule, &ws).loss_sum;
+  return out;
+}
+
+// The same on the GPU, in gradient mode, into a buffer filled with NaN first: entries the kernel
+// must not write (rows of features outside the batch) stay NaN.
+struct DeviceGradient {
+  std::vector<float> values;
+  double loss = 0;
+};
+DeviceGradient GpuGradient(const CudaContext& context, const ModelShape& shape, DeviceBuffer<float>* params,
+                           const data::SparseBatch& batch) {
+  DeviceBuffer<float> gradient =
+      DeviceBuffer<float>::FromHost(std::vector<float>(shape.NumParameters(), std::nanf("")));
+  BatchOnDevice device_batch(batch);
+  DeviceMlpWorkspace ws(shape, batch.num_rows, batch.feature_idx.size());
+  DeviceStepRule rule;
+  rule.gradient = gradient.data();
+  TrainStep(context, ViewOf(shape, params), device_batch.view, rule, &ws);
+  XMLT_CUDA_CHECK(cudaDeviceSynchronize());
+  return {gradient.ToHost(), ws.loss_sum.ToHost()[0]};
+}
+
+// The first layer's rows of features absent from the batch must be unwritten (NaN); they are
+// zeroed then, as in the CPU's gradient, for the comparison of the rest.
+void ExpectAbsentFeaturesUnwritten(const ModelShape& shape, const data::SparseBatch& batch,
+                                   std::vector<float>* gradient, const std::string& where) {
+  std::vector<bool> present(shape.num_features, false);
+  for (uint32_t f : batch.feature_idx) present[f] = true;
+  const uint64_t units = shape.hidden[0];
+  for (uint64_t f = 0; f < shape.num_features; ++f) {
+    if (present[f]) continue;
+    for (uint64_t u = 0; u < units; ++u) {
+      float& value = (*gradient)[f * units + u];
+      ASSERT_TRUE(std::isnan(value)) << where << ": absent feature " << f << " written";
+      value = 0.0f;
+    }
+  }
+}
+
 void ExpectClose(const std::vector<float>& actual, const std::vector<float>& expected,
                  double tolerance, const std::string& what) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
@@ -116,39 +166,12 @@ TEST(CudaSparseMlp, GradientMatchesCpuAndSkipsAbsentFeatures) {
       const data::SparseBatch batch = xmlt::testing::RandomBatch(rows, uint32_t(shape.num_features),
                                                                 uint32_t(shape.num_labels), seed);
       DeviceBuffer<float> params = DeviceBuffer<float>::FromHost(model.params);
-
-      Model<float> gradient = ZeroModel<float>(shape);
-      cpu::MlpWorkspace<float> cpu_ws(shape, rows);
-      cpu::StepRule<float> rule;
-      rule.gradient = &gradient;
-      const cpu::LossResult cpu_loss = cpu::TrainStep(&model, batch, rule, &cpu_ws);
-
-      // NaN everywhere first: rows the kernel must not write stay NaN and are checked below.
-      std::vector<float> poisoned(gradient.params.size(), std::nanf(""));
-      DeviceBuffer<float> device_gradient = DeviceBuffer<float>::FromHost(poisoned);
-      BatchOnDevice device_batch(batch);
-      DeviceMlpWorkspace ws(shape, rows, batch.feature_idx.size());
-      DeviceStepRule device_rule;
-      device_rule.gradient = device_gradient.data();
-      TrainStep(context, ViewOf(shape, &params), device_batch.view, device_rule, &ws);
-      std::vector<float> actual = device_gradient.ToHost();
-      const double loss = ws.loss_sum.ToHost()[0];
+      const Gradient expected = CpuGradient(&model, batch);
+      DeviceGradient actual = GpuGradient(context, shape, &params, batch);
       const std::string where = shape.ToString() + " rows " + std::to_string(rows);
-      EXPECT_NEAR(loss, cpu_loss.loss_sum, 1e-5 * std::max(1.0, std::abs(cpu_loss.loss_sum))) << where;
-
-      std::vector<bool> present(shape.num_features, false);
-      for (uint32_t f : batch.feature_idx) present[f] = true;
-      const uint64_t units = shape.hidden[0];
-      for (uint64_t f = 0; f < shape.num_features; ++f) {
-        for (uint64_t u = 0; u < units; ++u) {
-          float& value = actual[f * units + u];
-          if (!present[f]) {
-            ASSERT_TRUE(std::isnan(value)) << where << ": absent feature " << f << " written";
-            value = 0.0f;  // as in the CPU's zeroed gradient
-          }
-        }
-      }
-      ExpectClose(actual, gradient.params, 1e-5, where + " gradient");
+      EXPECT_NEAR(actual.loss, expected.loss, 1e-5 * std::max(1.0, std::abs(expected.loss))) << where;
+      ASSERT_NO_FATAL_FAILURE(ExpectAbsentFeaturesUnwritten(shape, batch, &actual.values, where));
+      ExpectClose(actual.values, expected.gradient.params, 1e-5, where + " gradient");
       // The parameters themselves are untouched in gradient mode.
       EXPECT_EQ(params.ToHost(), model.params) << where;
     }
@@ -181,20 +204,8 @@ data::SparseBatch ManyRepeatedFeaturesBatch(uint32_t rows, uint32_t per_row, uin
       for (uint32_t f : ids) taken[f] = 0;
       std::sort(ids.begin(), ids.end());
     }
-    for (uint32_t f : ids) {
-      batch.feature_idx.push_back(f);
-      batch.feature_val.push_back(0.2f + float(rng() % 1000) / 1000.0f);
-    }
-    batch.feature_ptr.push_back(batch.feature_idx.size());
-    const uint32_t count = r == 2 ? 0 : 1 + uint32_t(rng() % 3);
-    std::vector<uint32_t> ys;
-    while (ys.size() < count) {
-      const uint32_t y = uint32_t(rng() % num_labels);
-      if (std::find(ys.begin(), ys.end(), y) == ys.end()) ys.push_back(y);
-    }
-    std::sort(ys.begin(), ys.end());
-    batch.label_idx.insert(batch.label_idx.end(), ys.begin(), ys.end());
-    batch.label_ptr.push_back(batch.label_idx.size());
+    xmlt::testing::AppendFeatureRow(ids, rng, &batch);
+    xmlt::testing::AppendLabelRow(r == 2 ? 0 : 1 + uint32_t(rng() % 3), num_labels, rng, &batch);
   }
   batch.num_rows = rows;
   return batch;
@@ -218,41 +229,15 @@ TEST(CudaSparseMlp, GradientOfBatchSpanningManySortTilesMatchesCpu) {
       ManyRepeatedFeaturesBatch(rows, 1600, uint32_t(shape.num_features), uint32_t(shape.num_labels), 17);
   ASSERT_EQ(batch.feature_idx.size(), 126u * 1600u);
 
-  Model<float> gradient = ZeroModel<float>(shape);
-  cpu::MlpWorkspace<float> cpu_ws(shape, rows);
-  cpu::StepRule<float> rule;
-  rule.gradient = &gradient;
-  const cpu::LossResult cpu_loss = cpu::TrainStep(&model, batch, rule, &cpu_ws);
-
   DeviceBuffer<float> params = DeviceBuffer<float>::FromHost(model.params);
-  // NaN everywhere first: rows of features outside the batch must stay NaN.
-  DeviceBuffer<float> device_gradient =
-      DeviceBuffer<float>::FromHost(std::vector<float>(gradient.params.size(), std::nanf("")));
-  BatchOnDevice device_batch(batch);
-  DeviceMlpWorkspace ws(shape, rows, batch.feature_idx.size());
-  DeviceStepRule device_rule;
-  device_rule.gradient = device_gradient.data();
-  TrainStep(context, ViewOf(shape, &params), device_batch.view, device_rule, &ws);
-  XMLT_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> actual = device_gradient.ToHost();
-  const double loss = ws.loss_sum.ToHost()[0];
-  EXPECT_NEAR(loss, cpu_loss.loss_sum, 1e-5 * std::max(1.0, std::abs(cpu_loss.loss_sum)));
-
-  std::vector<bool> present(shape.num_features, false);
-  for (uint32_t f : batch.feature_idx) present[f] = true;
-  const uint64_t units = shape.hidden[0];
-  for (uint64_t f = 0; f < shape.num_features; ++f) {
-    if (present[f]) continue;
-    for (uint64_t u = 0; u < units; ++u) {
-      float& value = actual[f * units + u];
-      ASSERT_TRUE(std::isnan(value)) << "absent feature " << f << " written";
-      value = 0.0f;  // as in the CPU's zeroed gradient
-    }
-  }
+  const Gradient expected = CpuGradient(&model, batch);
+  DeviceGradient actual = GpuGradient(context, shape, &params, batch);
+  EXPECT_NEAR(actual.loss, expected.loss, 1e-5 * std::max(1.0, std::abs(expected.loss)));
+  ASSERT_NO_FATAL_FAILURE(ExpectAbsentFeaturesUnwritten(shape, batch, &actual.values, "many sort tiles"));
   // The CPU's own rounding (fp32 against fp64) is below 1e-6 of max(1, |g|) for every entry here;
   // a run reduced twice, split, or read with another entry's row is off by a whole x * delta
   // (1e-4 and more). The first layer's entries are below 0.07, so 1e-5 is an absolute bound there.
-  ExpectClose(actual, gradient.params, 1e-5, "gradient");
+  ExpectClose(actual.values, expected.gradient.params, 1e-5, "gradient");
 }
 
 TEST(CudaSparseMlp, SgdAndLazyMomentumStepsMatchCpu) {
@@ -326,21 +311,9 @@ TEST(CudaSparseMlp, BiasGradientPast2To24LabelsMatchesCpu) {
   const data::SparseBatch batch =
       xmlt::testing::RandomBatch(rows, 3, uint32_t(shape.num_labels), 12);
   DeviceBuffer<float> params = DeviceBuffer<float>::FromHost(model.params);
-  Model<float> gradient = ZeroModel<float>(shape);
-  cpu::MlpWorkspace<float> cpu_ws(shape, rows);
-  cpu::StepRule<float> rule;
-  rule.gradient = &gradient;
-  cpu::TrainStep(&model, batch, rule, &cpu_ws);
-
-  // NaN first: a label whose bias the kernel never reaches stays NaN.
-  DeviceBuffer<float> device_gradient =
-      DeviceBuffer<float>::FromHost(std::vector<float>(gradient.params.size(), std::nanf("")));
-  BatchOnDevice device_batch(batch);
-  DeviceMlpWorkspace ws(shape, rows, batch.feature_idx.size());
-  DeviceStepRule device_rule;
-  device_rule.gradient = device_gradient.data();
-  TrainStep(context, ViewOf(shape, &params), device_batch.view, device_rule, &ws);
-  const std::vector<float> actual = device_gradient.ToHost();
+  const Model<float> gradient = CpuGradient(&model, batch).gradient;
+  // Over NaN: a label whose bias the kernel never reaches stays NaN.
+  const std::vector<float> actual = GpuGradient(context, shape, &params, batch).values;
   const TensorView& bias = gradient.layers.back().bias;
   ExpectClose(std::vector<float>(actual.begin() + bias.offset,
                                  actual.begin() + bias.offset + bias.size()),
