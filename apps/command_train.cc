@@ -557,8 +557,9 @@ Command AddTrainCommand(CLI::App* app) {
                   "non-finite one (0 = only non-finite values)")
       ->capture_default_str()->group(kReliability);
   cmd->add_option("--inject-fault", f.faults,
-                  "Make a device fail, for tests and drills: device=I,megabatch=K[,kind=fail|nan|exit] (repeatable; "
-                  "kind=nan reports a NaN loss, a divergence; kind=exit ends the device's process, a dying rank)")
+                  "Make a device fail, for tests and drills: device=I,megabatch=K[,kind=fail|nan|exit|lost] (repeatable; "
+                  "kind=nan reports a NaN loss, a divergence; kind=exit ends the device's process, a dying rank; "
+                  "kind=lost fails as a GPU whose context is lost, taking every logical device of that GPU with it)")
       ->group(kReliability);
 
   const char* kEngine = "Several devices";

@@ -37,16 +37,19 @@ scheduler::FaultInjection ParseFaultInjection(const std::string& text) {
     } else if (key == "megabatch" && !has_megabatch) {
       fault.megabatch = ParseCount(key, value);
       has_megabatch = true;
-    } else if (key == "kind" && !has_kind && (value == "fail" || value == "nan" || value == "exit")) {
-      fault.kind = value == "nan" ? FaultInjection::Kind::kNaN
-                                  : value == "exit" ? FaultInjection::Kind::kExit : FaultInjection::Kind::kFail;
+    } else if (key == "kind" && !has_kind &&
+               (value == "fail" || value == "nan" || value == "exit" || value == "lost")) {
+      fault.kind = value == "nan"    ? FaultInjection::Kind::kNaN
+                   : value == "exit" ? FaultInjection::Kind::kExit
+                   : value == "lost" ? FaultInjection::Kind::kLost
+                                     : FaultInjection::Kind::kFail;
       has_kind = true;
     } else {
-      throw std::invalid_argument("--inject-fault takes device=I,megabatch=K[,kind=fail|nan|exit], not '" + text + "'");
+      throw std::invalid_argument("--inject-fault takes device=I,megabatch=K[,kind=fail|nan|exit|lost], not '" + text + "'");
     }
   }
   if (!has_device || !has_megabatch || fault.megabatch == 0)
-    throw std::invalid_argument("--inject-fault takes device=I,megabatch=K[,kind=fail|nan|exit] with K >= 1, not '" +
+    throw std::invalid_argument("--inject-fault takes device=I,megabatch=K[,kind=fail|nan|exit|lost] with K >= 1, not '" +
                                 text + "'");
   return fault;
 }

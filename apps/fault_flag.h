@@ -1,4 +1,4 @@
-// --inject-fault device=I,megabatch=K[,kind=fail|nan|exit], for tests and drills (the injection
+// --inject-fault device=I,megabatch=K[,kind=fail|nan|exit|lost], for tests and drills (the injection
 // itself: scheduler/run_control.h).
 #pragma once
 

@@ -131,6 +131,10 @@ std::vector<DeviceSpec> DevicesOfRanks(const std::vector<DeviceSpec>& local, int
   return all;
 }
 
+bool SharesContext(const DeviceSpec& a, int rank_a, const DeviceSpec& b, int rank_b) {
+  return a.kind == DeviceKind::kCuda && b.kind == DeviceKind::kCuda && a.ordinal == b.ordinal && rank_a == rank_b;
+}
+
 std::string DeviceListText(const std::vector<DeviceSpec>& devices) {
   std::string text;
   for (const DeviceSpec& d : devices) text += (text.empty() ? "" : ",") + d.id;

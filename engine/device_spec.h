@@ -36,6 +36,9 @@ std::vector<DeviceSpec> ParseDeviceList(const std::string& text);
 // rank after rank, their ids marked with the owning rank ("cpu:1@r2"), and in `owner` the rank of
 // each. One rank: `local` as it is.
 std::vector<DeviceSpec> DevicesOfRanks(const std::vector<DeviceSpec>& local, int ranks, std::vector<int>* owner);
+// Whether a sticky error in device a (of rank rank_a) loses device b (of rank_b) too: logical
+// devices of one GPU in one process share its CUDA context. CPU workers share none.
+bool SharesContext(const DeviceSpec& a, int rank_a, const DeviceSpec& b, int rank_b);
 // The devices' ids joined by commas ("cpu:0,cpu:1"): a list as it is, whatever its spelling.
 std::string DeviceListText(const std::vector<DeviceSpec>& devices);
 

@@ -8,6 +8,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "kernels/context_lost.h"
+
 namespace xmlt::engine {
 
 Worker::Worker(size_t index, std::unique_ptr<Device> device, const data::Dataset* train,
@@ -48,6 +50,7 @@ void Worker::Run() {
     result.id = task.id;
     if (failure_) {
       result.error = failure_;
+      result.context_lost = failure_lost_context_;
       results_->push(result);
       continue;
     }
@@ -55,6 +58,8 @@ void Worker::Run() {
       if (task.inject_exit) std::_Exit(kInjectedExitCode);
       if (task.inject_fault)
         throw std::runtime_error(device_->spec().id + ": injected fault (--inject-fault)");
+      if (task.inject_lost)
+        throw kernels::ContextLost(device_->spec().id + ": injected loss of the device's context (--inject-fault)");
       const Clock::time_point start = Clock::now();
       const kernels::cpu::LossResult loss =
           device_->TrainBatch(*train_, task.rows, task.count, task.lr);
@@ -64,6 +69,9 @@ void Worker::Run() {
       result.busy_s = result.compute_s * task.slowdown;
       if (task.emulate_wait && task.slowdown > 1)
         std::this_thread::sleep_for(std::chrono::duration<double>(result.busy_s - result.compute_s));
+    } catch (const kernels::ContextLost&) {
+      result.error = failure_ = std::current_exception();
+      result.context_lost = failure_lost_context_ = true;
     } catch (...) {
       result.error = failure_ = std::current_exception();
     }

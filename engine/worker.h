@@ -29,6 +29,7 @@ struct BatchTask {
   bool inject_fault = false;  // tests and drills: fail as a broken device would, without training
   bool inject_nan = false;    // tests and drills: train, then report a NaN loss (a divergence)
   bool inject_exit = false;   // tests and drills: end this process at once, as a dying server would
+  bool inject_lost = false;   // tests and drills: fail as a GPU whose context is lost (a sticky error)
   uint64_t id = 0;            // the scheduler's tag, returned in the result
 };
 
@@ -41,6 +42,9 @@ struct BatchResult {
   double compute_s = 0;  // measured time of the step itself
   double busy_s = 0;     // compute_s * slowdown: what the emulated device spent
   std::exception_ptr error;
+  // The error lost the device's whole context (kernels::ContextLost): every logical device sharing
+  // its GPU is lost with it.
+  bool context_lost = false;
 };
 
 using ResultQueue = tbb::concurrent_bounded_queue<BatchResult>;
@@ -74,6 +78,7 @@ class Worker {
   tbb::concurrent_bounded_queue<Message> inbox_;
   std::thread thread_;
   std::exception_ptr failure_;  // the device's first error (touched only by the worker's thread)
+  bool failure_lost_context_ = false;
 };
 
 }  // namespace xmlt::engine

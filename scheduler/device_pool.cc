@@ -164,6 +164,7 @@ engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id) {
         case FaultInjection::Kind::kNaN: task.inject_nan = true; break;
         case FaultInjection::Kind::kFail: task.inject_fault = true; break;
         case FaultInjection::Kind::kExit: task.inject_exit = true; break;
+        case FaultInjection::Kind::kLost: task.inject_lost = true; break;
       }
       pending_.erase(it);
       break;
@@ -486,8 +487,11 @@ std::vector<uint64_t> DevicePool::RankShares(uint64_t rows) const {
 // queue (its replica, and with it even its successful steps, is lost); accounts the others.
 void DevicePool::Settle(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
                         MegaBatchRun* out) {
-  for (const engine::BatchResult& result : results)
-    if (result.error && !dropped(result.device)) fault_[result.device] = Describe(result.error);
+  for (const engine::BatchResult& result : results) {
+    if (!result.error || dropped(result.device)) continue;
+    fault_[result.device] = Describe(result.error);
+    if (result.context_lost) DropContextSharers(result.device);
+  }
   MegaBatchRun& run = *out;
   for (size_t k = 0; k < plan.size(); ++k) {
     const Assignment& a = plan[k];
@@ -506,6 +510,18 @@ void DevicePool::Settle(const std::vector<Assignment>& plan, const std::vector<e
     run.rows_of[a.device] += result.count;
     ++run.updates[a.device];
     ++run.batches;
+  }
+}
+
+// A lost context takes every logical device of its GPU with it: their next call would fail the
+// same way, and their replicas live in the lost memory.
+void DevicePool::DropContextSharers(size_t failed) {
+  const engine::DeviceSpec& spec = workers_[failed]->device().spec();
+  for (size_t j = 0; j < size(); ++j) {
+    if (j == failed || dropped(j)) continue;
+    const engine::DeviceSpec& other = workers_[j]->device().spec();
+    if (engine::SharesContext(spec, device_rank_[failed], other, device_rank_[j]))
+      fault_[j] = "lost with " + spec.id + ", whose GPU context is gone: " + fault_[failed];
   }
 }
 
@@ -631,8 +647,11 @@ void DevicePool::Restore(const CheckpointReader& reader, const nlohmann::json& m
       FaultInjection fault;
       fault.device = f.at(0).get<size_t>();
       fault.megabatch = f.at(1).get<uint64_t>();
-      fault.kind = f.at(2).get<int>() == int(FaultInjection::Kind::kNaN) ? FaultInjection::Kind::kNaN
-                                                                          : FaultInjection::Kind::kFail;
+      const int kind = f.at(2).get<int>();
+      if (kind != int(FaultInjection::Kind::kFail) && kind != int(FaultInjection::Kind::kNaN) &&
+          kind != int(FaultInjection::Kind::kLost))
+        throw std::invalid_argument("pending fault of unknown kind " + std::to_string(kind));
+      fault.kind = FaultInjection::Kind(kind);
       if (fault.device >= size()) throw std::invalid_argument("pending fault for a device that does not exist");
       pending.push_back(fault);
     }

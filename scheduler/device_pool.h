@@ -157,6 +157,7 @@ class DevicePool {
   Dealt RunDynamicWallAcrossRanks(uint64_t budget, uint64_t cap, MegaBatchRun* run);
   std::vector<uint64_t> RankShares(uint64_t rows) const;
   void Settle(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results, MegaBatchRun* run);
+  void DropContextSharers(size_t failed);
   void ShareResults(const std::vector<Assignment>& plan, std::vector<engine::BatchResult>* results);
 
   const TrainOptions& options_;

@@ -56,6 +56,7 @@ void ShareBatchResults(dist::RankGroup& ranks, const std::vector<int>& device_ra
     mine.Append<double>(r.busy_s);
     mine.Append<uint64_t>(error.size());
     mine.AppendBytes(error.data(), error.size());
+    mine.Append<uint8_t>(r.context_lost ? 1 : 0);
   }
   const auto* begin = reinterpret_cast<const uint8_t*>(mine.data());
   const std::vector<std::vector<uint8_t>> all = ranks.AllGather(std::vector<uint8_t>(begin, begin + mine.size()));
@@ -79,6 +80,7 @@ void ShareBatchResults(dist::RankGroup& ranks, const std::vector<int>& device_ra
       const uint64_t length = in.Read<uint64_t>("error length");
       const std::string error(in.ReadBytes(length, "error"), length);
       r.error = error.empty() ? nullptr : std::make_exception_ptr(std::runtime_error(error));
+      r.context_lost = in.Read<uint8_t>("context lost") != 0;
     }
   }
 }

@@ -1,5 +1,6 @@
 // One checking macro per CUDA library: a failed call throws std::runtime_error naming the library,
-// the expression, the library's error text, and the file and line of the call.
+// the expression, the library's error text, and the file and line of the call; a CUDA error that
+// leaves the context unusable throws kernels::ContextLost instead.
 #pragma once
 
 #include <cublas_v2.h>
@@ -9,12 +10,49 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/context_lost.h"
+
 namespace xmlt::kernels::cuda {
+
+// The CUDA runtime's sticky errors: after one, every call in the process's context on that GPU
+// fails until the process ends (the runtime's error reference says so of each, 700 to 719), so the
+// other logical devices of the GPU cannot go on; after an uncorrectable ECC error (214) nothing in
+// the GPU's memory can be trusted either. Other errors (a bad argument, out of memory) leave the
+// context usable.
+inline bool IsStickyCudaError(cudaError_t status) {
+  switch (status) {
+    case cudaErrorECCUncorrectable:      // 214
+    case cudaErrorIllegalAddress:        // 700
+    case cudaErrorLaunchTimeout:         // 702
+    case cudaErrorAssert:                // 710
+    case cudaErrorHardwareStackError:    // 714
+    case cudaErrorIllegalInstruction:    // 715
+    case cudaErrorMisalignedAddress:     // 716
+    case cudaErrorInvalidAddressSpace:   // 717
+    case cudaErrorInvalidPc:             // 718
+    case cudaErrorLaunchFailure:         // 719
+      return true;
+    default:
+      return false;
+  }
+}
 
 [[noreturn]] inline void ThrowCudaError(const char* library, const char* expression,
                                         const char* message, const char* file, int line) {
   throw std::runtime_error(std::string(library) + " error: " + expression + " failed: " + message +
                            " (" + file + ":" + std::to_string(line) + ")");
+}
+
+[[noreturn]] inline void ThrowCudaRuntimeError(cudaError_t status, const char* expression,
+                                               const char* file, int line) {
+  if (IsStickyCudaError(status)) {
+    int ordinal = -1;  // the calling thread's current GPU, where the error happened
+    const std::string gpu = cudaGetDevice(&ordinal) == cudaSuccess ? "GPU " + std::to_string(ordinal) : "its GPU";
+    throw ContextLost("CUDA error: " + std::string(expression) + " failed: " + cudaGetErrorName(status) +
+                      ": " + cudaGetErrorString(status) + " (" + file + ":" + std::to_string(line) +
+                      "); the CUDA context of " + gpu + " is lost");
+  }
+  ThrowCudaError("CUDA", expression, cudaGetErrorString(status), file, line);
 }
 
 }  // namespace xmlt::kernels::cuda
@@ -23,8 +61,7 @@ namespace xmlt::kernels::cuda {
   do {                                                                                            \
     const cudaError_t xmlt_status_ = (expr);                                                      \
     if (xmlt_status_ != cudaSuccess)                                                              \
-      ::xmlt::kernels::cuda::ThrowCudaError("CUDA", #expr, cudaGetErrorString(xmlt_status_),      \
-                                            __FILE__, __LINE__);                                  \
+      ::xmlt::kernels::cuda::ThrowCudaRuntimeError(xmlt_status_, #expr, __FILE__, __LINE__);      \
   } while (0)
 
 // After every kernel launch: launch configuration errors surface here, not at a later sync.

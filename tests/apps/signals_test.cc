@@ -139,6 +139,9 @@ TEST(ReliabilityFlags, BadValuesExitTwoWithTheFlagNamed) {
   r = with({"--inject-fault", "device=0,megabatch=1"});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("every device failed"), std::string::npos) << r.err;
+  r = with({"--algo", "adaptive", "--inject-fault", "device=0,megabatch=1,kind=gone"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("kind=fail|nan|exit|lost"), std::string::npos) << r.err;
   r = with({"--checkpoint-every", "3"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--checkpoint-dir"), std::string::npos) << r.err;

@@ -188,5 +188,15 @@ TEST(DeviceSpecTest, ErrorsAreInvalidArgument) {
   EXPECT_THROW(ParseDeviceList(""), std::invalid_argument);
 }
 
+TEST(DeviceSpecTest, OnlyLogicalDevicesOfOneGpuInOneProcessShareAContext) {
+  const std::vector<DeviceSpec> d = ParseDeviceList("cuda:0x2,cuda:1,cpu:2");
+  EXPECT_TRUE(SharesContext(d[0], 0, d[1], 0));   // cuda:0.0 and cuda:0.1
+  EXPECT_TRUE(SharesContext(d[1], 0, d[0], 0));
+  EXPECT_FALSE(SharesContext(d[0], 0, d[2], 0));  // another GPU
+  EXPECT_FALSE(SharesContext(d[0], 0, d[1], 1));  // GPU 0 of another rank: another process
+  EXPECT_FALSE(SharesContext(d[3], 0, d[4], 0));  // CPU workers share no context
+  EXPECT_FALSE(SharesContext(d[0], 0, d[3], 0));
+}
+
 }  // namespace
 }  // namespace xmlt::engine

@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 
+#include "kernels/context_lost.h"
+
 namespace xmlt::engine {
 namespace {
 
@@ -99,6 +101,51 @@ TEST(Worker, AFailedDeviceTakesNoMoreWorkAndInjectedFaultsFailWithoutTraining) {
     }
   }
   EXPECT_EQ(seen, (std::vector<size_t>{2}));  // only the first batch reached the device
+}
+
+TEST(Worker, ALostContextIsMarkedOnEveryResultAfterIt) {
+  data::Dataset dataset;
+  ResultQueue results;
+  std::vector<size_t> seen;
+  const uint64_t rows[1] = {5};
+  {
+    Worker worker(2, std::make_unique<FakeDevice>(&seen), &dataset, &results);
+    BatchTask task;
+    task.rows = rows;
+    task.count = 1;
+    task.lr = 0.1f;
+    task.id = 0;
+    worker.Submit(task);
+    task.inject_lost = true;
+    task.id = 1;
+    worker.Submit(task);
+    task.inject_lost = false;
+    task.id = 2;
+    worker.Submit(task);
+    std::vector<BatchResult> got(3);
+    for (BatchResult& r : got) results.pop(r);
+    EXPECT_FALSE(got[0].error);
+    EXPECT_FALSE(got[0].context_lost);
+    for (size_t k : {size_t{1}, size_t{2}}) {
+      ASSERT_TRUE(got[k].error) << k;
+      EXPECT_TRUE(got[k].context_lost) << k;
+      EXPECT_THROW(std::rethrow_exception(got[k].error), kernels::ContextLost) << k;
+    }
+  }
+  EXPECT_EQ(seen, (std::vector<size_t>{1}));
+  // An ordinary error is not a lost context.
+  {
+    Worker worker(0, std::make_unique<FakeDevice>(&seen), &dataset, &results);
+    BatchTask task;
+    task.rows = rows;
+    task.count = 1;
+    task.lr = -1;
+    worker.Submit(task);
+    BatchResult r;
+    results.pop(r);
+    ASSERT_TRUE(r.error);
+    EXPECT_FALSE(r.context_lost);
+  }
 }
 
 }  // namespace

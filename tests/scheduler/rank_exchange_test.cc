@@ -1,5 +1,6 @@
 // GatherReplicas, which feeds a checkpoint across ranks: every replica and its local momentum
-// reach the writing rank from their owner, and no other rank reads or makes a mirror.
+// reach the writing rank from their owner, and no other rank reads or makes a mirror. And
+// ShareBatchResults: every rank learns every batch's result, a lost GPU context included.
 #include "scheduler/rank_exchange.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 
 #include "dist/rank_group.h"
 #include "engine/device_spec.h"
+#include "engine/worker.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -81,6 +83,62 @@ TEST(GatherReplicas, BringsEveryReplicaAndItsMomentumToTheRootOnly) {
   // The owners still hold their own.
   EXPECT_EQ(replicas[1][1].params, std::vector<float>(kParams, 2.0f));
   EXPECT_EQ(replicas[1][3].params, std::vector<float>(kParams, 4.0f));
+}
+
+TEST(ShareBatchResults, EveryRankGetsEveryResultWithItsErrorAndLostContext) {
+  // Batches 0..3 on devices 0, 1, 2, 1 of ranks 0, 1, 2, 1: device 1 (rank 1) lost its context
+  // in batch 3, device 2 (rank 2) failed plainly.
+  const std::vector<int> device_rank{0, 1, 2};
+  const std::vector<size_t> plan_devices{0, 1, 2, 1};
+  std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(3, std::chrono::seconds(30));
+  std::vector<std::vector<engine::BatchResult>> results(3, std::vector<engine::BatchResult>(4));
+  std::vector<std::exception_ptr> errors(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    for (size_t k = 0; k < 4; ++k) {
+      if (device_rank[plan_devices[k]] != r) continue;
+      engine::BatchResult& mine = results[r][k];
+      mine.device = plan_devices[k];
+      mine.count = 10 + k;
+      mine.loss_sum = 0.5 * double(k);
+      mine.labeled_rows = uint32_t(9 + k);
+      if (k == 2) mine.error = std::make_exception_ptr(std::runtime_error("cpu:2 broke"));
+      if (k == 3) {
+        mine.error = std::make_exception_ptr(std::runtime_error("cuda:0.1 lost its context"));
+        mine.context_lost = true;
+      }
+    }
+    threads.emplace_back([&, r] {
+      try {
+        ShareBatchResults(*groups[r], device_rank, plan_devices, &results[r]);
+      } catch (...) {
+        errors[r] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  auto message = [](const std::exception_ptr& e) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      return std::string(x.what());
+    }
+  };
+  for (int r = 0; r < 3; ++r) {
+    for (size_t k = 0; k < 4; ++k) {
+      const engine::BatchResult& got = results[r][k];
+      EXPECT_EQ(got.device, plan_devices[k]) << "rank " << r << ", batch " << k;
+      EXPECT_EQ(got.count, 10 + k);
+      EXPECT_EQ(got.loss_sum, 0.5 * double(k));
+      EXPECT_EQ(got.labeled_rows, 9 + k);
+      EXPECT_EQ(got.context_lost, k == 3) << "rank " << r << ", batch " << k;
+      EXPECT_EQ(bool(got.error), k >= 2) << "rank " << r << ", batch " << k;
+    }
+    EXPECT_EQ(message(results[r][2].error), "cpu:2 broke");
+    EXPECT_EQ(message(results[r][3].error), "cuda:0.1 lost its context");
+  }
 }
 
 }  // namespace

@@ -536,6 +536,35 @@ TEST(DeviceFaults, WithNoDeviceLeftTheRunStopsWithACheckpointThatResumes) {
   EXPECT_FALSE(resumed.records.back().devices[0].dropped);
 }
 
+// A lost context (a GPU's sticky error) takes every logical device of its GPU with it; CPU
+// workers share none, so here only the injected device goes. The injection still pending at a
+// stop is kept in the checkpoint as what it is, and fires after the resume.
+TEST(DeviceFaults, ALostContextPendingAtAStopFiresAfterTheResumeAndTakesOnlyItsCpuWorker) {
+  const EngineOptions engine = Engine("adaptive");
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  FaultInjection lost;
+  lost.kind = FaultInjection::Kind::kLost;
+  lost.device = 1;
+  lost.megabatch = 8;
+  control.faults = {lost};
+  const Outcome first = TrainFor(Options(), &engine, control, 2);  // stops after mega-batch 4
+  ASSERT_EQ(first.result.stopped_by_signal, 15);
+  EXPECT_FALSE(first.records.back().devices[1].dropped);
+
+  control.faults.clear();
+  control.resume_dir = dir.path();
+  const Outcome resumed = TrainFor(Options(), &engine, control);
+  const EvalRecord& last = resumed.records.back();
+  EXPECT_TRUE(last.devices[1].dropped);
+  EXPECT_NE(last.devices[1].fault.find("injected loss of the device's context"), std::string::npos)
+      << last.devices[1].fault;
+  EXPECT_FALSE(last.devices[0].dropped);
+  EXPECT_FALSE(last.devices[2].dropped);
+  EXPECT_EQ(last.train_samples, 6000u);
+}
+
 TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   kernels::ModelShape shape{670091, {4096}, 670091};
   TrainOptions options;

@@ -1,0 +1,109 @@
+// A sticky CUDA error loses the context of its GPU: the checking macro throws kernels::ContextLost
+// for exactly those errors (a real one is provoked in a child process, whose context it poisons),
+// and the scheduler then drops every logical device of that GPU together while the CPU goes on.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "data/synthetic_generator.h"
+#include "kernels/context_lost.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/model.h"
+#include "scheduler/multi_device_run.h"
+#include "tests/kernels/cuda_test_gate.h"
+#include "tests/scheduler/scheduler_test_support.h"
+
+namespace xmlt::kernels::cuda {
+namespace {
+
+// Needs no GPU: the classification and the exception each kind of error becomes.
+TEST(CudaErrors, OnlyTheStickyOnesLoseTheContext) {
+  for (cudaError_t e : {cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorAssert, cudaErrorMisalignedAddress,
+                        cudaErrorIllegalInstruction, cudaErrorECCUncorrectable})
+    EXPECT_TRUE(IsStickyCudaError(e)) << cudaGetErrorName(e);
+  for (cudaError_t e : {cudaSuccess, cudaErrorMemoryAllocation, cudaErrorInvalidValue, cudaErrorLaunchOutOfResources,
+                        cudaErrorNoDevice, cudaErrorInsufficientDriver, cudaErrorNotReady})
+    EXPECT_FALSE(IsStickyCudaError(e)) << cudaGetErrorName(e);
+
+  try {
+    XMLT_CUDA_CHECK(cudaErrorIllegalAddress);
+    ADD_FAILURE() << "no exception";
+  } catch (const ContextLost& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cudaErrorIllegalAddress"), std::string::npos) << what;
+    EXPECT_NE(what.find("is lost"), std::string::npos) << what;
+  }
+  try {
+    XMLT_CUDA_CHECK(cudaErrorMemoryAllocation);
+    ADD_FAILURE() << "no exception";
+  } catch (const ContextLost& e) {
+    ADD_FAILURE() << "out of memory leaves the context usable: " << e.what();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA error"), std::string::npos) << e.what();
+  }
+}
+
+// A kernel that writes where nothing is mapped: the error surfaces at the next synchronization as
+// ContextLost, and every later call in the context fails too. In a child process of its own
+// (started afresh, not forked), since the error poisons the whole process's context.
+TEST(CudaContextLostDeathTest, AnIllegalAddressLosesTheContextForEveryLaterCall) {
+  XMLT_SKIP_WITHOUT_GPU();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        cublasHandle_t handle = nullptr;
+        if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) std::_Exit(3);
+        const float alpha = 2;
+        float* nowhere = reinterpret_cast<float*>(uintptr_t{16});  // the null page, never mapped
+        cublasSscal(handle, 1 << 16, &alpha, nowhere, 1);
+        try {
+          XMLT_CUDA_CHECK(cudaDeviceSynchronize());
+          std::_Exit(4);  // the write went through: nothing was learnt
+        } catch (const ContextLost&) {
+        } catch (...) {
+          std::_Exit(5);  // an error, but not taken for a lost context
+        }
+        void* memory = nullptr;
+        std::_Exit(cudaMalloc(&memory, 256) == cudaSuccess ? 6 : 0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// cuda:0x2 and a CPU worker; a lost context on cuda:0.0 in mega-batch 2 takes cuda:0.1 with it.
+TEST(CudaContextLost, EveryLogicalDeviceOfTheGpuIsDroppedTogetherAndTheCpuGoesOn) {
+  XMLT_SKIP_WITHOUT_GPU();
+  const data::GeneratedData data = xmlt::testing::NormalizedData(1200, 100, 300, 40, 10, 3);
+  scheduler::TrainOptions options;
+  options.epochs = 1;
+  options.batch = 32;
+  options.mega_batch = 6;
+  options.hidden = {16};
+  options.eval.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
+  options.eval.mega_batches = 1;
+  const scheduler::EngineOptions engine = xmlt::testing::VirtualClockEngine("cuda:0x2,cpu:1", "1,1,1");
+  scheduler::RunControl control;
+  control.faults = {scheduler::FaultInjection{scheduler::FaultInjection::Kind::kLost, 0, 2}};
+  Model<float> model = InitModel<float>({data.train.num_features(), options.hidden, data.train.num_labels()}, 1);
+  std::vector<scheduler::EvalRecord> records;
+  scheduler::TrainCallbacks callbacks;
+  callbacks.on_eval = [&](const scheduler::EvalRecord& r) { records.push_back(r); };
+  scheduler::RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks, control);
+  ASSERT_FALSE(records.empty());
+  const scheduler::EvalRecord& last = records.back();
+  ASSERT_EQ(last.devices.size(), 3u);
+  EXPECT_TRUE(last.devices[0].dropped);
+  EXPECT_NE(last.devices[0].fault.find("injected loss"), std::string::npos) << last.devices[0].fault;
+  EXPECT_TRUE(last.devices[1].dropped);
+  EXPECT_EQ(last.devices[1].fault.find("lost with cuda:0.0"), 0u) << last.devices[1].fault;
+  EXPECT_FALSE(last.devices[2].dropped);
+  EXPECT_EQ(last.train_samples, data.train.num_rows());  // the CPU trained the lost devices' rows
+  EXPECT_GT(last.test.metrics.p1, 0.0);
+}
+
+}  // namespace
+}  // namespace xmlt::kernels::cuda
