@@ -54,6 +54,10 @@ DeviceLimits LimitsFor(const data::Dataset& dataset, uint32_t max_rows) {
 std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
                                    const DeviceLimits& limits, float local_momentum,
                                    kernels::OutputMath math) {
+  // Checked here for every backend, before anything is allocated (the CUDA replica trusts it).
+  if (!(local_momentum >= 0 && local_momentum < 1))
+    throw std::invalid_argument("device " + spec.id + ": momentum " + std::to_string(local_momentum) +
+                                " is not in [0, 1)");
   if (spec.kind == DeviceKind::kCpu)
     return std::make_unique<CpuDevice>(spec, initial, limits.max_rows, local_momentum, math);
   if (math != kernels::OutputMath::kFp32)

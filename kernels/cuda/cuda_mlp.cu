@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/batch_checks.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_count.h"
@@ -48,25 +49,6 @@ size_t CublasWorkspaceBytes(int gpu) {
 
 [[noreturn]] void Reject(const std::string& what) {
   throw std::invalid_argument("CudaMlp: " + what);
-}
-
-// A CSR offset array must have rows + 1 entries, start at 0, never decrease and end at nnz: the
-// kernels index with it unchecked.
-void CheckOffsets(const std::vector<uint64_t>& ptr, uint32_t rows, size_t nnz, const char* name) {
-  if (ptr.size() != size_t(rows) + 1)
-    Reject(std::string(name) + " has " + std::to_string(ptr.size()) + " entries for " +
-           std::to_string(rows) + " rows");
-  if (ptr[0] != 0 || ptr[rows] != nnz) Reject(std::string(name) + " does not span [0, nnz]");
-  for (uint32_t r = 0; r < rows; ++r)
-    if (ptr[r + 1] < ptr[r]) Reject(std::string(name) + " decreases at row " + std::to_string(r));
-}
-
-void CheckIds(const std::vector<uint32_t>& ids, uint64_t limit, const char* name) {
-  uint32_t max = 0;
-  for (uint32_t id : ids) max = std::max(max, id);
-  if (!ids.empty() && max >= limit)
-    Reject(std::string(name) + " id " + std::to_string(max) + " out of range (" +
-           std::to_string(limit) + ")");
 }
 
 }  // namespace
@@ -117,11 +99,7 @@ struct CudaMlp::Impl {
     if (label_nnz > max_label_nnz)
       Reject("batch of " + std::to_string(label_nnz) + " label entries exceeds " +
              std::to_string(max_label_nnz));
-    if (batch.feature_val.size() != feature_nnz) Reject("feature_val and feature_idx differ in size");
-    CheckOffsets(batch.feature_ptr, rows, feature_nnz, "feature_ptr");
-    CheckOffsets(batch.label_ptr, rows, label_nnz, "label_ptr");
-    CheckIds(batch.feature_idx, shape.num_features, "feature");
-    CheckIds(batch.label_idx, shape.num_labels, "label");
+    CheckBatchForModel(batch, shape.num_features, shape.num_labels, "CudaMlp");
 
     // The previous batch's copy out of the staging buffer must be over before it is rewritten;
     // normally it is (every call waits for its work), but not after an exception mid-call.

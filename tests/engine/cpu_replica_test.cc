@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "data/sparse_batch.h"
+#include "engine/device.h"
+#include "engine/device_spec.h"
 #include "kernels/cpu/sparse_mlp.h"
 #include "tests/make_dataset.h"
 
@@ -181,6 +183,25 @@ TEST(CpuReplicaTest, NanMomentumThrows) {
   const Model<float> model = kernels::InitModel<float>(Shape(), 1);
   EXPECT_THROW(CpuReplica(model, 8, std::numeric_limits<float>::quiet_NaN()),
                std::invalid_argument);
+}
+
+// The factory checks the momentum for every backend before it builds anything, a GPU's too (the
+// CUDA replica does not check it itself): the refusal names the momentum, not a missing GPU.
+TEST(MakeDeviceTest, RefusesMomentumOutsideZeroToOneForEveryBackend) {
+  const Model<float> model = kernels::InitModel<float>(Shape(), 1);
+  const DeviceLimits limits{8, 64, 16};
+  for (const std::string devices : {"cpu:1", "cuda:0"}) {
+    const DeviceSpec spec = ParseDeviceList(devices).at(0);
+    for (float m : {-0.1f, 1.0f, std::numeric_limits<float>::quiet_NaN()}) {
+      try {
+        MakeDevice(spec, model, limits, m);
+        ADD_FAILURE() << devices << " took momentum " << m;
+      } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("momentum"), std::string::npos) << devices << ": " << e.what();
+      }
+    }
+  }
+  EXPECT_NO_THROW(MakeDevice(ParseDeviceList("cpu:1").at(0), model, limits, 0.9f));
 }
 
 // A batch beyond the rows the replica was sized for is refused before it is gathered, and the

@@ -110,6 +110,7 @@ TEST(CudaMlp, PredictMatchesCpuTopKAndLoss) {
 TEST(CudaMlp, RejectsBatchesBeyondItsBoundsAndBadInput) {
   XMLT_SKIP_WITHOUT_GPU();
   CudaMlp gpu(0, kShape, 4, 4 * 5, 4 * 3, false);
+  std::mt19937_64 rng(9);
   const data::SparseBatch too_many_rows = xmlt::testing::RandomBatch(5, 501, 203, 1);
   EXPECT_THROW(gpu.TrainBatch(too_many_rows, 0.1f, 0.0f), std::invalid_argument);
   data::SparseBatch bad_feature = xmlt::testing::RandomBatch(3, 501, 203, 2);
@@ -118,6 +119,14 @@ TEST(CudaMlp, RejectsBatchesBeyondItsBoundsAndBadInput) {
   data::SparseBatch bad_label = xmlt::testing::RandomBatch(3, 501, 203, 3);
   bad_label.label_idx[0] = 203;
   EXPECT_THROW(gpu.TrainBatch(bad_label, 0.1f, 0.0f), std::invalid_argument);
+  // A label twice in one row (the softmax's gradient would write it from two threads at once).
+  data::SparseBatch repeated_label;
+  xmlt::testing::AppendFeatureRow({3, 40, 500}, rng, &repeated_label);
+  repeated_label.label_idx = {7, 7};
+  repeated_label.label_ptr.push_back(2);
+  repeated_label.num_rows = 1;
+  EXPECT_THROW(gpu.TrainBatch(repeated_label, 0.1f, 0.0f), std::invalid_argument);
+  EXPECT_THROW(gpu.Predict(repeated_label, 0, nullptr, nullptr, nullptr), std::invalid_argument);
   CudaMlp tight(0, kShape, 4, 2, 1, false);
   EXPECT_THROW(tight.TrainBatch(xmlt::testing::RandomBatch(3, 501, 203, 4), 0.1f, 0.0f),
                std::invalid_argument);
