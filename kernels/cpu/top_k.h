@@ -1,5 +1,6 @@
 // The k highest scores of each row, best first; ties go to the lower label id so results are
-// deterministic.
+// deterministic. A NaN score (a diverged model's) ranks as -infinity, and is reported as such, so
+// the order stays total and a NaN never takes a place from a number.
 #pragma once
 
 #include <cstdint>

@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
   const float* row = scores + r * num_labels;
   uint32_t filled = 0;
   for (uint64_t j = lane; j < num_labels; j += kWarp) {
-    const float s = row[j];
+    const float s = isnan(row[j]) ? -INFINITY : row[j];  // as on the CPU: NaN ranks as -infinity
     if (filled == k && !(s > best[(k - 1) * kWarp + lane])) continue;
     uint32_t pos = filled < k ? filled++ : k - 1;
     while (pos > 0 && s > best[(pos - 1) * kWarp + lane]) {

@@ -1,4 +1,5 @@
-// Per-row top-k on the GPU, mirroring kernels/cpu/top_k.h: best first, ties to the lower label id.
+// Per-row top-k on the GPU, mirroring kernels/cpu/top_k.h: best first, ties to the lower label id,
+// a NaN score ranked (and reported) as -infinity.
 #pragma once
 
 #include <cuda_runtime.h>

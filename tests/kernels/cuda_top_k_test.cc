@@ -1,5 +1,5 @@
-// cuda::TopK against cpu::TopK: ties (few distinct scores), k beyond the label count, row counts
-// that do not fill the last block, label counts around the warp width.
+// cuda::TopK against cpu::TopK: ties (few distinct scores), NaN and infinite scores, k beyond the
+// label count, row counts that do not fill the last block, label counts around the warp width.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,14 +15,21 @@
 namespace xmlt::kernels::cuda {
 namespace {
 
-void CheckTopK(bool many_ties) {
+enum class Scores { kDistinct, kManyTies, kWithNaNs };
+
+void CheckTopK(Scores kind) {
   for (uint64_t labels : {1ull, 4ull, 5ull, 31ull, 32ull, 33ull, 37ull, 1000ull, 4099ull}) {
     for (uint32_t k : {1u, 5u, 32u}) {
       const uint32_t rows = 9;
       std::mt19937_64 rng(labels * 100 + k);
       std::normal_distribution<float> normal(0.0f, 1.0f);
       std::vector<float> scores(rows * labels);
-      for (float& s : scores) s = many_ties ? float(rng() % 7) : normal(rng);
+      for (float& s : scores) {
+        s = kind == Scores::kManyTies ? float(rng() % 7) : normal(rng);
+        // A fifth NaN and a tenth -inf (rows entirely NaN among them for one label).
+        if (kind == Scores::kWithNaNs && rng() % 5 == 0) s = std::nanf("");
+        if (kind == Scores::kWithNaNs && rng() % 10 == 0) s = -INFINITY;
+      }
       std::vector<uint32_t> expected(rows * k);
       std::vector<float> expected_scores(rows * k);
       cpu::TopK<float>(scores.data(), rows, labels, k, expected.data(), expected_scores.data());
@@ -36,7 +43,7 @@ void CheckTopK(bool many_ties) {
       const std::vector<float> actual_scores = top_scores.ToHost();
       for (size_t i = 0; i < actual.size(); ++i) {
         ASSERT_EQ(actual[i], expected[i]) << "labels " << labels << " k " << k << " slot " << i;
-        ASSERT_EQ(actual_scores[i], expected_scores[i]) << "labels " << labels << " k " << k;
+        ASSERT_EQ(actual_scores[i], expected_scores[i]) << "labels " << labels << " k " << k;  // no NaN comes out
       }
     }
   }
@@ -44,12 +51,17 @@ void CheckTopK(bool many_ties) {
 
 TEST(CudaTopK, MatchesCpuWithTiesToTheLowerId) {
   XMLT_SKIP_WITHOUT_GPU();
-  CheckTopK(true);
+  CheckTopK(Scores::kManyTies);
 }
 
 TEST(CudaTopK, MatchesCpuOnDistinctScores) {
   XMLT_SKIP_WITHOUT_GPU();
-  CheckTopK(false);
+  CheckTopK(Scores::kDistinct);
+}
+
+TEST(CudaTopK, MatchesCpuWithNaNsRankedAsMinusInfinity) {
+  XMLT_SKIP_WITHOUT_GPU();
+  CheckTopK(Scores::kWithNaNs);
 }
 
 TEST(CudaTopK, RejectsKAbove32) {
