@@ -1,6 +1,7 @@
 // A replica on a GPU through kernels::cuda::CudaMlp, which owns the stream, handles, parameters,
 // momentum and batch buffers. Merges run on a host mirror of the parameters for now: the device
-// downloads its replica before a merge and uploads the merged state after it.
+// downloads its replica before a merge and uploads the merged state after it. Evaluation runs on
+// the GPU too: the replica waits in the mirror while the model being scored takes its place.
 #include "engine/cuda_device.h"
 
 #include <stdexcept>
@@ -17,6 +18,7 @@ class CudaDevice final : public Device {
              float momentum)
       : spec_(spec),
         momentum_(momentum),
+        limits_(limits),
         mlp_(spec.ordinal, initial.shape, limits.max_rows, limits.max_feature_nnz, limits.max_label_nnz,
              /*tf32=*/false),
         host_(initial.params) {
@@ -41,6 +43,30 @@ class CudaDevice final : public Device {
     mlp_.DownloadMomentum(state.data(), state.size());
     return state;
   }
+  // In chunks within the bounds the replica was built for (a test row beyond them alone is scored
+  // on the CPU), with the model's ids clipped as the CPU evaluator does.
+  EvaluationSums EvaluateRows(const kernels::Model<float>& model, const data::Dataset& test, const uint64_t* rows,
+                              size_t count) override {
+    if (model.params.size() != host_.size())
+      throw std::invalid_argument(spec_.id + ": the model to evaluate is not the replica's shape");
+    mlp_.DownloadParams(host_.data(), host_.size());
+    mlp_.UploadParams(model.params.data(), model.params.size());
+    EvaluationSums sums;
+    try {
+      sums = EvaluateRowsInChunks(model, test, rows, count, limits_.max_rows, limits_.max_feature_nnz,
+                                  limits_.max_label_nnz,
+                                  [&](const data::SparseBatch& batch, uint32_t k, uint32_t* top, double* loss_sum,
+                                      uint32_t* labeled) { mlp_.Predict(batch, k, top, loss_sum, labeled); });
+    } catch (...) {
+      try {
+        mlp_.UploadParams(host_.data(), host_.size());  // the replica back, if the GPU still takes it
+      } catch (...) {
+      }
+      throw;  // the first error, which says what went wrong
+    }
+    mlp_.UploadParams(host_.data(), host_.size());
+    return sums;
+  }
   void RestoreOptimizerState(const std::vector<float>& state) override {
     if (state.empty()) return mlp_.ZeroMomentum();
     if (momentum_ == 0) throw std::invalid_argument(spec_.id + ": momentum state given without momentum");
@@ -50,6 +76,7 @@ class CudaDevice final : public Device {
  private:
   DeviceSpec spec_;
   float momentum_;
+  DeviceLimits limits_;
   kernels::cuda::CudaMlp mlp_;
   std::vector<float> host_;  // the mirror the merges work on
   data::SparseBatch batch_;

@@ -109,6 +109,52 @@ EvaluationSums EvaluateRows(const kernels::Model<float>& model, const data::Data
   return sums;
 }
 
+EvaluationSums EvaluateRowsInChunks(const kernels::Model<float>& model, const data::Dataset& dataset,
+                                    const uint64_t* rows, size_t count, uint32_t max_rows,
+                                    uint64_t max_feature_nnz, uint64_t max_label_nnz, const ScoreBatch& score) {
+  constexpr uint32_t k = kernels::RankingAccumulator::kDepth;
+  EvaluationSums sums;
+  const bool clip = !FitsModel(model.shape, dataset);
+  const data::CsrMatrix& labels = dataset.labels;
+  data::SparseBatch batch;
+  std::vector<uint32_t> top;
+  std::vector<uint64_t> chunk;
+  // Scores the rows in `chunk` on the device and ranks them against the file's labels.
+  auto flush = [&] {
+    if (chunk.empty()) return;
+    data::GatherBatch(dataset, chunk.data(), chunk.size(), &batch);
+    if (clip) ClipToModel(model.shape, &batch);
+    top.assign(chunk.size() * k, 0);
+    double loss_sum = 0;
+    uint32_t labeled = 0;
+    score(batch, k, top.data(), &loss_sum, &labeled);
+    sums.loss_sum += loss_sum;
+    sums.labeled_rows += labeled;
+    for (size_t r = 0; r < chunk.size(); ++r)
+      sums.ranking.AddRow(top.data() + r * k, labels.col_idx.data() + labels.RowBegin(chunk[r]),
+                          uint32_t(labels.RowSize(chunk[r])));
+    chunk.clear();
+  };
+  uint64_t feature_nnz = 0, label_nnz = 0;  // of the rows in `chunk`, before clipping (a bound)
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t row = rows[i];
+    const uint64_t f = dataset.features.RowSize(row), l = labels.RowSize(row);
+    if (f > max_feature_nnz || l > max_label_nnz || max_rows == 0) {
+      sums.Add(EvaluateRows(model, dataset, &row, 1));  // too large for the device alone
+      continue;
+    }
+    if (chunk.size() == max_rows || feature_nnz + f > max_feature_nnz || label_nnz + l > max_label_nnz) {
+      flush();
+      feature_nnz = label_nnz = 0;
+    }
+    chunk.push_back(row);
+    feature_nnz += f;
+    label_nnz += l;
+  }
+  flush();
+  return sums;
+}
+
 Evaluation Evaluate(const kernels::Model<float>& model, const data::Dataset& dataset) {
   const std::vector<uint64_t> rows = AllRows(dataset);
   return EvaluateRows(model, dataset, rows.data(), rows.size()).Mean();

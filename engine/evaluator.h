@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "data/dataset.h"
+#include "data/sparse_batch.h"
 #include "kernels/model.h"
 #include "kernels/ranking_metrics.h"
 
@@ -34,6 +36,17 @@ Evaluation Evaluate(const kernels::Model<float>& model, const data::Dataset& dat
 // The sums over the given rows of `dataset` (row ids, any order).
 EvaluationSums EvaluateRows(const kernels::Model<float>& model, const data::Dataset& dataset,
                             const uint64_t* rows, size_t count);
+
+// The same sums, each chunk scored by a device of its own: `score(batch, k, top, &loss_sum,
+// &labeled)` writes the batch's k best labels per row (best first, ties to the lower id), its
+// summed loss and its labeled rows. Chunks hold at most `max_rows` rows, `max_feature_nnz` feature
+// and `max_label_nnz` label entries, ids clipped to the model as above; a row beyond those bounds
+// on its own is scored here on the CPU.
+using ScoreBatch = std::function<void(const data::SparseBatch& batch, uint32_t k, uint32_t* top,
+                                      double* loss_sum, uint32_t* labeled)>;
+EvaluationSums EvaluateRowsInChunks(const kernels::Model<float>& model, const data::Dataset& dataset,
+                                    const uint64_t* rows, size_t count, uint32_t max_rows,
+                                    uint64_t max_feature_nnz, uint64_t max_label_nnz, const ScoreBatch& score);
 
 // The bytes one evaluation holds besides the model (a chunk's activations, logits and scratch),
 // for memory plans: each device of a run holds this while it scores its share.

@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "kernels/cpu/softmax_loss.h"
+#include "kernels/cpu/sparse_mlp.h"
+#include "kernels/cpu/top_k.h"
 #include "kernels/model.h"
 #include "tests/make_dataset.h"
 
@@ -303,6 +306,63 @@ TEST(EvaluationSums, PartsAddUpToTheWhole) {
   EXPECT_EQ(sampled.rows, 20u);
   EXPECT_NEAR(sampled.metrics.p3, direct.metrics.p3, 1e-12);
   EXPECT_NEAR(sampled.loss, direct.loss, 1e-9);
+}
+
+// A device scoring its own chunks (the GPU's evaluation) sees no chunk beyond its bounds and no
+// id beyond the model, a row too large for it alone is scored on the CPU, and the sums are the
+// CPU evaluator's. The device here is the CPU's forward pass, so the results agree to rounding.
+TEST(EvaluateRowsInChunks, ChunksWithinTheBoundsAddUpToTheCpuEvaluation) {
+  std::mt19937_64 rng(21);
+  std::vector<Row> rows;
+  for (int r = 0; r < 61; ++r) {
+    Row row;
+    const uint32_t features = r == 17 ? 40 : 1 + uint32_t(rng() % 6);  // row 17: too large alone
+    for (uint32_t f = 0; f < 44 && row.features.size() < features; ++f)
+      if (r == 17 || rng() % 5 == 0) row.features.push_back({f, float(1 + rng() % 100) / 50.0f});
+    for (uint32_t y = 0; y < 11; ++y)
+      if (rng() % 4 == 0) row.labels.push_back(y);
+    rows.push_back(row);
+  }
+  const data::Dataset test = MakeDataset(rows, 44, 11);  // 4 features and 2 labels beyond the model
+  const Model<float> model = kernels::InitModel<float>(ModelShape{40, {6}, 9}, 3);
+  std::vector<uint64_t> ids;
+  for (uint64_t r = 61; r-- > 0;)
+    if (r % 4 != 2) ids.push_back(r);  // any order, some rows left out
+
+  constexpr uint32_t kMaxRows = 7;
+  constexpr uint64_t kMaxFeatures = 16, kMaxLabels = 12;
+  uint64_t scored_rows = 0;
+  const ScoreBatch device = [&](const data::SparseBatch& batch, uint32_t k, uint32_t* top, double* loss_sum,
+                                uint32_t* labeled) {
+    EXPECT_GE(batch.num_rows, 1u);
+    EXPECT_LE(batch.num_rows, kMaxRows);
+    EXPECT_LE(batch.feature_idx.size(), kMaxFeatures);
+    EXPECT_LE(batch.label_idx.size(), kMaxLabels);
+    for (uint32_t f : batch.feature_idx) EXPECT_LT(f, 40u);
+    for (uint32_t y : batch.label_idx) EXPECT_LT(y, 9u);
+    scored_rows += batch.num_rows;
+    kernels::cpu::MlpWorkspace<float> workspace(model.shape, batch.num_rows);
+    kernels::cpu::Forward(model, batch, &workspace);
+    const kernels::cpu::LossResult loss =
+        kernels::cpu::SoftmaxCrossEntropy(workspace.logits.data(), batch, model.shape.num_labels);
+    *loss_sum = loss.loss_sum;
+    *labeled = loss.labeled_rows;
+    kernels::cpu::TopK<float>(workspace.logits.data(), batch.num_rows, model.shape.num_labels, k, top, nullptr);
+  };
+  const EvaluationSums chunked =
+      EvaluateRowsInChunks(model, test, ids.data(), ids.size(), kMaxRows, kMaxFeatures, kMaxLabels, device);
+  const EvaluationSums whole = EvaluateRows(model, test, ids.data(), ids.size());
+  EXPECT_EQ(scored_rows, ids.size() - 1) << "row 17 alone is beyond the bounds";
+  EXPECT_EQ(chunked.ranking.rows(), ids.size());
+  EXPECT_EQ(chunked.labeled_rows, whole.labeled_rows);
+  EXPECT_NEAR(chunked.loss_sum, whole.loss_sum, 1e-9 * std::abs(whole.loss_sum));
+  const kernels::RankingMetrics a = chunked.ranking.Mean(), b = whole.ranking.Mean();
+  EXPECT_NEAR(a.p1, b.p1, 1e-12);
+  EXPECT_NEAR(a.p3, b.p3, 1e-12);
+  EXPECT_NEAR(a.p5, b.p5, 1e-12);
+  EXPECT_NEAR(a.ndcg3, b.ndcg3, 1e-12);
+  EXPECT_NEAR(a.ndcg5, b.ndcg5, 1e-12);
+  EXPECT_GT(a.p1, 0.0);
 }
 
 }  // namespace
