@@ -15,7 +15,7 @@
 namespace xmlt::kernels::cuda {
 
 // The CUDA runtime's sticky errors: after one, every call in the process's context on that GPU
-// fails until the process ends (the runtime's error reference says so of each, 700 to 719), so the
+// fails until the process ends (the runtime's error reference says so of each 7xx one listed), so the
 // other logical devices of the GPU cannot go on; after an uncorrectable ECC error (214) nothing in
 // the GPU's memory can be trusted either. Other errors (a bad argument, out of memory) leave the
 // context usable.
