@@ -32,6 +32,24 @@ class FakeDevice final : public Device {
   std::vector<size_t>* seen_;
 };
 
+// Three batches of `rows` with ids first, first + 1, first + 2, the middle one injected with
+// `inject` (a BatchTask flag); their results in order.
+std::vector<BatchResult> HealthyInjectedHealthy(Worker& worker, ResultQueue& results, const uint64_t* rows,
+                                                size_t count, uint64_t first, bool BatchTask::*inject) {
+  BatchTask task;
+  task.rows = rows;
+  task.count = count;
+  task.lr = 0.1f;
+  for (uint64_t k = 0; k < 3; ++k) {
+    task.id = first + k;
+    task.*inject = k == 1;  // after the failure, a healthy-looking batch
+    worker.Submit(task);
+  }
+  std::vector<BatchResult> got(3);
+  for (BatchResult& r : got) results.pop(r);
+  return got;
+}
+
 TEST(Worker, RunsBatchesInOrderAndCarriesErrorsBack) {
   data::Dataset dataset;
   ResultQueue results;
@@ -74,20 +92,8 @@ TEST(Worker, AFailedDeviceTakesNoMoreWorkAndInjectedFaultsFailWithoutTraining) {
   const uint64_t rows[2] = {5, 6};
   {
     Worker worker(1, std::make_unique<FakeDevice>(&seen), &dataset, &results);
-    BatchTask task;
-    task.rows = rows;
-    task.count = 2;
-    task.lr = 0.1f;
-    task.id = 40;
-    worker.Submit(task);
-    task.inject_fault = true;
-    task.id = 41;
-    worker.Submit(task);
-    task.inject_fault = false;  // a healthy-looking batch after the failure
-    task.id = 42;
-    worker.Submit(task);
-    std::vector<BatchResult> got(3);
-    for (BatchResult& r : got) results.pop(r);
+    const std::vector<BatchResult> got =
+        HealthyInjectedHealthy(worker, results, rows, 2, 40, &BatchTask::inject_fault);
     EXPECT_EQ(got[0].id, 40u);
     EXPECT_FALSE(got[0].error);
     EXPECT_EQ(got[1].id, 41u);
@@ -110,20 +116,7 @@ TEST(Worker, ALostContextIsMarkedOnEveryResultAfterIt) {
   const uint64_t rows[1] = {5};
   {
     Worker worker(2, std::make_unique<FakeDevice>(&seen), &dataset, &results);
-    BatchTask task;
-    task.rows = rows;
-    task.count = 1;
-    task.lr = 0.1f;
-    task.id = 0;
-    worker.Submit(task);
-    task.inject_lost = true;
-    task.id = 1;
-    worker.Submit(task);
-    task.inject_lost = false;
-    task.id = 2;
-    worker.Submit(task);
-    std::vector<BatchResult> got(3);
-    for (BatchResult& r : got) results.pop(r);
+    const std::vector<BatchResult> got = HealthyInjectedHealthy(worker, results, rows, 1, 0, &BatchTask::inject_lost);
     EXPECT_FALSE(got[0].error);
     EXPECT_FALSE(got[0].context_lost);
     for (size_t k : {size_t{1}, size_t{2}}) {

@@ -98,11 +98,8 @@ struct DevicePair {
 TEST(CudaDevice, MergeMirrorCopiesTheReplicaOutAndTheMergedStateBackIn) {
   XMLT_SKIP_WITHOUT_GPU();
   DevicePair pair(1, 4, 0.9f);
-  const data::Dataset& train = pair.train;
-  const Model<float>& initial = pair.initial;
+  auto& [train, initial, gpu, cpu] = pair;
   const size_t n = initial.params.size();
-  std::unique_ptr<Device>& gpu = pair.gpu;
-  std::unique_ptr<Device>& cpu = pair.cpu;
   EXPECT_EQ(gpu->spec().id, "cuda:0");
   ASSERT_EQ(gpu->NumParams(), n);
   EXPECT_TRUE(xmlt::testing::SameBits(gpu->HostParams(), initial.params.data(), n));
@@ -133,11 +130,8 @@ TEST(CudaDevice, MergeMirrorCopiesTheReplicaOutAndTheMergedStateBackIn) {
 TEST(CudaDevice, OptimizerStateRoundTripsAndMatchesCpuMomentum) {
   XMLT_SKIP_WITHOUT_GPU();
   DevicePair pair(2, 5, 0.9f);
-  const data::Dataset& train = pair.train;
-  const Model<float>& initial = pair.initial;
+  auto& [train, initial, gpu, cpu] = pair;
   const size_t n = initial.params.size();
-  std::unique_ptr<Device>& gpu = pair.gpu;
-  std::unique_ptr<Device>& cpu = pair.cpu;
   ASSERT_NO_FATAL_FAILURE(TrainBoth(gpu.get(), cpu.get(), train, 0, 8, 0.05f));
   const std::vector<float> saved = gpu->SaveOptimizerState();
   ASSERT_EQ(saved.size(), n);
@@ -174,11 +168,8 @@ TEST(CudaDevice, OptimizerStateRoundTripsAndMatchesCpuMomentum) {
 TEST(CudaDevice, WithoutMomentumTrainsLikeCpuAndKeepsNoOptimizerState) {
   XMLT_SKIP_WITHOUT_GPU();
   DevicePair pair(3, 6, 0.0f);
-  const data::Dataset& train = pair.train;
-  const Model<float>& initial = pair.initial;
+  auto& [train, initial, gpu, cpu] = pair;
   const size_t n = initial.params.size();
-  std::unique_ptr<Device>& gpu = pair.gpu;
-  std::unique_ptr<Device>& cpu = pair.cpu;
   ASSERT_NO_FATAL_FAILURE(TrainBoth(gpu.get(), cpu.get(), train, 0, 12, 0.2f));
   gpu->PrepareMerge();
   ExpectNear(gpu->HostParams(), cpu->HostParams(), n, "parameters");
