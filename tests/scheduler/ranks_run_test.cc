@@ -3,10 +3,12 @@
 // batch sizes, the same rows per device, the same evaluations. Every --algo but single.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <thread>
 
+#include "apps/train_presets.h"
 #include "dist/rank_group.h"
 #include "scheduler/multi_device_run.h"
 #include "tests/scheduler/scheduler_test_support.h"
@@ -30,14 +32,26 @@ TrainOptions Options() {
   return options;
 }
 
+// The global and local momentum the command line gives `algo` on four devices. Without them sync
+// would run with both at 0.9, a momentum on top of a momentum that no run of the command line
+// uses: there training oscillates (P@1 between 0.04 and 0.17) and multiplies any rounding
+// difference by about 1.3 a merge, so whether two summation orders stay within a bound depends
+// on the instruction set the BLAS picks, not on the merge.
+TrainOptions OptionsFor(const std::string& algo, EngineOptions* engine) {
+  TrainOptions options = Options();
+  const apps::PresetValues preset = apps::DefaultPreset(algo, 4, Data().train.num_rows() / options.batch);
+  engine->momentum = preset.momentum;
+  options.local_momentum = preset.local_momentum;
+  return options;
+}
+
 struct Outcome {
   std::vector<EvalRecord> records;
   std::vector<float> model;
 };
 
-Outcome Train(const EngineOptions& engine, const RunControl& control = {}) {
+Outcome Train(const EngineOptions& engine, const RunControl& control = {}, const TrainOptions& options = Options()) {
   const data::GeneratedData& data = Data();
-  const TrainOptions options = Options();
   kernels::ModelShape shape{data.train.num_features(), options.hidden, data.train.num_labels()};
   kernels::Model<float> model = kernels::InitModel<float>(shape, options.seed);
   Outcome outcome;
@@ -50,7 +64,7 @@ Outcome Train(const EngineOptions& engine, const RunControl& control = {}) {
 
 // `ranks` threads, each a rank with `per_rank` CPU devices; every rank's outcome.
 std::vector<Outcome> TrainOnRanks(EngineOptions engine, int ranks, const std::string& per_rank,
-                                  const RunControl& control = {}) {
+                                  const RunControl& control = {}, const TrainOptions& options = Options()) {
   std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(ranks);
   std::vector<Outcome> outcomes(ranks);
   std::vector<std::exception_ptr> errors(ranks);
@@ -61,7 +75,7 @@ std::vector<Outcome> TrainOnRanks(EngineOptions engine, int ranks, const std::st
         EngineOptions mine = engine;
         mine.devices = engine::DevicesOfRanks(engine::ParseDeviceList(per_rank), ranks, &mine.device_rank);
         mine.ranks = groups[r].get();
-        outcomes[r] = Train(mine, control);
+        outcomes[r] = Train(mine, control, options);
       } catch (...) {
         errors[r] = std::current_exception();
       }
@@ -88,17 +102,28 @@ void ExpectSameRun(const Outcome& one, const Outcome& spread, const std::string&
   }
 }
 
+// The relative distance between two models.
+double Distance(const Outcome& a, const Outcome& b) {
+  double distance = 0, norm = 0;
+  for (size_t j = 0; j < a.model.size(); ++j) {
+    distance += std::pow(double(b.model[j]) - a.model[j], 2);
+    norm += std::pow(double(a.model[j]), 2);
+  }
+  return std::sqrt(distance / norm);
+}
+
 TEST(RanksRun, TwoRanksOfTwoDevicesTrainTheRunOfFourDevicesForEveryAlgo) {
-  for (const char* algo : {"adaptive", "elastic", "adasum", "sync", "crossbow"}) {
-    const EngineOptions engine = testing::WithAlgo(testing::VirtualClockEngine("cpu:4", "1,1.1,1.2,1.32"), algo);
-    const Outcome one = Train(engine);
-    const std::vector<Outcome> spread = TrainOnRanks(engine, 2, "cpu:2");
+  for (const std::string algo : {"adaptive", "elastic", "adasum", "sync", "crossbow"}) {
+    EngineOptions engine = testing::WithAlgo(testing::VirtualClockEngine("cpu:4", "1,1.1,1.2,1.32"), algo);
+    const TrainOptions options = OptionsFor(algo, &engine);
+    const Outcome one = Train(engine, {}, options);
+    const std::vector<Outcome> spread = TrainOnRanks(engine, 2, "cpu:2", {}, options);
     // Adaptive, elastic and sync merge hierarchically (each rank's devices, then across ranks): the
     // same sums rounded in another order. Adasum and crossbow merge every replica on every rank in
     // the one-process order: the same bits.
-    const bool hierarchical = std::string(algo) != "adasum" && std::string(algo) != "crossbow";
+    const bool hierarchical = algo != "adasum" && algo != "crossbow";
     for (size_t r = 0; r < spread.size(); ++r) {
-      ExpectSameRun(one, spread[r], std::string(algo) + " on rank " + std::to_string(r));
+      ExpectSameRun(one, spread[r], algo + " on rank " + std::to_string(r));
       // The ranks' global models never drift apart: the same bits on every rank.
       EXPECT_EQ(spread[r].model, spread[0].model) << algo << " on rank " << r;
       if (!hierarchical) {
@@ -107,17 +132,21 @@ TEST(RanksRun, TwoRanksOfTwoDevicesTrainTheRunOfFourDevicesForEveryAlgo) {
     }
     if (hierarchical) {
       EXPECT_NE(spread[0].model, one.model) << algo << ": the rank sum collective was not used";
-      // Relative distance of the models: rounding alone. Sync merges every step, so its rounding
-      // differences grow most: about 1e-3 here, as much as the one-process run drifts when its
-      // collective sums in tree order instead.
-      double distance = 0, norm = 0;
-      for (size_t j = 0; j < one.model.size(); ++j) {
-        distance += std::pow(double(spread[0].model[j]) - one.model[j], 2);
-        norm += std::pow(double(one.model[j]), 2);
-      }
-      EXPECT_LT(std::sqrt(distance / norm), 1e-2) << algo << ": the hierarchical sums drifted from the one-process run";
+      // The hierarchical sums drift from the one-process run by rounding alone: no more than the
+      // one-process run drifts when its collective sums in another order (tree or naive). A ratio
+      // of two rounding drifts of the same run holds on every instruction set, where a fixed
+      // bound holds only where it was measured. Measured: 1.00x (sync and elastic, whose weights
+      // are exact, even sum ((r0+r1)+(r2+r3)) as the tree does, to the bit) and 1.00x (adaptive).
+      EngineOptions tree = engine, naive = engine;
+      tree.collective = merge::CollectiveKind::kTree;
+      naive.collective = merge::CollectiveKind::kNaive;
+      const double order_drift =
+          std::max(Distance(one, Train(tree, {}, options)), Distance(one, Train(naive, {}, options)));
+      EXPECT_GT(order_drift, 0) << algo << ": the summation orders gave the same bits; nothing is compared";
+      EXPECT_LE(Distance(one, spread[0]), 2 * order_drift)
+          << algo << ": the hierarchical sums drifted from the one-process run further than rounding";
     }
-    EXPECT_GT(one.records.back().test.metrics.p1, 0.05) << algo << " learnt nothing";
+    EXPECT_GT(one.records.back().test.metrics.p1, 0.3) << algo << " learnt little";  // 0.39 to 0.41 here
   }
 }
 
