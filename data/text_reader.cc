@@ -206,7 +206,8 @@ class ChunkParser {
     if (p == end_ || IsDelimiter(*p)) {
       return Fail(token, "feature token " + Quote(token, end_) + " has no value");
     }
-    if (*p == '+') ++p;  // from_chars does not take a plus sign
+    // from_chars takes no plus sign; after one, a minus sign would be a second sign ("+-3").
+    if (*p == '+' && ++p < end_ && *p == '-') return FailAt(p, token, "invalid value in " + Quote(token, end_));
     double value;
     const auto [next, ec] = std::from_chars(p, end_, value);
     if (ec == std::errc::invalid_argument) {

@@ -224,7 +224,16 @@ TEST(TextReaderTest, RejectsBadTokensAtTheirLine) {
   ExpectError(head + "0 abc\n", 4, "invalid feature token 'abc'");
   ExpectError(head + "0 3:x\n", 4, "invalid value in '3:x'");
   ExpectError(head + "0 3:1.5x\n", 4, "invalid value in '3:1.5x'");
+  // One sign at most: a plus sign, which from_chars does not take, is skipped, and must not let a
+  // minus sign through after it.
+  ExpectError(head + "0 3:+-3\n", 4, "invalid value in '3:+-3'");
+  ExpectError(head + "0 3:++3\n", 4, "invalid value in '3:++3'");
+  EXPECT_EQ(RowValues(Parse(head + "0 3:+3\n").features, 2), std::vector<float>{3.0f});
   ExpectError(head + "x 3:1\n", 4, "invalid label list 'x'");
+  // Only a comma follows a label id: "1x" and "1;2" are no label lists.
+  ExpectError(head + "1x 3:1\n", 4, "invalid label list '1x'");
+  ExpectError(head + "1;2 3:2\n", 4, "invalid label list '1;2'");
+  ExpectError(head + "1,2x 3:1\n", 4, "invalid label list '1,2x'");
   ExpectError(head + "0 10:1\n", 4, "feature id 10 out of range");
   ExpectError(head + "5 1:1\n", 4, "label id 5 out of range");
   ExpectError(head + "0 -1:1\n", 4, "negative feature id");
