@@ -1,7 +1,9 @@
 // Softmax cross-entropy: values against a direct formula, gradient properties, stability.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/softmax_loss.h"
@@ -90,6 +92,43 @@ TEST(SoftmaxLoss, GradientIsSoftmaxMinusUniformTargetOverLabeledRows) {
   EXPECT_EQ(z[3], 0.0);
   EXPECT_EQ(z[4], 0.0);
   EXPECT_EQ(z[5], 0.0);
+}
+
+// The row maximum must see every label, the last one too (it sits in the vector loop's tail): with
+// the largest logit 200 above the rest, a maximum that missed it would clamp or overflow the
+// exponentials. The loss and gradient match the direct formula wherever the largest logit is.
+template <class T>
+void ExpectStableWhereverTheLargestLogitIs(double tolerance) {
+  const uint32_t labels = 37;  // not a multiple of any vector width
+  for (const uint32_t top : {0u, 1u, labels / 2, labels - 2, labels - 1}) {
+    for (const uint32_t label : {top, (top + 5) % labels}) {
+      data::SparseBatch batch;
+      batch.num_rows = 1;
+      batch.feature_ptr = {0, 0};
+      batch.label_ptr = {0, 1};
+      batch.label_idx = {label};
+      std::vector<double> exact(labels);
+      for (uint32_t j = 0; j < labels; ++j) exact[j] = 0.25 * double(j % 7) + (j == top ? 200.0 : 0.0);
+      std::vector<T> z(exact.begin(), exact.end());
+      const LossResult forward = SoftmaxCrossEntropy(z.data(), batch, labels);
+      const LossResult backward = SoftmaxCrossEntropyBackward(z.data(), batch, labels);
+      const std::string where = "largest logit at " + std::to_string(top) + ", label " + std::to_string(label);
+      const double loss = DirectLoss(exact, {label});
+      EXPECT_NEAR(forward.loss_sum, loss, tolerance * std::max(1.0, loss)) << where;
+      EXPECT_NEAR(backward.loss_sum, loss, tolerance * std::max(1.0, loss)) << where;
+      long double sum = 0;
+      for (double v : exact) sum += std::exp((long double)(v - 200));
+      for (uint32_t j = 0; j < labels; ++j) {
+        const double p = double(std::exp((long double)(exact[j] - 200)) / sum);
+        EXPECT_NEAR(double(z[j]), p - (j == label ? 1.0 : 0.0), tolerance) << where << ", gradient of " << j;
+      }
+    }
+  }
+}
+
+TEST(SoftmaxLoss, StableWhereverTheLargestLogitIsTheLastIncluded) {
+  ExpectStableWhereverTheLargestLogitIs<float>(1e-5);
+  ExpectStableWhereverTheLargestLogitIs<double>(1e-10);
 }
 
 }  // namespace
