@@ -16,22 +16,28 @@ namespace xmlt::scheduler {
 
 std::vector<double> LrSearchGrid() { return {0.005, 0.01, 0.05, 0.1, 0.5, 1, 5}; }
 
+LrSearchSplit SplitForLrSearch(uint64_t rows, uint64_t seed) {
+  if (rows < 2) throw std::invalid_argument("the learning-rate search needs at least 2 training rows to hold some out");
+  // Its own stream of the seed, so that the slice does not move when other uses of it change.
+  std::vector<uint64_t> order(rows);
+  std::iota(order.begin(), order.end(), uint64_t{0});
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(seed ^ 0x6c722d7365617263ull));
+  const uint64_t heldout = std::clamp<uint64_t>(rows / 10, 1, 5000);
+  LrSearchSplit split;
+  split.heldout.assign(order.begin(), order.begin() + int64_t(heldout));
+  split.search.assign(order.begin() + int64_t(heldout), order.end());
+  return split;
+}
+
 LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::ModelShape& shape,
                                   const TrainOptions& options) {
-  const uint64_t n = train.num_rows();
-  if (n < 2) throw std::invalid_argument("the learning-rate search needs at least 2 training rows to hold some out");
   const auto start = std::chrono::steady_clock::now();
-  // Its own stream of the seed, so that the slice does not move when other uses of it change.
-  std::vector<uint64_t> order(n);
-  std::iota(order.begin(), order.end(), uint64_t{0});
-  std::shuffle(order.begin(), order.end(), std::mt19937_64(options.seed ^ 0x6c722d7365617263ull));
+  const LrSearchSplit split = SplitForLrSearch(train.num_rows(), options.seed);
   LrSearchResult result;
-  result.heldout_rows = std::clamp<uint64_t>(n / 10, 1, 5000);
-  result.search_rows = n - result.heldout_rows;
-  const data::Dataset heldout = data::SelectRows(
-      train, std::vector<uint64_t>(order.begin(), order.begin() + int64_t(result.heldout_rows)));
-  const data::Dataset search = data::SelectRows(
-      train, std::vector<uint64_t>(order.begin() + int64_t(result.heldout_rows), order.end()));
+  result.heldout_rows = split.heldout.size();
+  result.search_rows = split.search.size();
+  const data::Dataset heldout = data::SelectRows(train, split.heldout);
+  const data::Dataset search = data::SelectRows(train, split.search);
 
   const uint64_t batches_per_pass = (result.search_rows + options.batch - 1) / options.batch;
   result.batches_per_candidate = std::min<uint64_t>(2 * batches_per_pass, 100);

@@ -40,7 +40,15 @@ struct LrSearchResult {
 // trains this model family.
 std::vector<double> LrSearchGrid();
 
-// The held-out slice: a tenth of the rows, at least 1 and at most 5,000; the batches per
+// The rows the search trains on and the held-out rows it scores on: a seeded shuffle of 0..rows-1
+// cut after the held-out tenth (at least 1 row, at most 5,000). Throws std::invalid_argument with
+// fewer than 2 rows.
+struct LrSearchSplit {
+  std::vector<uint64_t> heldout, search;
+};
+LrSearchSplit SplitForLrSearch(uint64_t rows, uint64_t seed);
+
+// The held-out slice is SplitForLrSearch's; the batches per
 // candidate: two passes over the remaining rows, at most 100 batches. Throws
 // std::invalid_argument with fewer than 2 training rows.
 LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::ModelShape& shape,

@@ -119,6 +119,35 @@ TEST(CliTest, HelpExitsZeroAndListsCommandsAndDefaults) {
     EXPECT_NE(train.out.find(shown), std::string::npos) << shown << "\n" << train.out;
 }
 
+// --lr auto end to end: the search's report on stderr and in the summary, the pick one grid step
+// below the held-out winner, a tenth of the training rows held out, and the run trained at the
+// picked rate (the metrics' per-device learning rate).
+TEST(CliTest, LrAutoPicksAGridStepBelowTheHeldOutWinnerAndTrainsWithIt) {
+  Data d;
+  const std::string metrics = d.dir.File("m.jsonl");
+  const CliResult r = Cli(TrainArgs(d, {"--lr", "auto", "--epochs", "20", "--metrics", metrics}));
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  EXPECT_NE(r.err.find("--lr auto: picked "), std::string::npos) << r.err;
+  const json search = LastJsonLine(r)["lr_search"];
+  ASSERT_TRUE(search.is_object()) << r.out;
+  EXPECT_EQ(search["heldout_rows"].get<uint64_t>(), uint64_t(Data::kTrainRows / 10));
+  EXPECT_EQ(search["search_rows"].get<uint64_t>(), uint64_t(Data::kTrainRows - Data::kTrainRows / 10));
+  const std::vector<double> grid = {0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
+  ASSERT_EQ(search["candidates"].size(), grid.size());
+  size_t winner = grid.size();
+  for (size_t i = 0; i < grid.size(); ++i) {
+    const json& c = search["candidates"][i];
+    EXPECT_EQ(c["lr"].get<double>(), grid[i]);
+    if (c["lr"].get<double>() == search["winner"].get<double>()) winner = i;
+  }
+  ASSERT_LT(winner, grid.size()) << search.dump();
+  EXPECT_EQ(search["picked"].get<double>(), grid[winner == 0 ? 0 : winner - 1]) << search.dump();
+  const std::vector<std::string> lines = Lines(ReadFile(metrics));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_FLOAT_EQ(json::parse(lines.back())["devices"][0]["lr"].get<float>(), float(search["picked"].get<double>()));
+  EXPECT_GT(LastJsonLine(r)["p1"].get<double>(), 0.5) << "the picked rate learnt little";
+}
+
 TEST(CliTest, MissingSubcommandIsAUsageError) {
   const CliResult r = Cli({});
   EXPECT_EQ(r.code, 2) << Describe(r);

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
+#include <sstream>
 #include <stdexcept>
 
 #include "data/row_normalization.h"
+#include "data/text_reader.h"
 #include "data/row_subset.h"
 #include "data/synthetic_generator.h"
 
@@ -57,6 +60,46 @@ TEST(LrSearch, PicksTheGridStepBelowTheShortRunsWinnerOnAHeldOutSlice) {
   const LrSearchResult again = Search(train, 16, 64);
   for (size_t i = 0; i < result.candidates.size(); ++i)
     EXPECT_EQ(again.candidates[i].heldout_p1, result.candidates[i].heldout_p1);
+}
+
+TEST(LrSearch, TheSplitIsSeededAndHoldsOutATenthOfTheRowsOnce) {
+  const LrSearchSplit split = SplitForLrSearch(1234, 7);
+  EXPECT_EQ(split.heldout.size(), 123u);
+  std::vector<uint64_t> all = split.heldout;
+  all.insert(all.end(), split.search.begin(), split.search.end());
+  std::sort(all.begin(), all.end());
+  for (uint64_t r = 0; r < all.size(); ++r) ASSERT_EQ(all[r], r);
+  EXPECT_EQ(SplitForLrSearch(1234, 7).heldout, split.heldout);
+  EXPECT_NE(SplitForLrSearch(1234, 8).heldout, split.heldout);
+}
+
+// The candidates are scored on the held-out rows, never on the rows they trained on: here every
+// training row has label 0 and every held-out row another label, on features of the same kind, so
+// a candidate that learnt its rows ranks label 0 first on every held-out row and scores nothing.
+// Scored on its own rows it would score about 1.
+TEST(LrSearch, CandidatesAreScoredOnTheHeldOutRowsOnly) {
+  const uint64_t rows = 1500;
+  const LrSearchSplit split = SplitForLrSearch(rows, TrainOptions{}.seed);
+  std::vector<bool> heldout(rows, false);
+  for (const uint64_t r : split.heldout) heldout[r] = true;
+  std::mt19937_64 rng(3);
+  std::ostringstream text;
+  for (uint64_t r = 0; r < rows; ++r) {
+    text << (heldout[r] ? 1 + r % 39 : 0);
+    for (uint32_t f = 0; f < 5; ++f) text << ' ' << 3 * f + rng() % 3 << ":0.4";
+    text << '\n';
+  }
+  const data::Dataset train = data::ParseLabeledText(text.str(), "split.txt", {});
+  ASSERT_EQ(train.num_labels(), 40u);
+  const LrSearchResult result = Search(train, 16, 64);
+  EXPECT_EQ(result.heldout_rows, split.heldout.size());
+  for (const LrCandidate& c : result.candidates) {
+    EXPECT_FALSE(c.diverged) << "lr " << c.lr;
+    EXPECT_LT(c.heldout_p1, 0.1) << "lr " << c.lr << " was scored on the rows it trained on";
+  }
+  // Not vacuous: the rates that learn give a held-out loss far above the untrained model's
+  // log(40) = 3.7, as label 0 takes the probability from every held-out label.
+  EXPECT_GT(result.candidates.back().heldout_loss, 6.0);
 }
 
 TEST(LrSearch, BudgetIsCappedAtOneHundredBatchesAndTheSliceAtFiveThousandRows) {
