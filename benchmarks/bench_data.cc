@@ -1,4 +1,5 @@
-// Data-layer throughput: parsing Amazon-670K-shaped text (1 thread and all threads) and loading the
+// Data-layer throughput: parsing Amazon-670K-shaped text (1 thread and all threads), plain or
+// gzip/zstd compressed, gzip's inflate alone (ISA-L, the reader's, against zlib), and loading the
 // same data from the .xmlb cache. Run: build/benchmarks/bench_data [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 #include <sys/stat.h>
@@ -12,7 +13,12 @@
 #include <string>
 #include <vector>
 
+#include <zlib.h>
+#include <zstd.h>
+
 #include "data/binary_cache.h"
+#include "data/decompressor.h"
+#include "data/mapped_file.h"
 #include "data/dataset_loader.h"
 #include "data/text_reader.h"
 
@@ -80,11 +86,105 @@ BENCHMARK(BM_ParseText)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+std::string TempPath(const std::string& suffix) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/xmlt-bench-" + std::to_string(::getpid()) + suffix;
+}
+
+void WriteAll(const std::string& path, const std::string& bytes) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f || std::fwrite(bytes.data(), 1, bytes.size(), f) != bytes.size() || std::fclose(f) != 0) std::abort();
+}
+
+// The text compressed as the gzip (level 6) and zstd (level 3, with checksums) tools do by
+// default, in the temp dir for the program's lifetime.
+struct CompressedFiles {
+  CompressedFiles() {
+    const std::string& text = AmazonLikeText();
+    z_stream z{};
+    deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+    std::string out(deflateBound(&z, text.size()), '\0');
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+    z.avail_in = uInt(text.size());
+    z.next_out = reinterpret_cast<Bytef*>(out.data());
+    z.avail_out = uInt(out.size());
+    if (deflate(&z, Z_FINISH) != Z_STREAM_END) std::abort();
+    out.resize(z.total_out);
+    deflateEnd(&z);
+    WriteAll(gzip, out);
+    ZSTD_CCtx* context = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1);
+    out.assign(ZSTD_compressBound(text.size()), '\0');
+    out.resize(ZSTD_compress2(context, out.data(), out.size(), text.data(), text.size()));
+    ZSTD_freeCCtx(context);
+    WriteAll(zstd, out);
+  }
+  ~CompressedFiles() {
+    std::remove(gzip.c_str());
+    std::remove(zstd.c_str());
+  }
+  std::string gzip = TempPath(".txt.gz"), zstd = TempPath(".txt.zst");
+};
+
+const CompressedFiles& Compressed() {
+  static const CompressedFiles files;
+  return files;
+}
+
+// LoadDataset on the compressed file: decompression and parsing, as `train` reads it.
+void BM_ParseCompressed(benchmark::State& state) {
+  const std::string& path = state.range(0) == 0 ? Compressed().gzip : Compressed().zstd;
+  LoadOptions options;
+  options.use_cache = false;
+  options.threads = static_cast<int>(state.range(1));  // 0 = all
+  for (auto _ : state) {
+    Dataset dataset = LoadDataset(path, options);
+    benchmark::DoNotOptimize(dataset.features.col_idx.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * AmazonLikeText().size()));
+  state.SetLabel(state.range(0) == 0 ? "gzip" : "zstd");
+}
+BENCHMARK(BM_ParseCompressed)
+    ->ArgsProduct({{0, 1}, {1, 0}})
+    ->ArgNames({"zstd", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Inflating the gzip file alone: ISA-L (what the reader uses) against zlib.
+void BM_InflateGzip(benchmark::State& state) {
+  const std::string& path = Compressed().gzip;
+  std::vector<char> out(size_t{8} << 20);
+  for (auto _ : state) {
+    size_t total = 0;
+    if (state.range(0) == 0) {
+      auto inflater = MakeGzipDecompressor(MappedFile::Open(path), path);
+      while (const size_t got = inflater->Read(out.data(), out.size())) total += got;
+    } else {
+      auto file = MappedFile::Open(path);
+      z_stream z{};
+      inflateInit2(&z, 16 + MAX_WBITS);
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(file->data()));
+      z.avail_in = uInt(file->size());
+      int status = Z_OK;
+      while (status == Z_OK) {
+        z.next_out = reinterpret_cast<Bytef*>(out.data());
+        z.avail_out = uInt(out.size());
+        status = inflate(&z, Z_NO_FLUSH);
+        total += out.size() - z.avail_out;
+      }
+      inflateEnd(&z);
+    }
+    if (total != AmazonLikeText().size()) state.SkipWithError("inflated size differs from the text");
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * AmazonLikeText().size()));
+  state.SetLabel(state.range(0) == 0 ? "isa-l" : "zlib");
+}
+BENCHMARK(BM_InflateGzip)->Arg(0)->Arg(1)->ArgName("zlib")->UseRealTime()->Unit(benchmark::kMillisecond);
+
 // The cache file lives in the temp dir for the program's lifetime.
 struct CacheFile {
   CacheFile() {
-    const char* dir = std::getenv("TMPDIR");
-    path = std::string(dir ? dir : "/tmp") + "/xmlt-bench-" + std::to_string(::getpid()) + ".xmlb";
+    path = TempPath(".xmlb");
     WriteBinaryCache(ParseLabeledText(AmazonLikeText(), "bench.txt", {}), path, false);
     struct stat info {};
     bytes = ::stat(path.c_str(), &info) == 0 ? static_cast<uint64_t>(info.st_size) : 0;

@@ -3,7 +3,7 @@
 
 #include "data/binary_cache.h"
 #include "data/input_error.h"
-#include "data/mapped_file.h"
+#include "data/text_windows.h"
 #include "data/source_stamp.h"
 #include "data/text_reader.h"
 
@@ -15,13 +15,11 @@ Dataset LoadSplitPair(const std::string& features_path, const std::string& label
                       const LoadOptions& options) {
   Dataset dataset;
   dataset.source = features_path + " + " + labels_path;
-  auto x_file = MappedFile::Open(features_path);
-  dataset.features =
-      ParseSplitMatrixText(x_file->view(), features_path, options, false, &dataset.warnings);
-  x_file.reset();
-  auto y_file = MappedFile::Open(labels_path);
-  dataset.labels =
-      ParseSplitMatrixText(y_file->view(), labels_path, options, true, &dataset.warnings);
+  OpenedText x_file = OpenText(features_path);
+  dataset.features = ParseSplitMatrixText(*x_file.text, features_path, options, false, &dataset.warnings);
+  x_file = {};
+  OpenedText y_file = OpenText(labels_path);
+  dataset.labels = ParseSplitMatrixText(*y_file.text, labels_path, options, true, &dataset.warnings);
   if (dataset.labels.num_rows != dataset.features.num_rows) {
     throw InputError(labels_path, 0,
                      "has " + std::to_string(dataset.labels.num_rows) + " rows but " +
@@ -61,8 +59,9 @@ Dataset LoadDataset(const std::string& path, const LoadOptions& options,
     }
   }
 
-  auto file = MappedFile::Open(path);
-  Dataset dataset = ParseLabeledText(file->view(), path, options);
+  // A gzip or zstd file is decompressed as it is parsed, a window at a time.
+  OpenedText text = OpenText(path);
+  Dataset dataset = ParseLabeledText(*text.text, path, options);
   dataset.warnings.insert(dataset.warnings.begin(), cache_warnings.begin(), cache_warnings.end());
   return dataset;
 }

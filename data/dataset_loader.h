@@ -1,5 +1,7 @@
 // Loading a dataset from any supported source: XML-repository text, libSVM multi-label text, the
 // split X/Y pair, or the .xmlb binary cache (used automatically while its text source is unchanged).
+// Text files may be gzip or zstd compressed (told by their first bytes): they are decompressed as
+// they are parsed, and a cache made from one records the compressed file's identity.
 #pragma once
 
 #include <cstdint>

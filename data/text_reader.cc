@@ -351,14 +351,15 @@ struct ParsedBody {
   std::vector<ChunkResult> chunks;
   uint64_t rows = 0;
   uint64_t feature_bound = 0, label_bound = 0;
-  size_t duplicate_offset = kNone;
+  uint64_t duplicate_line = 0;  // the first line with a repeated feature id; 0 = none
 };
 
-ParsedBody ParseBody(std::string_view text, size_t begin, const ParseSpec& spec,
-                     const std::string& file_name, int threads,
-                     std::optional<uint64_t> declared_rows) {
-  const size_t end = ContentEnd(text, begin);
-  // Chunk size depends on the file only; the result would not change with it anyway.
+// Parses the lines in [begin, end) of one window into more chunks of `body`; throws InputError
+// at the first error, its line counted from the window's first line.
+void ParseWindow(const TextWindows& text, size_t begin, size_t end, const ParseSpec& spec,
+                 const std::string& file_name, int threads, ParsedBody* body) {
+  const std::string_view window = text.window();
+  // Chunk size depends on the window only; the result would not change with it anyway.
   const size_t chunk = std::clamp<size_t>((end - begin) / 256, size_t{32} << 10, size_t{8} << 20);
   std::vector<size_t> bounds{begin};
   for (size_t pos = begin; pos < end;) {
@@ -366,40 +367,61 @@ ParsedBody ParseBody(std::string_view text, size_t begin, const ParseSpec& spec,
     if (next >= end) {
       next = end;
     } else {
-      const size_t newline = text.find('\n', next - 1);
+      const size_t newline = window.find('\n', next - 1);
       next = (newline == std::string_view::npos || newline >= end) ? end : newline + 1;
     }
     bounds.push_back(next);
     pos = next;
   }
 
-  ParsedBody body;
-  body.chunks.resize(bounds.size() - 1);
+  const size_t first = body->chunks.size();
+  body->chunks.resize(first + bounds.size() - 1);
   auto parse_chunks = [&](const tbb::blocked_range<size_t>& range) {
     for (size_t c = range.begin(); c != range.end(); ++c) {
-      ChunkParser(text, spec, &body.chunks[c]).Run(bounds[c], bounds[c + 1]);
+      ChunkParser(window, spec, &body->chunks[first + c]).Run(bounds[c], bounds[c + 1]);
     }
   };
   RunWithThreads(threads, [&] {
-    tbb::parallel_for(tbb::blocked_range<size_t>(0, body.chunks.size(), 1), parse_chunks);
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, bounds.size() - 1, 1), parse_chunks);
   });
 
   const ChunkResult* first_error = nullptr;
-  for (const auto& c : body.chunks) {
-    if (c.error_offset != kNone && (!first_error || c.error_offset < first_error->error_offset)) {
-      first_error = &c;
+  size_t duplicate_offset = kNone;
+  for (size_t c = first; c < body->chunks.size(); ++c) {
+    const ChunkResult& result = body->chunks[c];
+    if (result.error_offset != kNone && (!first_error || result.error_offset < first_error->error_offset)) {
+      first_error = &result;
     }
-    body.rows += c.feature_ends.size();
-    body.feature_bound = std::max(body.feature_bound, c.feature_bound);
-    body.label_bound = std::max(body.label_bound, c.label_bound);
-    body.duplicate_offset = std::min(body.duplicate_offset, c.duplicate_offset);
+    body->rows += result.feature_ends.size();
+    body->feature_bound = std::max(body->feature_bound, result.feature_bound);
+    body->label_bound = std::max(body->label_bound, result.label_bound);
+    duplicate_offset = std::min(duplicate_offset, result.duplicate_offset);
   }
-  if (first_error != nullptr) {
-    throw InputError(file_name, LineOf(text, first_error->error_offset), first_error->error);
+  const auto line_of = [&](size_t offset) { return text.first_line() - 1 + LineOf(window, offset); };
+  if (first_error != nullptr) throw InputError(file_name, line_of(first_error->error_offset), first_error->error);
+  if (duplicate_offset != kNone && body->duplicate_line == 0) body->duplicate_line = line_of(duplicate_offset);
+}
+
+// Parses the rows from `begin` in the current window to the end of the text, a window at a time.
+// Each window is parsed up to its last line with content; the blank lines after it go on to the
+// next window, where they are rows if content follows and trailing blank lines if not.
+ParsedBody ParseBody(TextWindows& text, size_t begin, const ParseSpec& spec, const std::string& file_name,
+                     int threads, std::optional<uint64_t> declared_rows) {
+  ParsedBody body;
+  size_t trailing_blank_lines = 0;
+  for (;;) {
+    const std::string_view window = text.window();
+    const size_t end = ContentEnd(window, begin);
+    ParseWindow(text, begin, end, spec, file_name, threads, &body);
+    if (text.at_end()) {
+      trailing_blank_lines = TrailingBlankLines(window, end);
+      break;
+    }
+    text.Advance(end);
+    begin = 0;
   }
   if (declared_rows && *declared_rows > body.rows) {
-    const uint64_t extra =
-        std::min<uint64_t>(*declared_rows - body.rows, TrailingBlankLines(text, end));
+    const uint64_t extra = std::min<uint64_t>(*declared_rows - body.rows, trailing_blank_lines);
     if (extra > 0 && body.chunks.empty()) body.chunks.emplace_back();
     for (uint64_t i = 0; i < extra; ++i) {
       ChunkResult& last = body.chunks.back();
@@ -488,8 +510,10 @@ void CheckDimension(const std::string& file_name, const char* what, uint64_t val
   }
 }
 
-void CheckNotEmpty(std::string_view text, const std::string& file_name) {
-  if (ContentEnd(text, 0) == 0) throw InputError(file_name, 0, "empty file");
+// Makes the first window hold the first line with content (the header, when there is one).
+void CheckNotEmpty(TextWindows& text, const std::string& file_name) {
+  while (ContentEnd(text.window(), 0) == 0 && !text.at_end()) text.Advance(0);
+  if (ContentEnd(text.window(), 0) == 0) throw InputError(file_name, 0, "empty file");
 }
 
 void WarnRowMismatch(const std::string& file_name, uint64_t declared, uint64_t found,
@@ -501,10 +525,9 @@ void WarnRowMismatch(const std::string& file_name, uint64_t declared, uint64_t f
   }
 }
 
-void WarnDuplicates(std::string_view text, const std::string& file_name, size_t offset,
-                    std::vector<std::string>* warnings) {
-  if (offset != kNone && warnings != nullptr) {
-    warnings->push_back(file_name + ":" + std::to_string(LineOf(text, offset)) +
+void WarnDuplicates(const std::string& file_name, uint64_t line, std::vector<std::string>* warnings) {
+  if (line != 0 && warnings != nullptr) {
+    warnings->push_back(file_name + ":" + std::to_string(line) +
                         ": repeated feature ids in a row; their values were summed (first "
                         "occurrence, later ones not reported)");
   }
@@ -514,7 +537,13 @@ void WarnDuplicates(std::string_view text, const std::string& file_name, size_t 
 
 Dataset ParseLabeledText(std::string_view text, const std::string& file_name,
                          const LoadOptions& options) {
-  CheckNotEmpty(text, file_name);
+  TextWindows whole(text);
+  return ParseLabeledText(whole, file_name, options);
+}
+
+Dataset ParseLabeledText(TextWindows& windows, const std::string& file_name, const LoadOptions& options) {
+  CheckNotEmpty(windows, file_name);
+  const std::string_view text = windows.window();  // the first window: the header is in it
   ParseSpec spec;
   spec.labeled = true;
   spec.one_based = options.one_based;
@@ -548,7 +577,7 @@ Dataset ParseLabeledText(std::string_view text, const std::string& file_name,
     begin = AfterFirstLine(text);
   }
 
-  ParsedBody body = ParseBody(text, begin, spec, file_name, options.threads,
+  ParsedBody body = ParseBody(windows, begin, spec, file_name, options.threads,
                               header ? std::optional<uint64_t>((*header)[0]) : std::nullopt);
   Dataset dataset;
   dataset.source = file_name;
@@ -566,7 +595,7 @@ Dataset ParseLabeledText(std::string_view text, const std::string& file_name,
                                    "; the model is sized by the header");
     }
   }
-  WarnDuplicates(text, file_name, body.duplicate_offset, &dataset.warnings);
+  WarnDuplicates(file_name, body.duplicate_line, &dataset.warnings);
   dataset.features =
       MergeChunks(body.chunks, body.rows, num_features, false, true, options.threads);
   dataset.labels = MergeChunks(body.chunks, body.rows, num_labels, true, false, options.threads);
@@ -576,7 +605,14 @@ Dataset ParseLabeledText(std::string_view text, const std::string& file_name,
 CsrMatrix ParseSplitMatrixText(std::string_view text, const std::string& file_name,
                                const LoadOptions& options, bool binary,
                                std::vector<std::string>* warnings) {
-  CheckNotEmpty(text, file_name);
+  TextWindows whole(text);
+  return ParseSplitMatrixText(whole, file_name, options, binary, warnings);
+}
+
+CsrMatrix ParseSplitMatrixText(TextWindows& windows, const std::string& file_name, const LoadOptions& options,
+                               bool binary, std::vector<std::string>* warnings) {
+  CheckNotEmpty(windows, file_name);
+  const std::string_view text = windows.window();  // the first window: the header is in it
   const auto header = IntegerTokens(FirstLine(text));
   if (!header || header->size() != 2) {
     const std::string_view line = FirstLine(text);
@@ -593,9 +629,9 @@ CsrMatrix ParseSplitMatrixText(std::string_view text, const std::string& file_na
   if (binary) spec.column_kind = "label";  // the Y file of a split pair: its columns are labels
 
   const size_t begin = AfterFirstLine(text);
-  ParsedBody body = ParseBody(text, begin, spec, file_name, options.threads, (*header)[0]);
+  ParsedBody body = ParseBody(windows, begin, spec, file_name, options.threads, (*header)[0]);
   WarnRowMismatch(file_name, (*header)[0], body.rows, warnings);
-  if (!binary) WarnDuplicates(text, file_name, body.duplicate_offset, warnings);
+  if (!binary) WarnDuplicates(file_name, body.duplicate_line, warnings);
   return MergeChunks(body.chunks, body.rows, (*header)[1], false, !binary, options.threads);
 }
 

@@ -7,6 +7,7 @@
 
 #include "data/dataset.h"
 #include "data/dataset_loader.h"
+#include "data/text_windows.h"
 
 namespace xmlt::data {
 
@@ -15,11 +16,15 @@ namespace xmlt::data {
 // last row are ignored, except as empty rows when the header declares that many more rows.
 Dataset ParseLabeledText(std::string_view text, const std::string& file_name,
                          const LoadOptions& options);
+// The same, a window at a time (a compressed file, decompressed as it is parsed).
+Dataset ParseLabeledText(TextWindows& text, const std::string& file_name, const LoadOptions& options);
 
 // Parses a split-matrix file ("rows cols" header, then "idx:val ..." rows) into a CSR matrix.
 // Label files keep no values (binary = true).
 CsrMatrix ParseSplitMatrixText(std::string_view text, const std::string& file_name,
                                const LoadOptions& options, bool binary,
                                std::vector<std::string>* warnings);
+CsrMatrix ParseSplitMatrixText(TextWindows& text, const std::string& file_name, const LoadOptions& options,
+                               bool binary, std::vector<std::string>* warnings);
 
 }  // namespace xmlt::data

@@ -7,7 +7,8 @@
 set -euo pipefail
 
 packages=(build-essential cmake libtbb-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-          nlohmann-json3-dev libxxhash-dev libopenblas-dev libdnnl-dev zlib1g-dev python3-matplotlib
+          nlohmann-json3-dev libxxhash-dev libopenblas-dev libdnnl-dev zlib1g-dev libisal-dev libzstd-dev
+          python3-matplotlib
           libopenmpi-dev openmpi-bin)
 for option in "$@"; do
   case $option in

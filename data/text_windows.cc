@@ -1,0 +1,62 @@
+// A moving window of whole lines over a text; see text_windows.h.
+#include "data/text_windows.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace xmlt::data {
+
+TextWindows::TextWindows(std::string_view whole) : window_(whole) {}
+
+TextWindows::TextWindows(std::unique_ptr<Decompressor> source, size_t window_bytes)
+    : source_(std::move(source)), window_bytes_(std::max<size_t>(window_bytes, 1)), at_end_(false),
+      source_done_(false) {
+  Fill(window_bytes_);
+}
+
+void TextWindows::Advance(size_t bytes) {
+  if (bytes > window_.size()) throw std::logic_error("TextWindows::Advance past the window");
+  if (!source_) {
+    if (bytes > 0) throw std::logic_error("TextWindows::Advance on a whole text");
+    return;
+  }
+  first_line_ += uint64_t(std::count(window_.begin(), window_.begin() + int64_t(bytes), '\n'));
+  buffer_.erase(0, bytes);
+  // Nothing consumed: the caller needs more than this window holds.
+  Fill(bytes == 0 ? std::max(window_bytes_, 2 * buffer_.size()) : window_bytes_);
+}
+
+// Reads until the buffer holds `target` bytes and a whole line, or the text ends; the window is
+// then every whole line in it.
+void TextWindows::Fill(size_t target) {
+  for (;;) {
+    while (!source_done_ && buffer_.size() < target) {
+      const size_t old = buffer_.size();
+      buffer_.resize(std::max(target, old + 1));
+      const size_t got = source_->Read(buffer_.data() + old, buffer_.size() - old);
+      buffer_.resize(old + got);
+      source_done_ = got == 0;
+    }
+    const size_t newline = buffer_.rfind('\n');
+    if (source_done_ || newline != std::string::npos) {
+      at_end_ = source_done_;
+      window_ = std::string_view(buffer_).substr(0, at_end_ ? buffer_.size() : newline + 1);
+      return;
+    }
+    target = 2 * buffer_.size();  // one line longer than the window: take more
+  }
+}
+
+OpenedText OpenText(const std::string& path, size_t window_bytes) {
+  OpenedText opened;
+  opened.file = MappedFile::Open(path);
+  opened.compression = DetectCompression(opened.file->view().substr(0, 4));
+  if (opened.compression == Compression::kNone) {
+    opened.text = std::make_unique<TextWindows>(opened.file->view());
+  } else {
+    opened.text = std::make_unique<TextWindows>(OpenDecompressor(opened.file, path, opened.compression), window_bytes);
+  }
+  return opened;
+}
+
+}  // namespace xmlt::data

@@ -1,0 +1,56 @@
+// A text file seen through a window of whole lines at a time. A plain file is one window, its
+// memory mapping, with no copy; a compressed one is decompressed into a buffer of about
+// `window_bytes` that moves along the file, so that parsing never holds the whole decompressed
+// text. Line numbers stay those of the file, for messages.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "data/decompressor.h"
+
+namespace xmlt::data {
+
+class TextWindows {
+ public:
+  // The whole text as one window (a mapped plain file, or text in memory).
+  explicit TextWindows(std::string_view whole);
+  // The decompressed text of `source`, a window at a time.
+  TextWindows(std::unique_ptr<Decompressor> source, size_t window_bytes = size_t{64} << 20);
+
+  // The current window: whole lines (its last line without a newline only at the end of the text),
+  // at least one unless the text has ended.
+  std::string_view window() const { return window_; }
+  // The line number of the window's first byte (1 for the file's first line).
+  uint64_t first_line() const { return first_line_; }
+  // The window reaches the end of the text.
+  bool at_end() const { return at_end_; }
+  // Done with the window's first `bytes` (which must end a line): the next window starts after
+  // them. With 0, the window grows instead (twice as large), so a caller that needs more than one
+  // window of lines (a run of blank lines, one very long row) always gets them.
+  void Advance(size_t bytes);
+
+ private:
+  void Fill(size_t target);
+
+  std::unique_ptr<Decompressor> source_;
+  std::string buffer_;  // the window and the partial line after it
+  size_t window_bytes_ = 0;
+  std::string_view window_;
+  uint64_t first_line_ = 1;
+  bool at_end_ = true;
+  bool source_done_ = true;
+};
+
+// The text of the file at `path`: one window over its mapping, or its decompressed stream when it
+// is gzip or zstd (told by its first bytes). Throws InputError as MappedFile::Open does.
+struct OpenedText {
+  std::shared_ptr<const MappedFile> file;
+  Compression compression = Compression::kNone;
+  std::unique_ptr<TextWindows> text;
+};
+OpenedText OpenText(const std::string& path, size_t window_bytes = size_t{64} << 20);
+
+}  // namespace xmlt::data
