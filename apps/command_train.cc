@@ -350,7 +350,14 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
       throw std::invalid_argument(std::string("--checkpoint-dir ") + e.what());
     }
   }
-  scheduler::MetricsLog metrics(f.metrics);
+  // A metrics file another run is writing is a usage error, as a checkpoint folder in use is.
+  std::unique_ptr<scheduler::MetricsLog> metrics_log;
+  try {
+    metrics_log = std::make_unique<scheduler::MetricsLog>(f.metrics);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(std::string("--metrics ") + e.what());
+  }
+  scheduler::MetricsLog& metrics = *metrics_log;
 
   const Clock::time_point load_start = Clock::now();
   data::Dataset train = LoadWithWarnings(f.train, f.train_labels, f.data, writer);

@@ -104,8 +104,9 @@ MetricsLog::MetricsLog(std::string path) : path_(std::move(path)) {
 
 MetricsLog::~MetricsLog() {
   if (file_ == nullptr) return;
-  std::fclose(file_);
+  // Removed before the lock goes with the descriptor, so that it is never another run's file.
   if (!started_ && created_) std::remove((path_ + ".partial").c_str());  // made only to probe the path
+  std::fclose(file_);
 }
 
 void MetricsLog::Begin() { Restart({}); }
@@ -113,11 +114,12 @@ void MetricsLog::Begin() { Restart({}); }
 void MetricsLog::Restart(const std::vector<EvalRecord>& records) {
   if (file_ == nullptr) return;
   started_ = true;
+  // Emptied in place, on the descriptor that holds the lock: reopening the file would close that
+  // descriptor and release the lock, and a second run could then take the file over.
   const std::string partial = path_ + ".partial";
-  if (std::freopen(partial.c_str(), "w", file_) == nullptr) {
-    file_ = nullptr;
-    throw std::runtime_error(partial + ": cannot create metrics file: " + std::strerror(errno));
-  }
+  if (std::fflush(file_) != 0 || ::ftruncate(::fileno(file_), 0) != 0)
+    throw std::runtime_error(partial + ": cannot empty metrics file: " + std::strerror(errno));
+  std::rewind(file_);  // opened for appending, so writes go to the (new) end anyway
   for (const EvalRecord& record : records) Append(record);
 }
 
@@ -131,11 +133,14 @@ void MetricsLog::Append(const EvalRecord& record) {
 
 void MetricsLog::Finish() {
   if (file_ == nullptr) return;
-  const bool failed = std::fclose(file_) != 0;
-  file_ = nullptr;
   const std::string partial = path_ + ".partial";
-  if (failed || std::rename(partial.c_str(), path_.c_str()) != 0)
-    throw std::runtime_error(partial + ": cannot finish metrics file: " + std::strerror(errno));
+  // Renamed while the lock is still held, so that no other run can take the file over in between.
+  const bool failed = std::fflush(file_) != 0 || std::ferror(file_) != 0 ||
+                      std::rename(partial.c_str(), path_.c_str()) != 0;
+  const int error = errno;
+  std::fclose(file_);
+  file_ = nullptr;
+  if (failed) throw std::runtime_error(partial + ": cannot finish metrics file: " + std::strerror(error));
 }
 
 }  // namespace xmlt::scheduler

@@ -626,6 +626,30 @@ TEST(CliTest, ACheckpointFolderOrMetricsFileInUseIsRefused) {
   EXPECT_NE(r.err.find("is being written by another run"), std::string::npos) << Describe(r);
 }
 
+// Issue: reliability, third round, row 1. A second run on the metrics file of a run that is
+// training (here this process, which has started its log and written a line) is refused with exit
+// 2 naming the file, and the first run's file is left whole.
+TEST(CliTest, ASecondRunOnTheMetricsFileOfARunningOneIsRefusedAndTheFileStaysWhole) {
+  Data d;
+  const std::string metrics = d.dir.File("m.jsonl");
+  scheduler::EvalRecord record;
+  record.megabatch = 7;
+  scheduler::MetricsLog running(metrics);
+  running.Begin();
+  running.Append(record);
+  const CliResult r = Cli({"train", "--train", d.train, "--epochs", "1", "--metrics", metrics});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("--metrics " + metrics + ".partial is being written by another run"), std::string::npos)
+      << Describe(r);
+  record.megabatch = 8;
+  running.Append(record);
+  running.Finish();
+  const std::vector<std::string> lines = Lines(ReadFile(metrics));
+  ASSERT_EQ(lines.size(), 2u) << ReadFile(metrics);
+  EXPECT_EQ(json::parse(lines[0])["megabatch"], 7);
+  EXPECT_EQ(json::parse(lines[1])["megabatch"], 8);
+}
+
 // Issue: reliability, second round, row 16. A loss explosion is a divergence (rolled back, then
 // the run stops), and the advice it gives works: --resume with a lower --lr.
 TEST(CliTest, ALossExplosionStopsTheRunAndAResumeWithALowerRateGoesOn) {

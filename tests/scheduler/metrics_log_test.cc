@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -182,6 +183,33 @@ TEST(MetricsLogTest, ALogThatNeverStartsLeavesAnEarlierPartialFileAsItWas) {
   const std::string other = dir.File("other.jsonl");
   { MetricsLog log(other); }
   EXPECT_FALSE(fs::exists(other + ".partial"));
+}
+
+// Issue: reliability, third round, row 1. The lock that refuses a second writer must hold for the
+// whole run: emptying the file when the run starts (Begin, Restart) once reopened it, which let go
+// of the lock, and a second run then emptied and renamed the first one's file under it.
+TEST(MetricsLogTest, TheLockHoldsAfterTheRunStartsAndUntilTheFileIsRenamed) {
+  testing::TempDir dir;
+  const std::string path = dir.File("metrics.jsonl");
+  for (const bool resumed : {false, true}) {
+    MetricsLog first(path);
+    EvalRecord earlier = SampleRecord();
+    earlier.megabatch = 1;
+    if (resumed) {
+      first.Restart({earlier});
+    } else {
+      first.Begin();
+      first.Append(earlier);
+    }
+    EXPECT_THROW(MetricsLog second(path), std::runtime_error);
+    first.Append(SampleRecord());
+    EXPECT_THROW(MetricsLog second(path), std::runtime_error);
+    first.Finish();
+    const std::vector<std::string> lines = Lines(testing::ReadFile(path));
+    ASSERT_EQ(lines.size(), 2u) << "resumed " << resumed;
+    EXPECT_EQ(json::parse(lines[0])["megabatch"].get<uint64_t>(), 1u);
+    EXPECT_EQ(json::parse(lines[1])["megabatch"].get<uint64_t>(), 12u);
+  }
 }
 
 TEST(MetricsLogTest, EmptyPathDiscardsRecords) {
