@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "apps/checkpoint_folder.h"
 #include "apps/cli.h"
 #include "apps/fault_flag.h"
 #include "apps/output_paths.h"
@@ -334,6 +335,10 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
                                     "'s output layer computes in fp32");
   const bool lr_auto = f.lr == "auto";
   if (!lr_auto) f.options.lr = ParsePositive("--lr", f.lr);
+  // The checkpoint a run resumes from and the one it writes are no other output's to replace.
+  RefuseOutputsInCheckpointFolder("--resume", f.control.resume_dir, {{"--model", f.model_out}, {"--metrics", f.metrics}});
+  RefuseOutputsInCheckpointFolder("--checkpoint-dir", f.control.checkpoint_dir,
+                                  {{"--model", f.model_out}, {"--metrics", f.metrics}});
   // Output files are opened before the long work, so that a bad path fails now, not at the end.
   ProbeOutputFile("--model", f.model_out);
   ProbeOutputFile("--metrics", f.metrics);
@@ -349,6 +354,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
     } catch (const std::runtime_error& e) {
       throw std::invalid_argument(std::string("--checkpoint-dir ") + e.what());
     }
+    RefuseReplacingAnotherRunsCheckpoint(f.control.checkpoint_dir, f.control.resume_dir);
   }
   // A metrics file another run is writing is a usage error, as a checkpoint folder in use is.
   std::unique_ptr<scheduler::MetricsLog> metrics_log;
