@@ -38,4 +38,9 @@ StopSignals::~StopSignals() {
 
 const std::atomic<int>& StopSignals::requested() const { return g_requested; }
 
+void StopSignals::Request(int code) {
+  int expected = 0;
+  g_requested.compare_exchange_strong(expected, code);
+}
+
 }  // namespace xmlt::apps

@@ -19,6 +19,10 @@ class StopSignals {
   // The signal received (0 while none), for RunControl::stop_signal.
   const std::atomic<int>& requested() const;
 
+  // Asks for the same stop as a first signal, for a cause that is not one (stdout that can no
+  // longer be written); requested() then reads `code`. Does nothing when a stop is already asked.
+  static void Request(int code);
+
  private:
   struct sigaction previous_int_{}, previous_term_{};
 };
