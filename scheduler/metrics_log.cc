@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -42,25 +43,36 @@ std::string ToJson(const EvalRecord& r) {
   return j.dump();
 }
 
+namespace {
+
+// JSON has no NaN or infinity: ToJson writes a non-finite value (a diverged evaluation's loss, say)
+// as null, and a checkpoint holding such a record must still resume, so null reads back as NaN.
+double Real(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& value = j.at(key);
+  return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
+}
+
+}  // namespace
+
 EvalRecord EvalRecordFromJson(const std::string& line) {
   try {
     const nlohmann::json j = nlohmann::json::parse(line);
     EvalRecord r;
     r.megabatch = j.at("megabatch").get<uint64_t>();
-    r.epoch = j.at("epoch").get<double>();
-    r.train_time_s = j.at("train_time_s").get<double>();
-    r.wall_time_s = j.at("wall_time_s").get<double>();
-    r.eval_time_s = j.at("eval_time_s").get<double>();
+    r.epoch = Real(j, "epoch");
+    r.train_time_s = Real(j, "train_time_s");
+    r.wall_time_s = Real(j, "wall_time_s");
+    r.eval_time_s = Real(j, "eval_time_s");
     r.train_samples = j.at("train_samples").get<uint64_t>();
-    r.train_loss = j.at("train_loss").get<double>();
+    r.train_loss = Real(j, "train_loss");
     if (j.contains("test_rows")) {
       r.test.rows = j.at("test_rows").get<uint64_t>();
-      r.test.metrics.p1 = j.at("p1").get<double>();
-      r.test.metrics.p3 = j.at("p3").get<double>();
-      r.test.metrics.p5 = j.at("p5").get<double>();
-      r.test.metrics.ndcg3 = j.at("ndcg3").get<double>();
-      r.test.metrics.ndcg5 = j.at("ndcg5").get<double>();
-      r.test.loss = j.at("loss").get<double>();
+      r.test.metrics.p1 = Real(j, "p1");
+      r.test.metrics.p3 = Real(j, "p3");
+      r.test.metrics.p5 = Real(j, "p5");
+      r.test.metrics.ndcg3 = Real(j, "ndcg3");
+      r.test.metrics.ndcg5 = Real(j, "ndcg5");
+      r.test.loss = Real(j, "loss");
     }
     r.perturbed = j.at("perturbed").get<bool>();
     r.rollbacks = j.at("rollbacks").get<uint32_t>();
@@ -68,12 +80,12 @@ EvalRecord EvalRecordFromJson(const std::string& line) {
       DeviceRecord device;
       device.id = d.at("id").get<std::string>();
       device.batch = d.at("batch").get<uint32_t>();
-      device.lr = d.at("lr").get<double>();
+      device.lr = Real(d, "lr");
       device.updates = d.at("updates").get<uint64_t>();
       device.rows = d.at("rows").get<uint64_t>();
-      device.weight = d.at("weight").get<double>();
-      device.busy_s = d.at("busy_s").get<double>();
-      device.idle_s = d.at("idle_s").get<double>();
+      device.weight = Real(d, "weight");
+      device.busy_s = Real(d, "busy_s");
+      device.idle_s = Real(d, "idle_s");
       device.dropped = d.at("dropped").get<bool>();
       if (device.dropped) device.fault = d.at("fault").get<std::string>();
       r.devices.push_back(device);

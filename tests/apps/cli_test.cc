@@ -650,6 +650,28 @@ TEST(CliTest, ASecondRunOnTheMetricsFileOfARunningOneIsRefusedAndTheFileStaysWho
   EXPECT_EQ(json::parse(lines[1])["megabatch"], 8);
 }
 
+// Issue: reliability, third round, row 5. A test row whose values overflow the unnormalized
+// forward pass gives a non-finite test loss; the checkpoint holding that evaluation must resume.
+TEST(CliTest, ACheckpointHoldingANonFiniteEvaluationResumes) {
+  Data d;
+  const std::string test = d.dir.File("overflowing-test.txt"), dir = d.dir.File("ckpt"),
+                    metrics = d.dir.File("m.jsonl");
+  std::string overflowing = "0";  // every feature near the float maximum: the hidden sums overflow
+  for (int id = 0; id < kFeatures; ++id) overflowing += " " + std::to_string(id) + ":3e38";
+  WriteFile(test, "2 " + std::to_string(kFeatures) + " " + std::to_string(kLabels) + "\n" + overflowing + "\n1 6:1\n");
+  std::vector<std::string> run = {"train", "--train", d.train, "--test", test, "--normalize", "none", "--hidden", "8",
+                                  "--epochs", "1", "--checkpoint-dir", dir, "--metrics", metrics};
+  const CliResult first = Cli(run);
+  ASSERT_EQ(first.code, 0) << Describe(first);
+  const json record = json::parse(Lines(ReadFile(metrics)).back());
+  ASSERT_TRUE(record["loss"].is_null()) << "the test loss is finite; the row does not overflow: " << record.dump();
+  run[10] = "2";  // --epochs
+  run.insert(run.end(), {"--resume", dir});
+  const CliResult resumed = Cli(run);
+  EXPECT_EQ(resumed.code, 0) << Describe(resumed);
+  EXPECT_EQ(Lines(ReadFile(metrics)).size(), 2u);
+}
+
 // Issue: reliability, second round, row 16. A loss explosion is a divergence (rolled back, then
 // the run stops), and the advice it gives works: --resume with a lower --lr.
 TEST(CliTest, ALossExplosionStopsTheRunAndAResumeWithALowerRateGoesOn) {

@@ -114,6 +114,32 @@ TEST(MetricsLogTest, JsonIsOneLineAndValidForAwkwardValues) {
   EXPECT_EQ(json::parse(ToJson(EvalRecord{}))["devices"].size(), 0u);
 }
 
+// Issue: reliability, third round, row 5. JSON has no NaN or infinity: a diverged evaluation's
+// values are written as null, and a checkpoint's records (this JSON) must read them back, as NaN,
+// or the run could never be resumed. Written again they are null again.
+TEST(MetricsLogTest, NonFiniteValuesAreWrittenAsNullAndReadBackAsNaN) {
+  EvalRecord r = SampleRecord();
+  r.test.loss = std::numeric_limits<double>::quiet_NaN();
+  r.train_loss = std::numeric_limits<double>::infinity();
+  r.test.metrics.ndcg5 = -std::numeric_limits<double>::infinity();
+  const std::string text = ToJson(r);
+  const json j = json::parse(text);
+  EXPECT_TRUE(j["loss"].is_null()) << text;
+  EXPECT_TRUE(j["train_loss"].is_null()) << text;
+  EXPECT_TRUE(j["ndcg5"].is_null()) << text;
+  EvalRecord back;
+  ASSERT_NO_THROW(back = EvalRecordFromJson(text)) << text;
+  EXPECT_TRUE(std::isnan(back.test.loss));
+  EXPECT_TRUE(std::isnan(back.train_loss));
+  EXPECT_TRUE(std::isnan(back.test.metrics.ndcg5));
+  EXPECT_EQ(back.test.metrics.p1, r.test.metrics.p1);
+  EXPECT_EQ(ToJson(back), text);
+  // null where a count belongs is still a corrupt record.
+  json broken = j;
+  broken["test_rows"] = nullptr;
+  EXPECT_THROW(EvalRecordFromJson(broken.dump()), std::invalid_argument);
+}
+
 TEST(MetricsLogTest, FileIsPartialUntilFinish) {
   testing::TempDir dir;
   const std::string path = dir.File("metrics.jsonl");
