@@ -699,6 +699,28 @@ TEST(CliTest, ALossExplosionStopsTheRunAndAResumeWithALowerRateGoesOn) {
   }
 }
 
+// Issue: reliability, third round, row 9. --max-rollbacks is what one run may try: a run resumed
+// after a divergence stop gets its own rollbacks, and a stop says how many this run made. (The
+// checkpoint's count, above the maximum, made the resumed run stop at its first divergence,
+// "after 3 rollbacks", none of them its own.)
+TEST(CliTest, ARunResumedAfterADivergenceStopHasItsOwnRollbacks) {
+  Data d;
+  for (const std::string algo : {"single", "adaptive"}) {
+    const std::string dir = d.dir.File("ckpt-rollbacks-" + algo);
+    std::vector<std::string> run = CheckpointedRun(d, algo, dir);
+    run.insert(run.end(), {"--lr", "1e6"});
+    ASSERT_EQ(Cli(run).code, 1) << algo;
+    // A rate that still diverges: each rollback halves it, and the run stops after its own three.
+    run.back() = "1e5";
+    run.insert(run.end(), {"--resume", dir});
+    const CliResult resumed = Cli(run);
+    EXPECT_EQ(resumed.code, 1) << Describe(resumed);
+    for (const char* said : {"rolled back", "(rollback 1 of at most 3)", "(rollback 3 of at most 3)",
+                             "after 3 rollbacks with halved learning rates"})
+      EXPECT_NE(resumed.err.find(said), std::string::npos) << algo << ": " << said << "\n" << Describe(resumed);
+  }
+}
+
 // Issue: reliability, second round, row 15: a header whose sizes cannot fit is exit 2, and eval
 // on data with more labels than the model says so.
 TEST(CliTest, OversizedHeadersAreUsageErrorsAndExtraLabelsAreWarnedAbout) {
