@@ -477,7 +477,8 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
     // An unfinished run: no model file, the metrics stay FILE.partial.
     const std::string go_on = result.checkpoint.empty() ? std::string("no --checkpoint-dir, so the progress is lost")
                                                         : "resume with --resume " + f.control.checkpoint_dir;
-    if (!stdout_error.empty()) {  // the stop this run asked for itself
+    // The stop this run asked for itself (a real SIGPIPE is ignored while training).
+    if (!stdout_error.empty() && result.stopped_by_signal == SIGPIPE) {
       std::cerr << "error: " << stdout_error << "; the run stopped at a safe point; " << go_on << "\n";
       return kExitFailure;
     }

@@ -1,7 +1,9 @@
-// SIGINT and SIGTERM during training: the first asks the run to stop at its next safe point
-// (it checkpoints and exits with 128 + the signal: 130 or 143); a second one exits at once with
-// the same code. Checkpoints are replaced by an atomic rename, so even that leaves the previous
-// checkpoint intact.
+// SIGINT, SIGTERM and SIGHUP (a dropped ssh session) during training: the first asks the run to
+// stop at its next safe point (it checkpoints and exits with 128 + the signal: 130, 143 or 129); a
+// second one exits at once with the same code. Checkpoints are replaced by an atomic rename, so
+// even that leaves the previous checkpoint intact. SIGPIPE is ignored while training: a closed
+// output pipe (`train ... | head`) is then a failed write, which the run treats as an output error
+// and stops at a safe point, instead of dying with its progress lost.
 #pragma once
 
 #include <atomic>
@@ -24,7 +26,7 @@ class StopSignals {
   static void Request(int code);
 
  private:
-  struct sigaction previous_int_{}, previous_term_{};
+  struct sigaction previous_int_{}, previous_term_{}, previous_hup_{}, previous_pipe_{};
 };
 
 }  // namespace xmlt::apps

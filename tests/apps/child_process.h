@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,12 +18,22 @@ namespace xmlt::apps::testing {
 // Starts the binary with `args`; its stdout goes to `stdout_path` (opened for writing, not
 // truncated, so that /dev/full works) and its stderr to `stderr_path`.
 inline pid_t SpawnCli(const std::vector<std::string>& args, const std::string& stdout_path,
-                      const std::string& stderr_path) {
+                      const std::string& stderr_path, int stdout_fd = -1);
+
+// The same with stdout on an open descriptor (the write end of a pipe, say; open it close-on-exec,
+// so that the child holds no other end of it).
+inline pid_t SpawnCliWritingTo(int stdout_fd, const std::vector<std::string>& args, const std::string& stderr_path) {
+  return SpawnCli(args, "", stderr_path, stdout_fd);
+}
+
+inline pid_t SpawnCli(const std::vector<std::string>& args, const std::string& stdout_path,
+                      const std::string& stderr_path, int stdout_fd) {
   const pid_t child = fork();
   if (child != 0) return child;
-  const int out = ::open(stdout_path.c_str(), O_WRONLY | O_CREAT, 0644);
+  const int out = stdout_fd >= 0 ? stdout_fd : ::open(stdout_path.c_str(), O_WRONLY | O_CREAT, 0644);
   const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (out < 0 || err < 0 || ::dup2(out, STDOUT_FILENO) < 0 || ::dup2(err, STDERR_FILENO) < 0) _exit(99);
+  ::signal(SIGPIPE, SIG_DFL);  // as a shell starts it, whatever this test process does
   std::vector<std::string> full = args;
   full.insert(full.begin(), XMLT_CLI_PATH);
   std::vector<char*> argv;
