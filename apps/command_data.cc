@@ -5,6 +5,7 @@
 
 #include "apps/cli.h"
 #include "apps/output_paths.h"
+#include "apps/stdout_check.h"
 #include "data/binary_cache.h"
 #include "data/dataset_stats.h"
 #include "data/input_error.h"
@@ -36,9 +37,10 @@ void RunGen(CLI::App* cmd, GenFlags& f) {
   const std::string train_path = f.out + "/train.txt", test_path = f.out + "/test.txt";
   data::WriteXmlRepoText(generated.train, train_path);
   data::WriteXmlRepoText(generated.test, test_path);
-  std::cout << "wrote " << train_path << " (" << generated.train.num_rows() << " rows) and " << test_path
-            << " (" << generated.test.num_rows() << " rows): " << config.features << " features, "
-            << config.labels << " labels\n";
+  WriteStdout("wrote " + train_path + " (" + std::to_string(generated.train.num_rows()) + " rows) and " + test_path +
+              " (" + std::to_string(generated.test.num_rows()) + " rows): " + std::to_string(config.features) +
+              " features, " + std::to_string(config.labels) + " labels\n");
+  CheckStdoutWritten();
 }
 
 struct ConvertFlags {
@@ -60,8 +62,9 @@ void RunConvert(ConvertFlags& f) {
     throw data::InputError(f.input, 0, "changed while it was read; convert it again");
   }
   data::WriteBinaryCache(dataset, output, f.data.one_based, before);
-  std::cout << "wrote " << output << " (" << dataset.num_rows() << " rows, " << dataset.features.nnz()
-            << " feature entries)\n";
+  WriteStdout("wrote " + output + " (" + std::to_string(dataset.num_rows()) + " rows, " +
+              std::to_string(dataset.features.nnz()) + " feature entries)\n");
+  CheckStdoutWritten();
 }
 
 struct InfoFlags {
@@ -71,7 +74,8 @@ struct InfoFlags {
 
 void RunInfo(const InfoFlags& f) {
   const data::Dataset dataset = data::LoadDataset(f.input, f.data.ToLoadOptions(), f.labels);
-  std::cout << data::FormatStats(data::ComputeStats(dataset), dataset);
+  WriteStdout(data::FormatStats(data::ComputeStats(dataset), dataset));
+  CheckStdoutWritten();
 }
 
 }  // namespace

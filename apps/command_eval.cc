@@ -6,6 +6,7 @@
 
 #include "apps/cli.h"
 #include "apps/output_paths.h"
+#include "apps/stdout_check.h"
 #include "data/atomic_file.h"
 #include "data/row_normalization.h"
 #include "engine/evaluator.h"
@@ -34,7 +35,8 @@ void RunEval(const EvalFlags& f) {
                                  {"p3", e.metrics.p3},      {"p5", e.metrics.p5},
                                  {"ndcg3", e.metrics.ndcg3}, {"ndcg5", e.metrics.ndcg5},
                                  {"loss", e.loss}};
-  std::cout << result.dump() << std::endl;
+  WriteStdout(result.dump() + "\n");
+  CheckStdoutWritten();
 }
 
 struct PredictFlags {
@@ -55,13 +57,27 @@ void RunPredict(const PredictFlags& f) {
   const engine::Prediction prediction = engine::Predict(model, input, k);
   std::unique_ptr<data::AtomicFile> file;
   if (!f.output.empty()) file = std::make_unique<data::AtomicFile>(f.output);
-  std::FILE* out = file ? file->stream() : stdout;
+  std::string line;
   for (uint64_t r = 0; r < input.num_rows(); ++r) {
-    for (uint32_t i = 0; i < k; ++i)
-      std::fprintf(out, "%s%u:%.6g", i == 0 ? "" : " ", prediction.labels[r * k + i], prediction.scores[r * k + i]);
-    std::fputc('\n', out);
+    line.clear();
+    for (uint32_t i = 0; i < k; ++i) {
+      char pair[64];
+      std::snprintf(pair, sizeof pair, "%s%u:%.6g", i == 0 ? "" : " ", prediction.labels[r * k + i],
+                    prediction.scores[r * k + i]);
+      line += pair;
+    }
+    line += '\n';
+    if (file) {
+      file->Write(line);
+    } else {
+      WriteStdout(line);
+    }
   }
-  if (file) file->Commit();
+  if (file) {
+    file->Commit();
+  } else {
+    CheckStdoutWritten();
+  }
 }
 
 }  // namespace

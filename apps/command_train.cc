@@ -4,15 +4,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "apps/checkpoint_folder.h"
 #include "apps/cli.h"
 #include "apps/fault_flag.h"
 #include "apps/output_paths.h"
+#include "apps/stdout_check.h"
 #include "apps/stop_signals.h"
 #include "apps/train_presets.h"
 #include "data/folder_lock.h"
@@ -98,15 +101,16 @@ scheduler::EvalSchedule ParseEvalEvery(const std::string& text) {
 }
 
 void PrintEval(const scheduler::EvalRecord& r) {
-  std::printf("epoch %6.2f  megabatch %4llu  train %7.2fs  loss %.4f", r.epoch,
-              static_cast<unsigned long long>(r.megabatch), r.train_time_s, r.train_loss);
+  char line[512];
+  int used = std::snprintf(line, sizeof line, "epoch %6.2f  megabatch %4llu  train %7.2fs  loss %.4f", r.epoch,
+                           static_cast<unsigned long long>(r.megabatch), r.train_time_s, r.train_loss);
   if (r.test.rows > 0) {
-    std::printf("  test loss %.4f  P@1 %.4f  P@3 %.4f  P@5 %.4f  nDCG@3 %.4f  nDCG@5 %.4f", r.test.loss,
-                r.test.metrics.p1, r.test.metrics.p3, r.test.metrics.p5, r.test.metrics.ndcg3,
-                r.test.metrics.ndcg5);
+    used += std::snprintf(line + used, sizeof line - size_t(used),
+                          "  test loss %.4f  P@1 %.4f  P@3 %.4f  P@5 %.4f  nDCG@3 %.4f  nDCG@5 %.4f", r.test.loss,
+                          r.test.metrics.p1, r.test.metrics.p3, r.test.metrics.p5, r.test.metrics.ndcg3,
+                          r.test.metrics.ndcg5);
   }
-  std::printf("\n");
-  std::fflush(stdout);
+  WriteStdout(std::string(line) + "\n");
 }
 
 // --algo presets set how batches are dispatched and merged; --schedule, --merge and
@@ -334,6 +338,10 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
                                     "'s output layer computes in fp32");
   const bool lr_auto = f.lr == "auto";
   if (!lr_auto) f.options.lr = ParsePositive("--lr", f.lr);
+  // The checkpoint a run resumes from and the one it writes are no other output's to replace.
+  RefuseOutputsInCheckpointFolder("--resume", f.control.resume_dir, {{"--model", f.model_out}, {"--metrics", f.metrics}});
+  RefuseOutputsInCheckpointFolder("--checkpoint-dir", f.control.checkpoint_dir,
+                                  {{"--model", f.model_out}, {"--metrics", f.metrics}});
   // Output files are opened before the long work, so that a bad path fails now, not at the end.
   ProbeOutputFile("--model", f.model_out);
   ProbeOutputFile("--metrics", f.metrics);
@@ -349,8 +357,16 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
     } catch (const std::runtime_error& e) {
       throw std::invalid_argument(std::string("--checkpoint-dir ") + e.what());
     }
+    RefuseReplacingAnotherRunsCheckpoint(f.control.checkpoint_dir, f.control.resume_dir);
   }
-  scheduler::MetricsLog metrics(f.metrics);
+  // A metrics file another run is writing is a usage error, as a checkpoint folder in use is.
+  std::unique_ptr<scheduler::MetricsLog> metrics_log;
+  try {
+    metrics_log = std::make_unique<scheduler::MetricsLog>(f.metrics);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(std::string("--metrics ") + e.what());
+  }
+  scheduler::MetricsLog& metrics = *metrics_log;
 
   const Clock::time_point load_start = Clock::now();
   data::Dataset train = LoadWithWarnings(f.train, f.train_labels, f.data, writer);
@@ -431,11 +447,18 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
     if (show_progress) std::cerr << "\r\033[K";
     std::cerr << text << "\n";
   };
+  std::string stdout_error;  // why stdout could not be written, once it could not
   callbacks.on_eval = [&](const scheduler::EvalRecord& record) {
     if (!writer) return;
     if (show_progress) std::cerr << "\r\033[K";
     PrintEval(record);
     metrics.Append(record);
+    if (!stdout_error.empty()) return;
+    stdout_error = StdoutError();
+    // A run that can no longer report stops at its next safe point when a checkpoint keeps its
+    // progress. Without one, stopping would lose the whole run: it trains on to write its model
+    // and metrics files, and fails at the end.
+    if (!stdout_error.empty() && !f.control.checkpoint_dir.empty()) StopSignals::Request(SIGPIPE);
   };
   if (show_progress) {
     callbacks.on_progress = [last = Clock::now()](uint64_t done, uint64_t total, double loss) mutable {
@@ -452,11 +475,14 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
       scheduler::RunMultiDevice(train, test.get(), f.options, f.engine, &model, callbacks, f.control);
   if (result.stopped_by_signal != 0) {
     // An unfinished run: no model file, the metrics stay FILE.partial.
-    if (writer)
-      std::cerr << "stopped by signal " << result.stopped_by_signal
-              << (result.checkpoint.empty() ? std::string("; no --checkpoint-dir, so the progress is lost")
-                                            : "; resume with --resume " + f.control.checkpoint_dir)
-              << "\n";
+    const std::string go_on = result.checkpoint.empty() ? std::string("no --checkpoint-dir, so the progress is lost")
+                                                        : "resume with --resume " + f.control.checkpoint_dir;
+    // The stop this run asked for itself (a real SIGPIPE is ignored while training).
+    if (!stdout_error.empty() && result.stopped_by_signal == SIGPIPE) {
+      std::cerr << "error: " << stdout_error << "; the run stopped at a safe point; " << go_on << "\n";
+      return kExitFailure;
+    }
+    if (writer) std::cerr << "stopped by signal " << result.stopped_by_signal << "; " << go_on << "\n";
     return 128 + result.stopped_by_signal;
   }
   if (!f.model_out.empty()) engine::SaveModel(model, f.model_out);
@@ -490,7 +516,12 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (!result.checkpoint.empty()) summary["checkpoint"] = result.checkpoint;
   if (!result.end_checkpoint_error.empty()) summary["checkpoint_error"] = result.end_checkpoint_error;
   if (!lr_search_json.is_null()) summary["lr_search"] = lr_search_json;
-  std::cout << summary.dump() << std::endl;
+  WriteStdout(summary.dump() + "\n");
+  if (stdout_error.empty()) stdout_error = StdoutError();
+  if (!stdout_error.empty()) {
+    std::cerr << "error: " << stdout_error << "; the model and metrics files were written\n";
+    return kExitFailure;
+  }
   if (!result.end_checkpoint_error.empty()) {
     std::cerr << "error: the end-of-run checkpoint failed (" << result.end_checkpoint_error
               << "); the model and metrics were written\n";

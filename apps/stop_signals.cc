@@ -29,13 +29,27 @@ StopSignals::StopSignals() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, &previous_int_);
   sigaction(SIGTERM, &action, &previous_term_);
+  sigaction(SIGHUP, &action, &previous_hup_);
+  // Only while training: predict, eval and info keep the default, and end quietly in a pipe whose
+  // reader is gone, as filters do; they have no progress to lose.
+  struct sigaction ignore{};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, &previous_pipe_);
 }
 
 StopSignals::~StopSignals() {
   sigaction(SIGINT, &previous_int_, nullptr);
   sigaction(SIGTERM, &previous_term_, nullptr);
+  sigaction(SIGHUP, &previous_hup_, nullptr);
+  sigaction(SIGPIPE, &previous_pipe_, nullptr);
 }
 
 const std::atomic<int>& StopSignals::requested() const { return g_requested; }
+
+void StopSignals::Request(int code) {
+  int expected = 0;
+  g_requested.compare_exchange_strong(expected, code);
+}
 
 }  // namespace xmlt::apps

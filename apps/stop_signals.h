@@ -1,7 +1,9 @@
-// SIGINT and SIGTERM during training: the first asks the run to stop at its next safe point
-// (it checkpoints and exits with 128 + the signal: 130 or 143); a second one exits at once with
-// the same code. Checkpoints are replaced by an atomic rename, so even that leaves the previous
-// checkpoint intact.
+// SIGINT, SIGTERM and SIGHUP (a dropped ssh session) during training: the first asks the run to
+// stop at its next safe point (it checkpoints and exits with 128 + the signal: 130, 143 or 129); a
+// second one exits at once with the same code. Checkpoints are replaced by an atomic rename, so
+// even that leaves the previous checkpoint intact. SIGPIPE is ignored while training: a closed
+// output pipe (`train ... | head`) is then a failed write, which the run treats as an output error
+// and stops at a safe point, instead of dying with its progress lost.
 #pragma once
 
 #include <atomic>
@@ -19,8 +21,12 @@ class StopSignals {
   // The signal received (0 while none), for RunControl::stop_signal.
   const std::atomic<int>& requested() const;
 
+  // Asks for the same stop as a first signal, for a cause that is not one (stdout that can no
+  // longer be written); requested() then reads `code`. Does nothing when a stop is already asked.
+  static void Request(int code);
+
  private:
-  struct sigaction previous_int_{}, previous_term_{};
+  struct sigaction previous_int_{}, previous_term_{}, previous_hup_{}, previous_pipe_{};
 };
 
 }  // namespace xmlt::apps

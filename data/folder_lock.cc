@@ -12,10 +12,12 @@
 
 namespace xmlt::data {
 
+std::string FolderLock::PathIn(const std::string& folder) { return folder + "/lock"; }
+
 FolderLock::FolderLock(const std::string& folder) {
   if (::mkdir(folder.c_str(), 0777) != 0 && errno != EEXIST)
     throw std::runtime_error(folder + ": cannot create the folder: " + std::strerror(errno));
-  const std::string path = folder + "/lock";
+  const std::string path = PathIn(folder);
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(path + ": cannot open the lock file: " + std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {

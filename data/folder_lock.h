@@ -14,6 +14,7 @@ class FolderLock {
   // Creates the folder if missing (its parent must exist). Throws std::runtime_error naming the
   // folder and the holder when another process holds the lock, or when it cannot be taken.
   explicit FolderLock(const std::string& folder);
+  static std::string PathIn(const std::string& folder);  // the lock file: FOLDER/lock
   ~FolderLock();
   FolderLock(const FolderLock&) = delete;
   FolderLock& operator=(const FolderLock&) = delete;

@@ -113,7 +113,10 @@ DevicePool::Assignment DevicePool::Assign(size_t device, size_t want, size_t* us
 
 uint64_t DevicePool::RowsToEpochEnd() const {
   const uint64_t epoch = sampler_.order().size(), cursor = sampler_.cursor();
-  return requeued_.size() + (cursor == epoch ? epoch : epoch - cursor);
+  // A sampler at the end of its order has dealt the whole epoch, but rows returned by a failed
+  // device are still the epoch's: the epoch ends once they are trained, not a whole epoch later.
+  if (cursor == epoch) return requeued_.empty() ? epoch : requeued_.size();
+  return requeued_.size() + epoch - cursor;
 }
 
 void DevicePool::BeginMegaBatch(uint64_t index) {

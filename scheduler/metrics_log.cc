@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -42,25 +43,36 @@ std::string ToJson(const EvalRecord& r) {
   return j.dump();
 }
 
+namespace {
+
+// JSON has no NaN or infinity: ToJson writes a non-finite value (a diverged evaluation's loss, say)
+// as null, and a checkpoint holding such a record must still resume, so null reads back as NaN.
+double Real(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& value = j.at(key);
+  return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
+}
+
+}  // namespace
+
 EvalRecord EvalRecordFromJson(const std::string& line) {
   try {
     const nlohmann::json j = nlohmann::json::parse(line);
     EvalRecord r;
     r.megabatch = j.at("megabatch").get<uint64_t>();
-    r.epoch = j.at("epoch").get<double>();
-    r.train_time_s = j.at("train_time_s").get<double>();
-    r.wall_time_s = j.at("wall_time_s").get<double>();
-    r.eval_time_s = j.at("eval_time_s").get<double>();
+    r.epoch = Real(j, "epoch");
+    r.train_time_s = Real(j, "train_time_s");
+    r.wall_time_s = Real(j, "wall_time_s");
+    r.eval_time_s = Real(j, "eval_time_s");
     r.train_samples = j.at("train_samples").get<uint64_t>();
-    r.train_loss = j.at("train_loss").get<double>();
+    r.train_loss = Real(j, "train_loss");
     if (j.contains("test_rows")) {
       r.test.rows = j.at("test_rows").get<uint64_t>();
-      r.test.metrics.p1 = j.at("p1").get<double>();
-      r.test.metrics.p3 = j.at("p3").get<double>();
-      r.test.metrics.p5 = j.at("p5").get<double>();
-      r.test.metrics.ndcg3 = j.at("ndcg3").get<double>();
-      r.test.metrics.ndcg5 = j.at("ndcg5").get<double>();
-      r.test.loss = j.at("loss").get<double>();
+      r.test.metrics.p1 = Real(j, "p1");
+      r.test.metrics.p3 = Real(j, "p3");
+      r.test.metrics.p5 = Real(j, "p5");
+      r.test.metrics.ndcg3 = Real(j, "ndcg3");
+      r.test.metrics.ndcg5 = Real(j, "ndcg5");
+      r.test.loss = Real(j, "loss");
     }
     r.perturbed = j.at("perturbed").get<bool>();
     r.rollbacks = j.at("rollbacks").get<uint32_t>();
@@ -68,12 +80,12 @@ EvalRecord EvalRecordFromJson(const std::string& line) {
       DeviceRecord device;
       device.id = d.at("id").get<std::string>();
       device.batch = d.at("batch").get<uint32_t>();
-      device.lr = d.at("lr").get<double>();
+      device.lr = Real(d, "lr");
       device.updates = d.at("updates").get<uint64_t>();
       device.rows = d.at("rows").get<uint64_t>();
-      device.weight = d.at("weight").get<double>();
-      device.busy_s = d.at("busy_s").get<double>();
-      device.idle_s = d.at("idle_s").get<double>();
+      device.weight = Real(d, "weight");
+      device.busy_s = Real(d, "busy_s");
+      device.idle_s = Real(d, "idle_s");
       device.dropped = d.at("dropped").get<bool>();
       if (device.dropped) device.fault = d.at("fault").get<std::string>();
       r.devices.push_back(device);
@@ -104,8 +116,9 @@ MetricsLog::MetricsLog(std::string path) : path_(std::move(path)) {
 
 MetricsLog::~MetricsLog() {
   if (file_ == nullptr) return;
-  std::fclose(file_);
+  // Removed before the lock goes with the descriptor, so that it is never another run's file.
   if (!started_ && created_) std::remove((path_ + ".partial").c_str());  // made only to probe the path
+  std::fclose(file_);
 }
 
 void MetricsLog::Begin() { Restart({}); }
@@ -113,11 +126,12 @@ void MetricsLog::Begin() { Restart({}); }
 void MetricsLog::Restart(const std::vector<EvalRecord>& records) {
   if (file_ == nullptr) return;
   started_ = true;
+  // Emptied in place, on the descriptor that holds the lock: reopening the file would close that
+  // descriptor and release the lock, and a second run could then take the file over.
   const std::string partial = path_ + ".partial";
-  if (std::freopen(partial.c_str(), "w", file_) == nullptr) {
-    file_ = nullptr;
-    throw std::runtime_error(partial + ": cannot create metrics file: " + std::strerror(errno));
-  }
+  if (std::fflush(file_) != 0 || ::ftruncate(::fileno(file_), 0) != 0)
+    throw std::runtime_error(partial + ": cannot empty metrics file: " + std::strerror(errno));
+  std::rewind(file_);  // opened for appending, so writes go to the (new) end anyway
   for (const EvalRecord& record : records) Append(record);
 }
 
@@ -131,11 +145,14 @@ void MetricsLog::Append(const EvalRecord& record) {
 
 void MetricsLog::Finish() {
   if (file_ == nullptr) return;
-  const bool failed = std::fclose(file_) != 0;
-  file_ = nullptr;
   const std::string partial = path_ + ".partial";
-  if (failed || std::rename(partial.c_str(), path_.c_str()) != 0)
-    throw std::runtime_error(partial + ": cannot finish metrics file: " + std::strerror(errno));
+  // Renamed while the lock is still held, so that no other run can take the file over in between.
+  const bool failed = std::fflush(file_) != 0 || std::ferror(file_) != 0 ||
+                      std::rename(partial.c_str(), path_.c_str()) != 0;
+  const int error = errno;
+  std::fclose(file_);
+  file_ = nullptr;
+  if (failed) throw std::runtime_error(partial + ": cannot finish metrics file: " + std::strerror(error));
 }
 
 }  // namespace xmlt::scheduler

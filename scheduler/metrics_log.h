@@ -45,8 +45,9 @@ EvalRecord EvalRecordFromJson(const std::string& line);
 class MetricsLog {
  public:
   // Empty path: a log that discards records. Otherwise FILE.partial is opened without truncating
-  // it (an error now if it cannot be written); it is emptied when the run starts (Begin, Restart
-  // or the first Append), so a run refused before that leaves an earlier FILE.partial intact.
+  // it (an error now if it cannot be written) and locked until Finish or destruction (an error now
+  // if another run holds it); it is emptied when the run starts (Begin, Restart or the first
+  // Append), so a run refused before that leaves an earlier FILE.partial intact.
   explicit MetricsLog(std::string path);
   // Starts FILE.partial afresh, so a resumed run's log holds exactly the checkpoint's records
   // followed by its own (records written after the checkpoint, before a crash, are dropped).

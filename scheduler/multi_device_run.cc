@@ -464,7 +464,11 @@ class MultiDeviceRun {
   void RollBack(uint64_t index, const MegaBatchRun& run) {
     const std::string what = !run.diverged_on.empty() ? run.divergence + " on " + run.diverged_on
                                                       : std::string("non-finite merged model");
-    const uint32_t rollbacks = progress_.rollbacks + 1;
+    const uint32_t rollbacks = progress_.rollbacks + 1;  // the whole run's, in the metrics
+    // --max-rollbacks bounds what this process tries. The checkpoint's count is left out: a run
+    // resumed after a divergence stop (with a lower --lr, as the stop advises) would otherwise
+    // stop at its first divergence, "after N rollbacks" none of which it made.
+    ++rollbacks_here_;
     const double spent = progress_.train_seconds + run.span_s;
     std::vector<EvalRecord> evals = std::move(progress_.evals);
     global_.current = trusted_->global;
@@ -484,7 +488,7 @@ class MultiDeviceRun {
       open_.mega_batch_rows = rows;
     }
     pool_.RollBack(trusted_->pool, global_.current);
-    if (rollbacks > control_.max_rollbacks) {
+    if (rollbacks_here_ > control_.max_rollbacks) {
       WriteCheckpoint("last good state");
       throw RunStopped(RunStopped::Why::kDiverged,
                        "training diverged in mega-batch " + std::to_string(index) + " (" + what + ") after " +
@@ -492,7 +496,7 @@ class MultiDeviceRun {
                        control_.checkpoint_dir);
     }
     Event("diverged in mega-batch " + std::to_string(index) + " (" + what + "): rolled back to mega-batch " +
-          std::to_string(progress_.megabatches) + ", learning rates halved (rollback " + std::to_string(rollbacks) +
+          std::to_string(progress_.megabatches) + ", learning rates halved (rollback " + std::to_string(rollbacks_here_) +
           " of at most " + std::to_string(control_.max_rollbacks) + ")");
     TrustCurrent();
   }
@@ -618,6 +622,7 @@ class MultiDeviceRun {
   uint64_t rows_reported_ = 0;  // rows trained as the per-batch progress reports them
   double wall_before_ = 0;
   int stopped_by_signal_ = 0;
+  uint32_t rollbacks_here_ = 0;  // rollbacks since this process started or resumed the run
   std::string checkpoint_;
   std::string end_checkpoint_error_;  // why the end checkpoint failed, if it did
 };

@@ -42,7 +42,7 @@ struct RunControl {
   std::string checkpoint_dir;      // empty: no checkpoints
   uint32_t checkpoint_every = 0;   // mega-batches between checkpoints; 0: only at the end and on a stop
   std::string resume_dir;          // continue the run checkpointed there
-  uint32_t max_rollbacks = 3;      // divergences survived before the run stops
+  uint32_t max_rollbacks = 3;      // divergences this process survives before the run stops
   std::vector<FaultInjection> faults;
   // Set (to the signal's number) by a signal handler: the run stops at the next safe point, after
   // a checkpoint when checkpoint_dir is set.

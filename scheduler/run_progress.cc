@@ -67,9 +67,16 @@ TrainResult ResultOf(const RunProgress& progress) {
   TrainResult result;
   result.batches = progress.batches;
   result.rollbacks = progress.rollbacks;
+  if (progress.evals.empty()) return result;
+  result.last = progress.evals.back();
+  // Like with like: a sample's P@1 (--eval-rows) is not comparable with the whole test set's (a
+  // lucky 1.0 on 3 rows would beat every real score), so the best is among the evaluations on as
+  // many rows as the last one: the sample's all along, or the whole set's.
+  bool found = false;
   for (const EvalRecord& record : progress.evals) {
-    result.last = record;
-    if (result.best.train_samples == 0 || record.test.metrics.p1 > result.best.test.metrics.p1) result.best = record;
+    if (record.test.rows != result.last.test.rows) continue;
+    if (!found || record.test.metrics.p1 > result.best.test.metrics.p1) result.best = record;
+    found = true;
   }
   return result;
 }

@@ -32,7 +32,8 @@ struct RunProgress {
 nlohmann::json ProgressToJson(const RunProgress& progress);
 RunProgress ProgressFromJson(const nlohmann::json& json);  // throws nlohmann::json::exception
 
-// last and best of the evaluations so far (the best by P@1, the earliest on ties).
+// last and best of the evaluations so far (the best by P@1, the earliest on ties, among those on
+// as many test rows as the last: not a --eval-rows sample against the whole test set).
 TrainResult ResultOf(const RunProgress& progress);
 
 // What a resumed run must share with the run that wrote the checkpoint, keyed by setting names

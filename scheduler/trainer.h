@@ -14,7 +14,7 @@ namespace xmlt::scheduler {
 
 struct TrainResult {
   EvalRecord last;   // the final evaluation
-  EvalRecord best;   // the evaluation with the highest P@1
+  EvalRecord best;   // the evaluation with the highest P@1 on as many test rows as the last (ResultOf)
   uint64_t batches = 0;
   uint32_t rollbacks = 0;      // divergences rolled back
   int stopped_by_signal = 0;   // nonzero: stopped early on this signal (RunControl::stop_signal)

@@ -365,7 +365,10 @@ def summarize(records, summary, target):
     """The index's summary numbers from a run's metrics records and its stdout summary."""
     evaluated = [r for r in records if "p1" in r]
     last = evaluated[-1] if evaluated else (records[-1] if records else {})
-    best = max(evaluated, key=lambda r: r["p1"]) if evaluated else {}
+    # The best among the evaluations on as many test rows as the last, as the summary's best_p1:
+    # an --eval-rows sample's P@1 is not comparable with the whole test set's.
+    comparable = [r for r in evaluated if r.get("test_rows") == last.get("test_rows")]
+    best = max(comparable, key=lambda r: r["p1"]) if comparable else {}
     result = {
         "best_p1": summary.get("best_p1", best.get("p1")),
         "best_megabatch": best.get("megabatch"),

@@ -655,6 +655,52 @@ TEST(CliTest, ACheckpointFolderOrMetricsFileInUseIsRefused) {
   EXPECT_NE(r.err.find("is being written by another run"), std::string::npos) << Describe(r);
 }
 
+// Issue: reliability, third round, row 1. A second run on the metrics file of a run that is
+// training (here this process, which has started its log and written a line) is refused with exit
+// 2 naming the file, and the first run's file is left whole.
+TEST(CliTest, ASecondRunOnTheMetricsFileOfARunningOneIsRefusedAndTheFileStaysWhole) {
+  Data d;
+  const std::string metrics = d.dir.File("m.jsonl");
+  scheduler::EvalRecord record;
+  record.megabatch = 7;
+  scheduler::MetricsLog running(metrics);
+  running.Begin();
+  running.Append(record);
+  const CliResult r = Cli({"train", "--train", d.train, "--epochs", "1", "--metrics", metrics});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("--metrics " + metrics + ".partial is being written by another run"), std::string::npos)
+      << Describe(r);
+  record.megabatch = 8;
+  running.Append(record);
+  running.Finish();
+  const std::vector<std::string> lines = Lines(ReadFile(metrics));
+  ASSERT_EQ(lines.size(), 2u) << ReadFile(metrics);
+  EXPECT_EQ(json::parse(lines[0])["megabatch"], 7);
+  EXPECT_EQ(json::parse(lines[1])["megabatch"], 8);
+}
+
+// Issue: reliability, third round, row 5. A test row whose values overflow the unnormalized
+// forward pass gives a non-finite test loss; the checkpoint holding that evaluation must resume.
+TEST(CliTest, ACheckpointHoldingANonFiniteEvaluationResumes) {
+  Data d;
+  const std::string test = d.dir.File("overflowing-test.txt"), dir = d.dir.File("ckpt"),
+                    metrics = d.dir.File("m.jsonl");
+  std::string overflowing = "0";  // every feature near the float maximum: the hidden sums overflow
+  for (int id = 0; id < kFeatures; ++id) overflowing += " " + std::to_string(id) + ":3e38";
+  WriteFile(test, "2 " + std::to_string(kFeatures) + " " + std::to_string(kLabels) + "\n" + overflowing + "\n1 6:1\n");
+  std::vector<std::string> run = {"train", "--train", d.train, "--test", test, "--normalize", "none", "--hidden", "8",
+                                  "--epochs", "1", "--checkpoint-dir", dir, "--metrics", metrics};
+  const CliResult first = Cli(run);
+  ASSERT_EQ(first.code, 0) << Describe(first);
+  const json record = json::parse(Lines(ReadFile(metrics)).back());
+  ASSERT_TRUE(record["loss"].is_null()) << "the test loss is finite; the row does not overflow: " << record.dump();
+  run[10] = "2";  // --epochs
+  run.insert(run.end(), {"--resume", dir});
+  const CliResult resumed = Cli(run);
+  EXPECT_EQ(resumed.code, 0) << Describe(resumed);
+  EXPECT_EQ(Lines(ReadFile(metrics)).size(), 2u);
+}
+
 // Issue: reliability, second round, row 16. A loss explosion is a divergence (rolled back, then
 // the run stops), and the advice it gives works: --resume with a lower --lr.
 TEST(CliTest, ALossExplosionStopsTheRunAndAResumeWithALowerRateGoesOn) {
@@ -679,6 +725,28 @@ TEST(CliTest, ALossExplosionStopsTheRunAndAResumeWithALowerRateGoesOn) {
     run.back() = dir;
     *(run.end() - 3) = "0.5";  // a higher rate than the checkpoint's is still refused
     EXPECT_EQ(Cli(run).code, 2);
+  }
+}
+
+// Issue: reliability, third round, row 9. --max-rollbacks is what one run may try: a run resumed
+// after a divergence stop gets its own rollbacks, and a stop says how many this run made. (The
+// checkpoint's count, above the maximum, made the resumed run stop at its first divergence,
+// "after 3 rollbacks", none of them its own.)
+TEST(CliTest, ARunResumedAfterADivergenceStopHasItsOwnRollbacks) {
+  Data d;
+  for (const std::string algo : {"single", "adaptive"}) {
+    const std::string dir = d.dir.File("ckpt-rollbacks-" + algo);
+    std::vector<std::string> run = CheckpointedRun(d, algo, dir);
+    run.insert(run.end(), {"--lr", "1e6"});
+    ASSERT_EQ(Cli(run).code, 1) << algo;
+    // A rate that still diverges: each rollback halves it, and the run stops after its own three.
+    run.back() = "1e5";
+    run.insert(run.end(), {"--resume", dir});
+    const CliResult resumed = Cli(run);
+    EXPECT_EQ(resumed.code, 1) << Describe(resumed);
+    for (const char* said : {"rolled back", "(rollback 1 of at most 3)", "(rollback 3 of at most 3)",
+                             "after 3 rollbacks with halved learning rates"})
+      EXPECT_NE(resumed.err.find(said), std::string::npos) << algo << ": " << said << "\n" << Describe(resumed);
   }
 }
 
@@ -805,6 +873,20 @@ TEST(CliTest, EvalRowsSamplesTheTestSetAndTheLastEvaluationIsWhole) {
     for (size_t k = 0; k + 1 < lines.size(); ++k) EXPECT_EQ(json::parse(lines[k])["test_rows"], 7) << algo;
     EXPECT_GT(json::parse(lines.back())["test_rows"].get<int>(), 7) << algo;
   }
+  // Issue: reliability, third round, row 10. best_p1 compares like with like: the evaluations on
+  // the rows of the last one (here the whole test set, which only the last covers), not a small
+  // sample's lucky 1.0 against the whole set's score.
+  const std::string metrics = d.dir.File("tiny-sample.jsonl");
+  const CliResult tiny = Cli(TrainArgs(d, {"--mega-batch", "1", "--eval-every", "1", "--eval-rows", "3", "--epochs",
+                                           "4", "--metrics", metrics}));
+  ASSERT_EQ(tiny.code, 0) << Describe(tiny);
+  const std::vector<std::string> lines = Lines(ReadFile(metrics));
+  double best_sampled = 0;
+  for (size_t k = 0; k + 1 < lines.size(); ++k) best_sampled = std::max(best_sampled, json::parse(lines[k])["p1"].get<double>());
+  const json summary = LastJsonLine(tiny);
+  ASSERT_GT(best_sampled, summary["p1"].get<double>()) << "no sample scored above the whole set: nothing to check";
+  EXPECT_EQ(summary["best_p1"].get<double>(), summary["p1"].get<double>()) << summary.dump();
+  EXPECT_EQ(summary["best_epoch"].get<double>(), summary["epochs"].get<double>()) << summary.dump();
   const CliResult bad = Cli(TrainArgs(d, {"--eval-rows", "7", "--final-eval", "sometimes"}));
   EXPECT_EQ(bad.code, 2) << Describe(bad);
   EXPECT_NE(bad.err.find("--final-eval"), std::string::npos) << bad.err;

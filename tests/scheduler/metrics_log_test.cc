@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -113,6 +114,32 @@ TEST(MetricsLogTest, JsonIsOneLineAndValidForAwkwardValues) {
   EXPECT_EQ(json::parse(ToJson(EvalRecord{}))["devices"].size(), 0u);
 }
 
+// Issue: reliability, third round, row 5. JSON has no NaN or infinity: a diverged evaluation's
+// values are written as null, and a checkpoint's records (this JSON) must read them back, as NaN,
+// or the run could never be resumed. Written again they are null again.
+TEST(MetricsLogTest, NonFiniteValuesAreWrittenAsNullAndReadBackAsNaN) {
+  EvalRecord r = SampleRecord();
+  r.test.loss = std::numeric_limits<double>::quiet_NaN();
+  r.train_loss = std::numeric_limits<double>::infinity();
+  r.test.metrics.ndcg5 = -std::numeric_limits<double>::infinity();
+  const std::string text = ToJson(r);
+  const json j = json::parse(text);
+  EXPECT_TRUE(j["loss"].is_null()) << text;
+  EXPECT_TRUE(j["train_loss"].is_null()) << text;
+  EXPECT_TRUE(j["ndcg5"].is_null()) << text;
+  EvalRecord back;
+  ASSERT_NO_THROW(back = EvalRecordFromJson(text)) << text;
+  EXPECT_TRUE(std::isnan(back.test.loss));
+  EXPECT_TRUE(std::isnan(back.train_loss));
+  EXPECT_TRUE(std::isnan(back.test.metrics.ndcg5));
+  EXPECT_EQ(back.test.metrics.p1, r.test.metrics.p1);
+  EXPECT_EQ(ToJson(back), text);
+  // null where a count belongs is still a corrupt record.
+  json broken = j;
+  broken["test_rows"] = nullptr;
+  EXPECT_THROW(EvalRecordFromJson(broken.dump()), std::invalid_argument);
+}
+
 TEST(MetricsLogTest, FileIsPartialUntilFinish) {
   testing::TempDir dir;
   const std::string path = dir.File("metrics.jsonl");
@@ -182,6 +209,33 @@ TEST(MetricsLogTest, ALogThatNeverStartsLeavesAnEarlierPartialFileAsItWas) {
   const std::string other = dir.File("other.jsonl");
   { MetricsLog log(other); }
   EXPECT_FALSE(fs::exists(other + ".partial"));
+}
+
+// Issue: reliability, third round, row 1. The lock that refuses a second writer must hold for the
+// whole run: emptying the file when the run starts (Begin, Restart) once reopened it, which let go
+// of the lock, and a second run then emptied and renamed the first one's file under it.
+TEST(MetricsLogTest, TheLockHoldsAfterTheRunStartsAndUntilTheFileIsRenamed) {
+  testing::TempDir dir;
+  const std::string path = dir.File("metrics.jsonl");
+  for (const bool resumed : {false, true}) {
+    MetricsLog first(path);
+    EvalRecord earlier = SampleRecord();
+    earlier.megabatch = 1;
+    if (resumed) {
+      first.Restart({earlier});
+    } else {
+      first.Begin();
+      first.Append(earlier);
+    }
+    EXPECT_THROW(MetricsLog second(path), std::runtime_error);
+    first.Append(SampleRecord());
+    EXPECT_THROW(MetricsLog second(path), std::runtime_error);
+    first.Finish();
+    const std::vector<std::string> lines = Lines(testing::ReadFile(path));
+    ASSERT_EQ(lines.size(), 2u) << "resumed " << resumed;
+    EXPECT_EQ(json::parse(lines[0])["megabatch"].get<uint64_t>(), 1u);
+    EXPECT_EQ(json::parse(lines[1])["megabatch"].get<uint64_t>(), 12u);
+  }
 }
 
 TEST(MetricsLogTest, EmptyPathDiscardsRecords) {

@@ -496,6 +496,36 @@ TEST(DeviceFaults, AFailedDeviceIsDroppedAndTheOthersTrainEveryRow) {
   }
 }
 
+// Issue: reliability, third round, row 11. A device failing in an epoch's last mega-batch sends
+// its rows back to the queue; the next mega-batch must train them alone and end there, at the
+// epoch's end. It ran on into the next epoch instead: that epoch's evaluation moved (to 1.42, not
+// 1), and the run's mega-batches no longer ended with its epochs, so the end checkpoint of a run of
+// whole epochs held a cut mega-batch, refused on other devices.
+TEST(DeviceFaults, AFaultInAnEpochsLastMegaBatchKeepsTheEvaluationsAndTheEndOnEpochEnds) {
+  testing::TempDir dir;
+  TrainOptions options = Options();
+  options.epochs = 3;
+  options.eval.kind = EvalSchedule::Kind::kEachEpoch;
+  const EngineOptions engine = Engine("adaptive");
+  // The first epoch's last mega-batch (Algorithm 1 sizes the batches), from the run without fault.
+  const uint64_t last_of_first_epoch = TrainFor(options, &engine, RunControl{}).records.at(0).megabatch;
+  RunControl control = FailingDevice(0, last_of_first_epoch);
+  control.checkpoint_dir = dir.path();
+  const Outcome out = TrainFor(options, &engine, control);
+  ASSERT_EQ(out.records.size(), 3u);
+  ASSERT_TRUE(out.records[0].devices[0].dropped) << "the fault did not fire in the first epoch";
+  for (size_t k = 0; k < 3; ++k) EXPECT_EQ(out.records[k].epoch, double(k + 1)) << "evaluation " << k;
+  EXPECT_EQ(RowsTrained(out.records), 9000u);
+  EXPECT_FALSE(nlohmann::json::parse(CheckpointReader::Open(dir.path()).meta()).contains("open_mega_batch"));
+  // Whole epochs end with a whole mega-batch, which other devices may resume.
+  control.faults.clear();
+  control.resume_dir = dir.path();
+  options.epochs = 4;
+  const EngineOptions fewer = OnDevices(engine, "cpu:2", "1,1.3");
+  const Outcome extended = TrainFor(options, &fewer, control);
+  EXPECT_EQ(extended.records.back().epoch, 4.0);
+}
+
 // The wall clock's dynamic dispatch (the most concurrent path: each result frees its device for
 // the next batch) with a device failing mid-run: every row is still trained, by the others.
 TEST(DeviceFaults, TheWallClockDispatchDropsAFailedDeviceToo) {
