@@ -1,4 +1,5 @@
 // `xmltrain eval` and `xmltrain predict`: use a saved model on a data file.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -6,21 +7,26 @@
 
 #include "apps/cli.h"
 #include "apps/output_paths.h"
+#include "apps/propensity_flag.h"
 #include "apps/stdout_check.h"
 #include "data/atomic_file.h"
 #include "data/row_normalization.h"
 #include "engine/evaluator.h"
 #include "engine/model_file.h"
+#include "kernels/propensity.h"
 
 namespace xmlt::apps {
 namespace {
 
 struct EvalFlags {
-  std::string model, test, test_labels;
+  std::string model, test, test_labels, train, train_labels;
+  std::string propensity = "0.55,1.5";
   DataFlags data;
 };
 
 void RunEval(const EvalFlags& f) {
+  const kernels::PropensityModel propensity = ParsePropensity(f.propensity);
+  if (f.train.empty() && !f.train_labels.empty()) throw std::invalid_argument("--train-labels needs --train");
   const kernels::Model<float> model = engine::LoadModel(f.model);
   data::Dataset test = LoadWithWarnings(f.test, f.test_labels, f.data);
   if (model.shape.normalize_rows) test = data::NormalizeRowsL2(test);
@@ -30,11 +36,17 @@ void RunEval(const EvalFlags& f) {
     std::cerr << "warning: " << f.test << " has " << test.num_labels() << " labels, the model "
               << model.shape.num_labels << ": labels " << model.shape.num_labels
               << " and above are never predicted and count as misses\n";
+  // The propensities come from the training labels, as the XML repository's tools take them.
+  if (!f.train.empty()) {
+    const data::Dataset train = LoadWithWarnings(f.train, f.train_labels, f.data);
+    if (train.num_rows() < 2) throw std::invalid_argument("--train: " + f.train + " has fewer than 2 rows");
+    test.inverse_propensity = data::SharedArray<float>(kernels::InversePropensities(
+        train.labels, std::max<uint64_t>(test.num_labels(), model.shape.num_labels), propensity));
+  }
   const engine::Evaluation e = engine::Evaluate(model, test);
-  const nlohmann::json result = {{"rows", e.rows},          {"p1", e.metrics.p1},
-                                 {"p3", e.metrics.p3},      {"p5", e.metrics.p5},
-                                 {"ndcg3", e.metrics.ndcg3}, {"ndcg5", e.metrics.ndcg5},
-                                 {"loss", e.loss}};
+  nlohmann::json result = {{"rows", e.rows}};
+  result.update(RankingJson(e.metrics));
+  result["loss"] = e.loss;
   WriteStdout(result.dump() + "\n");
   CheckStdoutWritten();
 }
@@ -84,10 +96,15 @@ void RunPredict(const PredictFlags& f) {
 
 Command AddEvalCommand(CLI::App* app) {
   auto flags = std::make_shared<EvalFlags>();
-  CLI::App* cmd = app->add_subcommand("eval", "Evaluate a saved model: P@1,3,5, nDCG@3,5 and loss as JSON");
+  CLI::App* cmd = app->add_subcommand("eval", "Evaluate a saved model: P@1,3,5, nDCG@3,5 (with --train also PSP@1,3,5 and PSnDCG@3,5) and loss as JSON");
   cmd->add_option("--model", flags->model, "Model file written by train --model")->required();
   cmd->add_option("--test", flags->test, "Test data")->required();
   cmd->add_option("--test-labels", flags->test_labels, "Labels file when --test is the X file of a split pair");
+  cmd->add_option("--train", flags->train,
+                  "The model's training data: its label counts give the propensities, and PSP@1,3,5 and "
+                  "PSnDCG@3,5 are added");
+  cmd->add_option("--train-labels", flags->train_labels, "Labels file when --train is the X file of a split pair");
+  AddPropensityFlag(cmd, &flags->propensity);
   AddDataFlags(cmd, &flags->data);
   return {cmd, [flags] { RunEval(*flags); return kExitOk; }};
 }

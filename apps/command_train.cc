@@ -15,6 +15,7 @@
 #include "apps/cli.h"
 #include "apps/fault_flag.h"
 #include "apps/output_paths.h"
+#include "apps/propensity_flag.h"
 #include "apps/stdout_check.h"
 #include "apps/stop_signals.h"
 #include "apps/train_presets.h"
@@ -26,6 +27,7 @@
 #include "engine/heterogeneity.h"
 #include "engine/model_file.h"
 #include "kernels/cpu/bf16_gemm.h"
+#include "kernels/propensity.h"
 #include "scheduler/multi_device_run.h"
 #include "scheduler/lr_search.h"
 #include "scheduler/memory_plan.h"
@@ -43,6 +45,7 @@ struct TrainFlags {
   std::string math = "fp32";
   std::string lr = "0.3";
   std::string preset = "default", lr_scaling, pert_weights;  // the last two: from the preset unless given
+  std::string propensity = "0.55,1.5";
   std::string algo = "single", clock = "virtual";
   // Parsed once, in ApplyAlgorithm, into the typed fields of `engine`.
   std::string devices = "cpu:4", speed, hetero = "none", collective = "ring";
@@ -109,6 +112,9 @@ void PrintEval(const scheduler::EvalRecord& r) {
                           "  test loss %.4f  P@1 %.4f  P@3 %.4f  P@5 %.4f  nDCG@3 %.4f  nDCG@5 %.4f", r.test.loss,
                           r.test.metrics.p1, r.test.metrics.p3, r.test.metrics.p5, r.test.metrics.ndcg3,
                           r.test.metrics.ndcg5);
+    if (r.test.metrics.propensity_scored)
+      used += std::snprintf(line + used, sizeof line - size_t(used), "  PSP@1 %.4f  PSP@5 %.4f", r.test.metrics.psp1,
+                            r.test.metrics.psp5);
   }
   WriteStdout(std::string(line) + "\n");
 }
@@ -336,6 +342,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
       if (spec.kind != engine::DeviceKind::kCpu)
         throw std::invalid_argument("--math " + f.math + " is for CPU devices; " + spec.id +
                                     "'s output layer computes in fp32");
+  const kernels::PropensityModel propensity = ParsePropensity(f.propensity);
   const bool lr_auto = f.lr == "auto";
   if (!lr_auto) f.options.lr = ParsePositive("--lr", f.lr);
   // The checkpoint a run resumes from and the one it writes are no other output's to replace.
@@ -388,6 +395,11 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   shape.hidden = f.options.hidden;
   shape.normalize_rows = f.normalize == "l2";
   kernels::ValidateShape(shape);
+  // The test rows are also scored with the propensity-scored metrics, the propensities from the
+  // training labels.
+  if (test && train.num_rows() >= 2)
+    test->inverse_propensity = data::SharedArray<float>(
+        kernels::InversePropensities(train.labels, shape.num_labels, propensity));
   uint64_t planned_host_bytes = 0;
   {
     // Before the model and the replicas are allocated: fail now, with the numbers.
@@ -503,12 +515,8 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
       {"train_loss", last.train_loss},
       {"rollbacks", result.rollbacks}};
   if (test) {
-    summary.update({{"p1", last.test.metrics.p1},
-                    {"p3", last.test.metrics.p3},
-                    {"p5", last.test.metrics.p5},
-                    {"ndcg3", last.test.metrics.ndcg3},
-                    {"ndcg5", last.test.metrics.ndcg5},
-                    {"loss", last.test.loss},
+    summary.update(RankingJson(last.test.metrics));
+    summary.update({{"loss", last.test.loss},
                     {"best_p1", result.best.test.metrics.p1},
                     {"best_epoch", result.best.epoch}});
   }
@@ -565,6 +573,7 @@ Command AddTrainCommand(CLI::App* app) {
                   "The output layer's products in training: fp32, or bf16 (bfloat16 inputs, fp32 sums; "
                   "CPUs with AMX or AVX-512 BF16, several times faster with AMX)")
       ->capture_default_str();
+  AddPropensityFlag(cmd, &f.propensity);
   cmd->add_option("--seed", f.options.seed, "Seed for initialization and shuffling")->capture_default_str()->check(kNotNegative);
   cmd->add_option("--metrics", f.metrics, "Write one JSON line per evaluation to this file");
   cmd->add_option("--model", f.model_out, "Save the trained model to this file");

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "data/csr_matrix.h"
+#include "data/shared_array.h"
 
 namespace xmlt::data {
 
@@ -13,6 +14,10 @@ struct Dataset {
   CsrMatrix labels;    // num_rows x num_labels, binary
   std::string source;  // the file(s) it came from, for messages
   std::vector<std::string> warnings;  // non-fatal findings of the reader (header mismatch, ...)
+  // Per label, the inverse propensity w_l that the propensity-scored metrics of an evaluation on
+  // these rows use (kernels/propensity.h, from the training rows' labels); empty: none. Set by
+  // the commands that evaluate, never read from or written to a file.
+  SharedArray<float> inverse_propensity;
 
   uint64_t num_rows() const { return features.num_rows; }
   uint64_t num_features() const { return features.num_cols; }

@@ -14,6 +14,11 @@
 namespace xmlt::engine {
 namespace {
 
+// The propensity-scored metrics' label weights, or null when the dataset carries none.
+const float* InversePropensity(const data::Dataset& dataset) {
+  return dataset.inverse_propensity.empty() ? nullptr : dataset.inverse_propensity.data();
+}
+
 // Rows per forward pass: bounded so that the logits stay within about 256 MiB.
 uint32_t ChunkRows(uint64_t num_labels) {
   const uint64_t budget = (uint64_t{256} << 20) / sizeof(float);
@@ -103,7 +108,8 @@ EvaluationSums EvaluateRows(const kernels::Model<float>& model, const data::Data
     for (uint32_t r = 0; r < batch.num_rows; ++r) {
       const uint64_t row = rows[first + r];
       sums.ranking.AddRow(top.data() + uint64_t(r) * k, labels.col_idx.data() + labels.RowBegin(row),
-                          uint32_t(labels.RowSize(row)));
+                          uint32_t(labels.RowSize(row)), InversePropensity(dataset),
+                          dataset.inverse_propensity.size());
     }
   });
   return sums;
@@ -132,7 +138,8 @@ EvaluationSums EvaluateRowsInChunks(const kernels::Model<float>& model, const da
     sums.labeled_rows += labeled;
     for (size_t r = 0; r < chunk.size(); ++r)
       sums.ranking.AddRow(top.data() + r * k, labels.col_idx.data() + labels.RowBegin(chunk[r]),
-                          uint32_t(labels.RowSize(chunk[r])));
+                          uint32_t(labels.RowSize(chunk[r])), InversePropensity(dataset),
+                          dataset.inverse_propensity.size());
     chunk.clear();
   };
   uint64_t feature_nnz = 0, label_nnz = 0;  // of the rows in `chunk`, before clipping (a bound)

@@ -28,6 +28,13 @@ std::string ToJson(const EvalRecord& r) {
     j["p5"] = r.test.metrics.p5;
     j["ndcg3"] = r.test.metrics.ndcg3;
     j["ndcg5"] = r.test.metrics.ndcg5;
+    if (r.test.metrics.propensity_scored) {
+      j["psp1"] = r.test.metrics.psp1;
+      j["psp3"] = r.test.metrics.psp3;
+      j["psp5"] = r.test.metrics.psp5;
+      j["psndcg3"] = r.test.metrics.psndcg3;
+      j["psndcg5"] = r.test.metrics.psndcg5;
+    }
     j["loss"] = r.test.loss;
     j["test_rows"] = r.test.rows;
   }
@@ -72,6 +79,14 @@ EvalRecord EvalRecordFromJson(const std::string& line) {
       r.test.metrics.p5 = Real(j, "p5");
       r.test.metrics.ndcg3 = Real(j, "ndcg3");
       r.test.metrics.ndcg5 = Real(j, "ndcg5");
+      r.test.metrics.propensity_scored = j.contains("psp1");
+      if (r.test.metrics.propensity_scored) {
+        r.test.metrics.psp1 = Real(j, "psp1");
+        r.test.metrics.psp3 = Real(j, "psp3");
+        r.test.metrics.psp5 = Real(j, "psp5");
+        r.test.metrics.psndcg3 = Real(j, "psndcg3");
+        r.test.metrics.psndcg5 = Real(j, "psndcg5");
+      }
       r.test.loss = Real(j, "loss");
     }
     r.perturbed = j.at("perturbed").get<bool>();

@@ -47,7 +47,15 @@ KINDS = {
 }
 X_FIELDS = {"time": ("train_time_s", "training time (s)"), "megabatch": ("megabatch", "mega-batch"),
             "epoch": ("epoch", "epoch")}
-METRICS = ("p1", "p3", "p5", "ndcg3", "ndcg5", "loss")
+METRICS = ("p1", "p3", "p5", "ndcg3", "ndcg5", "psp1", "psp3", "psp5", "psndcg3", "psndcg5", "loss")
+
+
+def metric_label(metric):
+    """p1 -> P@1, ndcg3 -> nDCG@3, psp5 -> PSP@5, psndcg3 -> PSnDCG@3; loss as it is."""
+    for prefix, name in (("psndcg", "PSnDCG@"), ("psp", "PSP@"), ("ndcg", "nDCG@"), ("p", "P@")):
+        if metric.startswith(prefix) and metric[len(prefix):].isdigit():
+            return name + metric[len(prefix):]
+    return metric
 FIGURE_SIZE = (6, 4)
 DPI = 100
 LINE_STYLES = ("-", "--", ":", "-.")
@@ -246,7 +254,7 @@ def plot_lines(runs, kind, out, group_by=None, x=None, metric="p1", title=None):
             ax.fill_between(xs, lows, highs, color=colour, alpha=0.15, linewidth=0)
             seeds = max(seeds, len(members))
     ax.set_xlabel(x_label(runs, x))
-    ax.set_ylabel(metric.upper().replace("P", "P@") if metric.startswith("p") else metric)
+    ax.set_ylabel(metric_label(metric))
     heading = title or KINDS[kind]["title"]
     ax.set_title(heading + (f" (mean of {seeds} seeds)" if seeds > 1 else ""), fontsize=10)
     ax.grid(alpha=0.3)

@@ -51,7 +51,10 @@ def run_numbers(run, target):
             "train_time_s": evaluated[-1]["train_time_s"],
             "time": reached["train_time_s"] if reached else None,
             "megabatches": reached["megabatch"] if reached else None,
-            "perturbations": sum(1 for r in plot.records_of(run) if r.get("perturbed"))}
+            "perturbations": sum(1 for r in plot.records_of(run) if r.get("perturbed")),
+            # Propensity-scored precision, where the run computed it (it had a test set).
+            "psp1": max((r["psp1"] for r in evaluated if "psp1" in r), default=None),
+            "psp5": max((r["psp5"] for r in evaluated if "psp5" in r), default=None)}
 
 
 def mean_and_spread(values):
@@ -64,7 +67,7 @@ def mean_and_spread(values):
 def summarize_configuration(members, target):
     numbers = [n for n in (run_numbers(r, target) for r in members) if n]
     row = {"seeds": len(numbers), "reached": sum(1 for n in numbers if n["time"] is not None)}
-    for key in ("p1", "p3", "p5", "final_p1", "time", "megabatches", "train_time_s", "perturbations"):
+    for key in ("p1", "p3", "p5", "final_p1", "time", "megabatches", "train_time_s", "perturbations", "psp1", "psp5"):
         row[key], row[key + "_sd"] = mean_and_spread([n[key] for n in numbers])
     return row
 
@@ -117,9 +120,11 @@ def seconds(value, spread=None):
 
 
 def table(rows, baselines, multi_seed):
-    lines = ["| configuration | seeds | best P@1 | best P@3 | best P@5 | final P@1 | time to target (s) | "
-             "mega-batches to target | speed-up | total time (s) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    # Best PSP@1 and PSP@5 (propensity-scored, the long tail's precision) when the runs have them.
+    psp = any(row.get("psp1") is not None for row in rows)
+    lines = ["| configuration | seeds | best P@1 | best P@3 | best P@5 | " + ("best PSP@1 | best PSP@5 | " if psp else "") +
+             "final P@1 | time to target (s) | mega-batches to target | speed-up | total time (s) |",
+             "|---|---|---|---|---|" + ("---|---|" if psp else "") + "---|---|---|---|---|"]
     for row in rows:
         base = baselines.get(row["comparison"])
         speedup = f"{base['time'] / row['time']:.2f}x" if base and row["time"] else "-"
@@ -128,8 +133,9 @@ def table(rows, baselines, multi_seed):
         if row["reached"] == 0:
             time_text = "not reached"
         mb = f"{row['megabatches']:.1f}".removesuffix(".0") if row["megabatches"] is not None else "-"
+        psp_cells = f"{number(row.get('psp1'))} | {number(row.get('psp5'))} | " if psp else ""
         lines.append(f"| {row['label']} | {row['seeds']} | {number(row['p1'], row['p1_sd'])} | {number(row['p3'])} | "
-                     f"{number(row['p5'])} | {number(row['final_p1'])} | {time_text} | {mb} | {speedup} | "
+                     f"{number(row['p5'])} | {psp_cells}{number(row['final_p1'])} | {time_text} | {mb} | {speedup} | "
                      f"{seconds(row['train_time_s'])} |")
     return lines
 
