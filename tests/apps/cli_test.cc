@@ -739,6 +739,36 @@ TEST(CliTest, OversizedHeadersAreUsageErrorsAndExtraLabelsAreWarnedAbout) {
   EXPECT_NE(e.err.find("are never predicted and count as misses"), std::string::npos) << Describe(e);
 }
 
+// Issue: reliability, third round, row 12. Feature ids beyond the model's input size are ignored
+// by eval and predict, and that means in the rows' L2 norms too (they counted there, changing
+// every score of such a row); a warning says how many entries were left out.
+TEST(CliTest, FeaturesBeyondTheModelAreIgnoredInTheNormsTooAndWarnedAbout) {
+  Data d;
+  const std::string model = d.dir.File("m.xmlt");
+  ASSERT_EQ(Cli(TrainArgs(d, {"--model", model})).code, 0);
+  // The test rows again, the header widened to 50 features and every other row given 45:5.
+  const std::vector<std::string> rows = Lines(ReadFile(d.test));
+  std::string wider = std::to_string(Data::kTestRows) + " 50 " + std::to_string(kLabels) + "\n";
+  for (size_t r = 1; r < rows.size(); ++r) wider += rows[r] + (r % 2 == 1 ? " 45:5\n" : "\n");
+  const std::string wide = d.dir.File("wide-test.txt");
+  WriteFile(wide, wider);
+
+  const CliResult plain = Cli({"eval", "--model", model, "--test", d.test});
+  const CliResult extra = Cli({"eval", "--model", model, "--test", wide});
+  ASSERT_EQ(plain.code, 0) << Describe(plain);
+  ASSERT_EQ(extra.code, 0) << Describe(extra);
+  EXPECT_EQ(extra.out, plain.out);
+  const std::string warning = "warning: " + wide + " has 50 feature entries (in 50 rows) with ids beyond the model's " +
+                              std::to_string(kFeatures) + " inputs: they are ignored, in the rows' L2 norms too";
+  EXPECT_NE(extra.err.find(warning), std::string::npos) << warning << "\n" << Describe(extra);
+  EXPECT_EQ(plain.err.find("are ignored"), std::string::npos) << Describe(plain);
+
+  const CliResult predicted = Cli({"predict", "--model", model, "--input", wide});
+  ASSERT_EQ(predicted.code, 0) << Describe(predicted);
+  EXPECT_EQ(predicted.out, Cli({"predict", "--model", model, "--input", d.test}).out);
+  EXPECT_NE(predicted.err.find(warning), std::string::npos) << Describe(predicted);
+}
+
 TEST(CliTest, ConfigFileSetsSubcommandOptions) {
   Data d;
   const std::string ini = d.dir.File("run.ini");
