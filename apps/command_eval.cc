@@ -9,6 +9,7 @@
 #include "apps/stdout_check.h"
 #include "data/atomic_file.h"
 #include "data/feature_limit.h"
+#include "data/input_error.h"
 #include "data/row_normalization.h"
 #include "engine/evaluator.h"
 #include "engine/model_file.h"
@@ -35,6 +36,9 @@ struct EvalFlags {
 void RunEval(const EvalFlags& f) {
   const kernels::Model<float> model = engine::LoadModel(f.model);
   const data::Dataset test = AsModelInput(LoadWithWarnings(f.test, f.test_labels, f.data), model.shape, f.test);
+  // Scores of rows without labels would be means over nothing, printed as zeros.
+  if (test.labels.nnz() == 0)
+    throw data::InputError(f.test, 0, "no row has a label: nothing to evaluate (predict labels rows that have none)");
   // Labels the model has no output for count as misses; say so, since the scores are then not
   // those of the data the model was trained for.
   if (test.num_labels() > model.shape.num_labels)
@@ -61,6 +65,7 @@ void RunPredict(const PredictFlags& f) {
   if (f.top_k == 0 || f.top_k > 1000) throw std::invalid_argument("--top-k must be in 1..1000");
   RefuseOutputsOverInputs({{"--model", f.model}, {"--input", f.input}, {"--input-labels", f.input_labels}},
                           {{"--output", f.output}});
+  ProbeOutputFile("--output", f.output);  // now, not after the whole prediction
   const kernels::Model<float> model = engine::LoadModel(f.model);
   const data::Dataset input = AsModelInput(LoadWithWarnings(f.input, f.input_labels, f.data), model.shape, f.input);
   const uint32_t k = uint32_t(std::min<uint64_t>(f.top_k, model.shape.num_labels));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -26,6 +27,7 @@
 #include "engine/heterogeneity.h"
 #include "engine/model_file.h"
 #include "kernels/cpu/bf16_gemm.h"
+#include "scheduler/checkpoint_file.h"
 #include "scheduler/multi_device_run.h"
 #include "scheduler/lr_search.h"
 #include "scheduler/memory_plan.h"
@@ -321,10 +323,14 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   const bool writer = ranks->rank() == 0;
   CheckFlagsBeforeLoading(f);
   for (const std::string& fault : f.faults) f.control.faults.push_back(ParseFaultInjection(fault));
-  if (f.control.checkpoint_every > 0 && f.control.checkpoint_dir.empty())
-    throw std::invalid_argument("--checkpoint-every needs --checkpoint-dir");
+  // Checked now, not once the data is loaded; and before the folder lock, which would create it.
+  if (!f.control.resume_dir.empty() && !std::filesystem::exists(scheduler::CheckpointPath(f.control.resume_dir)))
+    throw std::invalid_argument("--resume " + f.control.resume_dir +
+                                ": no checkpoint here (resume from the folder the run wrote its checkpoints to)");
   // A resumed run keeps checkpointing where it resumed from unless told otherwise.
   if (!f.control.resume_dir.empty() && f.control.checkpoint_dir.empty()) f.control.checkpoint_dir = f.control.resume_dir;
+  if (f.control.checkpoint_every > 0 && f.control.checkpoint_dir.empty())
+    throw std::invalid_argument("--checkpoint-every needs --checkpoint-dir (or --resume, which checkpoints there)");
   f.options.hidden = ParseHidden(f.hidden);
   f.options.eval = ParseEvalEvery(f.eval_every);
   if (f.final_eval != "full" && f.final_eval != "sample")

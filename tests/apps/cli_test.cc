@@ -769,6 +769,45 @@ TEST(CliTest, FeaturesBeyondTheModelAreIgnoredInTheNormsTooAndWarnedAbout) {
   EXPECT_NE(predicted.err.find(warning), std::string::npos) << Describe(predicted);
 }
 
+// Issue: reliability, third round, row 14: mistakes caught before the work, and flags that go
+// together accepted.
+TEST(CliTest, ResumeAndOutputMistakesAreCaughtBeforeTheWork) {
+  Data d;
+  // --resume of a folder without a checkpoint: refused before the data is read (the missing
+  // training file is not what the message names), and the folder is not created.
+  const std::string missing = d.dir.File("missing");
+  CliResult r = Cli({"train", "--train", d.dir.File("no-such-train.txt"), "--resume", missing});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("--resume " + missing + ": no checkpoint here"), std::string::npos) << Describe(r);
+  EXPECT_FALSE(fs::exists(missing));
+  // predict --output in a missing folder: refused before the model and the input are read.
+  r = Cli({"predict", "--model", d.dir.File("no-such-model"), "--input", d.test, "--output", d.dir.File("nodir/p.txt")});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("--output " + d.dir.File("nodir/p.txt") + ": the folder " + d.dir.File("nodir") + " does not exist"),
+            std::string::npos)
+      << Describe(r);
+  // A resumed run checkpoints into its --resume folder, so --checkpoint-every needs no --checkpoint-dir.
+  const std::string dir = d.dir.File("ckpt");
+  ASSERT_EQ(Cli(TrainArgs(d, {"--epochs", "1", "--checkpoint-dir", dir})).code, 0);
+  r = Cli(TrainArgs(d, {"--epochs", "2", "--resume", dir, "--checkpoint-every", "1"}));
+  EXPECT_EQ(r.code, 0) << Describe(r);
+}
+
+// Issue: reliability, third round, row 14. eval of rows that have no label has nothing to score:
+// an error naming the file, not a loss of 0.
+TEST(CliTest, EvalOfRowsWithoutLabelsIsRefused) {
+  Data d;
+  const std::string model = d.dir.File("m.xmlt");
+  ASSERT_EQ(Cli(TrainArgs(d, {"--model", model})).code, 0);
+  const std::string unlabeled = d.dir.File("unlabeled.txt");
+  WriteFile(unlabeled, "2 " + std::to_string(kFeatures) + " " + std::to_string(kLabels) + "\n 1:1 7:2\n 3:1\n");
+  const CliResult r = Cli({"eval", "--model", model, "--test", unlabeled});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find(unlabeled + ": no row has a label: nothing to evaluate"), std::string::npos) << Describe(r);
+  EXPECT_TRUE(r.out.empty()) << Describe(r);
+  EXPECT_EQ(Cli({"predict", "--model", model, "--input", unlabeled}).code, 0);
+}
+
 TEST(CliTest, ConfigFileSetsSubcommandOptions) {
   Data d;
   const std::string ini = d.dir.File("run.ini");
