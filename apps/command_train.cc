@@ -115,6 +115,16 @@ void PrintEval(const scheduler::EvalRecord& r) {
   WriteStdout(std::string(line) + "\n");
 }
 
+// Beyond any count or tf-idf weight: unnormalized values this large make the first steps explode
+// whatever the learning rate.
+constexpr float kLargeRawValue = 1e4f;
+
+float LargestMagnitude(const data::CsrMatrix& features) {
+  float largest = features.nnz() > 0 && features.binary() ? 1.0f : 0.0f;
+  for (float v : features.values) largest = std::max(largest, std::fabs(v));
+  return largest;
+}
+
 // --algo presets set how batches are dispatched and merged; --schedule, --merge and
 // --local-momentum given explicitly override them, so any combination can be swept.
 void ApplyAlgorithm(TrainFlags& f) {
@@ -386,6 +396,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
     throw std::invalid_argument("--normalize must be l2 or none");
   }
   const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
+  const float largest_raw_value = f.normalize == "none" ? LargestMagnitude(train.features) : 0.0f;
 
   const LrScaling lr_scaling = ApplyPreset(f, train.num_rows());
   kernels::ModelShape shape;
@@ -423,7 +434,14 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
                             {"heldout_loss", c.diverged ? nlohmann::json(nullptr) : nlohmann::json(c.heldout_loss)},
                             {"diverged", c.diverged}});
     }
-    if (writer) std::cerr << "--lr auto: picked " << search.picked << ", one step below the short runs' best " << search.winner
+    // One step below the short runs' best, unless the best is the smallest candidate.
+    std::ostringstream why;
+    if (search.picked == search.winner) {
+      why << "the short runs' best and the smallest candidate";
+    } else {
+      why << "one step below the short runs' best " << search.winner;
+    }
+    if (writer) std::cerr << "--lr auto: picked " << search.picked << ", " << why.str()
               << " (held-out P@1 per candidate:" << grid.str() << "; "
               << search.batches_per_candidate << " batches each on " << search.search_rows << " rows, "
               << search.heldout_rows << " held out, " << search.seconds << " s)\n";
@@ -477,8 +495,22 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   f.control.stop_signal = &signals.requested();
   // A resumed run's log restarts from the checkpoint's records once the checkpoint is accepted.
   if (f.control.resume_dir.empty()) metrics.Begin();
-  const scheduler::TrainResult result =
-      scheduler::RunMultiDevice(train, test.get(), f.options, f.engine, &model, callbacks, f.control);
+  const scheduler::TrainResult result = [&] {
+    try {
+      return scheduler::RunMultiDevice(train, test.get(), f.options, f.engine, &model, callbacks, f.control);
+    } catch (const scheduler::RunStopped& e) {
+      // "A lower --lr" is the advice for a rate too high; for raw values this large the data is the
+      // cause, and --normalize, which a resume cannot change, the fix.
+      if (e.why() == scheduler::RunStopped::Why::kDiverged && largest_raw_value > kLargeRawValue) {
+        std::ostringstream text;
+        text << e.what() << ": the training rows hold feature values up to " << largest_raw_value
+             << " and --normalize none passes them on as they are; a new run with --normalize l2 (the default) "
+                "trains on rows of unit length";
+        throw std::runtime_error(text.str());
+      }
+      throw;
+    }
+  }();
   if (result.stopped_by_signal != 0) {
     // An unfinished run: no model file, the metrics stay FILE.partial.
     const std::string go_on = result.checkpoint.empty() ? std::string("no --checkpoint-dir, so the progress is lost")

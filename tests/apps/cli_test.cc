@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -719,6 +720,57 @@ TEST(CliTest, ARunResumedAfterADivergenceStopHasItsOwnRollbacks) {
                              "after 3 rollbacks with halved learning rates"})
       EXPECT_NE(resumed.err.find(said), std::string::npos) << algo << ": " << said << "\n" << Describe(resumed);
   }
+}
+
+// Issue: reliability, third round, row 14. Raw values around 1e30 with --normalize none diverge
+// whatever the rate: the advice names --normalize, not a lower --lr.
+TEST(CliTest, ADivergenceOnHugeRawValuesAdvisesNormalizingThem) {
+  Data d;
+  std::string text = ReadFile(d.train), huge;
+  // Every feature value v becomes v * 1e30 ("id:v" -> "id:ve30"); the header line has no ':'.
+  for (size_t k = 0; k < text.size(); ++k) {
+    huge += text[k];
+    if (text[k] == ':') {
+      while (k + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[k + 1]))) huge += text[++k];
+      huge += "e30";
+    }
+  }
+  const std::string train = d.dir.File("huge.txt");
+  WriteFile(train, huge);
+  const CliResult r = Cli({"train", "--train", train, "--normalize", "none", "--epochs", "1", "--hidden", "8"});
+  EXPECT_EQ(r.code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("the training rows hold feature values up to 3e+30 and --normalize none passes them on"),
+            std::string::npos)
+      << Describe(r);
+  EXPECT_EQ(r.err.find("lower --lr"), std::string::npos) << Describe(r);
+}
+
+// Issue: reliability, third round, row 14. When the smallest candidate rate wins the search,
+// there is no rate one step below it: the message said "one step below the best" all the same.
+TEST(CliTest, LrAutoSaysWhenTheSmallestCandidateWon) {
+  xmlt::testing::TempDir dir;
+  ASSERT_EQ(Cli({"gen", "--rows", "300", "--test-rows", "100", "--features", "40", "--labels", "6", "--out", dir.path()}).code, 0);
+  // Raw values 3,000 times larger, not normalized: every rate above the smallest diverges.
+  const std::string text = ReadFile(dir.File("train.txt"));
+  std::string scaled;
+  for (size_t k = 0; k < text.size(); ++k) {
+    scaled += text[k];
+    if (text[k] != ':') continue;
+    size_t end = k + 1;
+    while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end]))) ++end;
+    std::ostringstream value;
+    value << std::stod(text.substr(k + 1, end - k - 1)) * 3000;
+    scaled += value.str();
+    k = end - 1;
+  }
+  const std::string train = dir.File("scaled.txt");
+  WriteFile(train, scaled);
+  const CliResult r = Cli({"train", "--train", train, "--normalize", "none", "--lr", "auto", "--epochs", "1", "--hidden", "8"});
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  ASSERT_NE(r.err.find(":0.500 0.01:diverged"), std::string::npos) << "the smallest rate did not win alone:\n" << r.err;
+  EXPECT_NE(r.err.find("--lr auto: picked 0.005, the short runs' best and the smallest candidate"), std::string::npos)
+      << Describe(r);
+  EXPECT_EQ(r.err.find("one step below"), std::string::npos) << Describe(r);
 }
 
 // Issue: reliability, second round, row 15: a header whose sizes cannot fit is exit 2, and eval
