@@ -7,8 +7,18 @@
 #include "data/source_stamp.h"
 #include "data/text_reader.h"
 
+#include <string_view>
+
 namespace xmlt::data {
 namespace {
+
+// Text after a UTF-8 byte order mark, which some editors write at the start of a file: it is not
+// data (the parsers would refuse it as binary). Only line 1 holds it, so line numbers stay right.
+std::string_view WithoutByteOrderMark(std::string_view text) {
+  constexpr std::string_view kMark = "\xEF\xBB\xBF";
+  if (text.substr(0, kMark.size()) == kMark) text.remove_prefix(kMark.size());
+  return text;
+}
 
 // Split pairs are never cached: a cache names one source file, and a pair has two.
 Dataset LoadSplitPair(const std::string& features_path, const std::string& labels_path,
@@ -17,11 +27,11 @@ Dataset LoadSplitPair(const std::string& features_path, const std::string& label
   dataset.source = features_path + " + " + labels_path;
   auto x_file = MappedFile::Open(features_path);
   dataset.features =
-      ParseSplitMatrixText(x_file->view(), features_path, options, false, &dataset.warnings);
+      ParseSplitMatrixText(WithoutByteOrderMark(x_file->view()), features_path, options, false, &dataset.warnings);
   x_file.reset();
   auto y_file = MappedFile::Open(labels_path);
   dataset.labels =
-      ParseSplitMatrixText(y_file->view(), labels_path, options, true, &dataset.warnings);
+      ParseSplitMatrixText(WithoutByteOrderMark(y_file->view()), labels_path, options, true, &dataset.warnings);
   if (dataset.labels.num_rows != dataset.features.num_rows) {
     throw InputError(labels_path, 0,
                      "has " + std::to_string(dataset.labels.num_rows) + " rows but " +
@@ -62,7 +72,7 @@ Dataset LoadDataset(const std::string& path, const LoadOptions& options,
   }
 
   auto file = MappedFile::Open(path);
-  Dataset dataset = ParseLabeledText(file->view(), path, options);
+  Dataset dataset = ParseLabeledText(WithoutByteOrderMark(file->view()), path, options);
   dataset.warnings.insert(dataset.warnings.begin(), cache_warnings.begin(), cache_warnings.end());
   return dataset;
 }
