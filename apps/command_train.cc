@@ -30,6 +30,7 @@
 #include "scheduler/checkpoint_file.h"
 #include "scheduler/multi_device_run.h"
 #include "scheduler/lr_search.h"
+#include "scheduler/memory_limit.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/trainer.h"
 
@@ -416,10 +417,16 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
     for (int g = 0; g < engine::CudaDeviceCount(); ++g) gpu_free.push_back(engine::CudaFreeMemory(g));
     // Too big for this machine is a usage error (exit 2): a smaller --batch, fewer devices, or the
     // data's declared sizes (a header's D and L size the model) are the fix.
+    // The machine's available memory, or less inside a memory-limited cgroup (a container).
+    const uint64_t available = scheduler::AvailableMemory();
     try {
-      scheduler::CheckMemoryFits(plan, scheduler::AvailableHostMemory(), gpu_free);
+      scheduler::CheckMemoryFits(plan, available, gpu_free);
     } catch (const std::runtime_error& e) {
-      throw std::invalid_argument(e.what());
+      const bool cgroup = available > 0 && available == scheduler::CgroupMemoryHeadroom();
+      throw std::invalid_argument(std::string(e.what()) +
+                                  (cgroup ? "\n(available: what this process's memory cgroup allows beyond its "
+                                            "current use, less than the machine has free)"
+                                          : ""));
     }
     planned_host_bytes = plan.host_total();
   }
