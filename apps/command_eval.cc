@@ -10,6 +10,8 @@
 #include "apps/propensity_flag.h"
 #include "apps/stdout_check.h"
 #include "data/atomic_file.h"
+#include "data/feature_limit.h"
+#include "data/input_error.h"
 #include "data/row_normalization.h"
 #include "engine/evaluator.h"
 #include "engine/model_file.h"
@@ -17,6 +19,17 @@
 
 namespace xmlt::apps {
 namespace {
+
+// The rows as the model sees them: features beyond its input size left out (said on stderr), then
+// the model's row normalization, as in training.
+data::Dataset AsModelInput(const data::Dataset& rows, const kernels::ModelShape& shape, const std::string& path) {
+  data::FeatureLimit limited = data::LimitFeatures(rows, shape.num_features);
+  if (limited.dropped > 0)
+    std::cerr << "warning: " << path << " has " << limited.dropped << " feature entries (in " << limited.rows_touched
+              << " rows) with ids beyond the model's " << shape.num_features
+              << " inputs: they are ignored, in the rows' L2 norms too\n";
+  return shape.normalize_rows ? data::NormalizeRowsL2(limited.dataset) : std::move(limited.dataset);
+}
 
 struct EvalFlags {
   std::string model, test, test_labels, train, train_labels;
@@ -28,8 +41,10 @@ void RunEval(const EvalFlags& f) {
   const kernels::PropensityModel propensity = ParsePropensity(f.propensity);
   if (f.train.empty() && !f.train_labels.empty()) throw std::invalid_argument("--train-labels needs --train");
   const kernels::Model<float> model = engine::LoadModel(f.model);
-  data::Dataset test = LoadWithWarnings(f.test, f.test_labels, f.data);
-  if (model.shape.normalize_rows) test = data::NormalizeRowsL2(test);
+  data::Dataset test = AsModelInput(LoadWithWarnings(f.test, f.test_labels, f.data), model.shape, f.test);
+  // Scores of rows without labels would be means over nothing, printed as zeros.
+  if (test.labels.nnz() == 0)
+    throw data::InputError(f.test, 0, "no row has a label: nothing to evaluate (predict labels rows that have none)");
   // Labels the model has no output for count as misses; say so, since the scores are then not
   // those of the data the model was trained for.
   if (test.num_labels() > model.shape.num_labels)
@@ -62,9 +77,9 @@ void RunPredict(const PredictFlags& f) {
   if (f.top_k == 0 || f.top_k > 1000) throw std::invalid_argument("--top-k must be in 1..1000");
   RefuseOutputsOverInputs({{"--model", f.model}, {"--input", f.input}, {"--input-labels", f.input_labels}},
                           {{"--output", f.output}});
+  ProbeOutputFile("--output", f.output);  // now, not after the whole prediction
   const kernels::Model<float> model = engine::LoadModel(f.model);
-  data::Dataset input = LoadWithWarnings(f.input, f.input_labels, f.data);
-  if (model.shape.normalize_rows) input = data::NormalizeRowsL2(input);
+  const data::Dataset input = AsModelInput(LoadWithWarnings(f.input, f.input_labels, f.data), model.shape, f.input);
   const uint32_t k = uint32_t(std::min<uint64_t>(f.top_k, model.shape.num_labels));
   const engine::Prediction prediction = engine::Predict(model, input, k);
   std::unique_ptr<data::AtomicFile> file;

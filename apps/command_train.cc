@@ -6,6 +6,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -28,8 +29,10 @@
 #include "engine/model_file.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/propensity.h"
+#include "scheduler/checkpoint_file.h"
 #include "scheduler/multi_device_run.h"
 #include "scheduler/lr_search.h"
+#include "scheduler/memory_limit.h"
 #include "scheduler/memory_plan.h"
 #include "scheduler/trainer.h"
 
@@ -117,6 +120,16 @@ void PrintEval(const scheduler::EvalRecord& r) {
                             r.test.metrics.psp5);
   }
   WriteStdout(std::string(line) + "\n");
+}
+
+// Beyond any count or tf-idf weight: unnormalized values this large make the first steps explode
+// whatever the learning rate.
+constexpr float kLargeRawValue = 1e4f;
+
+float LargestMagnitude(const data::CsrMatrix& features) {
+  float largest = features.nnz() > 0 && features.binary() ? 1.0f : 0.0f;
+  for (float v : features.values) largest = std::max(largest, std::fabs(v));
+  return largest;
 }
 
 // --algo presets set how batches are dispatched and merged; --schedule, --merge and
@@ -327,10 +340,14 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   const bool writer = ranks->rank() == 0;
   CheckFlagsBeforeLoading(f);
   for (const std::string& fault : f.faults) f.control.faults.push_back(ParseFaultInjection(fault));
-  if (f.control.checkpoint_every > 0 && f.control.checkpoint_dir.empty())
-    throw std::invalid_argument("--checkpoint-every needs --checkpoint-dir");
+  // Checked now, not once the data is loaded; and before the folder lock, which would create it.
+  if (!f.control.resume_dir.empty() && !std::filesystem::exists(scheduler::CheckpointPath(f.control.resume_dir)))
+    throw std::invalid_argument("--resume " + f.control.resume_dir +
+                                ": no checkpoint here (resume from the folder the run wrote its checkpoints to)");
   // A resumed run keeps checkpointing where it resumed from unless told otherwise.
   if (!f.control.resume_dir.empty() && f.control.checkpoint_dir.empty()) f.control.checkpoint_dir = f.control.resume_dir;
+  if (f.control.checkpoint_every > 0 && f.control.checkpoint_dir.empty())
+    throw std::invalid_argument("--checkpoint-every needs --checkpoint-dir (or --resume, which checkpoints there)");
   f.options.hidden = ParseHidden(f.hidden);
   f.options.eval = ParseEvalEvery(f.eval_every);
   if (f.final_eval != "full" && f.final_eval != "sample")
@@ -387,6 +404,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
     throw std::invalid_argument("--normalize must be l2 or none");
   }
   const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
+  const float largest_raw_value = f.normalize == "none" ? LargestMagnitude(train.features) : 0.0f;
 
   const LrScaling lr_scaling = ApplyPreset(f, train.num_rows());
   kernels::ModelShape shape;
@@ -411,10 +429,16 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
     for (int g = 0; g < engine::CudaDeviceCount(); ++g) gpu_free.push_back(engine::CudaFreeMemory(g));
     // Too big for this machine is a usage error (exit 2): a smaller --batch, fewer devices, or the
     // data's declared sizes (a header's D and L size the model) are the fix.
+    // The machine's available memory, or less inside a memory-limited cgroup (a container).
+    const uint64_t available = scheduler::AvailableMemory();
     try {
-      scheduler::CheckMemoryFits(plan, scheduler::AvailableHostMemory(), gpu_free);
+      scheduler::CheckMemoryFits(plan, available, gpu_free);
     } catch (const std::runtime_error& e) {
-      throw std::invalid_argument(e.what());
+      const bool cgroup = available > 0 && available == scheduler::CgroupMemoryHeadroom();
+      throw std::invalid_argument(std::string(e.what()) +
+                                  (cgroup ? "\n(available: what this process's memory cgroup allows beyond its "
+                                            "current use, less than the machine has free)"
+                                          : ""));
     }
     planned_host_bytes = plan.host_total();
   }
@@ -429,7 +453,14 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
                             {"heldout_loss", c.diverged ? nlohmann::json(nullptr) : nlohmann::json(c.heldout_loss)},
                             {"diverged", c.diverged}});
     }
-    if (writer) std::cerr << "--lr auto: picked " << search.picked << ", one step below the short runs' best " << search.winner
+    // One step below the short runs' best, unless the best is the smallest candidate.
+    std::ostringstream why;
+    if (search.picked == search.winner) {
+      why << "the short runs' best and the smallest candidate";
+    } else {
+      why << "one step below the short runs' best " << search.winner;
+    }
+    if (writer) std::cerr << "--lr auto: picked " << search.picked << ", " << why.str()
               << " (held-out P@1 per candidate:" << grid.str() << "; "
               << search.batches_per_candidate << " batches each on " << search.search_rows << " rows, "
               << search.heldout_rows << " held out, " << search.seconds << " s)\n";
@@ -483,8 +514,22 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   f.control.stop_signal = &signals.requested();
   // A resumed run's log restarts from the checkpoint's records once the checkpoint is accepted.
   if (f.control.resume_dir.empty()) metrics.Begin();
-  const scheduler::TrainResult result =
-      scheduler::RunMultiDevice(train, test.get(), f.options, f.engine, &model, callbacks, f.control);
+  const scheduler::TrainResult result = [&] {
+    try {
+      return scheduler::RunMultiDevice(train, test.get(), f.options, f.engine, &model, callbacks, f.control);
+    } catch (const scheduler::RunStopped& e) {
+      // "A lower --lr" is the advice for a rate too high; for raw values this large the data is the
+      // cause, and --normalize, which a resume cannot change, the fix.
+      if (e.why() == scheduler::RunStopped::Why::kDiverged && largest_raw_value > kLargeRawValue) {
+        std::ostringstream text;
+        text << e.what() << ": the training rows hold feature values up to " << largest_raw_value
+             << " and --normalize none passes them on as they are; a new run with --normalize l2 (the default) "
+                "trains on rows of unit length";
+        throw std::runtime_error(text.str());
+      }
+      throw;
+    }
+  }();
   if (result.stopped_by_signal != 0) {
     // An unfinished run: no model file, the metrics stay FILE.partial.
     const std::string go_on = result.checkpoint.empty() ? std::string("no --checkpoint-dir, so the progress is lost")

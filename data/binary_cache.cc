@@ -20,7 +20,7 @@
 #include "data/atomic_file.h"
 #include "data/byte_reader.h"
 #include "data/input_error.h"
-#include "data/mapped_file.h"
+#include "data/file_copy.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the .xmlb layout is little-endian");
 
@@ -257,7 +257,9 @@ void WriteBinaryCache(const Dataset& dataset, const std::string& path, bool one_
 }
 
 Dataset ReadBinaryCache(const std::string& path, bool* one_based, SourceStamp* source) {
-  auto map = MappedFile::Open(path, /*populate=*/true);
+  // Read, not mapped: a run keeps these arrays, and a mapping would show (or fault on) anything
+  // written to the file later.
+  auto map = FileCopy::Read(path);
   const uint64_t size = map->size();
   const char* base = map->data();
   const Header h = CheckedHeader(path, base, size);

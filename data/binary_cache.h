@@ -1,5 +1,5 @@
-// The .xmlb binary cache: a versioned header, the CSR arrays (8-byte aligned, memory-mappable) and
-// a checksum over everything, so a load is a map plus a verification pass.
+// The .xmlb binary cache: a versioned header, the CSR arrays (8-byte aligned, used where they lie)
+// and a checksum over everything, so a load is one read plus a verification pass.
 #pragma once
 
 #include <string>

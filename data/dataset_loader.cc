@@ -3,9 +3,9 @@
 
 #include "data/binary_cache.h"
 #include "data/input_error.h"
-#include "data/text_windows.h"
 #include "data/source_stamp.h"
 #include "data/text_reader.h"
+#include "data/text_windows.h"
 
 namespace xmlt::data {
 namespace {

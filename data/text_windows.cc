@@ -6,12 +6,26 @@
 
 namespace xmlt::data {
 
-TextWindows::TextWindows(std::string_view whole) : window_(whole) {}
+namespace {
+
+// A UTF-8 byte order mark, which some editors write at the start of a file: it is not data (the
+// parsers would refuse it as binary). Only line 1 holds it, so line numbers stay right.
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
+
+}  // namespace
+
+TextWindows::TextWindows(std::string_view whole) : window_(whole) {
+  if (window_.substr(0, kByteOrderMark.size()) == kByteOrderMark) window_.remove_prefix(kByteOrderMark.size());
+}
 
 TextWindows::TextWindows(std::unique_ptr<Decompressor> source, size_t window_bytes)
     : source_(std::move(source)), window_bytes_(std::max<size_t>(window_bytes, 1)), at_end_(false),
       source_done_(false) {
-  Fill(window_bytes_);
+  Fill(std::max(window_bytes_, kByteOrderMark.size() + 1));
+  if (buffer_.compare(0, kByteOrderMark.size(), kByteOrderMark) == 0) {
+    buffer_.erase(0, kByteOrderMark.size());
+    Fill(window_bytes_);
+  }
 }
 
 void TextWindows::Advance(size_t bytes) {

@@ -1,7 +1,8 @@
 // A text file seen through a window of whole lines at a time. A plain file is one window, its
 // memory mapping, with no copy; a compressed one is decompressed into a buffer of about
 // `window_bytes` that moves along the file, so that parsing never holds the whole decompressed
-// text. Line numbers stay those of the file, for messages.
+// text. Line numbers stay those of the file, for messages. A UTF-8 byte order mark at the start of
+// the text is not part of it.
 #pragma once
 
 #include <cstdint>

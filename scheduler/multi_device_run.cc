@@ -223,7 +223,7 @@ class MultiDeviceRun {
         if (!trained.cut_by_end) TryWriteEndCheckpoint();
         if (!due) Evaluate();
       } else if (control_.checkpoint_every > 0 && progress_.megabatches % control_.checkpoint_every == 0) {
-        WriteCheckpoint("periodic");
+        TryWritePeriodicCheckpoint();
       }
     }
     // A finished run resumed as it is (the same --epochs) ends with its end evaluation again, which
@@ -290,6 +290,18 @@ class MultiDeviceRun {
 
   // Rows trained so far, the open mega-batch's included.
   uint64_t TrainedRows() const { return progress_.rows_done + (open_.open() ? open_.run.rows : 0); }
+
+  // A periodic checkpoint that cannot be written (a full disk) is no reason to end a run that can
+  // go on: it is reported, the last one written stays, and the next one may succeed.
+  void TryWritePeriodicCheckpoint() {
+    try {
+      WriteCheckpoint("periodic");
+    } catch (const std::exception& e) {
+      ReleaseIdleMirrors();
+      Event("periodic checkpoint failed at mega-batch " + std::to_string(progress_.megabatches) + " (" + e.what() +
+            "); training goes on, and the last checkpoint written stays");
+    }
+  }
 
   void TryWriteEndCheckpoint() {
     // As in the single-device loop: a failed end checkpoint must not lose the trained model.

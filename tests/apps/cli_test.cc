@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -750,6 +751,57 @@ TEST(CliTest, ARunResumedAfterADivergenceStopHasItsOwnRollbacks) {
   }
 }
 
+// Issue: reliability, third round, row 14. Raw values around 1e30 with --normalize none diverge
+// whatever the rate: the advice names --normalize, not a lower --lr.
+TEST(CliTest, ADivergenceOnHugeRawValuesAdvisesNormalizingThem) {
+  Data d;
+  std::string text = ReadFile(d.train), huge;
+  // Every feature value v becomes v * 1e30 ("id:v" -> "id:ve30"); the header line has no ':'.
+  for (size_t k = 0; k < text.size(); ++k) {
+    huge += text[k];
+    if (text[k] == ':') {
+      while (k + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[k + 1]))) huge += text[++k];
+      huge += "e30";
+    }
+  }
+  const std::string train = d.dir.File("huge.txt");
+  WriteFile(train, huge);
+  const CliResult r = Cli({"train", "--train", train, "--normalize", "none", "--epochs", "1", "--hidden", "8"});
+  EXPECT_EQ(r.code, 1) << Describe(r);
+  EXPECT_NE(r.err.find("the training rows hold feature values up to 3e+30 and --normalize none passes them on"),
+            std::string::npos)
+      << Describe(r);
+  EXPECT_EQ(r.err.find("lower --lr"), std::string::npos) << Describe(r);
+}
+
+// Issue: reliability, third round, row 14. When the smallest candidate rate wins the search,
+// there is no rate one step below it: the message said "one step below the best" all the same.
+TEST(CliTest, LrAutoSaysWhenTheSmallestCandidateWon) {
+  xmlt::testing::TempDir dir;
+  ASSERT_EQ(Cli({"gen", "--rows", "300", "--test-rows", "100", "--features", "40", "--labels", "6", "--out", dir.path()}).code, 0);
+  // Raw values 3,000 times larger, not normalized: every rate above the smallest diverges.
+  const std::string text = ReadFile(dir.File("train.txt"));
+  std::string scaled;
+  for (size_t k = 0; k < text.size(); ++k) {
+    scaled += text[k];
+    if (text[k] != ':') continue;
+    size_t end = k + 1;
+    while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end]))) ++end;
+    std::ostringstream value;
+    value << std::stod(text.substr(k + 1, end - k - 1)) * 3000;
+    scaled += value.str();
+    k = end - 1;
+  }
+  const std::string train = dir.File("scaled.txt");
+  WriteFile(train, scaled);
+  const CliResult r = Cli({"train", "--train", train, "--normalize", "none", "--lr", "auto", "--epochs", "1", "--hidden", "8"});
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  ASSERT_NE(r.err.find(":0.500 0.01:diverged"), std::string::npos) << "the smallest rate did not win alone:\n" << r.err;
+  EXPECT_NE(r.err.find("--lr auto: picked 0.005, the short runs' best and the smallest candidate"), std::string::npos)
+      << Describe(r);
+  EXPECT_EQ(r.err.find("one step below"), std::string::npos) << Describe(r);
+}
+
 // Issue: reliability, second round, row 15: a header whose sizes cannot fit is exit 2, and eval
 // on data with more labels than the model says so.
 TEST(CliTest, OversizedHeadersAreUsageErrorsAndExtraLabelsAreWarnedAbout) {
@@ -766,6 +818,75 @@ TEST(CliTest, OversizedHeadersAreUsageErrorsAndExtraLabelsAreWarnedAbout) {
   const CliResult e = Cli({"eval", "--model", model, "--test", wide});
   EXPECT_EQ(e.code, 0) << Describe(e);
   EXPECT_NE(e.err.find("are never predicted and count as misses"), std::string::npos) << Describe(e);
+}
+
+// Issue: reliability, third round, row 12. Feature ids beyond the model's input size are ignored
+// by eval and predict, and that means in the rows' L2 norms too (they counted there, changing
+// every score of such a row); a warning says how many entries were left out.
+TEST(CliTest, FeaturesBeyondTheModelAreIgnoredInTheNormsTooAndWarnedAbout) {
+  Data d;
+  const std::string model = d.dir.File("m.xmlt");
+  ASSERT_EQ(Cli(TrainArgs(d, {"--model", model})).code, 0);
+  // The test rows again, the header widened to 50 features and every other row given 45:5.
+  const std::vector<std::string> rows = Lines(ReadFile(d.test));
+  std::string wider = std::to_string(Data::kTestRows) + " 50 " + std::to_string(kLabels) + "\n";
+  for (size_t r = 1; r < rows.size(); ++r) wider += rows[r] + (r % 2 == 1 ? " 45:5\n" : "\n");
+  const std::string wide = d.dir.File("wide-test.txt");
+  WriteFile(wide, wider);
+
+  const CliResult plain = Cli({"eval", "--model", model, "--test", d.test});
+  const CliResult extra = Cli({"eval", "--model", model, "--test", wide});
+  ASSERT_EQ(plain.code, 0) << Describe(plain);
+  ASSERT_EQ(extra.code, 0) << Describe(extra);
+  EXPECT_EQ(extra.out, plain.out);
+  const std::string warning = "warning: " + wide + " has 50 feature entries (in 50 rows) with ids beyond the model's " +
+                              std::to_string(kFeatures) + " inputs: they are ignored, in the rows' L2 norms too";
+  EXPECT_NE(extra.err.find(warning), std::string::npos) << warning << "\n" << Describe(extra);
+  EXPECT_EQ(plain.err.find("are ignored"), std::string::npos) << Describe(plain);
+
+  const CliResult predicted = Cli({"predict", "--model", model, "--input", wide});
+  ASSERT_EQ(predicted.code, 0) << Describe(predicted);
+  EXPECT_EQ(predicted.out, Cli({"predict", "--model", model, "--input", d.test}).out);
+  EXPECT_NE(predicted.err.find(warning), std::string::npos) << Describe(predicted);
+}
+
+// Issue: reliability, third round, row 14: mistakes caught before the work, and flags that go
+// together accepted.
+TEST(CliTest, ResumeAndOutputMistakesAreCaughtBeforeTheWork) {
+  Data d;
+  // --resume of a folder without a checkpoint: refused before the data is read (the missing
+  // training file is not what the message names), and the folder is not created.
+  const std::string missing = d.dir.File("missing");
+  CliResult r = Cli({"train", "--train", d.dir.File("no-such-train.txt"), "--resume", missing});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("--resume " + missing + ": no checkpoint here"), std::string::npos) << Describe(r);
+  EXPECT_FALSE(fs::exists(missing));
+  // predict --output in a missing folder: refused before the model and the input are read.
+  r = Cli({"predict", "--model", d.dir.File("no-such-model"), "--input", d.test, "--output", d.dir.File("nodir/p.txt")});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("--output " + d.dir.File("nodir/p.txt") + ": the folder " + d.dir.File("nodir") + " does not exist"),
+            std::string::npos)
+      << Describe(r);
+  // A resumed run checkpoints into its --resume folder, so --checkpoint-every needs no --checkpoint-dir.
+  const std::string dir = d.dir.File("ckpt");
+  ASSERT_EQ(Cli(TrainArgs(d, {"--epochs", "1", "--checkpoint-dir", dir})).code, 0);
+  r = Cli(TrainArgs(d, {"--epochs", "2", "--resume", dir, "--checkpoint-every", "1"}));
+  EXPECT_EQ(r.code, 0) << Describe(r);
+}
+
+// Issue: reliability, third round, row 14. eval of rows that have no label has nothing to score:
+// an error naming the file, not a loss of 0.
+TEST(CliTest, EvalOfRowsWithoutLabelsIsRefused) {
+  Data d;
+  const std::string model = d.dir.File("m.xmlt");
+  ASSERT_EQ(Cli(TrainArgs(d, {"--model", model})).code, 0);
+  const std::string unlabeled = d.dir.File("unlabeled.txt");
+  WriteFile(unlabeled, "2 " + std::to_string(kFeatures) + " " + std::to_string(kLabels) + "\n 1:1 7:2\n 3:1\n");
+  const CliResult r = Cli({"eval", "--model", model, "--test", unlabeled});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find(unlabeled + ": no row has a label: nothing to evaluate"), std::string::npos) << Describe(r);
+  EXPECT_TRUE(r.out.empty()) << Describe(r);
+  EXPECT_EQ(Cli({"predict", "--model", model, "--input", unlabeled}).code, 0);
 }
 
 TEST(CliTest, ConfigFileSetsSubcommandOptions) {

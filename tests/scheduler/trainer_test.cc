@@ -189,6 +189,27 @@ TEST(TrainerTest, AFailedEndCheckpointStillReturnsTheTrainedModel) {
   EXPECT_NE(model.params, before.params);
 }
 
+// Issue: reliability, third round, row 14. A periodic checkpoint that cannot be written (a full
+// disk) is reported and the run goes on, as after a failed end checkpoint; it ended the run.
+TEST(TrainerTest, AFailedPeriodicCheckpointIsReportedAndTrainingGoesOn) {
+  xmlt::testing::TempDir dir;
+  xmlt::testing::WriteFile(dir.File("a-file"), "x");
+  RunControl control;
+  control.checkpoint_dir = dir.File("a-file/checkpoints");
+  control.checkpoint_every = 1;
+  std::vector<std::string> events;
+  TrainCallbacks callbacks;
+  callbacks.on_event = [&](const std::string& text) { events.push_back(text); };
+  Model<float> model = NewModel();
+  TrainResult result;
+  ASSERT_NO_THROW(result = Train(TrainSet(), &TestSet(), Options(), &model, callbacks, control));
+  EXPECT_EQ(result.last.train_samples, 3 * kLabeledRows);
+  EXPECT_FALSE(result.end_checkpoint_error.empty());
+  size_t failed = 0;
+  for (const std::string& event : events) failed += event.find("periodic checkpoint failed") != std::string::npos;
+  EXPECT_GT(failed, 0u);
+}
+
 TEST(TrainerTest, FractionalEpochsStopMidEpoch) {
   TrainOptions options = Options();
   options.epochs = 2.5;

@@ -1,0 +1,47 @@
+// Whole-file copies; see file_copy.h.
+#include "data/file_copy.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "data/input_error.h"
+
+namespace xmlt::data {
+
+std::shared_ptr<const FileCopy> FileCopy::Read(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever, before the
+  // check below could refuse it. It changes nothing for a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    const int error = errno;
+    const bool regular = S_ISREG(info.st_mode);
+    ::close(fd);
+    throw InputError(path, 0, regular ? std::string("cannot stat: ") + std::strerror(error) : "not a regular file");
+  }
+  const size_t size = static_cast<size_t>(info.st_size);
+  // Uninitialized: every byte is read over at once (zeroing it first would touch it twice).
+  std::unique_ptr<uint64_t[]> words(new uint64_t[(size + 7) / 8]);
+  char* out = reinterpret_cast<char*>(words.get());
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t got = ::read(fd, out + done, size - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      const int error = got < 0 ? errno : 0;
+      ::close(fd);
+      throw InputError(path, 0, error != 0 ? std::string("read failed: ") + std::strerror(error)
+                                           : "became shorter while it was read");
+    }
+    done += size_t(got);
+  }
+  ::close(fd);
+  return std::shared_ptr<const FileCopy>(new FileCopy(std::move(words), size));
+}
+
+}  // namespace xmlt::data
