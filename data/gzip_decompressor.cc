@@ -37,12 +37,17 @@ class GzipDecompressor : public Decompressor {
       state_.next_out = reinterpret_cast<uint8_t*>(out + written);
       state_.avail_out = uint32_t(std::min<size_t>(capacity - written, kMaxInput));
       const uint32_t before = state_.avail_out;
+      const size_t offset = Offset();
       const int status = isal_inflate(&state_);
       written += before - state_.avail_out;
-      if (status < 0) Fail(Describe(status));
-      if (state_.block_state != ISAL_BLOCK_FINISH && state_.avail_in == 0 && Offset() == file_->size() &&
-          before == state_.avail_out)
-        Fail("the archive is truncated: it ends inside a gzip member");
+      // Negative: corrupt data; above ISAL_OUT_OVERFLOW: header fields or a dictionary it was not
+      // given buffers for, which a gzip member cannot need.
+      if (status < 0 || status > ISAL_OUT_OVERFLOW) Fail(Describe(status));
+      const bool progress = before != state_.avail_out || offset != Offset();
+      if (state_.block_state != ISAL_BLOCK_FINISH && !progress) {
+        if (Offset() == file_->size()) Fail("the archive is truncated: it ends inside a gzip member");
+        Fail(Describe(status));  // stuck with input left: never seen, but not a loop either
+      }
     }
     return written;
   }
