@@ -12,6 +12,9 @@ namespace {
 // parsers would refuse it as binary). Only line 1 holds it, so line numbers stay right.
 constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 
+// Windows at least this large are read ahead on a thread of their own (the default is 64 MiB).
+constexpr size_t kReadAheadBytes = size_t{64} << 10;
+
 }  // namespace
 
 TextWindows::TextWindows(std::string_view whole) : window_(whole) {
@@ -26,6 +29,21 @@ TextWindows::TextWindows(std::unique_ptr<Decompressor> source, size_t window_byt
     buffer_.erase(0, kByteOrderMark.size());
     Fill(window_bytes_);
   }
+}
+
+TextWindows::~TextWindows() {
+  // The read ahead writes into its own string only; it must end before the decompressor goes.
+  if (ahead_.valid()) ahead_.wait();
+}
+
+// Decompresses the next part on a thread of its own: inflating is serial, so it overlaps the
+// parsing of the current window (which runs on every core) instead of following it.
+void TextWindows::ReadAhead() {
+  ahead_ = std::async(std::launch::async, [source = source_.get(), bytes = window_bytes_] {
+    std::string part(bytes, '\0');
+    part.resize(source->Read(part.data(), part.size()));
+    return part;
+  });
 }
 
 void TextWindows::Advance(size_t bytes) {
@@ -45,11 +63,18 @@ void TextWindows::Advance(size_t bytes) {
 void TextWindows::Fill(size_t target) {
   for (;;) {
     while (!source_done_ && buffer_.size() < target) {
-      const size_t old = buffer_.size();
-      buffer_.resize(std::max(target, old + 1));
-      const size_t got = source_->Read(buffer_.data() + old, buffer_.size() - old);
-      buffer_.resize(old + got);
-      source_done_ = got == 0;
+      if (window_bytes_ < kReadAheadBytes) {  // small windows: a thread each would cost more
+        const size_t old = buffer_.size();
+        buffer_.resize(std::max(target, old + 1));
+        buffer_.resize(old + source_->Read(buffer_.data() + old, buffer_.size() - old));
+        source_done_ = buffer_.size() == old;
+        continue;
+      }
+      if (!ahead_.valid()) ReadAhead();
+      const std::string part = ahead_.get();  // rethrows the decompressor's InputError
+      buffer_ += part;
+      source_done_ = part.empty();
+      if (!source_done_) ReadAhead();
     }
     const size_t newline = buffer_.rfind('\n');
     if (source_done_ || newline != std::string::npos) {

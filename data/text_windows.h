@@ -1,11 +1,13 @@
 // A text file seen through a window of whole lines at a time. A plain file is one window, its
 // memory mapping, with no copy; a compressed one is decompressed into a buffer of about
 // `window_bytes` that moves along the file, so that parsing never holds the whole decompressed
-// text. Line numbers stay those of the file, for messages. A UTF-8 byte order mark at the start of
+// text, and the next part is decompressed on a thread of its own while the caller parses this one.
+// Line numbers stay those of the file, for messages. A UTF-8 byte order mark at the start of
 // the text is not part of it.
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -20,6 +22,9 @@ class TextWindows {
   explicit TextWindows(std::string_view whole);
   // The decompressed text of `source`, a window at a time.
   TextWindows(std::unique_ptr<Decompressor> source, size_t window_bytes = size_t{64} << 20);
+  ~TextWindows();
+  TextWindows(const TextWindows&) = delete;
+  TextWindows& operator=(const TextWindows&) = delete;
 
   // The current window: whole lines (its last line without a newline only at the end of the text),
   // at least one unless the text has ended.
@@ -35,8 +40,10 @@ class TextWindows {
 
  private:
   void Fill(size_t target);
+  void ReadAhead();
 
   std::unique_ptr<Decompressor> source_;
+  std::future<std::string> ahead_;  // the next part of the text, being decompressed
   std::string buffer_;  // the window and the partial line after it
   size_t window_bytes_ = 0;
   std::string_view window_;
