@@ -590,16 +590,12 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (!lr_search_json.is_null()) summary["lr_search"] = lr_search_json;
   WriteStdout(summary.dump() + "\n");
   if (stdout_error.empty()) stdout_error = StdoutError();
-  if (!stdout_error.empty()) {
-    std::cerr << "error: " << stdout_error << "; the model and metrics files were written\n";
-    return kExitFailure;
-  }
+  if (!stdout_error.empty()) std::cerr << "error: " << stdout_error << "; the model and metrics files were written\n";
   if (!result.end_checkpoint_error.empty()) {
     std::cerr << "error: the end-of-run checkpoint failed (" << result.end_checkpoint_error
               << "); the model and metrics were written\n";
-    return kExitFailure;
   }
-  return kExitOk;
+  return stdout_error.empty() && result.end_checkpoint_error.empty() ? kExitOk : kExitFailure;
 }
 
 }  // namespace
