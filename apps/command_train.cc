@@ -17,10 +17,13 @@
 #include "apps/fault_flag.h"
 #include "apps/output_paths.h"
 #include "apps/propensity_flag.h"
+#include "apps/rank_agreement.h"
+#include "apps/setting_flags.h"
 #include "apps/stdout_check.h"
 #include "apps/stop_signals.h"
 #include "apps/train_presets.h"
 #include "data/folder_lock.h"
+#include "data/input_error.h"
 #include "dist/rank_group.h"
 #include "data/row_normalization.h"
 #include "engine/device_query.h"
@@ -34,6 +37,7 @@
 #include "scheduler/lr_search.h"
 #include "scheduler/memory_limit.h"
 #include "scheduler/memory_plan.h"
+#include "scheduler/run_progress.h"
 #include "scheduler/trainer.h"
 
 namespace xmlt::apps {
@@ -326,9 +330,20 @@ int RunTrain(TrainFlags& f) {
   if (ranks->size() <= 1) return RunTrainOnRanks(f, ranks.get());
   try {
     return RunTrainOnRanks(f, ranks.get());
+  } catch (const RanksDisagree&) {
+    // Every rank found it: each ends by itself, and rank 0 says why (exit 2, as a usage error).
+    if (ranks->rank() == 0) throw;
+    return kExitBadInput;
   } catch (const std::exception& e) {
-    // The other ranks would wait for this one until their timeout: end them all now.
-    ranks->Abort(e.what(), kExitFailure);
+    // The other ranks would wait for this one until their timeout: end them all now, with the
+    // exit code one process would have (2 for bad usage or input).
+    const bool usage = dynamic_cast<const std::invalid_argument*>(&e) != nullptr ||
+                       dynamic_cast<const data::InputError*>(&e) != nullptr;
+    std::string why = e.what();  // in flags, as one process says it
+    if (const auto* option = dynamic_cast<const scheduler::OptionError*>(&e)) why = DescribeInFlags(*option);
+    if (const auto* mismatch = dynamic_cast<const scheduler::RunMismatch*>(&e)) why = DescribeInFlags(*mismatch);
+    if (const auto* stopped = dynamic_cast<const scheduler::RunStopped*>(&e)) why = DescribeInFlags(*stopped);
+    ranks->Abort(why, usage ? kExitBadInput : kExitFailure);
   }
   return kExitFailure;  // not reached: Abort ends the process
 }
@@ -418,6 +433,19 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (test && train.num_rows() >= 2)
     test->inverse_propensity = data::SharedArray<float>(
         kernels::InversePropensities(train.labels, shape.num_labels, propensity));
+  if (ranks->size() > 1) {
+    // Before anything is trained, the ranks compare what each is about to train.
+    nlohmann::json settings = scheduler::RunFingerprint(f.options, f.engine, shape, train, test.get());
+    settings["lr"] = f.lr;  // as given: 'auto' has no value yet, and the scaling is the same on every rank
+    settings["epochs"] = f.options.epochs;
+    settings["eval_every"] = f.eval_every;
+    settings["checkpoint_every"] = f.control.checkpoint_every;
+    settings["max_rollbacks"] = f.control.max_rollbacks;
+    settings["resume"] = !f.control.resume_dir.empty();
+    settings["inject_fault"] = f.faults;
+    settings["propensity"] = f.propensity;  // the ranks add up each other's weighted evaluation sums
+    CheckRanksAgree(ranks, settings);
+  }
   uint64_t planned_host_bytes = 0;
   {
     // Before the model and the replicas are allocated: fail now, with the numbers.
@@ -571,16 +599,12 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (!lr_search_json.is_null()) summary["lr_search"] = lr_search_json;
   WriteStdout(summary.dump() + "\n");
   if (stdout_error.empty()) stdout_error = StdoutError();
-  if (!stdout_error.empty()) {
-    std::cerr << "error: " << stdout_error << "; the model and metrics files were written\n";
-    return kExitFailure;
-  }
+  if (!stdout_error.empty()) std::cerr << "error: " << stdout_error << "; the model and metrics files were written\n";
   if (!result.end_checkpoint_error.empty()) {
     std::cerr << "error: the end-of-run checkpoint failed (" << result.end_checkpoint_error
               << "); the model and metrics were written\n";
-    return kExitFailure;
   }
-  return kExitOk;
+  return stdout_error.empty() && result.end_checkpoint_error.empty() ? kExitOk : kExitFailure;
 }
 
 }  // namespace

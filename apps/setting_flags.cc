@@ -42,6 +42,9 @@ std::string FlagOf(const std::string& setting) {
       {"epochs", "--epochs"},
       {"eval_every", "--eval-every"},
       {"inject_fault", "--inject-fault"},
+      {"checkpoint_every", "--checkpoint-every"},
+      {"max_rollbacks", "--max-rollbacks"},
+      {"resume", "--resume (given or not)"},
   };
   const auto it = flags.find(setting);
   return it == flags.end() ? setting : it->second;

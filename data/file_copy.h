@@ -18,12 +18,16 @@ class FileCopy {
   // changes size while it is read.
   static std::shared_ptr<const FileCopy> Read(const std::string& path);
 
-  const char* data() const { return reinterpret_cast<const char*>(words_.get()); }  // 8-byte aligned
+  ~FileCopy();
+  FileCopy(const FileCopy&) = delete;
+  FileCopy& operator=(const FileCopy&) = delete;
+
+  const char* data() const { return data_; }  // page-aligned
   size_t size() const { return size_; }
 
  private:
-  FileCopy(std::unique_ptr<uint64_t[]> words, size_t size) : words_(std::move(words)), size_(size) {}
-  std::unique_ptr<uint64_t[]> words_;
+  FileCopy(char* data, size_t size) : data_(data), size_(size) {}
+  char* data_ = nullptr;  // anonymous memory of its own (null for an empty file)
   size_t size_ = 0;
 };
 
