@@ -1,0 +1,283 @@
+// Fibers of Boost.Context (a stack switch without a system call, unlike ucontext) for the
+// simulated CUDA threads; see block_scheduler.h.
+#if defined(__SANITIZE_ADDRESS__)
+#define BOOST_USE_ASAN  // tells ASan about every stack switch
+#endif
+#include "gpusim/block_scheduler.h"
+
+#include <boost/context/fiber.hpp>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gpusim {
+namespace detail {
+
+thread_local ThreadView* current_thread = nullptr;
+
+void OutsideKernel(const char* what) {
+  std::fprintf(stderr, "gpusim: %s used outside a kernel\n", what);
+  std::abort();
+}
+
+}  // namespace detail
+
+namespace {
+
+namespace ctx = boost::context;
+
+constexpr unsigned kWarp = 32;
+#if defined(__SANITIZE_ADDRESS__)
+constexpr size_t kStackBytes = size_t(256) << 10;  // ASan's redzones make frames larger
+#else
+constexpr size_t kStackBytes = size_t(64) << 10;
+#endif
+
+// Fiber stacks are reused across blocks and launches: a grid may run millions of threads.
+class PooledStack {
+ public:
+  ctx::stack_context allocate() {
+    std::vector<void*>& pool = Pool();
+    void* base;
+    if (pool.empty()) {
+      base = std::malloc(kStackBytes);
+      if (base == nullptr) throw std::bad_alloc();
+    } else {
+      base = pool.back();
+      pool.pop_back();
+    }
+    ctx::stack_context stack;
+    stack.size = kStackBytes;
+    stack.sp = static_cast<char*>(base) + kStackBytes;
+    return stack;
+  }
+  void deallocate(ctx::stack_context& stack) noexcept {
+    Pool().push_back(static_cast<char*>(stack.sp) - stack.size);
+  }
+
+ private:
+  struct Stacks {
+    std::vector<void*> free;
+    ~Stacks() {
+      for (void* p : free) std::free(p);
+    }
+  };
+  static std::vector<void*>& Pool() {
+    static thread_local Stacks stacks;
+    return stacks.free;
+  }
+};
+
+enum class Wait { kNone, kBarrier, kWarp, kDone };
+
+// Thrown inside a simulated thread to end it after a fault it caused.
+struct KernelFault {};
+
+struct SimThread : detail::ThreadView {
+  Wait wait = Wait::kNone;
+  unsigned warp_mask = 0;
+  unsigned exchanges = 0;  // warp exchanges so far: selects the exchange buffer
+  ctx::fiber fiber;        // this thread while it is suspended
+  ctx::fiber scheduler;    // the scheduler while this thread runs
+};
+
+struct Block {
+  std::vector<SimThread> threads;
+  std::vector<std::array<std::array<uint64_t, kWarp>, 2>> exchange;  // [warp][buffer][lane]
+  std::vector<unsigned char> dynamic_shared;
+  std::string error;
+};
+
+thread_local Block* current_block = nullptr;
+
+SimThread& Me(const char* what) { return static_cast<SimThread&>(detail::Current(what)); }
+
+// Back to the scheduler until released.
+void Suspend(SimThread& me, Wait wait) {
+  me.wait = wait;
+  me.scheduler = std::move(me.scheduler).resume();
+  detail::current_thread = &me;
+  if (!current_block->error.empty()) throw KernelFault{};
+}
+
+void Fail(const std::string& what) {
+  Block& block = *current_block;
+  if (block.error.empty()) block.error = what;
+  throw KernelFault{};
+}
+
+std::string Where(const SimThread& t) {
+  return "block (" + std::to_string(t.block_idx.x) + "," + std::to_string(t.block_idx.y) + "," +
+         std::to_string(t.block_idx.z) + ") thread " + std::to_string(t.linear);
+}
+
+// Releases the lanes of a warp waiting at an exchange once every lane they name has arrived.
+// Returns whether it released any; records an error if a named lane has exited or does not exist.
+bool ReleaseWarp(Block& block, unsigned warp) {
+  const unsigned first = warp * kWarp;
+  const unsigned last = std::min<unsigned>(first + kWarp, unsigned(block.threads.size()));
+  unsigned wanted = 0, arrived = 0;
+  for (unsigned l = first; l < last; ++l) {
+    const SimThread& t = block.threads[l];
+    if (t.wait == Wait::kWarp) {
+      wanted |= t.warp_mask;
+      arrived |= 1u << (l - first);
+    }
+  }
+  if (arrived == 0 || (wanted & ~arrived) != 0) {
+    for (unsigned lane = 0; lane < kWarp; ++lane) {
+      if (!(wanted >> lane & 1u) || (arrived >> lane & 1u)) continue;
+      if (first + lane >= last || block.threads[first + lane].wait == Wait::kDone)
+        block.error = "a warp exchange in " + Where(block.threads[first]) + "'s warp names lane " +
+                      std::to_string(lane) + ", which " +
+                      (first + lane >= last ? "does not exist" : "has exited");
+    }
+    return false;
+  }
+  for (unsigned l = first; l < last; ++l)
+    if (block.threads[l].wait == Wait::kWarp) block.threads[l].wait = Wait::kNone;
+  return true;
+}
+
+std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uint3& index,
+                     unsigned block_linear, const std::function<void()>& body) {
+  const unsigned count = dims.x * dims.y * dims.z;
+  block.error.clear();
+  block.threads.clear();
+  block.threads.resize(count);
+  block.exchange.assign((count + kWarp - 1) / kWarp, {});
+  // Shared memory starts as garbage on a card: all ones (NaN floats, huge indices) here.
+  std::fill(block.dynamic_shared.begin(), block.dynamic_shared.end(), 0xff);
+  for (unsigned l = 0; l < count; ++l) {
+    SimThread& t = block.threads[l];
+    t.thread_idx = {l % dims.x, (l / dims.x) % dims.y, l / (dims.x * dims.y)};
+    t.block_idx = index;
+    t.block_dim = dims;
+    t.grid_dim = grid;
+    t.linear = l;
+    t.fiber = ctx::fiber(std::allocator_arg, PooledStack(), [&t, &body](ctx::fiber&& scheduler) {
+      t.scheduler = std::move(scheduler);
+      detail::current_thread = &t;
+      try {
+        body();
+      } catch (const ctx::detail::forced_unwind&) {
+        throw;
+      } catch (const KernelFault&) {
+      }
+      t.wait = Wait::kDone;
+      return std::move(t.scheduler);
+    });
+  }
+
+  unsigned live = count;
+  while (live > 0) {
+    bool ran = false;
+    for (unsigned turn = 0; turn < count; ++turn) {
+      SimThread& t = block.threads[TurnOrder(turn, count, block_linear)];
+      if (t.wait != Wait::kNone) continue;
+      detail::current_thread = &t;
+      t.fiber = std::move(t.fiber).resume();
+      detail::current_thread = nullptr;
+      ran = true;
+      if (t.wait == Wait::kDone) --live;
+    }
+    if (!block.error.empty()) break;
+    bool released = false;
+    for (unsigned w = 0; w < block.exchange.size(); ++w) released |= ReleaseWarp(block, w);
+    if (!block.error.empty()) break;
+    if (!released && live > 0) {
+      bool all_at_barrier = true;
+      for (const SimThread& t : block.threads)
+        all_at_barrier &= t.wait == Wait::kBarrier || t.wait == Wait::kDone;
+      if (all_at_barrier) {
+        for (SimThread& t : block.threads)
+          if (t.wait == Wait::kBarrier) t.wait = Wait::kNone;
+        released = true;
+      }
+    }
+    if (!ran && !released && live > 0) {
+      for (const SimThread& t : block.threads)
+        if (t.wait == Wait::kBarrier) {
+          block.error = "deadlock: " + Where(t) +
+                        " waits at __syncthreads while other threads of its block wait in a warp exchange";
+          break;
+        }
+      if (block.error.empty()) block.error = "deadlock in block of " + Where(block.threads[0]);
+      break;
+    }
+  }
+  std::string error = block.error;
+  // Threads still suspended after an error are unwound when their fibers are destroyed.
+  for (SimThread& t : block.threads) {
+    if (t.wait != Wait::kDone && t.fiber) {
+      detail::current_thread = &t;
+      t.fiber = ctx::fiber();
+      detail::current_thread = nullptr;
+    }
+  }
+  block.threads.clear();
+  return error;
+}
+
+}  // namespace
+
+namespace detail {
+
+void SyncThreads() { Suspend(Me("__syncthreads"), Wait::kBarrier); }
+
+void SyncWarp(unsigned mask) {
+  SimThread& me = Me("__syncwarp");
+  me.warp_mask = mask;
+  ++me.exchanges;
+  Suspend(me, Wait::kWarp);
+}
+
+uint64_t WarpExchange(unsigned mask, uint64_t value, unsigned source_lane) {
+  SimThread& me = Me("a warp exchange");
+  const unsigned lane = me.linear % kWarp, warp = me.linear / kWarp;
+  if (!(mask >> lane & 1u)) Fail(Where(me) + " takes part in a warp exchange whose mask leaves it out");
+  if (source_lane >= kWarp || !(mask >> source_lane & 1u))
+    Fail(Where(me) + " reads lane " + std::to_string(source_lane) + " outside the exchange's mask");
+  // Two buffers: a lane may deposit its next value before a slower lane has read this one, but
+  // never two ahead, since the next exchange waits for every lane.
+  auto& buffer = current_block->exchange[warp][me.exchanges++ % 2];
+  buffer[lane] = value;
+  me.warp_mask = mask;
+  Suspend(me, Wait::kWarp);
+  return buffer[source_lane];
+}
+
+void* DynamicSharedMemory() {
+  Me("extern __shared__ memory");
+  return current_block->dynamic_shared.data();
+}
+
+}  // namespace detail
+
+unsigned TurnOrder(unsigned turn, unsigned threads, unsigned block_linear) {
+  const unsigned step = block_linear % 2 == 0 ? turn : threads - 1 - turn;
+  return (threads / 2 + step) % threads;
+}
+
+std::string RunGrid(dim3 grid, dim3 block_dims, size_t dynamic_shared_bytes,
+                    const std::function<void()>& thread_body) {
+  Block block;
+  // Exactly the bytes asked for: ASan sees an access past the end of dynamic shared memory.
+  block.dynamic_shared.resize(dynamic_shared_bytes);
+  Block* outer = current_block;
+  current_block = &block;
+  std::string error;
+  unsigned linear = 0;
+  for (unsigned z = 0; z < grid.z && error.empty(); ++z)
+    for (unsigned y = 0; y < grid.y && error.empty(); ++y)
+      for (unsigned x = 0; x < grid.x && error.empty(); ++x, ++linear)
+        error = RunBlock(block, grid, block_dims, {x, y, z}, linear, thread_body);
+  current_block = outer;
+  return error;
+}
+
+}  // namespace gpusim
