@@ -104,6 +104,8 @@ cudaError_t TakeLastError() {
   return last;
 }
 
+void ClearLastError() { LastError() = cudaSuccess; }
+
 cudaError_t PeekLastError() {
   const cudaError_t sticky = StickyError(CurrentOrdinal());
   return sticky != cudaSuccess ? sticky : LastError();

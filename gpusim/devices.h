@@ -34,6 +34,7 @@ int& CurrentOrdinal();
 void SetLastError(cudaError_t error);
 cudaError_t TakeLastError();
 cudaError_t PeekLastError();
+void ClearLastError();
 
 // The error calls on `ordinal` return: its sticky error, or cudaSuccess.
 cudaError_t StickyError(int ordinal);

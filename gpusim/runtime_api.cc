@@ -190,6 +190,7 @@ cudaError_t cudaDeviceReset() {
   FlushDevice(gpu);
   FreeAllOf(gpu);
   ResetContext(gpu);
+  ClearLastError();  // the lost context's error went with it
   return cudaSuccess;
 }
 

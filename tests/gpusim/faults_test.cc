@@ -1,6 +1,8 @@
 // Injected faults: a sticky error at the k-th launch loses that GPU's context (the backend's
 // check macro throws ContextLost) while the other GPU goes on; out of memory at the k-th
 // allocation is an ordinary error. Both also from the environment.
+#include <cublas_v2.h>
+#include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -37,6 +39,34 @@ TEST_F(SimTest, AStickyErrorAtTheKthLaunchLosesTheContext) {
   DeviceBuffer<int> other = DeviceBuffer<int>::FromHost({5});
   XMLT_LAUNCH(IncrementKernel, 1, 1, 0, nullptr)(other.data());
   EXPECT_EQ(other.ToHost()[0], 6) << "GPU 1 goes on";
+}
+
+// cuBLAS in a lost context fails its call (its kernels cannot launch); the backend's check macro
+// takes that for the lost context it is, not for a plain cuBLAS error.
+TEST_F(SimTest, ALostContextSurfacingInCublasIsContextLost) {
+  xmlt::kernels::cuda::CublasHandle handle;
+  DeviceBuffer<float> a = DeviceBuffer<float>::FromHost({1}), value(1);
+  DeviceBuffer<unsigned> keys(4);
+  size_t sort_bytes = 0;
+  cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys.data(), keys.data() + 1, keys.data() + 2, keys.data() + 3,
+                                  1, 0, 8);
+  DeviceBuffer<unsigned char> temp(sort_bytes);
+  InjectStickyErrorAtLaunch(1);
+  XMLT_LAUNCH(IncrementKernel, 1, 1, 0, nullptr)(reinterpret_cast<int*>(value.data()));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+  const float alpha = 1, beta = 0;
+  EXPECT_EQ(cublasGemmEx(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &alpha, a.data(), CUDA_R_32F, 1, a.data(),
+                         CUDA_R_32F, 1, &beta, value.data(), CUDA_R_32F, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_EXECUTION_FAILED);
+  EXPECT_THROW(XMLT_CUBLAS_CHECK(cublasGemmEx(handle.get(), CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &alpha, a.data(),
+                                              CUDA_R_32F, 1, a.data(), CUDA_R_32F, 1, &beta, value.data(), CUDA_R_32F,
+                                              1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)),
+               xmlt::kernels::ContextLost);
+  size_t bytes = sort_bytes;
+  EXPECT_THROW(XMLT_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, keys.data(), keys.data() + 1,
+                                                               keys.data() + 2, keys.data() + 3, 1, 0, 8)),
+               xmlt::kernels::ContextLost)
+      << "CUB returns the sticky error itself";
 }
 
 TEST_F(SimTest, TheInjectedCodeAndGpuAreTheOnesAskedFor) {
