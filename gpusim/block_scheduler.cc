@@ -1,7 +1,11 @@
 // Fibers of Boost.Context (a stack switch without a system call, unlike ucontext) for the
 // simulated CUDA threads; see block_scheduler.h.
 #if defined(__SANITIZE_ADDRESS__)
-#define BOOST_USE_ASAN  // tells ASan about every stack switch
+// Under ASan the ucontext fibers, the ones Boost.Context tells ASan about at every stack switch (an
+// exception unwinding a fiber's stack is otherwise taken for stack corruption); slower, since
+// each switch is a system call.
+#define BOOST_USE_UCONTEXT
+#define BOOST_USE_ASAN
 #endif
 #include "gpusim/block_scheduler.h"
 
@@ -79,17 +83,29 @@ struct KernelFault {};
 
 struct SimThread : detail::ThreadView {
   Wait wait = Wait::kNone;
+  bool started = false;
   unsigned warp_mask = 0;
   unsigned exchanges = 0;  // warp exchanges so far: selects the exchange buffer
-  ctx::fiber fiber;        // this thread while it is suspended
-  ctx::fiber scheduler;    // the scheduler while this thread runs
+  ctx::fiber fiber;        // this thread while it waits
 };
 
+// One block at a time; reused for every block of a grid.
 struct Block {
   std::vector<SimThread> threads;
   std::vector<std::array<std::array<uint64_t, kWarp>, 2>> exchange;  // [warp][buffer][lane]
   std::vector<unsigned char> dynamic_shared;
   std::string error;
+  const std::function<void()>* body = nullptr;
+  std::vector<unsigned> order;  // the turn order of this block
+  unsigned turn = 0;            // the next turn of the current pass
+  // Threads run on worker fibers. A worker whose thread ends takes the next turn's thread at once
+  // if it has not started yet, without a stack switch, so a grid of threads that never wait costs
+  // a switch per block rather than three per thread. A thread that waits keeps its worker.
+  ctx::fiber scheduler;                // the scheduler, while a worker runs
+  SimThread* running = nullptr;        // the thread on the worker that ran last
+  bool idle = false;                   // the worker came back without a thread
+  bool quitting = false;               // idle workers are told to end
+  std::vector<ctx::fiber> idle_workers;
 };
 
 thread_local Block* current_block = nullptr;
@@ -98,10 +114,13 @@ SimThread& Me(const char* what) { return static_cast<SimThread&>(detail::Current
 
 // Back to the scheduler until released.
 void Suspend(SimThread& me, Wait wait) {
+  Block& block = *current_block;
   me.wait = wait;
-  me.scheduler = std::move(me.scheduler).resume();
+  block.running = &me;
+  block.idle = false;
+  block.scheduler = std::move(block.scheduler).resume();
   detail::current_thread = &me;
-  if (!current_block->error.empty()) throw KernelFault{};
+  if (!block.error.empty()) throw KernelFault{};
 }
 
 void Fail(const std::string& what) {
@@ -113,6 +132,37 @@ void Fail(const std::string& what) {
 std::string Where(const SimThread& t) {
   return "block (" + std::to_string(t.block_idx.x) + "," + std::to_string(t.block_idx.y) + "," +
          std::to_string(t.block_idx.z) + ") thread " + std::to_string(t.linear);
+}
+
+// The thread of the pass's next turn, taken, if it has not started.
+SimThread* TakeUnstarted(Block& block) {
+  if (block.turn >= block.order.size()) return nullptr;
+  SimThread& t = block.threads[block.order[block.turn]];
+  if (t.started) return nullptr;
+  t.started = true;
+  ++block.turn;
+  return &t;
+}
+
+ctx::fiber Worker(ctx::fiber&& scheduler) {
+  Block& block = *current_block;
+  block.scheduler = std::move(scheduler);
+  for (;;) {
+    for (SimThread* t = block.running; t != nullptr; t = block.running = TakeUnstarted(block)) {
+      detail::current_thread = t;
+      try {
+        (*block.body)();
+      } catch (const ctx::detail::forced_unwind&) {
+        throw;
+      } catch (const KernelFault&) {
+      }
+      t->wait = Wait::kDone;
+    }
+    detail::current_thread = nullptr;
+    block.idle = true;
+    block.scheduler = std::move(block.scheduler).resume();
+    if (block.quitting) return std::move(block.scheduler);
+  }
 }
 
 // Releases the lanes of a warp waiting at an exchange once every lane they name has arrived.
@@ -143,15 +193,48 @@ bool ReleaseWarp(Block& block, unsigned warp) {
   return true;
 }
 
+// One pass: every thread that may run runs to its next synchronization point, in turn order.
+// Returns whether any ran.
+bool RunPass(Block& block) {
+  bool ran = false;
+  for (block.turn = 0; block.turn < block.order.size();) {
+    SimThread& t = block.threads[block.order[block.turn++]];
+    if (t.wait != Wait::kNone) continue;
+    ctx::fiber next;
+    if (!t.started) {
+      t.started = true;
+      if (block.idle_workers.empty()) {
+        next = ctx::fiber(std::allocator_arg, PooledStack(), Worker);
+      } else {
+        next = std::move(block.idle_workers.back());
+        block.idle_workers.pop_back();
+      }
+    } else {
+      next = std::move(t.fiber);
+    }
+    block.running = &t;
+    block.idle = false;
+    ran = true;
+    next = std::move(next).resume();
+    detail::current_thread = nullptr;
+    if (block.idle) {
+      block.idle_workers.push_back(std::move(next));
+    } else {
+      block.running->fiber = std::move(next);
+    }
+  }
+  return ran;
+}
+
 std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uint3& index,
-                     unsigned block_linear, const std::function<void()>& body) {
+                     unsigned block_linear) {
   const unsigned count = dims.x * dims.y * dims.z;
   block.error.clear();
-  block.threads.clear();
-  block.threads.resize(count);
-  block.exchange.assign((count + kWarp - 1) / kWarp, {});
+  if (block.threads.size() != count) block.threads.resize(count);
+  for (auto& warp : block.exchange) warp = {};
   // Shared memory starts as garbage on a card: all ones (NaN floats, huge indices) here.
   std::fill(block.dynamic_shared.begin(), block.dynamic_shared.end(), 0xff);
+  block.order.resize(count);
   for (unsigned l = 0; l < count; ++l) {
     SimThread& t = block.threads[l];
     t.thread_idx = {l % dims.x, (l / dims.x) % dims.y, l / (dims.x * dims.y)};
@@ -159,37 +242,23 @@ std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uin
     t.block_dim = dims;
     t.grid_dim = grid;
     t.linear = l;
-    t.fiber = ctx::fiber(std::allocator_arg, PooledStack(), [&t, &body](ctx::fiber&& scheduler) {
-      t.scheduler = std::move(scheduler);
-      detail::current_thread = &t;
-      try {
-        body();
-      } catch (const ctx::detail::forced_unwind&) {
-        throw;
-      } catch (const KernelFault&) {
-      }
-      t.wait = Wait::kDone;
-      return std::move(t.scheduler);
-    });
+    t.wait = Wait::kNone;
+    t.started = false;
+    t.warp_mask = 0;
+    t.exchanges = 0;
+    block.order[l] = TurnOrder(l, count, block_linear);
   }
 
-  unsigned live = count;
-  while (live > 0) {
-    bool ran = false;
-    for (unsigned turn = 0; turn < count; ++turn) {
-      SimThread& t = block.threads[TurnOrder(turn, count, block_linear)];
-      if (t.wait != Wait::kNone) continue;
-      detail::current_thread = &t;
-      t.fiber = std::move(t.fiber).resume();
-      detail::current_thread = nullptr;
-      ran = true;
-      if (t.wait == Wait::kDone) --live;
-    }
+  for (;;) {
+    const bool ran = RunPass(block);
     if (!block.error.empty()) break;
+    unsigned live = 0;
+    for (const SimThread& t : block.threads) live += t.wait != Wait::kDone;
+    if (live == 0) break;
     bool released = false;
     for (unsigned w = 0; w < block.exchange.size(); ++w) released |= ReleaseWarp(block, w);
     if (!block.error.empty()) break;
-    if (!released && live > 0) {
+    if (!released) {
       bool all_at_barrier = true;
       for (const SimThread& t : block.threads)
         all_at_barrier &= t.wait == Wait::kBarrier || t.wait == Wait::kDone;
@@ -199,7 +268,7 @@ std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uin
         released = true;
       }
     }
-    if (!ran && !released && live > 0) {
+    if (!ran && !released) {
       for (const SimThread& t : block.threads)
         if (t.wait == Wait::kBarrier) {
           block.error = "deadlock: " + Where(t) +
@@ -210,17 +279,15 @@ std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uin
       break;
     }
   }
-  std::string error = block.error;
-  // Threads still suspended after an error are unwound when their fibers are destroyed.
+  // Threads still waiting after an error are unwound when their fibers are destroyed.
   for (SimThread& t : block.threads) {
-    if (t.wait != Wait::kDone && t.fiber) {
+    if (t.fiber) {
       detail::current_thread = &t;
       t.fiber = ctx::fiber();
       detail::current_thread = nullptr;
     }
   }
-  block.threads.clear();
-  return error;
+  return block.error;
 }
 
 }  // namespace
@@ -266,8 +333,10 @@ unsigned TurnOrder(unsigned turn, unsigned threads, unsigned block_linear) {
 std::string RunGrid(dim3 grid, dim3 block_dims, size_t dynamic_shared_bytes,
                     const std::function<void()>& thread_body) {
   Block block;
+  block.body = &thread_body;
   // Exactly the bytes asked for: ASan sees an access past the end of dynamic shared memory.
   block.dynamic_shared.resize(dynamic_shared_bytes);
+  block.exchange.resize((block_dims.x * block_dims.y * block_dims.z + kWarp - 1) / kWarp);
   Block* outer = current_block;
   current_block = &block;
   std::string error;
@@ -275,7 +344,10 @@ std::string RunGrid(dim3 grid, dim3 block_dims, size_t dynamic_shared_bytes,
   for (unsigned z = 0; z < grid.z && error.empty(); ++z)
     for (unsigned y = 0; y < grid.y && error.empty(); ++y)
       for (unsigned x = 0; x < grid.x && error.empty(); ++x, ++linear)
-        error = RunBlock(block, grid, block_dims, {x, y, z}, linear, thread_body);
+        error = RunBlock(block, grid, block_dims, {x, y, z}, linear);
+  block.quitting = true;
+  for (ctx::fiber& worker : block.idle_workers) worker = std::move(worker).resume();
+  block.idle_workers.clear();
   current_block = outer;
   return error;
 }

@@ -173,6 +173,8 @@ TEST(CudaContextLostSim, ARealStickyErrorDropsTheGpusDevicesAndTheCpuGoesOn) {
   gpusim::InjectStickyErrorAtLaunch(20, cudaErrorIllegalAddress, 0);
   scheduler::RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks, scheduler::RunControl{});
   gpusim::ClearInjectedFaults();
+  cudaSetDevice(0);
+  cudaDeviceReset();  // a fresh context for the tests after this one in the same process
   ASSERT_FALSE(records.empty());
   const scheduler::EvalRecord& last = records.back();
   ASSERT_EQ(last.devices.size(), 3u);
