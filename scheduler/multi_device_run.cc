@@ -169,8 +169,9 @@ class MultiDeviceRun {
     wall_before_ = progress_.wall_seconds;
     start_ = Clock::now();
     TrustCurrent();
-    std::vector<size_t> alive_before = pool_.alive();
+    std::vector<size_t> alive_before;
     while (progress_.rows_done < total_rows_) {
+      alive_before = pool_.alive();  // a device dropped in an evaluation was reported there
       if (const int signal = StopSignal(); signal != 0) {
         stopped_by_signal_ = signal;
         WriteCheckpoint("stop");
@@ -580,7 +581,17 @@ class MultiDeviceRun {
     model_->params = global_.current;
     if (test_ != nullptr) {
       const bool whole = progress_.rows_done >= total_rows_ && options_.final_eval_full;
+      const std::vector<size_t> alive_before = pool_.alive();
       record.test = pool_.Evaluate(*model_, *test_, whole ? all_test_rows_ : eval_rows_);
+      for (size_t i : alive_before)
+        if (pool_.dropped(i))
+          Event("device " + pool_.device(i).spec().id + " dropped in the evaluation after mega-batch " +
+                std::to_string(progress_.megabatches) + " (" + pool_.fault(i) + "); the evaluation was scored on the " +
+                std::to_string(pool_.alive().size()) + " devices left, which go on");
+      for (size_t i = 0; i < pool_.size(); ++i) {
+        progress_.since_eval[i].dropped = pool_.dropped(i);
+        progress_.since_eval[i].fault = pool_.fault(i);
+      }
     }
     record.eval_time_s = Seconds(Clock::now() - eval_start);
     record.megabatch = progress_.megabatches;
