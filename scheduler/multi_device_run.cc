@@ -378,8 +378,12 @@ class MultiDeviceRun {
 
   void WriteCheckpoint(const char* why) {
     if (control_.checkpoint_dir.empty()) return;
-    // Across ranks rank 0 writes it, with every device's replica and momentum from its owner; the
-    // other ranks send their own and hold no mirror.
+    // A device with memory of its own (a GPU) holds its replica there: its host mirror is as old as
+    // the last merge, so a checkpoint inside a mega-batch refreshes it first, or the work since
+    // that merge would be lost. Across ranks rank 0 writes it, with every device's replica and
+    // momentum from its owner; the other ranks send their own and hold no mirror.
+    for (size_t i : pool_.alive())
+      if (pool_.local(i)) pool_.device(i).PrepareMerge();
     pool_.GatherReplicas(0);
     if (engine_.ranks != nullptr && engine_.ranks->rank() != 0) {
       checkpoint_ = CheckpointPath(control_.checkpoint_dir);
