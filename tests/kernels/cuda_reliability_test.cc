@@ -1,11 +1,13 @@
-// Stop and resume with CUDA devices is exact, as the CPU tests demand of CPU devices
-// (tests/scheduler/reliability_test.cc): a run stopped inside a mega-batch, checkpointed and
-// resumed equals the uninterrupted run, record for record and bit for bit. On a GPU the replica
+// The training loop's reliability with CUDA devices, as tests/scheduler/reliability_test.cc checks
+// it with CPU devices. Stop and resume is exact: a run stopped inside a mega-batch, checkpointed and
+// resumed equals the uninterrupted run, record for record and bit for bit (on a GPU the replica
 // lives in device memory and the host holds a mirror, so a checkpoint that read a stale mirror
-// (last refreshed at the previous merge) would lose the work since that merge: this test sees it.
+// would lose the work since the last merge: this test sees it). A divergence rolls the GPU
+// replicas back with the CPU's.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -44,7 +46,7 @@ struct Outcome {
 
 // Trains (or resumes); `stop_at_rows` > 0 raises the stop flag once a batch brings the rows
 // trained to that many.
-Outcome TrainFor(const EngineOptions& engine, RunControl control, uint64_t stop_at_rows = 0) {
+Outcome TrainFor(const EngineOptions& engine, RunControl control, uint64_t stop_at_rows) {
   const data::GeneratedData& data = Data();
   const TrainOptions options = Options();
   Outcome out;
@@ -67,7 +69,7 @@ TEST_P(CudaResumeTest, AStopInsideAMegaBatchResumesToTheUninterruptedRun) {
   XMLT_SKIP_WITHOUT_GPU();
   EngineOptions engine = testing::WithAlgo(testing::VirtualClockEngine("cuda:0,cuda:1,cpu:1", "1,1.3,1.8"), GetParam());
   engine.momentum = 0.5;
-  const Outcome full = TrainFor(engine, {});
+  const Outcome full = TrainFor(engine, {}, 0);
   ASSERT_GE(full.records.size(), 2u);
 
   testing::TempDir dir;
@@ -80,7 +82,7 @@ TEST_P(CudaResumeTest, AStopInsideAMegaBatchResumesToTheUninterruptedRun) {
   EXPECT_EQ(progress.at("megabatches").get<uint64_t>(), 2u) << "the stop fell inside the third mega-batch";
 
   control.resume_dir = dir.path();
-  const Outcome resumed = TrainFor(engine, control);
+  const Outcome resumed = TrainFor(engine, control, 0);
   EXPECT_EQ(resumed.result.stopped_by_signal, 0);
   ASSERT_EQ(full.records.size(), resumed.records.size());
   for (size_t k = 0; k < full.records.size(); ++k) {
@@ -95,6 +97,36 @@ TEST_P(CudaResumeTest, AStopInsideAMegaBatchResumesToTheUninterruptedRun) {
 
 INSTANTIATE_TEST_SUITE_P(Merges, CudaResumeTest, ::testing::Values("adaptive", "elastic", "adasum", "sync", "crossbow"),
                          testing::AlgoTestName);
+
+// A NaN loss injected on cuda:1 in mega-batch 3: the run rolls back once, every replica (the
+// GPUs' in device memory too) restarts from the last trusted model at half the rate, and the run
+// follows the same rollback on CPU devices: per-evaluation training loss within 1e-3 relative (a
+// GPU replica left one mega-batch ahead would be far off) and P@1 within 0.02.
+TEST(CudaRollback, ADivergenceRollsTheGpuReplicasBackWithTheCpus) {
+  XMLT_SKIP_WITHOUT_GPU();
+  RunControl control;
+  FaultInjection nan;
+  nan.kind = FaultInjection::Kind::kNaN;
+  nan.device = 1;
+  nan.megabatch = 3;
+  control.faults = {nan};
+  Outcome runs[2];
+  const char* devices[2] = {"cpu:3", "cuda:0,cuda:1,cpu:1"};
+  for (int k = 0; k < 2; ++k) {
+    EngineOptions engine = testing::WithAlgo(testing::VirtualClockEngine(devices[k], "1,1.3,1.8"), "adaptive");
+    engine.momentum = 0.5;
+    runs[k] = TrainFor(engine, control, 0);
+    EXPECT_EQ(runs[k].result.rollbacks, 1u) << devices[k];
+  }
+  ASSERT_EQ(runs[0].records.size(), runs[1].records.size());
+  for (size_t e = 0; e < runs[0].records.size(); ++e) {
+    const EvalRecord &cpu = runs[0].records[e], &gpu = runs[1].records[e];
+    EXPECT_EQ(cpu.train_samples, gpu.train_samples) << "evaluation " << e;
+    EXPECT_NEAR(gpu.train_loss, cpu.train_loss, 1e-3 * std::abs(cpu.train_loss)) << "evaluation " << e;
+    EXPECT_NEAR(gpu.test.metrics.p1, cpu.test.metrics.p1, 0.02) << "evaluation " << e;
+  }
+  for (float w : runs[1].model.params) ASSERT_TRUE(std::isfinite(w));
+}
 
 }  // namespace
 }  // namespace xmlt::scheduler
