@@ -49,9 +49,15 @@ PY
     XMLT_REQUIRE_GPU=1 timeout 1200 build/tests/kernels_cuda_tests > tests.log 2>&1
     status=$?
     set -e
-    if [[ $status -ne 0 ]]; then
-      echo "caught: $(grep -c '^\[  FAILED  \] [A-Za-z]' tests.log) tests fail:" >> "$out"
-      grep '^\[  FAILED  \] [A-Za-z]' tests.log | sed 's/^\[  FAILED  \] /  /; s/ (.*//' >> "$out"
+    # gtest names each failed test twice (as it fails, and in the summary).
+    grep '^\[  FAILED  \] [A-Za-z]' tests.log | sed 's/^\[  FAILED  \] /  /; s/ (.*//; s/, where GetParam.*//' |
+      sort -u > failed.txt || true
+    if [[ $status -eq 124 ]]; then
+      echo "caught: the tests hang (stopped after 20 minutes); failed before that: $(wc -l < failed.txt)" >> "$out"
+      cat failed.txt >> "$out"
+    elif [[ $status -ne 0 ]]; then
+      echo "caught: $(wc -l < failed.txt) tests fail:" >> "$out"
+      cat failed.txt >> "$out"
     else
       echo "MISSED: every test passes" >> "$out"
       missed=$((missed + 1))
