@@ -4,11 +4,14 @@
 # training loss within 1e-3 relative, P@1 within 0.01), --algo adaptive on cuda:0,cuda:1 against
 # cpu:2 (P@1 within 0.02); a sticky error injected into GPU 0 (XMLT_SIM_FAULT_LAUNCH), in training
 # and in an evaluation, drops cuda:0 while cpu:1 finishes the run; a card too small for the memory plan (XMLT_SIM_GPU_MEMORY=1M) is
-# exit 2 with the numbers. Three epochs each: the simulator is slow.
-# Usage: gpu_sim_train_test.sh XMLTRAIN BIBTEX_DIR
+# exit 2 with the numbers; with MPI, two ranks of one simulated GPU each (each process has its own)
+# train as the one process on cuda:0,cuda:1 (P@1 within 0.005: the rank sums round in another
+# order). Three epochs each: the simulator is slow.
+# Usage: gpu_sim_train_test.sh XMLTRAIN BIBTEX_DIR [MPIEXEC]
 set -euo pipefail
 xmltrain=$1
 data=$2
+mpiexec=${3:-}
 if [[ ! -f $data/train.txt ]]; then
   echo "bibtex not found at $data: nothing to train on"
   exit 77  # ctest SKIP_RETURN_CODE: a missing resource
@@ -43,6 +46,12 @@ close_runs single_cpu.jsonl single_cuda.jsonl "single cpu:1 / cuda:0" 0.01 1e-3
 "$xmltrain" train "${common[@]}" --algo adaptive --devices cpu:2 --metrics adaptive_cpu.jsonl > /dev/null
 "$xmltrain" train "${common[@]}" --algo adaptive --devices cuda:0,cuda:1 --metrics adaptive_cuda.jsonl > /dev/null
 close_runs adaptive_cpu.jsonl adaptive_cuda.jsonl "adaptive cpu:2 / cuda:0,cuda:1" 0.02 ""
+
+if [[ -n $mpiexec ]]; then
+  "$mpiexec" -np 2 "$xmltrain" train "${common[@]}" --algo adaptive --devices cuda:0 --metrics adaptive_mpi.jsonl \
+    > /dev/null
+  close_runs adaptive_cuda.jsonl adaptive_mpi.jsonl "adaptive cuda:0,cuda:1 / two ranks of cuda:0" 0.005 ""
+fi
 
 # A sticky error on GPU 0 at its 100th launch (training, mega-batch 1) and at its 300th (the
 # evaluation after mega-batch 2): cuda:0 is dropped, cpu:1 trains on and the run ends normally.
