@@ -1,15 +1,11 @@
 // Fibers of Boost.Context (a stack switch without a system call, unlike ucontext) for the
 // simulated CUDA threads; see block_scheduler.h.
-#if defined(__SANITIZE_ADDRESS__)
-// Under ASan the ucontext fibers, the ones Boost.Context tells ASan about at every stack switch (an
-// exception unwinding a fiber's stack is otherwise taken for stack corruption); slower, since
-// each switch is a system call.
-#define BOOST_USE_UCONTEXT
-#define BOOST_USE_ASAN
-#endif
 #include "gpusim/block_scheduler.h"
 
 #include <boost/context/fiber.hpp>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include <array>
 #include <cstdio>
@@ -28,6 +24,12 @@ void OutsideKernel(const char* what) {
   std::abort();
 }
 
+ThreadView& Current(const char* what) {
+  ThreadView* thread = current_thread;
+  if (thread == nullptr) OutsideKernel(what);
+  return *thread;
+}
+
 }  // namespace detail
 
 namespace {
@@ -40,6 +42,29 @@ constexpr size_t kStackBytes = size_t(256) << 10;  // ASan's redzones make frame
 #else
 constexpr size_t kStackBytes = size_t(64) << 10;
 #endif
+
+// Where a fiber's stack lies. Under ASan every switch between stacks is announced to it
+// (__sanitizer_start/finish_switch_fiber): an exception thrown on a fiber's stack would otherwise
+// be unwound against the wrong stack's bounds. Elsewhere these cost nothing.
+struct StackBounds {
+  const void* bottom = nullptr;
+  size_t size = 0;
+};
+
+thread_local StackBounds last_allocated_stack;  // by PooledStack, read right after a fiber is made
+
+void StartSwitch(void** fake_stack, const StackBounds& to) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(fake_stack, to.bottom, to.size);
+#endif
+}
+
+void FinishSwitch(void* fake_stack, StackBounds* from) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(fake_stack, from != nullptr ? &from->bottom : nullptr,
+                                  from != nullptr ? &from->size : nullptr);
+#endif
+}
 
 // Fiber stacks are reused across blocks and launches: a grid may run millions of threads.
 class PooledStack {
@@ -57,10 +82,17 @@ class PooledStack {
     ctx::stack_context stack;
     stack.size = kStackBytes;
     stack.sp = static_cast<char*>(base) + kStackBytes;
+    last_allocated_stack = {base, kStackBytes};
     return stack;
   }
   void deallocate(ctx::stack_context& stack) noexcept {
-    Pool().push_back(static_cast<char*>(stack.sp) - stack.size);
+    void* base = static_cast<char*>(stack.sp) - stack.size;
+#if defined(__SANITIZE_ADDRESS__)
+    // Frames left on a fiber's stack never return, so ASan's poison of their redzones stays
+    // behind; the next fiber on this stack starts clean.
+    ASAN_UNPOISON_MEMORY_REGION(base, stack.size);
+#endif
+    Pool().push_back(base);
   }
 
  private:
@@ -87,6 +119,7 @@ struct SimThread : detail::ThreadView {
   unsigned warp_mask = 0;
   unsigned exchanges = 0;  // warp exchanges so far: selects the exchange buffer
   ctx::fiber fiber;        // this thread while it waits
+  StackBounds stack;       // of the worker fiber it runs on
 };
 
 // One block at a time; reused for every block of a grid.
@@ -105,7 +138,9 @@ struct Block {
   SimThread* running = nullptr;        // the thread on the worker that ran last
   bool idle = false;                   // the worker came back without a thread
   bool quitting = false;               // idle workers are told to end
-  std::vector<ctx::fiber> idle_workers;
+  std::vector<std::pair<ctx::fiber, StackBounds>> idle_workers;
+  StackBounds scheduler_stack;         // learnt by the first worker to run
+  StackBounds next_worker_stack;       // the stack of the worker about to start
 };
 
 thread_local Block* current_block = nullptr;
@@ -118,7 +153,15 @@ void Suspend(SimThread& me, Wait wait) {
   me.wait = wait;
   block.running = &me;
   block.idle = false;
-  block.scheduler = std::move(block.scheduler).resume();
+  void* fake_stack = nullptr;
+  StartSwitch(&fake_stack, block.scheduler_stack);
+  try {
+    block.scheduler = std::move(block.scheduler).resume();
+  } catch (const ctx::detail::forced_unwind&) {
+    FinishSwitch(fake_stack, nullptr);  // destroyed while waiting: unwound on this stack
+    throw;
+  }
+  FinishSwitch(fake_stack, nullptr);
   detail::current_thread = &me;
   if (!block.error.empty()) throw KernelFault{};
 }
@@ -146,13 +189,17 @@ SimThread* TakeUnstarted(Block& block) {
 
 ctx::fiber Worker(ctx::fiber&& scheduler) {
   Block& block = *current_block;
+  FinishSwitch(nullptr, &block.scheduler_stack);
+  const StackBounds mine = block.next_worker_stack;
   block.scheduler = std::move(scheduler);
   for (;;) {
     for (SimThread* t = block.running; t != nullptr; t = block.running = TakeUnstarted(block)) {
+      t->stack = mine;
       detail::current_thread = t;
       try {
         (*block.body)();
       } catch (const ctx::detail::forced_unwind&) {
+        StartSwitch(nullptr, block.scheduler_stack);  // destroyed while waiting: this fiber ends
         throw;
       } catch (const KernelFault&) {
       }
@@ -160,8 +207,15 @@ ctx::fiber Worker(ctx::fiber&& scheduler) {
     }
     detail::current_thread = nullptr;
     block.idle = true;
+    block.next_worker_stack = mine;
+    void* fake_stack = nullptr;
+    StartSwitch(&fake_stack, block.scheduler_stack);
     block.scheduler = std::move(block.scheduler).resume();
-    if (block.quitting) return std::move(block.scheduler);
+    FinishSwitch(fake_stack, nullptr);
+    if (block.quitting) {
+      StartSwitch(nullptr, block.scheduler_stack);  // this fiber ends
+      return std::move(block.scheduler);
+    }
   }
 }
 
@@ -201,24 +255,30 @@ bool RunPass(Block& block) {
     SimThread& t = block.threads[block.order[block.turn++]];
     if (t.wait != Wait::kNone) continue;
     ctx::fiber next;
+    StackBounds target = t.stack;
     if (!t.started) {
       t.started = true;
       if (block.idle_workers.empty()) {
         next = ctx::fiber(std::allocator_arg, PooledStack(), Worker);
+        target = last_allocated_stack;
       } else {
-        next = std::move(block.idle_workers.back());
+        next = std::move(block.idle_workers.back().first);
+        target = block.idle_workers.back().second;
         block.idle_workers.pop_back();
       }
-    } else {
-      next = std::move(t.fiber);
+      block.next_worker_stack = target;
     }
     block.running = &t;
     block.idle = false;
     ran = true;
+    if (t.fiber) next = std::move(t.fiber);
+    void* fake_stack = nullptr;
+    StartSwitch(&fake_stack, target);
     next = std::move(next).resume();
+    FinishSwitch(fake_stack, nullptr);
     detail::current_thread = nullptr;
     if (block.idle) {
-      block.idle_workers.push_back(std::move(next));
+      block.idle_workers.emplace_back(std::move(next), block.next_worker_stack);
     } else {
       block.running->fiber = std::move(next);
     }
@@ -283,7 +343,10 @@ std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uin
   for (SimThread& t : block.threads) {
     if (t.fiber) {
       detail::current_thread = &t;
+      void* fake_stack = nullptr;
+      StartSwitch(&fake_stack, t.stack);
       t.fiber = ctx::fiber();
+      FinishSwitch(fake_stack, nullptr);
       detail::current_thread = nullptr;
     }
   }
@@ -346,7 +409,12 @@ std::string RunGrid(dim3 grid, dim3 block_dims, size_t dynamic_shared_bytes,
       for (unsigned x = 0; x < grid.x && error.empty(); ++x, ++linear)
         error = RunBlock(block, grid, block_dims, {x, y, z}, linear);
   block.quitting = true;
-  for (ctx::fiber& worker : block.idle_workers) worker = std::move(worker).resume();
+  for (auto& [worker, stack] : block.idle_workers) {
+    void* fake_stack = nullptr;
+    StartSwitch(&fake_stack, stack);
+    worker = std::move(worker).resume();
+    FinishSwitch(fake_stack, nullptr);
+  }
   block.idle_workers.clear();
   current_block = outer;
   return error;

@@ -45,11 +45,9 @@ extern thread_local ThreadView* current_thread;
 
 [[noreturn]] void OutsideKernel(const char* what);
 
-inline ThreadView& Current(const char* what) {
-  ThreadView* thread = current_thread;
-  if (thread == nullptr) OutsideKernel(what);
-  return *thread;
-}
+// Not inline: kernel code must read the variable afresh after every switch between fibers, and an
+// inlined thread-local read may be kept across one.
+ThreadView& Current(const char* what);
 
 void SyncThreads();
 void SyncWarp(unsigned mask);

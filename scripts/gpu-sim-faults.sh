@@ -62,7 +62,10 @@ PY
       missed=$((missed + 1))
     fi
   fi
-  mv "$file.orig" "$file"
+  # A copy, not a move: the restored file must be newer than the faulty build, or make would keep
+  # this fault's object file in the builds of the next faults.
+  cp "$file.orig" "$file"
+  rm "$file.orig"
 done
 echo >> "$out"
 echo "faults missed: $missed of ${#faults[@]}" >> "$out"
