@@ -11,6 +11,7 @@
 #include "data/input_error.h"
 #include "engine/device_spec.h"
 #include "engine/remote_device.h"
+#include "kernels/context_lost.h"
 #include "scheduler/rank_exchange.h"
 
 namespace xmlt::scheduler {
@@ -528,37 +529,59 @@ void DevicePool::DropContextSharers(size_t failed) {
   }
 }
 
+// A device whose share fails is dropped as in training (a lost context with every logical device
+// of its GPU) and the evaluation is scored again on the devices left: an error in evaluation does
+// not end the run while a device remains. Across ranks the ranks would have to agree on the new
+// device set first, so there the first error still ends the run.
 engine::Evaluation DevicePool::Evaluate(const kernels::Model<float>& model, const data::Dataset& test,
                                         const std::vector<uint64_t>& rows) {
-  const std::vector<size_t> devices = alive();
-  std::vector<engine::EvaluationSums> parts(devices.size());
-  std::vector<std::future<void>> done;
-  for (size_t k = 0; k < devices.size(); ++k) {
-    if (!local(devices[k])) continue;  // its owner scores that share
-    const size_t begin = rows.size() * k / devices.size(), end = rows.size() * (k + 1) / devices.size();
-    engine::EvaluationSums* part = &parts[k];
-    done.push_back(workers_[devices[k]]->RunOnDevice([&model, &test, &rows, part, begin, end](engine::Device& d) {
-      *part = d.EvaluateRows(model, test, rows.data() + begin, end - begin);
-    }));
-  }
-  // Every share finishes before the first error is passed on: the jobs point into this frame.
-  std::exception_ptr error;
-  for (std::future<void>& f : done) {
-    try {
-      f.get();
-    } catch (...) {
-      if (!error) error = std::current_exception();
+  for (;;) {
+    const std::vector<size_t> devices = alive();
+    if (devices.empty()) throw std::runtime_error("every device failed in the evaluation; the first: " + fault_.front());
+    std::vector<engine::EvaluationSums> parts(devices.size());
+    std::vector<std::future<void>> done(devices.size());
+    for (size_t k = 0; k < devices.size(); ++k) {
+      if (!local(devices[k])) continue;  // its owner scores that share
+      const size_t begin = rows.size() * k / devices.size(), end = rows.size() * (k + 1) / devices.size();
+      engine::EvaluationSums* part = &parts[k];
+      done[k] = workers_[devices[k]]->RunOnDevice([&model, &test, &rows, part, begin, end](engine::Device& d) {
+        *part = d.EvaluateRows(model, test, rows.data() + begin, end - begin);
+      });
     }
+    // Every share finishes before an error is acted on: the jobs point into this frame.
+    std::vector<std::exception_ptr> errors(devices.size());
+    for (size_t k = 0; k < devices.size(); ++k) {
+      if (!done[k].valid()) continue;
+      try {
+        done[k].get();
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    }
+    bool failed = false;
+    for (size_t k = 0; k < devices.size(); ++k) {
+      if (!errors[k]) continue;
+      if (engine_.ranks != nullptr) std::rethrow_exception(errors[k]);
+      failed = true;
+      if (dropped(devices[k])) continue;  // lost already with another device of its GPU
+      fault_[devices[k]] = Describe(errors[k]);
+      try {
+        std::rethrow_exception(errors[k]);
+      } catch (const kernels::ContextLost&) {
+        DropContextSharers(devices[k]);
+      } catch (...) {
+      }
+    }
+    if (failed) continue;
+    if (engine_.ranks != nullptr) {
+      std::vector<int> owner;
+      for (size_t i : devices) owner.push_back(device_rank_[i]);
+      ShareEvaluations(*engine_.ranks, owner, &parts);
+    }
+    engine::EvaluationSums sums;
+    for (const engine::EvaluationSums& part : parts) sums.Add(part);
+    return sums.Mean();
   }
-  if (error) std::rethrow_exception(error);
-  if (engine_.ranks != nullptr) {
-    std::vector<int> owner;
-    for (size_t i : devices) owner.push_back(device_rank_[i]);
-    ShareEvaluations(*engine_.ranks, owner, &parts);
-  }
-  engine::EvaluationSums sums;
-  for (const engine::EvaluationSums& part : parts) sums.Add(part);
-  return sums.Mean();
 }
 
 nlohmann::json DevicePool::SaveMeta() const {

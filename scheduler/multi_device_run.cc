@@ -169,8 +169,9 @@ class MultiDeviceRun {
     wall_before_ = progress_.wall_seconds;
     start_ = Clock::now();
     TrustCurrent();
-    std::vector<size_t> alive_before = pool_.alive();
+    std::vector<size_t> alive_before;
     while (progress_.rows_done < total_rows_) {
+      alive_before = pool_.alive();  // a device dropped in an evaluation was reported there
       if (const int signal = StopSignal(); signal != 0) {
         stopped_by_signal_ = signal;
         WriteCheckpoint("stop");
@@ -389,8 +390,12 @@ class MultiDeviceRun {
 
   void WriteCheckpoint(const char* why) {
     if (control_.checkpoint_dir.empty()) return;
-    // Across ranks rank 0 writes it, with every device's replica and momentum from its owner; the
-    // other ranks send their own and hold no mirror.
+    // A device with memory of its own (a GPU) holds its replica there: its host mirror is as old as
+    // the last merge, so a checkpoint inside a mega-batch refreshes it first, or the work since
+    // that merge would be lost. Across ranks rank 0 writes it, with every device's replica and
+    // momentum from its owner; the other ranks send their own and hold no mirror.
+    for (size_t i : pool_.alive())
+      if (pool_.local(i)) pool_.device(i).PrepareMerge();
     pool_.GatherReplicas(0);
     if (engine_.ranks != nullptr && engine_.ranks->rank() != 0) {
       checkpoint_ = CheckpointPath(control_.checkpoint_dir);
@@ -596,7 +601,17 @@ class MultiDeviceRun {
     model_->params = global_.current;
     if (test_ != nullptr) {
       const bool whole = progress_.rows_done >= total_rows_ && options_.final_eval_full;
+      const std::vector<size_t> alive_before = pool_.alive();
       record.test = pool_.Evaluate(*model_, *test_, whole ? all_test_rows_ : eval_rows_);
+      for (size_t i : alive_before)
+        if (pool_.dropped(i))
+          Event("device " + pool_.device(i).spec().id + " dropped in the evaluation after mega-batch " +
+                std::to_string(progress_.megabatches) + " (" + pool_.fault(i) + "); the evaluation was scored on the " +
+                std::to_string(pool_.alive().size()) + " devices left, which go on");
+      for (size_t i = 0; i < pool_.size(); ++i) {
+        progress_.since_eval[i].dropped = pool_.dropped(i);
+        progress_.since_eval[i].fault = pool_.fault(i);
+      }
     }
     record.eval_time_s = Seconds(Clock::now() - eval_start);
     record.megabatch = progress_.megabatches;

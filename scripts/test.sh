@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test (unit and end-to-end) with ctest.
-# Usage: scripts/test.sh [--sanitize address|thread] [extra cmake configure arguments]
+# Usage: scripts/test.sh [--sanitize address|thread | --gpu-sim] [extra cmake configure arguments]
+#   (no option)         the Release build in build/, every test; then the simulated-GPU build
+#                       (scripts/test-gpu-sim.sh, build-sim/) and its tests, as --gpu-sim does.
+#   --gpu-sim           only the simulated-GPU build (-DXMLT_CUDA=SIM) in build-sim/: the CUDA
+#                       backend's own sources on simulated GPUs (gpusim/), its CUDA tests with
+#                       XMLT_REQUIRE_GPU=1 (a skip fails), the simulator's tests, xmltrain on Bibtex
+#                       against CPU devices, and the engine and scheduler tests, which then have
+#                       CUDA devices (scripts/test-gpu-sim.sh). --gpu-sim --sanitize address: the
+#                       CUDA and simulator tests under ASan+UBSan in build-sim-asan/ (CI runs it).
 #   --sanitize address  ASan + UBSan build in build-asan/ (RelWithDebInfo, CUDA off), every test
 #                       (about 8 minutes to build and 3 to test on two cores; CI runs it). The
 #                       first memory error or undefined behaviour fails its test. Leaks are not
@@ -20,7 +28,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ctest_args=()
+if [[ "${1:-}" == "--gpu-sim" ]]; then
+  shift
+  exec bash scripts/test-gpu-sim.sh "$@"
+fi
+plain_run=1
 if [[ "${1:-}" == "--sanitize" ]]; then
+  plain_run=0
   kind=${2:?"--sanitize needs address or thread"}
   shift 2
   case $kind in
@@ -56,5 +70,9 @@ if [[ -n "${logs:-}" ]] && compgen -G "$logs/*" >/dev/null; then
   done
   echo "test.sh: sanitizer reports (above, and in $logs)" >&2
   [[ $status -ne 0 ]] || status=1
+fi
+# The plain run (what CI runs first) goes on to the simulated GPUs, whatever the first part gave.
+if [[ $plain_run -eq 1 ]]; then
+  bash scripts/test-gpu-sim.sh || status=$?
 fi
 exit "$status"

@@ -55,6 +55,16 @@ inline bool IsStickyCudaError(cudaError_t status) {
   ThrowCudaError("CUDA", expression, cudaGetErrorString(status), file, line);
 }
 
+// A failed cuBLAS or cuSPARSE call in a context already lost by a sticky error (the library's
+// kernels cannot launch: CUBLAS_STATUS_EXECUTION_FAILED and the like) is that lost context, not an
+// ordinary library error: the runtime's last error says which.
+[[noreturn]] inline void ThrowLibraryError(const char* library, const char* expression, const char* message,
+                                           const char* file, int line) {
+  const cudaError_t pending = cudaPeekAtLastError();
+  if (IsStickyCudaError(pending)) ThrowCudaRuntimeError(pending, expression, file, line);
+  ThrowCudaError(library, expression, message, file, line);
+}
+
 }  // namespace xmlt::kernels::cuda
 
 #define XMLT_CUDA_CHECK(expr)                                                                     \
@@ -71,17 +81,17 @@ inline bool IsStickyCudaError(cudaError_t status) {
   do {                                                                                            \
     const cublasStatus_t xmlt_status_ = (expr);                                                   \
     if (xmlt_status_ != CUBLAS_STATUS_SUCCESS)                                                    \
-      ::xmlt::kernels::cuda::ThrowCudaError("cuBLAS", #expr, cublasGetStatusString(xmlt_status_), \
-                                            __FILE__, __LINE__);                                  \
+      ::xmlt::kernels::cuda::ThrowLibraryError("cuBLAS", #expr, cublasGetStatusString(xmlt_status_), \
+                                               __FILE__, __LINE__);                               \
   } while (0)
 
 #define XMLT_CUSPARSE_CHECK(expr)                                                                 \
   do {                                                                                            \
     const cusparseStatus_t xmlt_status_ = (expr);                                                 \
     if (xmlt_status_ != CUSPARSE_STATUS_SUCCESS)                                                  \
-      ::xmlt::kernels::cuda::ThrowCudaError("cuSPARSE", #expr,                                    \
-                                            cusparseGetErrorString(xmlt_status_), __FILE__,       \
-                                            __LINE__);                                            \
+      ::xmlt::kernels::cuda::ThrowLibraryError("cuSPARSE", #expr,                                 \
+                                               cusparseGetErrorString(xmlt_status_), __FILE__,    \
+                                               __LINE__);                                         \
   } while (0)
 
 // For code that includes <nccl.h> and links NCCL itself; nothing here depends on NCCL until used.

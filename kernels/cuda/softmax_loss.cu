@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 
 namespace xmlt::kernels::cuda {
 namespace {
@@ -100,11 +101,10 @@ void Launch(float* logits, uint32_t rows, uint64_t num_labels, const uint64_t* l
             const uint32_t* label_idx, float scale, double* row_loss, double* loss_sum,
             cudaStream_t stream) {
   if (rows > 0) {
-    SoftmaxLossKernel<kBackward>
-        <<<rows, kThreads, 0, stream>>>(logits, num_labels, label_ptr, label_idx, scale, row_loss);
+    XMLT_LAUNCH(SoftmaxLossKernel<kBackward>, rows, kThreads, 0, stream)(logits, num_labels, label_ptr, label_idx, scale, row_loss);
     XMLT_CUDA_CHECK_LAUNCH();
   }
-  SumRowsKernel<<<1, kThreads, 0, stream>>>(row_loss, rows, loss_sum);
+  XMLT_LAUNCH(SumRowsKernel, 1, kThreads, 0, stream)(row_loss, rows, loss_sum);
   XMLT_CUDA_CHECK_LAUNCH();
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/softmax_loss.h"
 
 namespace xmlt::kernels::cuda {
@@ -162,7 +163,7 @@ void DenseForward(const CudaContext& ctx, const DeviceModel& model, size_t layer
        model.Weight(layer), n_in, 0.0f, out, n_out);
   const uint64_t count = uint64_t(rows) * uint64_t(n_out);
   if (count == 0) return;
-  BiasActivationKernel<<<BlocksFor(count), kThreads, 0, ctx.stream>>>(
+  XMLT_LAUNCH(BiasActivationKernel, BlocksFor(count), kThreads, 0, ctx.stream)(
       out, model.Bias(layer), count, uint32_t(n_out), relu);
   XMLT_CUDA_CHECK_LAUNCH();
 }
@@ -189,13 +190,13 @@ void DenseBackward(const CudaContext& ctx, const DeviceModel& model, size_t laye
   } else if (weight.velocity != nullptr) {
     weight_gradient_into(1.0f, rule.momentum, weight.velocity);
     const uint64_t count = view.weight.size();
-    ApplyVelocityKernel<<<BlocksFor(count), kThreads, 0, ctx.stream>>>(w, weight.velocity, rule.lr,
+    XMLT_LAUNCH(ApplyVelocityKernel, BlocksFor(count), kThreads, 0, ctx.stream)(w, weight.velocity, rule.lr,
                                                                        count);
     XMLT_CUDA_CHECK_LAUNCH();
   } else {
     weight_gradient_into(-rule.lr, 1.0f, w);  // SGD fused into the product
   }
-  BiasBackwardKernel<<<BlocksFor(uint64_t(n_out)), kThreads, 0, ctx.stream>>>(
+  XMLT_LAUNCH(BiasBackwardKernel, BlocksFor(uint64_t(n_out)), kThreads, 0, ctx.stream)(
       delta, rows, uint32_t(n_out), UpdateFor(rule, model, view.bias));
   XMLT_CUDA_CHECK_LAUNCH();
 }
@@ -206,7 +207,7 @@ void SparseInputBackward(const CudaContext& ctx, const DeviceModel& model,
   const uint32_t units = uint32_t(model.shape.LayerOutputs(0));
   const uint64_t entries = batch.num_entries;
   if (entries > 0) {
-    EntryRowKernel<<<BlocksFor(entries), kThreads, 0, ctx.stream>>>(
+    XMLT_LAUNCH(EntryRowKernel, BlocksFor(entries), kThreads, 0, ctx.stream)(
         batch.feature_ptr, batch.num_rows, entries, ws->entry_row.data());
     XMLT_CUDA_CHECK_LAUNCH();
     // Radix sort is stable: equal features keep ascending entry order, the CPU's tie-break.
@@ -224,20 +225,20 @@ void SparseInputBackward(const CudaContext& ctx, const DeviceModel& model,
     XMLT_CUDA_CHECK_LAUNCH();
     const unsigned threads =
         unsigned(std::min<uint64_t>(kThreads, (uint64_t(units) + 31) / 32 * 32));
-    SparseInputBackwardKernel<<<unsigned(entries), threads, 0, ctx.stream>>>(
+    XMLT_LAUNCH(SparseInputBackwardKernel, unsigned(entries), threads, 0, ctx.stream)(
         ws->sorted_feature.data(), ws->sorted_entry.data(), uint32_t(entries),
         ws->entry_row.data(), batch.feature_val, delta, units,
         UpdateFor(rule, model, model.layers[0].weight));
     XMLT_CUDA_CHECK_LAUNCH();
   }
-  BiasBackwardKernel<<<BlocksFor(units), kThreads, 0, ctx.stream>>>(
+  XMLT_LAUNCH(BiasBackwardKernel, BlocksFor(units), kThreads, 0, ctx.stream)(
       delta, batch.num_rows, units, UpdateFor(rule, model, model.layers[0].bias));
   XMLT_CUDA_CHECK_LAUNCH();
 }
 
 void ReluBackward(const CudaContext& ctx, const float* activation, uint64_t count, float* delta) {
   if (count == 0) return;
-  ReluBackwardKernel<<<BlocksFor(count), kThreads, 0, ctx.stream>>>(activation, count, delta);
+  XMLT_LAUNCH(ReluBackwardKernel, BlocksFor(count), kThreads, 0, ctx.stream)(activation, count, delta);
   XMLT_CUDA_CHECK_LAUNCH();
 }
 
@@ -312,7 +313,7 @@ DeviceMlpWorkspace::DeviceMlpWorkspace(const ModelShape& shape, uint32_t rows, u
   sort_bits = BitsFor(shape.num_features);
   if (entries > 0) {
     sort_temp = DeviceBuffer<unsigned char>(SortScratchBytes(entries, sort_bits));
-    IotaKernel<<<BlocksFor(entries), kThreads>>>(entry_ids.data(), entries);
+    XMLT_LAUNCH(IotaKernel, BlocksFor(entries), kThreads, 0, nullptr)(entry_ids.data(), entries);
     XMLT_CUDA_CHECK_LAUNCH();
     XMLT_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // entry_ids is read from other streams
   }
@@ -329,7 +330,7 @@ void Forward(const CudaContext& ctx, const DeviceModel& model, const DeviceBatch
   if (rows > 0) {
     const dim3 grid(rows, unsigned(std::min<uint64_t>(
                               (uint64_t(units) + kSparseUnits - 1) / kSparseUnits, kMaxGridY)));
-    SparseInputForwardKernel<<<grid, kSparseUnits, 0, ctx.stream>>>(
+    XMLT_LAUNCH(SparseInputForwardKernel, grid, kSparseUnits, 0, ctx.stream)(
         batch.feature_ptr, batch.feature_idx, batch.feature_val, model.Weight(0), model.Bias(0),
         units, ws->activations[0].data());
     XMLT_CUDA_CHECK_LAUNCH();

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch.h"
 
 namespace xmlt::kernels::cuda {
 namespace {
@@ -31,7 +32,7 @@ __device__ bool Precedes(bool valid_a, float score_a, uint32_t id_a, bool valid_
 __global__ void __launch_bounds__(kWarpsPerBlock* kWarp)
     TopKKernel(const float* scores, uint32_t rows, uint64_t num_labels, uint32_t k,
                uint32_t* labels, float* top_scores) {
-  extern __shared__ unsigned char shared[];
+  XMLT_DYNAMIC_SHARED(unsigned char, shared);
   const uint32_t warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   float* best = reinterpret_cast<float*>(shared) + size_t(warp) * k * kWarp;
   uint32_t* best_id =
@@ -92,7 +93,7 @@ void TopK(const float* scores, uint32_t rows, uint64_t num_labels, uint32_t k, u
   if (k == 0 || rows == 0) return;
   const uint32_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
   const size_t shared = size_t(kWarpsPerBlock) * k * kWarp * (sizeof(float) + sizeof(uint32_t));
-  TopKKernel<<<blocks, kWarpsPerBlock * kWarp, shared, stream>>>(scores, rows, num_labels, k,
+  XMLT_LAUNCH(TopKKernel, blocks, kWarpsPerBlock * kWarp, shared, stream)(scores, rows, num_labels, k,
                                                                  labels, top_scores);
   XMLT_CUDA_CHECK_LAUNCH();
 }

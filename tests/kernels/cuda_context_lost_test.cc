@@ -18,6 +18,12 @@
 #include "tests/kernels/cuda_test_gate.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
+#ifdef XMLT_GPUSIM
+#include "gpusim/faults.h"
+#include "kernels/cuda/cuda_mlp.h"
+#include "tests/kernels/kernel_test_util.h"
+#endif
+
 namespace xmlt::kernels::cuda {
 namespace {
 
@@ -104,6 +110,83 @@ TEST(CudaContextLost, EveryLogicalDeviceOfTheGpuIsDroppedTogetherAndTheCpuGoesOn
   EXPECT_EQ(last.train_samples, data.train.num_rows());  // the CPU trained the lost devices' rows
   EXPECT_GT(last.test.metrics.p1, 0.0);
 }
+
+#ifdef XMLT_GPUSIM
+// On the simulated GPUs a real sticky error can be injected at any launch: the kernels', cuBLAS's
+// and CUB's.
+
+// Every launch of a training step and of a prediction: the lost context surfaces as ContextLost,
+// whichever kernel or library call it hits, never as a plain error.
+TEST(CudaContextLostSim, EveryLaunchOfAStepOrAPredictionThatLosesTheContextIsContextLost) {
+  XMLT_SKIP_WITHOUT_GPU();
+  const ModelShape shape{50, {16, 8}, 30};
+  const Model<float> model = xmlt::testing::RandomModel<float>(shape, 1);
+  const data::SparseBatch batch = xmlt::testing::RandomBatch(6, 50, 30, 2);
+  for (bool predict : {false, true}) {
+    uint64_t k = 1;
+    for (;; ++k) {
+      bool lost = false;
+      {
+        CudaMlp mlp(0, shape, 8, 64, 32, /*tf32=*/false);
+        mlp.UploadParams(model.params.data(), model.params.size());
+        gpusim::InjectStickyErrorAtLaunch(k, cudaErrorIllegalAddress, 0);
+        try {
+          std::vector<uint32_t> top(6 * 5);
+          if (predict) {
+            mlp.Predict(batch, 5, top.data(), nullptr, nullptr);
+          } else {
+            mlp.TrainBatch(batch, 0.1f, 0.9f);
+          }
+        } catch (const ContextLost&) {
+          lost = true;
+        } catch (const std::exception& e) {
+          // Failed before reaching launch k, or took the lost context for something else: either
+          // way the search ends here.
+          ADD_FAILURE() << (predict ? "predict" : "train") << ", launch " << k << ": not ContextLost: " << e.what();
+        }
+      }
+      gpusim::ClearInjectedFaults();
+      cudaSetDevice(0);
+      cudaDeviceReset();
+      if (!lost) break;  // the step has fewer than k launches
+    }
+    EXPECT_GT(k, predict ? 5u : 10u) << "launches counted in one " << (predict ? "prediction" : "step");
+  }
+}
+
+// cuda:0x2 and a CPU worker; a real sticky error on GPU 0 (its 20th launch, inside the training)
+// drops both logical devices of GPU 0 and the CPU trains on.
+TEST(CudaContextLostSim, ARealStickyErrorDropsTheGpusDevicesAndTheCpuGoesOn) {
+  XMLT_SKIP_WITHOUT_GPU();
+  const data::GeneratedData data = xmlt::testing::NormalizedData(1200, 100, 300, 40, 10, 3);
+  scheduler::TrainOptions options;
+  options.epochs = 1;
+  options.batch = 32;
+  options.mega_batch = 6;
+  options.hidden = {16};
+  options.eval.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
+  options.eval.mega_batches = 1;
+  const scheduler::EngineOptions engine = xmlt::testing::VirtualClockEngine("cuda:0x2,cpu:1", "1,1,1");
+  Model<float> model = InitModel<float>({data.train.num_features(), options.hidden, data.train.num_labels()}, 1);
+  std::vector<scheduler::EvalRecord> records;
+  scheduler::TrainCallbacks callbacks;
+  callbacks.on_eval = [&](const scheduler::EvalRecord& r) { records.push_back(r); };
+  gpusim::InjectStickyErrorAtLaunch(20, cudaErrorIllegalAddress, 0);
+  scheduler::RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks, scheduler::RunControl{});
+  gpusim::ClearInjectedFaults();
+  cudaSetDevice(0);
+  cudaDeviceReset();  // a fresh context for the tests after this one in the same process
+  ASSERT_FALSE(records.empty());
+  const scheduler::EvalRecord& last = records.back();
+  ASSERT_EQ(last.devices.size(), 3u);
+  EXPECT_TRUE(last.devices[0].dropped);
+  EXPECT_TRUE(last.devices[1].dropped);
+  EXPECT_NE(last.devices[0].fault.find("lost") , std::string::npos) << last.devices[0].fault;
+  EXPECT_FALSE(last.devices[2].dropped);
+  EXPECT_EQ(last.train_samples, data.train.num_rows());
+  EXPECT_GT(last.test.metrics.p1, 0.0);
+}
+#endif
 
 }  // namespace
 }  // namespace xmlt::kernels::cuda

@@ -1,0 +1,423 @@
+// Fibers of Boost.Context (a stack switch without a system call, unlike ucontext) for the
+// simulated CUDA threads; see block_scheduler.h.
+#include "gpusim/block_scheduler.h"
+
+#include <boost/context/fiber.hpp>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gpusim {
+namespace detail {
+
+thread_local ThreadView* current_thread = nullptr;
+
+void OutsideKernel(const char* what) {
+  std::fprintf(stderr, "gpusim: %s used outside a kernel\n", what);
+  std::abort();
+}
+
+ThreadView& Current(const char* what) {
+  ThreadView* thread = current_thread;
+  if (thread == nullptr) OutsideKernel(what);
+  return *thread;
+}
+
+}  // namespace detail
+
+namespace {
+
+namespace ctx = boost::context;
+
+constexpr unsigned kWarp = 32;
+#if defined(__SANITIZE_ADDRESS__)
+constexpr size_t kStackBytes = size_t(256) << 10;  // ASan's redzones make frames larger
+#else
+constexpr size_t kStackBytes = size_t(64) << 10;
+#endif
+
+// Where a fiber's stack lies. Under ASan every switch between stacks is announced to it
+// (__sanitizer_start/finish_switch_fiber): an exception thrown on a fiber's stack would otherwise
+// be unwound against the wrong stack's bounds. Elsewhere these cost nothing.
+struct StackBounds {
+  const void* bottom = nullptr;
+  size_t size = 0;
+};
+
+thread_local StackBounds last_allocated_stack;  // by PooledStack, read right after a fiber is made
+
+void StartSwitch(void** fake_stack, const StackBounds& to) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(fake_stack, to.bottom, to.size);
+#endif
+}
+
+void FinishSwitch(void* fake_stack, StackBounds* from) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(fake_stack, from != nullptr ? &from->bottom : nullptr,
+                                  from != nullptr ? &from->size : nullptr);
+#endif
+}
+
+// Fiber stacks are reused across blocks and launches: a grid may run millions of threads.
+class PooledStack {
+ public:
+  ctx::stack_context allocate() {
+    std::vector<void*>& pool = Pool();
+    void* base;
+    if (pool.empty()) {
+      base = std::malloc(kStackBytes);
+      if (base == nullptr) throw std::bad_alloc();
+    } else {
+      base = pool.back();
+      pool.pop_back();
+    }
+    ctx::stack_context stack;
+    stack.size = kStackBytes;
+    stack.sp = static_cast<char*>(base) + kStackBytes;
+    last_allocated_stack = {base, kStackBytes};
+    return stack;
+  }
+  void deallocate(ctx::stack_context& stack) noexcept {
+    void* base = static_cast<char*>(stack.sp) - stack.size;
+#if defined(__SANITIZE_ADDRESS__)
+    // Frames left on a fiber's stack never return, so ASan's poison of their redzones stays
+    // behind; the next fiber on this stack starts clean.
+    ASAN_UNPOISON_MEMORY_REGION(base, stack.size);
+#endif
+    Pool().push_back(base);
+  }
+
+ private:
+  struct Stacks {
+    std::vector<void*> free;
+    ~Stacks() {
+      for (void* p : free) std::free(p);
+    }
+  };
+  static std::vector<void*>& Pool() {
+    static thread_local Stacks stacks;
+    return stacks.free;
+  }
+};
+
+enum class Wait { kNone, kBarrier, kWarp, kDone };
+
+// Thrown inside a simulated thread to end it after a fault it caused.
+struct KernelFault {};
+
+struct SimThread : detail::ThreadView {
+  Wait wait = Wait::kNone;
+  bool started = false;
+  unsigned warp_mask = 0;
+  unsigned exchanges = 0;  // warp exchanges so far: selects the exchange buffer
+  ctx::fiber fiber;        // this thread while it waits
+  StackBounds stack;       // of the worker fiber it runs on
+};
+
+// One block at a time; reused for every block of a grid.
+struct Block {
+  std::vector<SimThread> threads;
+  std::vector<std::array<std::array<uint64_t, kWarp>, 2>> exchange;  // [warp][buffer][lane]
+  std::vector<unsigned char> dynamic_shared;
+  std::string error;
+  const std::function<void()>* body = nullptr;
+  std::vector<unsigned> order;  // the turn order of this block
+  unsigned turn = 0;            // the next turn of the current pass
+  // Threads run on worker fibers. A worker whose thread ends takes the next turn's thread at once
+  // if it has not started yet, without a stack switch, so a grid of threads that never wait costs
+  // a switch per block rather than three per thread. A thread that waits keeps its worker.
+  ctx::fiber scheduler;                // the scheduler, while a worker runs
+  SimThread* running = nullptr;        // the thread on the worker that ran last
+  bool idle = false;                   // the worker came back without a thread
+  bool quitting = false;               // idle workers are told to end
+  std::vector<std::pair<ctx::fiber, StackBounds>> idle_workers;
+  StackBounds scheduler_stack;         // learnt by the first worker to run
+  StackBounds next_worker_stack;       // the stack of the worker about to start
+};
+
+thread_local Block* current_block = nullptr;
+
+SimThread& Me(const char* what) { return static_cast<SimThread&>(detail::Current(what)); }
+
+// Back to the scheduler until released.
+void Suspend(SimThread& me, Wait wait) {
+  Block& block = *current_block;
+  me.wait = wait;
+  block.running = &me;
+  block.idle = false;
+  void* fake_stack = nullptr;
+  StartSwitch(&fake_stack, block.scheduler_stack);
+  try {
+    block.scheduler = std::move(block.scheduler).resume();
+  } catch (const ctx::detail::forced_unwind&) {
+    FinishSwitch(fake_stack, nullptr);  // destroyed while waiting: unwound on this stack
+    throw;
+  }
+  FinishSwitch(fake_stack, nullptr);
+  detail::current_thread = &me;
+  if (!block.error.empty()) throw KernelFault{};
+}
+
+void Fail(const std::string& what) {
+  Block& block = *current_block;
+  if (block.error.empty()) block.error = what;
+  throw KernelFault{};
+}
+
+std::string Where(const SimThread& t) {
+  return "block (" + std::to_string(t.block_idx.x) + "," + std::to_string(t.block_idx.y) + "," +
+         std::to_string(t.block_idx.z) + ") thread " + std::to_string(t.linear);
+}
+
+// The thread of the pass's next turn, taken, if it has not started.
+SimThread* TakeUnstarted(Block& block) {
+  if (block.turn >= block.order.size()) return nullptr;
+  SimThread& t = block.threads[block.order[block.turn]];
+  if (t.started) return nullptr;
+  t.started = true;
+  ++block.turn;
+  return &t;
+}
+
+ctx::fiber Worker(ctx::fiber&& scheduler) {
+  Block& block = *current_block;
+  FinishSwitch(nullptr, &block.scheduler_stack);
+  const StackBounds mine = block.next_worker_stack;
+  block.scheduler = std::move(scheduler);
+  for (;;) {
+    for (SimThread* t = block.running; t != nullptr; t = block.running = TakeUnstarted(block)) {
+      t->stack = mine;
+      detail::current_thread = t;
+      try {
+        (*block.body)();
+      } catch (const ctx::detail::forced_unwind&) {
+        StartSwitch(nullptr, block.scheduler_stack);  // destroyed while waiting: this fiber ends
+        throw;
+      } catch (const KernelFault&) {
+      }
+      t->wait = Wait::kDone;
+    }
+    detail::current_thread = nullptr;
+    block.idle = true;
+    block.next_worker_stack = mine;
+    void* fake_stack = nullptr;
+    StartSwitch(&fake_stack, block.scheduler_stack);
+    block.scheduler = std::move(block.scheduler).resume();
+    FinishSwitch(fake_stack, nullptr);
+    if (block.quitting) {
+      StartSwitch(nullptr, block.scheduler_stack);  // this fiber ends
+      return std::move(block.scheduler);
+    }
+  }
+}
+
+// Releases the lanes of a warp waiting at an exchange once every lane they name has arrived.
+// Returns whether it released any; records an error if a named lane has exited or does not exist.
+bool ReleaseWarp(Block& block, unsigned warp) {
+  const unsigned first = warp * kWarp;
+  const unsigned last = std::min<unsigned>(first + kWarp, unsigned(block.threads.size()));
+  unsigned wanted = 0, arrived = 0;
+  for (unsigned l = first; l < last; ++l) {
+    const SimThread& t = block.threads[l];
+    if (t.wait == Wait::kWarp) {
+      wanted |= t.warp_mask;
+      arrived |= 1u << (l - first);
+    }
+  }
+  if (arrived == 0 || (wanted & ~arrived) != 0) {
+    for (unsigned lane = 0; lane < kWarp; ++lane) {
+      if (!(wanted >> lane & 1u) || (arrived >> lane & 1u)) continue;
+      if (first + lane >= last || block.threads[first + lane].wait == Wait::kDone)
+        block.error = "a warp exchange in " + Where(block.threads[first]) + "'s warp names lane " +
+                      std::to_string(lane) + ", which " +
+                      (first + lane >= last ? "does not exist" : "has exited");
+    }
+    return false;
+  }
+  for (unsigned l = first; l < last; ++l)
+    if (block.threads[l].wait == Wait::kWarp) block.threads[l].wait = Wait::kNone;
+  return true;
+}
+
+// One pass: every thread that may run runs to its next synchronization point, in turn order.
+// Returns whether any ran.
+bool RunPass(Block& block) {
+  bool ran = false;
+  for (block.turn = 0; block.turn < block.order.size();) {
+    SimThread& t = block.threads[block.order[block.turn++]];
+    if (t.wait != Wait::kNone) continue;
+    ctx::fiber next;
+    StackBounds target = t.stack;
+    if (!t.started) {
+      t.started = true;
+      if (block.idle_workers.empty()) {
+        next = ctx::fiber(std::allocator_arg, PooledStack(), Worker);
+        target = last_allocated_stack;
+      } else {
+        next = std::move(block.idle_workers.back().first);
+        target = block.idle_workers.back().second;
+        block.idle_workers.pop_back();
+      }
+      block.next_worker_stack = target;
+    }
+    block.running = &t;
+    block.idle = false;
+    ran = true;
+    if (t.fiber) next = std::move(t.fiber);
+    void* fake_stack = nullptr;
+    StartSwitch(&fake_stack, target);
+    next = std::move(next).resume();
+    FinishSwitch(fake_stack, nullptr);
+    detail::current_thread = nullptr;
+    if (block.idle) {
+      block.idle_workers.emplace_back(std::move(next), block.next_worker_stack);
+    } else {
+      block.running->fiber = std::move(next);
+    }
+  }
+  return ran;
+}
+
+std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uint3& index,
+                     unsigned block_linear) {
+  const unsigned count = dims.x * dims.y * dims.z;
+  block.error.clear();
+  if (block.threads.size() != count) block.threads.resize(count);
+  for (auto& warp : block.exchange) warp = {};
+  // Shared memory starts as garbage on a card: all ones (NaN floats, huge indices) here.
+  std::fill(block.dynamic_shared.begin(), block.dynamic_shared.end(), 0xff);
+  block.order.resize(count);
+  for (unsigned l = 0; l < count; ++l) {
+    SimThread& t = block.threads[l];
+    t.thread_idx = {l % dims.x, (l / dims.x) % dims.y, l / (dims.x * dims.y)};
+    t.block_idx = index;
+    t.block_dim = dims;
+    t.grid_dim = grid;
+    t.linear = l;
+    t.wait = Wait::kNone;
+    t.started = false;
+    t.warp_mask = 0;
+    t.exchanges = 0;
+    block.order[l] = TurnOrder(l, count, block_linear);
+  }
+
+  for (;;) {
+    const bool ran = RunPass(block);
+    if (!block.error.empty()) break;
+    unsigned live = 0;
+    for (const SimThread& t : block.threads) live += t.wait != Wait::kDone;
+    if (live == 0) break;
+    bool released = false;
+    for (unsigned w = 0; w < block.exchange.size(); ++w) released |= ReleaseWarp(block, w);
+    if (!block.error.empty()) break;
+    if (!released) {
+      bool all_at_barrier = true;
+      for (const SimThread& t : block.threads)
+        all_at_barrier &= t.wait == Wait::kBarrier || t.wait == Wait::kDone;
+      if (all_at_barrier) {
+        for (SimThread& t : block.threads)
+          if (t.wait == Wait::kBarrier) t.wait = Wait::kNone;
+        released = true;
+      }
+    }
+    if (!ran && !released) {
+      for (const SimThread& t : block.threads)
+        if (t.wait == Wait::kBarrier) {
+          block.error = "deadlock: " + Where(t) +
+                        " waits at __syncthreads while other threads of its block wait in a warp exchange";
+          break;
+        }
+      if (block.error.empty()) block.error = "deadlock in block of " + Where(block.threads[0]);
+      break;
+    }
+  }
+  // Threads still waiting after an error are unwound when their fibers are destroyed.
+  for (SimThread& t : block.threads) {
+    if (t.fiber) {
+      detail::current_thread = &t;
+      void* fake_stack = nullptr;
+      StartSwitch(&fake_stack, t.stack);
+      t.fiber = ctx::fiber();
+      FinishSwitch(fake_stack, nullptr);
+      detail::current_thread = nullptr;
+    }
+  }
+  return block.error;
+}
+
+}  // namespace
+
+namespace detail {
+
+void SyncThreads() { Suspend(Me("__syncthreads"), Wait::kBarrier); }
+
+void SyncWarp(unsigned mask) {
+  SimThread& me = Me("__syncwarp");
+  me.warp_mask = mask;
+  ++me.exchanges;
+  Suspend(me, Wait::kWarp);
+}
+
+uint64_t WarpExchange(unsigned mask, uint64_t value, unsigned source_lane) {
+  SimThread& me = Me("a warp exchange");
+  const unsigned lane = me.linear % kWarp, warp = me.linear / kWarp;
+  if (!(mask >> lane & 1u)) Fail(Where(me) + " takes part in a warp exchange whose mask leaves it out");
+  if (source_lane >= kWarp || !(mask >> source_lane & 1u))
+    Fail(Where(me) + " reads lane " + std::to_string(source_lane) + " outside the exchange's mask");
+  // Two buffers: a lane may deposit its next value before a slower lane has read this one, but
+  // never two ahead, since the next exchange waits for every lane.
+  auto& buffer = current_block->exchange[warp][me.exchanges++ % 2];
+  buffer[lane] = value;
+  me.warp_mask = mask;
+  Suspend(me, Wait::kWarp);
+  return buffer[source_lane];
+}
+
+void* DynamicSharedMemory() {
+  Me("extern __shared__ memory");
+  return current_block->dynamic_shared.data();
+}
+
+}  // namespace detail
+
+unsigned TurnOrder(unsigned turn, unsigned threads, unsigned block_linear) {
+  const unsigned step = block_linear % 2 == 0 ? turn : threads - 1 - turn;
+  return (threads / 2 + step) % threads;
+}
+
+std::string RunGrid(dim3 grid, dim3 block_dims, size_t dynamic_shared_bytes,
+                    const std::function<void()>& thread_body) {
+  Block block;
+  block.body = &thread_body;
+  // Exactly the bytes asked for: ASan sees an access past the end of dynamic shared memory.
+  block.dynamic_shared.resize(dynamic_shared_bytes);
+  block.exchange.resize((block_dims.x * block_dims.y * block_dims.z + kWarp - 1) / kWarp);
+  Block* outer = current_block;
+  current_block = &block;
+  std::string error;
+  unsigned linear = 0;
+  for (unsigned z = 0; z < grid.z && error.empty(); ++z)
+    for (unsigned y = 0; y < grid.y && error.empty(); ++y)
+      for (unsigned x = 0; x < grid.x && error.empty(); ++x, ++linear)
+        error = RunBlock(block, grid, block_dims, {x, y, z}, linear);
+  block.quitting = true;
+  for (auto& [worker, stack] : block.idle_workers) {
+    void* fake_stack = nullptr;
+    StartSwitch(&fake_stack, stack);
+    worker = std::move(worker).resume();
+    FinishSwitch(fake_stack, nullptr);
+  }
+  block.idle_workers.clear();
+  current_block = outer;
+  return error;
+}
+
+}  // namespace gpusim

@@ -1,0 +1,132 @@
+// The set of simulated GPUs; see devices.h.
+#include "gpusim/devices.h"
+
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "gpusim/streams.h"
+
+namespace gpusim {
+namespace {
+
+struct DeviceSet {
+  std::vector<std::unique_ptr<SimDevice>> devices;
+};
+
+DeviceSet& Devices() {
+  static DeviceSet* set = [] {
+    auto* s = new DeviceSet;
+    int count = 2;
+    if (const char* v = std::getenv("XMLT_SIM_GPUS")) {
+      char* end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (end == v || *end != '\0' || n < 0 || n > 64) {
+        std::fprintf(stderr, "gpusim: XMLT_SIM_GPUS='%s' is not a GPU count from 0 to 64\n", v);
+        std::exit(2);
+      }
+      count = int(n);
+    }
+    uint64_t memory = uint64_t(16) << 30;
+    if (const char* v = std::getenv("XMLT_SIM_GPU_MEMORY")) {
+      if (!ParseByteSize(v, &memory) || memory == 0) {
+        std::fprintf(stderr, "gpusim: XMLT_SIM_GPU_MEMORY='%s' is not a size in bytes such as 16G or 512M\n", v);
+        std::exit(2);
+      }
+    }
+    for (int i = 0; i < count; ++i) {
+      auto d = std::make_unique<SimDevice>();
+      d->ordinal = i;
+      d->total_bytes = memory;
+      d->legacy_stream = detail::CreateStream(i, cudaStreamLegacyFlag);
+      s->devices.push_back(std::move(d));
+    }
+    return s;
+  }();
+  return *set;
+}
+
+}  // namespace
+
+bool ParseByteSize(const std::string& text, uint64_t* bytes) {
+  size_t pos = 0;
+  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+  if (pos == 0 || pos > 19) return false;
+  const uint64_t value = std::stoull(text.substr(0, pos));
+  const std::string suffix = text.substr(pos);
+  int shift = 0;
+  if (suffix == "B") {
+    shift = 0;
+  } else if (!suffix.empty()) {
+    const std::string units = "KMGT";
+    const size_t unit = units.find(char(std::toupper(static_cast<unsigned char>(suffix[0]))));
+    const std::string rest = suffix.substr(1);
+    if (unit == std::string::npos || !(rest.empty() || rest == "B" || rest == "iB")) return false;
+    shift = 10 * int(unit + 1);
+  }
+  if (shift > 0 && value > (UINT64_MAX >> shift)) return false;
+  *bytes = value << shift;
+  return true;
+}
+
+int DeviceCount() { return int(Devices().devices.size()); }
+
+SimDevice* DeviceAt(int ordinal) {
+  DeviceSet& s = Devices();
+  return ordinal >= 0 && ordinal < int(s.devices.size()) ? s.devices[size_t(ordinal)].get() : nullptr;
+}
+
+namespace detail {
+
+int& CurrentOrdinal() {
+  static thread_local int current = 0;
+  return current;
+}
+
+namespace {
+cudaError_t& LastError() {
+  static thread_local cudaError_t last = cudaSuccess;
+  return last;
+}
+}  // namespace
+
+void SetLastError(cudaError_t error) {
+  if (error != cudaSuccess) LastError() = error;
+}
+
+cudaError_t TakeLastError() {
+  const cudaError_t sticky = StickyError(CurrentOrdinal());
+  if (sticky != cudaSuccess) return sticky;  // sticky errors are never cleared
+  const cudaError_t last = LastError();
+  LastError() = cudaSuccess;
+  return last;
+}
+
+void ClearLastError() { LastError() = cudaSuccess; }
+
+cudaError_t PeekLastError() {
+  const cudaError_t sticky = StickyError(CurrentOrdinal());
+  return sticky != cudaSuccess ? sticky : LastError();
+}
+
+cudaError_t StickyError(int ordinal) {
+  SimDevice* d = DeviceAt(ordinal);
+  return d == nullptr ? cudaSuccess : cudaError_t(d->sticky.load());
+}
+
+void LoseContext(int ordinal, cudaError_t code, const std::string& why) {
+  SimDevice* d = DeviceAt(ordinal);
+  if (d == nullptr) return;
+  int expected = cudaSuccess;
+  if (d->sticky.compare_exchange_strong(expected, code))
+    std::fprintf(stderr, "gpusim: GPU %d: %s; its context is lost (error %d)\n", ordinal, why.c_str(), int(code));
+}
+
+void ResetContext(int ordinal) {
+  if (SimDevice* d = DeviceAt(ordinal)) d->sticky = cudaSuccess;
+}
+
+}  // namespace detail
+}  // namespace gpusim

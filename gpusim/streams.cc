@@ -1,0 +1,153 @@
+// Lazily executed streams; see streams.h.
+#include "gpusim/streams.h"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+#include "gpusim/devices.h"
+
+namespace gpusim::detail {
+namespace {
+
+struct Handles {
+  std::mutex mutex;
+  std::set<CUstream_st*> streams;
+  std::set<CUevent_st*> events;
+};
+
+Handles& State() {
+  static Handles* h = new Handles;
+  return *h;
+}
+
+std::vector<CUstream_st*> StreamsOf(int device, bool blocking_only) {
+  Handles& h = State();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  std::vector<CUstream_st*> out;
+  for (CUstream_st* s : h.streams)
+    if (s->device == device && !s->legacy() && (!blocking_only || s->blocking())) out.push_back(s);
+  return out;
+}
+
+void RunUpTo(CUstream_st* stream, uint64_t position) {
+  std::lock_guard<std::mutex> running(stream->run);
+  for (;;) {
+    std::function<void()> op;
+    {
+      std::lock_guard<std::mutex> lock(stream->queue);
+      if (stream->pending.empty() || stream->completed >= position) return;
+      op = std::move(stream->pending.front());
+      stream->pending.pop_front();
+    }
+    // After a lost context the GPU runs nothing more.
+    if (StickyError(stream->device) == cudaSuccess) op();
+    std::lock_guard<std::mutex> lock(stream->queue);
+    ++stream->completed;
+  }
+}
+
+}  // namespace
+
+CUstream_st* CreateStream(int device, unsigned flags) {
+  auto* s = new CUstream_st;
+  s->device = device;
+  s->flags = flags;
+  Handles& h = State();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  h.streams.insert(s);
+  return s;
+}
+
+void DestroyStream(CUstream_st* stream) {
+  Flush(stream);  // the work already enqueued still runs, as on a card
+  Handles& h = State();
+  {
+    std::lock_guard<std::mutex> lock(h.mutex);
+    h.streams.erase(stream);
+    for (CUevent_st* e : h.events)
+      if (e->stream == stream) e->stream = nullptr;  // complete: its work has run
+  }
+  // Not deleted: another host thread synchronizing the whole GPU may still hold the pointer. A
+  // destroyed handle is refused by ResolveStream all the same.
+}
+
+CUstream_st* ResolveStream(CUstream_st* handle) {
+  if (handle == nullptr) {
+    SimDevice* d = DeviceAt(CurrentOrdinal());
+    return d == nullptr ? nullptr : d->legacy_stream;
+  }
+  Handles& h = State();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  return h.streams.count(handle) > 0 ? handle : nullptr;
+}
+
+CUevent_st* CreateEvent(int device, unsigned flags) {
+  auto* e = new CUevent_st;
+  e->device = device;
+  e->flags = flags;
+  Handles& h = State();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  h.events.insert(e);
+  return e;
+}
+
+bool IsLiveEvent(CUevent_st* event) {
+  Handles& h = State();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  return h.events.count(event) > 0;
+}
+
+void DestroyEvent(CUevent_st* event) {
+  Handles& h = State();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  h.events.erase(event);  // not deleted, as a stream is not
+}
+
+void Enqueue(CUstream_st* stream, std::function<void()> op) {
+  // Legacy semantics: a blocking stream's work waits for the null stream's earlier work, and the
+  // null stream's for every blocking stream's.
+  if (stream->blocking()) {
+    SimDevice* d = DeviceAt(stream->device);
+    std::vector<std::pair<CUstream_st*, uint64_t>> before;
+    if (stream->legacy()) {
+      for (CUstream_st* s : StreamsOf(stream->device, true)) {
+        std::lock_guard<std::mutex> lock(s->queue);
+        before.emplace_back(s, s->submitted);
+      }
+    } else if (d != nullptr) {
+      std::lock_guard<std::mutex> lock(d->legacy_stream->queue);
+      before.emplace_back(d->legacy_stream, d->legacy_stream->submitted);
+    }
+    if (!before.empty()) {
+      op = [before, inner = std::move(op)] {
+        for (const auto& [s, position] : before) RunUpTo(s, position);
+        inner();
+      };
+    }
+  }
+  std::lock_guard<std::mutex> lock(stream->queue);
+  stream->pending.push_back(std::move(op));
+  ++stream->submitted;
+}
+
+cudaError_t Flush(CUstream_st* stream, uint64_t position) {
+  RunUpTo(stream, position);
+  return StickyError(stream->device);
+}
+
+cudaError_t FlushDevice(int device) {
+  SimDevice* d = DeviceAt(device);
+  if (d == nullptr) return cudaErrorInvalidDevice;
+  Flush(d->legacy_stream);
+  for (CUstream_st* s : StreamsOf(device, false)) Flush(s);
+  return StickyError(device);
+}
+
+bool Idle(CUstream_st* stream, uint64_t position) {
+  std::lock_guard<std::mutex> lock(stream->queue);
+  return stream->pending.empty() || stream->completed >= position;
+}
+
+}  // namespace gpusim::detail
+

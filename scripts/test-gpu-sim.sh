@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The simulated-GPU build (-DXMLT_CUDA=SIM, gpusim/) in build-sim/ and the tests that exercise the
+# CUDA backend there: every CUDA test (ctest label kernels_cuda) with XMLT_REQUIRE_GPU=1, so that
+# a skip fails; the simulator's own tests and xmltrain on Bibtex against CPU devices (label gpusim);
+# the engine and scheduler tests, which see two simulated GPUs (XMLT_SIM_GPUS, XMLT_SIM_GPU_MEMORY:
+# see README). On the simulator the backend's logic runs, not its speed. Run by scripts/test.sh
+# (after the normal build) and by scripts/test.sh --gpu-sim.
+# Usage: scripts/test-gpu-sim.sh [--sanitize address] [extra cmake configure arguments]
+#   --sanitize address  the same build under ASan and UBSan in build-sim-asan/ (RelWithDebInfo),
+#                       with the CUDA tests and the simulator's: a kernel reading past a device
+#                       allocation (an exact-size heap block) or past its dynamic shared memory
+#                       fails its test, as compute-sanitizer's memcheck would on a card. Reports go
+#                       to BUILD/sanitizer-logs/ and are printed after the tests.
+# XMLT_SIM_BUILD_DIR changes the folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+targets=(kernels_cuda_tests gpusim_tests engine_tests scheduler_tests xmltrain)
+labels='^(kernels_cuda|gpusim|engine|scheduler)$'
+exclude=()
+if [[ "${1:-}" == "--sanitize" ]]; then
+  [[ "${2:-}" == "address" ]] || { echo "test-gpu-sim.sh: --sanitize takes address, not '${2:-}'" >&2; exit 2; }
+  shift 2
+  build_dir=${XMLT_SIM_BUILD_DIR:-build-sim-asan}
+  set -- -DXMLT_SANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+  # The CPU-side engine and scheduler tests run under ASan in build-asan/ already; the end-to-end
+  # runs are minutes each under ASan.
+  targets=(kernels_cuda_tests gpusim_tests)
+  labels='^(kernels_cuda|gpusim)$'
+  exclude=(-E '^gpu_sim_train$')
+  logs=$build_dir/sanitizer-logs
+  [[ $logs == /* ]] || logs=$PWD/$logs
+  rm -rf "$logs" && mkdir -p "$logs"
+  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}:log_path=$logs/asan"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+else
+  build_dir=${XMLT_SIM_BUILD_DIR:-build-sim}
+fi
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DXMLT_CUDA=SIM -DXMLT_BUILD_BENCHMARKS=OFF "$@" >/dev/null
+start=$SECONDS
+cmake --build "$build_dir" -j"$(nproc)" --target "${targets[@]}"
+echo "test-gpu-sim: built in $((SECONDS - start)) s" >&2
+start=$SECONDS
+status=0
+XMLT_REQUIRE_GPU=1 ctest --test-dir "$build_dir" --output-on-failure -j"$(nproc)" -L "$labels" "${exclude[@]}" ||
+  status=$?
+echo "test-gpu-sim: tests ran in $((SECONDS - start)) s" >&2
+if [[ -n "${logs:-}" ]] && compgen -G "$logs/*" >/dev/null; then
+  for log in "$logs"/*; do
+    echo "==== $log" >&2
+    cat "$log" >&2
+  done
+  echo "test-gpu-sim: sanitizer reports (above, and in $logs)" >&2
+  [[ $status -ne 0 ]] || status=1
+fi
+exit "$status"
