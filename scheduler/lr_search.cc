@@ -38,6 +38,15 @@ LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::Mod
   result.search_rows = split.search.size();
   const data::Dataset heldout = data::SelectRows(train, split.heldout);
   const data::Dataset search = data::SelectRows(train, split.search);
+  // Either side without a labelled row leaves nothing to choose by: said as such, not as a
+  // training set without labels or as seven candidates tied at zero.
+  if (search.labels.nnz() == 0)
+    throw std::invalid_argument("the learning-rate search: none of the " + std::to_string(search.num_rows()) +
+                                " rows it trains on has a label (every labelled row is among the " +
+                                std::to_string(heldout.num_rows()) + " held out); give a learning rate");
+  if (heldout.labels.nnz() == 0)
+    throw std::invalid_argument("the learning-rate search: none of the " + std::to_string(heldout.num_rows()) +
+                                " held-out rows has a label, so no candidate can be scored; give a learning rate");
 
   const uint64_t batches_per_pass = (result.search_rows + options.batch - 1) / options.batch;
   result.batches_per_candidate = std::min<uint64_t>(2 * batches_per_pass, 100);

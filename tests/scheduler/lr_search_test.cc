@@ -102,6 +102,28 @@ TEST(LrSearch, CandidatesAreScoredOnTheHeldOutRowsOnly) {
   EXPECT_GT(result.candidates.back().heldout_loss, 6.0);
 }
 
+// Labels on one side of the split only: a message that says so, not "no training row has a label"
+// or a pick among candidates that all scored zero.
+TEST(LrSearch, LabelsOnOneSideOfTheSplitOnlyAreRefusedSayingWhich) {
+  const uint64_t rows = 200;
+  const LrSearchSplit split = SplitForLrSearch(rows, TrainOptions{}.seed);
+  std::vector<bool> heldout(rows, false);
+  for (const uint64_t r : split.heldout) heldout[r] = true;
+  for (const bool label_heldout : {true, false}) {
+    std::ostringstream text;
+    for (uint64_t r = 0; r < rows; ++r) text << (heldout[r] == label_heldout ? "1" : "") << " " << r % 7 << ":1\n";
+    const data::Dataset train = data::ParseLabeledText(text.str(), "side.txt", {});
+    try {
+      Search(train, 4, 16);
+      ADD_FAILURE() << "no error with labels on the " << (label_heldout ? "held-out" : "search") << " side only";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(label_heldout ? "rows it trains on has a label" : "held-out rows has a label"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(LrSearch, BudgetIsCappedAtOneHundredBatchesAndTheSliceAtFiveThousandRows) {
   const LrSearchResult result = Search(SmallSet(60000), 8, 256);
   EXPECT_EQ(result.heldout_rows, 5000u);
