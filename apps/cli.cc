@@ -46,6 +46,14 @@ data::Dataset LoadWithWarnings(const std::string& path, const std::string& label
   return dataset;
 }
 
+void WarnUnlabelledEvaluationRows(const data::Dataset& dataset, const std::string& path, bool print_warnings) {
+  uint64_t unlabelled = 0;
+  for (uint64_t r = 0; r < dataset.num_rows(); ++r) unlabelled += dataset.labels.RowSize(r) == 0;
+  if (unlabelled > 0 && print_warnings)
+    std::cerr << "warning: " << unlabelled << " of the " << dataset.num_rows() << " rows of " << path
+              << " have no label: they count as misses in P@k and nDCG@k, as in the XML repository's metrics\n";
+}
+
 int RunCli(int argc, char** argv) {
   CLI::App app{"xmltrain: sparse deep models for extreme multi-label classification"};
   app.require_subcommand(1);

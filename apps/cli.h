@@ -32,6 +32,11 @@ void AddDataFlags(CLI::App* command, DataFlags* flags);
 data::Dataset LoadWithWarnings(const std::string& path, const std::string& labels_path,
                                const DataFlags& flags, bool print_warnings = true);
 
+// For a set that is evaluated: the rows without a label count as misses in P@k and nDCG@k (the XML
+// repository's convention), which a user should know when there are any. Printed when
+// `print_warnings`.
+void WarnUnlabelledEvaluationRows(const data::Dataset& dataset, const std::string& path, bool print_warnings = true);
+
 // Each subcommand registers its options and the function that runs it after parsing; the
 // function captures the option storage, which lives as long as it does, and returns the exit code.
 struct Command {

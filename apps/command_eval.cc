@@ -45,6 +45,7 @@ void RunEval(const EvalFlags& f) {
   // Scores of rows without labels would be means over nothing, printed as zeros.
   if (test.labels.nnz() == 0)
     throw data::InputError(f.test, 0, "no row has a label: nothing to evaluate (predict labels rows that have none)");
+  WarnUnlabelledEvaluationRows(test, f.test);
   // Labels the model has no output for count as misses; say so, since the scores are then not
   // those of the data the model was trained for.
   if (test.num_labels() > model.shape.num_labels)

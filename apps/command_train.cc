@@ -410,8 +410,10 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   const Clock::time_point load_start = Clock::now();
   data::Dataset train = LoadWithWarnings(f.train, f.train_labels, f.data, writer);
   std::unique_ptr<data::Dataset> test;
-  if (!f.test.empty())
+  if (!f.test.empty()) {
     test = std::make_unique<data::Dataset>(LoadWithWarnings(f.test, f.test_labels, f.data, writer));
+    WarnUnlabelledEvaluationRows(*test, f.test, writer);
+  }
   if (f.normalize == "l2") {
     train = data::NormalizeRowsL2(train);
     if (test) *test = data::NormalizeRowsL2(*test);

@@ -149,6 +149,28 @@ TEST(CliTest, LrAutoPicksAGridStepBelowTheHeldOutWinnerAndTrainsWithIt) {
   EXPECT_GT(LastJsonLine(r)["p1"].get<double>(), 0.5) << "the picked rate learnt little";
 }
 
+// Rows without a label in an evaluated set count as misses, the XML repository's convention; a
+// user is told how many there are (here two blank lines the header counts as rows), in eval and in
+// train's --test.
+TEST(CliTest, UnlabelledRowsOfAnEvaluatedSetAreCountedAndSaid) {
+  Data d;
+  const std::string model = d.dir.File("m.xmlt"), padded = d.dir.File("padded.txt");
+  std::string text = MakeText(Data::kTestRows, 2);
+  text.replace(0, text.find(' '), std::to_string(Data::kTestRows + 2));
+  WriteFile(padded, text + "\n\n");
+  const CliResult trained = Cli({"train", "--train", d.train, "--test", padded, "--hidden", "16", "--epochs", "2",
+                                 "--model", model});
+  ASSERT_EQ(trained.code, 0) << Describe(trained);
+  const std::string said = "2 of the " + std::to_string(Data::kTestRows + 2) + " rows of " + padded + " have no label";
+  EXPECT_NE(trained.err.find(said), std::string::npos) << trained.err;
+  const CliResult eval = Cli({"eval", "--model", model, "--test", padded});
+  ASSERT_EQ(eval.code, 0) << Describe(eval);
+  EXPECT_NE(eval.err.find(said), std::string::npos) << eval.err;
+  EXPECT_EQ(LastJsonLine(eval)["rows"].get<uint64_t>(), uint64_t(Data::kTestRows + 2));
+  // A set where every row has a label says nothing of the kind.
+  EXPECT_EQ(Cli({"eval", "--model", model, "--test", d.test}).err.find("have no label"), std::string::npos);
+}
+
 TEST(CliTest, MissingSubcommandIsAUsageError) {
   const CliResult r = Cli({});
   EXPECT_EQ(r.code, 2) << Describe(r);
