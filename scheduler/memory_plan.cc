@@ -4,7 +4,6 @@
 #include "scheduler/device_pool.h"
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -136,15 +135,6 @@ void CheckMemoryFits(const MemoryPlan& plan, uint64_t host_available, const std:
   if (!problem.empty())
     throw std::runtime_error("not enough memory: " + problem +
                              " (a smaller hidden layer or batch, or fewer replicas per device, would need less):\n" + plan.ToString());
-}
-
-uint64_t AvailableHostMemory() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key, unit;
-  uint64_t value = 0;
-  while (meminfo >> key >> value >> unit)
-    if (key == "MemAvailable:") return value * 1024;
-  return 0;
 }
 
 }  // namespace xmlt::scheduler

@@ -40,7 +40,4 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
 // checked).
 void CheckMemoryFits(const MemoryPlan& plan, uint64_t host_available, const std::vector<uint64_t>& gpu_free);
 
-// MemAvailable of /proc/meminfo (0 when it cannot be read).
-uint64_t AvailableHostMemory();
-
 }  // namespace xmlt::scheduler
