@@ -7,8 +7,9 @@
 #                       backend's own sources on simulated GPUs (gpusim/), its CUDA tests with
 #                       XMLT_REQUIRE_GPU=1 (a skip fails), the simulator's tests, xmltrain on Bibtex
 #                       against CPU devices, and the engine and scheduler tests, which then have
-#                       CUDA devices (scripts/test-gpu-sim.sh). --gpu-sim --sanitize address: the
-#                       CUDA and simulator tests under ASan+UBSan in build-sim-asan/ (CI runs it).
+#                       CUDA devices (scripts/test-gpu-sim.sh; about 8 minutes to build and 1 to
+#                       test on two cores). --gpu-sim --sanitize address: the CUDA and simulator
+#                       tests under ASan+UBSan in build-sim-asan/ (8.5 + 1.5 minutes; CI runs it).
 #   --sanitize address  ASan + UBSan build in build-asan/ (RelWithDebInfo, CUDA off), every test
 #                       (about 8 minutes to build and 3 to test on two cores; CI runs it). The
 #                       first memory error or undefined behaviour fails its test. Leaks are not
