@@ -7,11 +7,11 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <string>
 #include <vector>
 
+#include "tests/apps/child_process.h"
 #include "tests/apps/cli_runner.h"
 #include "tests/test_support.h"
 
@@ -28,21 +28,11 @@ struct Measured {
 // Runs the binary with `args`, its stderr kept in `dir`.
 Measured RunBinary(const std::vector<std::string>& args, const std::string& dir) {
   const std::string err_path = dir + "/child.err";
-  const pid_t child = fork();
-  if (child == 0) {
-    if (!freopen("/dev/null", "w", stdout) || !freopen(err_path.c_str(), "w", stderr)) _exit(99);
-    std::vector<std::string> full = args;
-    full.insert(full.begin(), XMLT_CLI_PATH);
-    std::vector<char*> argv;
-    for (std::string& a : full) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(XMLT_CLI_PATH, argv.data());
-    _exit(98);
-  }
+  const pid_t child = testing::SpawnCli(args, "/dev/null", err_path);
   Measured m;
   int status = 0;
   struct rusage usage {};
-  wait4(child, &status, 0, &usage);
+  wait4(child, &status, 0, &usage);  // WaitForExit without the child's peak memory
   m.code = WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
   m.peak_mib = double(usage.ru_maxrss) / 1024.0;
   m.err = xmlt::testing::ReadFile(err_path);

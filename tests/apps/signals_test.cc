@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "scheduler/checkpoint_file.h"
+#include "tests/apps/child_process.h"
 #include "tests/apps/cli_runner.h"
 #include "tests/test_support.h"
 
@@ -44,32 +45,7 @@ std::vector<std::string> LongRun(const GeneratedPair& data, const std::string& c
 
 // Starts the binary with `args`, its output sent to files in `dir`.
 pid_t Spawn(const std::vector<std::string>& args, const std::string& dir) {
-  const pid_t child = fork();
-  if (child != 0) return child;
-  const std::string out = dir + "/child.out", err = dir + "/child.err";
-  if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(99);
-  std::vector<std::string> full = args;
-  full.insert(full.begin(), XMLT_CLI_PATH);
-  std::vector<char*> argv;
-  for (std::string& a : full) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  execv(XMLT_CLI_PATH, argv.data());
-  _exit(98);
-}
-
-// Waits until `path` exists (the first checkpoint), up to a minute.
-bool WaitFor(const std::string& path) {
-  for (int k = 0; k < 6000; ++k) {
-    if (std::filesystem::exists(path)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
-int ExitCode(pid_t child) {
-  int status = 0;
-  waitpid(child, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
+  return testing::SpawnCli(args, dir + "/child.out", dir + "/child.err");
 }
 
 TEST(Signals, SigtermCheckpointsAndExits143AndResumeFinishesTheRun) {
@@ -77,9 +53,9 @@ TEST(Signals, SigtermCheckpointsAndExits143AndResumeFinishesTheRun) {
   xmlt::testing::TempDir work;
   const std::string checkpoints = work.File("ckpt"), metrics = work.File("metrics.jsonl");
   const pid_t child = Spawn(LongRun(data, checkpoints, metrics), work.path());
-  ASSERT_TRUE(WaitFor(scheduler::CheckpointPath(checkpoints)));
+  ASSERT_TRUE(testing::WaitForFile(scheduler::CheckpointPath(checkpoints)));
   kill(child, SIGTERM);
-  const int code = ExitCode(child);
+  const int code = testing::WaitForExit(child);
   const std::string err = xmlt::testing::ReadFile(work.File("child.err"));
   // The signal comes within milliseconds of the first checkpoint, and the run goes on for about
   // two seconds after it on two cores: a run that ends with 0 ignored the signal.
@@ -113,10 +89,10 @@ TEST(Signals, ASecondSignalExitsAtOnceAndTheCheckpointStaysLoadable) {
   xmlt::testing::TempDir work;
   const std::string checkpoints = work.File("ckpt");
   const pid_t child = Spawn(LongRun(data, checkpoints, work.File("m.jsonl")), work.path());
-  ASSERT_TRUE(WaitFor(scheduler::CheckpointPath(checkpoints)));
+  ASSERT_TRUE(testing::WaitForFile(scheduler::CheckpointPath(checkpoints)));
   kill(child, SIGINT);
   kill(child, SIGINT);
-  const int code = ExitCode(child);
+  const int code = testing::WaitForExit(child);
   EXPECT_EQ(code, 130) << "two SIGINTs did not end the run at once\n" << xmlt::testing::ReadFile(work.File("child.err"));
   EXPECT_NO_THROW(scheduler::CheckpointReader::Open(checkpoints));
 }
