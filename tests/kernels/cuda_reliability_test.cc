@@ -27,16 +27,7 @@ const data::GeneratedData& Data() {
   return data;
 }
 
-TrainOptions Options() {
-  TrainOptions options;
-  options.epochs = 1;
-  options.batch = 32;
-  options.mega_batch = 8;
-  options.hidden = {16};
-  options.eval.kind = EvalSchedule::Kind::kEveryMegaBatches;
-  options.eval.mega_batches = 2;
-  return options;
-}
+TrainOptions Options() { return testing::ShortRunOptions(1); }
 
 struct Outcome {
   std::vector<EvalRecord> records;

@@ -21,16 +21,7 @@ const data::GeneratedData& Data() {
   return data;
 }
 
-TrainOptions Options() {
-  TrainOptions options;
-  options.epochs = 2;
-  options.batch = 32;
-  options.mega_batch = 8;
-  options.hidden = {16};
-  options.eval.kind = EvalSchedule::Kind::kEveryMegaBatches;
-  options.eval.mega_batches = 2;
-  return options;
-}
+TrainOptions Options() { return testing::ShortRunOptions(2); }
 
 // The global and local momentum the command line gives `algo` on four devices. Without them sync
 // would run with both at 0.9, a momentum on top of a momentum that no run of the command line

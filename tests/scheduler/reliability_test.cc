@@ -32,16 +32,7 @@ const data::GeneratedData& Data() {
   return data;
 }
 
-TrainOptions Options() {
-  TrainOptions options;
-  options.epochs = 2;
-  options.batch = 32;
-  options.mega_batch = 8;
-  options.hidden = {16};
-  options.eval.kind = EvalSchedule::Kind::kEveryMegaBatches;
-  options.eval.mega_batches = 2;
-  return options;
-}
+TrainOptions Options() { return testing::ShortRunOptions(2); }
 
 EngineOptions Engine(const std::string& algo) {
   EngineOptions engine = testing::VirtualClockEngine("cpu:3", "1,1.3,1.8");

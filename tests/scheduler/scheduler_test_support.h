@@ -30,6 +30,19 @@ inline data::GeneratedData NormalizedData(uint64_t train_rows, uint64_t test_row
   return generated;
 }
 
+// A short run: batches of 32 rows, mega-batches of 8, one hidden layer of 16, evaluated every 2
+// mega-batches.
+inline scheduler::TrainOptions ShortRunOptions(double epochs) {
+  scheduler::TrainOptions options;
+  options.epochs = epochs;
+  options.batch = 32;
+  options.mega_batch = 8;
+  options.hidden = {16};
+  options.eval.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
+  options.eval.mega_batches = 2;
+  return options;
+}
+
 // Adaptive SGD (dynamic dispatch, Algorithm 1, normalized merge) on the virtual clock.
 inline EngineOptions VirtualClockEngine(const std::string& devices, const std::string& speed) {
   EngineOptions engine;
