@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Mutation probe: do the fast test tiers catch one-line faults in the core logic?
 
-Usage: scripts/mutation_probe.py [--only TEXT] [--list] [--keep] [--mutants FILE]
+Usage: scripts/mutation_probe.py [--only REGEX] [--list] [--keep] [--mutants FILE]
 
 Copies the checkout (tracked and untracked files, not ignored ones) to a temporary folder, builds
 it once (Release, CUDA and benchmarks off), checks that every mutant's tests pass unmutated, then
@@ -16,6 +16,7 @@ docs/MUTATION.md; add mutants when you add logic.
 """
 import argparse
 import json
+import re
 import os
 import shlex
 import shutil
@@ -71,13 +72,13 @@ def ctest(build, args, log):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default="", help="run only the mutants whose name contains this")
+    parser.add_argument("--only", default="", help="run only the mutants whose name matches this regular expression")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy and its logs")
     parser.add_argument("--mutants", default=os.path.join(ROOT, "scripts", "mutants.json"))
     options = parser.parse_args()
     with open(options.mutants) as f:
-        mutants = [m for m in json.load(f) if options.only in m["name"]]
+        mutants = [m for m in json.load(f) if re.search(options.only, m["name"])]
     if options.list:
         for m in mutants:
             print(f"{m['file']:40} {m['name']}  [{m['tests']}]")
