@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "data/folder_lock.h"
-#include "scheduler/checkpoint_file.h"
+#include "run/checkpoint_file.h"
 
 namespace xmlt::apps {
 namespace {

@@ -32,13 +32,13 @@
 #include "engine/model_file.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/propensity.h"
-#include "scheduler/checkpoint_file.h"
-#include "scheduler/multi_device_run.h"
-#include "scheduler/lr_search.h"
+#include "run/checkpoint_file.h"
+#include "run/multi_device_run.h"
+#include "run/lr_search.h"
 #include "scheduler/memory_limit.h"
 #include "scheduler/memory_plan.h"
-#include "scheduler/run_progress.h"
-#include "scheduler/trainer.h"
+#include "run/run_progress.h"
+#include "run/trainer.h"
 
 namespace xmlt::apps {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "scheduler/run_control.h"
+#include "run/run_control.h"
 
 namespace xmlt::apps {
 

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "scheduler/run_control.h"
-#include "scheduler/run_progress.h"
+#include "run/run_control.h"
+#include "run/run_progress.h"
 #include "scheduler/train_options.h"
 
 namespace xmlt::apps {

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <vector>
 
-#include "scheduler/checkpoint_file.h"
+#include "run/checkpoint_file.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include "data/row_normalization.h"
 #include "data/synthetic_generator.h"
 #include "engine/cpu_replica.h"
-#include "scheduler/trainer.h"
+#include "run/trainer.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/output_layer.h"

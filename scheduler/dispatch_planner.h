@@ -1,5 +1,5 @@
 // Which device trains the next batch of a mega-batch, with which slowdown: the dispatch plan,
-// without threads or data (DevicePool takes the rows and runs the batches), so that tests can
+// without threads or data (a Dealer, dealer.h, takes the rows and runs the batches), so that tests can
 // drive it batch by batch.
 //   dynamic (virtual clock): the surviving device whose simulated clock is earliest, ties to the
 //     lower index; its clock moves on by rows x slowdown. On the wall clock the device that reports

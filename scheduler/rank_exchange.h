@@ -1,5 +1,5 @@
 // What the ranks of a run spanning several processes tell each other. Every rank runs the same
-// plan over every device (scheduler/device_pool.h); only the owner of a device trains its batches,
+// plan over every device (scheduler/dealer.h); only the owner of a device trains its batches,
 // so after each mega-batch the owners' results go to every rank, and before a merge or a
 // checkpoint the replicas do. Every function is collective: every rank calls it at the same point.
 #pragma once
@@ -36,7 +36,7 @@ void ShareEvaluations(dist::RankGroup& ranks, const std::vector<int>& owner,
                       std::vector<engine::EvaluationSums>* parts);
 
 // The batches one rank dealt to its own devices in a mega-batch on the wall clock, where each
-// rank deals its share of the rows alone (DevicePool): every rank learns every rank's, in order.
+// rank deals its share of the rows alone (rank_share_dealer.cc): every rank learns every rank's, in order.
 struct DealtBatch {
   uint64_t device = 0, offset = 0, count = 0;  // offset and count in the mega-batch's row arena
   double slowdown = 1;

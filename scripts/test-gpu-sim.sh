@@ -15,8 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-targets=(kernels_cuda_tests gpusim_tests engine_tests scheduler_tests xmltrain)
-labels='^(kernels_cuda|gpusim|engine|scheduler)$'
+targets=(kernels_cuda_tests gpusim_tests engine_tests scheduler_tests run_tests xmltrain)
+labels='^(kernels_cuda|gpusim|engine|scheduler|run)$'
 exclude=()
 if [[ "${1:-}" == "--sanitize" ]]; then
   [[ "${2:-}" == "address" ]] || { echo "test-gpu-sim.sh: --sanitize takes address, not '${2:-}'" >&2; exit 2; }

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "scheduler/checkpoint_file.h"
+#include "run/checkpoint_file.h"
 #include "tests/apps/cli_runner.h"
 #include "tests/test_support.h"
 

@@ -19,7 +19,7 @@
 #include "data/folder_lock.h"
 #include "engine/device_query.h"
 #include "engine/model_file.h"
-#include "scheduler/metrics_log.h"
+#include "run/metrics_log.h"
 #include "tests/test_support.h"
 
 namespace xmlt::apps {

@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "scheduler/checkpoint_file.h"
+#include "run/checkpoint_file.h"
 #include "tests/apps/child_process.h"
 #include "tests/apps/cli_runner.h"
 #include "tests/test_support.h"

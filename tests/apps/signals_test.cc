@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "scheduler/checkpoint_file.h"
+#include "run/checkpoint_file.h"
 #include "tests/apps/child_process.h"
 #include "tests/apps/cli_runner.h"
 #include "tests/test_support.h"

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "data/input_error.h"
-#include "scheduler/checkpoint_file.h"
-#include "scheduler/run_progress.h"
+#include "run/checkpoint_file.h"
+#include "run/run_progress.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include "kernels/context_lost.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/model.h"
-#include "scheduler/multi_device_run.h"
+#include "run/multi_device_run.h"
 #include "tests/kernels/cuda_test_gate.h"
 #include "tests/scheduler/scheduler_test_support.h"
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/checkpoint_file.h"
-#include "scheduler/multi_device_run.h"
-#include "scheduler/run_progress.h"
+#include "run/checkpoint_file.h"
+#include "run/multi_device_run.h"
+#include "run/run_progress.h"
 #include "tests/kernels/cuda_test_gate.h"
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/test_support.h"

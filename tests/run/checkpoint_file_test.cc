@@ -1,6 +1,6 @@
 // The checkpoint container: round trip, every way a file can be damaged, and a process killed in
 // the middle of writing one, which must leave the previous checkpoint loadable.
-#include "scheduler/checkpoint_file.h"
+#include "run/checkpoint_file.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

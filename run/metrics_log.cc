@@ -1,5 +1,5 @@
 // JSON-lines metrics; see metrics_log.h.
-#include "scheduler/metrics_log.h"
+#include "run/metrics_log.h"
 
 #include <sys/file.h>
 #include <unistd.h>

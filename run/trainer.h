@@ -6,8 +6,8 @@
 
 #include "data/dataset.h"
 #include "kernels/model.h"
-#include "scheduler/metrics_log.h"
-#include "scheduler/run_control.h"
+#include "run/metrics_log.h"
+#include "run/run_control.h"
 #include "scheduler/train_options.h"
 
 namespace xmlt::scheduler {

@@ -1,5 +1,5 @@
 // Run bookkeeping as JSON; see run_progress.h.
-#include "scheduler/run_progress.h"
+#include "run/run_progress.h"
 
 #include <algorithm>
 #include <sstream>

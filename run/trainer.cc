@@ -1,7 +1,7 @@
 // Training on one device; see trainer.h.
-#include "scheduler/trainer.h"
+#include "run/trainer.h"
 
-#include "scheduler/multi_device_run.h"
+#include "run/multi_device_run.h"
 
 namespace xmlt::scheduler {
 

@@ -1,6 +1,6 @@
 // --lr auto's search: its grid, its held-out slice and budget, the pick one step below the short
 // runs' winner, and a result that depends only on the data and the seed.
-#include "scheduler/lr_search.h"
+#include "run/lr_search.h"
 
 #include <gtest/gtest.h>
 

@@ -16,7 +16,7 @@
 
 #include "data/dataset.h"
 #include "kernels/model.h"
-#include "scheduler/trainer.h"
+#include "run/trainer.h"
 
 namespace xmlt::scheduler {
 

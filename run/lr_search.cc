@@ -1,5 +1,5 @@
 // The learning-rate search; see lr_search.h.
-#include "scheduler/lr_search.h"
+#include "run/lr_search.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "data/row_subset.h"
-#include "scheduler/trainer.h"
+#include "run/trainer.h"
 
 namespace xmlt::scheduler {
 

@@ -10,9 +10,9 @@
 #include "data/dataset.h"
 #include "data/input_error.h"
 #include "kernels/model.h"
-#include "scheduler/metrics_log.h"
+#include "run/metrics_log.h"
 #include "scheduler/train_options.h"
-#include "scheduler/trainer.h"
+#include "run/trainer.h"
 
 namespace xmlt::scheduler {
 

@@ -10,7 +10,7 @@
 
 #include "apps/train_presets.h"
 #include "dist/rank_group.h"
-#include "scheduler/multi_device_run.h"
+#include "run/multi_device_run.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
 namespace xmlt::scheduler {

@@ -1,7 +1,7 @@
 // Tests of training on one device (--algo single, the engine with one replica): determinism, epoch and sample accounting (shorter
 // tail batches, fractional epochs, unlabeled rows skipped), evaluation schedules, learning on a
 // separable problem, divergence and option validation.
-#include "scheduler/trainer.h"
+#include "run/trainer.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

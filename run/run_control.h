@@ -8,19 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace xmlt::scheduler {
+#include "scheduler/fault_injections.h"
 
-// An injected fault (the command line's --inject-fault): device I fails (kFail) or reports a NaN
-// loss (kNaN: a divergence) on its first batch of mega-batch K (1-based) or, if it gets none
-// there, on its next batch after it. Each injection fires once.
-struct FaultInjection {
-  // fail: the device breaks; nan: its loss diverges; exit: its process ends (a dying rank); lost:
-  // it fails as a GPU whose context is lost, taking every logical device of its GPU with it.
-  // The numbers are kept in checkpoints.
-  enum class Kind { kFail = 0, kNaN = 1, kExit = 2, kLost = 3 } kind = Kind::kFail;
-  size_t device = 0;
-  uint64_t megabatch = 0;
-};
+namespace xmlt::scheduler {
 
 // A run that could not go on (a divergence past the rollbacks, or no device left), after
 // checkpointing its last good state where RunControl::checkpoint_dir says (empty: nowhere). The

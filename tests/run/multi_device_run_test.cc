@@ -1,7 +1,7 @@
 // The multi-device engine under the virtual clock: who gets how many rows, whether Algorithm 1
 // equalizes the updates, how idle time behaves under static dispatch, and determinism.
-#include "scheduler/multi_device_run.h"
-#include "scheduler/trainer.h"
+#include "run/multi_device_run.h"
+#include "run/trainer.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <numeric>
 
 #include "engine/device_query.h"
-#include "scheduler/metrics_log.h"
+#include "run/metrics_log.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
 namespace xmlt::scheduler {

@@ -1,5 +1,5 @@
 // Checkpoint container; see checkpoint_file.h.
-#include "scheduler/checkpoint_file.h"
+#include "run/checkpoint_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // Tests of the JSON-lines metrics: every key README documents, with the record's values, valid
 // JSON for awkward values, and the FILE.partial -> FILE life cycle.
-#include "scheduler/metrics_log.h"
+#include "run/metrics_log.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,22 @@
+// Evaluation across the devices of a run: every surviving device scores its own contiguous share
+// of the rows at once, and the shares are summed in device order.
+#pragma once
+
+#include <vector>
+
+#include "data/dataset.h"
+#include "engine/evaluator.h"
+#include "kernels/model.h"
+#include "scheduler/device_pool.h"
+
+namespace xmlt::scheduler {
+
+// Scores `model` on `rows` of `test` (call between mega-batches). A device whose share fails is
+// dropped as in training (a lost context with every logical device of its GPU) and the evaluation
+// is scored again on the devices left: an error in evaluation does not end the run while a device
+// remains. Across ranks the ranks would have to agree on the new device set first, so there the
+// first error still ends the run.
+engine::Evaluation EvaluateOnDevices(DevicePool& pool, const kernels::Model<float>& model, const data::Dataset& test,
+                                     const std::vector<uint64_t>& rows);
+
+}  // namespace xmlt::scheduler

@@ -1,0 +1,104 @@
+// The training loop's counters, clocks and evaluations. See training_loop.h.
+#include <algorithm>
+
+#include "run/device_evaluation.h"
+#include "run/training_loop.h"
+#include "scheduler/batch_size_scaling.h"
+#include "scheduler/rank_exchange.h"
+
+namespace xmlt::scheduler {
+
+// Counters, clocks, per-device records and Algorithm 1 after a good mega-batch.
+void TrainingLoop::Account(const MegaBatchWork& trained) {
+  const MegaBatchRun& run = trained.run;
+  const std::vector<size_t> alive = pool_.alive();
+  progress_.rows_done += run.rows;
+  ++progress_.megabatches;
+  progress_.last_perturbed = trained.merged.perturbed;
+  progress_.batches += run.batches;
+  for (double device_loss : run.loss_of) progress_.loss_sum += device_loss;
+  progress_.loss_batches += run.batches;
+
+  // Merges cost time too: measured on the wall clock; on the virtual clock a cost per parameter
+  // and replica (given, or calibrated on the first merge), so that algorithms merging every
+  // step (sync, crossbow) pay for it deterministically.
+  if (engine_.clock == EngineOptions::Clock::kWall) {
+    progress_.train_seconds += run.span_s + trained.merge_s;
+  } else if (trained.merges > 0) {
+    const double units = double(global_.current.size()) * double(alive.size());
+    if (progress_.merge_cost_s == 0) {
+      progress_.merge_cost_s =
+          engine_.merge_cost_s > 0 ? engine_.merge_cost_s : trained.merge_s / double(trained.merges) / units;
+      // Measured, it differs from rank to rank; rank 0's holds for all.
+      if (engine_.ranks != nullptr) progress_.merge_cost_s = FromRank(*engine_.ranks, progress_.merge_cost_s, 0);
+    }
+    progress_.train_seconds += run.span_s + double(trained.merges) * units * progress_.merge_cost_s;
+  }
+  for (size_t i = 0; i < pool_.size(); ++i) {
+    DeviceRecord& d = progress_.since_eval[i];
+    d.batch = RowsForBatch(pool_.states()[i].batch);
+    d.lr = pool_.states()[i].lr;
+    d.updates += run.updates[i];
+    d.rows += run.rows_of[i];
+    d.weight = trained.merged.weights.empty() ? 0.0 : trained.merged.weights[i];
+    d.busy_s += run.busy_s[i];
+    if (!pool_.dropped(i)) d.idle_s += std::max(0.0, run.span_s - run.busy_s[i]);
+    d.dropped = pool_.dropped(i);
+    d.fault = pool_.fault(i);
+  }
+  if (engine_.scale_batches && engine_.schedule == EngineOptions::Schedule::kDynamic) {
+    // Algorithm 1 over the devices still alive (a dropped one's zero updates would skew the mean).
+    std::vector<uint64_t> updates;
+    std::vector<BatchSizeAndLr> states;
+    for (size_t i : alive) updates.push_back(run.updates[i]), states.push_back(pool_.states()[i]);
+    ScaleBatchSizes(updates, pool_.bounds(), &states);
+    for (size_t k = 0; k < alive.size(); ++k) pool_.states()[alive[k]] = states[k];
+  }
+}
+
+// On the schedule; the run's end adds its own evaluation (Train).
+bool TrainingLoop::EvaluationDue(uint64_t epoch_before) const {
+  switch (options_.eval.kind) {
+    case EvalSchedule::Kind::kEachEpoch: return progress_.rows_done / rows_per_epoch_ > epoch_before;
+    case EvalSchedule::Kind::kEnd: return false;
+    case EvalSchedule::Kind::kEveryMegaBatches: return progress_.megabatches % options_.eval.mega_batches == 0;
+  }
+  return false;
+}
+
+void TrainingLoop::Evaluate() {
+  EvalRecord record;
+  const Clock::time_point eval_start = Clock::now();
+  model_->params = global_.current;
+  if (test_ != nullptr) {
+    const bool whole = progress_.rows_done >= total_rows_ && options_.final_eval_full;
+    const std::vector<size_t> alive_before = pool_.alive();
+    record.test = EvaluateOnDevices(pool_, *model_, *test_, whole ? all_test_rows_ : eval_rows_);
+    for (size_t i : alive_before)
+      if (pool_.dropped(i))
+        Event("device " + pool_.device(i).spec().id + " dropped in the evaluation after mega-batch " +
+              std::to_string(progress_.megabatches) + " (" + pool_.fault(i) + "); the evaluation was scored on the " +
+              std::to_string(pool_.alive().size()) + " devices left, which go on");
+    for (size_t i = 0; i < pool_.size(); ++i) {
+      progress_.since_eval[i].dropped = pool_.dropped(i);
+      progress_.since_eval[i].fault = pool_.fault(i);
+    }
+  }
+  record.eval_time_s = std::chrono::duration<double>(Clock::now() - eval_start).count();
+  record.megabatch = progress_.megabatches;
+  record.epoch = double(progress_.rows_done) / double(rows_per_epoch_);
+  record.train_time_s = progress_.train_seconds;
+  record.wall_time_s = WallSeconds();
+  record.train_samples = progress_.rows_done;
+  record.train_loss = progress_.loss_batches > 0 ? progress_.loss_sum / double(progress_.loss_batches) : 0.0;
+  record.perturbed = progress_.last_perturbed;
+  record.rollbacks = progress_.rollbacks;
+  record.devices = progress_.since_eval;
+  for (DeviceRecord& d : progress_.since_eval) d.updates = d.rows = 0, d.busy_s = d.idle_s = 0;
+  progress_.loss_sum = 0;
+  progress_.loss_batches = 0;
+  progress_.evals.push_back(record);
+  if (callbacks_.on_eval) callbacks_.on_eval(record);
+}
+
+}  // namespace xmlt::scheduler

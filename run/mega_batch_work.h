@@ -1,0 +1,40 @@
+// A mega-batch as the training loop has trained it so far, and how it is kept open in a
+// checkpoint when a stop or the run's end cuts it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+
+#include "merge/merger.h"
+#include "scheduler/device_pool.h"
+
+namespace xmlt::scheduler {
+
+// Whole, unless the run's end or a stop cut it (planned < mega_batch_rows): then the checkpoint
+// keeps it open, and a resumed or extended run completes it.
+struct MegaBatchWork {
+  MegaBatchRun run;
+  merge::MergeOutcome merged;  // the last merge's outcome
+  double merge_s = 0;          // measured time of the merges
+  uint64_t merges = 0;
+  uint64_t planned = 0;          // rows dealt out of the mega-batch so far
+  uint64_t mega_batch_rows = 0;  // rows of the whole mega-batch
+  bool cut_by_end = false;       // the run ended inside it
+  bool stopped = false;          // a stop signal ended it early
+  bool open() const { return mega_batch_rows > 0; }
+};
+
+// The checkpoint's "open_mega_batch".
+nlohmann::json OpenMegaBatchToJson(const MegaBatchWork& work);
+// `empty` is the pool's empty run, which sizes the per-device counts; throws std::invalid_argument
+// (or nlohmann's exceptions) for counts of another shape.
+MegaBatchWork OpenMegaBatchFromJson(const nlohmann::json& json, MegaBatchRun empty);
+
+// A mega-batch ends at the end of an epoch at the latest, so that evaluations fall on epoch ends
+// and a run of whole epochs ends with a whole mega-batch; and it runs on to the epoch's end rather
+// than leave less than half a mega-batch there, which would be merged (and rescaled on) alone.
+inline uint64_t MegaBatchRowsHere(uint64_t mega_batch_rows, uint64_t rows_to_epoch_end) {
+  return rows_to_epoch_end <= mega_batch_rows + mega_batch_rows / 2 ? rows_to_epoch_end : mega_batch_rows;
+}
+
+}  // namespace xmlt::scheduler

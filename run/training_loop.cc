@@ -1,0 +1,243 @@
+// The multi-device training loop; see training_loop.h and multi_device_run.h.
+#include "run/training_loop.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/evaluator.h"
+#include "run/multi_device_run.h"
+#include "scheduler/rank_exchange.h"
+
+namespace xmlt::scheduler {
+namespace {
+
+double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+bool AllFinite(const std::vector<float>& values) {
+  bool finite = true;
+  for (float v : values) finite &= std::isfinite(v);
+  return finite;
+}
+
+}  // namespace
+
+TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test, const TrainOptions& options,
+                           const EngineOptions& engine, kernels::Model<float>* model, const TrainCallbacks& callbacks,
+                           const RunControl& control)
+    : test_(test),
+      options_(options),
+      engine_(engine),
+      model_(model),
+      callbacks_(callbacks),
+      control_(control),
+      pool_(train, options, engine, *model, control.faults),
+      dealer_(MakeDealer(pool_)),
+      global_{model->params, model->params},
+      fingerprint_(RunFingerprint(options, engine, model->shape, train, test)),
+      survivor_merge_(engine, *model),
+      rows_per_epoch_(pool_.rows_per_epoch()),
+      total_rows_(TotalTrainingRows(options, rows_per_epoch_, train.source)),
+      eval_rows_(test == nullptr ? std::vector<uint64_t>{} : EvalSample(test->num_rows(), options)),
+      all_test_rows_(test == nullptr ? std::vector<uint64_t>{} : engine::SampleEvalRows(test->num_rows(), 0, 0)) {
+  progress_.since_eval.resize(pool_.size());
+  pool_.OnBatch([this](const engine::BatchResult& result) {
+    if (result.error || !callbacks_.on_progress) return;
+    rows_reported_ += result.count;
+    callbacks_.on_progress(std::min(rows_reported_, total_rows_), total_rows_,
+                           result.loss_sum / std::max<uint32_t>(result.labeled_rows, 1));
+  });
+  for (size_t i = 0; i < pool_.size(); ++i) progress_.since_eval[i].id = pool_.device(i).spec().id;
+}
+
+TrainResult TrainingLoop::Train() {
+  if (!control_.resume_dir.empty()) Resume();
+  wall_before_ = progress_.wall_seconds;
+  start_ = Clock::now();
+  trusted_.TrustNow(Capture());
+  std::vector<size_t> alive_before;
+  while (progress_.rows_done < total_rows_) {
+    alive_before = pool_.alive();  // a device dropped in an evaluation was reported there
+    if (const int signal = StopSignal(); signal != 0) {
+      stopped_by_signal_ = signal;
+      WriteCheckpoint("stop");
+      break;
+    }
+    if (pool_.alive().empty()) StopWithoutDevices();
+    const uint64_t index = progress_.megabatches + 1;
+    const uint64_t epoch_before = progress_.rows_done / rows_per_epoch_;
+    MegaBatchWork trained = TrainMegaBatch(index);
+    for (size_t i : alive_before)
+      if (pool_.dropped(i))
+        Event("device " + pool_.device(i).spec().id + " dropped in mega-batch " + std::to_string(index) + " (" +
+              pool_.fault(i) + "); its rows go back to the queue, " + std::to_string(pool_.alive().size()) +
+              " devices go on");
+    alive_before = pool_.alive();
+    if (alive_before.empty()) continue;  // nothing was merged; the loop's top checkpoints and stops
+    if (!trained.run.diverged_on.empty() || !AllFinite(global_.current)) {
+      RollBack(index, trained.run);
+      continue;  // a stop is seen at the loop's top, after the rollback
+    }
+    if (trained.stopped) {
+      // At the next batch rather than the mega-batch's end; the checkpoint keeps the mega-batch
+      // open, as the end of a run does, and a resumed run goes on with it.
+      stopped_by_signal_ = control_.stop_signal->load();
+      if (trained.planned > 0) open_ = trained;
+      WriteCheckpoint("stop");
+      break;
+    }
+    if (trained.cut_by_end) {
+      // The run's end cut this mega-batch. The end checkpoint keeps it open, as it stands before
+      // its merge; a run extended from there trains its rest and merges it whole, as a run that
+      // never stopped does. This run merges it now for its model.
+      open_ = trained;
+      TryWriteEndCheckpoint();
+      open_ = MegaBatchWork{};
+      if (!dealer_->MergesEachRound()) MergeInto(&trained);
+      if (!AllFinite(global_.current)) {
+        RollBack(index, trained.run);
+        continue;
+      }
+    }
+    Account(trained);
+    const bool finished = progress_.rows_done >= total_rows_;
+    const bool due = !trained.cut_by_end && EvaluationDue(epoch_before);
+    if (due) Evaluate();
+    trusted_.AfterSoundMegaBatch(Capture());
+    if (finished) {
+      // The end's own evaluation comes after the end checkpoint, which thus holds the run as a
+      // longer one passes through this point.
+      if (!trained.cut_by_end) TryWriteEndCheckpoint();
+      if (!due) Evaluate();
+    } else if (control_.checkpoint_every > 0 && progress_.megabatches % control_.checkpoint_every == 0) {
+      TryWritePeriodicCheckpoint();
+    }
+  }
+  // A finished run resumed as it is (the same --epochs) ends with its end evaluation again, which
+  // its checkpoint, written before it, does not hold.
+  const bool finished = stopped_by_signal_ == 0 && progress_.rows_done >= total_rows_;
+  if (finished && (progress_.evals.empty() || progress_.evals.back().train_samples != progress_.rows_done)) Evaluate();
+  model_->params = global_.current;
+  TrainResult result = ResultOf(progress_);
+  result.stopped_by_signal = stopped_by_signal_;
+  result.checkpoint = checkpoint_;
+  result.end_checkpoint_error = end_checkpoint_error_;
+  return result;
+}
+
+// Trains mega-batch `index`, or the rest of the open one, up to the run's end, and merges it
+// unless the end cut it (the caller merges that after the end checkpoint). Sync merges every
+// round; its mega-batch only sets the evaluation cadence.
+MegaBatchWork TrainingLoop::TrainMegaBatch(uint64_t index) {
+  pool_.BeginMegaBatch(index);
+  rows_reported_ = TrainedRows();
+  const bool continues = open_.open();
+  MegaBatchWork trained = continues ? open_ : MegaBatchWork{};
+  open_ = MegaBatchWork{};
+  if (!continues) {
+    trained.run = pool_.EmptyRun();
+    trained.mega_batch_rows = MegaBatchRowsHere(pool_.MegaBatchRows(), pool_.rows().ToEpochEnd());
+  }
+  const uint64_t left = trained.mega_batch_rows > trained.planned ? trained.mega_batch_rows - trained.planned : 0;
+  const uint64_t to_end = total_rows_ - std::min(total_rows_, progress_.rows_done + trained.run.rows);
+  DealRequest request;
+  request.budget = std::min(left, to_end);
+  request.cap = to_end;
+  request.continues = continues;
+  request.stop = StopWithinMegaBatch();
+  request.merge_round = [&](const MegaBatchRun& round) { MergeAfterRound(round, &trained); };
+  const Dealt dealt = dealer_->Deal(request, &trained.run);
+  trained.planned += dealt.rows;
+  trained.stopped = dealt.stopped;
+  // A stop keeps the mega-batch open (it is checkpointed before its merge and goes on after a
+  // resume), and so does the run's end, which the caller merges after its checkpoint.
+  trained.cut_by_end = !trained.stopped && to_end < left;
+  if (!trained.stopped && !trained.cut_by_end && !dealer_->MergesEachRound()) MergeInto(&trained);
+  return trained;
+}
+
+void TrainingLoop::MergeAfterRound(const MegaBatchRun& round, MegaBatchWork* trained) {
+  if (pool_.alive().empty()) return;
+  const Clock::time_point merge_start = Clock::now();
+  trained->merged = survivor_merge_.Run(pool_, round, &global_);
+  trained->merge_s += Seconds(Clock::now() - merge_start);
+  ++trained->merges;
+}
+
+// Back to the trusted state, learning rates halved; the global momentum goes too (w_p = w), as
+// the replicas' does, since both may carry the divergence. The clock keeps the lost time, and
+// the evaluations made since stay on record (they were reported).
+void TrainingLoop::RollBack(uint64_t index, const MegaBatchRun& run) {
+  const std::string what = !run.diverged_on.empty() ? run.divergence + " on " + run.diverged_on
+                                                    : std::string("non-finite merged model");
+  const uint32_t rollbacks = progress_.rollbacks + 1;  // the whole run's, in the metrics
+  // --max-rollbacks bounds what this process tries. The checkpoint's count is left out: a run
+  // resumed after a divergence stop (with a lower --lr, as the stop advises) would otherwise
+  // stop at its first divergence, "after N rollbacks" none of which it made.
+  ++rollbacks_here_;
+  const double spent = progress_.train_seconds + run.span_s;
+  std::vector<EvalRecord> evals = std::move(progress_.evals);
+  const SavedState& trusted = trusted_.trusted();
+  global_.current = trusted.global;
+  global_.previous = trusted.global;
+  progress_ = trusted.progress;
+  progress_.rollbacks = rollbacks;
+  progress_.train_seconds = spent;
+  progress_.evals = std::move(evals);
+  // An open mega-batch's rows stay dealt out, but what the replicas learnt from them is gone
+  // with the replicas: its merge weighs only what they train from here.
+  open_ = trusted.open;
+  if (open_.open()) {
+    const uint64_t planned = open_.planned, rows = open_.mega_batch_rows;
+    open_ = MegaBatchWork{};
+    open_.run = pool_.EmptyRun();
+    open_.planned = planned;
+    open_.mega_batch_rows = rows;
+  }
+  scheduler::RollBack(pool_, trusted.pool, global_.current);
+  if (rollbacks_here_ > control_.max_rollbacks) {
+    WriteCheckpoint("last good state");
+    throw RunStopped(RunStopped::Why::kDiverged,
+                     "training diverged in mega-batch " + std::to_string(index) + " (" + what + ") after " +
+                         std::to_string(control_.max_rollbacks) + " rollbacks with halved learning rates",
+                     control_.checkpoint_dir);
+  }
+  Event("diverged in mega-batch " + std::to_string(index) + " (" + what + "): rolled back to mega-batch " +
+        std::to_string(progress_.megabatches) + ", learning rates halved (rollback " + std::to_string(rollbacks_here_) +
+        " of at most " + std::to_string(control_.max_rollbacks) + ")");
+  trusted_.TrustNow(Capture());
+}
+
+// The stop signal as every rank sees it: across ranks the largest any rank got, agreed between
+// mega-batches (within one, each rank's plan must go on to the same end).
+int TrainingLoop::StopSignal() const {
+  const int signal = control_.stop_signal != nullptr ? control_.stop_signal->load() : 0;
+  return engine_.ranks != nullptr ? AgreeOnMax(*engine_.ranks, signal) : signal;
+}
+
+const std::atomic<int>* TrainingLoop::StopWithinMegaBatch() const {
+  return engine_.ranks != nullptr ? nullptr : control_.stop_signal;
+}
+
+void TrainingLoop::StopWithoutDevices() {
+  WriteCheckpoint("no device left");
+  throw RunStopped(RunStopped::Why::kNoDevice,
+                   "every device failed; the run stopped at mega-batch " + std::to_string(progress_.megabatches),
+                   control_.checkpoint_dir);
+}
+
+void TrainingLoop::Event(const std::string& text) const {
+  if (callbacks_.on_event) callbacks_.on_event(text);
+}
+
+double TrainingLoop::WallSeconds() const { return wall_before_ + Seconds(Clock::now() - start_); }
+
+TrainResult RunMultiDevice(const data::Dataset& train, const data::Dataset* test,
+                           const TrainOptions& options, const EngineOptions& engine,
+                           kernels::Model<float>* model, const TrainCallbacks& callbacks,
+                           const RunControl& control) {
+  ValidateTrainOptions(options);
+  ValidateEngineOptions(engine);
+  return TrainingLoop(train, test, options, engine, model, callbacks, control).Train();
+}
+
+}  // namespace xmlt::scheduler

@@ -1,0 +1,88 @@
+// The training loop of a multi-device run (RunMultiDevice, multi_device_run.h): the devices, the
+// global model, the bookkeeping, and the last good state to roll back to. Train() is the loop; each
+// step of it is a method. The loop itself is in training_loop.cc, its checkpoints in
+// loop_checkpoint.cc, its counters and evaluations in loop_records.cc.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "kernels/model.h"
+#include "merge/merger.h"
+#include "run/mega_batch_work.h"
+#include "run/rollback.h"
+#include "run/run_progress.h"
+#include "run/survivor_merge.h"
+#include "run/trainer.h"
+#include "scheduler/dealer.h"
+#include "scheduler/device_pool.h"
+
+namespace xmlt::scheduler {
+
+class TrainingLoop {
+ public:
+  TrainingLoop(const data::Dataset& train, const data::Dataset* test, const TrainOptions& options,
+               const EngineOptions& engine, kernels::Model<float>* model, const TrainCallbacks& callbacks,
+               const RunControl& control);
+
+  TrainResult Train();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  // training_loop.cc
+  MegaBatchWork TrainMegaBatch(uint64_t index);
+  void MergeAfterRound(const MegaBatchRun& round, MegaBatchWork* trained);
+  void MergeInto(MegaBatchWork* trained) { MergeAfterRound(trained->run, trained); }
+  void RollBack(uint64_t index, const MegaBatchRun& run);
+  SavedState Capture() const { return SavedState{TakeSnapshot(pool_), global_.current, progress_, open_}; }
+  int StopSignal() const;
+  const std::atomic<int>* StopWithinMegaBatch() const;
+  [[noreturn]] void StopWithoutDevices();
+  // Rows trained so far, the open mega-batch's included.
+  uint64_t TrainedRows() const { return progress_.rows_done + (open_.open() ? open_.run.rows : 0); }
+  void Event(const std::string& text) const;
+  double WallSeconds() const;
+
+  // loop_checkpoint.cc
+  void Resume();
+  void WriteCheckpoint(const char* why);
+  void TryWritePeriodicCheckpoint();
+  void TryWriteEndCheckpoint();
+  void ReleaseIdleMirrors();
+
+  // loop_records.cc
+  void Account(const MegaBatchWork& trained);
+  bool EvaluationDue(uint64_t epoch_before) const;
+  void Evaluate();
+
+  const data::Dataset* test_;
+  const TrainOptions& options_;
+  const EngineOptions& engine_;
+  kernels::Model<float>* model_;
+  const TrainCallbacks& callbacks_;
+  const RunControl& control_;
+  DevicePool pool_;
+  std::unique_ptr<Dealer> dealer_;  // the way batches are dealt, picked for the engine options
+  merge::GlobalModel global_;
+  const nlohmann::json fingerprint_;
+  SurvivorMerge survivor_merge_;
+  const uint64_t rows_per_epoch_, total_rows_;
+  const std::vector<uint64_t> eval_rows_, all_test_rows_;  // --eval-rows' sample; the whole test set
+  RunProgress progress_;
+  MegaBatchWork open_;      // the mega-batch the run's end cut, kept open (none: !open())
+  TrustedStates trusted_;   // the rollback target
+  Clock::time_point start_;
+  uint64_t rows_reported_ = 0;  // rows trained as the per-batch progress reports them
+  double wall_before_ = 0;
+  int stopped_by_signal_ = 0;
+  uint32_t rollbacks_here_ = 0;  // rollbacks since this process started or resumed the run
+  std::string checkpoint_;
+  std::string end_checkpoint_error_;  // why the end checkpoint failed, if it did
+};
+
+}  // namespace xmlt::scheduler

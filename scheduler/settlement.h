@@ -1,0 +1,26 @@
+// How the results of a mega-batch count once they are back: a failed device is dropped (a lost GPU
+// context with every logical device of its GPU) and all of its batches' rows go back to the queue;
+// the others' losses are watched in plan order and their counts added up.
+#pragma once
+
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "engine/worker.h"
+#include "scheduler/device_pool.h"
+
+namespace xmlt::scheduler {
+
+// Settles the results of `plan` (results[k] is batch k's) into `run`.
+void Settle(DevicePool& pool, const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
+            MegaBatchRun* run);
+
+// A lost context takes every logical device of its GPU with it: drops the devices that share
+// device `failed`'s (already dropped) context.
+void DropContextSharers(DevicePool& pool, size_t failed);
+
+// An error as a device's fault text: never empty, which would read as a healthy device.
+std::string DescribeFault(const std::exception_ptr& error);
+
+}  // namespace xmlt::scheduler
