@@ -1,0 +1,60 @@
+// The label blocks of the fused output layer and the steps its forward and backward passes share
+// (output_layer.cc, output_layer_backward.cc). Internal to the CPU kernels.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <type_traits>
+
+#include "kernels/cpu/bf16_gemm.h"
+#include "kernels/cpu/output_layer.h"
+
+namespace xmlt::kernels::cpu::output_blocks {
+
+// Groups of blocks for the backward pass: a fixed count, so the input gradient is summed in the
+// same order whatever the thread count, and enough of them to balance the threads.
+constexpr uint64_t kMaxGroups = 32;
+
+inline uint64_t NumGroups(uint64_t num_blocks) { return std::min(num_blocks, kMaxGroups); }
+
+inline uint64_t GroupBegin(uint64_t group, uint64_t groups, uint64_t num_blocks) {
+  return group * num_blocks / groups;
+}
+
+struct Block {
+  uint64_t begin, width;
+};
+
+inline Block BlockAt(uint64_t index, uint64_t block, uint64_t num_labels) {
+  const uint64_t begin = index * block;
+  return {begin, std::min(block, num_labels - begin)};
+}
+
+// The bf16 products exist for float only; in double (the gradient checks) these are never reached.
+template <class T>
+float* AsFloat(T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    return p;
+  } else {
+    (void)p;
+    throw std::logic_error("bf16 output math in double");
+  }
+}
+template <class T>
+const float* AsFloat(const T* p) {
+  return AsFloat(const_cast<T*>(p));
+}
+
+// A block's logits without the bias, rows x width into `tile` (row stride width), by a bf16
+// product; the block's weights stay in bf16 in the group's weight tile for the input gradient.
+template <class T>
+void BlockLogitsBf16(const T* w_block, const Block& blk, uint64_t inputs, uint64_t group, uint32_t rows,
+                     float* tile, OutputLayerWorkspace<T>* ws) {
+  Bf16* wt = ws->weight_tiles_bf16.data() + group * ws->block * inputs;
+  ConvertToBf16(AsFloat(w_block), blk.width * inputs, wt);
+  Bf16GemmOneThread(Op::kNone, Op::kTranspose, rows, int64_t(blk.width), int64_t(inputs), ws->input_bf16.data(),
+                    int64_t(inputs), wt, int64_t(inputs), false, tile, int64_t(blk.width));
+}
+
+}  // namespace xmlt::kernels::cpu::output_blocks

@@ -1,0 +1,192 @@
+// The fused output layer's backward pass; see output_layer.h.
+#include "kernels/cpu/output_layer.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "kernels/cpu/fast_exp.h"
+#include "kernels/cpu/output_blocks.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/sparse_mlp.h"
+#include "kernels/cpu/stream_copy.h"
+
+namespace xmlt::kernels::cpu {
+
+using namespace output_blocks;
+
+template <class T>
+void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const StepRule<T>& rule,
+                         const T* in, const T* logits, T* delta_in, OutputLayerWorkspace<T>* ws) {
+  const size_t layer = model->shape.num_layers() - 1;
+  const uint64_t labels = model->shape.num_labels, inputs = model->shape.LayerInputs(layer);
+  const uint32_t rows = batch.num_rows;
+  const LayerView& view = model->layers[layer];
+  T* w = model->params.data() + view.weight.offset;
+  T* bias = model->params.data() + view.bias.offset;
+  T* grad_w = rule.gradient ? rule.gradient->params.data() + view.weight.offset : nullptr;
+  T* grad_b = rule.gradient ? rule.gradient->params.data() + view.bias.offset : nullptr;
+  T* vel_w = rule.velocity ? rule.velocity->params.data() + view.weight.offset : nullptr;
+  T* vel_b = rule.velocity ? rule.velocity->params.data() + view.bias.offset : nullptr;
+  uint32_t labeled = 0;
+  for (uint32_t r = 0; r < rows; ++r) labeled += batch.NumLabels(r) > 0;
+  const T scale = labeled > 0 ? T(1) / T(labeled) : T(0);
+
+  const bool bf16 = ws->math == OutputMath::kBf16;
+  const uint64_t groups = NumGroups(ws->num_blocks);
+  tbb::parallel_for(
+      tbb::blocked_range<uint64_t>(0, groups, 1),
+      [&](const tbb::blocked_range<uint64_t>& range) {
+        for (uint64_t g = range.begin(); g < range.end(); ++g) {
+          T* d = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->block;
+          Bf16* d_bf16 = bf16 ? ws->gradient_tiles_bf16.data() + g * uint64_t(rows) * ws->block : nullptr;
+          Bf16* w_bf16 = bf16 ? ws->weight_tiles_bf16.data() + g * ws->block * inputs : nullptr;
+          float* dw = bf16 ? ws->weight_gradient_tiles.data() + g * ws->block * inputs : nullptr;
+          T* part = ws->group_delta_in.data() + g * uint64_t(rows) * inputs;
+          const uint64_t first = GroupBegin(g, groups, ws->num_blocks);
+          const uint64_t last = GroupBegin(g + 1, groups, ws->num_blocks);
+          for (uint64_t b = first; b < last; ++b) {
+            const Block blk = BlockAt(b, ws->block, labels);
+            const int64_t width = int64_t(blk.width);
+            T* wb = w + blk.begin * inputs;
+            // The block's output gradient, (softmax - target) / labeled rows, as a rows x width
+            // tile (leading dimension width), from the exponentials the forward pass left or, in
+            // bf16, from the logits computed again into the tile.
+            const T* z_block = logits + blk.begin * rows;
+            uint64_t ld = blk.width;
+            if (bf16) {
+              BlockLogitsBf16(wb, blk, inputs, g, rows, AsFloat(d), ws);
+              for (uint32_t r = 0; r < rows; ++r) {
+                T* z = d + uint64_t(r) * blk.width;
+                const T* bb = bias + blk.begin;
+#pragma omp simd
+                for (uint64_t j = 0; j < blk.width; ++j) z[j] += bb[j];
+              }
+              z_block = d, ld = blk.width;
+            }
+            for (uint32_t r = 0; r < rows; ++r) {
+              const T* z = z_block + uint64_t(r) * ld;
+              T* dr = d + uint64_t(r) * blk.width;
+              const T max = ws->row_max[r], s = ws->row_scale[r];
+              if (s == T(0)) {
+                std::fill(dr, dr + blk.width, T(0));
+                continue;
+              }
+              if (bf16) {
+#pragma omp simd
+                for (uint64_t j = 0; j < blk.width; ++j) dr[j] = s * FastExp(z[j] - max);
+              } else {
+                // The forward pass left exp(z - block max): rescale it to the row's max.
+                const T f = s * FastExp(ws->block_max[b * rows + r] - max);
+#pragma omp simd
+                for (uint64_t j = 0; j < blk.width; ++j) dr[j] = f * z[j];
+              }
+            }
+            // The targets: a row without a scale (no labels) keeps its zero gradient.
+            for (uint32_t t = ws->target_begin[b]; t < ws->target_begin[b + 1]; ++t) {
+              const uint32_t r = ws->target_row[t];
+              if (ws->row_scale[r] == T(0)) continue;
+              d[uint64_t(r) * blk.width + ws->target_column[t]] -= scale / T(batch.NumLabels(r));
+            }
+            // The input gradient first: it needs the weights before this step changes them.
+            if (bf16) {
+              ConvertToBf16(AsFloat(d), uint64_t(rows) * blk.width, d_bf16);
+              Bf16GemmOneThread(Op::kNone, Op::kNone, rows, int64_t(inputs), width, d_bf16, width,
+                                w_bf16, int64_t(inputs), b != first, AsFloat(part), int64_t(inputs));
+            } else {
+              GemmOneThread<T>(Op::kNone, Op::kNone, rows, int64_t(inputs), width, T(1), d, width,
+                               wb, int64_t(inputs), b == first ? T(0) : T(1), part, int64_t(inputs));
+            }
+            // The bias gradient: column sums of the tile, row by row so the inner loop is
+            // contiguous.
+            T* sums = ws->column_sums.data() + g * ws->block;
+            std::fill(sums, sums + blk.width, T(0));
+            for (uint32_t r = 0; r < rows; ++r) {
+              const T* dr = d + uint64_t(r) * blk.width;
+#pragma omp simd
+              for (uint64_t j = 0; j < blk.width; ++j) sums[j] += dr[j];
+            }
+            auto column_sum = [sums](uint64_t j) { return sums[j]; };
+            if (bf16) {
+              // The weight gradient of the block, then the rule applied to it in one pass.
+              float* target = grad_w != nullptr ? AsFloat(grad_w + blk.begin * inputs) : dw;
+              Bf16GemmOneThread(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, d_bf16,
+                                width, ws->input_bf16.data(), int64_t(inputs), false, target,
+                                int64_t(inputs));
+              const uint64_t n = blk.width * inputs;
+              if (grad_w != nullptr) {
+                for (uint64_t j = 0; j < blk.width; ++j) grad_b[blk.begin + j] = column_sum(j);
+              } else if (vel_w != nullptr) {
+                T* vb = vel_w + blk.begin * inputs;
+#pragma omp simd
+                for (uint64_t i = 0; i < n; ++i) {
+                  vb[i] = rule.momentum * vb[i] + dw[i];
+                  wb[i] -= rule.lr * vb[i];
+                }
+                for (uint64_t j = 0; j < blk.width; ++j) {
+                  T& v = vel_b[blk.begin + j];
+                  v = rule.momentum * v + column_sum(j);
+                  bias[blk.begin + j] -= rule.lr * v;
+                }
+              } else {
+#pragma omp simd
+                for (uint64_t i = 0; i < n; ++i) wb[i] -= rule.lr * dw[i];
+                for (uint64_t j = 0; j < blk.width; ++j) bias[blk.begin + j] -= rule.lr * column_sum(j);
+              }
+            } else if (grad_w != nullptr) {
+              GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, T(1), d,
+                               width, in, int64_t(inputs), T(0), grad_w + blk.begin * inputs,
+                               int64_t(inputs));
+              for (uint64_t j = 0; j < blk.width; ++j) grad_b[blk.begin + j] = column_sum(j);
+            } else if (vel_w != nullptr) {
+              T* vb = vel_w + blk.begin * inputs;
+              GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, T(1), d,
+                               width, in, int64_t(inputs), rule.momentum, vb, int64_t(inputs));
+              const uint64_t n = blk.width * inputs;
+#pragma omp simd
+              for (uint64_t i = 0; i < n; ++i) wb[i] -= rule.lr * vb[i];
+              for (uint64_t j = 0; j < blk.width; ++j) {
+                T& v = vel_b[blk.begin + j];
+                v = rule.momentum * v + column_sum(j);
+                bias[blk.begin + j] -= rule.lr * v;
+              }
+            } else {
+              GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, -rule.lr,
+                               d, width, in, int64_t(inputs), T(1), wb, int64_t(inputs));
+              for (uint64_t j = 0; j < blk.width; ++j) bias[blk.begin + j] -= rule.lr * column_sum(j);
+            }
+          }
+        }
+      },
+      tbb::simple_partitioner());
+
+  // The groups' parts of the input gradient, summed in group order.
+  if (delta_in == nullptr) return;
+  const uint64_t count = uint64_t(rows) * inputs;
+  const uint64_t stride = uint64_t(rows) * inputs;
+  tbb::parallel_for(tbb::blocked_range<uint64_t>(0, count, 1 << 12),
+                    [&](const tbb::blocked_range<uint64_t>& range) {
+                      for (uint64_t i = range.begin(); i < range.end(); ++i) {
+                        T sum = ws->group_delta_in[i];
+                        for (uint64_t g = 1; g < groups; ++g) sum += ws->group_delta_in[g * stride + i];
+                        delta_in[i] = sum;
+                      }
+                    });
+}
+
+template void OutputLayerBackward<float>(Model<float>*, const data::SparseBatch&,
+                                         const StepRule<float>&, const float*, const float*, float*,
+                                         OutputLayerWorkspace<float>*);
+template void OutputLayerBackward<double>(Model<double>*, const data::SparseBatch&,
+                                          const StepRule<double>&, const double*, const double*,
+                                          double*, OutputLayerWorkspace<double>*);
+
+
+}  // namespace xmlt::kernels::cpu
