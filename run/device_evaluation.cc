@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "kernels/context_lost.h"
+#include "scheduler/fault_text.h"
 #include "scheduler/rank_exchange.h"
 #include "scheduler/settlement.h"
 
@@ -44,7 +45,7 @@ engine::Evaluation EvaluateOnDevices(DevicePool& pool, const kernels::Model<floa
       if (ranks != nullptr) std::rethrow_exception(errors[k]);
       failed = true;
       if (pool.dropped(devices[k])) continue;  // lost already with another device of its GPU
-      pool.Drop(devices[k], DescribeFault(errors[k]));
+      pool.Drop(devices[k], FaultText(errors[k]));
       try {
         std::rethrow_exception(errors[k]);
       } catch (const kernels::ContextLost&) {

@@ -9,19 +9,10 @@
 
 #include "data/byte_reader.h"
 #include "data/byte_writer.h"
+#include "scheduler/fault_text.h"
 
 namespace xmlt::scheduler {
 namespace {
-
-std::string ErrorText(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return *e.what() != 0 ? e.what() : "error without a message";
-  } catch (...) {
-    return "unknown error";
-  }
-}
 
 // The largest of every rank's `value`, a trivially copyable number.
 template <class T>
@@ -47,7 +38,7 @@ void ShareBatchResults(dist::RankGroup& ranks, const std::vector<int>& device_ra
   for (size_t k = 0; k < devices.size(); ++k) {
     if (device_rank[devices[k]] != ranks.rank()) continue;
     const engine::BatchResult& r = (*results)[k];
-    const std::string error = r.error ? ErrorText(r.error) : std::string();
+    const std::string error = r.error ? FaultText(r.error) : std::string();
     mine.Append<uint64_t>(k);
     mine.Append<uint64_t>(r.count);
     mine.Append<double>(r.loss_sum);

@@ -4,25 +4,16 @@
 #include <algorithm>
 
 #include "engine/device_spec.h"
+#include "scheduler/fault_text.h"
 
 namespace xmlt::scheduler {
-
-std::string DescribeFault(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return *e.what() != 0 ? e.what() : "error without a message";
-  } catch (...) {
-    return "unknown error";
-  }
-}
 
 // A failed device's replica, and with it even its successful steps of the mega-batch, is lost.
 void Settle(DevicePool& pool, const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
             MegaBatchRun* out) {
   for (const engine::BatchResult& result : results) {
     if (!result.error || pool.dropped(result.device)) continue;
-    pool.Drop(result.device, DescribeFault(result.error));
+    pool.Drop(result.device, FaultText(result.error));
     if (result.context_lost) DropContextSharers(pool, result.device);
   }
   MegaBatchRun& run = *out;

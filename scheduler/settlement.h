@@ -3,7 +3,6 @@
 // the others' losses are watched in plan order and their counts added up.
 #pragma once
 
-#include <exception>
 #include <string>
 #include <vector>
 
@@ -19,8 +18,5 @@ void Settle(DevicePool& pool, const std::vector<Assignment>& plan, const std::ve
 // A lost context takes every logical device of its GPU with it: drops the devices that share
 // device `failed`'s (already dropped) context.
 void DropContextSharers(DevicePool& pool, size_t failed);
-
-// An error as a device's fault text: never empty, which would read as a healthy device.
-std::string DescribeFault(const std::exception_ptr& error);
 
 }  // namespace xmlt::scheduler

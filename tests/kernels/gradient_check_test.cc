@@ -5,16 +5,14 @@
 
 #include "kernels/cpu/softmax_loss.h"
 #include "kernels/cpu/sparse_mlp.h"
+#include "tests/kernels/finite_differences.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace xmlt::kernels::cpu {
 namespace {
 
-double MeanLoss(const Model<double>& model, const data::SparseBatch& batch, MlpWorkspace<double>* ws) {
-  Forward(model, batch, ws);
-  const LossResult loss = SoftmaxCrossEntropy(ws->logits.data(), batch, model.shape.num_labels);
-  return loss.loss_sum / loss.labeled_rows;
-}
+using xmlt::testing::MeanLoss;
+using xmlt::testing::NumericDerivative;
 
 void CheckGradients(const ModelShape& shape, uint32_t rows, uint64_t seed) {
   Model<double> model = xmlt::testing::RandomModel<double>(shape, seed);
@@ -31,13 +29,7 @@ void CheckGradients(const ModelShape& shape, uint32_t rows, uint64_t seed) {
   const double h = 1e-6;
   double worst = 0;
   for (size_t i = 0; i < model.params.size(); ++i) {
-    const double saved = model.params[i];
-    model.params[i] = saved + h;
-    const double plus = MeanLoss(model, batch, &ws);
-    model.params[i] = saved - h;
-    const double minus = MeanLoss(model, batch, &ws);
-    model.params[i] = saved;
-    const double numeric = (plus - minus) / (2 * h);
+    const double numeric = NumericDerivative(&model, batch, &ws, i, h);
     const double error = std::abs(numeric - gradient.params[i]) / std::max(1.0, std::abs(numeric));
     worst = std::max(worst, error);
     EXPECT_LT(error, 1e-6) << "parameter " << i << " of " << shape.ToString() << ": analytic "

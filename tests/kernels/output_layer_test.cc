@@ -13,10 +13,14 @@
 #include "kernels/cpu/output_layer.h"
 #include "kernels/cpu/softmax_loss.h"
 #include "kernels/cpu/sparse_mlp.h"
+#include "tests/kernels/finite_differences.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace xmlt::kernels::cpu {
 namespace {
+
+using xmlt::testing::MeanLoss;
+using xmlt::testing::NumericDerivative;
 
 // 520 rows make blocks of 256 labels: 9,000 labels are 36 blocks, more than the 32 groups, and
 // the last block is partial.
@@ -28,12 +32,6 @@ TEST(OutputLayer, ShapeUnderTestSpansMoreBlocksThanGroups) {
   EXPECT_EQ(ws.block, 256u);
   EXPECT_EQ(ws.num_blocks, 36u);
   EXPECT_NE(kManyBlocks.num_labels % ws.block, 0u);
-}
-
-double MeanLoss(const Model<double>& model, const data::SparseBatch& batch, MlpWorkspace<double>* ws) {
-  Forward(model, batch, ws);
-  const LossResult loss = SoftmaxCrossEntropy(ws->logits.data(), batch, model.shape.num_labels);
-  return loss.loss_sum / loss.labeled_rows;
 }
 
 Model<double> FusedGradient(const Model<double>& model, const data::SparseBatch& batch,
@@ -72,13 +70,7 @@ TEST(OutputLayer, GradientMatchesFiniteDifferencesAcrossBlocks) {
 
   const double h = 1e-6;
   for (size_t i : checked) {
-    const double saved = model.params[i];
-    model.params[i] = saved + h;
-    const double plus = MeanLoss(model, batch, &ws);
-    model.params[i] = saved - h;
-    const double minus = MeanLoss(model, batch, &ws);
-    model.params[i] = saved;
-    const double numeric = (plus - minus) / (2 * h);
+    const double numeric = NumericDerivative(&model, batch, &ws, i, h);
     EXPECT_NEAR(gradient.params[i], numeric, 1e-7 * std::max(1.0, std::abs(numeric)))
         << "parameter " << i;
   }

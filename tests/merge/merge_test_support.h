@@ -1,5 +1,5 @@
-// Helpers shared by the merge tests: replicas that own their storage, random replicas, and a
-// model comparison with a tolerance relative to the expected values.
+// Helpers shared by the merge tests: replicas that own their storage, random replicas, a model
+// comparison with a tolerance relative to the expected values, and the replicas' squared norms.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -41,6 +41,16 @@ inline void ExpectModel(const std::vector<float>& expected, const std::vector<fl
   ASSERT_EQ(expected.size(), got.size());
   for (size_t j = 0; j < got.size(); ++j)
     EXPECT_NEAR(expected[j], got[j], 1e-6 * (1.0 + std::abs(expected[j]))) << "parameter " << j;
+}
+
+// Each replica's squared norm, against a sum in double precision of its values.
+inline void ExpectSquaredNorms(const Replicas& r, const std::vector<double>& norms) {
+  ASSERT_EQ(r.data.size(), norms.size());
+  for (size_t i = 0; i < norms.size(); ++i) {
+    double ref = 0.0;
+    for (float x : r.data[i]) ref += double(x) * x;
+    EXPECT_NEAR(ref, norms[i], 1e-12 * ref) << "replica " << i;
+  }
 }
 
 }  // namespace xmlt::merge::testing
