@@ -1,0 +1,309 @@
+// Reliability of the training loop, resuming: a run stopped (between or inside mega-batches) and
+// resumed from its checkpoint, or finished and extended, reproduces the uninterrupted run exactly
+// (virtual clock, same seed), for every merge and for one device (--algo single); a checkpoint of
+// other devices resumes re-planned; a resume with other settings is refused.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "data/input_error.h"
+#include "dist/rank_group.h"
+#include "engine/device_spec.h"
+#include "run/checkpoint_file.h"
+#include "run/multi_device_run.h"
+#include "scheduler/memory_plan.h"
+#include "run/run_progress.h"
+#include "run/trainer.h"
+#include "tests/scheduler/scheduler_test_support.h"
+#include "tests/test_support.h"
+#include "tests/run/reliability_support.h"
+
+namespace xmlt::scheduler {
+namespace {
+
+using namespace reliability;
+
+class ResumeTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
+  const TrainOptions options = Options();
+  const EngineOptions engine = Engine(GetParam());
+  const bool single = GetParam() == "single";
+  const Outcome full = TrainFor(options, single ? nullptr : &engine, {});
+  ASSERT_GE(full.records.size(), 4u);
+
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  control.checkpoint_every = 3;
+  const Outcome first = TrainFor(options, single ? nullptr : &engine, control, 2);
+  EXPECT_EQ(first.result.stopped_by_signal, 15);
+  ASSERT_EQ(first.records.size(), 2u);
+  ASSERT_FALSE(first.result.checkpoint.empty());
+
+  control.resume_dir = dir.path();
+  const Outcome resumed = TrainFor(options, single ? nullptr : &engine, control);
+  EXPECT_EQ(resumed.result.stopped_by_signal, 0);
+  ExpectSameRun(full, resumed, single);
+}
+
+// A stop is seen before the next batch is dealt, not at the mega-batch's end: the checkpoint keeps
+// the mega-batch open (replicas before their merge, the plan where it stood), and the resumed run
+// equals the uninterrupted one all the same.
+TEST_P(ResumeTest, AStopInsideAMegaBatchEndsItThereAndResumesExactly) {
+  const TrainOptions options = Options();
+  const EngineOptions engine = Engine(GetParam());
+  const bool single = GetParam() == "single";
+  const Outcome full = TrainFor(options, single ? nullptr : &engine, {});
+
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
+  const Outcome first = TrainFor(options, single ? nullptr : &engine, control, 0, 3 * rows_per_megabatch + 40);
+  EXPECT_EQ(first.result.stopped_by_signal, 2);
+  // Stopped in the fourth mega-batch, within a few batches of the stop.
+  const nlohmann::json progress =
+      nlohmann::json::parse(CheckpointReader::Open(dir.path()).meta()).at("progress");
+  EXPECT_EQ(progress.at("megabatches").get<uint64_t>(), 3u);
+
+  control.resume_dir = dir.path();
+  const Outcome resumed = TrainFor(options, single ? nullptr : &engine, control);
+  EXPECT_EQ(resumed.result.stopped_by_signal, 0);
+  ExpectSameRun(full, resumed, single);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMerge, ResumeTest,
+                         kEveryAlgo, testing::AlgoTestName);
+
+// Reliability, second round, row 6: a finished run extended with more --epochs is the run that
+// trained that long from the start, bit for bit and record for record: mega-batches end at epoch
+// ends, and the end checkpoint is written before the end's own evaluation.
+class ExtendTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ExtendTest, AFinishedRunExtendedWithMoreEpochsEqualsTheLongerRun) {
+  const EngineOptions engine = Engine(GetParam());
+  const bool single = GetParam() == "single";
+  const EngineOptions* devices = single ? nullptr : &engine;
+  // Whole epochs: exactly the longer run. A fractional end (0.9 epochs, mega-batches of 1,280
+  // rows: the end falls inside the third) cuts a mega-batch, kept open, and a batch, which a
+  // longer run trains whole: the same rows, a close model.
+  for (const double first_epochs : {1.0, 0.9}) {
+    SCOPED_TRACE(::testing::Message() << "first run of " << first_epochs << " epochs");
+    const bool whole = first_epochs == 1.0;
+    TrainOptions options = Options();
+    options.epochs = 2;
+    if (!whole) options.mega_batch = 40;
+    const Outcome longer = TrainFor(options, devices, {});
+
+    testing::TempDir dir;
+    RunControl control;
+    control.checkpoint_dir = dir.path();
+    TrainOptions shorter = options;
+    shorter.epochs = first_epochs;
+    const Outcome first = TrainFor(shorter, devices, control);
+    EXPECT_NEAR(first.records.back().epoch, first_epochs, 1e-12);
+    for (float w : first.model.params) ASSERT_TRUE(std::isfinite(w));
+    const nlohmann::json meta = nlohmann::json::parse(CheckpointReader::Open(dir.path()).meta());
+    EXPECT_EQ(meta.contains("open_mega_batch"), !whole);
+
+    const testing::TempDir copy;
+    std::filesystem::copy(dir.path(), copy.path(), std::filesystem::copy_options::recursive);
+
+    control.resume_dir = dir.path();
+    const Outcome extended = TrainFor(options, devices, control);
+    if (whole) {
+      ExpectSameRun(longer, extended, single);
+    } else {
+      EXPECT_EQ(extended.records.back().train_samples, longer.records.back().train_samples);
+      EXPECT_NEAR(extended.records.back().test.metrics.p1, longer.records.back().test.metrics.p1, 0.05);
+    }
+
+    // A finished run resumed with the same --epochs ends the same way again.
+    control.checkpoint_dir = control.resume_dir = copy.path();
+    const Outcome again = TrainFor(shorter, devices, control);
+    ExpectSameRun(first, again, single);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMerge, ExtendTest,
+                         kEveryAlgo, testing::AlgoTestName);
+
+// An elastic restart: a checkpoint of 3 devices resumed on 2 (fewer ranks, or a lost GPU) or on
+// 4. The run goes on from the global model and the data's position: every row of every epoch is
+// trained once, the earlier evaluations are kept, the new devices report under their own ids, the
+// test loss falls below the checkpoint's, the best P@1 lands near the uninterrupted run's, and the
+// re-planned run is itself reproducible.
+class ElasticRestartTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ElasticRestartTest, ACheckpointOfOtherDevicesResumesReplanned) {
+  const TrainOptions options = Options();
+  const EngineOptions engine = Engine(GetParam());
+  const Outcome full = TrainFor(options, &engine, {});
+  for (const auto& [devices, speed] : {std::pair{"cpu:2", "1,1.3"}, std::pair{"cpu:4", "1,1.3,1.8,1.1"}}) {
+    SCOPED_TRACE(devices);
+    testing::TempDir dir;
+    RunControl control;
+    control.checkpoint_dir = dir.path();
+    const Outcome first = TrainFor(options, &engine, control, 2);
+    ASSERT_EQ(first.records.size(), 2u);
+    EXPECT_FALSE(nlohmann::json::parse(CheckpointReader::Open(dir.path()).meta()).contains("open_mega_batch"));
+    const testing::TempDir copy;
+    std::filesystem::copy(dir.path(), copy.path(), std::filesystem::copy_options::recursive);
+
+    const EngineOptions other = OnDevices(engine, devices, speed);
+    control.resume_dir = dir.path();
+    const Outcome replanned = TrainFor(options, &other, control);
+    EXPECT_EQ(replanned.result.stopped_by_signal, 0);
+    ASSERT_GT(replanned.records.size(), first.records.size());
+    ExpectSameRecords(first.records, {replanned.records.begin(), replanned.records.begin() + 2}, false);
+    EXPECT_EQ(replanned.records.back().train_samples, full.records.back().train_samples);
+    EXPECT_EQ(RowsTrained(replanned.records), RowsTrained(full.records));
+    EXPECT_EQ(replanned.records.back().devices.size(), other.devices.size());
+    // Training goes on (P@1 on 300 test rows swings by several points between evaluations, so
+    // the best of each run is compared).
+    auto best = [](const std::vector<EvalRecord>& records, size_t from) {
+      double p1 = 0;
+      for (size_t k = from; k < records.size(); ++k) p1 = std::max(p1, records[k].test.metrics.p1);
+      return p1;
+    };
+    double lowest_loss = first.records.back().test.loss;
+    for (size_t k = 2; k < replanned.records.size(); ++k) lowest_loss = std::min(lowest_loss, replanned.records[k].test.loss);
+    EXPECT_LT(lowest_loss, first.records.back().test.loss);
+    EXPECT_NEAR(best(replanned.records, 0), best(full.records, 0), 0.06);
+    for (float w : replanned.model.params) ASSERT_TRUE(std::isfinite(w));
+
+    control.checkpoint_dir = control.resume_dir = copy.path();
+    const Outcome again = TrainFor(options, &other, control);
+    ExpectSameRun(replanned, again, false);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMerge, ElasticRestartTest,
+                         ::testing::Values("adaptive", "adaptive-nesterov-cvb", "elastic", "adasum", "sync",
+                                           "crossbow"),
+                         testing::AlgoTestName);
+
+// What the old devices alone hold is refused on others: a mega-batch cut by a stop lives in their
+// replicas. Settings that do not follow the devices must still match.
+TEST(ElasticRestart, RefusesAMegaBatchCutInsideAndOtherSettings) {
+  const EngineOptions engine = Engine("adaptive");
+  const EngineOptions fewer = OnDevices(engine, "cpu:2", "1,1.3");
+  {
+    testing::TempDir dir;
+    RunControl control;
+    control.checkpoint_dir = dir.path();
+    // 0.9 epochs in mega-batches of 1,280 rows: the end falls inside the third, kept open.
+    TrainOptions options = Options();
+    options.mega_batch = 40;
+    TrainOptions shorter = options;
+    shorter.epochs = 0.9;
+    TrainFor(shorter, &engine, control);
+    ASSERT_TRUE(nlohmann::json::parse(CheckpointReader::Open(dir.path()).meta()).contains("open_mega_batch"));
+    control.resume_dir = dir.path();
+    try {
+      TrainFor(options, &fewer, control);
+      FAIL() << "expected a refusal";
+    } catch (const data::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("cut inside a mega-batch"), std::string::npos) << e.what();
+    }
+  }
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  TrainFor(Options(), &engine, control, 1);
+  TrainOptions other = Options();
+  other.batch = 64;
+  other.lr = 2 * Options().lr;
+  control.resume_dir = dir.path();
+  try {
+    TrainFor(other, &fewer, control);
+    FAIL() << "expected a refusal";
+  } catch (const RunMismatch& e) {
+    ASSERT_EQ(e.differences().size(), 1u) << e.what();
+    EXPECT_EQ(e.differences()[0].name, "batch");
+  }
+}
+
+TEST(Resume, ADifferentSettingIsRefusedNamingTheSetting) {
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  const EngineOptions engine = Engine("adaptive");
+  TrainFor(Options(), &engine, control, 1);
+  TrainOptions other = Options();
+  other.batch = 64;
+  control.resume_dir = dir.path();
+  try {
+    TrainFor(other, &engine, control);
+    FAIL() << "expected a refusal";
+  } catch (const RunMismatch& e) {
+    // By the setting's name: the command line says which flag it is (apps/setting_flags.cc).
+    ASSERT_EQ(e.differences().size(), 1u) << e.what();
+    EXPECT_EQ(e.differences()[0].name, "batch");
+    EXPECT_EQ(e.differences()[0].checkpoint, "32");
+    EXPECT_EQ(e.differences()[0].now, "64");
+  }
+  // A single-device run is another run (one device, another merge) than this three-device one.
+  EXPECT_THROW(TrainFor(Options(), nullptr, control), RunMismatch);
+}
+
+// A device's batch size comes from the checkpoint; above --batch its batches would not fit the
+// replica's buffers, so a checkpoint that says so is refused on resume.
+TEST(Resume, ADeviceBatchAboveTheBatchFlagIsRefused) {
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  const EngineOptions engine = Engine("adaptive");
+  TrainFor(Options(), &engine, control, 1);
+  {
+    const CheckpointReader reader = CheckpointReader::Open(dir.path());
+    nlohmann::json meta = nlohmann::json::parse(reader.meta());
+    meta["pool"]["devices"][1]["batch"] = 2.0 * Options().batch;
+    std::vector<std::pair<std::string, std::vector<float>>> floats;
+    std::vector<std::pair<std::string, std::vector<uint64_t>>> rows;
+    for (const char* name : {"global.current", "global.previous"}) floats.emplace_back(name, reader.Read<float>(name));
+    for (const char* name : {"sampler.order", "requeued"}) rows.emplace_back(name, reader.Read<uint64_t>(name));
+    for (int i = 0; i < 3; ++i)
+      for (const char* part : {".params", ".momentum"}) {
+        const std::string name = "device." + std::to_string(i) + part;
+        if (reader.Has(name)) floats.emplace_back(name, reader.Read<float>(name));
+      }
+    CheckpointWriter writer(meta.dump());
+    for (const auto& [name, values] : floats) writer.Add(name, values);
+    for (const auto& [name, values] : rows) writer.Add(name, values);
+    writer.Write(dir.path());
+  }
+  control.resume_dir = dir.path();
+  try {
+    TrainFor(Options(), &engine, control);
+    FAIL() << "expected a refusal";
+  } catch (const data::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad batch size"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Resume, MoreEpochsContinueAFinishedRun) {
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  const EngineOptions engine = Engine("adaptive");
+  TrainOptions options = Options();
+  options.epochs = 1;
+  const Outcome first = TrainFor(options, &engine, control);
+  control.resume_dir = dir.path();
+  options.epochs = 2;
+  const Outcome more = TrainFor(options, &engine, control);
+  EXPECT_NEAR(more.records.back().epoch, 2.0, 1e-9);
+  EXPECT_GT(more.records.size(), first.records.size());
+}
+
+}  // namespace
+}  // namespace xmlt::scheduler
