@@ -260,14 +260,26 @@ const CLI::Validator kNotNegative(
     },
     "", "");
 
-// --math: refused here, before the data is loaded, where this build or CPU cannot do it.
-kernels::OutputMath ParseOutputMath(const std::string& text) {
+// --math: refused here, before the data is loaded, where this build, CPU or device list cannot do
+// it. GPUs take fp32, tf32 and bf16 (cuBLAS's compute types); CPUs fp32, and bf16 where they have
+// native bf16.
+kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<engine::DeviceSpec>& devices) {
   if (text == "fp32") return kernels::OutputMath::kFp32;
-  if (text != "bf16") throw std::invalid_argument("--math must be fp32 or bf16, not '" + text + "'");
-  std::string why;
-  if (!kernels::cpu::Bf16Available(&why)) throw std::invalid_argument("--math bf16: " + why);
-  std::cerr << "output layer products in bf16 on " << kernels::cpu::Bf16Isa()
-            << (kernels::cpu::Bf16HasTiles() ? "" : " (no AMX tiles: no faster than fp32 here)") << "\n";
+  if (text != "bf16" && text != "tf32")
+    throw std::invalid_argument("--math must be fp32, bf16 or tf32, not '" + text + "'");
+  const auto cpu = std::find_if(devices.begin(), devices.end(),
+                                [](const engine::DeviceSpec& spec) { return spec.kind == engine::DeviceKind::kCpu; });
+  if (text == "tf32") {
+    if (cpu != devices.end())
+      throw std::invalid_argument("--math tf32 is for CUDA devices; " + cpu->id + " computes in fp32 or bf16");
+    return kernels::OutputMath::kTf32;
+  }
+  if (cpu != devices.end()) {
+    std::string why;
+    if (!kernels::cpu::Bf16Available(&why)) throw std::invalid_argument("--math bf16 on " + cpu->id + ": " + why);
+    std::cerr << "output layer products in bf16 on " << kernels::cpu::Bf16Isa()
+              << (kernels::cpu::Bf16HasTiles() ? "" : " (no AMX tiles: no faster than fp32 here)") << "\n";
+  }
   return kernels::OutputMath::kBf16;
 }
 
@@ -368,12 +380,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (f.final_eval != "full" && f.final_eval != "sample")
     throw std::invalid_argument("--final-eval must be 'full' or 'sample', not '" + f.final_eval + "'");
   f.options.final_eval_full = f.final_eval == "full";
-  f.options.math = ParseOutputMath(f.math);
-  if (f.options.math != kernels::OutputMath::kFp32)
-    for (const engine::DeviceSpec& spec : f.engine.devices)
-      if (spec.kind != engine::DeviceKind::kCpu)
-        throw std::invalid_argument("--math " + f.math + " is for CPU devices; " + spec.id +
-                                    "'s output layer computes in fp32");
+  f.options.math = ParseOutputMath(f.math, f.engine.devices);
   const kernels::PropensityModel propensity = ParsePropensity(f.propensity);
   const bool lr_auto = f.lr == "auto";
   if (!lr_auto) f.options.lr = ParsePositive("--lr", f.lr);
@@ -455,8 +462,15 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
         scheduler::PlanMemory(shape, f.options, f.engine,
                               engine::LimitsFor(train, f.options.batch), train.num_rows(),
                               !f.control.checkpoint_dir.empty() || !f.control.resume_dir.empty());
+    // Only the GPUs the run uses: asking a GPU opens a context on it, which holds its memory.
     std::vector<uint64_t> gpu_free;
-    for (int g = 0; g < engine::CudaDeviceCount(); ++g) gpu_free.push_back(engine::CudaFreeMemory(g));
+    for (size_t i = 0; i < f.engine.devices.size(); ++i) {
+      const engine::DeviceSpec& spec = f.engine.devices[i];
+      const bool here = f.engine.ranks == nullptr || f.engine.device_rank.at(i) == f.engine.ranks->rank();
+      if (spec.kind != engine::DeviceKind::kCuda || !here) continue;
+      if (gpu_free.size() <= size_t(spec.ordinal)) gpu_free.resize(size_t(spec.ordinal) + 1, 0);
+      if (gpu_free[size_t(spec.ordinal)] == 0) gpu_free[size_t(spec.ordinal)] = engine::CudaFreeMemory(spec.ordinal);
+    }
     // Too big for this machine is a usage error (exit 2): a smaller --batch, fewer devices, or the
     // data's declared sizes (a header's D and L size the model) are the fix.
     // The machine's available memory, or less inside a memory-limited cgroup (a container).
@@ -474,7 +488,8 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   }
   nlohmann::json lr_search_json;
   if (lr_auto) {
-    const scheduler::LrSearchResult search = scheduler::SearchLearningRate(train, shape, f.options);
+    const engine::DeviceSpec search_device = scheduler::LrSearchDevice(f.engine.devices, ranks->size());
+    const scheduler::LrSearchResult search = scheduler::SearchLearningRate(train, shape, f.options, search_device);
     std::ostringstream grid;
     nlohmann::json candidates = nlohmann::json::array();
     for (const scheduler::LrCandidate& c : search.candidates) {
@@ -493,10 +508,11 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
     if (writer) std::cerr << "--lr auto: picked " << search.picked << ", " << why.str()
               << " (held-out P@1 per candidate:" << grid.str() << "; "
               << search.batches_per_candidate << " batches each on " << search.search_rows << " rows, "
-              << search.heldout_rows << " held out, " << search.seconds << " s)\n";
+              << search.heldout_rows << " held out, on " << search_device.id << ", " << search.seconds << " s)\n";
     lr_search_json = {{"picked", search.picked}, {"winner", search.winner}, {"candidates", candidates},
                       {"batches_per_candidate", search.batches_per_candidate},
                       {"search_rows", search.search_rows}, {"heldout_rows", search.heldout_rows},
+                      {"device", search_device.id},
                       {"seconds", search.seconds}};
     f.options.lr = float(search.picked);
   }
@@ -641,8 +657,9 @@ Command AddTrainCommand(CLI::App* app) {
                   "The run's last evaluation: 'full' (the whole test set) or 'sample' (the --eval-rows sample)")
       ->capture_default_str();
   cmd->add_option("--math", f.math,
-                  "The output layer's products in training: fp32, or bf16 (bfloat16 inputs, fp32 sums; "
-                  "CPUs with AMX or AVX-512 BF16, several times faster with AMX)")
+                  "The output layer's products in training: fp32; bf16 (bfloat16 inputs, fp32 sums; GPUs, and "
+                  "CPUs with AMX or AVX-512 BF16, several times faster with AMX); or tf32 (GPUs only). On a GPU "
+                  "it is every dense product's cuBLAS compute type")
       ->capture_default_str();
   AddPropensityFlag(cmd, &f.propensity);
   cmd->add_option("--seed", f.options.seed, "Seed for initialization and shuffling")->capture_default_str()->check(kNotNegative);

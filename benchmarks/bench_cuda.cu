@@ -60,7 +60,7 @@ void CudaTrain(benchmark::State& state, const std::string& preset) {
   std::vector<data::SparseBatch> batches(devices);
   for (int d = 0; d < devices; ++d) {
     mlps.push_back(std::make_unique<kernels::cuda::CudaMlp>(0, shape, batch, limits.max_feature_nnz,
-                                                            limits.max_label_nnz, false));
+                                                            limits.max_label_nnz, kernels::cuda::Math::kFp32));
     mlps.back()->UploadParams(initial.params.data(), initial.params.size());
   }
   std::vector<uint64_t> order(train.num_rows());
@@ -90,29 +90,42 @@ void CudaTrain(benchmark::State& state, const std::string& preset) {
   state.counters["output_gflop_per_step"] = 3.0 * 2.0 * batch * 128.0 * double(train.num_labels()) / 1e9;
 }
 
-// The card's SGEMM rate (FP32, and TF32 tensor cores) on a large square product.
+// The card's GEMM rate on a large square product of fp32 matrices, by compute type (arg 0: fp32,
+// 1: TF32 tensor cores, 2: bf16 tensor cores, as --math fp32/tf32/bf16). The operands hold random
+// values: a card's power management clocks down less on zeros, which would overstate the peak.
 void CudaGemmRate(benchmark::State& state) {
   if (!HaveGpu()) {
     state.SkipWithError("no CUDA device");
     return;
   }
   const int n = 8192;
+  const cublasComputeType_t compute = state.range(0) == 1   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                      : state.range(0) == 2 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                            : CUBLAS_COMPUTE_32F;
+  state.SetLabel(state.range(0) == 1 ? "tf32" : state.range(0) == 2 ? "bf16" : "fp32");
   float *a, *b, *c;
   Check(cudaMalloc(&a, sizeof(float) * n * n), "cudaMalloc");
   Check(cudaMalloc(&b, sizeof(float) * n * n), "cudaMalloc");
   Check(cudaMalloc(&c, sizeof(float) * n * n), "cudaMalloc");
-  Check(cudaMemset(a, 0, sizeof(float) * n * n), "cudaMemset");
-  Check(cudaMemset(b, 0, sizeof(float) * n * n), "cudaMemset");
+  {
+    std::vector<float> values(size_t(n) * n);
+    std::mt19937 random(1);
+    std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+    for (float* matrix : {a, b}) {
+      for (float& v : values) v = uniform(random);
+      Check(cudaMemcpy(matrix, values.data(), sizeof(float) * values.size(), cudaMemcpyHostToDevice), "cudaMemcpy");
+    }
+  }
   cublasHandle_t handle;
   cublasCreate(&handle);
-  cublasSetMathMode(handle, state.range(0) ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
   const float one = 1, zero = 0;
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
   for (auto _ : state) {
     cudaEventRecord(start);
-    cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero, c, n);
+    cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, CUDA_R_32F, n, b, CUDA_R_32F, n, &zero, c,
+                 CUDA_R_32F, n, compute, CUBLAS_GEMM_DEFAULT);
     cudaEventRecord(stop);
     cudaEventSynchronize(stop);
     float ms = 0;
@@ -155,7 +168,7 @@ void CudaCopyBandwidth(benchmark::State& state) {
   cudaFree(dst);
 }
 
-BENCHMARK(CudaGemmRate)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(CudaGemmRate)->Arg(0)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(CudaCopyBandwidth)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(CudaTrain, amazon670k, std::string("amazon670k"))
     ->Args({256, 1})->Args({256, 4})->Args({1024, 1})->UseRealTime()->Unit(benchmark::kMillisecond);

@@ -9,6 +9,6 @@
 namespace xmlt::engine {
 
 std::unique_ptr<Device> MakeCudaDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
-                                       const DeviceLimits& limits, float local_momentum);
+                                       const DeviceLimits& limits, float local_momentum, kernels::OutputMath math);
 
 }  // namespace xmlt::engine

@@ -62,7 +62,7 @@ DeviceLimits LimitsFor(const data::Dataset& dataset, uint32_t max_rows);
 
 // Builds the device named by `spec` holding a copy of `initial`, its output layer computing in
 // `math`. Throws std::invalid_argument for a device this build or machine cannot provide (e.g.
-// cuda:0 without a CUDA backend or GPU, or bf16 on a GPU) and std::runtime_error for bf16 on a CPU
+// cuda:0 without a CUDA backend or GPU, or tf32 on a CPU) and std::runtime_error for bf16 on a CPU
 // without native bf16.
 std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
                                    const DeviceLimits& limits, float local_momentum,

@@ -58,18 +58,19 @@ std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<
   if (!(local_momentum >= 0 && local_momentum < 1))
     throw std::invalid_argument("device " + spec.id + ": momentum " + std::to_string(local_momentum) +
                                 " is not in [0, 1)");
-  if (spec.kind == DeviceKind::kCpu)
+  if (spec.kind == DeviceKind::kCpu) {
+    if (math == kernels::OutputMath::kTf32)
+      throw std::invalid_argument("device " + spec.id + ": --math tf32 is for CUDA devices; a CPU computes in fp32 "
+                                  "or bf16");
     return std::make_unique<CpuDevice>(spec, initial, limits.max_rows, local_momentum, math);
-  if (math != kernels::OutputMath::kFp32)
-    throw std::invalid_argument("device " + spec.id + ": --math " + kernels::OutputMathName(math) +
-                                " is for CPU devices; the CUDA output layer computes in fp32");
+  }
   const int gpus = CudaDeviceCount();
   if (spec.ordinal >= gpus) {
     throw std::invalid_argument("device " + spec.id + " does not exist (" + CudaDeviceSummary() +
                                 "); use --devices cpu:N");
   }
 #ifdef XMLT_HAVE_CUDA
-  return MakeCudaDevice(spec, initial, limits, local_momentum);
+  return MakeCudaDevice(spec, initial, limits, local_momentum, math);
 #else
   throw std::logic_error("a CUDA device was found but the CUDA backend is not built");
 #endif

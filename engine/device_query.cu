@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <thread>
 
 #include "engine/device_query.h"
 #include "kernels/cuda/cuda_mlp.h"
@@ -31,15 +32,19 @@ std::string CudaDeviceSummary() {
 }
 
 uint64_t CudaFreeMemory(int ordinal) {
-  int previous = 0;
-  size_t free_bytes = 0, total_bytes = 0;
-  if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(ordinal) != cudaSuccess ||
-      cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  cudaSetDevice(previous);
-  return free_bytes;
+  // On a thread of its own: the current device is per-thread, and setting this one back on the
+  // caller's thread would open the caller's device's context (cudaSetDevice does, since CUDA 12).
+  uint64_t free_memory = 0;
+  std::thread query([&] {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaSetDevice(ordinal) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    free_memory = free_bytes;
+  });
+  query.join();
+  return free_memory;
 }
 
 GpuReplicaBytes PlanGpuReplica(int ordinal, const kernels::ModelShape& shape, const DeviceLimits& limits) {

@@ -21,6 +21,6 @@ GpuReplicaBytes PlanGpuReplica(int ordinal, const kernels::ModelShape& shape, co
 
 int CudaDeviceCount();           // 0 when CUDA is not built in or no GPU/driver is present
 std::string CudaDeviceSummary(); // "2 CUDA devices: NVIDIA H100 (sm_90, 79 GiB), ..." or why none
-uint64_t CudaFreeMemory(int ordinal);  // free bytes on the GPU; 0 when unknown
+uint64_t CudaFreeMemory(int ordinal);  // free bytes on the GPU (opening its context); 0 when unknown
 
 }  // namespace xmlt::engine

@@ -85,7 +85,7 @@ cublasStatus_t Submit(cublasHandle_t handle, const char* name, std::string misus
 
 cublasStatus_t cublasCreate(cublasHandle_t* handle) {
   int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || StickyError(device) != cudaSuccess) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (cudaGetDevice(&device) != cudaSuccess || ContextError(device) != cudaSuccess) return CUBLAS_STATUS_NOT_INITIALIZED;
   *handle = new cublasContext{device, nullptr, nullptr, 0};
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gpusim/streams.h"
@@ -15,6 +16,17 @@ namespace {
 struct DeviceSet {
   std::vector<std::unique_ptr<SimDevice>> devices;
 };
+
+DeviceSet& Devices();
+
+// "gpusim: contexts opened: GPU 0, GPU 1" (or "none"), for tests that check which GPUs a run
+// touched.
+void ReportContexts() {
+  std::string opened;
+  for (const auto& d : Devices().devices)
+    if (d->context_opened) opened += (opened.empty() ? "GPU " : ", GPU ") + std::to_string(d->ordinal);
+  std::fprintf(stderr, "gpusim: contexts opened: %s\n", opened.empty() ? "none" : opened.c_str());
+}
 
 DeviceSet& Devices() {
   static DeviceSet* set = [] {
@@ -36,6 +48,8 @@ DeviceSet& Devices() {
         std::exit(2);
       }
     }
+    if (const char* v = std::getenv("XMLT_SIM_REPORT_CONTEXTS"); v != nullptr && std::string(v) == "1")
+      std::atexit(ReportContexts);
     for (int i = 0; i < count; ++i) {
       auto d = std::make_unique<SimDevice>();
       d->ordinal = i;
@@ -114,6 +128,13 @@ cudaError_t PeekLastError() {
 cudaError_t StickyError(int ordinal) {
   SimDevice* d = DeviceAt(ordinal);
   return d == nullptr ? cudaSuccess : cudaError_t(d->sticky.load());
+}
+
+cudaError_t ContextError(int ordinal) {
+  SimDevice* d = DeviceAt(ordinal);
+  if (d == nullptr) return cudaSuccess;
+  d->context_opened = true;
+  return cudaError_t(d->sticky.load());
 }
 
 void LoseContext(int ordinal, cudaError_t code, const std::string& why) {

@@ -1,6 +1,7 @@
 // The simulated GPUs: how many (XMLT_SIM_GPUS, default 2) and the memory of each
 // (XMLT_SIM_GPU_MEMORY in bytes, with K/M/G/T suffixes in powers of 1024, default 16G); the
-// current device and last error of each host thread; a GPU's lost context (a sticky error).
+// current device and last error of each host thread; a GPU's lost context (a sticky error); which
+// contexts the process opened (with XMLT_SIM_REPORT_CONTEXTS=1, said on stderr at exit).
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,9 @@ struct SimDevice {
   // cudaSuccess, or the sticky error that lost this GPU's context.
   std::atomic<int> sticky{cudaSuccess};
   CUstream_st* legacy_stream = nullptr;  // the null stream of this GPU
+  // Whether this process has opened the GPU's primary context: since CUDA 12, cudaSetDevice and
+  // the first call that needs the device do, and on a card each context holds memory.
+  std::atomic<bool> context_opened{false};
 };
 
 // Parses "16G", "512MiB", "1073741824"; returns false on anything else.
@@ -38,6 +42,8 @@ void ClearLastError();
 
 // The error calls on `ordinal` return: its sticky error, or cudaSuccess.
 cudaError_t StickyError(int ordinal);
+// StickyError for a call that needs GPU `ordinal`'s context, which it opens if not yet open.
+cudaError_t ContextError(int ordinal);
 // Loses the context of GPU `ordinal` with `code`; `why` goes to stderr, as a card's error log would.
 void LoseContext(int ordinal, cudaError_t code, const std::string& why);
 // Gives GPU `ordinal` a fresh context (cudaDeviceReset).

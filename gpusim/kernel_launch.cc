@@ -29,7 +29,7 @@ std::string CheckKernelPointer(const void* p, size_t index) {
 void SubmitKernel(const char* name, dim3 grid, dim3 block, size_t shared_bytes, CUstream_st* handle,
                   std::string misuse, std::function<void()> thread_body) {
   const int gpu = CurrentOrdinal();
-  const cudaError_t sticky = StickyError(gpu);
+  const cudaError_t sticky = ContextError(gpu);
   if (sticky != cudaSuccess) return SetLastError(sticky);
   CUstream_st* stream = ResolveStream(handle);
   if (stream == nullptr) return SetLastError(cudaErrorInvalidResourceHandle);

@@ -140,6 +140,7 @@ cudaError_t cudaGetDevice(int* device) {
 cudaError_t cudaSetDevice(int device) {
   if (DeviceAt(device) == nullptr) return Fail(NoDeviceOr(cudaErrorInvalidDevice));
   CurrentOrdinal() = device;
+  ContextError(device);  // CUDA 12 and later: setting the device opens its primary context
   return cudaSuccess;
 }
 
@@ -197,7 +198,7 @@ cudaError_t cudaDeviceReset() {
 cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   SimDevice* d = DeviceAt(CurrentOrdinal());
   if (d == nullptr) return Fail(NoDeviceOr(cudaErrorInvalidDevice));
-  if (const cudaError_t sticky = StickyError(d->ordinal)) return Fail(sticky);
+  if (const cudaError_t sticky = ContextError(d->ordinal)) return Fail(sticky);
   *total = d->total_bytes;
   *free = d->total_bytes - UsedBytes(d->ordinal);
   return cudaSuccess;
@@ -207,7 +208,7 @@ cudaError_t cudaMalloc(void** ptr, size_t size) {
   *ptr = nullptr;
   const int gpu = CurrentOrdinal();
   if (DeviceAt(gpu) == nullptr) return Fail(NoDeviceOr(cudaErrorInvalidDevice));
-  if (const cudaError_t sticky = StickyError(gpu)) return Fail(sticky);
+  if (const cudaError_t sticky = ContextError(gpu)) return Fail(sticky);
   const cudaError_t status = AllocateDevice(gpu, size, ptr);
   return status == cudaSuccess ? status : Fail(status);
 }
@@ -226,6 +227,7 @@ cudaError_t cudaFree(void* ptr) {
 }
 
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  ContextError(CurrentOrdinal());  // pinned memory is registered with the current device's context
   const cudaError_t status = AllocatePinned(size, ptr);
   return status == cudaSuccess ? status : Fail(status);
 }
@@ -302,7 +304,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
   const int gpu = CurrentOrdinal();
   if (DeviceAt(gpu) == nullptr) return Fail(NoDeviceOr(cudaErrorInvalidDevice));
   if (flags & ~cudaStreamNonBlocking) return Fail(cudaErrorInvalidValue);
-  if (const cudaError_t sticky = StickyError(gpu)) return Fail(sticky);
+  if (const cudaError_t sticky = ContextError(gpu)) return Fail(sticky);
   *stream = CreateStream(gpu, flags);
   return cudaSuccess;
 }
@@ -345,6 +347,7 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
   const int gpu = CurrentOrdinal();
   if (DeviceAt(gpu) == nullptr) return Fail(NoDeviceOr(cudaErrorInvalidDevice));
   if (flags & ~(cudaEventBlockingSync | cudaEventDisableTiming)) return Fail(cudaErrorInvalidValue);
+  ContextError(gpu);
   *event = CreateEvent(gpu, flags);
   return cudaSuccess;
 }

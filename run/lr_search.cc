@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "data/row_subset.h"
+#include "run/multi_device_run.h"
 #include "run/trainer.h"
 
 namespace xmlt::scheduler {
@@ -29,8 +30,19 @@ LrSearchSplit SplitForLrSearch(uint64_t rows, uint64_t seed) {
   return split;
 }
 
+engine::DeviceSpec LrSearchDevice(const std::vector<engine::DeviceSpec>& devices, int ranks) {
+  const bool all_gpus = !devices.empty() && std::all_of(devices.begin(), devices.end(), [](const engine::DeviceSpec& d) {
+    return d.kind == engine::DeviceKind::kCuda;
+  });
+  if (!all_gpus || ranks > 1) return engine::DeviceSpec{};
+  engine::DeviceSpec gpu = devices.front();
+  gpu.logical = 0;
+  gpu.id = "cuda:" + std::to_string(gpu.ordinal);
+  return gpu;
+}
+
 LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::ModelShape& shape,
-                                  const TrainOptions& options) {
+                                  const TrainOptions& options, const engine::DeviceSpec& device) {
   const auto start = std::chrono::steady_clock::now();
   const LrSearchSplit split = SplitForLrSearch(train.num_rows(), options.seed);
   LrSearchResult result;
@@ -64,7 +76,7 @@ LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::Mod
     trial.lr = float(lr);
     kernels::Model<float> model = kernels::InitModel<float>(shape, options.seed);
     try {
-      const TrainResult run = Train(search, &heldout, trial, &model, {}, control);
+      const TrainResult run = RunMultiDevice(search, &heldout, trial, SingleDeviceEngine(device), &model, {}, control);
       candidate.heldout_p1 = run.last.test.metrics.p1;
       candidate.heldout_loss = run.last.test.loss;
       candidate.diverged = !std::isfinite(candidate.heldout_loss);

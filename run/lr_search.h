@@ -1,8 +1,8 @@
 // --lr auto: the learning rate found the way the Adaptive SGD paper finds it (section 5.1: "gridding
 // its range in powers of 10 and selecting the value that achieves the best accuracy"), made cheap
 // enough to run before every training run: each candidate trains a fresh copy of the run's initial
-// model on one CPU device for a bounded number of batches of the training rows, and is scored on
-// a seeded held-out slice of the training rows (never on the test set).
+// model on one device (LrSearchDevice) for a bounded number of batches of the training rows, and is
+// scored on a seeded held-out slice of the training rows (never on the test set).
 //
 // The pick is one grid step below the candidate with the best held-out P@1. A short run favours
 // large steps, which then cost accuracy over a whole run: the short-run winner was 1 on Bibtex
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "engine/device_spec.h"
 #include "kernels/model.h"
 #include "scheduler/train_options.h"
 
@@ -48,10 +49,16 @@ struct LrSearchSplit {
 };
 LrSearchSplit SplitForLrSearch(uint64_t rows, uint64_t seed);
 
-// The held-out slice is SplitForLrSearch's; the batches per
-// candidate: two passes over the remaining rows, at most 100 batches. Throws
+// Where a run on `devices` searches: its first GPU when every device is a GPU, so that the search
+// sees the arithmetic the run trains with (--math tf32 included) at the GPU's speed; the CPU
+// otherwise, and in a run of several ranks, whose ranks must all pick the same rate and may not
+// all have that GPU.
+engine::DeviceSpec LrSearchDevice(const std::vector<engine::DeviceSpec>& devices, int ranks);
+
+// The held-out slice is SplitForLrSearch's; the batches per candidate: two passes over the
+// remaining rows, at most 100 batches; each candidate trains on `device`. Throws
 // std::invalid_argument with fewer than 2 training rows.
 LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::ModelShape& shape,
-                                  const TrainOptions& options);
+                                  const TrainOptions& options, const engine::DeviceSpec& device = {});
 
 }  // namespace xmlt::scheduler

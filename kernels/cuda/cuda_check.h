@@ -5,7 +5,6 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <cusparse.h>
 
 #include <stdexcept>
 #include <string>
@@ -55,7 +54,7 @@ inline bool IsStickyCudaError(cudaError_t status) {
   ThrowCudaError("CUDA", expression, cudaGetErrorString(status), file, line);
 }
 
-// A failed cuBLAS or cuSPARSE call in a context already lost by a sticky error (the library's
+// A failed cuBLAS call in a context already lost by a sticky error (the library's
 // kernels cannot launch: CUBLAS_STATUS_EXECUTION_FAILED and the like) is that lost context, not an
 // ordinary library error: the runtime's last error says which.
 [[noreturn]] inline void ThrowLibraryError(const char* library, const char* expression, const char* message,
@@ -83,15 +82,6 @@ inline bool IsStickyCudaError(cudaError_t status) {
     if (xmlt_status_ != CUBLAS_STATUS_SUCCESS)                                                    \
       ::xmlt::kernels::cuda::ThrowLibraryError("cuBLAS", #expr, cublasGetStatusString(xmlt_status_), \
                                                __FILE__, __LINE__);                               \
-  } while (0)
-
-#define XMLT_CUSPARSE_CHECK(expr)                                                                 \
-  do {                                                                                            \
-    const cusparseStatus_t xmlt_status_ = (expr);                                                 \
-    if (xmlt_status_ != CUSPARSE_STATUS_SUCCESS)                                                  \
-      ::xmlt::kernels::cuda::ThrowLibraryError("cuSPARSE", #expr,                                 \
-                                               cusparseGetErrorString(xmlt_status_), __FILE__,    \
-                                               __LINE__);                                         \
   } while (0)
 
 // For code that includes <nccl.h> and links NCCL itself; nothing here depends on NCCL until used.

@@ -55,13 +55,13 @@ size_t CublasWorkspaceBytes(int gpu) {
 
 struct CudaMlp::Impl {
   Impl(int gpu_index, const ModelShape& model_shape, uint32_t rows, uint64_t feature_nnz,
-       uint64_t label_nnz, bool tf32)
+       uint64_t label_nnz, Math dense_math)
       : gpu(gpu_index),
         shape(model_shape),
         max_rows(rows),
         max_feature_nnz(feature_nnz),
         max_label_nnz(label_nnz),
-        math(tf32 ? Math::kTf32 : Math::kFp32),
+        math(dense_math),
         blas_workspace(CublasWorkspaceBytes(gpu_index)),
         params(model_shape.NumParameters()),
         velocity(model_shape.NumParameters()),
@@ -157,14 +157,14 @@ struct CudaMlp::Impl {
 };
 
 CudaMlp::CudaMlp(int gpu, const ModelShape& shape, uint32_t max_rows, uint64_t max_feature_nnz,
-                 uint64_t max_label_nnz, bool tf32) {
+                 uint64_t max_label_nnz, Math math) {
   ValidateShape(shape);
   if (max_rows == 0) Reject("max_rows must be positive");
   const int count = CudaDeviceCountOrZero();
   if (gpu < 0 || gpu >= count)
     Reject("no CUDA device " + std::to_string(gpu) + " (" + std::to_string(count) + " present)");
   DeviceGuard guard(gpu);
-  impl_ = std::make_unique<Impl>(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, tf32);
+  impl_ = std::make_unique<Impl>(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, math);
   // The memory plan reads PlannedBytes: it must be what was allocated, to the byte.
   if (!(AllocatedBytes() == PlannedBytes(gpu, shape, max_rows, max_feature_nnz, max_label_nnz)))
     throw std::logic_error("CudaMlp: PlannedBytes differs from what the constructor allocated");

@@ -9,6 +9,7 @@
 
 #include "data/sparse_batch.h"
 #include "kernels/cpu/softmax_loss.h"
+#include "kernels/cuda/dense_math.h"
 #include "kernels/model.h"
 
 namespace xmlt::kernels::cuda {
@@ -36,11 +37,11 @@ struct CudaMlpBytes {
 // Calls from one thread at a time; any thread may make them (each call selects the GPU itself).
 class CudaMlp {
  public:
-  // tf32: let the dense products round their inputs to TF32 (faster, relative error ~1e-3).
+  // math: the dense products' precision (gemm.h): kFp32, or kTf32 / kBf16, faster and rounder.
   // Parameters start at zero; upload them before training. Throws std::invalid_argument for a
   // bad shape or bounds, std::runtime_error for CUDA failures (no such GPU, out of memory).
   CudaMlp(int gpu, const ModelShape& shape, uint32_t max_rows, uint64_t max_feature_nnz,
-          uint64_t max_label_nnz, bool tf32);
+          uint64_t max_label_nnz, Math math);
   ~CudaMlp();
   CudaMlp(CudaMlp&&) noexcept;
   CudaMlp& operator=(CudaMlp&&) noexcept;

@@ -1,11 +1,10 @@
 // RAII, move-only owners of CUDA resources: device memory, pinned host memory, streams, events and
-// cuBLAS/cuSPARSE handles. Constructors throw through the check macros; destructors never throw
+// cuBLAS handles. Constructors throw through the check macros; destructors never throw
 // (a failed release during unwinding must not terminate the process).
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <cusparse.h>
 
 #include <cstddef>
 #include <utility>
@@ -170,30 +169,6 @@ class CublasHandle {
 
  private:
   cublasHandle_t handle_ = nullptr;
-};
-
-class CusparseHandle {
- public:
-  CusparseHandle() { XMLT_CUSPARSE_CHECK(cusparseCreate(&handle_)); }
-  ~CusparseHandle() {
-    if (handle_ != nullptr) cusparseDestroy(handle_);
-  }
-  CusparseHandle(CusparseHandle&& other) noexcept
-      : handle_(std::exchange(other.handle_, nullptr)) {}
-  CusparseHandle& operator=(CusparseHandle&& other) noexcept {
-    if (this != &other) {
-      if (handle_ != nullptr) cusparseDestroy(handle_);
-      handle_ = std::exchange(other.handle_, nullptr);
-    }
-    return *this;
-  }
-  CusparseHandle(const CusparseHandle&) = delete;
-  CusparseHandle& operator=(const CusparseHandle&) = delete;
-
-  cusparseHandle_t get() const { return handle_; }
-
- private:
-  cusparseHandle_t handle_ = nullptr;
 };
 
 // Makes `device` current for a scope and restores the previous one: the engine's manager threads

@@ -26,8 +26,9 @@ void Gemm(cublasHandle_t handle, Math math, Op op_a, Op op_b, int64_t m, int64_t
   // A row-major matrix read as column-major is its transpose, so the row-major C = op(A) op(B) is
   // the column-major C^T = op(B)^T op(A)^T: swap the operands (and m with n), keep each op, keep
   // every leading dimension. With k == 0 cuBLAS scales C by beta, as the CPU BLAS does.
-  const cublasComputeType_t compute =
-      math == Math::kTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute = math == Math::kTf32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                      : math == Math::kBf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                            : CUBLAS_COMPUTE_32F;
   XMLT_CUBLAS_CHECK(cublasGemmEx(handle, ToCublas(op_b), ToCublas(op_a), ToInt(n, "n"),
                                  ToInt(m, "m"), ToInt(k, "k"), &alpha, b, CUDA_R_32F,
                                  ToInt(ldb, "ldb"), a, CUDA_R_32F, ToInt(lda, "lda"), &beta, c,

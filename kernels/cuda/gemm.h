@@ -7,14 +7,11 @@
 #include <cstdint>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cuda/dense_math.h"
 
 namespace xmlt::kernels::cuda {
 
 using cpu::Op;
-
-// kFp32 multiplies in full float; kTf32 lets the tensor cores round the inputs to TF32 (10-bit
-// mantissa, products accumulated in float): several times faster, relative error ~1e-3.
-enum class Math { kFp32, kTf32 };
 
 // A is m x k after op, B is k x n after op; lda/ldb/ldc are row strides of the stored (row-major)
 // device matrices. Sizes and strides must fit in int (cuBLAS's 32-bit API); throws otherwise.

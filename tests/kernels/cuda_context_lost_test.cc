@@ -127,7 +127,7 @@ TEST(CudaContextLostSim, EveryLaunchOfAStepOrAPredictionThatLosesTheContextIsCon
     for (;; ++k) {
       bool lost = false;
       {
-        CudaMlp mlp(0, shape, 8, 64, 32, /*tf32=*/false);
+        CudaMlp mlp(0, shape, 8, 64, 32, Math::kFp32);
         mlp.UploadParams(model.params.data(), model.params.size());
         gpusim::InjectStickyErrorAtLaunch(k, cudaErrorIllegalAddress, 0);
         try {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
@@ -81,6 +82,27 @@ TEST(CudaGemm, MatchesCpuReferenceInFp32) {
 TEST(CudaGemm, MatchesCpuReferenceInTf32WithinLooserBound) {
   XMLT_SKIP_WITHOUT_GPU();
   CheckGemm(Math::kTf32, 5e-3);
+}
+
+// bf16 keeps 7 mantissa bits (relative rounding up to 2^-7 if truncated): a product may be off by
+// ~1.6e-2 of its magnitude; 4e-2 leaves room for the float accumulation.
+TEST(CudaGemm, MatchesCpuReferenceInBf16WithinLooserBound) {
+  XMLT_SKIP_WITHOUT_GPU();
+  CheckGemm(Math::kBf16, 4e-2);
+}
+
+// Each compute type reaches cuBLAS: 1 + 2^-10 times 1 is exact in fp32 and in TF32 (10 mantissa
+// bits) and rounds to 1 in bf16 (7 bits).
+TEST(CudaGemm, EachMathRoundsItsInputsToItsOwnWidth) {
+  XMLT_SKIP_WITHOUT_GPU();
+  CublasHandle handle;
+  const float a = 1.0f + 1.0f / 1024.0f, b = 1.0f;
+  for (const auto& [math, expected] : {std::pair{Math::kFp32, a}, std::pair{Math::kTf32, a}, std::pair{Math::kBf16, 1.0f}}) {
+    DeviceBuffer<float> da = DeviceBuffer<float>::FromHost({a}), db = DeviceBuffer<float>::FromHost({b});
+    DeviceBuffer<float> dc = DeviceBuffer<float>::FromHost({0.0f});
+    Gemm(handle.get(), math, Op::kNone, Op::kNone, 1, 1, 1, 1.0f, da.data(), 1, db.data(), 1, 0.0f, dc.data(), 1);
+    EXPECT_EQ(dc.ToHost()[0], expected) << "math " << int(math);
+  }
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ TEST(CudaMlpBytes, AReplicaTakesWhatItPlansOnTheCard) {
   const CudaMlpBytes planned = CudaMlp::PlannedBytes(0, amazon, rows, feature_nnz, label_nnz);
   const uint64_t before = FreeBytes();
   {
-    CudaMlp replica(0, amazon, rows, feature_nnz, label_nnz, /*tf32=*/false);
+    CudaMlp replica(0, amazon, rows, feature_nnz, label_nnz, Math::kFp32);
     const uint64_t taken = before - FreeBytes();
     EXPECT_TRUE(replica.AllocatedBytes() == planned);
     const uint64_t rounding = planned.allocations * (uint64_t{2} << 20);

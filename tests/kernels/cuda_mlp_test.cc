@@ -45,7 +45,7 @@ void ExpectTrajectoriesMatch(float lr, float momentum, uint32_t steps) {
   rule.momentum = momentum;
   rule.velocity = momentum != 0.0f ? &velocity : nullptr;
 
-  CudaMlp gpu(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, /*tf32=*/false);
+  CudaMlp gpu(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, Math::kFp32);
   gpu.UploadParams(model.params.data(), model.params.size());
   for (uint32_t step = 0; step < steps; ++step) {
     const data::SparseBatch batch = BatchFor(step);
@@ -75,7 +75,7 @@ TEST(CudaMlp, MomentumTrainingMatchesCpuOverManySteps) {
 TEST(CudaMlp, PredictMatchesCpuTopKAndLoss) {
   XMLT_SKIP_WITHOUT_GPU();
   const Model<float> model = xmlt::testing::RandomModel<float>(kShape, 9);
-  CudaMlp gpu(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, false);
+  CudaMlp gpu(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, Math::kFp32);
   gpu.UploadParams(model.params.data(), model.params.size());
   cpu::MlpWorkspace<float> ws(kShape, kMaxRows);
   for (uint32_t k : {1u, 5u, 32u}) {
@@ -109,7 +109,7 @@ TEST(CudaMlp, PredictMatchesCpuTopKAndLoss) {
 
 TEST(CudaMlp, RejectsBatchesBeyondItsBoundsAndBadInput) {
   XMLT_SKIP_WITHOUT_GPU();
-  CudaMlp gpu(0, kShape, 4, 4 * 5, 4 * 3, false);
+  CudaMlp gpu(0, kShape, 4, 4 * 5, 4 * 3, Math::kFp32);
   std::mt19937_64 rng(9);
   const data::SparseBatch too_many_rows = xmlt::testing::RandomBatch(5, 501, 203, 1);
   EXPECT_THROW(gpu.TrainBatch(too_many_rows, 0.1f, 0.0f), std::invalid_argument);
@@ -127,14 +127,14 @@ TEST(CudaMlp, RejectsBatchesBeyondItsBoundsAndBadInput) {
   repeated_label.num_rows = 1;
   EXPECT_THROW(gpu.TrainBatch(repeated_label, 0.1f, 0.0f), std::invalid_argument);
   EXPECT_THROW(gpu.Predict(repeated_label, 0, nullptr, nullptr, nullptr), std::invalid_argument);
-  CudaMlp tight(0, kShape, 4, 2, 1, false);
+  CudaMlp tight(0, kShape, 4, 2, 1, Math::kFp32);
   EXPECT_THROW(tight.TrainBatch(xmlt::testing::RandomBatch(3, 501, 203, 4), 0.1f, 0.0f),
                std::invalid_argument);
   std::vector<float> wrong_size(10);
   EXPECT_THROW(gpu.UploadParams(wrong_size.data(), wrong_size.size()), std::invalid_argument);
   EXPECT_THROW(gpu.Predict(xmlt::testing::RandomBatch(3, 501, 203, 5), 33, nullptr, nullptr, nullptr),
                std::invalid_argument);
-  EXPECT_THROW(CudaMlp(CudaDeviceCountOrZero(), kShape, 4, 20, 12, false), std::invalid_argument);
+  EXPECT_THROW(CudaMlp(CudaDeviceCountOrZero(), kShape, 4, 20, 12, Math::kFp32), std::invalid_argument);
 }
 
 TEST(CudaMlp, ReplicasOnOneGpuAreIndependent) {
@@ -142,7 +142,7 @@ TEST(CudaMlp, ReplicasOnOneGpuAreIndependent) {
   const Model<float> start = InitModel<float>(kShape, 5);
   std::vector<CudaMlp> replicas;
   for (int i = 0; i < 3; ++i) {
-    replicas.emplace_back(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, false);
+    replicas.emplace_back(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, Math::kFp32);
     replicas.back().UploadParams(start.params.data(), start.params.size());
   }
   // Replica 0 trains on even steps, 1 on odd ones, 2 not at all; interleaved calls.
@@ -212,7 +212,7 @@ TEST(CudaMlp, ReplicasTrainedFromConcurrentThreadsMatchCpuAndSoloRuns) {
     threads.emplace_back([&, i] {
       bool counted = false;
       try {
-        CudaMlp replica(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, /*tf32=*/false);
+        CudaMlp replica(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, Math::kFp32);
         replica.UploadParams(start.params.data(), n);
         // Every replica exists before any trains, so that the four threads' steps overlap.
         ready.fetch_add(1);
@@ -228,7 +228,7 @@ TEST(CudaMlp, ReplicasTrainedFromConcurrentThreadsMatchCpuAndSoloRuns) {
   for (std::thread& thread : threads) thread.join();
   for (int i = 0; i < kReplicas; ++i) ASSERT_EQ(concurrent[i].error, "") << "replica " << i;
 
-  CudaMlp solo(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, /*tf32=*/false);
+  CudaMlp solo(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, Math::kFp32);
   for (int i = 0; i < kReplicas; ++i) {
     const Run& run = concurrent[i];
     Model<float> model = start;
@@ -304,7 +304,7 @@ TEST(CudaMlp, Tf32StepGradientMatchesCpuWithinTf32Bound) {
   Model<float> model = xmlt::testing::RandomModel<float>(kShape, 21);
   const data::SparseBatch batch = xmlt::testing::RandomBatch(
       kMaxRows, uint32_t(kShape.num_features), uint32_t(kShape.num_labels), 21);
-  CudaMlp gpu(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, /*tf32=*/true);
+  CudaMlp gpu(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, Math::kTf32);
   gpu.UploadParams(model.params.data(), model.params.size());
 
   Model<float> velocity = ZeroModel<float>(kShape);
@@ -348,7 +348,7 @@ TEST(CudaMlp, Tf32TrainingFollowsCpuFp32OverManySteps) {
   cpu::MlpWorkspace<float> ws(kShape, kMaxRows);
   cpu::StepRule<float> rule;
   rule.lr = kLr;
-  CudaMlp gpu(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, /*tf32=*/true);
+  CudaMlp gpu(0, kShape, kMaxRows, kMaxFeatureNnz, kMaxLabelNnz, Math::kTf32);
   gpu.UploadParams(start.params.data(), start.params.size());
   double worst_loss = 0;
   for (uint32_t step = 0; step < kSteps; ++step) {

@@ -54,7 +54,7 @@ void CheckTable1Labels(uint64_t num_labels) {
   Model<float> model = xmlt::testing::RandomModel<float>(shape, 3);
   const data::SparseBatch batch = xmlt::testing::RandomBatch(kRows, kFeatures, uint32_t(num_labels), 3);
   const size_t n = model.params.size();
-  CudaMlp gpu(0, shape, kRows, kRows * 5, kRows * 3, /*tf32=*/false);
+  CudaMlp gpu(0, shape, kRows, kRows * 5, kRows * 3, Math::kFp32);
   gpu.UploadParams(model.params.data(), n);
 
   // Predict against the CPU forward pass. The loss sums exponentials over every label in float

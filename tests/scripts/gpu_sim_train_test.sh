@@ -6,42 +6,22 @@
 # and in an evaluation, drops cuda:0 while cpu:1 finishes the run; a card too small for the memory plan (XMLT_SIM_GPU_MEMORY=1M) is
 # exit 2 with the numbers; with MPI, two ranks of one simulated GPU each (each process has its own)
 # train as the one process on cuda:0,cuda:1 (P@1 within 0.005: the rank sums round in another
-# order). Three epochs each: the simulator is slow.
+# order); a run opens a context on the GPUs it trains on and no other. Three epochs each: the simulator is slow. The other merges, logical and mixed devices and
+# --math: gpu_sim_algos_test.sh; stop, resume and extension: gpu_sim_resume_test.sh.
 # Usage: gpu_sim_train_test.sh XMLTRAIN BIBTEX_DIR [MPIEXEC]
 set -euo pipefail
-xmltrain=$1
-data=$2
 mpiexec=${3:-}
-if [[ ! -f $data/train.txt ]]; then
-  echo "bibtex not found at $data: nothing to train on"
-  exit 77  # ctest SKIP_RETURN_CODE: a missing resource
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-common=(--train "$data/train.txt" --test "$data/test.txt" --epochs 3 --seed 1)
+source "$(dirname "$0")/gpu_sim_common.sh" "$1" "$2" 3
 
-# $1 $2: two runs' metrics; $3: what; $4: P@1 tolerance; $5: relative training-loss tolerance
-# (empty: not compared).
-close_runs() {
-  python3 - "$@" <<'PY' || fail "$3: the runs differ"
-import json, sys
-a, b, what, p1_tol, loss_tol = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5]
-ra = [json.loads(l) for l in open(a)]
-rb = [json.loads(l) for l in open(b)]
-assert len(ra) == len(rb) and ra, f"{len(ra)} and {len(rb)} evaluations"
-for x, y in zip(ra, rb):
-    print(f"{what}: epoch {x['epoch']}: train loss {x['train_loss']:.5f} / {y['train_loss']:.5f}, P@1 {x['p1']:.4f} / {y['p1']:.4f}")
-    assert abs(x["p1"] - y["p1"]) <= p1_tol, "P@1"
-    if loss_tol:
-        assert abs(x["train_loss"] - y["train_loss"]) <= float(loss_tol) * abs(x["train_loss"]), "training loss"
-PY
-}
-
-"$xmltrain" train "${common[@]}" --algo single --devices cpu:1 --metrics single_cpu.jsonl > /dev/null
-"$xmltrain" train "${common[@]}" --algo single --devices cuda:0 --metrics single_cuda.jsonl > /dev/null
+# A run opens a context (which holds memory on a card) on the GPUs it trains on and no other.
+XMLT_SIM_REPORT_CONTEXTS=1 "$xmltrain" train "${common[@]}" --algo single --devices cpu:1 --metrics single_cpu.jsonl \
+  > /dev/null 2> single_cpu.err
+XMLT_SIM_REPORT_CONTEXTS=1 "$xmltrain" train "${common[@]}" --algo single --devices cuda:0 --metrics single_cuda.jsonl \
+  > /dev/null 2> single_cuda.err
 close_runs single_cpu.jsonl single_cuda.jsonl "single cpu:1 / cuda:0" 0.01 1e-3
+grep -q "gpusim: contexts opened: none" single_cpu.err || { cat single_cpu.err; fail "a run on cpu:1 opened a GPU context"; }
+grep -q "gpusim: contexts opened: GPU 0$" single_cuda.err || { cat single_cuda.err; fail "a run on cuda:0 opened another GPU's context"; }
+echo "contexts: none for cpu:1, GPU 0 alone for cuda:0"
 
 "$xmltrain" train "${common[@]}" --algo adaptive --devices cpu:2 --metrics adaptive_cpu.jsonl > /dev/null
 "$xmltrain" train "${common[@]}" --algo adaptive --devices cuda:0,cuda:1 --metrics adaptive_cuda.jsonl > /dev/null

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Stop, resume and extension through `xmltrain train` with CUDA devices, on simulated GPUs (the
+# -DXMLT_CUDA=SIM build), end to end on Bibtex: what the CPU tests demand of the command line.
+# - SIGTERM during an adaptive run on cuda:0,cuda:1 ends it with a checkpoint and exit 143; the
+#   run resumed from it is the uninterrupted run, record for record (the virtual clock).
+# - A run of 1 epoch extended to 2 with --resume is the 2-epoch run, record for record; a run of
+#   0.5 epochs (its end cuts a mega-batch, kept open) extended to 2 trains the same rows, its last
+#   P@1 within 0.05 of the 2-epoch run's.
+# Usage: gpu_sim_resume_test.sh XMLTRAIN BIBTEX_DIR
+set -euo pipefail
+source "$(dirname "$0")/gpu_sim_common.sh" "$1" "$2" 2
+run=(train --train "$data/train.txt" --test "$data/test.txt" --seed 1 --algo adaptive --devices cuda:0,cuda:1
+     --speed 1,1.5 --row-cost 1e-5 --merge-cost 1e-9 --mega-batch 8 --eval-every 4)
+
+"$xmltrain" "${run[@]}" --epochs 2 --metrics whole.jsonl > /dev/null
+
+# SIGTERM as soon as the first checkpoint is written (mega-batch 1 of about 10).
+"$xmltrain" "${run[@]}" --epochs 2 --checkpoint-dir stopped --checkpoint-every 1 --metrics stopped.jsonl \
+  > stopped.out 2> stopped.err &
+child=$!
+for _ in $(seq 600); do
+  [[ -f stopped/checkpoint.xmlc ]] && break
+  kill -0 $child 2>/dev/null || break
+  sleep 0.1
+done
+kill -TERM $child 2>/dev/null || true
+set +e
+wait $child
+status=$?
+set -e
+[[ $status -eq 143 ]] || { cat stopped.err; fail "SIGTERM gave exit $status, not 143 (a run that ends with 0 ignored it)"; }
+grep -q "resume with --resume" stopped.err || { cat stopped.err; fail "the stopped run does not say how to resume"; }
+"$xmltrain" "${run[@]}" --epochs 2 --resume stopped --metrics stopped.jsonl > /dev/null
+same_runs whole.jsonl stopped.jsonl "stopped by SIGTERM and resumed / uninterrupted"
+
+"$xmltrain" "${run[@]}" --epochs 1 --checkpoint-dir one --metrics one.jsonl > /dev/null
+"$xmltrain" "${run[@]}" --epochs 2 --resume one --metrics one.jsonl > /dev/null
+same_runs whole.jsonl one.jsonl "1 epoch extended to 2 / 2 epochs"
+
+"$xmltrain" "${run[@]}" --epochs 0.5 --checkpoint-dir half --metrics half.jsonl > /dev/null
+"$xmltrain" "${run[@]}" --epochs 2 --resume half --metrics half.jsonl > /dev/null
+python3 - whole.jsonl half.jsonl <<'PY' || fail "0.5 epochs extended to 2 is not close to the 2-epoch run"
+import json, sys
+whole, half = ([json.loads(l) for l in open(f)][-1] for f in sys.argv[1:3])
+assert half["train_samples"] == whole["train_samples"], (half["train_samples"], whole["train_samples"])
+assert abs(half["p1"] - whole["p1"]) <= 0.05, (half["p1"], whole["p1"])
+print(f"0.5 epochs extended to 2: {half['train_samples']} rows trained, P@1 {half['p1']:.4f} / {whole['p1']:.4f}")
+PY
