@@ -1,0 +1,147 @@
+// The flags of `xmltrain train`; see train_flags.h.
+#include "apps/train_flags.h"
+
+#include "apps/propensity_flag.h"
+
+namespace xmlt::apps {
+namespace {
+
+// For unsigned flags: CLI11 would wrap "-1" to 2^64 - 1. No description, so that --help keeps
+// showing the plain type and default.
+const CLI::Validator kNotNegative(
+    [](std::string& value) {
+      const size_t first = value.find_first_not_of(" \t");
+      return first != std::string::npos && value[first] == '-' ? std::string("must not be negative") : std::string();
+    },
+    "", "");
+
+}  // namespace
+
+void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
+  cmd->add_option("--train", f->train, "Training data (XML-repository/libSVM text, or .xmlb)")->required();
+  cmd->add_option("--train-labels", f->train_labels, "Labels file when --train is the X file of a split pair");
+  cmd->add_option("--test", f->test, "Test data, evaluated on the --eval-every schedule");
+  cmd->add_option("--test-labels", f->test_labels, "Labels file when --test is the X file of a split pair");
+  cmd->add_option("--epochs", f->options.epochs, "Passes over the training rows (fractions allowed)")
+      ->capture_default_str();
+  cmd->add_option("--batch", f->options.batch, "Rows per batch")->capture_default_str()->check(kNotNegative);
+  cmd->add_option("--lr", f->lr,
+                  "Learning rate (SGD on the batch-mean loss) for a batch of --batch rows, or 'auto': "
+                  "searched on a held-out slice of the training rows before training")
+      ->capture_default_str();
+  cmd->add_option("--local-momentum", f->options.local_momentum,
+                  "Heavy-ball momentum of each device's SGD, in [0, 1) (single: 0.9; several devices: preset)");
+  cmd->add_option("--normalize", f->normalize, "Input rows: l2 (scaled to unit norm) or none")->capture_default_str();
+  cmd->add_option("--hidden", f->hidden, "Hidden layer sizes, comma separated (e.g. 256,128)")->capture_default_str();
+  cmd->add_option("--mega-batch", f->options.mega_batch,
+                  "Batches per mega-batch (single: 100; several devices: preset)")->check(kNotNegative);
+  cmd->add_option("--eval-every", f->eval_every, "Evaluate: 'epoch', 'end' (or 0), or every N mega-batches")
+      ->capture_default_str();
+  cmd->add_option("--eval-rows", f->options.eval_rows,
+                  "Evaluate on a fixed sample of this many test rows, drawn from --seed (0 = all rows)")
+      ->capture_default_str()->check(kNotNegative);
+  cmd->add_option("--final-eval", f->final_eval,
+                  "The run's last evaluation: 'full' (the whole test set) or 'sample' (the --eval-rows sample)")
+      ->capture_default_str();
+  cmd->add_option("--math", f->math,
+                  "The output layer's products in training: fp32; bf16 (bfloat16 inputs, fp32 sums; GPUs, and "
+                  "CPUs with AMX or AVX-512 BF16, several times faster with AMX); or tf32 (GPUs only). On a GPU "
+                  "it is every dense product's cuBLAS compute type")
+      ->capture_default_str();
+  AddPropensityFlag(cmd, &f->propensity);
+  cmd->add_option("--seed", f->options.seed, "Seed for initialization and shuffling")->capture_default_str()->check(kNotNegative);
+  cmd->add_option("--metrics", f->metrics, "Write one JSON line per evaluation to this file");
+  cmd->add_option("--model", f->model_out, "Save the trained model to this file");
+  AddDataFlags(cmd, &f->data);
+
+  const char* kReliability = "Checkpoints and faults";
+  cmd->add_option("--checkpoint-dir", f->control.checkpoint_dir,
+                  "Write checkpoints here (at the end, on SIGINT/SIGTERM, and every --checkpoint-every mega-batches)")
+      ->group(kReliability);
+  cmd->add_option("--checkpoint-every", f->control.checkpoint_every,
+                  "Mega-batches between checkpoints (0 = only at the end and on a stop)")
+      ->capture_default_str()->group(kReliability)->check(kNotNegative);
+  cmd->add_option("--resume", f->control.resume_dir,
+                  "Continue the run checkpointed in this directory (same flags; --epochs is the total)")
+      ->group(kReliability);
+  cmd->add_option("--max-rollbacks", f->control.max_rollbacks,
+                  "Divergences (NaN/Inf loss or model) rolled back with halved learning rates before the run stops")
+      ->capture_default_str()->group(kReliability)->check(kNotNegative);
+  cmd->add_option("--divergence-factor", f->options.divergence_factor,
+                  "A batch loss above this many times the first batch's is a divergence, rolled back like a "
+                  "non-finite one (0 = only non-finite values)")
+      ->capture_default_str()->group(kReliability);
+  cmd->add_option("--inject-fault", f->faults,
+                  "Make a device fail, for tests and drills: device=I,megabatch=K[,kind=fail|nan|exit|lost] (repeatable; "
+                  "kind=nan reports a NaN loss, a divergence; kind=exit ends the device's process, a dying rank; "
+                  "kind=lost fails as a GPU whose context is lost, taking every logical device of that GPU with it)")
+      ->group(kReliability);
+
+  const char* kEngine = "Several devices";
+  cmd->add_option("--algo", f->algo,
+                  "single (one device); adaptive (dynamic dispatch, Algorithm 1, normalized merge); elastic "
+                  "(static, average); adasum (static, Adasum); sync (gradient aggregation every step); "
+                  "crossbow (synchronous model averaging every step)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--devices", f->devices,
+                  "Devices: cpu:N, cuda:0,cuda:1, cuda:0xN, or mixes (--algo single: one device, cpu unless given)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--speed", f->speed, "Relative slowness per device, e.g. 1,1.1,1.2,1.32")->group(kEngine);
+  cmd->add_option("--hetero", f->hetero, "Gamma-model heterogeneity: cvb:vmach=0.6,vtask=0.1, or none")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--rank-timeout", f->rank_timeout_s,
+                  "Under mpirun: seconds a rank waits for the others at a merge or exchange before it stops "
+                  "the run naming itself (a dead or hung rank)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--clock", f->clock,
+                  "virtual (simulated time from a calibrated per-row cost: deterministic) or wall (real time; "
+                  "emulated slowness becomes waiting)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--row-cost", f->engine.row_cost_s,
+                  "Virtual clock: seconds per row (0 = measured on the first mega-batch)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--merge-cost", f->engine.merge_cost_s,
+                  "Virtual clock: seconds per parameter and replica of one merge (0 = measured on the first)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--batch-min", f->engine.batch_min, "Smallest batch of Algorithm 1 (0 = --batch / 8)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--beta", f->engine.beta, "Algorithm 1's rows per update of deviation (0 = batch-min / 2)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--preset", f->preset,
+                  "Values of the knobs below that are not given: default (measured to match one device's "
+                  "accuracy) or paper (the Adaptive SGD paper's section 5.1); table below")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--momentum", f->engine.momentum, "Global momentum gamma of the merged model (default: preset)")
+      ->group(kEngine);
+  cmd->add_option("--lr-scaling", f->lr_scaling,
+                  "How --lr grows with the device count n: linear (x n), sqrt or none (default: preset)")
+      ->group(kEngine);
+  cmd->add_option("--pert-weights", f->pert_weights,
+                  "Perturbed merge weights: normalized (scaled back to sum 1) or raw (the paper's; default: preset)")
+      ->group(kEngine);
+  cmd->add_option("--pert-thr", f->engine.pert_threshold,
+                  "Perturb merge weights when every replica's L2 norm / #params is below this")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--pert-delta", f->engine.pert_delta, "Perturbation factor of the merge weights")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--schedule", f->schedule,
+                  "Overrides the preset: dynamic (next batch to the free device), static (equal shares), "
+                  "sync (each round every device takes --batch / n rows; merged every round)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--merge", f->merge,
+                  "Overrides the preset: normalized (Algorithm 2), average (elastic; EASGD with "
+                  "--elastic-alpha), adasum, crossbow or gradient (the last two need --schedule sync)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--collective", f->collective, "Weighted sums over the replicas: ring, tree or naive")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--momentum-mode", f->momentum_mode,
+                  "heavy (w' = merge + gamma (w - w_prev)) or nesterov (replicas start from w + gamma "
+                  "(w - w_prev))")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--elastic-alpha", f->engine.elastic_alpha,
+                  "Elastic force: with --merge average, EASGD's pull toward the center (0 = plain "
+                  "averaging); with crossbow, its a (0 = 1 / devices)")
+      ->capture_default_str()->group(kEngine);
+}
+
+}  // namespace xmlt::apps

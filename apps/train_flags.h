@@ -1,0 +1,42 @@
+// The flags of `xmltrain train` as given, and the typed options some of them bind to directly;
+// train_settings.h turns the rest into options and checks them.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "apps/cli.h"
+#include "run/run_control.h"
+#include "scheduler/train_options.h"
+
+namespace xmlt::apps {
+
+struct TrainFlags {
+  std::string train, train_labels, test, test_labels, metrics, model_out;
+  std::string hidden = "128";
+  std::string eval_every = "epoch";
+  std::string normalize = "l2";
+  std::string final_eval = "full";
+  std::string math = "fp32";
+  std::string lr = "0.3";
+  std::string preset = "default", lr_scaling, pert_weights;  // the last two: from the preset unless given
+  std::string propensity = "0.55,1.5";
+  std::string algo = "single", clock = "virtual";
+  // Parsed once, in ApplyAlgorithm, into the typed fields of `engine`.
+  std::string devices = "cpu:4", speed, hetero = "none", collective = "ring";
+  scheduler::EngineOptions engine;
+  std::string schedule = "dynamic", merge = "normalized", momentum_mode = "heavy";
+  CLI::App* command = nullptr;
+  bool given(const char* flag) const { return command->count(flag) > 0; }
+  DataFlags data;
+  scheduler::TrainOptions options;
+  scheduler::RunControl control;
+  std::vector<std::string> faults;
+  double rank_timeout_s = 1800;  // across MPI ranks: how long a rank waits for the others
+};
+
+// Adds the train command's flags to `cmd`, bound to `f`.
+void AddTrainFlags(CLI::App* cmd, TrainFlags* f);
+
+}  // namespace xmlt::apps

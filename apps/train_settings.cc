@@ -1,0 +1,282 @@
+// From the flags of `xmltrain train` to checked, typed options; see train_settings.h.
+#include "apps/train_settings.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "engine/device_query.h"
+#include "engine/device_spec.h"
+#include "engine/heterogeneity.h"
+#include "kernels/cpu/bf16_gemm.h"
+#include "run/trainer.h"
+#include "scheduler/memory_limit.h"
+#include "scheduler/memory_plan.h"
+
+namespace xmlt::apps {
+
+std::vector<uint32_t> ParseHidden(const std::string& text) {
+  std::vector<uint32_t> sizes;
+  std::stringstream stream(text);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    size_t used = 0;
+    unsigned long value = 0;
+    try {
+      value = std::stoul(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || value == 0 || value > 65536)
+      throw std::invalid_argument("--hidden: '" + item + "' is not a layer size in 1..65536");
+    sizes.push_back(uint32_t(value));
+  }
+  // getline drops a trailing empty item: "8," would read as "8".
+  if (!text.empty() && text.back() == ',') throw std::invalid_argument("--hidden: '" + text + "' ends with a comma");
+  if (sizes.empty()) throw std::invalid_argument("--hidden needs at least one layer size");
+  return sizes;
+}
+
+scheduler::EvalSchedule ParseEvalEvery(const std::string& text) {
+  scheduler::EvalSchedule schedule;
+  if (text == "epoch") return schedule;
+  if (text == "end" || text == "0") {
+    schedule.kind = scheduler::EvalSchedule::Kind::kEnd;
+    return schedule;
+  }
+  size_t used = 0;
+  unsigned long value = 0;
+  try {
+    value = std::stoul(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value == 0 || value > 1000000)
+    throw std::invalid_argument("--eval-every must be 'epoch', 'end' or a number of mega-batches");
+  schedule.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
+  schedule.mega_batches = uint32_t(value);
+  return schedule;
+}
+
+// A positive finite number, or std::invalid_argument naming the flag.
+float ParsePositive(const char* flag, const std::string& text) {
+  size_t used = 0;
+  float value = 0;
+  try {
+    value = std::stof(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(value > 0) || !std::isfinite(value))
+    throw std::invalid_argument(std::string(flag) + " must be a positive number or 'auto', not '" + text + "'");
+  return value;
+}
+
+// --math: refused here, before the data is loaded, where this build, CPU or device list cannot do
+// it. GPUs take fp32, tf32 and bf16 (cuBLAS's compute types); CPUs fp32, and bf16 where they have
+// native bf16.
+kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<engine::DeviceSpec>& devices) {
+  if (text == "fp32") return kernels::OutputMath::kFp32;
+  if (text != "bf16" && text != "tf32")
+    throw std::invalid_argument("--math must be fp32, bf16 or tf32, not '" + text + "'");
+  const auto cpu = std::find_if(devices.begin(), devices.end(),
+                                [](const engine::DeviceSpec& spec) { return spec.kind == engine::DeviceKind::kCpu; });
+  if (text == "tf32") {
+    if (cpu != devices.end())
+      throw std::invalid_argument("--math tf32 is for CUDA devices; " + cpu->id + " computes in fp32 or bf16");
+    return kernels::OutputMath::kTf32;
+  }
+  if (cpu != devices.end()) {
+    std::string why;
+    if (!kernels::cpu::Bf16Available(&why)) throw std::invalid_argument("--math bf16 on " + cpu->id + ": " + why);
+    std::cerr << "output layer products in bf16 on " << kernels::cpu::Bf16Isa()
+              << (kernels::cpu::Bf16HasTiles() ? "" : " (no AMX tiles: no faster than fp32 here)") << "\n";
+  }
+  return kernels::OutputMath::kBf16;
+}
+
+// --algo presets set how batches are dispatched and merged; --schedule, --merge and
+// --local-momentum given explicitly override them, so any combination can be swept.
+void ApplyAlgorithm(TrainFlags& f) {
+  f.engine.devices = engine::ParseDeviceList(f.devices);
+  f.engine.heterogeneity = engine::ParseHetero(f.hetero);
+  f.engine.heterogeneity.speed = engine::ParseSpeeds(f.speed);
+  try {
+    f.engine.collective = merge::ParseCollectiveKind(f.collective);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("--collective: ") + e.what());
+  }
+  using Engine = scheduler::EngineOptions;
+  if (f.clock == "wall") {
+    f.engine.clock = Engine::Clock::kWall;
+  } else if (f.clock == "virtual") {
+    f.engine.clock = Engine::Clock::kVirtual;
+  } else {
+    throw std::invalid_argument("--clock must be wall or virtual");
+  }
+  if (f.momentum_mode == "heavy" || f.momentum_mode == "nesterov") {
+    f.engine.nesterov = f.momentum_mode == "nesterov";
+  } else {
+    throw std::invalid_argument("--momentum-mode must be heavy or nesterov");
+  }
+  std::string schedule, merge;
+  bool plain_local_sgd = false;  // the synchronous algorithms step each replica with plain SGD
+  if (f.algo == "single") {
+    // The engine with one device, of any kind: the CPU unless --devices names another.
+    if (f.given("--devices") && f.engine.devices.size() != 1)
+      throw std::invalid_argument("--algo single trains on one device; use --algo adaptive, elastic, adasum, "
+                                  "sync or crossbow for " + f.devices);
+    f.engine = scheduler::SingleDeviceEngine(f.given("--devices") ? f.engine.devices[0] : engine::DeviceSpec{});
+    return;
+  } else if (f.algo == "adaptive") {
+    schedule = "dynamic", merge = "normalized";
+  } else if (f.algo == "elastic") {
+    schedule = "static", merge = "average";
+  } else if (f.algo == "adasum") {
+    schedule = "static", merge = "adasum";
+  } else if (f.algo == "sync") {
+    schedule = "sync", merge = "gradient", plain_local_sgd = true;
+  } else if (f.algo == "crossbow") {
+    schedule = "sync", merge = "crossbow", plain_local_sgd = true;
+  } else {
+    throw std::invalid_argument("--algo must be single, adaptive, elastic, adasum, sync or crossbow");
+  }
+  if (f.given("--schedule")) schedule = f.schedule;
+  if (f.given("--merge")) merge = f.merge;
+  (void)plain_local_sgd;  // the presets set the local momentum (ApplyPreset)
+
+  if (schedule == "dynamic") {
+    f.engine.schedule = Engine::Schedule::kDynamic;
+  } else if (schedule == "static") {
+    f.engine.schedule = Engine::Schedule::kStatic;
+  } else if (schedule == "sync") {
+    f.engine.schedule = Engine::Schedule::kSync;
+  } else {
+    throw std::invalid_argument("--schedule must be dynamic, static or sync");
+  }
+  f.engine.scale_batches = f.engine.schedule == Engine::Schedule::kDynamic;
+  if (merge == "normalized") {
+    f.engine.merge = Engine::Merge::kNormalized;
+  } else if (merge == "average") {
+    f.engine.merge = Engine::Merge::kAverage;
+  } else if (merge == "adasum") {
+    f.engine.merge = Engine::Merge::kAdasum;
+  } else if (merge == "crossbow") {
+    f.engine.merge = Engine::Merge::kCrossbow;
+  } else if (merge == "gradient") {
+    f.engine.merge = Engine::Merge::kGradient;
+  } else {
+    throw std::invalid_argument("--merge must be normalized, average, adasum, crossbow or gradient");
+  }
+}
+
+// Flags that need no data are checked before the data is loaded (minutes at full size): the
+// training options as given, the multi-device ones, and flags that --algo single would ignore.
+void CheckFlagsBeforeLoading(TrainFlags& f) {
+  scheduler::ValidateTrainOptions(f.options);
+  if (f.algo == "single") {
+    for (const char* flag : {"--speed", "--hetero", "--clock", "--row-cost", "--merge-cost", "--batch-min", "--beta",
+                             "--momentum", "--pert-thr", "--pert-delta", "--pert-weights", "--schedule", "--merge",
+                             "--collective", "--momentum-mode", "--elastic-alpha", "--lr-scaling", "--preset"})
+      if (f.given(flag))
+        throw std::invalid_argument(std::string(flag) + " applies to several devices and --algo single would ignore "
+                                    "it: drop it, or choose --algo adaptive, elastic, adasum, sync or crossbow");
+    return;
+  }
+  if (f.preset != "default" && f.preset != "paper")
+    throw std::invalid_argument("--preset must be default or paper, not '" + f.preset + "'");
+  if (f.given("--lr-scaling")) ParseLrScaling(f.lr_scaling);
+  if (f.given("--pert-weights") && f.pert_weights != "normalized" && f.pert_weights != "raw")
+    throw std::invalid_argument("--pert-weights must be normalized or raw, not '" + f.pert_weights + "'");
+  scheduler::ValidateEngineOptions(f.engine);
+  if (f.engine.batch_min > double(f.options.batch)) {
+    std::ostringstream text;
+    text << "--batch-min " << f.engine.batch_min << " is above --batch " << f.options.batch << " (b_max)";
+    throw std::invalid_argument(text.str());
+  }
+}
+
+// The multi-device knobs the user left unset, from --preset; returns how the learning rate scales
+// with the device count (ScaleLearningRate applies it once the base rate is known).
+LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
+  if (f.algo == "single") return LrScaling::kNone;
+  const size_t devices = f.engine.devices.size();
+  const uint64_t batches_per_epoch = (training_rows + f.options.batch - 1) / f.options.batch;
+  const PresetValues values =
+      f.preset == "paper" ? PaperPreset(f.algo) : DefaultPreset(f.algo, devices, batches_per_epoch);
+  if (!f.given("--momentum")) f.engine.momentum = values.momentum;
+  if (!f.given("--local-momentum")) f.options.local_momentum = values.local_momentum;
+  if (!f.given("--mega-batch")) f.options.mega_batch = values.mega_batch;
+  const LrScaling scaling = f.given("--lr-scaling") ? ParseLrScaling(f.lr_scaling) : values.lr_scaling;
+  // Their spellings were checked before loading (CheckFlagsBeforeLoading).
+  f.engine.pert_renormalize = f.given("--pert-weights") ? f.pert_weights == "normalized" : values.pert_renormalize;
+  return scaling;
+}
+
+// --lr (given or found) is for one device's batch; several devices train with it scaled. Said on
+// stderr with the preset's values, so that every run shows what it trains with.
+void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
+  if (f.algo == "single") return;
+  const size_t devices = f.engine.devices.size();
+  const float base_lr = f.options.lr;
+  f.options.lr = float(double(base_lr) * LrScale(scaling, devices));
+  if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;  // rank 0 speaks for the run
+  std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
+            << f.engine.momentum << " --local-momentum " << f.options.local_momentum << " --mega-batch "
+            << f.options.mega_batch << " --lr " << f.options.lr << " (" << base_lr << " scaled "
+            << LrScalingName(scaling) << ") --pert-weights " << (f.engine.pert_renormalize ? "normalized" : "raw")
+            << "\n";
+}
+
+// Under an MPI launcher one run spans every rank: --devices names each rank's own devices, the run
+// has all of them, rank after rank (--speed and --hetero cover them all, in that order), and rank
+// 0 alone writes the metrics, the model, the checkpoints and the summary.
+void SpreadOverRanks(TrainFlags& f, dist::RankGroup* ranks) {
+  if (ranks->size() <= 1) return;
+  // The default --algo is one device in one process; say so rather than count the ranks' devices.
+  if (f.algo == "single")
+    throw std::invalid_argument("--algo single trains one device in one process; a run over " +
+                                std::to_string(ranks->size()) +
+                                " MPI ranks needs a multi-device --algo (adaptive, elastic, adasum, sync, crossbow)");
+  f.engine.devices = engine::DevicesOfRanks(f.engine.devices, ranks->size(), &f.engine.device_rank);
+  f.engine.ranks = ranks;
+  if (ranks->rank() != 0) {
+    f.model_out.clear();
+    f.metrics.clear();
+  }
+}
+
+// Before the model and the replicas are allocated: fails now, with the numbers, when the run does
+// not fit this machine (a usage error: a smaller --batch, fewer devices, or the data's declared
+// sizes, a header's D and L, are the fix). Returns the planned host memory.
+uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train) {
+  const scheduler::MemoryPlan plan =
+      scheduler::PlanMemory(shape, f.options, f.engine,
+                            engine::LimitsFor(train, f.options.batch), train.num_rows(),
+                            !f.control.checkpoint_dir.empty() || !f.control.resume_dir.empty());
+  // Only the GPUs the run uses: asking a GPU opens a context on it, which holds its memory.
+  std::vector<uint64_t> gpu_free;
+  for (size_t i = 0; i < f.engine.devices.size(); ++i) {
+    const engine::DeviceSpec& spec = f.engine.devices[i];
+    const bool here = f.engine.ranks == nullptr || f.engine.device_rank.at(i) == f.engine.ranks->rank();
+    if (spec.kind != engine::DeviceKind::kCuda || !here) continue;
+    if (gpu_free.size() <= size_t(spec.ordinal)) gpu_free.resize(size_t(spec.ordinal) + 1, 0);
+    if (gpu_free[size_t(spec.ordinal)] == 0) gpu_free[size_t(spec.ordinal)] = engine::CudaFreeMemory(spec.ordinal);
+  }
+  // The machine's available memory, or less inside a memory-limited cgroup (a container).
+  const uint64_t available = scheduler::AvailableMemory();
+  try {
+    scheduler::CheckMemoryFits(plan, available, gpu_free);
+  } catch (const std::runtime_error& e) {
+    const bool cgroup = available > 0 && available == scheduler::CgroupMemoryHeadroom();
+    throw std::invalid_argument(std::string(e.what()) +
+                                (cgroup ? "\n(available: what this process's memory cgroup allows beyond its "
+                                          "current use, less than the machine has free)"
+                                        : ""));
+  }
+  return plan.host_total();
+}
+
+}  // namespace xmlt::apps
