@@ -45,12 +45,7 @@ status=0
 XMLT_REQUIRE_GPU=1 ctest --test-dir "$build_dir" --output-on-failure -j"$(nproc)" -L "$labels" "${exclude[@]}" ||
   status=$?
 echo "test-gpu-sim: tests ran in $((SECONDS - start)) s" >&2
-if [[ -n "${logs:-}" ]] && compgen -G "$logs/*" >/dev/null; then
-  for log in "$logs"/*; do
-    echo "==== $log" >&2
-    cat "$log" >&2
-  done
-  echo "test-gpu-sim: sanitizer reports (above, and in $logs)" >&2
+if [[ -n "${logs:-}" ]] && ! bash scripts/sanitizer-reports.sh "$logs" test-gpu-sim; then
   [[ $status -ne 0 ]] || status=1
 fi
 exit "$status"

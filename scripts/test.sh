@@ -64,12 +64,7 @@ bash scripts/build.sh "$@"
 ctest_args+=(${XMLT_CTEST_ARGS:-})
 status=0
 ctest --test-dir "${XMLT_BUILD_DIR:-build}" --output-on-failure -j"$(nproc)" "${ctest_args[@]}" || status=$?
-if [[ -n "${logs:-}" ]] && compgen -G "$logs/*" >/dev/null; then
-  for log in "$logs"/*; do
-    echo "==== $log" >&2
-    cat "$log" >&2
-  done
-  echo "test.sh: sanitizer reports (above, and in $logs)" >&2
+if [[ -n "${logs:-}" ]] && ! bash scripts/sanitizer-reports.sh "$logs" test.sh; then
   [[ $status -ne 0 ]] || status=1
 fi
 # The plain run (what CI runs first) goes on to the simulated GPUs, whatever the first part gave.
