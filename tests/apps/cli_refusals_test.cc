@@ -1,0 +1,303 @@
+// The command line refuses what cannot work before the work starts: FIFOs as files, outputs over
+// inputs or in use by another run, bad flags and config lines, oversized headers; and warns about
+// ids beyond the model.
+#include "apps/cli.h"
+#include "tests/apps/cli_runner.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "data/folder_lock.h"
+#include "engine/device_query.h"
+#include "engine/model_file.h"
+#include "run/metrics_log.h"
+#include "tests/apps/cli_test_support.h"
+#include "tests/test_support.h"
+
+namespace xmlt::apps {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using xmlt::testing::ReadFile;
+using xmlt::testing::TempDir;
+using xmlt::testing::WriteFile;
+
+using testing::CliResult;
+using testing::Cli;
+using testing::Data;
+using testing::Describe;
+using testing::kFeatures;
+using testing::kLabels;
+using testing::LastJsonLine;
+using testing::Lines;
+using testing::MakeText;
+using testing::TrainArgs;
+
+// Issue: reliability, second round, row 1. A FIFO given as data, config or model is refused at
+// once (exit 2), not waited on. Blocking here would hang the test: the fix is what keeps it short.
+TEST(CliTest, AFifoAsDataConfigOrModelIsRefusedAtOnce) {
+  Data d;
+  const std::string fifo = d.dir.File("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"train", "--train", fifo, "--no-cache"}, {"info", fifo},
+        {"--config", fifo, "info", d.train}, {"--config=" + fifo, "info", d.train},
+        {"eval", "--model", fifo, "--test", d.test}}) {
+    const CliResult r = Cli(args);
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find("not a regular file"), std::string::npos) << Describe(r);
+  }
+}
+
+// Issue: reliability, second round, row 4. An output that is an input (or another output) is
+// refused with exit 2 before any work, and the input is left as it was.
+TEST(CliTest, AnOutputThatIsAnInputIsRefusedAndTheInputKept) {
+  Data d;
+  const std::string train_text = xmlt::testing::ReadFile(d.train);
+  const std::string model = d.dir.File("m.model");
+  ASSERT_EQ(Cli({"train", "--train", d.train, "--epochs", "1", "--model", model}).code, 0);
+  const std::string model_bytes = xmlt::testing::ReadFile(model);
+  const std::string dot_train = d.dir.path() + "/./" + std::filesystem::path(d.train).filename().string();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"train", "--train", d.train, "--epochs", "1", "--model", d.train},
+        {"train", "--train", d.train, "--test", d.test, "--epochs", "1", "--model", d.test},
+        {"train", "--train", d.train, "--epochs", "1", "--metrics", dot_train},
+        {"train", "--train", d.train, "--epochs", "1", "--metrics", model, "--model", model},
+        {"train", "--train", d.train, "--epochs", "1", "--model", d.train, "--checkpoint-dir", d.dir.File("ck")},
+        {"predict", "--model", model, "--input", d.test, "--output", d.test},
+        {"predict", "--model", model, "--input", d.test, "--output", model},
+        {"convert", d.train, "-o", dot_train}}) {
+    const CliResult r = Cli(args);
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_TRUE(r.err.find("input") != std::string::npos || r.err.find("same file") != std::string::npos)
+        << Describe(r);
+  }
+  EXPECT_EQ(xmlt::testing::ReadFile(d.train), train_text);
+  EXPECT_EQ(xmlt::testing::ReadFile(model), model_bytes);
+  EXPECT_FALSE(std::filesystem::exists(d.dir.File("ck"))) << "a refused run leaves no checkpoint folder behind";
+}
+
+// Issue: reliability, second round, rows 12 and 13. Bad flags are named and refused before the
+// data is read (the training file here does not exist, so reaching it would say so instead).
+TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
+  const std::string missing = "/nonexistent-folder/train.txt";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--local-momentum", "1"}, "--local-momentum must be in [0, 1)"},
+      {{"--algo", "adaptive", "--batch-min", "1000"}, "--batch-min 1000 is above --batch 128"},
+      {{"--seed", "-1"}, "--seed"},
+      {{"--batch", "-5"}, "--batch"},
+      {{"--batch", "0"}, "--batch must be positive"},
+      {{"--mega-batch", "0"}, "--mega-batch must be positive"},
+      {{"--hidden", "8,"}, "ends with a comma"},
+      {{"--speed", "2"}, "--speed applies to several devices"},
+      {{"--algo", "single", "--momentum", "0.5"}, "--momentum applies to several devices"},
+      {{"--algo", "adaptive", "--speed", "1,x"}, "--speed"},
+      {{"--algo", "adaptive", "--beta", "-1"}, "--beta must be >= 0"},
+      {{"--algo", "adaptive", "--preset", "fast"}, "--preset must be default or paper"},
+      {{"--algo", "adaptive", "--lr-scaling", "cubic"}, "--lr-scaling must be none, sqrt or linear"},
+      {{"--algo", "adaptive", "--pert-weights", "half"}, "--pert-weights must be normalized or raw"},
+      {{"--math", "fp16"}, "--math must be fp32, bf16 or tf32, not 'fp16'"},
+      {{"--math", "tf32"}, "--math tf32 is for CUDA devices; cpu:0 computes in fp32 or bf16"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> args = {"train", "--train", missing};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CliResult r = Cli(args);
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find(message), std::string::npos) << message << "\n" << Describe(r);
+    EXPECT_EQ(r.err.find("cannot open"), std::string::npos) << Describe(r);
+  }
+}
+
+// Issue: reliability, second round, row 7. A config file is read whole or refused with its line:
+// unknown keys and sections, broken headers, lines without '=' and binary data are errors.
+TEST(CliTest, ConfigFileMistakesAreRefusedWithTheirLine) {
+  Data d;
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[train]\nhiden = 8\n", ":2: unknown key 'hiden' in [train]"},
+      {"[trian]\nepochs = 1\n", ":1: unknown section [trian]"},
+      {"[train\nepochs = 1\n", ":1: section header '[train' has no closing ']'"},
+      {"# comment\n[train]\nepochs 1\n", ":3: 'epochs 1' is not 'key = value'"},
+      {"threads = 1\nbogus = 2\n", ":2: unknown key 'bogus'"},
+      {std::string("\x01\x02\x00\xff binary", 11), "binary data"},
+      // Row 12: duplicates and lists were CLI11's messages, with no file or line.
+      {"[train]\nepochs = 1\nbatch = 8\nepochs = 2\n", ":4: key 'epochs' in [train] given again (first on line 2)"},
+      {"[train]\nhidden = [8, 8]\n", ":2: key 'hidden' in [train] has a list value"},
+  };
+  for (const auto& [text, message] : cases) {
+    const std::string ini = d.dir.File("bad.toml");
+    WriteFile(ini, text);
+    const CliResult r = Cli({"--config", ini, "info", d.train});
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find(message), std::string::npos) << message << "\n" << Describe(r);
+  }
+  // Both spellings of a flag, global options, comments and quoted keys are fine.
+  const std::string good = d.dir.File("good.toml");
+  WriteFile(good, "threads = 1\n; note\n[train]\npert_thr = 0.1\n\"epochs\" = 1\nlocal-momentum = 0.5\n");
+  const CliResult ok = Cli({"--config", good, "train", "--train", d.train});
+  EXPECT_EQ(ok.code, 0) << Describe(ok);
+}
+
+// Issue: reliability, second round, row 3. Output locations are checked before any training.
+TEST(CliTest, OutputLocationsAreCheckedBeforeTraining) {
+  Data d;
+  WriteFile(d.dir.File("a-file"), "x");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--model", "/nonexistent-folder/m.xmlt"}, "--model /nonexistent-folder/m.xmlt: the folder /nonexistent-folder does not exist"},
+      {{"--model", d.dir.path()}, "is a folder, not a file"},
+      {{"--checkpoint-dir", d.dir.File("a-file")}, "is a file, not a folder"},
+      {{"--checkpoint-dir", d.dir.File("missing/deeper")}, "does not exist"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> args = {"train", "--train", d.train, "--epochs", "1"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CliResult r = Cli(args);
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find(message), std::string::npos) << message << "\n" << Describe(r);
+    EXPECT_TRUE(r.out.empty()) << "trained before refusing: " << Describe(r);
+  }
+}
+
+// Issue: reliability, second round, row 2: a checkpoint folder or metrics file in use by another
+// run is refused before training (here the other run is this process, holding the same locks).
+TEST(CliTest, ACheckpointFolderOrMetricsFileInUseIsRefused) {
+  Data d;
+  const std::string folder = d.dir.File("shared");
+  {
+    data::FolderLock other(folder);
+    const CliResult r = Cli({"train", "--train", d.train, "--epochs", "1", "--checkpoint-dir", folder});
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find("is in use by another run"), std::string::npos) << Describe(r);
+  }
+  EXPECT_EQ(Cli({"train", "--train", d.train, "--epochs", "1", "--checkpoint-dir", folder}).code, 0);
+  const std::string metrics = d.dir.File("m.jsonl");
+  scheduler::MetricsLog other(metrics);
+  const CliResult r = Cli({"train", "--train", d.train, "--epochs", "1", "--metrics", metrics});
+  EXPECT_NE(r.code, 0) << Describe(r);
+  EXPECT_NE(r.err.find("is being written by another run"), std::string::npos) << Describe(r);
+}
+
+// Issue: reliability, third round, row 1. A second run on the metrics file of a run that is
+// training (here this process, which has started its log and written a line) is refused with exit
+// 2 naming the file, and the first run's file is left whole.
+TEST(CliTest, ASecondRunOnTheMetricsFileOfARunningOneIsRefusedAndTheFileStaysWhole) {
+  Data d;
+  const std::string metrics = d.dir.File("m.jsonl");
+  scheduler::EvalRecord record;
+  record.megabatch = 7;
+  scheduler::MetricsLog running(metrics);
+  running.Begin();
+  running.Append(record);
+  const CliResult r = Cli({"train", "--train", d.train, "--epochs", "1", "--metrics", metrics});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("--metrics " + metrics + ".partial is being written by another run"), std::string::npos)
+      << Describe(r);
+  record.megabatch = 8;
+  running.Append(record);
+  running.Finish();
+  const std::vector<std::string> lines = Lines(ReadFile(metrics));
+  ASSERT_EQ(lines.size(), 2u) << ReadFile(metrics);
+  EXPECT_EQ(json::parse(lines[0])["megabatch"], 7);
+  EXPECT_EQ(json::parse(lines[1])["megabatch"], 8);
+}
+
+// Issue: reliability, second round, row 15: a header whose sizes cannot fit is exit 2, and eval
+// on data with more labels than the model says so.
+TEST(CliTest, OversizedHeadersAreUsageErrorsAndExtraLabelsAreWarnedAbout) {
+  Data d;
+  const std::string big = d.dir.File("big.txt");
+  WriteFile(big, "2 4000000000 5\n0 1:1\n1 2:1\n");
+  const CliResult r = Cli({"train", "--train", big, "--epochs", "1"});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("not enough memory"), std::string::npos) << Describe(r);
+  const std::string model = d.dir.File("m.xmlt");
+  ASSERT_EQ(Cli({"train", "--train", d.train, "--epochs", "1", "--model", model}).code, 0);
+  const std::string wide = d.dir.File("wide.txt");
+  WriteFile(wide, "1 40 50\n49 1:1\n");
+  const CliResult e = Cli({"eval", "--model", model, "--test", wide});
+  EXPECT_EQ(e.code, 0) << Describe(e);
+  EXPECT_NE(e.err.find("are never predicted and count as misses"), std::string::npos) << Describe(e);
+}
+
+// Issue: reliability, third round, row 12. Feature ids beyond the model's input size are ignored
+// by eval and predict, and that means in the rows' L2 norms too (they counted there, changing
+// every score of such a row); a warning says how many entries were left out.
+TEST(CliTest, FeaturesBeyondTheModelAreIgnoredInTheNormsTooAndWarnedAbout) {
+  Data d;
+  const std::string model = d.dir.File("m.xmlt");
+  ASSERT_EQ(Cli(TrainArgs(d, {"--model", model})).code, 0);
+  // The test rows again, the header widened to 50 features and every other row given 45:5.
+  const std::vector<std::string> rows = Lines(ReadFile(d.test));
+  std::string wider = std::to_string(Data::kTestRows) + " 50 " + std::to_string(kLabels) + "\n";
+  for (size_t r = 1; r < rows.size(); ++r) wider += rows[r] + (r % 2 == 1 ? " 45:5\n" : "\n");
+  const std::string wide = d.dir.File("wide-test.txt");
+  WriteFile(wide, wider);
+
+  const CliResult plain = Cli({"eval", "--model", model, "--test", d.test});
+  const CliResult extra = Cli({"eval", "--model", model, "--test", wide});
+  ASSERT_EQ(plain.code, 0) << Describe(plain);
+  ASSERT_EQ(extra.code, 0) << Describe(extra);
+  EXPECT_EQ(extra.out, plain.out);
+  const std::string warning = "warning: " + wide + " has 50 feature entries (in 50 rows) with ids beyond the model's " +
+                              std::to_string(kFeatures) + " inputs: they are ignored, in the rows' L2 norms too";
+  EXPECT_NE(extra.err.find(warning), std::string::npos) << warning << "\n" << Describe(extra);
+  EXPECT_EQ(plain.err.find("are ignored"), std::string::npos) << Describe(plain);
+
+  const CliResult predicted = Cli({"predict", "--model", model, "--input", wide});
+  ASSERT_EQ(predicted.code, 0) << Describe(predicted);
+  EXPECT_EQ(predicted.out, Cli({"predict", "--model", model, "--input", d.test}).out);
+  EXPECT_NE(predicted.err.find(warning), std::string::npos) << Describe(predicted);
+}
+
+// Issue: reliability, third round, row 14: mistakes caught before the work, and flags that go
+// together accepted.
+TEST(CliTest, ResumeAndOutputMistakesAreCaughtBeforeTheWork) {
+  Data d;
+  // --resume of a folder without a checkpoint: refused before the data is read (the missing
+  // training file is not what the message names), and the folder is not created.
+  const std::string missing = d.dir.File("missing");
+  CliResult r = Cli({"train", "--train", d.dir.File("no-such-train.txt"), "--resume", missing});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("--resume " + missing + ": no checkpoint here"), std::string::npos) << Describe(r);
+  EXPECT_FALSE(fs::exists(missing));
+  // predict --output in a missing folder: refused before the model and the input are read.
+  r = Cli({"predict", "--model", d.dir.File("no-such-model"), "--input", d.test, "--output", d.dir.File("nodir/p.txt")});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("--output " + d.dir.File("nodir/p.txt") + ": the folder " + d.dir.File("nodir") + " does not exist"),
+            std::string::npos)
+      << Describe(r);
+  // A resumed run checkpoints into its --resume folder, so --checkpoint-every needs no --checkpoint-dir.
+  const std::string dir = d.dir.File("ckpt");
+  ASSERT_EQ(Cli(TrainArgs(d, {"--epochs", "1", "--checkpoint-dir", dir})).code, 0);
+  r = Cli(TrainArgs(d, {"--epochs", "2", "--resume", dir, "--checkpoint-every", "1"}));
+  EXPECT_EQ(r.code, 0) << Describe(r);
+}
+
+// Issue: reliability, third round, row 14. eval of rows that have no label has nothing to score:
+// an error naming the file, not a loss of 0.
+TEST(CliTest, EvalOfRowsWithoutLabelsIsRefused) {
+  Data d;
+  const std::string model = d.dir.File("m.xmlt");
+  ASSERT_EQ(Cli(TrainArgs(d, {"--model", model})).code, 0);
+  const std::string unlabeled = d.dir.File("unlabeled.txt");
+  WriteFile(unlabeled, "2 " + std::to_string(kFeatures) + " " + std::to_string(kLabels) + "\n 1:1 7:2\n 3:1\n");
+  const CliResult r = Cli({"eval", "--model", model, "--test", unlabeled});
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find(unlabeled + ": no row has a label: nothing to evaluate"), std::string::npos) << Describe(r);
+  EXPECT_TRUE(r.out.empty()) << Describe(r);
+  EXPECT_EQ(Cli({"predict", "--model", model, "--input", unlabeled}).code, 0);
+}
+
+}  // namespace
+}  // namespace xmlt::apps
