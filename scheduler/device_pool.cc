@@ -6,13 +6,9 @@
 #include "engine/device_spec.h"
 #include "engine/remote_device.h"
 #include "scheduler/rank_exchange.h"
-#include "scheduler/settlement.h"
 
 namespace xmlt::scheduler {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // The engine's options checked first: the planner's slowdown model would refuse them less clearly.
 DispatchPlanner MakePlanner(const TrainOptions& options, const EngineOptions& engine) {
@@ -108,37 +104,6 @@ void DevicePool::ShareResults(const std::vector<Assignment>& plan, std::vector<e
   std::vector<size_t> devices;
   for (const Assignment& a : plan) devices.push_back(a.device);
   ShareBatchResults(*engine_.ranks, device_rank_, devices, results);
-}
-
-void DevicePool::Conclude(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
-                          std::chrono::steady_clock::time_point start, MegaBatchRun* run) {
-  const uint64_t rows_before = run->rows;
-  Settle(*this, plan, results, run);
-  if (engine_.clock == EngineOptions::Clock::kWall) {
-    // Across ranks, the slowest rank's time: every rank books the same.
-    const double span = Seconds(Clock::now() - start);
-    run->span_s += engine_.ranks != nullptr ? AgreeOnMax(*engine_.ranks, span) : span;
-  } else {
-    TimeOnTheVirtualClock(plan, results, rows_before, run);
-  }
-}
-
-// Virtual clock: a device is busy for its rows x slowdown x the row cost, the mega-batch (or round)
-// for as long as its busiest device.
-void DevicePool::TimeOnTheVirtualClock(const std::vector<Assignment>& plan,
-                                       const std::vector<engine::BatchResult>& results, uint64_t rows_before,
-                                       MegaBatchRun* run) {
-  double compute_s = 0;
-  for (size_t k = 0; k < plan.size(); ++k) {
-    if (dropped(plan[k].device)) continue;
-    compute_s += results[k].compute_s;
-    planner_.AddWork(plan[k].device, plan[k].count, plan[k].slowdown);
-  }
-  // The row cost is calibrated once, on the first mega-batch with work done, unless it was given.
-  if (row_cost_s_ == 0 && run->rows > rows_before)
-    row_cost_s_ = engine_.row_cost_s > 0 ? engine_.row_cost_s : compute_s / double(run->rows - rows_before);
-  for (size_t i = 0; i < size(); ++i) run->busy_s[i] = planner_.Work(i) * row_cost_s_;
-  run->span_s = *std::max_element(run->busy_s.begin(), run->busy_s.end());
 }
 
 }  // namespace xmlt::scheduler

@@ -1,11 +1,10 @@
 // The devices of a multi-device run and what dealing batches to them needs: one manager thread per
 // device, the rank that owns each, their batch sizes and learning rates, their faults (a failed
 // device is dropped), the rows (row_queue.h), the dispatch plan and its clocks, and injected faults.
-// How the batches of a mega-batch are dealt is a Dealer's (dealer.h); how their results count,
-// settlement.h's.
+// How the batches of a mega-batch are dealt is a Dealer's (dealer.h); how their results count and
+// how long they took, settlement.h's.
 #pragma once
 
-#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -107,19 +106,12 @@ class DevicePool {
   engine::BatchResult Collect();
   // Across ranks: every rank learns the results of the batches the others' devices trained.
   void ShareResults(const std::vector<Assignment>& plan, std::vector<engine::BatchResult>* results);
-  // Settles a planned run's results into `run` and times it: on the wall clock as it took since
-  // `start`, on the virtual clock from the rows, the slowdowns and the row cost.
-  void Conclude(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
-                std::chrono::steady_clock::time_point start, MegaBatchRun* run);
 
   // Called on the coordinator's thread with each batch's result as it comes back (progress; a
   // stop raised from it is seen before the next batch is dealt).
   void OnBatch(std::function<void(const engine::BatchResult&)> hook) { on_batch_ = std::move(hook); }
 
  private:
-  void TimeOnTheVirtualClock(const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
-                             uint64_t rows_before, MegaBatchRun* run);
-
   const TrainOptions& options_;
   LossWatch loss_watch_;  // batch losses in plan order: the same on every run of a seed
   const EngineOptions& engine_;

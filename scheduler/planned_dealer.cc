@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "scheduler/dealer.h"
+#include "scheduler/settlement.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -60,7 +61,7 @@ class PlannedDealer : public Dealer {
     }
     while (outstanding > 0) collect();
     pool_.ShareResults(plan, &results);
-    pool_.Conclude(plan, results, start, run);
+    Conclude(pool_, plan, results, start, run);
     return dealt;
   }
 

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "scheduler/dealer.h"
+#include "scheduler/settlement.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -68,7 +69,7 @@ class SyncRoundDealer : public Dealer {
       results[result.id] = result;
     }
     pool_.ShareResults(plan, &results);
-    pool_.Conclude(plan, results, start, &run);
+    Conclude(pool_, plan, results, start, &run);
     return run;
   }
 
