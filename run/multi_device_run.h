@@ -16,7 +16,9 @@
 
 #include "data/dataset.h"
 #include "kernels/model.h"
-#include "run/trainer.h"
+#include "run/run_control.h"
+#include "run/train_result.h"
+#include "scheduler/train_options.h"
 
 namespace xmlt::scheduler {
 

@@ -11,8 +11,8 @@
 #include "data/input_error.h"
 #include "kernels/model.h"
 #include "run/metrics_log.h"
+#include "run/train_result.h"
 #include "scheduler/train_options.h"
-#include "run/trainer.h"
 
 namespace xmlt::scheduler {
 
