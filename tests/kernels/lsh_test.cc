@@ -14,6 +14,7 @@
 
 #include "kernels/lsh/hash_family.h"
 #include "kernels/lsh/label_tables.h"
+#include "kernels/lsh/rebuild_schedule.h"
 
 namespace xmlt::kernels::lsh {
 namespace {
@@ -199,6 +200,24 @@ TEST(LabelTables, RehashingTheChangedRowsGivesTheTablesOfAFullBuild) {
     ASSERT_EQ(a, b) << "query " << q;
   }
   EXPECT_THROW(incremental.Rehash(rows.data(), {uint32_t(labels)}), std::out_of_range);
+}
+
+TEST(RebuildSchedule, FirstAfterFiftyUpdatesThenGapsGrowingByTheFactor) {
+  const RebuildSchedule schedule(50, 1.5);
+  std::vector<uint64_t> points;
+  for (uint64_t u = 1; u <= 1000; ++u)
+    if (schedule.DueAfter(u)) points.push_back(u);
+  // Gaps 50, 75, 113 (112.5 rounded), 170 (169.5), 255 (255), 383 (382.5): points 50, 125, 238, 408, 663.
+  EXPECT_EQ(points, (std::vector<uint64_t>{50, 125, 238, 408, 663}));
+  EXPECT_EQ(schedule.NextAfter(0), 50u);
+  EXPECT_EQ(schedule.NextAfter(50), 125u);
+  EXPECT_EQ(schedule.NextAfter(124), 125u);
+  const RebuildSchedule every(3, 1.0);
+  EXPECT_TRUE(every.DueAfter(3));
+  EXPECT_TRUE(every.DueAfter(9));
+  EXPECT_FALSE(every.DueAfter(10));
+  EXPECT_THROW(RebuildSchedule(0, 1.1), std::invalid_argument);
+  EXPECT_THROW(RebuildSchedule(50, 0.9), std::invalid_argument);
 }
 
 }  // namespace
