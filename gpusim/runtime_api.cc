@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "gpusim/device_memory.h"
 #include "gpusim/devices.h"
 #include "gpusim/streams.h"
+#include "gpusim/traffic.h"
 
 using namespace gpusim;
 using namespace gpusim::detail;
@@ -37,6 +39,8 @@ constexpr ErrorText kErrors[] = {
     {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
     {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
     {cudaErrorECCUncorrectable, "cudaErrorECCUncorrectable", "uncorrectable ECC error encountered"},
+    {cudaErrorPeerAccessUnsupported, "cudaErrorPeerAccessUnsupported", "peer access is not supported between these two devices"},
+    {cudaErrorPeerAccessAlreadyEnabled, "cudaErrorPeerAccessAlreadyEnabled", "peer access is already enabled"},
     {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
     {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
     {cudaErrorIllegalAddress, "cudaErrorIllegalAddress", "an illegal memory access was encountered"},
@@ -105,6 +109,18 @@ cudaError_t CheckCopy(const char* call, void* dst, const void* src, size_t count
     return Refuse(cudaErrorInvalidValue, what + "the source " + Describe(src) + " is too short");
   *gpu = src_on_device ? s.device : dst_on_device ? d.device : CurrentOrdinal();
   return cudaSuccess;
+}
+
+// The GPU holding `p`, or -1 for host memory.
+int GpuOf(const void* p) {
+  const Region r = Locate(p);
+  return r.space == Space::kDevice ? r.device : -1;
+}
+
+// Which GPUs each GPU has enabled peer access to (bit p of entry d: d may address p's memory).
+std::atomic<uint64_t>& PeersEnabled(int device) {
+  static std::atomic<uint64_t> enabled[64];
+  return enabled[device];
 }
 
 cudaError_t NoDeviceOr(cudaError_t otherwise) {
@@ -250,6 +266,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
   int gpu = 0;
   if (const cudaError_t status = CheckCopy("cudaMemcpy", dst, src, count, &kind, &gpu)) return status;
   if (const cudaError_t sticky = StickyError(gpu)) return Fail(sticky);
+  CountCopy(GpuOf(src), GpuOf(dst), count);
   // On the null stream of the GPU holding the memory, waited for at once.
   CUstream_st* stream = DeviceAt(gpu)->legacy_stream;
   Enqueue(stream, [dst, src, count] { std::memcpy(dst, src, count); });
@@ -264,6 +281,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
   int gpu = 0;
   if (const cudaError_t status = CheckCopy("cudaMemcpyAsync", dst, src, count, &kind, &gpu)) return status;
   if (const cudaError_t sticky = StickyError(stream->device)) return Fail(sticky);
+  CountCopy(GpuOf(src), GpuOf(dst), count);
   // As the runtime documents: a copy from pageable memory has taken its source before the call
   // returns (it is staged); a copy into pageable memory completes before the call returns. Only
   // pinned memory is read or written later, when the stream runs.
@@ -280,6 +298,45 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
     const cudaError_t status = Flush(stream);
     if (status != cudaSuccess) return Fail(status);
   }
+  return cudaSuccess;
+}
+
+// Between two GPUs' memories, on `handle`'s stream; as on a card it works with or without peer
+// access (without it the runtime stages the bytes through host memory, which the traffic counts).
+cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count,
+                                cudaStream_t handle) {
+  CUstream_st* stream = ResolveStream(handle);
+  if (stream == nullptr) return Fail(NoDeviceOr(cudaErrorInvalidResourceHandle));
+  if (DeviceAt(dst_device) == nullptr || DeviceAt(src_device) == nullptr) return Fail(NoDeviceOr(cudaErrorInvalidDevice));
+  if (count == 0) return cudaSuccess;
+  const std::string what = "cudaMemcpyPeerAsync of " + std::to_string(count) + " bytes: ";
+  if (!Contains(dst, count, Space::kDevice, dst_device))
+    return Refuse(cudaErrorInvalidValue, what + "the destination " + Describe(dst) + " does not hold them on GPU " +
+                                             std::to_string(dst_device));
+  if (!Contains(src, count, Space::kDevice, src_device))
+    return Refuse(cudaErrorInvalidValue, what + "the source " + Describe(src) + " does not hold them on GPU " +
+                                             std::to_string(src_device));
+  for (const int gpu : {stream->device, dst_device, src_device})
+    if (const cudaError_t sticky = StickyError(gpu)) return Fail(sticky);
+  CountCopy(src_device, dst_device, count);
+  Enqueue(stream, [dst, src, count] { std::memcpy(dst, src, count); });
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceCanAccessPeer(int* can_access, int device, int peer_device) {
+  if (DeviceAt(device) == nullptr || DeviceAt(peer_device) == nullptr) return Fail(NoDeviceOr(cudaErrorInvalidDevice));
+  *can_access = device != peer_device && PeerAccessAllowed() ? 1 : 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceEnablePeerAccess(int peer_device, unsigned flags) {
+  const int device = CurrentOrdinal();
+  if (DeviceAt(device) == nullptr || DeviceAt(peer_device) == nullptr) return Fail(NoDeviceOr(cudaErrorInvalidDevice));
+  if (flags != 0) return Fail(cudaErrorInvalidValue);
+  if (device == peer_device) return Fail(cudaErrorInvalidDevice);
+  if (!PeerAccessAllowed()) return Fail(cudaErrorPeerAccessUnsupported);
+  const uint64_t bit = uint64_t{1} << peer_device;
+  if (PeersEnabled(device).fetch_or(bit) & bit) return Fail(cudaErrorPeerAccessAlreadyEnabled);
   return cudaSuccess;
 }
 

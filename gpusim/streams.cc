@@ -30,7 +30,16 @@ std::vector<CUstream_st*> StreamsOf(int device, bool blocking_only) {
   return out;
 }
 
+bool Done(CUstream_st* stream, uint64_t position) {
+  std::lock_guard<std::mutex> lock(stream->queue);
+  return stream->pending.empty() || stream->completed >= position;
+}
+
 void RunUpTo(CUstream_st* stream, uint64_t position) {
+  // Checked before taking the run lock: a stream's operation may wait (through another stream's
+  // event wait) for an earlier position of this very stream, which has run already; a ring of
+  // GPUs, each waiting for its neighbour's previous step, does this on every step.
+  if (Done(stream, position)) return;
   std::lock_guard<std::mutex> running(stream->run);
   for (;;) {
     std::function<void()> op;
@@ -144,10 +153,7 @@ cudaError_t FlushDevice(int device) {
   return StickyError(device);
 }
 
-bool Idle(CUstream_st* stream, uint64_t position) {
-  std::lock_guard<std::mutex> lock(stream->queue);
-  return stream->pending.empty() || stream->completed >= position;
-}
+bool Idle(CUstream_st* stream, uint64_t position) { return Done(stream, position); }
 
 }  // namespace gpusim::detail
 

@@ -5,6 +5,7 @@ Usage:
   scripts/sweep.py --out OUT (--dataset NAME | --train F [--test F]) [--config STUDY.toml]
                    [--grid FLAG=V1,V2 ...] [--fixed FLAG=VALUE ...] [--seeds 1,2,3]
                    [--target P1] [-j N] [--threads N] [--xmltrain PATH] [--timeout S] [--dry-run]
+                   [--reuse OTHER_SWEEP_DIR ...]
 
   scripts/sweep.py --out sweeps/ab --dataset bibtex --grid algo=adaptive,elastic --grid beta=8,16 \
       --fixed epochs=20 --fixed devices=cpu:4 --fixed speed=1,1.1,1.2,1.32 --seeds 1,2 -j 2
@@ -40,6 +41,12 @@ order, at the start and at the end of each invocation.
 ($XMLT_BUILD_DIR defaults to build, in the repository). --threads N is passed as xmltrain's global
 --threads (default: the cores divided by -j); it is recorded in the index but is not part of the id.
 
+--reuse DIR (repeatable) takes a pending run from another sweep instead of running it again, when
+DIR's index holds the same id (same data and flags, seed included) as ok: its metrics and log are
+copied into OUT/runs/ and its index line gets this study's variant and grid. Studies that share a
+configuration (e.g. the default point of a beta sweep and of a perturbation sweep) then train it
+once.
+
 Progress goes to stderr, one line per finished run. Exit codes: 0 all runs ok, 1 some run failed,
 2 bad usage (unknown flag, malformed grid, missing data or binary, bad study file, or every run
 refused by xmltrain with its own usage error, e.g. --hidden 0).
@@ -53,6 +60,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -447,6 +455,31 @@ class Runner:
                 process.terminate()
 
 
+def reuse_runs(pending, reuse_dirs, runs_dir, target):
+    """Index records for the pending runs that another sweep (reuse_dirs) finished with the same id,
+    their metrics and log copied into runs_dir; returns {id: record}."""
+    reused = {}
+    for folder in reuse_dirs:
+        others = read_index(Path(folder) / "index.jsonl")
+        for run in pending:
+            other = others.get(run["id"])
+            source = Path(folder) / "runs"
+            if run["id"] in reused or not other or other.get("status") != "ok":
+                continue
+            metrics, log = source / f"{run['id']}.jsonl", source / f"{run['id']}.log"
+            if not (metrics.exists() and log.exists()) or metrics.resolve() == (runs_dir / metrics.name).resolve():
+                continue
+            shutil.copyfile(metrics, runs_dir / metrics.name)
+            shutil.copyfile(log, runs_dir / log.name)
+            record = dict(other, variant=run["variant"], grid=run["grid"], flags=run["flags"])
+            record.update(summarize(read_jsonl(metrics), read_summary_line(log), target))
+            if target is None:
+                for key in ("target", "time_to_target_s", "megabatches_to_target"):
+                    record.pop(key, None)
+            reused[run["id"]] = record
+    return reused
+
+
 # ---------------------------------------------------------------------------------------------
 # The index
 
@@ -557,6 +590,8 @@ def parse_args(argv):
     parser.add_argument("--threads", type=int, help="xmltrain --threads per run (default: cores / jobs)")
     parser.add_argument("--timeout", type=float, help="seconds after which a run is killed and failed")
     parser.add_argument("--dry-run", action="store_true", help="print the commands of the pending runs")
+    parser.add_argument("--reuse", action="append", default=[], type=Path, metavar="SWEEP_DIR",
+                        help="take pending runs that this other sweep finished (same id) from it (repeatable)")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error("-j must be at least 1")
@@ -600,9 +635,15 @@ def main(argv=None):
         refresh_targets(records, runs_dir, study["target"])
         write_index(index_path, in_study_order(records, runs))
     pending = [r for r in runs if records.get(r["id"], {}).get("status") != "ok"]
+    reused = {} if args.dry_run else reuse_runs(pending, args.reuse, runs_dir, study["target"])
+    if reused:
+        records.update(reused)
+        write_index(index_path, in_study_order(records, runs))
+        pending = [r for r in pending if r["id"] not in reused]
     threads = args.threads if args.threads is not None else max(1, (os.cpu_count() or 1) // args.jobs)
     skipped = len(runs) - len(pending)
-    print(f"sweep: {len(runs)} runs, {skipped} already done, {len(pending)} to run"
+    print(f"sweep: {len(runs)} runs, {skipped} already done" + (f" ({len(reused)} from --reuse)" if reused else "")
+          + f", {len(pending)} to run"
           + (f", {args.jobs} at a time" if pending else ""), file=sys.stderr)
     if args.dry_run:
         for run in pending:

@@ -61,6 +61,19 @@ grep -q "4 already done, 0 to run" "$work/sweep2.err" || { cat "$work/sweep2.err
 if grep -q '^\[' "$work/sweep2.err"; then fail "the second sweep ran runs again"; fi
 [[ $(md5sum <"$index") == "$before" ]] || fail "resuming changed the index"
 
+# 2b. --reuse: a second sweep sharing the adaptive runs takes them from the first without training.
+"$python" "$source_dir/scripts/sweep.py" --out "$work/reuse" --xmltrain "$xmltrain" \
+  --train "$work/data/train.txt" --test "$work/data/test.txt" --reuse "$work/sweep" \
+  --grid algo=adaptive --seeds 1,2 --fixed devices=cpu:2 --fixed clock=virtual \
+  --fixed epochs=2 --fixed mega-batch=5 --fixed batch=32 --fixed eval-every=1 -j 2 2>"$work/reuse.err" \
+  || { code=$?; cat "$work/reuse.err" >&2; fail "the reusing sweep exited with $code"; }
+grep -q "2 already done (2 from --reuse), 0 to run" "$work/reuse.err" || { cat "$work/reuse.err" >&2; fail "--reuse did not take the runs"; }
+[[ $(grep -c '"status": "ok"' "$work/reuse/index.jsonl") -eq 2 ]] || fail "the reusing sweep's index lacks its 2 runs"
+for id in $("$python" -c 'import json,sys; [print(json.loads(l)["id"]) for l in open(sys.argv[1])]' "$work/reuse/index.jsonl"); do
+  cmp -s "$work/sweep/runs/$id.jsonl" "$work/reuse/runs/$id.jsonl" || fail "run $id's metrics were not copied"
+done
+if grep -q '"time_to_target_s"' "$work/reuse/index.jsonl"; then fail "a reused run kept the other sweep's target"; fi
+
 # 3. Bad usage exits 2.
 set +e
 "$python" "$source_dir/scripts/sweep.py" --out "$work/bad" --xmltrain "$xmltrain" --train "$work/data/train.txt" \

@@ -1,0 +1,200 @@
+// SLIDE's training step; see sampled_step.h.
+#include "kernels/cpu/sampled_step.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace xmlt::kernels::cpu {
+
+void SampledForwardHidden(const Model<float>& model, const data::SparseBatch& batch, uint32_t row,
+                          SampledRowScratch* s) {
+  const ModelShape& shape = model.shape;
+  const size_t hidden_layers = shape.hidden.size();
+  s->hidden.resize(hidden_layers);
+  // Layer 0: the row's features gather rows of the first weight (features x units).
+  const uint32_t units0 = shape.hidden[0];
+  std::vector<float>& h0 = s->hidden[0];
+  h0.assign(model.Bias(0), model.Bias(0) + units0);
+  const float* w0 = model.Weight(0);
+  for (uint64_t e = batch.feature_ptr[row]; e < batch.feature_ptr[row + 1]; ++e) {
+    const uint32_t feature = batch.feature_idx[e];
+    if (feature >= shape.num_features) continue;  // beyond the model: ignored, as the dense step does
+    const float x = batch.feature_val[e];
+    const float* w = w0 + uint64_t(feature) * units0;
+    for (uint32_t u = 0; u < units0; ++u) h0[u] += x * w[u];
+  }
+  for (float& v : h0) v = std::max(v, 0.0f);
+  // Dense hidden layers: outputs x inputs.
+  for (size_t l = 1; l < hidden_layers; ++l) {
+    const uint32_t in = shape.hidden[l - 1], out = shape.hidden[l];
+    const float* w = model.Weight(l);
+    const float* b = model.Bias(l);
+    std::vector<float>& h = s->hidden[l];
+    h.resize(out);
+    for (uint32_t o = 0; o < out; ++o) {
+      float z = b[o];
+      const float* wo = w + uint64_t(o) * in;
+      for (uint32_t i = 0; i < in; ++i) z += wo[i] * s->hidden[l - 1][i];
+      h[o] = std::max(z, 0.0f);
+    }
+  }
+}
+
+void SampledActiveLabels(const lsh::LabelTables& tables, const data::SparseBatch& batch, uint32_t row,
+                         size_t bucket_cap, size_t min_active, std::mt19937_64* rng, SampledRowScratch* s) {
+  const size_t labels = tables.labels();
+  if (s->seen.size() != labels) {
+    s->seen.assign(labels, 0);
+    s->stamp = 0;
+  }
+  if (++s->stamp == 0) {  // wrapped: every old stamp could collide
+    std::fill(s->seen.begin(), s->seen.end(), 0u);
+    s->stamp = 1;
+  }
+  s->active.clear();
+  tables.Query(s->hidden.back().data(), bucket_cap, &s->seen, s->stamp, &s->active);
+  for (uint64_t i = batch.label_ptr[row]; i < batch.label_ptr[row + 1]; ++i) {
+    const uint32_t label = batch.label_idx[i];
+    if (label >= labels || s->seen[label] == s->stamp) continue;
+    s->seen[label] = s->stamp;
+    s->active.push_back(label);
+  }
+  const size_t target = std::min(min_active, labels);
+  std::uniform_int_distribution<uint32_t> any(0, uint32_t(labels - 1));
+  // Rejection sampling while the set is at most half the labels; a sweep from a random start past
+  // that, where rejections would dominate.
+  while (s->active.size() < target && 2 * s->active.size() < labels) {
+    const uint32_t label = any(*rng);
+    if (s->seen[label] == s->stamp) continue;
+    s->seen[label] = s->stamp;
+    s->active.push_back(label);
+  }
+  for (uint32_t label = any(*rng), n = 0; s->active.size() < target && n < labels; ++n, label = (label + 1) % labels) {
+    if (s->seen[label] == s->stamp) continue;
+    s->seen[label] = s->stamp;
+    s->active.push_back(label);
+  }
+}
+
+double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint32_t row, float lr,
+                       SampledRowScratch* s, std::vector<uint8_t>* touched) {
+  const ModelShape& shape = model->shape;
+  const uint64_t begin = batch.label_ptr[row], end = batch.label_ptr[row + 1];
+  if (begin == end) return 0.0;
+  const size_t last = shape.num_layers() - 1;
+  const uint32_t width = shape.hidden.back();
+  const std::vector<float>& top = s->hidden.back();
+  float* w_out = model->Weight(last);
+  float* b_out = model->Bias(last);
+  // Logits of the active labels, their softmax, and the loss against the row's labels.
+  const size_t n = s->active.size();
+  s->logits.resize(n);
+  float max = -INFINITY;
+  for (size_t a = 0; a < n; ++a) {
+    const float* w = w_out + uint64_t(s->active[a]) * width;
+    float z = b_out[s->active[a]];
+    for (uint32_t u = 0; u < width; ++u) z += w[u] * top[u];
+    s->logits[a] = z;
+    max = std::max(max, z);
+  }
+  double sum = 0.0;
+  for (size_t a = 0; a < n; ++a) sum += std::exp(double(s->logits[a]) - max);
+  const double log_sum = std::log(sum) + max;
+  const double target = 1.0 / double(end - begin);
+  double loss = 0.0;
+  for (uint64_t i = begin; i < end; ++i) {
+    const uint32_t label = batch.label_idx[i];
+    const auto at = std::find(s->active.begin(), s->active.end(), label);
+    if (at == s->active.end()) throw std::logic_error("SampledBackward: a label of the row is not active");
+    loss -= target * (double(s->logits[size_t(at - s->active.begin())]) - log_sum);
+  }
+  // d loss / d z_a = p_a - y_a; the label's targets are subtracted below, by search per label.
+  std::vector<float>& delta = s->delta;
+  delta.assign(width, 0.0f);
+  for (size_t a = 0; a < n; ++a) s->logits[a] = float(std::exp(double(s->logits[a]) - log_sum));
+  for (uint64_t i = begin; i < end; ++i) {
+    const auto at = std::find(s->active.begin(), s->active.end(), batch.label_idx[i]);
+    s->logits[size_t(at - s->active.begin())] -= float(target);
+  }
+  // The hidden gradient with the output weights before this step, then the update of the active rows.
+  for (size_t a = 0; a < n; ++a) {
+    const float g = s->logits[a];
+    const uint32_t label = s->active[a];
+    float* w = w_out + uint64_t(label) * width;
+    for (uint32_t u = 0; u < width; ++u) {
+      delta[u] += g * w[u];
+      w[u] -= lr * g * top[u];
+    }
+    b_out[label] -= lr * g;
+    if (touched != nullptr) (*touched)[label] = 1;
+  }
+  // Down the dense hidden layers (outputs x inputs), ReLU's gradient first.
+  for (size_t l = last - 1; l >= 1; --l) {
+    const uint32_t in = shape.hidden[l - 1], out = shape.hidden[l];
+    for (uint32_t o = 0; o < out; ++o)
+      if (s->hidden[l][o] <= 0.0f) delta[o] = 0.0f;
+    std::vector<float>& below = s->delta_below;
+    below.assign(in, 0.0f);
+    float* w = model->Weight(l);
+    float* b = model->Bias(l);
+    for (uint32_t o = 0; o < out; ++o) {
+      const float g = delta[o];
+      if (g == 0.0f) continue;
+      float* wo = w + uint64_t(o) * in;
+      for (uint32_t i = 0; i < in; ++i) {
+        below[i] += g * wo[i];
+        wo[i] -= lr * g * s->hidden[l - 1][i];
+      }
+      b[o] -= lr * g;
+    }
+    delta.swap(below);
+  }
+  // The first layer: only the rows of the row's features.
+  const uint32_t units0 = shape.hidden[0];
+  for (uint32_t u = 0; u < units0; ++u)
+    if (s->hidden[0][u] <= 0.0f) delta[u] = 0.0f;
+  float* w0 = model->Weight(0);
+  for (uint64_t e = batch.feature_ptr[row]; e < batch.feature_ptr[row + 1]; ++e) {
+    const uint32_t feature = batch.feature_idx[e];
+    if (feature >= shape.num_features) continue;
+    const float x = batch.feature_val[e];
+    float* w = w0 + uint64_t(feature) * units0;
+    for (uint32_t u = 0; u < units0; ++u) w[u] -= lr * x * delta[u];
+  }
+  float* b0 = model->Bias(0);
+  for (uint32_t u = 0; u < units0; ++u) b0[u] -= lr * delta[u];
+  return loss;
+}
+
+LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch, float lr,
+                            const lsh::LabelTables& tables, const SampledStepOptions& options, uint64_t step,
+                            std::vector<uint8_t>* touched) {
+  if (tables.labels() != model->shape.num_labels)
+    throw std::invalid_argument("SampledTrainStep: the tables are not over this model's labels");
+  LossResult result;
+  for (uint32_t r = 0; r < batch.num_rows; ++r) result.labeled_rows += batch.NumLabels(r) > 0;
+  if (result.labeled_rows == 0) return result;
+  const float row_lr = lr / float(result.labeled_rows);
+  static tbb::enumerable_thread_specific<SampledRowScratch> scratch;
+  std::vector<double> losses(batch.num_rows, 0.0);
+  tbb::parallel_for(tbb::blocked_range<uint32_t>(0, batch.num_rows, 1), [&](const auto& range) {
+    SampledRowScratch& s = scratch.local();
+    for (uint32_t r = range.begin(); r != range.end(); ++r) {
+      if (batch.NumLabels(r) == 0) continue;
+      // Each row's padding from its own stream: the same labels whichever thread runs it.
+      std::mt19937_64 rng(options.seed ^ (step * 0x9E3779B97F4A7C15ull) ^ (uint64_t(r) << 40));
+      SampledForwardHidden(*model, batch, r, &s);
+      SampledActiveLabels(tables, batch, r, options.bucket_cap, options.min_active, &rng, &s);
+      losses[r] = SampledBackward(model, batch, r, row_lr, &s, touched);
+    }
+  });
+  for (const double loss : losses) result.loss_sum += loss;
+  return result;
+}
+
+}  // namespace xmlt::kernels::cpu

@@ -1,0 +1,63 @@
+// SLIDE's training step (Chen et al., MLSys 2020) on the CPU: each row of a batch trains on its own
+// active set of output labels instead of all of them. The row goes forward through the hidden
+// layers as in the dense step; the last hidden activation queries the LSH tables over the output
+// layer (kernels/lsh/label_tables.h), whose buckets give the labels with likely large logits; the
+// row's own labels are always added, and random labels pad a small set up to a minimum (SLIDE's
+// sampling mode). Softmax cross-entropy runs over the active set only, and the SGD step touches
+// only the active labels' output rows, the biases, the hidden layers and the first-layer rows of
+// the row's features. The rows of a batch are spread over the threads and update the shared model
+// as they go, without locks (HOGWILD): with one thread the step is deterministic.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "data/sparse_batch.h"
+#include "kernels/cpu/softmax_loss.h"
+#include "kernels/lsh/label_tables.h"
+#include "kernels/model.h"
+
+namespace xmlt::kernels::cpu {
+
+// One thread's scratch for its rows, sized on first use.
+struct SampledRowScratch {
+  std::vector<std::vector<float>> hidden;  // per hidden layer: the row's activation after ReLU
+  std::vector<uint32_t> active;            // the row's active labels
+  std::vector<float> logits;               // per active label
+  std::vector<float> delta, delta_below;   // gradients flowing down the hidden layers
+  std::vector<uint32_t> seen;              // the tables' per-label stamps
+  uint32_t stamp = 0;
+};
+
+// The row's hidden activations into s->hidden.
+void SampledForwardHidden(const Model<float>& model, const data::SparseBatch& batch, uint32_t row,
+                          SampledRowScratch* s);
+
+// The row's active labels into s->active: the tables' candidates for s->hidden.back() (at most
+// `bucket_cap` a bucket), the row's labels, then labels drawn from `rng` until there are
+// `min_active` (or every label). Distinct, in no particular order.
+void SampledActiveLabels(const lsh::LabelTables& tables, const data::SparseBatch& batch, uint32_t row,
+                         size_t bucket_cap, size_t min_active, std::mt19937_64* rng, SampledRowScratch* s);
+
+// Softmax cross-entropy of the row over s->active (which must hold the row's labels), and one SGD
+// step of rate `lr` on it, back through the layers SampledForwardHidden went up. The output rows
+// it updates are marked in `touched` (one byte per label) when given. Returns the row's loss; a
+// row without labels trains nothing and returns 0.
+double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint32_t row, float lr,
+                       SampledRowScratch* s, std::vector<uint8_t>* touched);
+
+struct SampledStepOptions {
+  size_t bucket_cap = 128;   // SLIDE's bucket size
+  size_t min_active = 1000;  // SLIDE pads an active set below 1,500 to 1,000 labels
+  uint64_t seed = 1;         // with the step's index, the padding labels of every row
+};
+
+// The batch's step: every row forward, its active set, its step at rate lr / labeled rows (the
+// batch-mean loss, as the dense step), rows spread over the threads, HOGWILD. `step` makes each
+// row's padding draw its own. Returns the loss summed over the rows with labels.
+LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch, float lr,
+                            const lsh::LabelTables& tables, const SampledStepOptions& options, uint64_t step,
+                            std::vector<uint8_t>* touched);
+
+}  // namespace xmlt::kernels::cpu

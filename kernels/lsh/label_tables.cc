@@ -1,0 +1,101 @@
+// SLIDE's tables over the output layer; see label_tables.h.
+#include "kernels/lsh/label_tables.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace xmlt::kernels::lsh {
+
+LabelTables::LabelTables(std::unique_ptr<HashFamily> family, size_t labels, int max_bucket_bits, uint64_t seed)
+    : family_(std::move(family)), labels_(labels) {
+  if (!family_) throw std::invalid_argument("LabelTables: no hash family");
+  if (labels == 0 || labels > UINT32_MAX) throw std::invalid_argument("LabelTables: label count out of range");
+  if (max_bucket_bits < 1 || max_bucket_bits > 28) throw std::invalid_argument("LabelTables: bucket bits out of range");
+  const size_t key_bits = family_->k * size_t(family_->bits_per_code());
+  bucket_bits_ = int(std::min<size_t>(key_bits, size_t(max_bucket_bits)));
+  order_.resize(labels);
+  std::iota(order_.begin(), order_.end(), 0u);
+  std::shuffle(order_.begin(), order_.end(), std::mt19937_64(seed));
+  keys_.assign(family_->l * labels, 0);
+  offsets_.assign(family_->l * (buckets() + 1), 0);
+  ids_.assign(family_->l * labels, 0);
+}
+
+uint32_t LabelTables::Key(const uint32_t* codes, size_t table) const {
+  const size_t k = family_->k;
+  const int bits = family_->bits_per_code();
+  uint64_t packed = 0;
+  for (size_t j = 0; j < k; ++j) packed = (packed << bits) | codes[table * k + j];
+  if (size_t(bucket_bits_) == k * size_t(bits)) return uint32_t(packed);
+  // Wider than the table: a multiplicative hash keeps the top bucket_bits_ bits.
+  return uint32_t((packed * 0x9E3779B97F4A7C15ull) >> (64 - bucket_bits_));
+}
+
+void LabelTables::Build(const float* weights) {
+  std::vector<uint32_t> all(labels_);
+  std::iota(all.begin(), all.end(), 0u);
+  Rehash(weights, all);
+}
+
+void LabelTables::Rehash(const float* weights, const std::vector<uint32_t>& changed) {
+  const size_t l = family_->l, dim = family_->dim;
+  for (const uint32_t label : changed)  // checked first: a bad id leaves the tables as they were
+    if (label >= labels_) throw std::out_of_range("LabelTables: label " + std::to_string(label) + " beyond the tables");
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, changed.size(), 256), [&](const auto& range) {
+    std::vector<uint32_t> codes(family_->k * l);
+    for (size_t i = range.begin(); i != range.end(); ++i) {
+      const uint32_t label = changed[i];
+      family_->Hash(weights + size_t(label) * dim, /*query=*/false, codes.data());
+      for (size_t t = 0; t < l; ++t) keys_[t * labels_ + label] = Key(codes.data(), t);
+    }
+  });
+  RebuildFromCodes();
+}
+
+// A counting sort per table, over the labels in their seeded order.
+void LabelTables::RebuildFromCodes() {
+  const size_t l = family_->l, n = buckets();
+  tbb::parallel_for(size_t(0), l, [&](size_t t) {
+    const uint32_t* keys = keys_.data() + t * labels_;
+    uint32_t* offsets = offsets_.data() + t * (n + 1);
+    uint32_t* ids = ids_.data() + t * labels_;
+    std::fill(offsets, offsets + n + 1, 0u);
+    for (size_t i = 0; i < labels_; ++i) ++offsets[keys[i] + 1];
+    for (size_t b = 0; b < n; ++b) offsets[b + 1] += offsets[b];
+    std::vector<uint32_t> next(offsets, offsets + n);
+    for (const uint32_t label : order_) ids[next[keys[label]]++] = label;
+  });
+}
+
+size_t LabelTables::Query(const float* activation, size_t bucket_cap, std::vector<uint32_t>* seen, uint32_t stamp,
+                          std::vector<uint32_t>* out) const {
+  if (seen->size() != labels_) seen->assign(labels_, 0);
+  if (stamp == 0) throw std::invalid_argument("LabelTables: stamp 0 marks unseen labels");
+  const size_t l = family_->l, n = buckets();
+  thread_local std::vector<uint32_t> codes;
+  codes.resize(family_->k * l);
+  family_->Hash(activation, /*query=*/true, codes.data());
+  size_t added = 0;
+  for (size_t t = 0; t < l; ++t) {
+    const uint32_t key = Key(codes.data(), t);
+    const uint32_t* offsets = offsets_.data() + t * (n + 1);
+    const uint32_t* ids = ids_.data() + t * labels_;
+    const uint32_t end = std::min<uint32_t>(offsets[key + 1], offsets[key] + uint32_t(bucket_cap));
+    for (uint32_t i = offsets[key]; i < end; ++i) {
+      const uint32_t label = ids[i];
+      if ((*seen)[label] == stamp) continue;
+      (*seen)[label] = stamp;
+      out->push_back(label);
+      ++added;
+    }
+  }
+  return added;
+}
+
+}  // namespace xmlt::kernels::lsh

@@ -1,0 +1,189 @@
+// SLIDE's step (kernels/cpu/sampled_step.h): a row's step over its active labels is the dense
+// step of the model whose output layer holds only those labels (every parameter, one and two
+// hidden layers), and its gradient agrees with finite differences of the active-set loss; the
+// active set holds the tables' candidates and the row's labels, padded to the minimum; with one
+// thread the batch step is deterministic, and with several it learns.
+#include <gtest/gtest.h>
+#include <tbb/global_control.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/sampled_step.h"
+#include "kernels/cpu/sparse_mlp.h"
+#include "kernels/lsh/hash_family.h"
+#include "kernels/lsh/label_tables.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace xmlt::kernels::cpu {
+namespace {
+
+// Row `row` of `batch` alone, its labels renamed to their places in `active` (sorted).
+data::SparseBatch RowOnActiveLabels(const data::SparseBatch& batch, uint32_t row, const std::vector<uint32_t>& active) {
+  data::SparseBatch one;
+  one.num_rows = 1;
+  for (uint64_t e = batch.feature_ptr[row]; e < batch.feature_ptr[row + 1]; ++e) {
+    one.feature_idx.push_back(batch.feature_idx[e]);
+    one.feature_val.push_back(batch.feature_val[e]);
+  }
+  one.feature_ptr = {0, one.feature_idx.size()};
+  for (uint64_t i = batch.label_ptr[row]; i < batch.label_ptr[row + 1]; ++i)
+    one.label_idx.push_back(uint32_t(std::lower_bound(active.begin(), active.end(), batch.label_idx[i]) - active.begin()));
+  one.label_ptr = {0, one.label_idx.size()};
+  return one;
+}
+
+// The model with only the `active` labels' output rows and biases.
+Model<float> Reduced(const Model<float>& model, const std::vector<uint32_t>& active) {
+  ModelShape shape = model.shape;
+  shape.num_labels = active.size();
+  Model<float> reduced = ZeroModel<float>(shape);
+  const size_t last = shape.num_layers() - 1;
+  for (size_t l = 0; l < last; ++l) {
+    std::copy_n(model.Weight(l), model.layers[l].weight.size(), reduced.Weight(l));
+    std::copy_n(model.Bias(l), model.layers[l].bias.size(), reduced.Bias(l));
+  }
+  const uint32_t width = shape.hidden.back();
+  for (size_t a = 0; a < active.size(); ++a) {
+    std::copy_n(model.Weight(last) + uint64_t(active[a]) * width, width, reduced.Weight(last) + a * width);
+    reduced.Bias(last)[a] = model.Bias(last)[active[a]];
+  }
+  return reduced;
+}
+
+TEST(SampledStep, ARowsStepIsTheDenseStepOfTheModelWithOnlyItsActiveLabels) {
+  for (const std::vector<uint32_t>& hidden : {std::vector<uint32_t>{12}, std::vector<uint32_t>{10, 7}}) {
+    const ModelShape shape{40, hidden, 30};
+    const data::SparseBatch batch = xmlt::testing::RandomBatch(6, 40, 30, 3);
+    for (uint32_t row = 0; row < batch.num_rows; ++row) {
+      if (batch.NumLabels(row) == 0) continue;
+      Model<float> model = xmlt::testing::RandomModel<float>(shape, 5 + row);
+      // The row's labels and a handful of others, sorted.
+      std::vector<uint32_t> active(batch.label_idx.begin() + int64_t(batch.label_ptr[row]),
+                                   batch.label_idx.begin() + int64_t(batch.label_ptr[row + 1]));
+      for (const uint32_t extra : {0u, 7u, 13u, 29u})
+        if (std::find(active.begin(), active.end(), extra) == active.end()) active.push_back(extra);
+      std::sort(active.begin(), active.end());
+
+      Model<float> reduced = Reduced(model, active);
+      const data::SparseBatch one = RowOnActiveLabels(batch, row, active);
+      MlpWorkspace<float> ws(reduced.shape, 1);
+      StepRule<float> rule;
+      rule.lr = 0.5f;
+      const LossResult dense = TrainStep(&reduced, one, rule, &ws);
+
+      SampledRowScratch s;
+      s.active = active;
+      std::vector<uint8_t> touched(shape.num_labels, 0);
+      SampledForwardHidden(model, batch, row, &s);
+      const double loss = SampledBackward(&model, batch, row, 0.5f, &s, &touched);
+      EXPECT_NEAR(loss, dense.loss_sum, 1e-5 * std::abs(dense.loss_sum)) << "row " << row;
+
+      const Model<float> expected = Reduced(model, active);  // the sampled result, reduced the same way
+      for (size_t j = 0; j < reduced.params.size(); ++j)
+        ASSERT_NEAR(expected.params[j], reduced.params[j], 1e-5f * (1 + std::abs(reduced.params[j])))
+            << shape.ToString() << ", row " << row << ", parameter " << j;
+      for (uint32_t label = 0; label < shape.num_labels; ++label)
+        EXPECT_EQ(touched[label] != 0, std::binary_search(active.begin(), active.end(), label)) << label;
+    }
+  }
+}
+
+// The gradient of the active-set loss by central differences, in float with a wide step, against
+// the step's own update (lr 1 leaves -g in each parameter's change).
+TEST(SampledStep, TheGradientAgreesWithFiniteDifferencesOfTheActiveSetLoss) {
+  const ModelShape shape{20, {8}, 25};
+  const data::SparseBatch batch = xmlt::testing::RandomBatch(4, 20, 25, 9);
+  const uint32_t row = 0;
+  const Model<float> start = xmlt::testing::RandomModel<float>(shape, 11);
+  SampledRowScratch s;
+  s.active = {0, 3, 5, 8, 13, 21};
+  for (uint64_t i = batch.label_ptr[row]; i < batch.label_ptr[row + 1]; ++i)
+    if (std::find(s.active.begin(), s.active.end(), batch.label_idx[i]) == s.active.end())
+      s.active.push_back(batch.label_idx[i]);
+  auto loss_of = [&](const Model<float>& m) {
+    Model<float> copy = m;
+    SampledRowScratch t;
+    t.active = s.active;
+    SampledForwardHidden(copy, batch, row, &t);
+    return SampledBackward(&copy, batch, row, 0.0f, &t, nullptr);
+  };
+  Model<float> stepped = start;
+  SampledForwardHidden(stepped, batch, row, &s);
+  SampledBackward(&stepped, batch, row, 1.0f, &s, nullptr);
+  int checked = 0;
+  for (size_t j = 0; j < start.params.size(); j += 7) {
+    const float g = start.params[j] - stepped.params[j];
+    Model<float> plus = start, minus = start;
+    const float eps = 1e-2f;
+    plus.params[j] += eps;
+    minus.params[j] -= eps;
+    const double fd = (loss_of(plus) - loss_of(minus)) / (2 * eps);
+    ASSERT_NEAR(g, fd, 2e-3 + 2e-2 * std::abs(fd)) << "parameter " << j;
+    checked += g != 0.0f;
+  }
+  EXPECT_GT(checked, 10);  // not a test of zeros
+}
+
+TEST(SampledStep, TheActiveSetHoldsTheCandidatesAndTheRowsLabelsPaddedToTheMinimum) {
+  const ModelShape shape{30, {16}, 500};
+  const Model<float> model = xmlt::testing::RandomModel<float>(shape, 2);
+  lsh::LabelTables tables(lsh::MakeHashFamily("simhash", 6, 4, 16, 3), 500);
+  tables.Build(model.Weight(1));
+  const data::SparseBatch batch = xmlt::testing::RandomBatch(5, 30, 500, 4);
+  SampledRowScratch s;
+  std::mt19937_64 rng(1);
+  for (const size_t min_active : {size_t(0), size_t(100), size_t(1000)}) {
+    SampledForwardHidden(model, batch, 0, &s);
+    SampledActiveLabels(tables, batch, 0, 8, min_active, &rng, &s);
+    std::vector<uint32_t> sorted = s.active;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(std::unique(sorted.begin(), sorted.end()), sorted.end()) << "a label twice";
+    for (uint64_t i = batch.label_ptr[0]; i < batch.label_ptr[1]; ++i)
+      EXPECT_TRUE(std::binary_search(sorted.begin(), sorted.end(), batch.label_idx[i]));
+    std::vector<uint32_t> candidates, seen;
+    tables.Query(s.hidden.back().data(), 8, &seen, 1, &candidates);
+    for (const uint32_t c : candidates) EXPECT_TRUE(std::binary_search(sorted.begin(), sorted.end(), c));
+    EXPECT_GE(s.active.size(), std::min<size_t>(min_active, 500));
+    if (min_active == 1000) EXPECT_EQ(s.active.size(), 500u);  // every label, and no more
+  }
+}
+
+// A batch on one thread gives the same model twice; on several, the loss over all labels (the dense
+// forward pass, as evaluation computes it) of a learnable task falls.
+TEST(SampledStep, OneThreadIsDeterministicAndSeveralLearn) {
+  const ModelShape shape{50, {16}, 400};
+  const data::SparseBatch batch = xmlt::testing::RandomBatch(64, 50, 400, 8);
+  SampledStepOptions options;
+  options.bucket_cap = 16;
+  options.min_active = 50;
+  auto train = [&](int threads, int steps) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, size_t(threads));
+    Model<float> model = InitModel<float>(shape, 1);
+    lsh::LabelTables tables(lsh::MakeHashFamily("dwta", 2, 10, 16, 5), shape.num_labels);
+    std::vector<uint8_t> touched(shape.num_labels, 0);
+    for (int step = 0; step < steps; ++step) {
+      if (step % 5 == 0) tables.Build(model.Weight(1));
+      SampledTrainStep(&model, batch, 2.0f, tables, options, uint64_t(step), &touched);
+    }
+    return model;
+  };
+  auto full_loss = [&](const Model<float>& model) {
+    MlpWorkspace<float> ws(shape, batch.num_rows);
+    Forward(model, batch, &ws);
+    const LossResult r = SoftmaxCrossEntropy(ws.logits.data(), batch, shape.num_labels);
+    return r.loss_sum / r.labeled_rows;
+  };
+  const Model<float> a = train(1, 3), b = train(1, 3);
+  EXPECT_EQ(a.params, b.params);
+  const double before = full_loss(InitModel<float>(shape, 1));
+  const double after = full_loss(train(2, 100));
+  std::printf("sampled steps on 2 threads: the loss over all 400 labels from %.3f to %.3f in 100 steps\n", before, after);
+  EXPECT_LT(after, 0.7 * before);
+}
+
+}  // namespace
+}  // namespace xmlt::kernels::cpu
