@@ -157,6 +157,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   shape.hidden = f.options.hidden;
   shape.normalize_rows = f.normalize == "l2";
   kernels::ValidateShape(shape);
+  ApplySampledOutputPreset(f, shape.num_labels);
   // The test rows are also scored with the propensity-scored metrics, the propensities from the
   // training labels.
   if (test && train.num_rows() >= 2)

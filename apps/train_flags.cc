@@ -79,10 +79,31 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
 
   const char* kEngine = "Several devices";
   cmd->add_option("--algo", f->algo,
-                  "single (one device); adaptive (dynamic dispatch, Algorithm 1, normalized merge); elastic "
+                  "single (one device); slide (SLIDE: one CPU device, each row training on the labels LSH tables "
+                  "over the output layer find for it, threads updating the shared model without locks); adaptive (dynamic dispatch, Algorithm 1, normalized merge); elastic "
                   "(static, average); adasum (static, Adasum); sync (gradient aggregation every step); "
                   "crossbow (synchronous model averaging every step)")
       ->capture_default_str()->group(kEngine);
+  const char* kSlide = "SLIDE (--algo slide)";
+  cmd->add_option("--slide-hash", f->sampled_output.hash,
+                  "Hash family of the tables over the output layer: dwta or simhash (default by the label count: "
+                  "dwta from 500,000 labels, as SLIDE for Amazon-670K, else simhash, as for Delicious-200K)")
+      ->group(kSlide);
+  cmd->add_option("--slide-k", f->sampled_output.k, "Codes per table key (default: 8 with dwta, 9 with simhash)")
+      ->group(kSlide);
+  cmd->add_option("--slide-l", f->sampled_output.l, "Tables (default 50)")->group(kSlide);
+  cmd->add_option("--slide-bucket", f->sampled_output.bucket_cap, "Labels taken from one bucket at most")
+      ->capture_default_str()->group(kSlide);
+  cmd->add_option("--slide-min-active", f->sampled_output.min_active,
+                  "Random labels pad a row's active set to this size")
+      ->capture_default_str()->group(kSlide);
+  cmd->add_option("--slide-rehash-first", f->sampled_output.first_rebuild,
+                  "Updates after a rebuild before the updated rows are rehashed")
+      ->capture_default_str()->group(kSlide);
+  cmd->add_option("--slide-rehash-growth", f->sampled_output.rebuild_growth,
+                  "Each gap between rehashes is this much longer than the last (the tables are rebuilt whole at "
+                  "every mega-batch)")
+      ->capture_default_str()->group(kSlide);
   cmd->add_option("--devices", f->devices,
                   "Devices: cpu:N, cuda:0,cuda:1, cuda:0xN, or mixes (--algo single: one device, cpu unless given)")
       ->capture_default_str()->group(kEngine);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "apps/cli.h"
+#include "engine/sampled_output.h"
 #include "run/run_control.h"
 #include "scheduler/train_options.h"
 
@@ -23,6 +24,7 @@ struct TrainFlags {
   std::string preset = "default", lr_scaling, pert_weights;  // the last two: from the preset unless given
   std::string propensity = "0.55,1.5";
   std::string algo = "single", clock = "virtual";
+  engine::SampledOutputOptions sampled_output;  // --slide-*: copied into `engine` by --algo slide
   // Parsed once, in ApplyAlgorithm, into the typed fields of `engine`.
   std::string devices = "cpu:4", speed, hetero = "none", collective = "ring";
   scheduler::EngineOptions engine;

@@ -38,6 +38,10 @@ void ApplyAlgorithm(TrainFlags& f);
 // training options as given, the multi-device ones, and flags that --algo single would ignore.
 void CheckFlagsBeforeLoading(TrainFlags& f);
 
+// --algo slide's hash family, K and L where not given: SLIDE's published settings for an output
+// layer of `labels` labels (engine::SampledOutputOptions::PresetFor); said on stderr.
+void ApplySampledOutputPreset(TrainFlags& f, uint64_t labels);
+
 // The multi-device knobs the user left unset, from --preset; returns how the learning rate scales
 // with the device count (ScaleLearningRate applies it once the base rate is known).
 LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows);

@@ -3,12 +3,16 @@
 // now; the CUDA backend plugs in behind the same interface through MakeDevice.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "data/dataset.h"
 #include "engine/device_spec.h"
 #include "engine/evaluator.h"
+#include "engine/sampled_output.h"
 #include "kernels/cpu/softmax_loss.h"
 #include "kernels/model.h"
 #include "kernels/output_math.h"
@@ -40,6 +44,13 @@ class Device {
   // an empty vector zeroes it (after a rollback the old velocity would carry the divergence on).
   virtual std::vector<float> SaveOptimizerState() = 0;
   virtual void RestoreOptimizerState(const std::vector<float>& state) = 0;
+  // Any other state a resumed run needs to go on exactly where this one is (a sampled device's LSH
+  // tables): empty for most devices. Restored after the parameters and FinishMerge; a device that
+  // keeps none refuses a non-empty state.
+  virtual std::vector<uint8_t> SaveExtraState() { return {}; }
+  virtual void RestoreExtraState(const std::vector<uint8_t>& state) {
+    if (!state.empty()) throw std::invalid_argument("device " + spec().id + " keeps no state beyond its parameters");
+  }
 
   // Scores `model` (the global model, not the replica) on the given rows of `test`: the device's
   // share of an evaluation. Runs the CPU evaluator here; a device with its own memory may run it
@@ -61,11 +72,13 @@ struct DeviceLimits {
 DeviceLimits LimitsFor(const data::Dataset& dataset, uint32_t max_rows);
 
 // Builds the device named by `spec` holding a copy of `initial`, its output layer computing in
-// `math`. Throws std::invalid_argument for a device this build or machine cannot provide (e.g.
+// `math`, or, on a CPU with `sampled.enabled`, SLIDE's sampled output layer
+// (engine/sampled_cpu_device.h). Throws std::invalid_argument for a device this build or machine cannot provide (e.g.
 // cuda:0 without a CUDA backend or GPU, or tf32 on a CPU) and std::runtime_error for bf16 on a CPU
 // without native bf16.
 std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
                                    const DeviceLimits& limits, float local_momentum,
-                                   kernels::OutputMath math = kernels::OutputMath::kFp32);
+                                   kernels::OutputMath math = kernels::OutputMath::kFp32,
+                                   const SampledOutputOptions& sampled = {});
 
 }  // namespace xmlt::engine

@@ -8,6 +8,7 @@
 #include "engine/cpu_replica.h"
 #include "engine/device.h"
 #include "engine/device_query.h"
+#include "engine/sampled_cpu_device.h"
 #ifdef XMLT_HAVE_CUDA
 #include "engine/cuda_device.h"
 #endif
@@ -53,11 +54,17 @@ DeviceLimits LimitsFor(const data::Dataset& dataset, uint32_t max_rows) {
 
 std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
                                    const DeviceLimits& limits, float local_momentum,
-                                   kernels::OutputMath math) {
+                                   kernels::OutputMath math, const SampledOutputOptions& sampled) {
   // Checked here for every backend, before anything is allocated (the CUDA replica trusts it).
   if (!(local_momentum >= 0 && local_momentum < 1))
     throw std::invalid_argument("device " + spec.id + ": momentum " + std::to_string(local_momentum) +
                                 " is not in [0, 1)");
+  if (spec.kind == DeviceKind::kCpu && sampled.enabled) {
+    if (math != kernels::OutputMath::kFp32)
+      throw std::invalid_argument("device " + spec.id + ": the sampled output layer computes in fp32, not --math " +
+                                  kernels::OutputMathName(math));
+    return MakeSampledCpuDevice(spec, initial, limits, local_momentum, sampled);
+  }
   if (spec.kind == DeviceKind::kCpu) {
     if (math == kernels::OutputMath::kTf32)
       throw std::invalid_argument("device " + spec.id + ": --math tf32 is for CUDA devices; a CPU computes in fp32 "

@@ -79,8 +79,9 @@ void TrainingLoop::WriteCheckpoint(const char* why) {
   CheckpointWriter writer(meta.dump());
   writer.Add("global.current", global_.current);
   writer.Add("global.previous", global_.previous);
-  std::vector<std::vector<float>> momentum;  // must outlive Write
-  AddPoolSections(pool_, &writer, &momentum);
+  std::vector<std::vector<float>> momentum;  // must outlive Write, as must the devices' other state
+  std::vector<std::vector<uint8_t>> extra;
+  AddPoolSections(pool_, &writer, &momentum, &extra);
   writer.Write(control_.checkpoint_dir);
   ReleaseIdleMirrors();
   checkpoint_ = CheckpointPath(control_.checkpoint_dir);

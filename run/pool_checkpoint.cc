@@ -89,16 +89,20 @@ nlohmann::json SavePoolMeta(const DevicePool& pool) {
   return meta;
 }
 
-void AddPoolSections(DevicePool& pool, CheckpointWriter* writer, std::vector<std::vector<float>>* momentum_storage) {
+void AddPoolSections(DevicePool& pool, CheckpointWriter* writer, std::vector<std::vector<float>>* momentum_storage,
+                     std::vector<std::vector<uint8_t>>* extra_storage) {
   writer->Add("sampler.order", pool.rows().sampler().order());
   writer->Add("requeued", pool.rows().returned());
   momentum_storage->assign(pool.size(), {});
+  extra_storage->assign(pool.size(), {});
   for (size_t i : pool.alive()) {
     engine::Device& d = pool.device(i);
     const std::string prefix = SectionPrefix(i);
     writer->Add(prefix + "params", d.HostParams(), d.NumParams() * sizeof(float));
     (*momentum_storage)[i] = d.SaveOptimizerState();
     if (!(*momentum_storage)[i].empty()) writer->Add(prefix + "momentum", (*momentum_storage)[i]);
+    (*extra_storage)[i] = d.SaveExtraState();
+    if (!(*extra_storage)[i].empty()) writer->Add(prefix + "extra", (*extra_storage)[i]);
   }
 }
 
@@ -139,6 +143,7 @@ void RestorePool(DevicePool& pool, const CheckpointReader& reader, const nlohman
       d.RestoreOptimizerState(!replan && reader.Has(prefix + "momentum")
                                   ? reader.Read<float>(prefix + "momentum", d.NumParams())
                                   : std::vector<float>{});
+      if (!replan && reader.Has(prefix + "extra")) d.RestoreExtraState(reader.Read<uint8_t>(prefix + "extra"));
     }
     pool.faults().Restore(std::move(pending));
   } catch (const nlohmann::json::exception& e) {

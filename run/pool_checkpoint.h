@@ -12,8 +12,10 @@
 namespace xmlt::scheduler {
 
 nlohmann::json SavePoolMeta(const DevicePool& pool);
-// `momentum_storage` holds the momenta until the writer has written them.
-void AddPoolSections(DevicePool& pool, CheckpointWriter* writer, std::vector<std::vector<float>>* momentum_storage);
+// `momentum_storage` and `extra_storage` hold the momenta and the devices' other state (their
+// SaveExtraState) until the writer has written them.
+void AddPoolSections(DevicePool& pool, CheckpointWriter* writer, std::vector<std::vector<float>>* momentum_storage,
+                     std::vector<std::vector<uint8_t>>* extra_storage);
 
 // Restores the pool from a checkpoint; throws data::InputError naming the file. The data's state
 // (the epoch's order and position, returned rows, the row cost, the loss reference) always goes

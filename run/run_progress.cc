@@ -127,6 +127,14 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& 
   }
   if (options.math != kernels::OutputMath::kFp32) j["math"] = kernels::OutputMathName(options.math);
   if (options.divergence_factor != 100) j["divergence_factor"] = options.divergence_factor;
+  if (engine.sampled_output.enabled) {  // only when set, as above
+    const engine::SampledOutputOptions& s = engine.sampled_output;
+    j["sampled_output"] = {{"hash", s.hash},           {"k", s.k},
+                           {"l", s.l},                 {"bucket_bits", s.bucket_bits},
+                           {"bucket_cap", s.bucket_cap}, {"min_active", s.min_active},
+                           {"first_rebuild", s.first_rebuild}, {"rebuild_growth", s.rebuild_growth},
+                           {"seed", s.seed}};
+  }
   j["devices"] = engine::DeviceListText(engine.devices);
   j["schedule"] = ScheduleName(engine.schedule);
   j["merge"] = MergeName(engine.merge);

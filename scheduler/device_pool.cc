@@ -31,7 +31,8 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
   for (size_t i = 0; i < n; ++i) {
     // Another rank's device is a mirror here: its owner trains it.
     std::unique_ptr<engine::Device> device =
-        local(i) ? engine::MakeDevice(specs[i], initial, limits, options.local_momentum, options.math)
+        local(i) ? engine::MakeDevice(specs[i], initial, limits, options.local_momentum, options.math,
+                                      engine.sampled_output)
                  : engine::MakeRemoteDevice(specs[i], initial);
     workers_.push_back(std::make_unique<engine::Worker>(i, std::move(device), &train, &results_));
     states_.push_back({double(options.batch), double(options.lr)});

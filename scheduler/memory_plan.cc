@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "dist/rank_group.h"
 #include "engine/device_query.h"
@@ -79,6 +80,12 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
     d.gpu = spec.kind == engine::DeviceKind::kCuda;
     d.ordinal = spec.ordinal;
     d.host_mirror = d.gpu ? params : 0;
+    if (!d.gpu && engine.sampled_output.enabled) {
+      // SLIDE's device keeps no logits: its LSH tables, and each thread's label stamps and scratch.
+      const uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
+      d.workspace = Add(engine.sampled_output.TableBytes(shape.num_labels),
+                        Mul(threads, Mul(shape.num_labels, 2 * sizeof(uint32_t))));
+    }
     if (d.gpu) {
       // A CUDA replica allocates its velocity whatever the local momentum. Where the GPU is here,
       // the CUDA backend says what it allocates, to the byte (CUB's scratch and the cuBLAS

@@ -8,6 +8,7 @@
 
 #include "engine/device_spec.h"
 #include "engine/heterogeneity.h"
+#include "engine/sampled_output.h"
 #include "kernels/output_math.h"
 #include "merge/collective.h"
 
@@ -57,6 +58,7 @@ struct EngineOptions {
   double pert_delta = 0.1;       // perturbation factor
   bool pert_renormalize = true;  // perturbed merge weights scaled back to sum 1 (paper: false)
   engine::HeterogeneitySpec heterogeneity;  // --speed (one per device, or none) and --hetero
+  engine::SampledOutputOptions sampled_output;  // CPU devices train with SLIDE's output layer (--algo slide)
   enum class Clock { kWall, kVirtual } clock = Clock::kVirtual;
   double row_cost_s = 0;         // virtual clock: seconds per row; 0 = measured in the first mega-batch
   double merge_cost_s = 0;       // virtual clock: seconds per parameter and replica of one merge;

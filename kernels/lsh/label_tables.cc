@@ -58,6 +58,15 @@ void LabelTables::Rehash(const float* weights, const std::vector<uint32_t>& chan
   RebuildFromCodes();
 }
 
+void LabelTables::RestoreKeys(const uint32_t* keys, size_t count) {
+  if (count != keys_.size())
+    throw std::invalid_argument("LabelTables: " + std::to_string(count) + " keys for " + std::to_string(keys_.size()));
+  for (size_t i = 0; i < count; ++i)
+    if (keys[i] >= buckets()) throw std::invalid_argument("LabelTables: a key beyond the buckets");
+  std::copy(keys, keys + count, keys_.begin());
+  RebuildFromCodes();
+}
+
 // A counting sort per table, over the labels in their seeded order.
 void LabelTables::RebuildFromCodes() {
   const size_t l = family_->l, n = buckets();

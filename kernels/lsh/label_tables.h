@@ -34,6 +34,11 @@ class LabelTables {
   size_t Query(const float* activation, size_t bucket_cap, std::vector<uint32_t>* seen, uint32_t stamp,
                std::vector<uint32_t>* out) const;
 
+  // Every label's key in every table (tables x labels), for checkpoints, and the tables rebuilt
+  // from such keys; throws std::invalid_argument for a wrong count or a key beyond the buckets.
+  const std::vector<uint32_t>& keys() const { return keys_; }
+  void RestoreKeys(const uint32_t* keys, size_t count);
+
   size_t labels() const { return labels_; }
   size_t tables() const { return family_->l; }
   size_t buckets() const { return size_t(1) << bucket_bits_; }

@@ -109,6 +109,13 @@ TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
       {{"--algo", "adaptive", "--pert-weights", "half"}, "--pert-weights must be normalized or raw"},
       {{"--math", "fp16"}, "--math must be fp32, bf16 or tf32, not 'fp16'"},
       {{"--math", "tf32"}, "--math tf32 is for CUDA devices; cpu:0 computes in fp32 or bf16"},
+      {{"--algo", "adaptive", "--slide-k", "4"}, "--slide-k applies to --algo slide"},
+      {{"--algo", "slide", "--devices", "cpu:2"}, "--algo slide trains on one CPU device"},
+      {{"--algo", "slide", "--local-momentum", "0.9"}, "--algo slide steps with plain SGD; --local-momentum must be 0"},
+      {{"--algo", "slide", "--slide-hash", "minhash"}, "--slide-hash must be dwta or simhash, not 'minhash'"},
+      {{"--algo", "slide", "--slide-l", "0"}, "must be at least 1"},
+      {{"--algo", "slide", "--slide-rehash-growth", "0.5"}, "--slide-rehash-growth must be at least 1"},
+      {{"--algo", "slide", "--speed", "1,2"}, "--speed applies to several devices and --algo slide would ignore it"},
   };
   for (const auto& [flags, message] : cases) {
     std::vector<std::string> args = {"train", "--train", missing};

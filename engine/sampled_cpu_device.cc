@@ -1,0 +1,143 @@
+// The CPU device with SLIDE's sampled output layer; see sampled_cpu_device.h.
+#include "engine/sampled_cpu_device.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "data/sparse_batch.h"
+#include "kernels/cpu/sampled_step.h"
+#include "kernels/lsh/label_tables.h"
+#include "kernels/lsh/rebuild_schedule.h"
+
+namespace xmlt::engine {
+
+uint64_t SampledOutputOptions::TableBytes(uint64_t labels) const {
+  const uint64_t buckets = uint64_t(1) << bucket_bits;
+  return uint64_t(l) * (2 * labels + buckets + 1) * sizeof(uint32_t) + labels;  // + the touched marks
+}
+
+SampledOutputOptions SampledOutputOptions::PresetFor(uint64_t labels) {
+  SampledOutputOptions options;
+  options.enabled = true;
+  if (labels >= 500000) {
+    options.hash = "dwta", options.k = 8, options.l = 50;
+  } else {
+    options.hash = "simhash", options.k = 9, options.l = 50;
+  }
+  return options;
+}
+
+namespace {
+
+class SampledCpuDevice final : public Device {
+ public:
+  SampledCpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, const SampledOutputOptions& options)
+      : spec_(spec),
+        options_(options),
+        model_(initial),
+        tables_(kernels::lsh::MakeHashFamily(options.hash, options.k, options.l, initial.shape.hidden.back(),
+                                             options.seed),
+                initial.shape.num_labels, options.bucket_bits, options.seed),
+        schedule_(options.first_rebuild, options.rebuild_growth),
+        touched_(initial.shape.num_labels, 0) {
+    step_.bucket_cap = options.bucket_cap;
+    step_.min_active = options.min_active;
+    step_.seed = options.seed;
+    Rebuild();
+  }
+
+  const DeviceSpec& spec() const override { return spec_; }
+
+  kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows, size_t count,
+                                      float lr) override {
+    data::GatherBatch(dataset, rows, count, &batch_);
+    // The padding labels are drawn from the batch's rows: the same on a resumed run.
+    uint64_t draw = count;
+    for (size_t i = 0; i < count; ++i) draw = (draw ^ rows[i]) * 0x100000001B3ull;
+    const kernels::cpu::LossResult result =
+        kernels::cpu::SampledTrainStep(&model_, batch_, lr, tables_, step_, draw, &touched_);
+    ++updates_;
+    if (schedule_.DueAfter(updates_)) Rehash();
+    return result;
+  }
+
+  float* HostParams() override { return model_.params.data(); }
+  size_t NumParams() const override { return model_.params.size(); }
+  // The merged (or restored, or rolled back) parameters replace the replica's: new tables.
+  void FinishMerge() override { Rebuild(); }
+  std::vector<float> SaveOptimizerState() override { return {}; }
+  // The tables as they are (their keys), the rows updated since they were last rehashed and the
+  // updates since the last rebuild: a resume inside a mega-batch goes on as if never stopped.
+  std::vector<uint8_t> SaveExtraState() override {
+    const std::vector<uint32_t>& keys = tables_.keys();
+    std::vector<uint8_t> state(sizeof(uint64_t) + touched_.size() + keys.size() * sizeof(uint32_t));
+    std::memcpy(state.data(), &updates_, sizeof(uint64_t));
+    std::memcpy(state.data() + sizeof(uint64_t), touched_.data(), touched_.size());
+    std::memcpy(state.data() + sizeof(uint64_t) + touched_.size(), keys.data(), keys.size() * sizeof(uint32_t));
+    return state;
+  }
+  void RestoreExtraState(const std::vector<uint8_t>& state) override {
+    const size_t keys = tables_.keys().size();
+    if (state.size() != sizeof(uint64_t) + touched_.size() + keys * sizeof(uint32_t))
+      throw std::invalid_argument(spec_.id + ": the saved LSH tables are not of this model and these settings");
+    std::vector<uint32_t> saved(keys);
+    std::memcpy(&updates_, state.data(), sizeof(uint64_t));
+    std::memcpy(touched_.data(), state.data() + sizeof(uint64_t), touched_.size());
+    std::memcpy(saved.data(), state.data() + sizeof(uint64_t) + touched_.size(), keys * sizeof(uint32_t));
+    tables_.RestoreKeys(saved.data(), saved.size());
+  }
+  void RestoreOptimizerState(const std::vector<float>& state) override {
+    if (!state.empty()) throw std::invalid_argument(spec_.id + ": the sampled output layer keeps no momentum");
+  }
+
+ private:
+  const float* OutputWeights() const { return model_.Weight(model_.shape.num_layers() - 1); }
+
+  // Whole tables from the parameters; the rehash schedule starts again from them.
+  void Rebuild() {
+    tables_.Build(OutputWeights());
+    std::fill(touched_.begin(), touched_.end(), 0);
+    updates_ = 0;
+  }
+
+  // The rows updated since the last rehash get their keys again (SLIDE's rehash).
+  void Rehash() {
+    changed_.clear();
+    for (uint32_t label = 0; label < touched_.size(); ++label)
+      if (touched_[label]) changed_.push_back(label);
+    tables_.Rehash(OutputWeights(), changed_);
+    std::fill(touched_.begin(), touched_.end(), 0);
+  }
+
+  DeviceSpec spec_;
+  SampledOutputOptions options_;
+  kernels::Model<float> model_;
+  kernels::lsh::LabelTables tables_;
+  kernels::lsh::RebuildSchedule schedule_;
+  kernels::cpu::SampledStepOptions step_;
+  std::vector<uint8_t> touched_;
+  std::vector<uint32_t> changed_;
+  uint64_t updates_ = 0;  // since the last rebuild
+  data::SparseBatch batch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> MakeSampledCpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
+                                             const DeviceLimits&, float local_momentum,
+                                             const SampledOutputOptions& options) {
+  if (spec.kind != DeviceKind::kCpu)
+    throw std::invalid_argument("device " + spec.id + ": the sampled output layer runs on CPU devices");
+  if (local_momentum != 0.0f)
+    throw std::invalid_argument("device " + spec.id +
+                                ": the sampled output layer steps with plain SGD; its local momentum must be 0");
+  if (options.k == 0 || options.l == 0 || options.bucket_cap == 0)
+    throw std::invalid_argument("the sampled output layer needs K, L and a bucket size of at least 1");
+  return std::make_unique<SampledCpuDevice>(spec, initial, options);
+}
+
+}  // namespace xmlt::engine

@@ -1,0 +1,30 @@
+// The settings of SLIDE's sampled output layer (kernels/cpu/sampled_step.h): which hash family and
+// how many tables, how large an active set, how often the tables are rebuilt. A CPU device trains
+// with it under --algo slide, or as a device of a multi-device run (--cpu-output sampled).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace xmlt::engine {
+
+struct SampledOutputOptions {
+  bool enabled = false;
+  std::string hash = "dwta";   // "dwta" or "simhash"
+  size_t k = 8, l = 50;        // codes per key, tables
+  int bucket_bits = 18;        // at most 2^bucket_bits buckets a table
+  size_t bucket_cap = 128;     // labels taken from one bucket
+  size_t min_active = 1000;    // random labels pad an active set to this size
+  uint64_t first_rebuild = 50;  // updates before the tables are rehashed the first time
+  double rebuild_growth = 1.1;  // each gap between rehashes this much longer than the last
+  uint64_t seed = 1;
+
+  // Bytes the tables take for `labels` labels (codes, bucket offsets, sorted ids).
+  uint64_t TableBytes(uint64_t labels) const;
+  // SLIDE's published settings by the output layer's size: DWTA with K=8, L=50 for Amazon-670K's
+  // 670,091 labels; SimHash with K=9, L=50 for Delicious-200K's 205,443 and anything smaller.
+  static SampledOutputOptions PresetFor(uint64_t labels);
+};
+
+}  // namespace xmlt::engine

@@ -1,0 +1,80 @@
+// --algo slide's device (engine/sampled_cpu_device.h) through the training loop: on one thread a
+// run stopped between or inside mega-batches and resumed from its checkpoint is the uninterrupted
+// run, record for record and bit for bit (the checkpoint keeps the LSH tables and the rehash
+// schedule's place); the run learns; the tables change what it trains (it is not the dense step).
+#include <gtest/gtest.h>
+#include <tbb/global_control.h>
+
+#include <string>
+
+#include "run/checkpoint_file.h"
+#include "run/multi_device_run.h"
+#include "run/trainer.h"
+#include "tests/run/reliability_support.h"
+#include "tests/scheduler/scheduler_test_support.h"
+#include "tests/test_support.h"
+
+namespace xmlt::scheduler {
+namespace {
+
+using namespace reliability;
+
+// 500 labels, active sets of at least 24: the tables decide most of each row's labels; rehashes
+// after 5 updates, then every 6, 7, ...: several in each 8-batch mega-batch.
+EngineOptions SlideEngine() {
+  EngineOptions engine = SingleDeviceEngine(engine::DeviceSpec{});
+  engine.sampled_output.enabled = true;
+  engine.sampled_output.hash = "dwta";
+  engine.sampled_output.k = 2;
+  engine.sampled_output.l = 6;
+  engine.sampled_output.bucket_cap = 16;
+  engine.sampled_output.min_active = 24;
+  engine.sampled_output.first_rebuild = 5;
+  engine.sampled_output.rebuild_growth = 1.2;
+  return engine;
+}
+
+TrainOptions SlideOptions() {
+  TrainOptions options = Options();
+  options.local_momentum = 0;
+  options.lr = 1;
+  return options;
+}
+
+TEST(SlideResume, AStopBetweenOrInsideMegaBatchesResumesToTheUninterruptedRun) {
+  tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
+  const TrainOptions options = SlideOptions();
+  const EngineOptions engine = SlideEngine();
+  const Outcome full = TrainFor(options, &engine, {});
+  ASSERT_GE(full.records.size(), 4u);
+  const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
+  for (const bool inside : {false, true}) {
+    SCOPED_TRACE(inside ? "stopped inside a mega-batch" : "stopped after an evaluation");
+    testing::TempDir dir;
+    RunControl control;
+    control.checkpoint_dir = dir.path();
+    control.checkpoint_every = 1;
+    const Outcome first = inside ? TrainFor(options, &engine, control, 0, 3 * rows_per_megabatch + 3 * options.batch)
+                                 : TrainFor(options, &engine, control, 2);
+    EXPECT_NE(first.result.stopped_by_signal, 0);
+    EXPECT_TRUE(CheckpointReader::Open(dir.path()).Has("device.0.extra")) << "the tables are not in the checkpoint";
+    control.resume_dir = dir.path();
+    const Outcome resumed = TrainFor(options, &engine, control);
+    EXPECT_EQ(resumed.result.stopped_by_signal, 0);
+    ExpectSameRun(full, resumed, /*wall_clock_steps=*/true);
+  }
+}
+
+TEST(SlideResume, ItLearnsAndTheTablesChangeWhatItTrains) {
+  tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
+  const TrainOptions options = SlideOptions();
+  EngineOptions engine = SlideEngine();
+  const Outcome slide = TrainFor(options, &engine, {});
+  EXPECT_LT(slide.records.back().test.loss, 0.9 * slide.records.front().test.loss);
+  engine.sampled_output.enabled = false;  // the dense step at the same rate
+  const Outcome dense = TrainFor(options, &engine, {});
+  EXPECT_NE(slide.model.params, dense.model.params);
+}
+
+}  // namespace
+}  // namespace xmlt::scheduler
