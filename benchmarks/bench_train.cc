@@ -14,6 +14,7 @@
 #include "data/row_normalization.h"
 #include "data/synthetic_generator.h"
 #include "engine/cpu_replica.h"
+#include "engine/sampled_cpu_device.h"
 #include "run/trainer.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/gemm.h"
@@ -80,6 +81,41 @@ void TrainSteps(benchmark::State& state, const std::string& preset, double scale
                                                   benchmark::Counter::kIsRate);
   state.counters["labels"] = double(train.num_labels());
   state.counters["features"] = double(train.num_features());
+}
+
+// --algo slide's step (engine/sampled_cpu_device.h) with SLIDE's settings for the label count, on
+// the same rows as TrainSteps, so that the two samples/s compare directly. The tables are built
+// before the timing; their rehashes on the schedule are inside it. Args: batch size, hidden units.
+void SampledSteps(benchmark::State& state, const std::string& preset, double scale) {
+  const data::Dataset& train = Generated(preset, scale);
+  const uint32_t batch = uint32_t(state.range(0));
+  kernels::ModelShape shape{train.num_features(), {uint32_t(state.range(1))}, train.num_labels()};
+  const engine::SampledOutputOptions options = engine::SampledOutputOptions::PresetFor(train.num_labels());
+  std::unique_ptr<engine::Device> device = engine::MakeSampledCpuDevice(
+      engine::DeviceSpec{}, kernels::InitModel<float>(shape, 1), engine::LimitsFor(train, batch), 0.0f, options);
+  std::vector<uint64_t> order(train.num_rows());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(1));
+  size_t cursor = 0;
+  for (auto _ : state) {
+    if (cursor + batch > order.size()) cursor = 0;
+    benchmark::DoNotOptimize(device->TrainBatch(train, order.data() + cursor, batch, 1.0f));
+    cursor += batch;
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * batch);
+  state.SetLabel(options.hash + " K=" + std::to_string(options.k) + " L=" + std::to_string(options.l));
+}
+
+// The whole tables rebuilt from the output layer, as --algo slide does at every merge (once a
+// mega-batch): what a mega-batch of SampledSteps pays on top of its steps.
+void SampledTablesRebuild(benchmark::State& state, const std::string& preset) {
+  const data::Dataset& train = Generated(preset, 1.0);
+  kernels::ModelShape shape{train.num_features(), {uint32_t(state.range(0))}, train.num_labels()};
+  const engine::SampledOutputOptions options = engine::SampledOutputOptions::PresetFor(train.num_labels());
+  std::unique_ptr<engine::Device> device = engine::MakeSampledCpuDevice(
+      engine::DeviceSpec{}, kernels::InitModel<float>(shape, 1), engine::LimitsFor(train, 256), 0.0f, options);
+  for (auto _ : state) device->FinishMerge();
+  state.SetLabel(options.hash + " K=" + std::to_string(options.k) + " L=" + std::to_string(options.l));
 }
 
 // TrainSteps' work through the engine with one device (--algo single): the manager thread, the
@@ -205,6 +241,15 @@ BENCHMARK_CAPTURE(TrainSteps, delicious200k_full, std::string("delicious200k"), 
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
 BENCHMARK(OutputGemms)->Args({256, 128, 670091})->Args({256, 128, 205443})
     ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+// SLIDE at the full shapes: against TrainSteps' samples/s at the same Args (issue: 10x or more).
+BENCHMARK_CAPTURE(SampledSteps, amazon670k_full, std::string("amazon670k"), 1.0)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+BENCHMARK_CAPTURE(SampledSteps, delicious200k_full, std::string("delicious200k"), 1.0)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+BENCHMARK_CAPTURE(SampledTablesRebuild, amazon670k_full, std::string("amazon670k"))
+    ->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(SampledTablesRebuild, delicious200k_full, std::string("delicious200k"))
+    ->Arg(128)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(TrainSteps, amazon670k_full_bf16, std::string("amazon670k"), 1.0, kernels::OutputMath::kBf16)
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
 BENCHMARK_CAPTURE(TrainSteps, delicious200k_full_bf16, std::string("delicious200k"), 1.0, kernels::OutputMath::kBf16)

@@ -37,10 +37,12 @@ void SampledForwardHidden(const Model<float>& model, const data::SparseBatch& ba
     std::vector<float>& h = s->hidden[l];
     h.resize(out);
     for (uint32_t o = 0; o < out; ++o) {
-      float z = b[o];
+      float z = 0.0f;
       const float* wo = w + uint64_t(o) * in;
-      for (uint32_t i = 0; i < in; ++i) z += wo[i] * s->hidden[l - 1][i];
-      h[o] = std::max(z, 0.0f);
+      const float* below = s->hidden[l - 1].data();
+#pragma omp simd reduction(+ : z)
+      for (uint32_t i = 0; i < in; ++i) z += wo[i] * below[i];
+      h[o] = std::max(z + b[o], 0.0f);
     }
   }
 }
@@ -97,8 +99,10 @@ double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint
   float max = -INFINITY;
   for (size_t a = 0; a < n; ++a) {
     const float* w = w_out + uint64_t(s->active[a]) * width;
-    float z = b_out[s->active[a]];
+    float z = 0.0f;
+#pragma omp simd reduction(+ : z)
     for (uint32_t u = 0; u < width; ++u) z += w[u] * top[u];
+    z += b_out[s->active[a]];
     s->logits[a] = z;
     max = std::max(max, z);
   }
@@ -126,9 +130,13 @@ double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint
     const float g = s->logits[a];
     const uint32_t label = s->active[a];
     float* w = w_out + uint64_t(label) * width;
+    float* d = delta.data();
+    const float* x = top.data();
+    const float step = lr * g;
+#pragma omp simd
     for (uint32_t u = 0; u < width; ++u) {
-      delta[u] += g * w[u];
-      w[u] -= lr * g * top[u];
+      d[u] += g * w[u];
+      w[u] -= step * x[u];
     }
     b_out[label] -= lr * g;
     if (touched != nullptr) (*touched)[label] = 1;

@@ -13,28 +13,24 @@ namespace {
 
 constexpr uint32_t kBinSize = 8;  // SLIDE's: codes of 3 bits
 constexpr int kMaxProbes = 100;   // densification attempts before an empty bin gives code 0
-constexpr uint32_t kNoBin = 0xffffffffu;
 
 class DwtaHash final : public HashFamily {
  public:
   DwtaHash(size_t k_, size_t l_, size_t dim_, uint64_t seed) {
     k = k_, l = l_, dim = dim_;
     const size_t functions = k * l;
-    // Enough permutations of the coordinates to fill every function's bin.
+    // Enough permutations of the coordinates to fill every function's bin: the j-th place of
+    // permutation p is slot p * dim + j, and function f's bin is slots 8f .. 8f + 7.
     const size_t permutations = (functions * kBinSize + dim - 1) / dim;
-    bin_.assign(permutations * dim, kNoBin);
-    position_.assign(permutations * dim, 0);
+    coordinate_.resize(functions * kBinSize);
     std::mt19937_64 rng(seed);
     std::vector<uint32_t> order(dim);
     for (size_t p = 0; p < permutations; ++p) {
       std::iota(order.begin(), order.end(), 0u);
       std::shuffle(order.begin(), order.end(), rng);
       for (size_t j = 0; j < dim; ++j) {
-        const size_t slot = p * dim + j;  // the j-th place of permutation p
-        if (slot / kBinSize < functions) {
-          bin_[p * dim + order[j]] = uint32_t(slot / kBinSize);
-          position_[p * dim + order[j]] = uint8_t(slot % kBinSize);
-        }
+        const size_t slot = p * dim + j;  // function slot / 8, position slot % 8
+        if (slot < coordinate_.size()) coordinate_[(slot % kBinSize) * functions + slot / kBinSize] = order[j];
       }
     }
     probe_seed_ = rng();
@@ -44,28 +40,36 @@ class DwtaHash final : public HashFamily {
     const size_t functions = k * l;
     thread_local std::vector<float> best;
     best.assign(functions, -INFINITY);
-    std::fill(codes, codes + functions, kNoBin);
-    const size_t permutations = bin_.size() / dim;
-    for (size_t p = 0; p < permutations; ++p) {
-      const uint32_t* bin = bin_.data() + p * dim;
-      const uint8_t* position = position_.data() + p * dim;
-      for (size_t i = 0; i < dim; ++i) {
-        const float x = v[i];
-        if ((query && x == 0.0f) || bin[i] == kNoBin) continue;
-        if (x > best[bin[i]]) {
-          best[bin[i]] = x;
-          codes[bin[i]] = position[i];
-        }
+    std::fill(codes, codes + functions, kBinSize);
+    // Position by position, every function at once (gathers across functions, no chain of
+    // dependent compares): the position of each bin's largest coordinate, the first of equals; a
+    // query's zeros are absent coordinates.
+    for (uint32_t position = 0; position < kBinSize; ++position) {
+      const uint32_t* coordinate = coordinate_.data() + size_t(position) * functions;
+      float* b = best.data();
+#pragma omp simd
+      for (size_t f = 0; f < functions; ++f) {
+        const float x = v[coordinate[f]];
+        const bool better = x > b[f] && !(query && x == 0.0f);
+        b[f] = better ? x : b[f];
+        codes[f] = better ? position : codes[f];
       }
+    }
+    thread_local std::vector<uint8_t> empty;
+    empty.resize(functions);
+    bool any = false;
+    for (size_t f = 0; f < functions; ++f) {
+      empty[f] = codes[f] == kBinSize;
+      any = any || !empty[f];
     }
     // Densification: an empty bin takes the code of the first non-empty bin its probes reach.
     for (size_t f = 0; f < functions; ++f) {
-      if (codes[f] != kNoBin && codes[f] < kBinSize) continue;
+      if (!empty[f]) continue;
       uint32_t code = 0;
-      for (int attempt = 1; attempt <= kMaxProbes; ++attempt) {
+      for (int attempt = 1; any && attempt <= kMaxProbes; ++attempt) {
         const size_t other = Probe(f, attempt) % functions;
-        if (best[other] != -INFINITY) {
-          code = codes[other] < kBinSize ? codes[other] : 0;
+        if (!empty[other]) {
+          code = codes[other];
           break;
         }
       }
@@ -83,8 +87,7 @@ class DwtaHash final : public HashFamily {
     return x;
   }
 
-  std::vector<uint32_t> bin_;     // per permutation and coordinate: the function whose bin it falls in
-  std::vector<uint8_t> position_;  // and its place there
+  std::vector<uint32_t> coordinate_;  // position-major: [position * functions + f], f's bin's coordinates
   uint64_t probe_seed_ = 0;
 };
 

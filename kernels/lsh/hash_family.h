@@ -18,6 +18,11 @@ class HashFamily {
   // codes[0, K*L) for the vector v[0, dim). `query`: v is a hidden activation, whose zeros are
   // absent coordinates (DWTA ignores them; SimHash reads them as zeros either way).
   virtual void Hash(const float* v, bool query, uint32_t* codes) const = 0;
+  // Hash(row, false) for `n` rows of `dim` floats each (row-major), codes row after row; a family
+  // may do them together faster (SimHash: one matrix product).
+  virtual void HashRows(const float* rows, size_t n, uint32_t* codes) const {
+    for (size_t i = 0; i < n; ++i) Hash(rows + i * dim, false, codes + i * k * l);
+  }
   virtual int bits_per_code() const = 0;  // each code is below 2^bits_per_code()
   size_t k = 0, l = 0, dim = 0;
 };

@@ -47,12 +47,19 @@ void LabelTables::Rehash(const float* weights, const std::vector<uint32_t>& chan
   const size_t l = family_->l, dim = family_->dim;
   for (const uint32_t label : changed)  // checked first: a bad id leaves the tables as they were
     if (label >= labels_) throw std::out_of_range("LabelTables: label " + std::to_string(label) + " beyond the tables");
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, changed.size(), 256), [&](const auto& range) {
-    std::vector<uint32_t> codes(family_->k * l);
-    for (size_t i = range.begin(); i != range.end(); ++i) {
-      const uint32_t label = changed[i];
-      family_->Hash(weights + size_t(label) * dim, /*query=*/false, codes.data());
-      for (size_t t = 0; t < l; ++t) keys_[t * labels_ + label] = Key(codes.data(), t);
+  // Blocks of rows gathered and hashed together (HashRows: one matrix product for SimHash).
+  constexpr size_t kBlock = 256;
+  const size_t functions = family_->k * l;
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, (changed.size() + kBlock - 1) / kBlock), [&](const auto& range) {
+    std::vector<float> rows(kBlock * dim);
+    std::vector<uint32_t> codes(kBlock * functions);
+    for (size_t block = range.begin(); block != range.end(); ++block) {
+      const size_t first = block * kBlock, n = std::min(kBlock, changed.size() - first);
+      for (size_t i = 0; i < n; ++i)
+        std::copy_n(weights + size_t(changed[first + i]) * dim, dim, rows.data() + i * dim);
+      family_->HashRows(rows.data(), n, codes.data());
+      for (size_t i = 0; i < n; ++i)
+        for (size_t t = 0; t < l; ++t) keys_[t * labels_ + changed[first + i]] = Key(codes.data() + i * functions, t);
     }
   });
   RebuildFromCodes();
