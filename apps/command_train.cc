@@ -104,6 +104,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   const kernels::PropensityModel propensity = ParsePropensity(f.propensity);
   const bool lr_auto = f.lr == "auto";
   if (!lr_auto) f.options.lr = ParsePositive("--lr", f.lr);
+  f.options.lr_schedule = scheduler::ParseLrSchedule(f.lr_schedule);
   // The checkpoint a run resumes from and the one it writes are no other output's to replace.
   RefuseOutputsInCheckpointFolder("--resume", f.control.resume_dir, {{"--model", f.model_out}, {"--metrics", f.metrics}});
   RefuseOutputsInCheckpointFolder("--checkpoint-dir", f.control.checkpoint_dir,

@@ -11,6 +11,7 @@ std::string FlagOf(const std::string& setting) {
       {"normalize", "--normalize"},
       {"batch", "--batch"},
       {"lr", "--lr"},
+      {"lr_schedule", "--lr-schedule"},
       {"local_momentum", "--local-momentum"},
       {"mega_batch", "--mega-batch"},
       {"seed", "--seed"},

@@ -29,6 +29,11 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "Learning rate (SGD on the batch-mean loss) for a batch of --batch rows, or 'auto': "
                   "searched on a held-out slice of the training rows before training")
       ->capture_default_str();
+  cmd->add_option("--lr-schedule", f->lr_schedule,
+                  "The learning rate over the run: constant, or cosine (--lr x 0.5 (1 + cos(pi x rows trained / "
+                  "rows of the whole run)), set at each mega-batch's start; a resumed run follows the same "
+                  "schedule, and resuming a finished run with more --epochs stretches it over the new total)")
+      ->capture_default_str();
   cmd->add_option("--local-momentum", f->options.local_momentum,
                   "Heavy-ball momentum of each device's SGD, in [0, 1) (single: 0.9; several devices: preset)");
   cmd->add_option("--normalize", f->normalize, "Input rows: l2 (scaled to unit norm) or none")->capture_default_str();

@@ -21,6 +21,7 @@ struct TrainFlags {
   std::string final_eval = "full";
   std::string math = "fp32";
   std::string lr = "0.3";
+  std::string lr_schedule = "constant";
   std::string preset = "default", lr_scaling, pert_weights;  // the last two: from the preset unless given
   std::string propensity = "0.55,1.5";
   std::string algo = "single", clock = "virtual";

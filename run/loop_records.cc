@@ -93,6 +93,7 @@ void TrainingLoop::Evaluate() {
   record.train_loss = progress_.loss_batches > 0 ? progress_.loss_sum / double(progress_.loss_batches) : 0.0;
   record.perturbed = progress_.last_perturbed;
   record.rollbacks = progress_.rollbacks;
+  record.lr_scale = pool_.lr_scale();
   record.devices = progress_.since_eval;
   for (DeviceRecord& d : progress_.since_eval) d.updates = d.rows = 0, d.busy_s = d.idle_s = 0;
   progress_.loss_sum = 0;

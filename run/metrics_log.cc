@@ -40,6 +40,7 @@ std::string ToJson(const EvalRecord& r) {
   }
   j["perturbed"] = r.perturbed;
   j["rollbacks"] = r.rollbacks;
+  j["lr_scale"] = r.lr_scale;
   j["devices"] = nlohmann::json::array();
   for (const DeviceRecord& d : r.devices) {
     j["devices"].push_back({{"id", d.id}, {"batch", d.batch}, {"lr", d.lr}, {"updates", d.updates}, {"rows", d.rows},
@@ -91,6 +92,7 @@ EvalRecord EvalRecordFromJson(const std::string& line) {
     }
     r.perturbed = j.at("perturbed").get<bool>();
     r.rollbacks = j.at("rollbacks").get<uint32_t>();
+    if (j.contains("lr_scale")) r.lr_scale = Real(j, "lr_scale");  // absent in older checkpoints
     for (const nlohmann::json& d : j.at("devices")) {
       DeviceRecord device;
       device.id = d.at("id").get<std::string>();

@@ -35,6 +35,7 @@ struct EvalRecord {
   engine::Evaluation test;    // P@k, nDCG@k and loss on the test set
   bool perturbed = false;     // whether the last merge added perturbation
   uint32_t rollbacks = 0;     // divergences rolled back so far
+  double lr_scale = 1;        // --lr-schedule's factor on the devices' rates in the last mega-batch
   std::vector<DeviceRecord> devices;
 };
 

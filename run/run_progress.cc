@@ -125,6 +125,7 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& 
     j["eval_rows"] = options.eval_rows;
     j["final_eval"] = options.final_eval_full ? "full" : "sample";
   }
+  if (options.lr_schedule != LrSchedule::kConstant) j["lr_schedule"] = LrScheduleName(options.lr_schedule);
   if (options.math != kernels::OutputMath::kFp32) j["math"] = kernels::OutputMathName(options.math);
   if (options.divergence_factor != 100) j["divergence_factor"] = options.divergence_factor;
   if (engine.sampled_output.enabled) {  // only when set, as above

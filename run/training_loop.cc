@@ -129,6 +129,9 @@ TrainResult TrainingLoop::Train() {
 // round; its mega-batch only sets the evaluation cadence.
 MegaBatchWork TrainingLoop::TrainMegaBatch(uint64_t index) {
   pool_.BeginMegaBatch(index);
+  // The schedule's factor from the rows merged before this mega-batch: the open one a resumed run
+  // goes on with trains at the factor it started with.
+  pool_.SetLrScale(LrScale(options_.lr_schedule, progress_.rows_done, total_rows_));
   rows_reported_ = TrainedRows();
   const bool continues = open_.open();
   MegaBatchWork trained = continues ? open_ : MegaBatchWork{};

@@ -85,7 +85,7 @@ engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id) {
   engine::BatchTask task;
   task.rows = rows_.arena(a.offset);
   task.count = a.count;
-  task.lr = float(states_[a.device].lr);
+  task.lr = float(states_[a.device].lr * lr_scale_);
   task.slowdown = a.slowdown;
   task.emulate_wait = engine_.clock == EngineOptions::Clock::kWall;
   task.id = id;

@@ -101,6 +101,10 @@ class DevicePool {
   // The task of batch `id` (its rows, learning rate, slowdown and any fault due on it). Every rank
   // makes every task, so that an injected fault is used up the same everywhere.
   engine::BatchTask TaskFor(const Assignment& a, uint64_t id);
+  // The learning-rate schedule's factor on every device's rate in the tasks made from now on (the
+  // loop sets it at each mega-batch's start; lr_schedule.h).
+  void SetLrScale(double scale) { lr_scale_ = scale; }
+  double lr_scale() const { return lr_scale_; }
   void Submit(size_t device, engine::BatchTask task) { workers_[device]->Submit(std::move(task)); }
   // The next result back from any device, reported to the OnBatch hook.
   engine::BatchResult Collect();
@@ -118,6 +122,7 @@ class DevicePool {
   RowQueue rows_;
   DispatchPlanner planner_;
   FaultInjections faults_;
+  double lr_scale_ = 1;
   BatchScalingBounds bounds_;
   engine::ResultQueue results_;
   std::vector<std::unique_ptr<engine::Worker>> workers_;

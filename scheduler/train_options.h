@@ -11,6 +11,7 @@
 #include "engine/sampled_output.h"
 #include "kernels/output_math.h"
 #include "merge/collective.h"
+#include "scheduler/lr_schedule.h"
 
 namespace xmlt::dist {
 class RankGroup;
@@ -28,6 +29,7 @@ struct TrainOptions {
   double epochs = 20;            // passes over the training rows (fractions allowed)
   uint32_t batch = 128;          // rows per batch
   float lr = 0.3f;               // learning rate for a batch of `batch` rows
+  LrSchedule lr_schedule = LrSchedule::kConstant;  // a factor on lr over the run (lr_schedule.h)
   float local_momentum = 0.9f;   // heavy-ball momentum of each replica's SGD
   std::vector<uint32_t> hidden{128};
   uint32_t mega_batch = 100;     // batches per mega-batch (the unit of --eval-every)

@@ -305,5 +305,62 @@ TEST(Resume, MoreEpochsContinueAFinishedRun) {
   EXPECT_GT(more.records.size(), first.records.size());
 }
 
+// --lr-schedule cosine: the factor is a function of the rows trained, so a run stopped (between
+// mega-batches, or inside one) and resumed equals the uninterrupted one, on one device and several.
+TEST(Resume, ACosineScheduleResumesExactly) {
+  for (const std::string algo : {"single", "adaptive"}) {
+    SCOPED_TRACE(algo);
+    const bool single = algo == "single";
+    const EngineOptions engine = Engine(algo);
+    const EngineOptions* devices = single ? nullptr : &engine;
+    TrainOptions options = Options();
+    options.lr_schedule = LrSchedule::kCosine;
+    const Outcome full = TrainFor(options, devices, {});
+    ASSERT_GE(full.records.size(), 4u);
+    // The schedule is in force: the factor falls record by record, and the model is another than
+    // the constant rate's.
+    for (size_t k = 1; k < full.records.size(); ++k) EXPECT_LT(full.records[k].lr_scale, full.records[k - 1].lr_scale);
+    EXPECT_LT(full.records.front().lr_scale, 1.0);
+    EXPECT_LT(full.records.back().lr_scale, 0.05);
+    const Outcome constant = TrainFor(Options(), devices, {});
+    EXPECT_EQ(constant.records.back().lr_scale, 1.0);
+    EXPECT_FALSE(testing::SameBits(full.model.params.data(), constant.model.params.data(), full.model.params.size()));
+
+    for (const bool inside : {false, true}) {
+      SCOPED_TRACE(inside ? "stopped inside a mega-batch" : "stopped between mega-batches");
+      testing::TempDir dir;
+      RunControl control;
+      control.checkpoint_dir = dir.path();
+      const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
+      const Outcome first = inside ? TrainFor(options, devices, control, 0, 3 * rows_per_megabatch + 40)
+                                   : TrainFor(options, devices, control, 2);
+      EXPECT_NE(first.result.stopped_by_signal, 0);
+      control.resume_dir = dir.path();
+      const Outcome resumed = TrainFor(options, devices, control);
+      EXPECT_EQ(resumed.result.stopped_by_signal, 0);
+      ExpectSameRun(full, resumed, single);
+    }
+  }
+}
+
+TEST(Resume, AnotherLrScheduleIsRefused) {
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  TrainFor(Options(), nullptr, control, 1);
+  TrainOptions cosine = Options();
+  cosine.lr_schedule = LrSchedule::kCosine;
+  control.resume_dir = dir.path();
+  try {
+    TrainFor(cosine, nullptr, control);
+    FAIL() << "expected a refusal";
+  } catch (const RunMismatch& e) {
+    ASSERT_EQ(e.differences().size(), 1u) << e.what();
+    EXPECT_EQ(e.differences()[0].name, "lr_schedule");
+    EXPECT_EQ(e.differences()[0].checkpoint, "(not set)");
+    EXPECT_EQ(e.differences()[0].now, "\"cosine\"");
+  }
+}
+
 }  // namespace
 }  // namespace xmlt::scheduler
