@@ -37,7 +37,6 @@ class SampledCpuDevice final : public Device {
  public:
   SampledCpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, const SampledOutputOptions& options)
       : spec_(spec),
-        options_(options),
         model_(initial),
         tables_(kernels::lsh::MakeHashFamily(options.hash, options.k, options.l, initial.shape.hidden.back(),
                                              options.seed),
@@ -114,7 +113,6 @@ class SampledCpuDevice final : public Device {
   }
 
   DeviceSpec spec_;
-  SampledOutputOptions options_;
   kernels::Model<float> model_;
   kernels::lsh::LabelTables tables_;
   kernels::lsh::RebuildSchedule schedule_;
