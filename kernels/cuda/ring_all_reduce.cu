@@ -9,89 +9,10 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/launch.h"
+#include "kernels/cuda/replica_kernels.h"
 
 namespace xmlt::kernels::cuda {
 namespace {
-
-constexpr unsigned kThreads = 256;
-constexpr unsigned kMaxBlocks = 4096;
-constexpr int kTermsPerPass = 8;  // replicas of one GPU summed per kernel pass
-
-unsigned BlocksFor(size_t count) {
-  return unsigned(std::clamp<size_t>((count + kThreads - 1) / kThreads, 1, kMaxBlocks));
-}
-
-// Up to kTermsPerPass replicas and their weights, passed by value as kernel arguments (nothing to
-// copy from the host before a merge).
-struct Terms {
-  const float* params[kTermsPerPass];
-  float weight[kTermsPerPass];
-  int count;
-};
-
-// acc[j] = (accumulate ? acc[j] : 0) + sum_t weight[t] * params[t][offset + j], j < n.
-__global__ void __launch_bounds__(kThreads)
-    WeightedSumKernel(float* acc, size_t offset, size_t n, Terms terms, bool accumulate) {
-  for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += size_t(gridDim.x) * blockDim.x) {
-    float v = accumulate ? acc[offset + j] : 0.0f;
-    for (int t = 0; t < terms.count; ++t) v += terms.weight[t] * terms.params[t][offset + j];
-    acc[offset + j] = v;
-  }
-}
-
-// The global momentum rule on one chunk (merge/global_momentum.cc's, value for value): `values` is
-// the weighted sum and becomes what the replicas take.
-__global__ void __launch_bounds__(kThreads)
-    MomentumKernel(float* values, float* current, float* previous, size_t n, float gamma, bool nesterov) {
-  for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += size_t(gridDim.x) * blockDim.x) {
-    if (nesterov) {
-      const float next = values[j];
-      previous[j] = current[j];
-      current[j] = next;
-      values[j] = next + gamma * (next - previous[j]);
-    } else {
-      const float next = values[j] + gamma * (current[j] - previous[j]);
-      previous[j] = current[j];
-      current[j] = next;
-      values[j] = next;
-    }
-  }
-}
-
-__global__ void __launch_bounds__(kThreads) AddKernel(float* acc, const float* received, size_t n) {
-  for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += size_t(gridDim.x) * blockDim.x)
-    acc[j] += received[j];
-}
-
-// partial[block] = sum of params[j]^2 over the block's stride of [0, n), in double.
-__global__ void __launch_bounds__(kThreads) SquaresKernel(const float* params, size_t n, double* partial) {
-  __shared__ double sums[kThreads];
-  double local = 0;
-  for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += size_t(gridDim.x) * blockDim.x)
-    local += double(params[j]) * double(params[j]);
-  sums[threadIdx.x] = local;
-  __syncthreads();
-  for (unsigned half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) partial[blockIdx.x] = sums[0];
-}
-
-// total[0] = sum of partial[0, n) (one block).
-__global__ void __launch_bounds__(kThreads) SumKernel(const double* partial, unsigned n, double* total) {
-  __shared__ double sums[kThreads];
-  double local = 0;
-  for (unsigned j = threadIdx.x; j < n; j += kThreads) local += partial[j];
-  sums[threadIdx.x] = local;
-  __syncthreads();
-  for (unsigned half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) sums[threadIdx.x] += sums[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) total[0] = sums[0];
-}
 
 // [begin, end) of piece `index` of `count` near-equal pieces of [lo, hi).
 struct Range {
@@ -115,10 +36,12 @@ struct RingAllReduce::Impl {
     std::vector<Event> events;                  // per partition, two each: alternate steps
     DeviceBuffer<double> partial;               // the norms' per-block sums, then the totals
     PinnedBuffer<double> norms;                 // the totals on the host
+    DeviceBuffer<unsigned long long> non_finite;  // GlobalModelFinite's count
+    PinnedBuffer<unsigned long long> non_finite_host;
     DeviceBuffer<float> current, previous;      // w and w_p, valid on the chunks this GPU owns
   };
 
-  std::vector<RingReplica> replicas;
+  std::vector<GpuReplica> replicas;
   size_t count = 0;
   size_t partitions = 0;
   bool peer_access = true;
@@ -153,11 +76,7 @@ struct RingAllReduce::Impl {
       float* destination = reduce ? to.received[p].data() : to.acc.data() + r.begin;
       XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(destination, to.ordinal, from.acc.data() + r.begin, from.ordinal,
                                           r.size() * sizeof(float), stream));
-      if (reduce) {
-        XMLT_LAUNCH(AddKernel, BlocksFor(r.size()), kThreads, 0, stream)(to.acc.data() + r.begin,
-                                                                         to.received[p].data(), r.size());
-        XMLT_CUDA_CHECK_LAUNCH();
-      }
+      if (reduce) LaunchAdd(stream, to.acc.data() + r.begin, to.received[p].data(), r.size());
     }
     EventOf(receiver, p, step).Record(stream);
   }
@@ -167,7 +86,7 @@ struct RingAllReduce::Impl {
 
   // The owner of each chunk applies the global momentum rule to it, after its last reduce-scatter
   // step (the all-gather's first copy from it waits for this, through the same event).
-  void Finish(size_t p, size_t k, const RingMomentum& momentum) {
+  void Finish(size_t p, size_t k, const DeviceMomentum& momentum) {
     const size_t g = At(p, k);
     Gpu& gpu = gpus[g];
     const Range r = Owned(p, k);
@@ -175,10 +94,8 @@ struct RingAllReduce::Impl {
     if (r.size() > 0) {
       DeviceGuard guard(gpu.ordinal);
       const cudaStream_t stream = gpu.streams[p].get();
-      XMLT_LAUNCH(MomentumKernel, BlocksFor(r.size()), kThreads, 0, stream)(
-          gpu.acc.data() + r.begin, gpu.current.data() + r.begin, gpu.previous.data() + r.begin, r.size(),
-          float(momentum.gamma), momentum.nesterov);
-      XMLT_CUDA_CHECK_LAUNCH();
+      LaunchMomentum(stream, gpu.acc.data() + r.begin, gpu.current.data() + r.begin, gpu.previous.data() + r.begin,
+                     r.size(), momentum);
       EventOf(g, p, last).Record(stream);
     }
   }
@@ -203,7 +120,7 @@ struct RingAllReduce::Impl {
     }
   }
 
-  void Run(const std::vector<double>& weights, const RingMomentum* momentum);
+  void Run(const std::vector<double>& weights, const DeviceMomentum* momentum, bool to_replicas);
 
   // Each GPU's weighted sum of its own replicas over partition p, into its accumulator.
   void LocalSum(size_t g, size_t p, const std::vector<double>& weights) {
@@ -212,16 +129,14 @@ struct RingAllReduce::Impl {
     const cudaStream_t stream = gpu.streams[p].get();
     DeviceGuard guard(gpu.ordinal);
     for (size_t first = 0; first < gpu.replicas.size() && part.size() > 0; first += kTermsPerPass) {
-      Terms terms{};
+      WeightedTerms terms{};
       terms.count = int(std::min<size_t>(kTermsPerPass, gpu.replicas.size() - first));
       for (int t = 0; t < terms.count; ++t) {
         const size_t i = gpu.replicas[first + size_t(t)];
         terms.params[t] = replicas[i].params;
         terms.weight[t] = float(weights[i]);
       }
-      XMLT_LAUNCH(WeightedSumKernel, BlocksFor(part.size()), kThreads, 0, stream)(
-          gpu.acc.data(), part.begin, part.size(), terms, first > 0);
-      XMLT_CUDA_CHECK_LAUNCH();
+      LaunchWeightedSum(stream, gpu.acc.data(), part.begin, part.size(), terms, first > 0);
     }
     EventOf(g, p, 0).Record(stream);
   }
@@ -238,7 +153,7 @@ struct RingAllReduce::Impl {
   }
 };
 
-RingAllReduce::RingAllReduce(std::vector<RingReplica> replicas, size_t count, size_t partitions)
+RingAllReduce::RingAllReduce(std::vector<GpuReplica> replicas, size_t count, size_t partitions)
     : impl_(std::make_unique<Impl>()) {
   if (replicas.empty()) throw std::invalid_argument("RingAllReduce: no replicas");
   Impl& m = *impl_;
@@ -270,8 +185,10 @@ RingAllReduce::RingAllReduce(std::vector<RingReplica> replicas, size_t count, si
       gpu.events.emplace_back();
       gpu.events.emplace_back();
     }
-    gpu.partial = DeviceBuffer<double>(kMaxBlocks + gpu.replicas.size());
+    gpu.partial = DeviceBuffer<double>(kSquaresScratch + gpu.replicas.size());
     gpu.norms = PinnedBuffer<double>(gpu.replicas.size());
+    gpu.non_finite = DeviceBuffer<unsigned long long>(1);
+    gpu.non_finite_host = PinnedBuffer<unsigned long long>(1);
   }
   // Each GPU copies from its left neighbour in every partition's ring (rotations keep neighbours).
   for (size_t k = 0; k < n && n > 1; ++k) {
@@ -294,7 +211,7 @@ RingAllReduce::RingAllReduce(std::vector<RingReplica> replicas, size_t count, si
 
 RingAllReduce::~RingAllReduce() = default;
 
-void RingAllReduce::Impl::Run(const std::vector<double>& weights, const RingMomentum* momentum) {
+void RingAllReduce::Impl::Run(const std::vector<double>& weights, const DeviceMomentum* momentum, bool to_replicas) {
   if (weights.size() != replicas.size())
     throw std::invalid_argument("RingAllReduce: " + std::to_string(weights.size()) + " weights for " +
                                 std::to_string(replicas.size()) + " replicas");
@@ -311,18 +228,52 @@ void RingAllReduce::Impl::Run(const std::vector<double>& weights, const RingMome
       }
   if (momentum != nullptr && n == 1)  // no ring: the one GPU owns everything after its local sum
     for (size_t p = 0; p < partitions; ++p) Finish(p, 0, *momentum);
-  for (size_t p = 0; p < partitions; ++p)
-    for (size_t g = 0; g < n; ++g) Scatter(g, p);
+  if (to_replicas)
+    for (size_t p = 0; p < partitions; ++p)
+      for (size_t g = 0; g < n; ++g) Scatter(g, p);
   for (Gpu& gpu : gpus)
     for (Stream& stream : gpu.streams) stream.Synchronize();
 }
 
-void RingAllReduce::WeightedAllReduce(const std::vector<double>& weights) { impl_->Run(weights, nullptr); }
+void RingAllReduce::WeightedAllReduce(const std::vector<double>& weights) { impl_->Run(weights, nullptr, true); }
 
-void RingAllReduce::WeightedAllReduce(const std::vector<double>& weights, const RingMomentum& momentum) {
+void RingAllReduce::WeightedAllReduce(const std::vector<double>& weights, const DeviceMomentum& momentum) {
   if (impl_->gpus.front().current.size() != impl_->count)
     throw std::logic_error("RingAllReduce: the global momentum needs SetGlobalModel first");
-  impl_->Run(weights, &momentum);
+  impl_->Run(weights, &momentum, true);
+}
+
+void RingAllReduce::WeightedSumToEveryGpu(const std::vector<double>& weights) { impl_->Run(weights, nullptr, false); }
+
+const float* RingAllReduce::Sum(int gpu) const {
+  for (const Impl::Gpu& g : impl_->gpus)
+    if (g.ordinal == gpu) return g.acc.data();
+  throw std::invalid_argument("RingAllReduce: GPU " + std::to_string(gpu) + " is not in the ring");
+}
+
+bool RingAllReduce::GlobalModelFinite() {
+  Impl& m = *impl_;
+  if (m.gpus.front().current.size() != m.count) throw std::logic_error("RingAllReduce: no global model was set");
+  for (size_t g = 0; g < m.gpus.size(); ++g) {
+    Impl::Gpu& gpu = m.gpus[g];
+    DeviceGuard guard(gpu.ordinal);
+    const cudaStream_t stream = gpu.streams[0].get();
+    XMLT_CUDA_CHECK(cudaMemsetAsync(gpu.non_finite.data(), 0, sizeof(unsigned long long), stream));
+    for (size_t p = 0; p < m.partitions; ++p)
+      for (size_t k = 0; k < m.gpus.size(); ++k) {
+        if (m.At(p, k) != g) continue;
+        const Range r = m.Owned(p, k);
+        LaunchCountNonFinite(stream, gpu.current.data() + r.begin, r.size(), gpu.non_finite.data());
+      }
+    XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.non_finite_host.data(), gpu.non_finite.data(), sizeof(unsigned long long),
+                                    cudaMemcpyDeviceToHost, stream));
+  }
+  bool finite = true;
+  for (Impl::Gpu& gpu : m.gpus) {
+    gpu.streams[0].Synchronize();
+    finite = finite && gpu.non_finite_host.data()[0] == 0;
+  }
+  return finite;
 }
 
 void RingAllReduce::SetGlobalModel(const float* current, const float* previous) {
@@ -349,15 +300,10 @@ std::vector<double> RingAllReduce::SquaredNorms() {
     if (m.count == 0) continue;
     DeviceGuard guard(gpu.ordinal);
     const cudaStream_t stream = gpu.streams[0].get();
-    const unsigned blocks = BlocksFor(m.count);
-    for (size_t t = 0; t < gpu.replicas.size(); ++t) {
-      XMLT_LAUNCH(SquaresKernel, blocks, kThreads, 0, stream)(m.replicas[gpu.replicas[t]].params, m.count,
-                                                              gpu.partial.data());
-      XMLT_CUDA_CHECK_LAUNCH();
-      XMLT_LAUNCH(SumKernel, 1, kThreads, 0, stream)(gpu.partial.data(), blocks, gpu.partial.data() + kMaxBlocks + t);
-      XMLT_CUDA_CHECK_LAUNCH();
-    }
-    XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.norms.data(), gpu.partial.data() + kMaxBlocks,
+    for (size_t t = 0; t < gpu.replicas.size(); ++t)
+      LaunchSquaredNorm(stream, m.replicas[gpu.replicas[t]].params, m.count, gpu.partial.data(),
+                        gpu.partial.data() + kSquaresScratch + t);
+    XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.norms.data(), gpu.partial.data() + kSquaresScratch,
                                     gpu.replicas.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));
   }
   for (Impl::Gpu& gpu : m.gpus) {

@@ -19,47 +19,35 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/cuda/device_collective.h"
+
 namespace xmlt::kernels::cuda {
 
-// A replica: `params` points to the model's parameters in the memory of GPU `gpu`.
-struct RingReplica {
-  int gpu = 0;
-  float* params = nullptr;
-};
-
-// The global momentum rule: kHeavy: w' = sum + gamma (w - w_p), replicas take w'; kNesterov:
-// w' = sum, replicas take the look-ahead w' + gamma (w' - w). Then w_p = w, w = w'.
-struct RingMomentum {
-  double gamma = 0;
-  bool nesterov = false;
-};
-
-class RingAllReduce {
+class RingAllReduce final : public DeviceCollective {
  public:
   // Sets up the ring over the GPUs of `replicas` (in order of first appearance) for models of
   // `count` floats: an accumulator and receive buffers on each GPU, `partitions` streams per GPU
   // (0: one per GPU), events. Enables peer access between the GPUs where they allow it. Throws
   // std::invalid_argument on no replicas or a null pointer, std::runtime_error on CUDA failures.
-  RingAllReduce(std::vector<RingReplica> replicas, size_t count, size_t partitions = 0);
-  ~RingAllReduce();
+  RingAllReduce(std::vector<GpuReplica> replicas, size_t count, size_t partitions = 0);
+  ~RingAllReduce() override;
   RingAllReduce(const RingAllReduce&) = delete;
   RingAllReduce& operator=(const RingAllReduce&) = delete;
 
-  // Every replica becomes sum_i weights[i] * replica_i (float sums; the weights need not sum to 1).
-  // Returns when every replica holds the result. Throws std::invalid_argument on a weight count
-  // other than the replica count.
-  void WeightedAllReduce(const std::vector<double>& weights);
-  // The same sum finished by the global momentum rule on each chunk's owner, which keeps that
-  // chunk of w and w_p (set by SetGlobalModel first).
-  void WeightedAllReduce(const std::vector<double>& weights, const RingMomentum& momentum);
+  void WeightedAllReduce(const std::vector<double>& weights) override;
+  // The momentum rule runs on each chunk's owner after the reduce-scatter, which keeps that chunk
+  // of w and w_p.
+  void WeightedAllReduce(const std::vector<double>& weights, const DeviceMomentum& momentum) override;
+  // The weighted sum left in each GPU's accumulator (Sum), the replicas untouched: for merges
+  // that give each replica its own result (the elastic force).
+  void WeightedSumToEveryGpu(const std::vector<double>& weights);
+  // GPU `gpu`'s accumulator (`count` floats): the last sum once a merge returned.
+  const float* Sum(int gpu) const;
 
-  // w and w_p (`count` floats each, host memory) onto the chunks' owners, at the start of a run or
-  // after a resume; and back, for evaluation and checkpoints.
-  void SetGlobalModel(const float* current, const float* previous);
-  void GetGlobalModel(float* current, float* previous);
-
-  // The sum of squares of each replica's parameters, accumulated in double on its GPU.
-  std::vector<double> SquaredNorms();
+  void SetGlobalModel(const float* current, const float* previous) override;
+  void GetGlobalModel(float* current, float* previous) override;
+  bool GlobalModelFinite() override;
+  std::vector<double> SquaredNorms() override;
 
   size_t gpus() const;        // distinct GPUs in the ring
   size_t partitions() const;  // rings run side by side

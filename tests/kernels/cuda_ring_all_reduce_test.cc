@@ -43,8 +43,8 @@ struct Replicas {
       device.push_back(DeviceBuffer<float>::FromHost(host.back()));
     }
   }
-  std::vector<RingReplica> View() {
-    std::vector<RingReplica> view;
+  std::vector<GpuReplica> View() {
+    std::vector<GpuReplica> view;
     for (size_t i = 0; i < gpus.size(); ++i) view.push_back({gpus[i], device[i].data()});
     return view;
   }
@@ -142,7 +142,7 @@ TEST(CudaRingAllReduce, GlobalMomentumOnTheChunksOwnersEqualsTheHostRule) {
             for (std::vector<float>& h : host) set.params.push_back(h.data());
             merge::MergeWithGlobalMomentum(*naive, set, w, 0.9, &global,
                                            nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy);
-            ring.WeightedAllReduce(w, RingMomentum{0.9, nesterov});
+            ring.WeightedAllReduce(w, DeviceMomentum{0.9, nesterov});
             std::vector<float> current(count), previous(count);
             ring.GetGlobalModel(current.data(), previous.data());
             for (size_t j = 0; j < count; ++j) {
@@ -189,7 +189,7 @@ TEST(CudaRingAllReduce, RefusesAWrongWeightCountAndNoReplicas) {
   EXPECT_THROW(ring.WeightedAllReduce({1.0}), std::invalid_argument);
   EXPECT_THROW(RingAllReduce({}, 10), std::invalid_argument);
   EXPECT_THROW(RingAllReduce({{0, nullptr}}, 10), std::invalid_argument);
-  EXPECT_THROW(ring.WeightedAllReduce({1.0, 1.0}, RingMomentum{0.9, false}), std::logic_error);  // no w, w_p yet
+  EXPECT_THROW(ring.WeightedAllReduce({1.0, 1.0}, DeviceMomentum{0.9, false}), std::logic_error);  // no w, w_p yet
 }
 
 #ifdef XMLT_GPUSIM
