@@ -27,6 +27,7 @@ std::string FlagOf(const std::string& setting) {
       {"schedule", "--schedule"},
       {"merge", "--merge"},
       {"collective", "--collective"},
+      {"merge_on", "--merge-on"},
       {"momentum_mode", "--momentum-mode"},
       {"elastic_alpha", "--elastic-alpha"},
       {"momentum", "--momentum"},

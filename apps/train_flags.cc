@@ -158,7 +158,13 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "Overrides the preset: normalized (Algorithm 2), average (elastic; EASGD with "
                   "--elastic-alpha), adasum, crossbow or gradient (the last two need --schedule sync)")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--collective", f->collective, "Weighted sums over the replicas: ring, tree or naive")
+  cmd->add_option("--collective", f->collective,
+                  "Weighted sums over the replicas: ring, tree or naive on the host; with every device a GPU, "
+                  "ring runs on the GPUs, and nccl is NCCL's")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--merge-on", f->merge_on,
+                  "auto (on the GPUs when every device is a GPU and the collective is ring or nccl, else on the "
+                  "host), host (through the devices' host mirrors) or gpus")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--momentum-mode", f->momentum_mode,
                   "heavy (w' = merge + gamma (w - w_prev)) or nesterov (replicas start from w + gamma "

@@ -27,7 +27,7 @@ struct TrainFlags {
   std::string algo = "single", clock = "virtual";
   engine::SampledOutputOptions sampled_output;  // --slide-*: copied into `engine` by --algo slide
   // Parsed once, in ApplyAlgorithm, into the typed fields of `engine`.
-  std::string devices = "cpu:4", speed, hetero = "none", collective = "ring";
+  std::string devices = "cpu:4", speed, hetero = "none", collective = "ring", merge_on = "auto";
   scheduler::EngineOptions engine;
   std::string schedule = "dynamic", merge = "normalized", momentum_mode = "heavy";
   CLI::App* command = nullptr;

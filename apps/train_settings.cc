@@ -123,6 +123,15 @@ void ApplyAlgorithm(TrainFlags& f) {
   } else {
     throw std::invalid_argument("--momentum-mode must be heavy or nesterov");
   }
+  if (f.merge_on == "auto") {
+    f.engine.merge_on = Engine::MergeOn::kAuto;
+  } else if (f.merge_on == "host") {
+    f.engine.merge_on = Engine::MergeOn::kHost;
+  } else if (f.merge_on == "gpus") {
+    f.engine.merge_on = Engine::MergeOn::kGpus;
+  } else {
+    throw std::invalid_argument("--merge-on must be auto, host or gpus");
+  }
   std::string schedule, merge;
   bool plain_local_sgd = false;  // the synchronous algorithms step each replica with plain SGD
   if (f.algo == "slide") {

@@ -1,7 +1,9 @@
 // A replica on a GPU through kernels::cuda::CudaMlp, which owns the stream, handles, parameters,
-// momentum and batch buffers. Merges run on a host mirror of the parameters for now: the device
-// downloads its replica before a merge and uploads the merged state after it. The mirror is
-// page-locked, so those copies run at the bus's speed without a staging copy. Evaluation runs on
+// momentum and batch buffers. When every device of a run is a GPU, merges run on the GPUs, on the
+// replica where it is (ParamsOnGpu, merge/gpu/). Otherwise they run on a host mirror of the
+// parameters: the device downloads its replica before a merge and uploads the merged state after
+// it. The mirror is page-locked, so those copies run at the bus's speed without a staging copy;
+// checkpoints and rollbacks go through it too. Evaluation runs on
 // the GPU too: the replica waits in the mirror while the model being scored takes its place.
 #include "engine/cuda_device.h"
 
@@ -54,6 +56,7 @@ class CudaDevice final : public Device {
   }
 
   float* HostParams() override { return host_.data(); }
+  GpuParams ParamsOnGpu() override { return {mlp_.gpu(), mlp_.device_params()}; }
   size_t NumParams() const override { return host_.size(); }
   void PrepareMerge() override { mlp_.DownloadParams(host_.data(), host_.size()); }
   void FinishMerge() override { mlp_.UploadParams(host_.data(), host_.size()); }

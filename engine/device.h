@@ -35,6 +35,14 @@ class Device {
   virtual size_t NumParams() const = 0;
   virtual void PrepareMerge() {}
   virtual void FinishMerge() {}
+  // The replica's parameters in GPU memory, for merges that run on the GPUs (merge/gpu/): the
+  // GPU's ordinal and the pointer, which stays the same for the device's life; gpu -1 for a
+  // replica in host memory. Such a merge needs neither PrepareMerge nor FinishMerge.
+  struct GpuParams {
+    int gpu = -1;
+    float* params = nullptr;
+  };
+  virtual GpuParams ParamsOnGpu() { return {}; }
   // A mirror of another rank's replica frees its copy while nothing needs it; HostParams fills it
   // in again (with zeros, for the owner's next share). Other devices keep their replicas.
   virtual void ReleaseMirror() {}

@@ -17,6 +17,7 @@ class AdasumMerger : public Merger {
   MergeOutcome Merge(const ReplicaSet& replicas, const MergeInput& input,
                      GlobalModel* global) override {
     CheckReplicasAndGlobal(replicas, global);
+    CheckOnHost(replicas, global, name());
     const size_t n = replicas.count();
     CheckOptionalInput(input, n, "adasum");
     const float gamma = static_cast<float>(options_.momentum);

@@ -28,6 +28,12 @@ class Collective {
   // of the model's size: blocks are small and live on each thread's stack.
   virtual void WeightedAllReduce(const ReplicaSet& replicas, const std::vector<double>& weights,
                                  const FinishBlock& finish) = 0;
+
+  // The weighted sum finished by the global momentum rule (merge/global_momentum.h) on `global`.
+  // The CPU collectives run it as WeightedAllReduce's finish step on the host vectors; the GPU
+  // collectives (merge/gpu/) on the GPUs, where they keep w and w_p.
+  virtual void WeightedAllReduceWithMomentum(const ReplicaSet& replicas, const std::vector<double>& weights,
+                                             double momentum, MomentumMode mode, GlobalModel* global);
 };
 
 // The CPU partitioned sum: `partitions` (default: the replica count) parallel partitions of the
@@ -47,12 +53,14 @@ std::unique_ptr<Collective> MakeCpuPartitionedSumCollective(size_t partitions = 
 std::unique_ptr<Collective> MakeCpuTreeCollective(size_t partitions = 0);
 // The naive reference: one thread, replica after replica. For tests and as a baseline.
 std::unique_ptr<Collective> MakeNaiveCollective();
-// The collectives a run can choose (--collective).
-enum class CollectiveKind { kPartitionedSum, kTree, kNaive };
-// "ring" (the partitioned sum, under the name the CLI has always used), "tree" or "naive"; throws
-// std::invalid_argument otherwise. CollectiveName is the inverse.
+// The collectives a run can choose (--collective). With every device a GPU, "ring" runs the ring
+// all-reduce on the GPUs and "nccl" NCCL's (merge/gpu/); nccl has no host form.
+enum class CollectiveKind { kPartitionedSum, kTree, kNaive, kNccl };
+// "ring" (the partitioned sum, under the name the CLI has always used), "tree", "naive" or "nccl";
+// throws std::invalid_argument otherwise. CollectiveName is the inverse.
 CollectiveKind ParseCollectiveKind(const std::string& name);
 const char* CollectiveName(CollectiveKind kind);
+// The host collective of that kind; throws std::invalid_argument for kNccl.
 std::unique_ptr<Collective> MakeCollective(CollectiveKind kind, size_t devices);
 std::unique_ptr<Collective> MakeCollective(const std::string& name, size_t devices);
 

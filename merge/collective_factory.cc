@@ -11,7 +11,8 @@ CollectiveKind ParseCollectiveKind(const std::string& name) {
   if (name == "ring") return CollectiveKind::kPartitionedSum;
   if (name == "tree") return CollectiveKind::kTree;
   if (name == "naive") return CollectiveKind::kNaive;
-  throw std::invalid_argument("unknown collective '" + name + "' (expected ring, tree or naive)");
+  if (name == "nccl") return CollectiveKind::kNccl;
+  throw std::invalid_argument("unknown collective '" + name + "' (expected ring, tree, naive or nccl)");
 }
 
 const char* CollectiveName(CollectiveKind kind) {
@@ -19,6 +20,7 @@ const char* CollectiveName(CollectiveKind kind) {
     case CollectiveKind::kPartitionedSum: return "ring";
     case CollectiveKind::kTree: return "tree";
     case CollectiveKind::kNaive: return "naive";
+    case CollectiveKind::kNccl: return "nccl";
   }
   return "?";
 }
@@ -28,6 +30,8 @@ std::unique_ptr<Collective> MakeCollective(CollectiveKind kind, size_t devices) 
     case CollectiveKind::kPartitionedSum: return MakeCpuPartitionedSumCollective(devices);
     case CollectiveKind::kTree: return MakeCpuTreeCollective(devices);
     case CollectiveKind::kNaive: return MakeNaiveCollective();
+    case CollectiveKind::kNccl:
+      throw std::invalid_argument("the nccl collective merges replicas on GPUs only, not on the host");
   }
   throw std::invalid_argument("unknown collective");
 }

@@ -24,6 +24,7 @@ double SumOfSquares(const float* x, size_t n) {
 }  // namespace
 
 void CheckReplicaPointers(const ReplicaSet& replicas) {
+  if (replicas.on_gpus()) throw std::invalid_argument("collective: a host collective given replicas on GPUs");
   for (const float* x : replicas.params)
     if (x == nullptr && replicas.size > 0)
       throw std::invalid_argument("collective: null replica parameters");

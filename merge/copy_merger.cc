@@ -14,6 +14,7 @@ class CopyMerger : public Merger {
  public:
   MergeOutcome Merge(const ReplicaSet& replicas, const MergeInput& input, GlobalModel* global) override {
     CheckReplicasAndGlobal(replicas, global);
+    CheckOnHost(replicas, global, name());
     if (replicas.count() != 1)
       throw std::invalid_argument("copy merge: one replica, not " + std::to_string(replicas.count()));
     CheckOptionalInput(input, 1, "copy");

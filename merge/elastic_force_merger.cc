@@ -39,6 +39,7 @@ class ElasticForceMerger : public Merger {
   MergeOutcome Merge(const ReplicaSet& replicas, const MergeInput& input,
                      GlobalModel* global) override {
     CheckReplicasAndGlobal(replicas, global);
+    CheckOnHost(replicas, global, name());
     const size_t n = replicas.count();
     CheckOptionalInput(input, n, "elastic force");
     const double a = options_.elastic_alpha > 0.0 ? options_.elastic_alpha

@@ -38,10 +38,17 @@ FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum, MomentumM
   };
 }
 
+void Collective::WeightedAllReduceWithMomentum(const ReplicaSet& replicas, const std::vector<double>& weights,
+                                               double momentum, MomentumMode mode, GlobalModel* global) {
+  global->SyncToHost();
+  global->HostWritten();  // the host vectors are the model from here on
+  WeightedAllReduce(replicas, weights, GlobalMomentumFinish(global, momentum, mode));
+}
+
 void MergeWithGlobalMomentum(Collective& collective, const ReplicaSet& replicas,
                              const std::vector<double>& weights, double momentum,
                              GlobalModel* global, MomentumMode mode) {
-  collective.WeightedAllReduce(replicas, weights, GlobalMomentumFinish(global, momentum, mode));
+  collective.WeightedAllReduceWithMomentum(replicas, weights, momentum, mode, global);
 }
 
 }  // namespace xmlt::merge

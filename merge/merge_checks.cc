@@ -21,6 +21,13 @@ void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* globa
   }
 }
 
+void CheckOnHost(const ReplicaSet& replicas, const GlobalModel* global, const std::string& merge) {
+  if (replicas.on_gpus())
+    throw std::invalid_argument(merge + " merge: runs on replicas in host memory, these are on GPUs");
+  if (global != nullptr && global->host_stale)
+    throw std::logic_error(merge + " merge: the global model is newer on the GPUs (SyncToHost first)");
+}
+
 void CheckOptionalInput(const MergeInput& input, size_t replicas, const std::string& merge) {
   const std::pair<const char*, size_t> sizes[] = {
       {"batch", input.batch.size()}, {"updates", input.updates.size()}, {"lr", input.lr.size()}};

@@ -14,6 +14,10 @@ namespace xmlt::merge {
 // replicas.size parameters.
 void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global, bool other_ranks = false);
 
+// For merges that work on host memory only: throws std::invalid_argument when the replicas are on
+// GPUs, std::logic_error when the global model is newer on the GPUs than on the host.
+void CheckOnHost(const ReplicaSet& replicas, const GlobalModel* global, const std::string& merge);
+
 // Throws std::invalid_argument unless each of the input's vectors is empty or has one entry per
 // replica (a merge that needs a vector checks that it is not empty). `merge` names the merge in
 // the message.

@@ -24,14 +24,6 @@ struct MergeOutcome {
   int most_updated = -1, least_updated = -1;  // r and s when perturbed
 };
 
-// How the global momentum acts (DANA's look-ahead reasoning applied to model averaging):
-//  - kHeavy: replicas start each mega-batch from w; w' = combine(replicas) + gamma (w - w_p).
-//  - kNesterov: replicas start from the estimated future position w + gamma (w - w_p), so their
-//    gradients are taken where the model is heading; w' = combine(replicas), whose starting point
-//    already carries the momentum step. The global model w itself (what is evaluated and saved) is
-//    never the look-ahead point.
-enum class MomentumMode { kHeavy, kNesterov };
-
 struct MergeOptions {
   double momentum = 0.9;      // gamma of the global update
   MomentumMode momentum_mode = MomentumMode::kHeavy;

@@ -33,6 +33,7 @@ void TrainingLoop::Resume() {
                                "mega-batches (--checkpoint-every)");
   reader.ReadInto("global.current", global_.current.data(), global_.current.size());
   reader.ReadInto("global.previous", global_.previous.data(), global_.previous.size());
+  global_.HostWritten();
   try {
     RestorePool(pool_, reader, meta.at("pool"), global_.current, replan);
     if (!replan && ResumeLowersLr(meta.at("run"), options_.lr)) ResetLearningRates(pool_, options_.lr);
@@ -77,6 +78,7 @@ void TrainingLoop::WriteCheckpoint(const char* why) {
   nlohmann::json meta = {{"run", fingerprint_}, {"progress", ProgressToJson(progress_)}, {"pool", SavePoolMeta(pool_)}};
   if (open_.open()) meta["open_mega_batch"] = OpenMegaBatchToJson(open_);
   CheckpointWriter writer(meta.dump());
+  global_.SyncToHost();
   writer.Add("global.current", global_.current);
   writer.Add("global.previous", global_.previous);
   std::vector<std::vector<float>> momentum;  // must outlive Write, as must the devices' other state

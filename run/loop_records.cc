@@ -69,6 +69,7 @@ bool TrainingLoop::EvaluationDue(uint64_t epoch_before) const {
 void TrainingLoop::Evaluate() {
   EvalRecord record;
   const Clock::time_point eval_start = Clock::now();
+  global_.SyncToHost();
   model_->params = global_.current;
   if (test_ != nullptr) {
     const bool whole = progress_.rows_done >= total_rows_ && options_.final_eval_full;

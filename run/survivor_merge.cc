@@ -5,20 +5,19 @@
 
 #include "merge/rank_sum_collective.h"
 #include "run/replica_exchange.h"
+#ifdef XMLT_HAVE_CUDA
+#include "merge/gpu/gpu_mergers.h"
+#endif
 
 namespace xmlt::scheduler {
 namespace {
 
+merge::MergeOptions OptionsOf(const EngineOptions& engine);
+
 // The merge over `devices` alive devices; `is_local` (one per alive device) is given across ranks.
 std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t devices,
                                           const std::vector<bool>& is_local) {
-  merge::MergeOptions options;
-  options.momentum = engine.momentum;
-  options.momentum_mode = engine.nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy;
-  options.pert_threshold = engine.pert_threshold;
-  options.pert_delta = engine.pert_delta;
-  options.renormalize_perturbed = engine.pert_renormalize;
-  options.elastic_alpha = engine.elastic_alpha;
+  const merge::MergeOptions options = OptionsOf(engine);
   std::shared_ptr<merge::Collective> collective = merge::MakeCollective(engine.collective, devices);
   if (!is_local.empty() && MergesByWeightedSum(engine)) {
     // The rank's own collective keeps the one-process partitioning: norms are the same bits.
@@ -39,9 +38,54 @@ std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t de
   throw std::logic_error("unknown merge");
 }
 
+merge::MergeOptions OptionsOf(const EngineOptions& engine) {
+  merge::MergeOptions options;
+  options.momentum = engine.momentum;
+  options.momentum_mode = engine.nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy;
+  options.pert_threshold = engine.pert_threshold;
+  options.pert_delta = engine.pert_delta;
+  options.renormalize_perturbed = engine.pert_renormalize;
+  options.elastic_alpha = engine.elastic_alpha;
+  return options;
+}
+
+// The merge on the GPUs, over `replicas` (on GPUs): the same rules as MakeMerger's, on device
+// buffers (merge/gpu/).
+std::unique_ptr<merge::Merger> MakeGpuMerger(const EngineOptions& engine, const merge::ReplicaSet& replicas) {
+#ifdef XMLT_HAVE_CUDA
+  merge::MergeOptions options = OptionsOf(engine);
+  const auto collective = [&] {
+    return merge::MakeGpuCollective(engine.collective == merge::CollectiveKind::kNccl ? merge::GpuCollectiveKind::kNccl
+                                                                                      : merge::GpuCollectiveKind::kRing,
+                                    replicas);
+  };
+  using Merge = EngineOptions::Merge;
+  switch (engine.merge) {
+    case Merge::kNormalized: return merge::MakeNormalizedMerger(options, collective());
+    case Merge::kAverage:
+      return engine.elastic_alpha > 0 ? merge::MakeGpuElasticForceMerger(options, replicas)
+                                      : merge::MakeAverageMerger(options, collective());
+    case Merge::kAdasum: throw std::logic_error("TODO(adasum-gpu)");
+    case Merge::kCrossbow: return merge::MakeGpuElasticForceMerger(options, replicas);
+    case Merge::kGradient: return merge::MakeGradientMerger(options, collective());
+    case Merge::kCopy:
+      // The one replica taken as w, w_p <- w: an average of one with no momentum, on the GPU.
+      options.momentum = 0;
+      options.momentum_mode = merge::MomentumMode::kHeavy;
+      return merge::MakeAverageMerger(options, collective());
+  }
+  throw std::logic_error("unknown merge");
+#else
+  (void)engine;
+  (void)replicas;
+  throw std::logic_error("merges on GPUs need the CUDA backend");
+#endif
+}
+
 }  // namespace
 
-SurvivorMerge::SurvivorMerge(const EngineOptions& engine, const kernels::Model<float>& model) : engine_(engine) {
+SurvivorMerge::SurvivorMerge(const EngineOptions& engine, const kernels::Model<float>& model)
+    : engine_(engine), on_gpus_(MergesOnGpus(engine)) {
   for (const kernels::LayerView& layer : model.layers) {
     tensors_.push_back(layer.weight.offset);
     tensors_.push_back(layer.bias.offset);
@@ -51,6 +95,10 @@ SurvivorMerge::SurvivorMerge(const EngineOptions& engine, const kernels::Model<f
 merge::MergeOutcome SurvivorMerge::Run(DevicePool& pool, const MegaBatchRun& part, merge::GlobalModel* global) {
   const std::vector<size_t> alive = pool.alive();
   const bool across_ranks = engine_.ranks != nullptr && engine_.ranks->size() > 1;
+  merge::ReplicaSet replicas;
+  replicas.size = global->current.size();
+  replicas.tensors = tensors_;
+  if (on_gpus_) return RunOnGpus(pool, part, alive, replicas, global);
   if (alive != devices_) {
     devices_ = alive;
     std::vector<bool> is_local;
@@ -58,9 +106,6 @@ merge::MergeOutcome SurvivorMerge::Run(DevicePool& pool, const MegaBatchRun& par
       for (size_t i : alive) is_local.push_back(pool.local(i));
     merger_ = MakeMerger(engine_, alive.size(), is_local);
   }
-  merge::ReplicaSet replicas;
-  replicas.size = global->current.size();
-  replicas.tensors = tensors_;
   merge::MergeInput input;
   // A hierarchical merge reads this rank's replicas only: the others' mirrors are not even made.
   const bool local_only = across_ranks && MergesByWeightedSum(engine_);
@@ -77,6 +122,44 @@ merge::MergeOutcome SurvivorMerge::Run(DevicePool& pool, const MegaBatchRun& par
   if (across_ranks && !MergesByWeightedSum(engine_)) ShareReplicas(pool);
   merge::MergeOutcome outcome = merger_->Merge(replicas, input, global);
   for (size_t i : alive) pool.device(i).FinishMerge();
+  return PerDevice(pool, alive, std::move(outcome));
+}
+
+merge::MergeOutcome SurvivorMerge::RunOnGpus(DevicePool& pool, const MegaBatchRun& part, const std::vector<size_t>& alive,
+                                            merge::ReplicaSet& replicas, merge::GlobalModel* global) {
+  merge::MergeInput input;
+  for (size_t i : alive) {
+    const engine::Device::GpuParams at = pool.device(i).ParamsOnGpu();
+    if (at.gpu < 0) throw std::logic_error("merge on GPUs: device " + pool.device(i).spec().id + " is not a GPU");
+    replicas.params.push_back(at.params);
+    replicas.gpus.push_back(at.gpu);
+    input.batch.push_back(pool.states()[i].batch);
+    input.lr.push_back(pool.states()[i].lr);
+    input.updates.push_back(part.updates[i]);
+  }
+  if (alive != devices_) {
+    devices_ = alive;
+    // The old merger's GPUs held w and w_p; a lost GPU took its share with it, and the host's copy
+    // (the rollback target's, taken after the last sound mega-batch) stands in.
+    if (global->host_stale) {
+      std::vector<float> current(global->current.size()), previous(global->previous.size());
+      try {
+        global->on_gpus->Fetch(current.data(), previous.data());
+        global->current.swap(current);
+        global->previous.swap(previous);
+      } catch (const std::exception&) {
+        ++global_models_lost_;
+      }
+    }
+    global->HostWritten();
+    merger_.reset();  // its buffers go before the new ones are allocated
+    merger_ = MakeGpuMerger(engine_, replicas);
+  }
+  return PerDevice(pool, alive, merger_->Merge(replicas, input, global));
+}
+
+merge::MergeOutcome SurvivorMerge::PerDevice(const DevicePool& pool, const std::vector<size_t>& alive,
+                                            merge::MergeOutcome outcome) {
   std::vector<double> weights(pool.size(), 0.0);
   for (size_t k = 0; k < alive.size(); ++k) weights[alive[k]] = outcome.weights[k];
   outcome.weights = weights;

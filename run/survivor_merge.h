@@ -1,6 +1,8 @@
 // The merge over the devices still alive: the replicas, their batch sizes, learning rates and
 // update counts into the global model. Rebuilt when a device drops (the collective and the weights
-// are sized by the replica count).
+// are sized by the replica count). When every device is a GPU (MergesOnGpus), the merge runs on
+// the GPUs, on the replicas where they are, and keeps the global model there (merge/gpu/);
+// otherwise on the host, through the devices' mirrors.
 #pragma once
 
 #include <memory>
@@ -21,11 +23,22 @@ class SurvivorMerge {
   // per device (0 if dropped).
   merge::MergeOutcome Run(DevicePool& pool, const MegaBatchRun& part, merge::GlobalModel* global);
 
+  // How many times a lost GPU took its share of the global model with it, so that the merge went
+  // on from the host's last copy (the state after the last sound mega-batch).
+  uint64_t global_models_lost() const { return global_models_lost_; }
+
  private:
+  merge::MergeOutcome RunOnGpus(DevicePool& pool, const MegaBatchRun& part, const std::vector<size_t>& alive,
+                                merge::ReplicaSet& replicas, merge::GlobalModel* global);
+  static merge::MergeOutcome PerDevice(const DevicePool& pool, const std::vector<size_t>& alive,
+                                       merge::MergeOutcome outcome);
+
   const EngineOptions& engine_;
   std::vector<size_t> tensors_;
   std::vector<size_t> devices_;
   std::unique_ptr<merge::Merger> merger_;
+  const bool on_gpus_;
+  uint64_t global_models_lost_ = 0;
 };
 
 }  // namespace xmlt::scheduler

@@ -13,12 +13,6 @@ namespace {
 
 double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-bool AllFinite(const std::vector<float>& values) {
-  bool finite = true;
-  for (float v : values) finite &= std::isfinite(v);
-  return finite;
-}
-
 }  // namespace
 
 TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test, const TrainOptions& options,
@@ -73,7 +67,7 @@ TrainResult TrainingLoop::Train() {
               " devices go on");
     alive_before = pool_.alive();
     if (alive_before.empty()) continue;  // nothing was merged; the loop's top checkpoints and stops
-    if (!trained.run.diverged_on.empty() || !AllFinite(global_.current)) {
+    if (!trained.run.diverged_on.empty() || !global_.CurrentFinite()) {
       RollBack(index, trained.run);
       continue;  // a stop is seen at the loop's top, after the rollback
     }
@@ -93,7 +87,7 @@ TrainResult TrainingLoop::Train() {
       TryWriteEndCheckpoint();
       open_ = MegaBatchWork{};
       if (!dealer_->MergesEachRound()) MergeInto(&trained);
-      if (!AllFinite(global_.current)) {
+      if (!global_.CurrentFinite()) {
         RollBack(index, trained.run);
         continue;
       }
@@ -116,6 +110,7 @@ TrainResult TrainingLoop::Train() {
   // its checkpoint, written before it, does not hold.
   const bool finished = stopped_by_signal_ == 0 && progress_.rows_done >= total_rows_;
   if (finished && (progress_.evals.empty() || progress_.evals.back().train_samples != progress_.rows_done)) Evaluate();
+  global_.SyncToHost();
   model_->params = global_.current;
   TrainResult result = ResultOf(progress_);
   result.stopped_by_signal = stopped_by_signal_;
@@ -161,8 +156,12 @@ MegaBatchWork TrainingLoop::TrainMegaBatch(uint64_t index) {
 void TrainingLoop::MergeAfterRound(const MegaBatchRun& round, MegaBatchWork* trained) {
   if (pool_.alive().empty()) return;
   const Clock::time_point merge_start = Clock::now();
+  const uint64_t lost_before = survivor_merge_.global_models_lost();
   trained->merged = survivor_merge_.Run(pool_, round, &global_);
   trained->merge_s += Seconds(Clock::now() - merge_start);
+  if (survivor_merge_.global_models_lost() != lost_before)
+    Event("a lost GPU held part of the global model on the GPUs: the merge went on from the host's copy, made after "
+          "mega-batch " + std::to_string(progress_.megabatches));
   ++trained->merges;
 }
 
@@ -182,6 +181,7 @@ void TrainingLoop::RollBack(uint64_t index, const MegaBatchRun& run) {
   const SavedState& trusted = trusted_.trusted();
   global_.current = trusted.global;
   global_.previous = trusted.global;
+  global_.HostWritten();
   progress_ = trusted.progress;
   progress_.rollbacks = rollbacks;
   progress_.train_seconds = spent;

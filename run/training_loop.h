@@ -39,7 +39,12 @@ class TrainingLoop {
   void MergeAfterRound(const MegaBatchRun& round, MegaBatchWork* trained);
   void MergeInto(MegaBatchWork* trained) { MergeAfterRound(trained->run, trained); }
   void RollBack(uint64_t index, const MegaBatchRun& run);
-  SavedState Capture() const { return SavedState{TakeSnapshot(pool_), global_.current, progress_, open_}; }
+  // The rollback target needs w on the host: after a merge on the GPUs, one copy back per
+  // mega-batch (which is also the copy a lost GPU's share of w falls back to).
+  SavedState Capture() {
+    global_.SyncToHost();
+    return SavedState{TakeSnapshot(pool_), global_.current, progress_, open_};
+  }
   int StopSignal() const;
   const std::atomic<int>* StopWithinMegaBatch() const;
   [[noreturn]] void StopWithoutDevices();

@@ -1,9 +1,11 @@
 // Validation of the training options; see train_options.h.
 #include "scheduler/train_options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
+#include "dist/rank_group.h"
 #include "engine/evaluator.h"
 
 namespace xmlt::scheduler {
@@ -52,6 +54,30 @@ void ValidateEngineOptions(const EngineOptions& engine) {
   if (!engine.device_rank.empty() && engine.device_rank.size() != engine.devices.size())
     throw OptionError("devices", "has " + std::to_string(engine.device_rank.size()) + " owning ranks for " +
                                      std::to_string(engine.devices.size()) + " devices");
+  const bool gpus_only = std::all_of(engine.devices.begin(), engine.devices.end(),
+                                     [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCuda; });
+  const bool one_rank = engine.ranks == nullptr || engine.ranks->size() <= 1;
+  using MergeOn = EngineOptions::MergeOn;
+  if (engine.merge_on == MergeOn::kGpus && !(gpus_only && one_rank))
+    throw OptionError("merge_on", "gpus needs every device to be a GPU, in one process");
+  if (engine.merge_on == MergeOn::kGpus && engine.collective != merge::CollectiveKind::kPartitionedSum &&
+      engine.collective != merge::CollectiveKind::kNccl)
+    throw OptionError("merge_on", "gpus runs the ring or nccl collective, not " +
+                                      std::string(merge::CollectiveName(engine.collective)));
+  if (engine.collective == merge::CollectiveKind::kNccl && !MergesOnGpus(engine))
+    throw OptionError("collective", "nccl merges replicas on GPUs: it needs every device to be a GPU, in one "
+                                    "process, and merges on the GPUs (not --merge-on host)");
+}
+
+bool MergesOnGpus(const EngineOptions& engine) {
+  const bool gpus_only = std::all_of(engine.devices.begin(), engine.devices.end(),
+                                     [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCuda; });
+  const bool one_rank = engine.ranks == nullptr || engine.ranks->size() <= 1;
+  const bool gpu_collective = engine.collective == merge::CollectiveKind::kPartitionedSum ||
+                              engine.collective == merge::CollectiveKind::kNccl;
+  // TODO(adasum-gpu): Adasum on the GPUs lands next.
+  if (engine.merge == EngineOptions::Merge::kAdasum) return false;
+  return engine.merge_on != EngineOptions::MergeOn::kHost && gpus_only && one_rank && gpu_collective;
 }
 
 std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options) {

@@ -50,6 +50,11 @@ struct EngineOptions {
   bool scale_batches = true;     // Algorithm 1 after every mega-batch (dynamic dispatch only)
   enum class Merge { kNormalized, kAverage, kAdasum, kCrossbow, kGradient, kCopy } merge = Merge::kNormalized;
   merge::CollectiveKind collective = merge::CollectiveKind::kPartitionedSum;
+  // Where the merges run when every device is a GPU (merge/gpu/): auto: on the GPUs with every
+  // device a GPU on one rank and a ring or nccl collective, on the host mirrors otherwise; host:
+  // always on the host mirrors (the path mixed CPU+GPU lists take); gpus: on the GPUs, refused
+  // where that is not possible.
+  enum class MergeOn { kAuto, kHost, kGpus } merge_on = MergeOn::kAuto;
   bool nesterov = false;         // --momentum-mode nesterov: replicas start from the look-ahead
   double elastic_alpha = 0;      // average: > 0 turns on EASGD's elastic force; crossbow: 0 = 1/n
   std::vector<engine::DeviceSpec> devices = engine::ParseDeviceList("cpu:4");
@@ -101,5 +106,9 @@ uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,
 // average without an elastic force, gradient. Across ranks they run hierarchically, on the rank
 // sum collective, and never read the mirrors of the other ranks' replicas.
 bool MergesByWeightedSum(const EngineOptions& engine);
+
+// Whether a run's merges run on the GPUs (merge_on above): decided once from the device list, since
+// the devices that drop out of a run leave GPUs only where there were GPUs only.
+bool MergesOnGpus(const EngineOptions& engine);
 
 }  // namespace xmlt::scheduler

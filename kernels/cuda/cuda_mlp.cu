@@ -227,6 +227,9 @@ CudaMlp& CudaMlp::operator=(CudaMlp&& other) noexcept {
 const ModelShape& CudaMlp::shape() const { return impl_->shape; }
 uint64_t CudaMlp::num_parameters() const { return impl_->params.size(); }
 
+float* CudaMlp::device_params() { return impl_->params.data(); }
+int CudaMlp::gpu() const { return impl_->gpu; }
+
 void CudaMlp::UploadParams(const float* host, size_t n) {
   if (n != impl_->params.size())
     Reject("UploadParams: " + std::to_string(n) + " values for " +

@@ -57,6 +57,11 @@ class CudaMlp {
                                    uint64_t max_feature_nnz, uint64_t max_label_nnz);
   CudaMlpBytes AllocatedBytes() const;
 
+  // The parameters in GPU memory (the layout of Model<float>::params), for merges that run on the
+  // GPUs; the stream's work on them is done whenever a call here has returned.
+  float* device_params();
+  int gpu() const;
+
   // n must equal shape().NumParameters(); the layout is Model<float>::params.
   void UploadParams(const float* host, size_t n);
   void DownloadParams(float* host, size_t n) const;

@@ -1,0 +1,153 @@
+// The elastic force merge on the GPUs; see elastic_force.h.
+#include "kernels/cuda/elastic_force.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/launch.h"
+#include "kernels/cuda/replica_kernels.h"
+#include "kernels/cuda/ring_all_reduce.h"
+
+namespace xmlt::kernels::cuda {
+namespace {
+
+constexpr unsigned kThreads = 256;
+
+unsigned BlocksFor(size_t count) { return unsigned(std::clamp<size_t>((count + kThreads - 1) / kThreads, 1, 4096)); }
+
+// c = a (z - x); z -= c; pulls += c (pulls starts at 0 for a GPU's first replica).
+__global__ void __launch_bounds__(kThreads)
+    PullKernel(float* z, const float* x, float* pulls, size_t n, float a, bool first) {
+  for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += size_t(gridDim.x) * blockDim.x) {
+    const float c = a * (z[j] - x[j]);
+    z[j] -= c;
+    pulls[j] = (first ? 0.0f : pulls[j]) + c;
+  }
+}
+
+// x <- x + pulls + gamma (x - x_prev); x_prev <- the old x.
+__global__ void __launch_bounds__(kThreads)
+    CenterKernel(float* x, float* x_prev, const float* pulls, size_t n, float gamma) {
+  for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += size_t(gridDim.x) * blockDim.x) {
+    const float old = x[j];
+    x[j] = old + pulls[j] + gamma * (old - x_prev[j]);
+    x_prev[j] = old;
+  }
+}
+
+}  // namespace
+
+struct DeviceElasticForce::Impl {
+  struct Gpu {
+    int ordinal = 0;
+    std::vector<float*> replicas;
+    DeviceBuffer<float> pulls, center, center_previous;
+    Stream stream;
+    DeviceBuffer<unsigned long long> non_finite;
+    PinnedBuffer<unsigned long long> non_finite_host;
+  };
+  size_t count = 0;
+  float alpha = 0, gamma = 0;
+  bool center_set = false;
+  std::vector<Gpu> gpus;
+  std::unique_ptr<RingAllReduce> ring;  // over the GPUs' pull sums
+};
+
+DeviceElasticForce::DeviceElasticForce(std::vector<GpuReplica> replicas, size_t count, double alpha, double gamma)
+    : impl_(std::make_unique<Impl>()) {
+  if (replicas.empty()) throw std::invalid_argument("DeviceElasticForce: no replicas");
+  if (!(alpha > 0.0 && alpha <= 1.0))
+    throw std::invalid_argument("DeviceElasticForce: alpha must be in (0, 1], got " + std::to_string(alpha));
+  Impl& m = *impl_;
+  m.count = count;
+  m.alpha = float(alpha);
+  m.gamma = float(gamma);
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (replicas[i].params == nullptr && count > 0)
+      throw std::invalid_argument("DeviceElasticForce: replica " + std::to_string(i) + " has no parameters");
+    auto it = std::find_if(m.gpus.begin(), m.gpus.end(), [&](const Impl::Gpu& g) { return g.ordinal == replicas[i].gpu; });
+    if (it == m.gpus.end()) {
+      DeviceGuard guard(replicas[i].gpu);
+      m.gpus.emplace_back();
+      it = m.gpus.end() - 1;
+      it->ordinal = replicas[i].gpu;
+      it->pulls = DeviceBuffer<float>(count);
+      it->center = DeviceBuffer<float>(count);
+      it->center_previous = DeviceBuffer<float>(count);
+      it->non_finite = DeviceBuffer<unsigned long long>(1);
+      it->non_finite_host = PinnedBuffer<unsigned long long>(1);
+    }
+    it->replicas.push_back(replicas[i].params);
+  }
+  std::vector<GpuReplica> sums;
+  for (Impl::Gpu& gpu : m.gpus) sums.push_back({gpu.ordinal, gpu.pulls.data()});
+  if (count > 0) m.ring = std::make_unique<RingAllReduce>(sums, count);
+}
+
+DeviceElasticForce::~DeviceElasticForce() = default;
+
+void DeviceElasticForce::Merge() {
+  Impl& m = *impl_;
+  if (!m.center_set) throw std::logic_error("DeviceElasticForce: the center needs SetGlobalModel first");
+  if (m.count == 0) return;
+  for (Impl::Gpu& gpu : m.gpus) {
+    DeviceGuard guard(gpu.ordinal);
+    for (size_t r = 0; r < gpu.replicas.size(); ++r) {
+      XMLT_LAUNCH(PullKernel, BlocksFor(m.count), kThreads, 0, gpu.stream.get())(
+          gpu.replicas[r], gpu.center.data(), gpu.pulls.data(), m.count, m.alpha, r == 0);
+      XMLT_CUDA_CHECK_LAUNCH();
+    }
+  }
+  // The ring runs on its own streams: every GPU's pulls must be summed first.
+  for (Impl::Gpu& gpu : m.gpus) gpu.stream.Synchronize();
+  m.ring->WeightedSumToEveryGpu(std::vector<double>(m.gpus.size(), 1.0));
+  for (Impl::Gpu& gpu : m.gpus) {
+    DeviceGuard guard(gpu.ordinal);
+    XMLT_LAUNCH(CenterKernel, BlocksFor(m.count), kThreads, 0, gpu.stream.get())(
+        gpu.center.data(), gpu.center_previous.data(), m.ring->Sum(gpu.ordinal), m.count, m.gamma);
+    XMLT_CUDA_CHECK_LAUNCH();
+  }
+  for (Impl::Gpu& gpu : m.gpus) gpu.stream.Synchronize();
+}
+
+void DeviceElasticForce::SetGlobalModel(const float* current, const float* previous) {
+  Impl& m = *impl_;
+  for (Impl::Gpu& gpu : m.gpus) {
+    if (m.count == 0) break;
+    DeviceGuard guard(gpu.ordinal);
+    XMLT_CUDA_CHECK(cudaMemcpy(gpu.center.data(), current, m.count * sizeof(float), cudaMemcpyHostToDevice));
+    XMLT_CUDA_CHECK(
+        cudaMemcpy(gpu.center_previous.data(), previous, m.count * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  m.center_set = true;
+}
+
+void DeviceElasticForce::GetGlobalModel(float* current, float* previous) {
+  Impl& m = *impl_;
+  if (!m.center_set) throw std::logic_error("DeviceElasticForce: no center was set");
+  if (m.count == 0) return;
+  Impl::Gpu& gpu = m.gpus.front();
+  DeviceGuard guard(gpu.ordinal);
+  XMLT_CUDA_CHECK(cudaMemcpy(current, gpu.center.data(), m.count * sizeof(float), cudaMemcpyDeviceToHost));
+  XMLT_CUDA_CHECK(cudaMemcpy(previous, gpu.center_previous.data(), m.count * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+bool DeviceElasticForce::GlobalModelFinite() {
+  Impl& m = *impl_;
+  if (!m.center_set) throw std::logic_error("DeviceElasticForce: no center was set");
+  Impl::Gpu& gpu = m.gpus.front();
+  DeviceGuard guard(gpu.ordinal);
+  XMLT_CUDA_CHECK(cudaMemsetAsync(gpu.non_finite.data(), 0, sizeof(unsigned long long), gpu.stream.get()));
+  LaunchCountNonFinite(gpu.stream.get(), gpu.center.data(), m.count, gpu.non_finite.data());
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.non_finite_host.data(), gpu.non_finite.data(), sizeof(unsigned long long),
+                                  cudaMemcpyDeviceToHost, gpu.stream.get()));
+  gpu.stream.Synchronize();
+  return gpu.non_finite_host.data()[0] == 0;
+}
+
+}  // namespace xmlt::kernels::cuda

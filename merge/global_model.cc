@@ -1,0 +1,15 @@
+// The global model's host and GPU copies; see replica_set.h.
+#include <cmath>
+
+#include "merge/replica_set.h"
+
+namespace xmlt::merge {
+
+bool GlobalModel::CurrentFinite() const {
+  if (host_stale) return on_gpus->CurrentFinite();
+  bool finite = true;
+  for (const float v : current) finite &= std::isfinite(v);
+  return finite;
+}
+
+}  // namespace xmlt::merge

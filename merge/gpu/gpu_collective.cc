@@ -1,0 +1,78 @@
+// The weighted all-reduce on the GPUs behind merge::Collective; see gpu_mergers.h.
+#include <memory>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/ring_all_reduce.h"
+#include "merge/collective_support.h"
+#include "merge/gpu/gpu_mergers.h"
+#include "merge/gpu/gpu_replicas.h"
+
+namespace xmlt::merge {
+namespace {
+
+class GpuCollective final : public Collective,
+                            public GlobalModelOnGpus,
+                            public std::enable_shared_from_this<GpuCollective> {
+ public:
+  GpuCollective(std::unique_ptr<kernels::cuda::DeviceCollective> device, const ReplicaSet& replicas)
+      : device_(std::move(device)), replicas_(replicas.params), size_(replicas.size) {}
+
+  std::vector<double> SquaredNorms(const ReplicaSet& replicas) override {
+    CheckSame(replicas);
+    return device_->SquaredNorms();
+  }
+
+  // Only a plain sum: a finish step on the host would need the replicas there.
+  void WeightedAllReduce(const ReplicaSet& replicas, const std::vector<double>& weights,
+                         const FinishBlock& finish) override {
+    CheckSame(replicas);
+    if (finish) throw std::logic_error("GPU collective: a finish step runs on the host; use the momentum all-reduce");
+    device_->WeightedAllReduce(weights);
+  }
+
+  void WeightedAllReduceWithMomentum(const ReplicaSet& replicas, const std::vector<double>& weights, double momentum,
+                                     MomentumMode mode, GlobalModel* global) override {
+    CheckSame(replicas);
+    // w and w_p go up only when the host's are newer than this collective's: at the start, after
+    // a resume or a rollback, or when another merger held them.
+    if (global->on_gpus.get() != this) {
+      global->SyncToHost();
+      device_->SetGlobalModel(global->current.data(), global->previous.data());
+    }
+    device_->WeightedAllReduce(weights, {momentum, mode == MomentumMode::kNesterov});
+    global->on_gpus = shared_from_this();
+    global->host_stale = true;
+  }
+
+  void Fetch(float* current, float* previous) override { device_->GetGlobalModel(current, previous); }
+  bool CurrentFinite() override { return device_->GlobalModelFinite(); }
+
+ private:
+  void CheckSame(const ReplicaSet& replicas) const {
+    if (replicas.params != replicas_ || replicas.size != size_)
+      throw std::invalid_argument("GPU collective: built for other replicas");
+  }
+
+  std::unique_ptr<kernels::cuda::DeviceCollective> device_;
+  std::vector<float*> replicas_;
+  size_t size_;
+};
+
+}  // namespace
+
+std::shared_ptr<Collective> MakeGpuCollective(GpuCollectiveKind kind, const ReplicaSet& replicas) {
+  const std::vector<kernels::cuda::GpuReplica> on_gpus = GpuReplicas(replicas);
+  std::unique_ptr<kernels::cuda::DeviceCollective> device;
+  switch (kind) {
+    case GpuCollectiveKind::kRing:
+      device = std::make_unique<kernels::cuda::RingAllReduce>(on_gpus, replicas.size);
+      break;
+    case GpuCollectiveKind::kNccl:
+      throw std::invalid_argument("the NCCL collective is not built yet");
+  }
+  return std::make_shared<GpuCollective>(std::move(device), replicas);
+}
+
+}  // namespace xmlt::merge

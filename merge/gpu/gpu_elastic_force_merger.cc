@@ -1,0 +1,77 @@
+// The elastic force merge on the GPUs behind merge::Merger; see gpu_mergers.h.
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/elastic_force.h"
+#include "merge/gpu/gpu_mergers.h"
+#include "merge/gpu/gpu_replicas.h"
+#include "merge/merge_checks.h"
+
+namespace xmlt::merge {
+namespace {
+
+class GpuElasticForceMerger final : public Merger,
+                                    public GlobalModelOnGpus,
+                                    public std::enable_shared_from_this<GpuElasticForceMerger> {
+ public:
+  GpuElasticForceMerger(const MergeOptions& options, const ReplicaSet& replicas)
+      : alpha_(options.elastic_alpha > 0.0 ? options.elastic_alpha : 1.0 / double(replicas.count())),
+        replicas_(replicas.params),
+        device_(GpuReplicas(replicas), replicas.size, alpha_, options.momentum) {
+    // The host merger's refusals, word for word where they apply.
+    if (options.momentum_mode == MomentumMode::kNesterov)
+      throw std::invalid_argument("elastic force merge: Nesterov momentum is not supported; use heavy momentum");
+  }
+
+  MergeOutcome Merge(const ReplicaSet& replicas, const MergeInput& input, GlobalModel* global) override {
+    CheckReplicasAndGlobal(replicas, global);
+    CheckOptionalInput(input, replicas.count(), "elastic force");
+    if (replicas.params != replicas_) throw std::invalid_argument("GPU elastic force merge: built for other replicas");
+    if (global->on_gpus.get() != this) {
+      global->SyncToHost();
+      device_.SetGlobalModel(global->current.data(), global->previous.data());
+    }
+    device_.Merge();
+    global->on_gpus = shared_from_this();
+    global->host_stale = true;
+    MergeOutcome outcome;
+    outcome.weights.assign(replicas.count(), alpha_);
+    return outcome;
+  }
+
+  std::string name() const override { return "elastic_force"; }
+  void Fetch(float* current, float* previous) override { device_.GetGlobalModel(current, previous); }
+  bool CurrentFinite() override { return device_.GlobalModelFinite(); }
+
+ private:
+  double alpha_;
+  std::vector<float*> replicas_;
+  kernels::cuda::DeviceElasticForce device_;
+};
+
+// The merger is owned by a unique_ptr (Merger's factories), but the global model must keep the
+// center's holder alive after the merger is replaced: this wrapper owns a shared one.
+class SharedElasticForce final : public Merger {
+ public:
+  explicit SharedElasticForce(std::shared_ptr<GpuElasticForceMerger> merger) : merger_(std::move(merger)) {}
+  MergeOutcome Merge(const ReplicaSet& replicas, const MergeInput& input, GlobalModel* global) override {
+    return merger_->Merge(replicas, input, global);
+  }
+  std::string name() const override { return merger_->name(); }
+
+ private:
+  std::shared_ptr<GpuElasticForceMerger> merger_;
+};
+
+}  // namespace
+
+std::unique_ptr<Merger> MakeGpuElasticForceMerger(const MergeOptions& options, const ReplicaSet& replicas) {
+  const double a = options.elastic_alpha;
+  if (!(a >= 0.0 && a <= 1.0))
+    throw std::invalid_argument("elastic force merge: elastic alpha must be in (0, 1] (0 means 1/n), got " +
+                                std::to_string(a));
+  return std::make_unique<SharedElasticForce>(std::make_shared<GpuElasticForceMerger>(options, replicas));
+}
+
+}  // namespace xmlt::merge

@@ -1,0 +1,29 @@
+// Merges of replicas that live in GPU memory, run on the GPUs (kernels/cuda/): the replicas never
+// go through the host, and the global model w and its previous value w_p stay on the GPUs
+// (GlobalModel::on_gpus) until an evaluation, a checkpoint or the rollback target asks for them.
+// Built only with the CUDA backend. Each takes a ReplicaSet whose `gpus` says where each replica
+// is; the replicas' pointers must stay the same from merge to merge (a new alive set means a new
+// merger).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "merge/collective.h"
+#include "merge/merger.h"
+#include "merge/replica_set.h"
+
+namespace xmlt::merge {
+
+// The device collectives: our multi-stream ring (kernels/cuda/ring_all_reduce.h) or NCCL
+// (kernels/cuda/nccl_all_reduce.h). Weighted merges (normalized, average, gradient) run on them
+// through the usual skeleton; the global momentum is applied on the GPUs by each shard's owner.
+// Throws std::invalid_argument when the replicas are not on GPUs.
+enum class GpuCollectiveKind { kRing, kNccl };
+std::shared_ptr<Collective> MakeGpuCollective(GpuCollectiveKind kind, const ReplicaSet& replicas);
+
+// The elastic force merge (EASGD, CROSSBOW) on the GPUs (kernels/cuda/elastic_force.h); the same
+// rule and checks as MakeElasticForceMerger.
+std::unique_ptr<Merger> MakeGpuElasticForceMerger(const MergeOptions& options, const ReplicaSet& replicas);
+
+}  // namespace xmlt::merge
