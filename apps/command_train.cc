@@ -266,6 +266,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (!result.checkpoint.empty()) summary["checkpoint"] = result.checkpoint;
   if (!result.end_checkpoint_error.empty()) summary["checkpoint_error"] = result.end_checkpoint_error;
   if (!lr_search_json.is_null()) summary["lr_search"] = lr_search_json;
+  summary["merge_on"] = scheduler::MergesOnGpus(f.engine) ? "gpus" : "host";
   WriteStdout(summary.dump() + "\n");
   if (stdout_error.empty()) stdout_error = StdoutError();
   if (!stdout_error.empty()) std::cerr << "error: " << stdout_error << "; the model and metrics files were written\n";

@@ -55,11 +55,26 @@ class CudaDevice final : public Device {
     return mlp_.TrainBatch(batch_, lr, momentum_);
   }
 
-  float* HostParams() override { return host_.data(); }
+  // The mirror's copies are queued (PrepareMerge, FinishMerge) and waited for only when the mirror
+  // is read or written: the copies of several GPUs overlap.
+  float* HostParams() override {
+    if (copying_) {
+      mlp_.WaitForCopies();
+      copying_ = false;
+    }
+    return host_.data();
+  }
   GpuParams ParamsOnGpu() override { return {mlp_.gpu(), mlp_.device_params()}; }
   size_t NumParams() const override { return host_.size(); }
-  void PrepareMerge() override { mlp_.DownloadParams(host_.data(), host_.size()); }
-  void FinishMerge() override { mlp_.UploadParams(host_.data(), host_.size()); }
+  void PrepareMerge() override {
+    HostParams();  // an upload still reading the mirror finishes first
+    mlp_.DownloadParamsAsync(host_.data(), host_.size());
+    copying_ = true;
+  }
+  void FinishMerge() override {
+    mlp_.UploadParamsAsync(HostParams(), host_.size());
+    copying_ = true;
+  }
   std::vector<float> SaveOptimizerState() override {
     if (momentum_ == 0) return {};
     std::vector<float> state(host_.size());
@@ -72,7 +87,7 @@ class CudaDevice final : public Device {
                               size_t count) override {
     if (model.params.size() != host_.size())
       throw std::invalid_argument(spec_.id + ": the model to evaluate is not the replica's shape");
-    mlp_.DownloadParams(host_.data(), host_.size());
+    mlp_.DownloadParams(HostParams(), host_.size());
     mlp_.UploadParams(model.params.data(), model.params.size());
     EvaluationSums sums;
     try {
@@ -102,6 +117,7 @@ class CudaDevice final : public Device {
   DeviceLimits limits_;
   kernels::cuda::CudaMlp mlp_;
   kernels::cuda::PinnedBuffer<float> host_;  // the mirror the merges work on
+  bool copying_ = false;                      // a copy between host_ and the replica may be running
   data::SparseBatch batch_;
 };
 

@@ -109,13 +109,14 @@ merge::MergeOutcome SurvivorMerge::Run(DevicePool& pool, const MegaBatchRun& par
   merge::MergeInput input;
   // A hierarchical merge reads this rank's replicas only: the others' mirrors are not even made.
   const bool local_only = across_ranks && MergesByWeightedSum(engine_);
+  // Every GPU's copy to its mirror is queued before the first is waited for (in HostParams).
+  for (size_t i : alive) pool.device(i).PrepareMerge();
   for (size_t i : alive) {
     replicas.params.push_back(local_only && !pool.local(i) ? nullptr : pool.device(i).HostParams());
     input.batch.push_back(pool.states()[i].batch);
     input.lr.push_back(pool.states()[i].lr);
     input.updates.push_back(part.updates[i]);
   }
-  for (size_t i : alive) pool.device(i).PrepareMerge();
   // Across ranks a weighted sum is hierarchical (the rank sum collective reads local replicas
   // only); the other merges read every replica on every rank, so the mirrors of the other ranks'
   // devices are filled first. Either way every rank ends with the same bits.

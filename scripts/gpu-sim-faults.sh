@@ -23,6 +23,10 @@ faults=(
   "kernels/cuda/softmax_loss.cu|  __syncthreads();  // publishes stats, and frees temp for the second reduction|  // (barrier removed)|a missing __syncthreads: the softmax's threads read the row's max and sum before thread 0 has written them"
   "kernels/cuda/sparse_mlp.cu|  Gemm(ctx.blas, ctx.math, Op::kNone, Op::kTranspose, rows, n_out, n_in, 1.0f, in, n_in,|  Gemm(ctx.blas, ctx.math, Op::kNone, Op::kNone, rows, n_out, n_in, 1.0f, in, n_in,|a wrong transpose in one GEMM: the dense layers' forward product takes W instead of W^T"
   "kernels/cuda/cuda_mlp.cu|  m.Wait();\n  return {m.loss_host.data()[0], device_batch.labeled_rows};|  return {m.loss_host.data()[0], device_batch.labeled_rows};|a stream synchronization removed: TrainBatch reads the loss from pinned memory before the copy has run"
+  "kernels/cuda/ring_all_reduce.cu|    XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, EventOf(sender, p, step - 1).get(), 0));|    // (wait removed)|a missing event wait in the ring: a GPU copies its neighbour's chunk before the neighbour has added into it"
+  "kernels/cuda/ring_all_reduce.cu|    const size_t chunk = reduce ? (k + 2 * n - 1 - s) % n : (k + n - s) % n;|    const size_t chunk = reduce ? (k + 2 * n - 1 - s) % n : (k + n + 1 - s) % n;|a wrong chunk in the ring's all-gather: each GPU forwards the chunk after the one it received"
+  "kernels/cuda/replica_kernels.cu|      const float next = values[j] + gamma * (current[j] - previous[j]);|      const float next = values[j] + gamma * (previous[j] - current[j]);|the global momentum's sign flipped on the GPUs (heavy ball)"
+  "kernels/cuda/elastic_force.cu|    pulls[j] = (first ? 0.0f : pulls[j]) + c;|    pulls[j] = pulls[j] + c;|the elastic force's pulls not cleared: each merge adds the last merge's pulls again"
 )
 
 {

@@ -227,6 +227,29 @@ CudaMlp& CudaMlp::operator=(CudaMlp&& other) noexcept {
 const ModelShape& CudaMlp::shape() const { return impl_->shape; }
 uint64_t CudaMlp::num_parameters() const { return impl_->params.size(); }
 
+void CudaMlp::UploadParamsAsync(const float* host, size_t n) {
+  if (n != impl_->params.size())
+    Reject("UploadParamsAsync: " + std::to_string(n) + " values for " + std::to_string(impl_->params.size()) +
+           " parameters");
+  DeviceGuard guard(impl_->gpu);
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->params.data(), host, n * sizeof(float), cudaMemcpyHostToDevice,
+                                  impl_->stream.get()));
+}
+
+void CudaMlp::DownloadParamsAsync(float* host, size_t n) {
+  if (n != impl_->params.size())
+    Reject("DownloadParamsAsync: " + std::to_string(n) + " values for " + std::to_string(impl_->params.size()) +
+           " parameters");
+  DeviceGuard guard(impl_->gpu);
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(host, impl_->params.data(), n * sizeof(float), cudaMemcpyDeviceToHost,
+                                  impl_->stream.get()));
+}
+
+void CudaMlp::WaitForCopies() {
+  DeviceGuard guard(impl_->gpu);
+  impl_->Wait();
+}
+
 float* CudaMlp::device_params() { return impl_->params.data(); }
 int CudaMlp::gpu() const { return impl_->gpu; }
 

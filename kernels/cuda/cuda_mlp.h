@@ -65,6 +65,12 @@ class CudaMlp {
   // n must equal shape().NumParameters(); the layout is Model<float>::params.
   void UploadParams(const float* host, size_t n);
   void DownloadParams(float* host, size_t n) const;
+  // The same copies, queued on the replica's stream without waiting (`host` must be page-locked
+  // for them to overlap other work): the merges' mirror copies of several GPUs run side by side.
+  // WaitForCopies returns once they are done; the replica's later work is ordered after them.
+  void UploadParamsAsync(const float* host, size_t n);
+  void DownloadParamsAsync(float* host, size_t n);
+  void WaitForCopies();
   void ZeroMomentum();
   // The momentum buffer (same layout and size as the parameters), for checkpoints.
   void UploadMomentum(const float* host, size_t n);
