@@ -336,7 +336,9 @@ void DeviceAdasum::Merge() {
   }
   m.Broadcast();
   for (Impl::Gpu& gpu : m.gpus) m.Update(gpu);
-  for (Impl::Gpu& gpu : m.gpus) gpu.stream.Synchronize();
+  // Receivers first: where streams run only when waited for (the simulated GPUs), a missing wait
+  // for a sender then leaves stale values instead of being covered by the sender's earlier sync.
+  for (auto gpu = m.gpus.rbegin(); gpu != m.gpus.rend(); ++gpu) gpu->stream.Synchronize();
 }
 
 void DeviceAdasum::SetGlobalModel(const float* current, const float* previous) {
