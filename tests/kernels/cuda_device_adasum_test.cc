@@ -1,0 +1,390 @@
+// The Adasum merge on GPU replicas (kernels/cuda/device_adasum.h) against the host's Adasum merger
+// (merge::MakeAdasumMerger) on host copies of the same replicas: 1 to 8 replicas over 1 to 8 GPUs
+// (as many as there are), several replicas per GPU and interleaved, model sizes 1, 7 and 1003 (below
+// the GPU count and not divisible by it) in 1 or 3 tensors, heavy-ball and Nesterov momentum, three
+// merges in a row with the replicas moved between them. Also a zero delta (its squared norm below
+// DBL_MIN: coefficient 1), the non-power-of-two trees of 5, 6 and 7 replicas against the nested
+// formulas of merge/merger.h in double, and on the simulated GPUs the bytes each GPU moves, none
+// of them through host memory when peer access is allowed. ctest runs these tests on 2 simulated
+// GPUs, on 8, and on 4 without peer access.
+//
+// The bound, per value j: |device - host| <= 1e-5 (|w_j| + |w_p_j| + sum_i |d_ij|), with w, w_p the
+// host's before the merge and d_i the host's deltas. Both sides compute the same float expressions
+// in the same tree order; they differ by float rounding where the device contracts a product and
+// a sum into one FMA, by a float coefficient one unit apart where the double dots (summed in
+// another order) round differently, and by what earlier merges left. A value goes through about 30
+// roundings of 2^-24 (delta, up to 4 levels of combination, the update), each relative to
+// operands of at most about the magnitude above (the coefficients stay near 1 for these random
+// deltas, so an intermediate is at most a few times sum_i |d_ij|), and the momentum (gamma 0.9)
+// carries an earlier merge's error into the next up to 1 + 2 gamma times: about 100 units of
+// 2^-24, 6e-6, of that magnitude after three merges.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_adasum.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/device_count.h"
+#include "merge/adasum.h"
+#include "merge/merger.h"
+#include "tests/kernels/cuda_test_gate.h"
+#ifdef XMLT_GPUSIM
+#include "gpusim/traffic.h"
+#endif
+
+namespace xmlt::kernels::cuda {
+namespace {
+
+constexpr double kGamma = 0.9;
+constexpr double kRelative = 1e-5;
+
+int Gpus() { return std::min(CudaDeviceCountOrZero(), 8); }
+
+// Replica i's GPU for n replicas over `gpus` GPUs: consecutive replicas sharing a GPU, or the GPUs
+// taken in turn (interleaved: replicas of one GPU never pair at the first level).
+std::vector<int> Layout(size_t n, int gpus, bool interleaved) {
+  std::vector<int> layout;
+  for (size_t i = 0; i < n; ++i) layout.push_back(interleaved ? int(i % size_t(gpus)) : int(i * size_t(gpus) / n));
+  return layout;
+}
+
+std::vector<float> Normal(size_t count, std::mt19937_64& rng, float sigma) {
+  std::normal_distribution<float> normal(0.0f, sigma);
+  std::vector<float> v(count);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// The replicas on both sides: host copies for the host merger, device buffers for DeviceAdasum.
+struct Replicas {
+  std::vector<int> gpus;
+  std::vector<std::vector<float>> host;
+  std::vector<DeviceBuffer<float>> device;
+
+  Replicas(std::vector<int> gpu_of, std::vector<std::vector<float>> values) : gpus(std::move(gpu_of)), host(std::move(values)) {
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      DeviceGuard guard(gpus[i]);
+      device.push_back(DeviceBuffer<float>::FromHost(host[i]));
+    }
+  }
+  std::vector<GpuReplica> View() {
+    std::vector<GpuReplica> view;
+    for (size_t i = 0; i < gpus.size(); ++i) view.push_back({gpus[i], device[i].data()});
+    return view;
+  }
+  std::vector<float> Read(size_t i) const {
+    DeviceGuard guard(gpus[i]);
+    return device[i].ToHost();
+  }
+  // Replica i moved as training would move it, the same on both sides.
+  void Move(size_t i, std::mt19937_64& rng) {
+    const std::vector<float> step = Normal(host[i].size(), rng, 0.1f);
+    for (size_t j = 0; j < step.size(); ++j) host[i][j] += step[j];
+    DeviceGuard guard(gpus[i]);
+    if (!host[i].empty())
+      XMLT_CUDA_CHECK(cudaMemcpy(device[i].data(), host[i].data(), host[i].size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+};
+
+// tensors: the start of each of `pieces` unequal tensors of `count` values (some empty when
+// count is small).
+std::vector<size_t> Tensors(size_t count, int pieces) {
+  if (pieces == 1) return {};
+  return {0, count / 4, 2 * count / 3};
+}
+
+struct Scenario {
+  std::vector<int> layout;
+  size_t count = 0;
+  std::vector<size_t> tensors;
+  bool nesterov = false;
+  uint64_t seed = 0;
+  std::string where;
+};
+
+// The per-value bound of the file comment: 1e-5 of |w_j| + |w_p_j| + sum_i |d_ij|.
+std::vector<double> Bounds(const Replicas& replicas, const merge::GlobalModel& global, bool nesterov) {
+  const float gamma = float(kGamma);
+  std::vector<double> bound(global.current.size());
+  for (size_t j = 0; j < bound.size(); ++j) {
+    const float w = global.current[j], wp = global.previous[j];
+    const float start = nesterov ? w + gamma * (w - wp) : w;
+    double magnitude = std::abs(w) + std::abs(wp);
+    for (const std::vector<float>& x : replicas.host) magnitude += std::abs(x[j] - start);
+    bound[j] = kRelative * magnitude;
+  }
+  return bound;
+}
+
+// `merges` merges on both sides, replica `still` (if any) left where the previous merge put it so
+// that its next delta is exactly zero; after each, the replicas, w and w_p agree within the bound.
+void MergeOnBothSides(const Scenario& s, int merges, size_t still = size_t(-1)) {
+  std::mt19937_64 rng(s.seed);
+  std::vector<std::vector<float>> values;
+  for (size_t i = 0; i < s.layout.size(); ++i) values.push_back(Normal(s.count, rng, 1.0f));
+  Replicas replicas(s.layout, std::move(values));
+  merge::GlobalModel global;
+  global.current = Normal(s.count, rng, 1.0f);
+  global.previous = Normal(s.count, rng, 1.0f);
+  merge::MergeOptions options;
+  options.momentum = kGamma;
+  options.momentum_mode = s.nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy;
+  const auto host = merge::MakeAdasumMerger(options);
+  DeviceAdasum device(replicas.View(), s.count, s.tensors, DeviceMomentum{kGamma, s.nesterov});
+  device.SetGlobalModel(global.current.data(), global.previous.data());
+  for (int m = 0; m < merges; ++m) {
+    if (m > 0)
+      for (size_t i = 0; i < replicas.host.size(); ++i)
+        if (i != still) replicas.Move(i, rng);
+    const std::vector<double> bound = Bounds(replicas, global, s.nesterov);
+    merge::ReplicaSet set;
+    set.size = s.count;
+    set.tensors = s.tensors;
+    for (std::vector<float>& h : replicas.host) set.params.push_back(h.data());
+    host->Merge(set, merge::MergeInput{}, &global);
+    device.Merge();
+    std::vector<float> current(s.count), previous(s.count);
+    device.GetGlobalModel(current.data(), previous.data());
+    const std::string where = s.where + ", merge " + std::to_string(m);
+    for (size_t j = 0; j < s.count; ++j) {
+      ASSERT_NEAR(current[j], global.current[j], bound[j]) << where << ", w " << j;
+      ASSERT_NEAR(previous[j], global.previous[j], bound[j]) << where << ", w_p " << j;
+    }
+    for (size_t i = 0; i < replicas.host.size(); ++i) {
+      const std::vector<float> got = replicas.Read(i);
+      for (size_t j = 0; j < s.count; ++j)
+        ASSERT_NEAR(got[j], replicas.host[i][j], bound[j]) << where << ", replica " << i << ", value " << j;
+    }
+    ASSERT_TRUE(device.GlobalModelFinite()) << where;
+  }
+}
+
+TEST(CudaDeviceAdasum, EqualsTheHostMergerForEveryLayoutSizeTensoringAndMomentum) {
+  XMLT_SKIP_WITHOUT_GPU();
+  uint64_t seed = 1;
+  for (size_t n = 1; n <= 8; ++n) {
+    for (int gpus = 1; gpus <= std::min(Gpus(), int(n)); ++gpus) {
+      for (const bool interleaved : {false, true}) {
+        if (interleaved && (gpus == 1 || size_t(gpus) == n)) continue;  // the same layout as blocked
+        for (const size_t count : {size_t(1), size_t(7), size_t(1003)}) {
+          for (const int pieces : {1, 3}) {
+            for (const bool nesterov : {false, true}) {
+              Scenario s;
+              s.layout = Layout(n, gpus, interleaved);
+              s.count = count;
+              s.tensors = Tensors(count, pieces);
+              s.nesterov = nesterov;
+              s.seed = ++seed;
+              s.where = std::to_string(n) + " replicas on " + std::to_string(gpus) + " GPUs" +
+                        (interleaved ? " interleaved" : "") + ", " + std::to_string(count) + " values in " +
+                        std::to_string(pieces) + " tensors, " + (nesterov ? "Nesterov" : "heavy ball");
+              MergeOnBothSides(s, 3);
+              if (HasFatalFailure()) return;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// A replica left where the previous merge put it has a delta of exactly zero (the start is
+// recomputed with the same expression): its squared norm is below DBL_MIN, so both coefficients of
+// its pair stay 1 and the pair's result is the other operand, not 0/0.
+TEST(CudaDeviceAdasum, AZeroDeltaLeavesTheOtherOperand) {
+  XMLT_SKIP_WITHOUT_GPU();
+  for (const size_t n : {size_t(2), size_t(5)}) {
+    for (const bool nesterov : {false, true}) {
+      Scenario s;
+      s.layout = Layout(n, std::min(Gpus(), int(n)), true);
+      s.count = 1003;
+      s.tensors = Tensors(s.count, 3);
+      s.nesterov = nesterov;
+      s.seed = 500 + n;
+      s.where = std::to_string(n) + " replicas, replica " + std::to_string(n - 1) + " still, " +
+                (nesterov ? "Nesterov" : "heavy ball");
+      MergeOnBothSides(s, 3, n - 1);
+      if (HasFatalFailure()) return;
+    }
+  }
+  // Two replicas, the second still: w' = w + d_0 + gamma (w - w_p) exactly as one replica alone.
+  const size_t count = 257;
+  std::mt19937_64 rng(7);
+  Replicas replicas(Layout(2, std::min(Gpus(), 2), true), {Normal(count, rng, 1.0f), Normal(count, rng, 1.0f)});
+  const std::vector<float> w = Normal(count, rng, 1.0f);
+  DeviceAdasum adasum(replicas.View(), count, {}, DeviceMomentum{0.0, false});
+  adasum.SetGlobalModel(w.data(), w.data());
+  adasum.Merge();  // both replicas now hold w'
+  std::vector<float> w1(count), wp1(count);
+  adasum.GetGlobalModel(w1.data(), wp1.data());
+  replicas.Move(0, rng);
+  adasum.Merge();
+  std::vector<float> w2(count), wp2(count);
+  adasum.GetGlobalModel(w2.data(), wp2.data());
+  for (size_t j = 0; j < count; ++j) {
+    ASSERT_EQ(wp2[j], w1[j]) << j;
+    ASSERT_EQ(w2[j], w1[j] + (replicas.host[0][j] - w1[j])) << j;
+  }
+}
+
+// Adasum in double, as merge/merger.h writes it.
+std::vector<double> Adasum(const std::vector<double>& a, const std::vector<double>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t j = 0; j < a.size(); ++j) {
+    ab += a[j] * b[j];
+    aa += a[j] * a[j];
+    bb += b[j] * b[j];
+  }
+  std::vector<double> out(a.size());
+  for (size_t j = 0; j < a.size(); ++j) out[j] = (1 - ab / (2 * aa)) * a[j] + (1 - ab / (2 * bb)) * b[j];
+  return out;
+}
+
+// n = 5: ((d0+d1)+d2)+(d3+d4), n = 6: ((d0+d1)+(d2+d3))+(d4+d5), n = 7: ((d0+d1)+(d2+d3))+((d4+d5)+d6),
+// on one GPU and spread over the GPUs: the device's result (w' - w, no momentum) within 1e-5 of
+// the magnitudes.
+TEST(CudaDeviceAdasum, NonPowerOfTwoCountsFollowTheFoldedTree) {
+  XMLT_SKIP_WITHOUT_GPU();
+  const size_t count = 1003;
+  for (const size_t n : {size_t(5), size_t(6), size_t(7)}) {
+    for (const int gpus : {1, std::min(Gpus(), int(n))}) {
+      std::mt19937_64 rng(900 + n);
+      std::vector<std::vector<float>> values;
+      for (size_t i = 0; i < n; ++i) values.push_back(Normal(count, rng, 1.0f));
+      Replicas replicas(Layout(n, gpus, true), values);
+      const std::vector<float> w(count, 0.0f);  // the deltas are the replicas themselves
+      DeviceAdasum adasum(replicas.View(), count, {}, DeviceMomentum{0.0, false});
+      adasum.SetGlobalModel(w.data(), w.data());
+      adasum.Merge();
+      std::vector<float> result(count), previous(count);
+      adasum.GetGlobalModel(result.data(), previous.data());
+      std::vector<std::vector<double>> d;
+      for (const std::vector<float>& v : values) d.emplace_back(v.begin(), v.end());
+      std::vector<double> expected;
+      if (n == 5) expected = Adasum(Adasum(Adasum(d[0], d[1]), d[2]), Adasum(d[3], d[4]));
+      if (n == 6) expected = Adasum(Adasum(Adasum(d[0], d[1]), Adasum(d[2], d[3])), Adasum(d[4], d[5]));
+      if (n == 7)
+        expected = Adasum(Adasum(Adasum(d[0], d[1]), Adasum(d[2], d[3])), Adasum(Adasum(d[4], d[5]), d[6]));
+      for (size_t j = 0; j < count; ++j) {
+        double magnitude = 0;
+        for (const std::vector<double>& x : d) magnitude += std::abs(x[j]);
+        ASSERT_NEAR(result[j], expected[j], kRelative * magnitude)
+            << n << " replicas on " << gpus << " GPUs, value " << j;
+      }
+    }
+  }
+}
+
+TEST(CudaDeviceAdasum, GlobalModelFiniteCountsOnTheGpus) {
+  XMLT_SKIP_WITHOUT_GPU();
+  const size_t count = 1003;
+  std::mt19937_64 rng(3);
+  Replicas replicas(Layout(3, std::min(Gpus(), 3), false), {Normal(count, rng, 1.0f), Normal(count, rng, 1.0f),
+                                                           Normal(count, rng, 1.0f)});
+  DeviceAdasum adasum(replicas.View(), count, {}, DeviceMomentum{kGamma, false});
+  std::vector<float> w = Normal(count, rng, 1.0f);
+  for (const size_t bad : {size_t(0), size_t(500), count - 1}) {
+    std::vector<float> broken = w;
+    broken[bad] = bad == 500 ? INFINITY : NAN;
+    adasum.SetGlobalModel(broken.data(), w.data());
+    EXPECT_FALSE(adasum.GlobalModelFinite()) << "value " << bad;
+  }
+  adasum.SetGlobalModel(w.data(), w.data());
+  EXPECT_TRUE(adasum.GlobalModelFinite());
+}
+
+TEST(CudaDeviceAdasum, RefusesNoReplicasNullParametersBadTensorsAndAMergeWithoutAGlobalModel) {
+  XMLT_SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(5);
+  Replicas replicas({0, 0}, {Normal(10, rng, 1.0f), Normal(10, rng, 1.0f)});
+  EXPECT_THROW(DeviceAdasum({}, 10, {}, {}), std::invalid_argument);
+  EXPECT_THROW(DeviceAdasum({{0, nullptr}}, 10, {}, {}), std::invalid_argument);
+  for (const std::vector<size_t>& tensors : {std::vector<size_t>{1}, {0, 5, 3}, {0, 11}})
+    EXPECT_THROW(DeviceAdasum(replicas.View(), 10, tensors, {}), std::invalid_argument);
+  DeviceAdasum adasum(replicas.View(), 10, {0, 4, 10}, {});
+  EXPECT_THROW(adasum.Merge(), std::logic_error);
+  EXPECT_EQ(adasum.gpus(), 1u);
+}
+
+#ifdef XMLT_GPUSIM
+// The bytes each GPU sends and receives in one merge: a model for each pair of the tree across
+// GPUs (right operand to the left one's GPU) and for each edge of the broadcast (GPU k to k + s,
+// s = 1, 2, 4, ...); nothing else, and with peer access nothing through host memory.
+struct Expected {
+  std::vector<uint64_t> sent, received;
+};
+Expected TreeTraffic(const std::vector<int>& layout, uint64_t model) {
+  std::vector<int> order;  // GPUs in order of first appearance
+  for (const int g : layout)
+    if (std::find(order.begin(), order.end(), g) == order.end()) order.push_back(g);
+  Expected e{std::vector<uint64_t>(8, 0), std::vector<uint64_t>(8, 0)};
+  for (const auto& level : merge::PairwiseTreeLevels(layout.size()))
+    for (const merge::TreePair& pair : level)
+      if (layout[pair.left] != layout[pair.right]) {
+        e.sent[size_t(layout[pair.right])] += model;
+        e.received[size_t(layout[pair.left])] += model;
+      }
+  for (size_t step = 1; step < order.size(); step *= 2)
+    for (size_t k = 0; k < step && k + step < order.size(); ++k) {
+      e.sent[size_t(order[k])] += model;
+      e.received[size_t(order[k + step])] += model;
+    }
+  return e;
+}
+
+TEST(CudaDeviceAdasumSim, MovesAModelPerPairAcrossGpusAndPerBroadcastEdgeAndNothingThroughTheHost) {
+  XMLT_SKIP_WITHOUT_GPU();
+  const int gpus = Gpus();
+  const size_t count = 10007;
+  const uint64_t model = count * sizeof(float);
+  for (const size_t per_gpu : {size_t(1), size_t(2)}) {
+    for (const bool interleaved : {false, true}) {
+      const std::vector<int> layout = Layout(per_gpu * size_t(gpus), gpus, interleaved);
+      std::mt19937_64 rng(11);
+      std::vector<std::vector<float>> values;
+      for (size_t i = 0; i < layout.size(); ++i) values.push_back(Normal(count, rng, 1.0f));
+      Replicas replicas(layout, std::move(values));
+      DeviceAdasum adasum(replicas.View(), count, {0, count / 3}, DeviceMomentum{kGamma, true});
+      const std::vector<float> w = Normal(count, rng, 1.0f);
+      adasum.SetGlobalModel(w.data(), w.data());
+      gpusim::ResetTraffic();
+      adasum.Merge();
+      const Expected e = TreeTraffic(layout, model);
+      uint64_t total = 0;
+      for (int g = 0; g < gpus; ++g) {
+        const gpusim::Traffic t = gpusim::TrafficOf(g);
+        SCOPED_TRACE("GPU " + std::to_string(g) + " of " + std::to_string(gpus) + ", " + std::to_string(per_gpu) +
+                     " replicas each" + (interleaved ? ", interleaved" : ""));
+        EXPECT_EQ(t.peer_sent, e.sent[size_t(g)]);
+        EXPECT_EQ(t.peer_received, e.received[size_t(g)]);
+        if (adasum.peer_access()) {
+          EXPECT_EQ(t.to_host, 0u);
+          EXPECT_EQ(t.from_host, 0u);
+        } else {  // staged by the runtime: each byte sent goes down to the host and up again
+          EXPECT_EQ(t.to_host, t.peer_sent);
+          EXPECT_EQ(t.from_host, t.peer_received);
+        }
+        total += t.peer_received;
+      }
+      if (per_gpu == 1) {
+        // One replica per GPU: G - 1 models up the tree and G - 1 down, GPU 0 receiving
+        // ceil(log2 G) of them on the way up and sending as many on the way down.
+        int depth = 0;
+        while ((1 << depth) < gpus) ++depth;
+        EXPECT_EQ(total, 2 * uint64_t(gpus - 1) * model);
+        EXPECT_EQ(gpusim::TrafficOf(0).peer_received, uint64_t(depth) * model);
+        EXPECT_EQ(gpusim::TrafficOf(0).peer_sent, uint64_t(depth) * model);
+      }
+    }
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace xmlt::kernels::cuda
