@@ -65,6 +65,7 @@ class CudaDevice final : public Device {
     return host_.data();
   }
   GpuParams ParamsOnGpu() override { return {mlp_.gpu(), mlp_.device_params()}; }
+  bool Lost() override { return mlp_.ContextLost(); }
   size_t NumParams() const override { return host_.size(); }
   void PrepareMerge() override {
     HostParams();  // an upload still reading the mirror finishes first

@@ -43,6 +43,9 @@ class Device {
     float* params = nullptr;
   };
   virtual GpuParams ParamsOnGpu() { return {}; }
+  // Whether the device can no longer run anything (a GPU whose context a sticky error took): asked
+  // when a merge failed, to learn which device it lost.
+  virtual bool Lost() { return false; }
   // A mirror of another rank's replica frees its copy while nothing needs it; HostParams fills it
   // in again (with zeros, for the owner's next share). Other devices keep their replicas.
   virtual void ReleaseMirror() {}

@@ -1,9 +1,12 @@
 // The merge over the devices still alive; see survivor_merge.h.
 #include "run/survivor_merge.h"
 
+#include <algorithm>
 #include <stdexcept>
 
+#include "kernels/context_lost.h"
 #include "merge/rank_sum_collective.h"
+#include "scheduler/settlement.h"
 #include "run/replica_exchange.h"
 #ifdef XMLT_HAVE_CUDA
 #include "merge/gpu/gpu_mergers.h"
@@ -65,7 +68,7 @@ std::unique_ptr<merge::Merger> MakeGpuMerger(const EngineOptions& engine, const 
     case Merge::kAverage:
       return engine.elastic_alpha > 0 ? merge::MakeGpuElasticForceMerger(options, replicas)
                                       : merge::MakeAverageMerger(options, collective());
-    case Merge::kAdasum: throw std::logic_error("TODO(adasum-gpu)");
+    case Merge::kAdasum: return merge::MakeGpuAdasumMerger(options, replicas);
     case Merge::kCrossbow: return merge::MakeGpuElasticForceMerger(options, replicas);
     case Merge::kGradient: return merge::MakeGradientMerger(options, collective());
     case Merge::kCopy:
@@ -93,6 +96,48 @@ SurvivorMerge::SurvivorMerge(const EngineOptions& engine, const kernels::Model<f
 }
 
 merge::MergeOutcome SurvivorMerge::Run(DevicePool& pool, const MegaBatchRun& part, merge::GlobalModel* global) {
+  const bool across_ranks = engine_.ranks != nullptr && engine_.ranks->size() > 1;
+  try {
+    return RunOnce(pool, part, global);
+  } catch (const kernels::ContextLost&) {
+    // A GPU lost in the middle of a merge: across ranks the others are mid-collective, so the run
+    // stops (and resumes from its checkpoint); here the survivors go on.
+    if (across_ranks || !DropLostDevices(pool)) throw;
+    return GoOnFromTheHostCopy(pool, global);
+  }
+}
+
+bool SurvivorMerge::DropLostDevices(DevicePool& pool) {
+  bool found = false;
+  for (size_t i : pool.alive()) {
+    if (!pool.device(i).Lost()) continue;
+    pool.Drop(i, "its GPU context was lost during a merge");
+    DropContextSharers(pool, i);
+    found = true;
+  }
+  return found;
+}
+
+merge::MergeOutcome SurvivorMerge::GoOnFromTheHostCopy(DevicePool& pool, merge::GlobalModel* global) {
+  // The merge was cut: the replicas, and on the GPUs w and w_p, are half merged. The host's copy of
+  // w and w_p is whole (a host merge writes it only after every mirror was read; a merge on the
+  // GPUs leaves the copy made after the last mega-batch), so every survivor restarts from it.
+  ++global_models_lost_;
+  global->host_stale = false;
+  global->HostWritten();
+  devices_.clear();
+  merger_.reset();
+  for (size_t i : pool.alive()) {
+    engine::Device& d = pool.device(i);
+    std::copy(global->current.begin(), global->current.end(), d.HostParams());
+    d.FinishMerge();
+  }
+  merge::MergeOutcome outcome;
+  outcome.weights.assign(pool.size(), 0.0);
+  return outcome;
+}
+
+merge::MergeOutcome SurvivorMerge::RunOnce(DevicePool& pool, const MegaBatchRun& part, merge::GlobalModel* global) {
   const std::vector<size_t> alive = pool.alive();
   const bool across_ranks = engine_.ranks != nullptr && engine_.ranks->size() > 1;
   merge::ReplicaSet replicas;

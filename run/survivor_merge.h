@@ -23,11 +23,15 @@ class SurvivorMerge {
   // per device (0 if dropped).
   merge::MergeOutcome Run(DevicePool& pool, const MegaBatchRun& part, merge::GlobalModel* global);
 
-  // How many times a lost GPU took its share of the global model with it, so that the merge went
-  // on from the host's last copy (the state after the last sound mega-batch).
+  // How many times a lost GPU cut a merge or took its share of the global model with it, so that
+  // the run went on from the host's copy of w and w_p (made after the last mega-batch). A GPU lost
+  // in a merge is dropped, as one lost in training is; across ranks the run stops instead.
   uint64_t global_models_lost() const { return global_models_lost_; }
 
  private:
+  merge::MergeOutcome RunOnce(DevicePool& pool, const MegaBatchRun& part, merge::GlobalModel* global);
+  bool DropLostDevices(DevicePool& pool);
+  merge::MergeOutcome GoOnFromTheHostCopy(DevicePool& pool, merge::GlobalModel* global);
   merge::MergeOutcome RunOnGpus(DevicePool& pool, const MegaBatchRun& part, const std::vector<size_t>& alive,
                                 merge::ReplicaSet& replicas, merge::GlobalModel* global);
   static merge::MergeOutcome PerDevice(const DevicePool& pool, const std::vector<size_t>& alive,

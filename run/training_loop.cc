@@ -160,8 +160,8 @@ void TrainingLoop::MergeAfterRound(const MegaBatchRun& round, MegaBatchWork* tra
   trained->merged = survivor_merge_.Run(pool_, round, &global_);
   trained->merge_s += Seconds(Clock::now() - merge_start);
   if (survivor_merge_.global_models_lost() != lost_before)
-    Event("a lost GPU held part of the global model on the GPUs: the merge went on from the host's copy, made after "
-          "mega-batch " + std::to_string(progress_.megabatches));
+    Event("a lost GPU cut the merge or held part of the global model: the run goes on from the host's copy of the "
+          "global model, made after mega-batch " + std::to_string(progress_.megabatches));
   ++trained->merges;
 }
 

@@ -75,8 +75,6 @@ bool MergesOnGpus(const EngineOptions& engine) {
   const bool one_rank = engine.ranks == nullptr || engine.ranks->size() <= 1;
   const bool gpu_collective = engine.collective == merge::CollectiveKind::kPartitionedSum ||
                               engine.collective == merge::CollectiveKind::kNccl;
-  // TODO(adasum-gpu): Adasum on the GPUs lands next.
-  if (engine.merge == EngineOptions::Merge::kAdasum) return false;
   return engine.merge_on != EngineOptions::MergeOn::kHost && gpus_only && one_rank && gpu_collective;
 }
 

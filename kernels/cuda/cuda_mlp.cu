@@ -250,6 +250,15 @@ void CudaMlp::WaitForCopies() {
   impl_->Wait();
 }
 
+bool CudaMlp::ContextLost() const {
+  int previous = 0;
+  if (IsStickyCudaError(cudaGetDevice(&previous))) return true;
+  const cudaError_t set = cudaSetDevice(impl_->gpu);
+  const cudaError_t status = set != cudaSuccess ? set : cudaStreamQuery(impl_->stream.get());
+  cudaSetDevice(previous);
+  return IsStickyCudaError(status);
+}
+
 float* CudaMlp::device_params() { return impl_->params.data(); }
 int CudaMlp::gpu() const { return impl_->gpu; }
 

@@ -71,6 +71,8 @@ class CudaMlp {
   void UploadParamsAsync(const float* host, size_t n);
   void DownloadParamsAsync(float* host, size_t n);
   void WaitForCopies();
+  // Whether this replica's GPU context is lost (a sticky error): every call on it would fail.
+  bool ContextLost() const;
   void ZeroMomentum();
   // The momentum buffer (same layout and size as the parameters), for checkpoints.
   void UploadMomentum(const float* host, size_t n);

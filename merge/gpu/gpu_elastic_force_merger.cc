@@ -6,6 +6,7 @@
 #include "kernels/cuda/elastic_force.h"
 #include "merge/gpu/gpu_mergers.h"
 #include "merge/gpu/gpu_replicas.h"
+#include "merge/gpu/shared_merger.h"
 #include "merge/merge_checks.h"
 
 namespace xmlt::merge {
@@ -50,20 +51,6 @@ class GpuElasticForceMerger final : public Merger,
   kernels::cuda::DeviceElasticForce device_;
 };
 
-// The merger is owned by a unique_ptr (Merger's factories), but the global model must keep the
-// center's holder alive after the merger is replaced: this wrapper owns a shared one.
-class SharedElasticForce final : public Merger {
- public:
-  explicit SharedElasticForce(std::shared_ptr<GpuElasticForceMerger> merger) : merger_(std::move(merger)) {}
-  MergeOutcome Merge(const ReplicaSet& replicas, const MergeInput& input, GlobalModel* global) override {
-    return merger_->Merge(replicas, input, global);
-  }
-  std::string name() const override { return merger_->name(); }
-
- private:
-  std::shared_ptr<GpuElasticForceMerger> merger_;
-};
-
 }  // namespace
 
 std::unique_ptr<Merger> MakeGpuElasticForceMerger(const MergeOptions& options, const ReplicaSet& replicas) {
@@ -71,7 +58,7 @@ std::unique_ptr<Merger> MakeGpuElasticForceMerger(const MergeOptions& options, c
   if (!(a >= 0.0 && a <= 1.0))
     throw std::invalid_argument("elastic force merge: elastic alpha must be in (0, 1] (0 means 1/n), got " +
                                 std::to_string(a));
-  return std::make_unique<SharedElasticForce>(std::make_shared<GpuElasticForceMerger>(options, replicas));
+  return std::make_unique<SharedMerger<GpuElasticForceMerger>>(std::make_shared<GpuElasticForceMerger>(options, replicas));
 }
 
 }  // namespace xmlt::merge

@@ -26,4 +26,8 @@ std::shared_ptr<Collective> MakeGpuCollective(GpuCollectiveKind kind, const Repl
 // rule and checks as MakeElasticForceMerger.
 std::unique_ptr<Merger> MakeGpuElasticForceMerger(const MergeOptions& options, const ReplicaSet& replicas);
 
+// Adasum on the GPUs (kernels/cuda/device_adasum.h): the host merge's tree, per tensor
+// (replicas.tensors), its dot products in double, for any number of replicas.
+std::unique_ptr<Merger> MakeGpuAdasumMerger(const MergeOptions& options, const ReplicaSet& replicas);
+
 }  // namespace xmlt::merge

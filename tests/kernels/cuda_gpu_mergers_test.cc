@@ -1,6 +1,6 @@
 // The merges on the GPUs (merge/gpu/) against the host merges (merge/merger.h) on copies of the same
 // replicas: normalized (Algorithm 2 with its perturbation, weights that do not sum to 1), average,
-// gradient, the copy of one replica, and the elastic force (EASGD, CROSSBOW), heavy-ball and
+// gradient, Adasum, the copy of one replica, and the elastic force (EASGD, CROSSBOW), heavy-ball and
 // Nesterov where they apply, three merges in a row with the replicas moved between them as
 // training moves them. Every layout of 1 to 8 GPUs (as many as there are) with one or two
 // replicas each, or interleaved; models of 1, 7 and 1003 values (smaller than the replica count,
@@ -128,6 +128,8 @@ std::vector<MergeCase> Cases() {
                        [ring](const MergeOptions& m, const ReplicaSet& r) { return MakeGradientMerger(m, ring(r)); }};
     gradient.one_step = true;
     cases.push_back(gradient);
+    cases.push_back({"adasum" + suffix, o, [](const MergeOptions& m) { return MakeAdasumMerger(m); },
+                     [](const MergeOptions& m, const ReplicaSet& r) { return MakeGpuAdasumMerger(m, r); }});
   }
   MergeOptions copy;
   copy.momentum = 0;
