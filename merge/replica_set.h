@@ -20,7 +20,7 @@ struct ReplicaSet {
   std::vector<size_t> tensors;
   // Where each replica lives: empty when every one is in host memory, else one GPU ordinal per
   // replica (params then point into that GPU's memory; only the GPU merges read them).
-  std::vector<int> gpus;
+  std::vector<int> gpus = {};
   size_t count() const { return params.size(); }
   bool on_gpus() const { return !gpus.empty(); }
 };
@@ -49,7 +49,7 @@ class GlobalModelOnGpus {
 struct GlobalModel {
   std::vector<float> current;   // w
   std::vector<float> previous;  // w_p; equal to `current` at the start, so the first momentum term is 0
-  std::shared_ptr<GlobalModelOnGpus> on_gpus;  // set by a merge on the GPUs
+  std::shared_ptr<GlobalModelOnGpus> on_gpus = nullptr;  // set by a merge on the GPUs
   bool host_stale = false;                     // on_gpus holds a newer w and w_p
 
   void SyncToHost() {

@@ -37,6 +37,7 @@ std::string MemoryPlan::ToString() const {
   for (const DeviceMemory& d : devices) {
     out << "  " << d.id << ": " << MiB(d.total()) << " (parameters " << MiB(d.params) << ", momentum "
         << MiB(d.momentum) << ", activations " << MiB(d.workspace) << ", batch " << MiB(d.batch) << ")";
+    if (d.merge > 0) out << ", with the GPU's merge buffers (" << MiB(d.merge) << ")";
     if (d.gpu) out << " on the GPU, plus a host mirror of " << MiB(d.host_mirror);
     out << "; evaluating its share of the test set: " << MiB(d.evaluation) << " of host memory";
     out << "\n";
@@ -111,6 +112,27 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
         d.host_mirror = Add(params, device.momentum);
     }
     plan.devices.push_back(d);
+  }
+  // Merges on the GPUs hold buffers on each GPU (merge/gpu/), counted on its first replica. With
+  // n GPUs and a model of M bytes: the ring (or NCCL) an accumulator (M), its receive chunks
+  // (about M / n) and its share of w and w_p (2 M / n); the elastic force also the pulls and the
+  // center's two copies (3 M); Adasum w and w_p whole and a receive buffer (3 M).
+  if (MergesOnGpus(engine)) {
+    std::vector<int> gpus;
+    for (const engine::DeviceSpec& spec : specs)
+      if (std::find(gpus.begin(), gpus.end(), spec.ordinal) == gpus.end()) gpus.push_back(spec.ordinal);
+    const uint64_t n = gpus.size();
+    const bool elastic = engine.merge == EngineOptions::Merge::kCrossbow ||
+                         (engine.merge == EngineOptions::Merge::kAverage && engine.elastic_alpha > 0);
+    uint64_t merge = Add(params, Mul(params, 3) / n);
+    if (elastic) merge = Add(Mul(params, 4), params / n);
+    if (engine.merge == EngineOptions::Merge::kAdasum) merge = Mul(params, 3);
+    for (const int gpu : gpus)
+      for (DeviceMemory& d : plan.devices)
+        if (d.gpu && d.ordinal == gpu) {
+          d.merge = merge;
+          break;
+        }
   }
   // The engine keeps w, w_prev, the trusted and the latest state's w for rollbacks, and the
   // initial model it was given.

@@ -19,8 +19,9 @@ struct DeviceMemory {
   int ordinal = 0;  // the GPU, when gpu
   uint64_t params = 0, momentum = 0, workspace = 0, batch = 0;  // bytes on the device
   uint64_t evaluation = 0;   // scoring its share of the test set (host memory for now)
-  uint64_t host_mirror = 0;  // a GPU replica's copy in host memory, where merges run
-  uint64_t total() const { return params + momentum + workspace + batch; }  // evaluation excluded
+  uint64_t host_mirror = 0;  // a GPU replica's copy in host memory, where host merges run
+  uint64_t merge = 0;        // merges on the GPUs: their buffers, on the first replica of each GPU
+  uint64_t total() const { return params + momentum + workspace + batch + merge; }  // evaluation excluded
 };
 
 struct MemoryPlan {

@@ -116,6 +116,10 @@ TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
       {{"--algo", "slide", "--slide-l", "0"}, "must be at least 1"},
       {{"--algo", "slide", "--slide-rehash-growth", "0.5"}, "--slide-rehash-growth must be at least 1"},
       {{"--algo", "slide", "--speed", "1,2"}, "--speed applies to several devices and --algo slide would ignore it"},
+      {{"--algo", "adaptive", "--merge-on", "card"}, "--merge-on must be auto, host or gpus"},
+      {{"--algo", "adaptive", "--merge-on", "gpus"}, "--merge-on gpus needs every device to be a GPU, in one process"},
+      {{"--algo", "adaptive", "--collective", "nccl"}, "--collective nccl merges replicas on GPUs"},
+      {{"--algo", "adaptive", "--collective", "mesh"}, "unknown collective 'mesh' (expected ring, tree, naive or nccl)"},
   };
   for (const auto& [flags, message] : cases) {
     std::vector<std::string> args = {"train", "--train", missing};
