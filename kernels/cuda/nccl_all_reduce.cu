@@ -59,11 +59,23 @@ struct NcclAllReduce::Impl {
   size_t OwnedBegin(size_t r) const { return std::min(count, r * shard); }
   size_t OwnedEnd(size_t r) const { return std::min(count, (r + 1) * shard); }
 
-  // What rank g hands to NCCL: its one replica where it has one and the collective reads no more
+  // What a GPU hands to NCCL: its one replica where it has one and the collective reads no more
   // than the model (an all-reduce, or a reduce-scatter of an unpadded model); else its accumulator.
   float* Work(Gpu& gpu, bool sharded) {
     if (gpu.replicas.size() == 1 && (!sharded || padded == count)) return replicas[gpu.replicas[0]].params;
     return gpu.acc.data();
+  }
+
+  // The padded accumulator of a GPU, made when first needed: at once for several replicas, with
+  // the global model for one replica that a reduce-scatter cannot read as it is.
+  void MakeAccumulator(Gpu& gpu) {
+    if (gpu.acc.size() == padded) return;
+    DeviceGuard guard(gpu.ordinal);
+    gpu.acc = DeviceBuffer<float>(padded);
+    // The padding enters every reduce-scatter as zeros; nothing writes other values there.
+    if (padded > count)
+      XMLT_CUDA_CHECK(cudaMemsetAsync(gpu.acc.data() + count, 0, (padded - count) * sizeof(float), gpu.stream->get()));
+    gpu.stream->Synchronize();
   }
 
   void CheckUsable(const char* what) const {
@@ -99,24 +111,18 @@ NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count) : i
   for (Impl::Gpu& gpu : m.gpus) {
     DeviceGuard guard(gpu.ordinal);
     gpu.stream.emplace();
-    if (gpu.replicas.size() > 1 || m.padded != count) {
-      gpu.acc = DeviceBuffer<float>(m.padded);
-      // The padding enters every reduce-scatter as zeros; nothing writes other values there.
-      if (m.padded > count)
-        XMLT_CUDA_CHECK(cudaMemsetAsync(gpu.acc.data() + count, 0, (m.padded - count) * sizeof(float),
-                                        gpu.stream->get()));
-    }
+    if (gpu.replicas.size() > 1) m.MakeAccumulator(gpu);
     gpu.partial = DeviceBuffer<double>(kSquaresScratch + gpu.replicas.size());
     gpu.norms = PinnedBuffer<double>(gpu.replicas.size());
     gpu.non_finite = DeviceBuffer<unsigned long long>(1);
     gpu.non_finite_host = PinnedBuffer<unsigned long long>(1);
   }
+  // Last: nothing after it may throw, or the communicators would outlive a half-made object.
   std::vector<int> ordinals;
   for (const Impl::Gpu& gpu : m.gpus) ordinals.push_back(gpu.ordinal);
   std::vector<ncclComm_t> comms(n, nullptr);
   XMLT_NCCL_CHECK(ncclCommInitAll(comms.data(), int(n), ordinals.data()));
   for (size_t r = 0; r < n; ++r) m.gpus[r].comm = comms[r];
-  for (Impl::Gpu& gpu : m.gpus) gpu.stream->Synchronize();
 }
 
 void NcclAllReduce::Impl::TearDown(bool abort) {
@@ -282,6 +288,7 @@ void NcclAllReduce::SetGlobalModel(const float* current, const float* previous) 
     DeviceGuard guard(gpu.ordinal);
     gpu.current = DeviceBuffer<float>(m.shard);
     gpu.previous = DeviceBuffer<float>(m.shard);
+    if (m.padded != m.count) m.MakeAccumulator(gpu);
   }
   m.global_model = true;
   m.MoveGlobal(const_cast<float*>(current), const_cast<float*>(previous), true);

@@ -23,9 +23,10 @@ namespace xmlt::kernels::cuda {
 
 class NcclAllReduce final : public DeviceCollective {
  public:
-  // Sets up one NCCL communicator per GPU of `replicas` (ncclCommInitAll), a stream and, where a
-  // GPU needs one, an accumulator of the padded size. Throws std::invalid_argument on no replicas
-  // or a null pointer, std::runtime_error on CUDA or NCCL failures.
+  // Sets up one NCCL communicator per GPU of `replicas` (ncclCommInitAll), a stream each, and an
+  // accumulator of the padded size on each GPU with several replicas (SetGlobalModel adds one on
+  // the others when the model needs padding). Throws std::invalid_argument on no replicas or a
+  // null pointer, std::runtime_error on CUDA or NCCL failures.
   NcclAllReduce(std::vector<GpuReplica> replicas, size_t count);
   // Destroys the communicators, or aborts them when Abort() was not called but a merge failed (a
   // destroy waits for the failed collective, which may never end).
