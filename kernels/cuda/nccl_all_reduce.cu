@@ -207,7 +207,7 @@ void NcclAllReduce::Impl::Merge(const std::vector<double>& weights, const Device
         LaunchWeightedSum(stream, work, 0, count, terms, first > 0);
       }
     }
-    ncclRedOp_t op;
+    ncclRedOp_t op = ncclSum;
     XMLT_NCCL_CHECK(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, gpu.comm));
     ops.made.push_back(op);
   }
