@@ -174,8 +174,6 @@ void NcclAllReduce::Impl::Run(const std::vector<double>& weights, const DeviceMo
 
 void NcclAllReduce::Impl::Merge(const std::vector<double>& weights, const DeviceMomentum* momentum) {
   const bool sharded = momentum != nullptr;
-  // Each rank's input: a replica pre-multiplied by NCCL, or its replicas' weighted sum (or its one
-  // replica copied into the padded accumulator) pre-multiplied by 1.
   // The ops may go as soon as the calls given them have returned.
   struct Ops {
     std::vector<Gpu>& gpus;
@@ -184,6 +182,8 @@ void NcclAllReduce::Impl::Merge(const std::vector<double>& weights, const Device
       for (size_t r = 0; r < made.size(); ++r) ncclRedOpDestroy(made[r], gpus[r].comm);
     }
   } ops{gpus, {}};
+  // Each rank's input: its one replica (or the replica's padded copy) pre-multiplied by its weight,
+  // or its replicas' weighted sum pre-multiplied by 1.
   for (size_t r = 0; r < gpus.size(); ++r) {
     Gpu& gpu = gpus[r];
     DeviceGuard guard(gpu.ordinal);
