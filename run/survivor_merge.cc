@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "kernels/context_lost.h"
 #include "merge/rank_sum_collective.h"
 #include "scheduler/settlement.h"
 #include "run/replica_exchange.h"
@@ -99,9 +98,10 @@ merge::MergeOutcome SurvivorMerge::Run(DevicePool& pool, const MegaBatchRun& par
   const bool across_ranks = engine_.ranks != nullptr && engine_.ranks->size() > 1;
   try {
     return RunOnce(pool, part, global);
-  } catch (const kernels::ContextLost&) {
-    // A GPU lost in the middle of a merge: across ranks the others are mid-collective, so the run
-    // stops (and resumes from its checkpoint); here the survivors go on.
+  } catch (const std::exception&) {
+    // A GPU lost in the middle of a merge (a lost context, or NCCL's report of it): across ranks
+    // the others are mid-collective, so the run stops (and resumes from its checkpoint); here the
+    // survivors go on. Any other failure stops the run.
     if (across_ranks || !DropLostDevices(pool)) throw;
     return GoOnFromTheHostCopy(pool, global);
   }

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cuda/nccl_all_reduce.h"
 #include "kernels/cuda/ring_all_reduce.h"
 #include "merge/collective_support.h"
 #include "merge/gpu/gpu_mergers.h"
@@ -70,7 +71,8 @@ std::shared_ptr<Collective> MakeGpuCollective(GpuCollectiveKind kind, const Repl
       device = std::make_unique<kernels::cuda::RingAllReduce>(on_gpus, replicas.size);
       break;
     case GpuCollectiveKind::kNccl:
-      throw std::invalid_argument("the NCCL collective is not built yet");
+      device = std::make_unique<kernels::cuda::NcclAllReduce>(on_gpus, replicas.size);
+      break;
   }
   return std::make_shared<GpuCollective>(std::move(device), replicas);
 }

@@ -1,5 +1,6 @@
 // The merges on the GPUs (merge/gpu/) against the host merges (merge/merger.h) on copies of the same
-// replicas: normalized (Algorithm 2 with its perturbation, weights that do not sum to 1), average,
+// replicas: normalized (Algorithm 2 with its perturbation, weights that do not sum to 1; on the ring
+// and on NCCL), average,
 // gradient, Adasum, the copy of one replica, and the elastic force (EASGD, CROSSBOW), heavy-ball and
 // Nesterov where they apply, three merges in a row with the replicas moved between them as
 // training moves them. Every layout of 1 to 8 GPUs (as many as there are) with one or two
@@ -110,6 +111,7 @@ struct MergeCase {
 std::vector<MergeCase> Cases() {
   std::vector<MergeCase> cases;
   const auto ring = [](const ReplicaSet& r) { return MakeGpuCollective(GpuCollectiveKind::kRing, r); };
+  const auto nccl = [](const ReplicaSet& r) { return MakeGpuCollective(GpuCollectiveKind::kNccl, r); };
   for (const MomentumMode mode : {MomentumMode::kHeavy, MomentumMode::kNesterov}) {
     const std::string suffix = mode == MomentumMode::kHeavy ? " (heavy ball)" : " (Nesterov)";
     MergeOptions o;
@@ -121,6 +123,9 @@ std::vector<MergeCase> Cases() {
     o.renormalize_perturbed = false;
     cases.push_back({"normalized" + suffix, o, [](const MergeOptions& m) { return MakeNormalizedMerger(m, MakeNaiveCollective()); },
                      [ring](const MergeOptions& m, const ReplicaSet& r) { return MakeNormalizedMerger(m, ring(r)); }});
+    cases.push_back({"normalized on NCCL" + suffix, o,
+                     [](const MergeOptions& m) { return MakeNormalizedMerger(m, MakeNaiveCollective()); },
+                     [nccl](const MergeOptions& m, const ReplicaSet& r) { return MakeNormalizedMerger(m, nccl(r)); }});
     cases.push_back({"average" + suffix, o, [](const MergeOptions& m) { return MakeAverageMerger(m, MakeNaiveCollective()); },
                      [ring](const MergeOptions& m, const ReplicaSet& r) { return MakeAverageMerger(m, ring(r)); }});
     MergeCase gradient{"gradient" + suffix, o,

@@ -5,6 +5,8 @@
 #   cuda:0) equals the same run merged on the host mirrors (--merge-on host): P@1 within 0.005 and
 #   the training loss within 1e-4 relative at every evaluation (the sums run in another order);
 # - the run says where it merged (the summary's merge_on);
+# - --collective nccl equals the ring for the weighted merges (adaptive, sync) on 3 GPUs and on
+#   two logical devices of one GPU beside a third;
 # - an elastic restart from 4 GPUs to 3: a run checkpointed between mega-batches on
 #   cuda:0,cuda:1,cuda:2,cuda:3 goes on with --resume on cuda:0,cuda:1,cuda:2 to the end;
 # - a GPU lost in training and in a merge (injected illegal addresses on GPU 1): the others go on.
@@ -28,6 +30,17 @@ assert gpus["merge_on"] == "gpus" and host["merge_on"] == "host", (gpus.get("mer
 PY
   done
 done
+# NCCL's all-reduce in place of the ring: the weighted merges.
+for algo in adaptive sync; do
+  for devices in cuda:0,cuda:1,cuda:2 cuda:0x2,cuda:1; do
+    name=${algo}_nccl_${devices//[:,]/_}
+    "$xmltrain" train "${common[@]}" --algo "$algo" --devices "$devices" --metrics "${name}_ring.jsonl" > /dev/null
+    "$xmltrain" train "${common[@]}" --algo "$algo" --devices "$devices" --collective nccl \
+      --metrics "${name}_nccl.jsonl" > /dev/null
+    close_runs "${name}_ring.jsonl" "${name}_nccl.jsonl" "$algo on $devices, ring / nccl" 0.005 1e-4
+  done
+done
+
 "$xmltrain" train "${common[@]}" --algo single --devices cuda:0 --merge-on host --metrics single_host.jsonl > /dev/null
 "$xmltrain" train "${common[@]}" --algo single --devices cuda:0 --metrics single_gpus.jsonl > /dev/null
 close_runs single_host.jsonl single_gpus.jsonl "single on cuda:0, host / GPU merge" 0.005 1e-4
