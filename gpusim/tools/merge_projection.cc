@@ -10,9 +10,11 @@
 //   nccl_style  NCCL's pipelined ring: several channels, each an independent ring over its share
 //               of the model, each step's chunk cut into small slices that follow one another
 //               around the ring, so that every link stays busy after the first slice
+//               (the reduction is a separate add after each slice's copy, where NCCL fuses it
+//               into the kernel that moves the data)
 // and, from formulas: the copy floor, 2(N-1)/N of the model through each GPU's port, and NCCL's
-// ring bound, the floor plus 2(N-1) link latencies (busBW = algBW * 2(N-1)/N with busBW at the
-// link's bandwidth). Prints CSV on stdout, progress on stderr.
+// ring estimate, the floor plus 2(N-1) link latencies (nccl-tests' busBW = algBW * 2(N-1)/N with
+// busBW at the link's bandwidth). Prints CSV on stdout, progress on stderr.
 // Usage: XMLT_SIM_GPUS=N merge_projection [--floats COUNT] [--links pcie4,nvlink4]
 //        [--tree-chunks 64] [--channels 8] [--slice-bytes 524288] [--only SCHEDULE_PREFIX]
 #include <cuda_runtime.h>
@@ -95,6 +97,16 @@ void SynchronizeAll(int gpus) {
   }
 }
 
+// Runs the issued work by waiting for `events` in this order. The simulator runs work when it is
+// waited for, and gives a port to copies in the order it runs them (timing.h): waiting in the
+// order the work would reach the ports on a card (chunk by chunk, wave by wave) keeps that order
+// from favouring one stream's copies over another's, and the projection from depending on which
+// stream the simulator happens to run first. Everything was issued before: the host's clock
+// moving on with these waits changes no operation's time.
+void RunInOrder(const std::vector<Event*>& events) {
+  for (Event* e : events) e->Synchronize();
+}
+
 double OurRing(Replicas& r, size_t partitions) {
   std::vector<GpuReplica> view;
   for (int g = 0; g < r.gpus(); ++g) view.push_back({g, r.params[g].data()});
@@ -134,6 +146,7 @@ double NcclStyleRing(Replicas& r, size_t channels, size_t slice_floats) {
     return done[g][(p * slices + j) * (steps + 1) + s];
   };
   gpusim::ResetProjection();
+  std::vector<Event*> order;
   for (size_t wave = 1; wave < slices + steps; ++wave)
     for (size_t s = 1; s <= steps; ++s) {
       if (wave < s || wave - s >= slices) continue;
@@ -157,9 +170,11 @@ double NcclStyleRing(Replicas& r, size_t channels, size_t slice_floats) {
             if (reduce) LaunchAdd(stream, r.params[to].data() + slice.begin, staged[to][p].data(), slice.size());
           }
           event(to, p, j, s).Record(stream);
+          order.push_back(&event(to, p, j, s));
         }
       }
     }
+  RunInOrder(order);
   SynchronizeAll(r.gpus());
   return gpusim::ProjectedTime();
 }
@@ -245,6 +260,13 @@ double Tree(Replicas& r, size_t chunks) {
       }
     }
   }
+  std::vector<Event*> order;  // chunk by chunk: its sums up the tree, then down
+  for (size_t c = 0; c < chunks; ++c) {
+    for (size_t i = n; i-- > 0;)
+      if (!children(i).empty()) order.push_back(&nodes[i].reduced[c]);
+    for (size_t i = 1; i < n; ++i) order.push_back(&nodes[i].final_sum[c]);
+  }
+  RunInOrder(order);
   SynchronizeAll(r.gpus());
   return gpusim::ProjectedTime();
 }
@@ -336,7 +358,7 @@ int main(int argc, char** argv) try {
       row(schedule, "simulated", seconds, busy, wall);
     };
     row("copy_floor", "formula", floor, Busy{}, 0);
-    row("nccl_bound", "formula", floor + double(2 * (n - 1)) * model.peer_latency_us * 1e-6, Busy{}, 0);
+    row("nccl_formula", "formula", floor + double(2 * (n - 1)) * model.peer_latency_us * 1e-6, Busy{}, 0);
     simulate("ring_1_partition", [&] { return OurRing(replicas, 1); });
     simulate("ring_" + std::to_string(n) + "_partitions", [&] { return OurRing(replicas, n); });
     simulate("tree", [&] { return Tree(replicas, options.tree_chunks); });
