@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "gpusim/traffic.h"
 #include "kernels/cuda/device_buffer.h"
 #include "tests/gpusim/gpusim_test_support.h"
 
@@ -120,6 +121,16 @@ TEST_F(TimingTest, HostCopiesUseTheHostLink) {
   stream.Synchronize();
   EXPECT_NEAR(ProjectedTime(), kHost + kHostLatency, kEps);
   EXPECT_NEAR(BusyTimeOf(0).receive, kHost, kEps);
+}
+
+TEST_F(TimingTest, APeerCopyWithoutPeerAccessCrossesTheHostLinkTwice) {
+  DeviceGuard guard(1);
+  Stream stream;
+  PeerCopy(0, 1, stream.get());
+  stream.Synchronize();
+  // ctest runs this test once more with XMLT_SIM_PEER_ACCESS=0: down to the host, then up.
+  EXPECT_NEAR(ProjectedTime(), PeerAccessAllowed() ? kPeer + kPeerLatency : 2 * (kHost + kHostLatency), kEps);
+  EXPECT_NEAR(BusyTimeOf(0).send, PeerAccessAllowed() ? kPeer : kHost, kEps);
 }
 
 TEST_F(TimingTest, AKernelTakesTheBytesItWasSaidToTouchOverHbmBandwidth) {
