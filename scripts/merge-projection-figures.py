@@ -12,7 +12,7 @@ LINKS = {"pcie4": "PCIe 4.0 x16", "nvlink4": "NVLink 4"}
 # The schedules in the order the table and chart show them, with what each row is.
 SCHEDULES = [
     ("copy_floor", "copy floor"),
-    ("nccl_bound", "NCCL ring bound (formula)"),
+    ("nccl_formula", "NCCL ring: floor + 2(N-1) latencies"),
     ("nccl_style", "NCCL-style pipelined ring"),
     ("ring_1_partition", "our ring, 1 partition"),
     ("ring_n_partitions", "our ring, N partitions"),
