@@ -1,11 +1,15 @@
 // GPU benchmarks (run by scripts/gpu-check.sh on a machine with a GPU): training samples/s of one
 // and of four logical devices sharing the GPU on generated data with the paper's Table 1 shapes,
 // and, in the same run, the card's measured SGEMM rate and device-to-device copy bandwidth, so
-// that each step can be reported as a fraction of those physical limits.
+// that each step can be reported as a fraction of those physical limits. And the merge of 4 and 8
+// Amazon-670K replicas by the ring all-reduce, against the copy floor of the GPUs' measured peer
+// copy rate: the measurement that replaces docs/BENCHMARKS.md's projection.
 #include <benchmark/benchmark.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <numeric>
 #include <random>
@@ -18,6 +22,9 @@
 #include "data/synthetic_generator.h"
 #include "engine/device.h"
 #include "kernels/cuda/cuda_mlp.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/ring_all_reduce.h"
+#include "kernels/model.h"
 
 namespace {
 
@@ -168,8 +175,91 @@ void CudaCopyBandwidth(benchmark::State& state) {
   cudaFree(dst);
 }
 
+// One GPU's copy rate to another, in GB/s one way (peer access enabled where the GPUs allow it):
+// the link the merge's copy floor is computed from.
+double PeerCopyGBps(int from, int to) {
+  const size_t bytes = size_t{1} << 30;
+  void *src, *dst;
+  {
+    kernels::cuda::DeviceGuard guard(from);
+    Check(cudaMalloc(&src, bytes), "cudaMalloc");
+  }
+  kernels::cuda::DeviceGuard guard(to);
+  Check(cudaMalloc(&dst, bytes), "cudaMalloc");
+  int can = 0;
+  Check(cudaDeviceCanAccessPeer(&can, to, from), "cudaDeviceCanAccessPeer");
+  if (can && cudaDeviceEnablePeerAccess(from, 0) != cudaSuccess) cudaGetLastError();  // already enabled
+  double best = 0;
+  for (int i = 0; i < 4; ++i) {  // the first copy pays for setting up the path
+    Check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    const auto start = std::chrono::steady_clock::now();
+    Check(cudaMemcpyPeerAsync(dst, to, src, from, bytes, nullptr), "cudaMemcpyPeerAsync");
+    Check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, double(bytes) / seconds / 1e9);
+  }
+  cudaFree(dst);
+  {
+    kernels::cuda::DeviceGuard from_guard(from);
+    cudaFree(src);
+  }
+  return best;
+}
+
+// Args: replicas, partitions (0: one per GPU). The weighted all-reduce of that many replicas of the
+// Amazon-670K model (135,909-128-670,091, the trainer's default hidden size) by RingAllReduce, one
+// replica per GPU while there are GPUs enough, round robin otherwise (logical devices). Reports
+// the merge's time; with two GPUs or more, busbw = 2(N-1)/N * bytes / time (nccl-tests' bus
+// bandwidth) against the measured peer copy rate, whose ratio is the fraction of the copy floor.
+void CudaMerge(benchmark::State& state) {
+  if (!HaveGpu()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  const int replicas = int(state.range(0));
+  const size_t partitions = size_t(state.range(1));
+  int available = 0;
+  Check(cudaGetDeviceCount(&available), "cudaGetDeviceCount");
+  const int gpus = std::min(available, replicas);
+  const kernels::ModelShape shape{135909, {128}, 670091};
+  const size_t count = shape.NumParameters();
+  const double bytes = double(count) * sizeof(float);
+  std::vector<kernels::cuda::DeviceBuffer<float>> buffers;
+  std::vector<kernels::cuda::GpuReplica> view;
+  for (int i = 0; i < replicas; ++i) {
+    kernels::cuda::DeviceGuard guard(i % gpus);
+    buffers.emplace_back(count);
+    Check(cudaMemset(buffers.back().data(), 0, count * sizeof(float)), "cudaMemset");
+    view.push_back({i % gpus, buffers.back().data()});
+  }
+  const double peer_gbps = gpus > 1 ? PeerCopyGBps(1, 0) : 0;
+  kernels::cuda::RingAllReduce ring(view, count, partitions);
+  const std::vector<double> weights(size_t(replicas), 1.0 / replicas);
+  ring.WeightedAllReduce(weights);  // warm-up: peer paths, first launches
+  double total = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    ring.WeightedAllReduce(weights);  // returns once every replica holds the sum
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    state.SetIterationTime(seconds);
+    total += seconds;
+  }
+  const double mean = total / double(state.iterations());
+  state.counters["gpus"] = gpus;
+  state.counters["model_MB"] = bytes / 1e6;
+  state.counters["merge_ms"] = mean * 1e3;
+  if (gpus > 1) {
+    const double factor = 2.0 * (gpus - 1) / gpus;
+    state.counters["busbw_GBps"] = factor * bytes / mean / 1e9;
+    state.counters["peer_copy_GBps"] = peer_gbps;
+    state.counters["copy_floor_ms"] = factor * bytes / (peer_gbps * 1e9) * 1e3;
+    state.counters["floor_fraction"] = factor * bytes / (peer_gbps * 1e9) / mean;
+  }
+}
+
 BENCHMARK(CudaGemmRate)->Arg(0)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(CudaCopyBandwidth)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(CudaMerge)->Args({4, 0})->Args({8, 0})->Args({8, 1})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(CudaTrain, amazon670k, std::string("amazon670k"))
     ->Args({256, 1})->Args({256, 4})->Args({1024, 1})->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(CudaTrain, delicious200k, std::string("delicious200k"))

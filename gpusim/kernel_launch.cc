@@ -7,6 +7,7 @@
 #include "gpusim/devices.h"
 #include "gpusim/faults.h"
 #include "gpusim/streams.h"
+#include "gpusim/timing.h"
 
 namespace gpusim::detail {
 namespace {
@@ -29,6 +30,7 @@ std::string CheckKernelPointer(const void* p, size_t index) {
 void SubmitKernel(const char* name, dim3 grid, dim3 block, size_t shared_bytes, CUstream_st* handle,
                   std::string misuse, std::function<void()> thread_body) {
   const int gpu = CurrentOrdinal();
+  const uint64_t bytes = TakeKernelBytes();  // this launch's, even if it is refused
   const cudaError_t sticky = ContextError(gpu);
   if (sticky != cudaSuccess) return SetLastError(sticky);
   CUstream_st* stream = ResolveStream(handle);
@@ -44,6 +46,11 @@ void SubmitKernel(const char* name, dim3 grid, dim3 block, size_t shared_bytes, 
     if (injected != cudaSuccess)
       return LoseContext(gpu, injected, std::string("injected fault in kernel ") + name);
     if (!misuse.empty()) return LoseContext(gpu, cudaErrorIllegalAddress, std::string("kernel ") + name + ": " + misuse);
+    if (bytes == UINT64_MAX) {
+      CountUnhintedKernel();
+    } else {
+      ChargeMemory(gpu, bytes);
+    }
     const std::string error = RunGrid(grid, block, shared_bytes, body);
     if (!error.empty()) LoseContext(gpu, cudaErrorLaunchFailure, std::string("kernel ") + name + ": " + error);
   });

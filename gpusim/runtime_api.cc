@@ -12,6 +12,7 @@
 #include "gpusim/device_memory.h"
 #include "gpusim/devices.h"
 #include "gpusim/streams.h"
+#include "gpusim/timing.h"
 #include "gpusim/traffic.h"
 
 using namespace gpusim;
@@ -198,6 +199,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
 cudaError_t cudaDeviceSynchronize() {
   if (DeviceCount() == 0) return Fail(cudaErrorNoDevice);
   const cudaError_t status = FlushDevice(CurrentOrdinal());
+  HostAdvance(DeviceTime(CurrentOrdinal()));
   return status == cudaSuccess ? status : Fail(status);
 }
 
@@ -235,6 +237,7 @@ cudaError_t cudaFree(void* ptr) {
   if (region.space != Space::kDevice || region.base != reinterpret_cast<uintptr_t>(ptr))
     return Refuse(cudaErrorInvalidValue, "cudaFree: " + Describe(ptr) + " is not the start of a device allocation");
   FlushDevice(region.device);  // cudaFree waits for the GPU, so no queued work outlives its memory
+  HostAdvance(DeviceTime(region.device));
   int gpu = -1;
   const cudaError_t status = FreeDevice(ptr, &gpu);
   if (status != cudaSuccess) return Fail(status);
@@ -266,11 +269,16 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
   int gpu = 0;
   if (const cudaError_t status = CheckCopy("cudaMemcpy", dst, src, count, &kind, &gpu)) return status;
   if (const cudaError_t sticky = StickyError(gpu)) return Fail(sticky);
-  CountCopy(GpuOf(src), GpuOf(dst), count);
+  const int src_gpu = GpuOf(src), dst_gpu = GpuOf(dst);
+  CountCopy(src_gpu, dst_gpu, count);
   // On the null stream of the GPU holding the memory, waited for at once.
   CUstream_st* stream = DeviceAt(gpu)->legacy_stream;
-  Enqueue(stream, [dst, src, count] { std::memcpy(dst, src, count); });
+  Enqueue(stream, [dst, src, count, src_gpu, dst_gpu] {
+    ChargeCopy(src_gpu, dst_gpu, count);
+    std::memcpy(dst, src, count);
+  });
   const cudaError_t status = Flush(stream);
+  HostAdvance(TimeAt(stream));
   return status == cudaSuccess ? status : Fail(status);
 }
 
@@ -281,7 +289,8 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
   int gpu = 0;
   if (const cudaError_t status = CheckCopy("cudaMemcpyAsync", dst, src, count, &kind, &gpu)) return status;
   if (const cudaError_t sticky = StickyError(stream->device)) return Fail(sticky);
-  CountCopy(GpuOf(src), GpuOf(dst), count);
+  const int src_gpu = GpuOf(src), dst_gpu = GpuOf(dst);
+  CountCopy(src_gpu, dst_gpu, count);
   // As the runtime documents: a copy from pageable memory has taken its source before the call
   // returns (it is staged); a copy into pageable memory completes before the call returns. Only
   // pinned memory is read or written later, when the stream runs.
@@ -290,12 +299,19 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
   if (pageable_src) {
     auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
                                                                static_cast<const unsigned char*>(src) + count);
-    Enqueue(stream, [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); });
+    Enqueue(stream, [dst, staged, src_gpu, dst_gpu] {
+      ChargeCopy(src_gpu, dst_gpu, staged->size());
+      std::memcpy(dst, staged->data(), staged->size());
+    });
     return cudaSuccess;
   }
-  Enqueue(stream, [dst, src, count] { std::memcpy(dst, src, count); });
+  Enqueue(stream, [dst, src, count, src_gpu, dst_gpu] {
+    ChargeCopy(src_gpu, dst_gpu, count);
+    std::memcpy(dst, src, count);
+  });
   if (pageable_dst) {
     const cudaError_t status = Flush(stream);
+    HostAdvance(TimeAt(stream));
     if (status != cudaSuccess) return Fail(status);
   }
   return cudaSuccess;
@@ -319,7 +335,10 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int 
   for (const int gpu : {stream->device, dst_device, src_device})
     if (const cudaError_t sticky = StickyError(gpu)) return Fail(sticky);
   CountCopy(src_device, dst_device, count);
-  Enqueue(stream, [dst, src, count] { std::memcpy(dst, src, count); });
+  Enqueue(stream, [dst, src, count, src_device, dst_device] {
+    ChargeCopy(src_device, dst_device, count);
+    std::memcpy(dst, src, count);
+  });
   return cudaSuccess;
 }
 
@@ -348,7 +367,10 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t han
     return Refuse(cudaErrorInvalidValue, "cudaMemset of " + std::to_string(count) + " bytes: " + Describe(ptr) +
                                              " does not hold them in device memory");
   if (const cudaError_t sticky = StickyError(stream->device)) return Fail(sticky);
-  Enqueue(stream, [ptr, value, count] { std::memset(ptr, value, count); });
+  Enqueue(stream, [ptr, value, count, gpu = GpuOf(ptr)] {
+    ChargeMemory(gpu, count);
+    std::memset(ptr, value, count);
+  });
   return cudaSuccess;
 }
 
@@ -379,6 +401,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t handle) {
   CUstream_st* stream = ResolveStream(handle);
   if (stream == nullptr) return Fail(NoDeviceOr(cudaErrorInvalidResourceHandle));
   const cudaError_t status = Flush(stream);
+  HostAdvance(TimeAt(stream));
   return status == cudaSuccess ? status : Fail(status);
 }
 
@@ -396,7 +419,10 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t handle, cudaEvent_t event, unsigned
   CUstream_st* other = event->stream;
   const uint64_t position = event->position;
   if (other == nullptr || other == stream) return cudaSuccess;
-  Enqueue(stream, [other, position] { Flush(other, position); });
+  Enqueue(stream, [other, position] {
+    Flush(other, position);
+    After(TimeAt(other, position));
+  });
   return cudaSuccess;
 }
 
@@ -431,6 +457,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (!IsLiveEvent(event)) return Fail(cudaErrorInvalidResourceHandle);
   if (event->stream == nullptr) return StickyError(event->device) == cudaSuccess ? cudaSuccess : Fail(StickyError(event->device));
   const cudaError_t status = Flush(event->stream, event->position);
+  HostAdvance(TimeAt(event->stream, event->position));
   return status == cudaSuccess ? status : Fail(status);
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpusim/devices.h"
+#include "gpusim/timing.h"
 
 namespace gpusim::detail {
 namespace {
@@ -49,9 +50,18 @@ void RunUpTo(CUstream_st* stream, uint64_t position) {
       op = std::move(stream->pending.front());
       stream->pending.pop_front();
     }
+    // Its virtual clock starts where the stream's previous operation ended.
+    OpClock clock;
+    {
+      std::lock_guard<std::mutex> lock(stream->queue);
+      clock.start = clock.end = stream->finished.empty() ? 0.0 : stream->finished.back();
+    }
+    OpClock* outer = EnterOp(&clock);
     // After a lost context the GPU runs nothing more.
     if (StickyError(stream->device) == cudaSuccess) op();
+    LeaveOp(&clock, outer);
     std::lock_guard<std::mutex> lock(stream->queue);
+    stream->finished.push_back(clock.end);
     ++stream->completed;
   }
 }
@@ -130,11 +140,19 @@ void Enqueue(CUstream_st* stream, std::function<void()> op) {
     }
     if (!before.empty()) {
       op = [before, inner = std::move(op)] {
-        for (const auto& [s, position] : before) RunUpTo(s, position);
+        for (const auto& [s, position] : before) {
+          RunUpTo(s, position);
+          After(TimeAt(s, position));
+        }
         inner();
       };
     }
   }
+  // Nothing starts before the host issued it, which is after what it last waited for.
+  op = [issued = HostNow(), inner = std::move(op)] {
+    After(issued);
+    inner();
+  };
   std::lock_guard<std::mutex> lock(stream->queue);
   stream->pending.push_back(std::move(op));
   ++stream->submitted;
@@ -154,6 +172,29 @@ cudaError_t FlushDevice(int device) {
 }
 
 bool Idle(CUstream_st* stream, uint64_t position) { return Done(stream, position); }
+
+double TimeAt(CUstream_st* stream, uint64_t position) {
+  std::lock_guard<std::mutex> lock(stream->queue);
+  const uint64_t done = std::min<uint64_t>(position, stream->finished.size());
+  return done == 0 ? 0.0 : stream->finished[done - 1];
+}
+
+double DeviceTime(int device) {
+  SimDevice* d = DeviceAt(device);
+  if (d == nullptr) return 0;
+  double latest = TimeAt(d->legacy_stream);
+  for (CUstream_st* s : StreamsOf(device, false)) latest = std::max(latest, TimeAt(s));
+  return latest;
+}
+
+void ResetStreamClocks() {
+  Handles& h = State();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  for (CUstream_st* s : h.streams) {
+    std::lock_guard<std::mutex> queue(s->queue);
+    std::fill(s->finished.begin(), s->finished.end(), 0.0);
+  }
+}
 
 }  // namespace gpusim::detail
 

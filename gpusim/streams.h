@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <vector>
 
 #include "gpusim/error_codes.h"
 
@@ -22,6 +23,8 @@ struct CUstream_st {
   std::deque<std::function<void()>> pending;
   uint64_t submitted = 0;  // operations enqueued so far
   uint64_t completed = 0;  // operations executed (or dropped after a lost context)
+  // Virtual time (timing.h), in seconds: when each executed operation finished, in order.
+  std::vector<double> finished;
 
   bool legacy() const { return (flags & cudaStreamLegacyFlag) != 0; }
   bool blocking() const { return (flags & 1u) == 0; }
@@ -55,5 +58,13 @@ cudaError_t Flush(CUstream_st* stream, uint64_t position = UINT64_MAX);
 // All work on every stream of a GPU.
 cudaError_t FlushDevice(int device);
 bool Idle(CUstream_st* stream, uint64_t position = UINT64_MAX);
+
+// The virtual time (timing.h) at which the stream's first `position` operations had finished (of
+// those executed so far).
+double TimeAt(CUstream_st* stream, uint64_t position = UINT64_MAX);
+// The latest such time over a GPU's streams.
+double DeviceTime(int device);
+// Every stream's virtual times back to zero (timing.h's reset).
+void ResetStreamClocks();
 
 }  // namespace gpusim::detail

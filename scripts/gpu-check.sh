@@ -4,7 +4,10 @@
 # then runs the phases asked for, each short enough for one call on a lent machine (10 minutes):
 #   test      every test, with XMLT_REQUIRE_GPU=1 (a CUDA test that would skip fails)
 #   sanitize  compute-sanitizer memcheck, racecheck, initcheck and synccheck on the CUDA tests
-#   bench     the GPU benchmarks and the PyTorch peer on the same card
+#   bench     the GPU benchmarks and the PyTorch peer on the same card; among them the merge of 4
+#             and 8 Amazon-670K replicas by the ring all-reduce against the copy floor of the
+#             measured peer copy rate (bench_cuda's CudaMerge): the measured figures that replace
+#             the projections of docs/BENCHMARKS.md ("Merge time on GPUs: projections")
 # No phase named: all three. Each phase builds first (incremental on a machine still warm).
 # $OUT (default gpu-results/) gets three files, whatever the phase and even when a step is cut
 # short: run.log (card, driver, CUDA version, commit; each step's outcome and figures), figures.json
@@ -108,6 +111,9 @@ for phase in "${phases[@]}"; do
           --benchmark_out="$work/$name.json" --benchmark_out_format=json
         cat "$work/$name.log" >> "$work/run.log"
       done
+      # The merges on their own lines: time, bus bandwidth, and the fraction of the copy floor
+      # (goal: 70% or more), to set beside the projection.
+      grep -h '^CudaMerge.*_mean' "$work"/bench_cuda*.log 2>/dev/null | sed 's/^/merge: /' | tee -a "$work/run.log"
       # The PyTorch peer on the same GPU, same shapes and batch, for the samples/s ratio.
       if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
         for preset in amazon670k delicious200k; do

@@ -96,12 +96,14 @@ __global__ void __launch_bounds__(kThreads)
 void LaunchWeightedSum(cudaStream_t stream, float* acc, size_t offset, size_t n, const WeightedTerms& terms,
                        bool accumulate) {
   if (n == 0) return;
+  XMLT_SIM_KERNEL_BYTES(n * sizeof(float) * (size_t(terms.count) + (accumulate ? 2 : 1)));
   XMLT_LAUNCH(WeightedSumKernel, BlocksFor(n), kThreads, 0, stream)(acc, offset, n, terms, accumulate);
   XMLT_CUDA_CHECK_LAUNCH();
 }
 
 void LaunchAdd(cudaStream_t stream, float* acc, const float* received, size_t n) {
   if (n == 0) return;
+  XMLT_SIM_KERNEL_BYTES(3 * n * sizeof(float));
   XMLT_LAUNCH(AddKernel, BlocksFor(n), kThreads, 0, stream)(acc, received, n);
   XMLT_CUDA_CHECK_LAUNCH();
 }
@@ -109,6 +111,7 @@ void LaunchAdd(cudaStream_t stream, float* acc, const float* received, size_t n)
 void LaunchMomentum(cudaStream_t stream, float* values, float* current, float* previous, size_t n,
                     const DeviceMomentum& momentum) {
   if (n == 0) return;
+  XMLT_SIM_KERNEL_BYTES(6 * n * sizeof(float));  // values, w and w_p, each read and written
   XMLT_LAUNCH(MomentumKernel, BlocksFor(n), kThreads, 0, stream)(values, current, previous, n,
                                                                  float(momentum.gamma), momentum.nesterov);
   XMLT_CUDA_CHECK_LAUNCH();
@@ -116,14 +119,17 @@ void LaunchMomentum(cudaStream_t stream, float* values, float* current, float* p
 
 void LaunchSquaredNorm(cudaStream_t stream, const float* params, size_t n, double* partial, double* total) {
   const unsigned blocks = BlocksFor(n);
+  XMLT_SIM_KERNEL_BYTES(n * sizeof(float) + blocks * sizeof(double));
   XMLT_LAUNCH(SquaresKernel, blocks, kThreads, 0, stream)(params, n, partial);
   XMLT_CUDA_CHECK_LAUNCH();
+  XMLT_SIM_KERNEL_BYTES((blocks + 1) * sizeof(double));
   XMLT_LAUNCH(SumKernel, 1, kThreads, 0, stream)(partial, blocks, total);
   XMLT_CUDA_CHECK_LAUNCH();
 }
 
 void LaunchCountNonFinite(cudaStream_t stream, const float* values, size_t n, unsigned long long* count) {
   if (n == 0) return;
+  XMLT_SIM_KERNEL_BYTES(n * sizeof(float));
   XMLT_LAUNCH(CountNonFiniteKernel, BlocksFor(n), kThreads, 0, stream)(values, n, count);
   XMLT_CUDA_CHECK_LAUNCH();
 }
