@@ -26,13 +26,9 @@ class GpuAdasumMerger final : public Merger,
     CheckReplicasAndGlobal(replicas, global);
     CheckOptionalInput(input, replicas.count(), "adasum");
     if (replicas.params != replicas_) throw std::invalid_argument("GPU adasum merge: built for other replicas");
-    if (global->on_gpus.get() != this) {
-      global->SyncToHost();
-      device_.SetGlobalModel(global->current.data(), global->previous.data());
-    }
-    device_.Merge();
-    global->on_gpus = shared_from_this();
-    global->host_stale = true;
+    MergeKeepingGlobalOnGpus(
+        global, shared_from_this(), [&](const float* w, const float* w_p) { device_.SetGlobalModel(w, w_p); },
+        [&] { device_.Merge(); });
     MergeOutcome outcome;
     outcome.weights.assign(replicas.count(), 1.0);  // as the host merge reports it
     return outcome;

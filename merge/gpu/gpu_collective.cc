@@ -9,6 +9,7 @@
 #include "merge/collective_support.h"
 #include "merge/gpu/gpu_mergers.h"
 #include "merge/gpu/gpu_replicas.h"
+#include "merge/gpu/shared_merger.h"
 
 namespace xmlt::merge {
 namespace {
@@ -36,15 +37,9 @@ class GpuCollective final : public Collective,
   void WeightedAllReduceWithMomentum(const ReplicaSet& replicas, const std::vector<double>& weights, double momentum,
                                      MomentumMode mode, GlobalModel* global) override {
     CheckSame(replicas);
-    // w and w_p go up only when the host's are newer than this collective's: at the start, after
-    // a resume or a rollback, or when another merger held them.
-    if (global->on_gpus.get() != this) {
-      global->SyncToHost();
-      device_->SetGlobalModel(global->current.data(), global->previous.data());
-    }
-    device_->WeightedAllReduce(weights, {momentum, mode == MomentumMode::kNesterov});
-    global->on_gpus = shared_from_this();
-    global->host_stale = true;
+    MergeKeepingGlobalOnGpus(
+        global, shared_from_this(), [&](const float* w, const float* w_p) { device_->SetGlobalModel(w, w_p); },
+        [&] { device_->WeightedAllReduce(weights, {momentum, mode == MomentumMode::kNesterov}); });
   }
 
   void Fetch(float* current, float* previous) override { device_->GetGlobalModel(current, previous); }

@@ -29,13 +29,9 @@ class GpuElasticForceMerger final : public Merger,
     CheckReplicasAndGlobal(replicas, global);
     CheckOptionalInput(input, replicas.count(), "elastic force");
     if (replicas.params != replicas_) throw std::invalid_argument("GPU elastic force merge: built for other replicas");
-    if (global->on_gpus.get() != this) {
-      global->SyncToHost();
-      device_.SetGlobalModel(global->current.data(), global->previous.data());
-    }
-    device_.Merge();
-    global->on_gpus = shared_from_this();
-    global->host_stale = true;
+    MergeKeepingGlobalOnGpus(
+        global, shared_from_this(), [&](const float* w, const float* w_p) { device_.SetGlobalModel(w, w_p); },
+        [&] { device_.Merge(); });
     MergeOutcome outcome;
     outcome.weights.assign(replicas.count(), alpha_);
     return outcome;

@@ -1,15 +1,33 @@
-// A merge that keeps w and w_p on the GPUs hands the global model a shared pointer to itself
-// (GlobalModel::on_gpus), so that they outlive the merger the run replaces when a device drops
-// until they are fetched. Merger factories return unique pointers: this wrapper owns the shared one.
+// What the merges that keep w and w_p on the GPUs share. Such a merge hands the global model a
+// shared pointer to itself (GlobalModel::on_gpus), so that w and w_p outlive the merger the run
+// replaces when a device drops, until they are fetched; merger factories return unique pointers,
+// so SharedMerger owns the shared one.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "merge/merger.h"
+#include "merge/replica_set.h"
 
 namespace xmlt::merge {
+
+// What every merge that keeps w and w_p on the GPUs does around its work: w and w_p go up when the
+// host's are newer than `holder`'s (at the start, after a resume or a rollback, or after another
+// merger held them), `merge` runs, and the global model is marked newest on the GPUs, in `holder`.
+inline void MergeKeepingGlobalOnGpus(GlobalModel* global, const std::shared_ptr<GlobalModelOnGpus>& holder,
+                                     const std::function<void(const float* current, const float* previous)>& upload,
+                                     const std::function<void()>& merge) {
+  if (global->on_gpus != holder) {
+    global->SyncToHost();
+    upload(global->current.data(), global->previous.data());
+  }
+  merge();
+  global->on_gpus = holder;
+  global->host_stale = true;
+}
 
 template <class GpuMerger>
 class SharedMerger final : public Merger {

@@ -34,6 +34,7 @@
 #include "merge/adasum.h"
 #include "merge/merger.h"
 #include "tests/kernels/cuda_test_gate.h"
+#include "tests/kernels/gpu_replicas_support.h"
 #ifdef XMLT_GPUSIM
 #include "gpusim/traffic.h"
 #endif
@@ -44,7 +45,9 @@ namespace {
 constexpr double kGamma = 0.9;
 constexpr double kRelative = 1e-5;
 
-int Gpus() { return std::min(CudaDeviceCountOrZero(), 8); }
+using testing::Gpus;
+using testing::Normal;
+using Replicas = testing::TwinReplicas;
 
 // Replica i's GPU for n replicas over `gpus` GPUs: consecutive replicas sharing a GPU, or the GPUs
 // taken in turn (interleaved: replicas of one GPU never pair at the first level).
@@ -53,44 +56,6 @@ std::vector<int> Layout(size_t n, int gpus, bool interleaved) {
   for (size_t i = 0; i < n; ++i) layout.push_back(interleaved ? int(i % size_t(gpus)) : int(i * size_t(gpus) / n));
   return layout;
 }
-
-std::vector<float> Normal(size_t count, std::mt19937_64& rng, float sigma) {
-  std::normal_distribution<float> normal(0.0f, sigma);
-  std::vector<float> v(count);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
-
-// The replicas on both sides: host copies for the host merger, device buffers for DeviceAdasum.
-struct Replicas {
-  std::vector<int> gpus;
-  std::vector<std::vector<float>> host;
-  std::vector<DeviceBuffer<float>> device;
-
-  Replicas(std::vector<int> gpu_of, std::vector<std::vector<float>> values) : gpus(std::move(gpu_of)), host(std::move(values)) {
-    for (size_t i = 0; i < gpus.size(); ++i) {
-      DeviceGuard guard(gpus[i]);
-      device.push_back(DeviceBuffer<float>::FromHost(host[i]));
-    }
-  }
-  std::vector<GpuReplica> View() {
-    std::vector<GpuReplica> view;
-    for (size_t i = 0; i < gpus.size(); ++i) view.push_back({gpus[i], device[i].data()});
-    return view;
-  }
-  std::vector<float> Read(size_t i) const {
-    DeviceGuard guard(gpus[i]);
-    return device[i].ToHost();
-  }
-  // Replica i moved as training would move it, the same on both sides.
-  void Move(size_t i, std::mt19937_64& rng) {
-    const std::vector<float> step = Normal(host[i].size(), rng, 0.1f);
-    for (size_t j = 0; j < step.size(); ++j) host[i][j] += step[j];
-    DeviceGuard guard(gpus[i]);
-    if (!host[i].empty())
-      XMLT_CUDA_CHECK(cudaMemcpy(device[i].data(), host[i].data(), host[i].size() * sizeof(float), cudaMemcpyHostToDevice));
-  }
-};
 
 // tensors: the start of each of `pieces` unequal tensors of `count` values (some empty when
 // count is small).
@@ -141,7 +106,7 @@ void MergeOnBothSides(const Scenario& s, int merges, size_t still = size_t(-1)) 
   for (int m = 0; m < merges; ++m) {
     if (m > 0)
       for (size_t i = 0; i < replicas.host.size(); ++i)
-        if (i != still) replicas.Move(i, rng);
+        if (i != still) replicas.Move(i, rng, 0.1f);
     const std::vector<double> bound = Bounds(replicas, global, s.nesterov);
     merge::ReplicaSet set;
     set.size = s.count;
@@ -223,7 +188,7 @@ TEST(CudaDeviceAdasum, AZeroDeltaLeavesTheOtherOperand) {
   adasum.Merge();  // both replicas now hold w'
   std::vector<float> w1(count), wp1(count);
   adasum.GetGlobalModel(w1.data(), wp1.data());
-  replicas.Move(0, rng);
+  replicas.Move(0, rng, 0.1f);
   adasum.Merge();
   std::vector<float> w2(count), wp2(count);
   adasum.GetGlobalModel(w2.data(), wp2.data());

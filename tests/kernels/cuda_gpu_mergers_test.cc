@@ -26,6 +26,7 @@
 #include "merge/gpu/gpu_mergers.h"
 #include "merge/merger.h"
 #include "tests/kernels/cuda_test_gate.h"
+#include "tests/kernels/gpu_replicas_support.h"
 #ifdef XMLT_GPUSIM
 #include "gpusim/traffic.h"
 #endif
@@ -36,20 +37,8 @@ namespace {
 using kernels::cuda::DeviceBuffer;
 using kernels::cuda::DeviceGuard;
 
-int Gpus() { return std::min(kernels::cuda::CudaDeviceCountOrZero(), 8); }
-
-// Each GPU of `gpus` holding `per_gpu` replicas, or (per_gpu 0) the GPUs interleaved: 0, 1, ..., 0.
-std::vector<int> Layout(int gpus, int per_gpu) {
-  std::vector<int> layout;
-  if (per_gpu == 0) {
-    for (int g = 0; g < gpus; ++g) layout.push_back(g);
-    layout.push_back(0);
-    return layout;
-  }
-  for (int g = 0; g < gpus; ++g)
-    for (int r = 0; r < per_gpu; ++r) layout.push_back(g);
-  return layout;
-}
+using kernels::cuda::testing::Gpus;
+using kernels::cuda::testing::Layout;
 
 // The same replicas on the host and on the GPUs.
 struct Twins {

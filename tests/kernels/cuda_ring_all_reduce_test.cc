@@ -21,6 +21,7 @@
 #include "merge/collective.h"
 #include "merge/global_momentum.h"
 #include "tests/kernels/cuda_test_gate.h"
+#include "tests/kernels/gpu_replicas_support.h"
 #ifdef XMLT_GPUSIM
 #include "gpusim/traffic.h"
 #endif
@@ -28,54 +29,10 @@
 namespace xmlt::kernels::cuda {
 namespace {
 
-struct Replicas {
-  std::vector<int> gpus;
-  std::vector<std::vector<float>> host;
-  std::vector<DeviceBuffer<float>> device;
-
-  Replicas(std::vector<int> gpu_of, size_t count, uint64_t seed) : gpus(std::move(gpu_of)) {
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (const int gpu : gpus) {
-      host.emplace_back(count);
-      for (float& v : host.back()) v = normal(rng);
-      DeviceGuard guard(gpu);
-      device.push_back(DeviceBuffer<float>::FromHost(host.back()));
-    }
-  }
-  std::vector<GpuReplica> View() {
-    std::vector<GpuReplica> view;
-    for (size_t i = 0; i < gpus.size(); ++i) view.push_back({gpus[i], device[i].data()});
-    return view;
-  }
-  std::vector<float> Read(size_t i) const {
-    DeviceGuard guard(gpus[i]);
-    return device[i].ToHost();
-  }
-};
-
-std::vector<double> RandomWeights(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> uniform(0.1, 1.5);
-  std::vector<double> w(n);
-  for (double& x : w) x = uniform(rng);
-  return w;
-}
-
-// Each GPU of `gpus` holding `per_gpu` replicas, or (per_gpu 0) the GPUs interleaved: 0, 1, ..., 0.
-std::vector<int> Layout(int gpus, int per_gpu) {
-  std::vector<int> layout;
-  if (per_gpu == 0) {
-    for (int g = 0; g < gpus; ++g) layout.push_back(g);
-    layout.push_back(0);
-    return layout;
-  }
-  for (int g = 0; g < gpus; ++g)
-    for (int r = 0; r < per_gpu; ++r) layout.push_back(g);
-  return layout;
-}
-
-int Gpus() { return std::min(CudaDeviceCountOrZero(), 8); }
+using testing::Gpus;
+using testing::Layout;
+using testing::RandomWeights;
+using Replicas = testing::TwinReplicas;
 
 TEST(CudaRingAllReduce, EveryReplicaHoldsTheWeightedSumForEveryLayoutSizeAndPartitioning) {
   XMLT_SKIP_WITHOUT_GPU();
