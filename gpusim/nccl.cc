@@ -242,13 +242,14 @@ double ChargeRing(const std::vector<Call>& calls, double ready) {
     if (first.kind != Kind::kAllReduce) return first.count * size;
     return (first.count * (c + 1) / n - first.count * c / n) * size;
   };
-  double t = ready;
+  double t = ready, local = ready;
   if (first.kind == Kind::kAllGather) {
-    // Out of place, each rank first copies its own chunk into its slot of the output.
+    // Out of place, each rank also copies its own chunk into its slot of the output, beside the
+    // ring's steps.
     for (size_t r = 0; r < n; ++r) {
       const auto* slot = static_cast<const unsigned char*>(calls[r].recv) + r * first.count * size;
       if (calls[r].send != slot)
-        t = std::max(t, ChargeFrom(ready, [&] { ChargeMemory(device(r), 2 * first.count * size); }));
+        local = std::max(local, ChargeFrom(ready, [&] { ChargeMemory(device(r), 2 * first.count * size); }));
     }
   }
   for (const bool reduce : {true, false}) {
@@ -263,7 +264,7 @@ double ChargeRing(const std::vector<Call>& calls, double ready) {
       t = step_end;
     }
   }
-  return t;
+  return std::max(t, local);
 }
 
 void Collective::Run(size_t rank) {
