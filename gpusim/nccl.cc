@@ -8,7 +8,11 @@
 // operations to run waits for every rank's stream to reach its own (all inputs ready), then moves
 // the data for all ranks; the others find it done. Traffic is counted as NCCL's ring moves it:
 // each rank sends to the next (N-1)/N of the buffer in a reduce-scatter or an all-gather and
-// 2(N-1)/N in an all-reduce.
+// 2(N-1)/N in an all-reduce. The virtual clock (timing.h) is charged the same way, from when the
+// last rank's inputs are ready: N-1 steps per phase, in each every rank sends one chunk over its
+// outgoing port into the next rank's incoming one, and in a reduction the receiver reads that
+// chunk and its own and writes the sum (3 chunks of its memory), alongside the copy, as NCCL's
+// kernels reduce while they move; every rank's operation ends with the last step.
 //
 // A lost GPU makes every later collective of its clique fail with ncclUnhandledCudaError, and a
 // collective that was waiting for it leaves the peers' buffers as they were and their
@@ -30,6 +34,7 @@
 #include "gpusim/devices.h"
 #include "gpusim/faults.h"
 #include "gpusim/streams.h"
+#include "gpusim/timing.h"
 #include "gpusim/traffic.h"
 
 using namespace gpusim;
@@ -157,6 +162,7 @@ struct Collective {
   std::vector<cudaError_t> injected;
   std::mutex mutex;
   bool done = false;
+  double end = 0;  // virtual time at which the data has moved
 
   void Run(size_t rank);
   template <class T>
@@ -208,13 +214,69 @@ void Collective::Move() {
   }
 }
 
+// Charges `charge` to the virtual clock as work of its own from `ready`, beside the running
+// operation's (the ranks of a ring move their chunks at the same time); returns its end.
+template <class F>
+double ChargeFrom(double ready, F&& charge) {
+  OpClock piece;
+  piece.start = piece.end = ready;
+  OpClock* outer = EnterOp(&piece);
+  charge();
+  LeaveOp(&piece, outer);
+  return piece.end;
+}
+
+// The ring's steps on the virtual clock, from `ready` (see the top of this file); returns the end
+// of the last. Chunks as CountRingTraffic cuts them: at step s of the reduce-scatter rank r sends
+// chunk r - s, at step s of the all-gather chunk r + 1 - s (mod N).
+double ChargeRing(const std::vector<Call>& calls, double ready) {
+  const size_t n = calls.size();
+  const Call& first = calls[0];
+  const size_t size = SizeOf(first.datatype);
+  auto device = [&](size_t r) { return calls[r % n].comm->device; };
+  if (n == 1) {  // no peer: at most a copy within the GPU
+    if (calls[0].send == calls[0].recv) return ready;
+    return ChargeFrom(ready, [&] { ChargeMemory(device(0), 2 * first.count * size); });
+  }
+  auto chunk_bytes = [&](size_t c) {
+    if (first.kind != Kind::kAllReduce) return first.count * size;
+    return (first.count * (c + 1) / n - first.count * c / n) * size;
+  };
+  double t = ready, local = ready;
+  if (first.kind == Kind::kAllGather) {
+    // Out of place, each rank also copies its own chunk into its slot of the output, beside the
+    // ring's steps.
+    for (size_t r = 0; r < n; ++r) {
+      const auto* slot = static_cast<const unsigned char*>(calls[r].recv) + r * first.count * size;
+      if (calls[r].send != slot)
+        local = std::max(local, ChargeFrom(ready, [&] { ChargeMemory(device(r), 2 * first.count * size); }));
+    }
+  }
+  for (const bool reduce : {true, false}) {
+    if (reduce ? first.kind == Kind::kAllGather : first.kind == Kind::kReduceScatter) continue;
+    for (size_t s = 0; s + 1 < n; ++s) {
+      double step_end = t;
+      for (size_t r = 0; r < n; ++r) {
+        const uint64_t bytes = chunk_bytes((reduce ? r + n - s : r + 1 + n - s) % n);
+        step_end = std::max(step_end, ChargeFrom(t, [&] { ChargeCopy(device(r), device(r + 1), bytes); }));
+        if (reduce) step_end = std::max(step_end, ChargeFrom(t, [&] { ChargeMemory(device(r + 1), 3 * bytes); }));
+      }
+      t = step_end;
+    }
+  }
+  return std::max(t, local);
+}
+
 void Collective::Run(size_t rank) {
   // Every rank's inputs: its stream up to its own operation. Not under the mutex: another host
   // thread running a peer's stream may be on its way to this collective.
   for (size_t r = 0; r < calls.size(); ++r)
     if (r != rank) Flush(calls[r].stream, positions[r]);
   std::lock_guard<std::mutex> lock(mutex);
-  if (done) return;
+  if (done) {
+    After(end);  // a later rank's operation ends when the data has moved, as the first's did
+    return;
+  }
   done = true;
   const char* name = KindName(calls[0].kind);
   for (size_t r = 0; r < calls.size(); ++r)
@@ -237,6 +299,12 @@ void Collective::Run(size_t rank) {
   } else {
     Move<float>();
   }
+  // From when every rank had issued the call and its stream had reached it.
+  double ready = Now();
+  for (size_t r = 0; r < calls.size(); ++r)
+    if (r != rank) ready = std::max(ready, TimeAt(calls[r].stream, positions[r]));
+  end = calls[0].count == 0 ? ready : ChargeRing(calls, ready);
+  After(end);
 }
 
 // Checks one rank's call; "" when it may go ahead.

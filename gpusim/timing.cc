@@ -230,6 +230,8 @@ void After(double time) {
   running->end = std::max(running->end, running->start);
 }
 
+double Now() { return running == nullptr ? 0.0 : running->end; }
+
 void ChargeCopy(int src_gpu, int dst_gpu, uint64_t bytes) {
   if (running == nullptr || bytes == 0) return;
   if (src_gpu == dst_gpu) {

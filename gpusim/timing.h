@@ -68,6 +68,8 @@ OpClock* EnterOp(OpClock* clock);
 void LeaveOp(OpClock* clock, OpClock* outer);
 // The running operation starts no earlier than `time`.
 void After(double time);
+// When what the running operation did so far finished (0 outside an operation).
+double Now();
 // A copy of `bytes` from `src_gpu` to `dst_gpu` (-1: host memory), by the running operation.
 void ChargeCopy(int src_gpu, int dst_gpu, uint64_t bytes);
 // `bytes` of GPU `gpu`'s memory read or written by the running operation.

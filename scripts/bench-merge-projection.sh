@@ -6,7 +6,8 @@
 # table.md and merge_time.png. These are projections from the model of gpusim/timing.h, not
 # measurements; on a card, scripts/gpu-check.sh bench measures the same merges (bench_cuda's
 # CudaMerge) and its figures replace them. The simulated kernels run on the CPU: at the full size
-# this takes about 4 minutes on two cores, build included, and 7 GB of memory for 8 GPUs.
+# this takes about 9 minutes on two cores (Adasum's tree is the slowest to simulate, 1 min at 8
+# GPUs), and about 12 GB of memory for 8 GPUs.
 # Usage: scripts/bench-merge-projection.sh [merge_projection flags, e.g. --floats 10000000]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,9 +1,17 @@
 // Projected merge times of replicas the size of the Amazon-670K model, one per simulated GPU, on
 // the simulator's virtual clock (gpusim/timing.h): projections for a stated link and memory, not
 // measurements. Every schedule really runs here, on the simulator's public API, and its result is
-// checked (each replica starts at its GPU's ordinal + 1, so the sum is exact in floats):
+// checked (each replica starts at its GPU's ordinal + 1, so the sum is exact in floats; the
+// momentum's gamma is 0, which leaves the sum and takes as long as any other):
 //   ring        our RingAllReduce (kernels/cuda/ring_all_reduce.h), local weighted sum and the
 //               copies back into the replicas included, with 1 and with N partitions
+//   ring_momentum  the same with the global momentum, as training merges (N partitions, the
+//               rule applied by each chunk's owner between the reduce-scatter and the all-gather)
+//   nccl_all_reduce[_momentum]  our NcclAllReduce (kernels/cuda/nccl_all_reduce.h) over the
+//               simulator's NCCL, which times a collective as NCCL's ring moves it (gpusim/nccl.cc);
+//               with the momentum a reduce-scatter, the rule, an all-gather
+//   adasum      our DeviceAdasum (kernels/cuda/device_adasum.h): deltas, a pairwise tree of Adasum
+//               combinations per tensor of the model, the result down a binomial tree, the update
 //   tree        a binary tree (GPU 0 the root, heap order): each node adds its children's chunks
 //               into its own, then the sum comes back down; pipelined in chunks, a node copying
 //               one chunk while it adds the previous one
@@ -21,6 +29,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -30,10 +39,13 @@
 #include <vector>
 
 #include "gpusim/timing.h"
+#include "kernels/cuda/device_adasum.h"
 #include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/nccl_all_reduce.h"
 #include "kernels/cuda/replica_kernels.h"
 #include "kernels/cuda/ring_all_reduce.h"
 #include "kernels/model.h"
+#include "merge/adasum.h"
 
 namespace {
 
@@ -78,17 +90,38 @@ struct Replicas {
       XMLT_CUDA_CHECK(cudaMemcpy(params[g].data(), host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
     }
   }
-  // Whether every value of every replica is the sum 1 + 2 + ... + N.
-  bool HoldTheSum() const {
-    const float sum = float(gpus() * (gpus() + 1) / 2);
+  std::vector<GpuReplica> View() {
+    std::vector<GpuReplica> view;
+    for (int g = 0; g < gpus(); ++g) view.push_back({g, params[g].data()});
+    return view;
+  }
+  // Whether every value of every replica is `expected`, within `tolerance` of it.
+  bool HoldEverywhere(float expected, float tolerance = 0) const {
     for (int g = 0; g < gpus(); ++g) {
       DeviceGuard guard(g);
       const std::vector<float> host = params[g].ToHost();
-      if (std::any_of(host.begin(), host.end(), [&](float v) { return v != sum; })) return false;
+      if (std::any_of(host.begin(), host.end(), [&](float v) { return !(std::abs(v - expected) <= tolerance); }))
+        return false;
     }
     return true;
   }
 };
+
+// The sum 1 + 2 + ... + N that the summing schedules leave.
+float SumOf(int gpus) { return float(gpus * (gpus + 1) / 2); }
+
+// What Adasum makes of the deltas 1, 2, ..., N (constant vectors, w = 0): per tensor the same
+// scalar, the tree's combinations of the values (the vectors' lengths cancel out).
+double AdasumOfOrdinals(int gpus) {
+  std::vector<double> v;
+  for (int g = 0; g < gpus; ++g) v.push_back(g + 1);
+  for (const auto& level : xmlt::merge::PairwiseTreeLevels(v.size()))
+    for (const xmlt::merge::TreePair& p : level) {
+      const double a = v[p.left], b = v[p.right];
+      v[p.left] = (1 - a * b / (2 * a * a)) * a + (1 - a * b / (2 * b * b)) * b;
+    }
+  return v[0];
+}
 
 void SynchronizeAll(int gpus) {
   for (int g = 0; g < gpus; ++g) {
@@ -107,12 +140,43 @@ void RunInOrder(const std::vector<Event*>& events) {
   for (Event* e : events) e->Synchronize();
 }
 
-double OurRing(Replicas& r, size_t partitions) {
-  std::vector<GpuReplica> view;
-  for (int g = 0; g < r.gpus(); ++g) view.push_back({g, r.params[g].data()});
-  RingAllReduce ring(view, r.count, partitions);
+// The global momentum (heavy ball) with gamma 0: the rule's reads and writes, the sum's values.
+const DeviceMomentum kMomentum{0.0, false};
+
+// A device collective's merge, with or without the global momentum (w = w_p = 0, set before the
+// clock starts, as a run sets them once).
+double Collective(DeviceCollective& collective, Replicas& r, bool momentum) {
+  const std::vector<double> weights(size_t(r.gpus()), 1.0);
+  if (momentum) {
+    const std::vector<float> zeros(r.count, 0.0f);
+    collective.SetGlobalModel(zeros.data(), zeros.data());
+  }
   gpusim::ResetProjection();
-  ring.WeightedAllReduce(std::vector<double>(view.size(), 1.0));
+  if (momentum) {
+    collective.WeightedAllReduce(weights, kMomentum);
+  } else {
+    collective.WeightedAllReduce(weights);
+  }
+  return gpusim::ProjectedTime();
+}
+
+double OurRing(Replicas& r, size_t partitions, bool momentum = false) {
+  RingAllReduce ring(r.View(), r.count, partitions);
+  return Collective(ring, r, momentum);
+}
+
+double OurNccl(Replicas& r, bool momentum) {
+  NcclAllReduce nccl(r.View(), r.count);
+  return Collective(nccl, r, momentum);
+}
+
+// DeviceAdasum over the model's tensors (`tensors`: their offsets), w = w_p = 0.
+double OurAdasum(Replicas& r, const std::vector<size_t>& tensors) {
+  DeviceAdasum adasum(r.View(), r.count, tensors, kMomentum);
+  const std::vector<float> zeros(r.count, 0.0f);
+  adasum.SetGlobalModel(zeros.data(), zeros.data());
+  gpusim::ResetProjection();
+  adasum.Merge();
   return gpusim::ProjectedTime();
 }
 
@@ -308,11 +372,15 @@ Options Parse(int argc, char** argv) {
 
 int main(int argc, char** argv) try {
   Options options = Parse(argc, argv);
+  std::vector<size_t> tensors;  // Adasum's per-tensor offsets: the model's, or one tensor
   if (options.floats == 0) {
     // The Amazon-670K model at the trainer's default shape: 135,909 features, one hidden layer of
     // 128, 670,091 labels (data/synthetic_generator.cc, apps/train_flags.h).
     xmlt::kernels::ModelShape shape{135909, {128}, 670091};
     options.floats = shape.NumParameters();
+    for (const xmlt::kernels::LayerView& layer : xmlt::kernels::LayoutOf(shape))
+      for (const xmlt::kernels::TensorView& t : {layer.weight, layer.bias}) tensors.push_back(t.offset);
+    std::sort(tensors.begin(), tensors.end());
   }
   int gpus = 0;
   XMLT_CUDA_CHECK(cudaGetDeviceCount(&gpus));
@@ -345,26 +413,36 @@ int main(int argc, char** argv) try {
                   busy.memory * 1e3, busy.unhinted, wall);
       std::fflush(stdout);
     };
-    auto simulate = [&](const std::string& schedule, const std::function<double()>& run) {
+    // `run` must leave every replica at `expected` (within `tolerance`).
+    auto simulate = [&](const std::string& schedule, const std::function<double()>& run, float expected,
+                        float tolerance) {
       if (schedule.rfind(options.only, 0) != 0) return;
       replicas.Fill();
       const auto start = std::chrono::steady_clock::now();
       const double seconds = run();
       const Busy busy = busiest();  // before the check's copies to the host
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (!replicas.HoldTheSum()) throw std::runtime_error("merge_projection: " + schedule + " left a wrong sum");
+      if (!replicas.HoldEverywhere(expected, tolerance))
+        throw std::runtime_error("merge_projection: " + schedule + " left a wrong result");
       std::fprintf(stderr, "%d GPUs, %s, %s: %.3f ms projected, %.0f s to simulate\n", gpus, link.c_str(),
                    schedule.c_str(), seconds * 1e3, wall);
       row(schedule, "simulated", seconds, busy, wall);
     };
     row("copy_floor", "formula", floor, Busy{}, 0);
     row("nccl_formula", "formula", floor + double(2 * (n - 1)) * model.peer_latency_us * 1e-6, Busy{}, 0);
-    simulate("ring_1_partition", [&] { return OurRing(replicas, 1); });
-    simulate("ring_" + std::to_string(n) + "_partitions", [&] { return OurRing(replicas, n); });
-    simulate("tree", [&] { return Tree(replicas, options.tree_chunks); });
+    const float sum = SumOf(gpus);
+    simulate("ring_1_partition", [&] { return OurRing(replicas, 1); }, sum, 0);
+    simulate("ring_" + std::to_string(n) + "_partitions", [&] { return OurRing(replicas, n); }, sum, 0);
+    simulate("ring_momentum", [&] { return OurRing(replicas, n, true); }, sum, 0);
+    simulate("nccl_all_reduce", [&] { return OurNccl(replicas, false); }, sum, 0);
+    simulate("nccl_all_reduce_momentum", [&] { return OurNccl(replicas, true); }, sum, 0);
+    // The coefficients are rounded to float on the GPU.
+    const double adasum = AdasumOfOrdinals(gpus);
+    simulate("adasum", [&] { return OurAdasum(replicas, tensors); }, float(adasum), float(1e-5 * adasum));
+    simulate("tree", [&] { return Tree(replicas, options.tree_chunks); }, sum, 0);
     simulate("nccl_style", [&] {
       return NcclStyleRing(replicas, options.channels, std::max<size_t>(1, options.slice_bytes / sizeof(float)));
-    });
+    }, sum, 0);
   }
   return 0;
 } catch (const std::exception& e) {

@@ -189,6 +189,8 @@ void DeviceAdasum::Impl::Deltas(Gpu& gpu) {
   DeviceGuard guard(gpu.ordinal);
   const cudaStream_t stream = gpu.stream.get();
   for (const size_t i : gpu.replicas) {
+    // The replica read and written, w read; w_p only by Nesterov's look-ahead (its sole use).
+    XMLT_SIM_KERNEL_BYTES(count * sizeof(float) * (momentum.nesterov ? 4 : 3));
     XMLT_LAUNCH(DeltaKernel, BlocksFor(count), kThreads, 0, stream)(replicas[i].params, gpu.current.data(),
                                                                    gpu.previous.data(), count,
                                                                    float(momentum.gamma), momentum.nesterov);
@@ -214,16 +216,20 @@ void DeviceAdasum::Impl::Combine(size_t left, size_t right) {
   for (size_t t = 0; t < tensors(); ++t) {
     const size_t begin = bounds[t], n = bounds[t + 1] - begin;
     const unsigned blocks = BlocksFor(n);  // an empty tensor still writes its zero dots
+    XMLT_SIM_KERNEL_BYTES(2 * n * sizeof(float) + 3 * blocks * sizeof(double));  // a, b; 3 doubles a block
     XMLT_LAUNCH(DotsKernel, blocks, kThreads, 0, stream)(a + begin, b + begin, n, to.partial.data());
     XMLT_CUDA_CHECK_LAUNCH();
+    XMLT_SIM_KERNEL_BYTES(3 * (blocks + 1) * sizeof(double));  // the blocks' sums read, the tensor's 3 written
     XMLT_LAUNCH(SumDotsKernel, 1, kThreads, 0, stream)(to.partial.data(), blocks, to.dots.data() + 3 * t);
     XMLT_CUDA_CHECK_LAUNCH();
   }
+  XMLT_SIM_KERNEL_BYTES(tensors() * (3 * sizeof(double) + 2 * sizeof(float)));  // 3 dots in, 2 coefficients out
   XMLT_LAUNCH(CoefficientsKernel, 1, kThreads, 0, stream)(to.dots.data(), tensors(), to.coefficients.data());
   XMLT_CUDA_CHECK_LAUNCH();
   for (size_t t = 0; t < tensors(); ++t) {
     const size_t begin = bounds[t], n = bounds[t + 1] - begin;
     if (n == 0) continue;
+    XMLT_SIM_KERNEL_BYTES(3 * n * sizeof(float) + 2 * sizeof(float));  // a read and written, b, the coefficients
     XMLT_LAUNCH(CombineKernel, BlocksFor(n), kThreads, 0, stream)(a + begin, b + begin, n,
                                                                   to.coefficients.data() + 2 * t);
     XMLT_CUDA_CHECK_LAUNCH();
@@ -257,6 +263,7 @@ void DeviceAdasum::Impl::Update(Gpu& gpu) {
   DeviceGuard guard(gpu.ordinal);
   const cudaStream_t stream = gpu.stream.get();
   float* const result = First(gpu);
+  XMLT_SIM_KERNEL_BYTES(6 * count * sizeof(float));  // D in and the start out, w and w_p each read and written
   XMLT_LAUNCH(UpdateKernel, BlocksFor(count), kThreads, 0, stream)(result, gpu.current.data(), gpu.previous.data(),
                                                                   count, float(momentum.gamma), momentum.nesterov);
   XMLT_CUDA_CHECK_LAUNCH();

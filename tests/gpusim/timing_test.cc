@@ -1,11 +1,14 @@
 // The virtual clock: copies take latency + bytes / bandwidth, share a port by going one after the
 // other, overlap on independent ports; event waits and host synchronizations order time as they
-// order work; a kernel takes the bytes it was said to touch / HBM bandwidth.
+// order work; a kernel takes the bytes it was said to touch / HBM bandwidth; NCCL's collectives
+// take their ring's steps.
 #include "gpusim/timing.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <nccl.h>
 
+#include <array>
 #include <vector>
 
 #include "gpusim/traffic.h"
@@ -203,6 +206,77 @@ TEST_F(TimingTest, AResetStartsFromZero) {
   PeerCopy(0, 1, stream.get());
   stream.Synchronize();
   EXPECT_NEAR(ProjectedTime(), kPeer + kPeerLatency, kEps);
+}
+
+// Two ranks: an all-reduce of kBytes is one reduce-scatter step and one all-gather step, each
+// rank sending half the buffer in each, a latency per step; the reduction reads and writes three
+// half-buffers of the receiver's memory beside its copy (15 us, less than the copy's 53 us).
+TEST_F(TimingTest, AnNcclAllReduceTakesItsRingsStepsFromWhenTheLastRanksInputIsReady) {
+  std::array<ncclComm_t, 2> comms{};
+  ASSERT_EQ(ncclCommInitAll(comms.data(), 2, nullptr), ncclSuccess);
+  const size_t floats = kBytes / sizeof(float);
+  std::vector<Stream> streams;
+  std::vector<DeviceBuffer<float>> data;
+  for (int gpu : {0, 1}) {
+    DeviceGuard guard(gpu);
+    streams.emplace_back();
+    data.emplace_back(floats);
+  }
+  PinnedBuffer<unsigned char> host(kBytes);
+  {
+    DeviceGuard guard(1);  // rank 1's input comes from the host first: the collective waits for it
+    XMLT_CUDA_CHECK(cudaMemcpyAsync(data[1].data(), host.data(), kBytes, cudaMemcpyHostToDevice, streams[1].get()));
+  }
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r : {0, 1})
+    ASSERT_EQ(ncclAllReduce(data[r].data(), data[r].data(), floats, ncclFloat32, ncclSum, comms[r], streams[r].get()),
+              ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  XMLT_SIM_KERNEL_BYTES(kBytes);  // rank 0's next work starts when the collective has ended
+  XMLT_LAUNCH(TouchKernel, 1, 32, 0, streams[0].get())(data[0].data());
+  for (Stream& s : streams) s.Synchronize();
+  const double input = kHost + kHostLatency, step = kPeer / 2 + kPeerLatency, reduction = 1.5 * kBytes / 100e9;
+  EXPECT_NEAR(ProjectedTime(), input + 2 * step + kBytes / 100e9, kEps);
+  EXPECT_NEAR(BusyTimeOf(0).send, kPeer, kEps) << "2(N-1)/N of the buffer out of each rank";
+  EXPECT_NEAR(BusyTimeOf(1).receive, kHost + kPeer, kEps);
+  EXPECT_NEAR(BusyTimeOf(0).memory, reduction + kBytes / 100e9, kEps);
+  EXPECT_NEAR(BusyTimeOf(1).memory, reduction, kEps);
+  for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+// A reduce-scatter then an all-gather, in place (the sharded merge): each (N-1)/N of the buffer
+// per rank, one step each on two ranks, and the arithmetic only in the reduce-scatter.
+TEST_F(TimingTest, AnNcclReduceScatterAndAllGatherEachTakeHalfAnAllReduce) {
+  std::array<ncclComm_t, 2> comms{};
+  ASSERT_EQ(ncclCommInitAll(comms.data(), 2, nullptr), ncclSuccess);
+  const size_t shard = kBytes / sizeof(float) / 2;
+  std::vector<Stream> streams;
+  std::vector<DeviceBuffer<float>> data;
+  for (int gpu : {0, 1}) {
+    DeviceGuard guard(gpu);
+    streams.emplace_back();
+    data.emplace_back(2 * shard);
+  }
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r : {0, 1})
+    ASSERT_EQ(ncclReduceScatter(data[r].data(), data[r].data() + r * shard, shard, ncclFloat32, ncclSum, comms[r],
+                                streams[r].get()),
+              ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (Stream& s : streams) s.Synchronize();
+  const double step = kPeer / 2 + kPeerLatency;
+  EXPECT_NEAR(ProjectedTime(), step, kEps);
+  EXPECT_NEAR(BusyTimeOf(1).memory, 1.5 * kBytes / 100e9, kEps);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r : {0, 1})
+    ASSERT_EQ(ncclAllGather(data[r].data() + r * shard, data[r].data(), shard, ncclFloat32, comms[r], streams[r].get()),
+              ncclSuccess);
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (Stream& s : streams) s.Synchronize();
+  EXPECT_NEAR(ProjectedTime(), 2 * step, kEps);
+  EXPECT_NEAR(BusyTimeOf(0).send, kPeer, kEps);
+  EXPECT_NEAR(BusyTimeOf(1).memory, 1.5 * kBytes / 100e9, kEps) << "an all-gather in place adds nothing";
+  for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
 TEST(LinkModels, NamedModelsHaveTheirStatedFigures) {
