@@ -60,6 +60,10 @@ FIGURE_SIZE = (6, 4)
 DPI = 100
 LINE_STYLES = ("-", "--", ":", "-.")
 SHORT_FLAGS = ("algo", "variant")  # labelled by their value alone
+# SLIDE (--algo slide) trains on one CPU device, the others on several, as in the paper's figures
+# (its CPU curve against the GPUs): its line says so, and keeps one colour and style in every figure.
+SLIDE_LABEL = "SLIDE (1 CPU)"
+SLIDE_COLOUR, SLIDE_STYLE = "black", "-."
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,7 +184,13 @@ def select(runs, where):
 
 
 def format_flags(flags_values):
-    return ", ".join(str(v) if f in SHORT_FLAGS else f"{f}={v}" for f, v in flags_values)
+    return ", ".join((SLIDE_LABEL if str(v) == "slide" else str(v)) if f in SHORT_FLAGS else f"{f}={v}"
+                     for f, v in flags_values)
+
+
+def is_slide(run):
+    """An --algo slide run, or a metrics file named slide (time_to_accuracy.py's and demo's NAME=FILE)."""
+    return run["flags"].get("algo") == "slide" or run.get("variant") == "slide"
 
 
 def configurations(runs, group_by):
@@ -229,8 +239,10 @@ def mean_curve(runs, x_field, metric):
 
 def x_label(runs, x):
     field, label = X_FIELDS[x]
-    if x == "time" and runs and all(r["flags"].get("clock", "virtual") == "virtual" for r in runs if r["flags"]):
-        label = "training time (s, virtual clock)"
+    # SLIDE refuses --clock: its times are wall-clock seconds whatever the others' clock.
+    timed = [r for r in runs if r["flags"] and not is_slide(r)]
+    if x == "time" and timed and all(r["flags"].get("clock", "virtual") == "virtual" for r in timed):
+        label = "training time (s, virtual clock" + ("; SLIDE: wall clock)" if any(map(is_slide, runs)) else ")")
     return label
 
 
@@ -246,8 +258,11 @@ def plot_lines(runs, kind, out, group_by=None, x=None, metric="p1", title=None):
         xs, ys, lows, highs = mean_curve(members, X_FIELDS[x][0], metric)
         if not xs:
             continue
-        colour = colours.setdefault(group, f"C{len(colours) % 10}")
-        style = styles.setdefault(detail, LINE_STYLES[len(styles) % len(LINE_STYLES)])
+        if all(map(is_slide, members)):
+            colour, style = SLIDE_COLOUR, SLIDE_STYLE
+        else:
+            colour = colours.setdefault(group, f"C{len(colours) % 10}")
+            style = styles.setdefault(detail, LINE_STYLES[len(styles) % len(LINE_STYLES)])
         label = ", ".join(p for p in (group, detail) if p)
         ax.plot(xs, ys, style, color=colour, label=label, linewidth=1.4)
         if len(members) > 1:

@@ -15,6 +15,9 @@ the grid sweeps it, else the variant when the sweep has variants, else --algo) i
 values of the other swept flags. The target is
 --target, or F (0.95) times the lowest best P@1 among the configurations, as in
 scripts/time_to_accuracy.py. Times are training times (virtual seconds on the virtual clock).
+SLIDE's runs (--algo slide, one CPU device) are labelled "SLIDE (1 CPU)" and timed on the wall
+clock (xmltrain refuses --clock for them): their speed-up is left out unless the baseline ran on
+the wall clock too, and a note under the table says so.
 
 Figures: by default time and megabatch, plus devices, mega-batch-size, batch-beta and
 perturbation when the sweep varies their flags, and batch-trace when it holds a multi-device run;
@@ -119,6 +122,29 @@ def seconds(value, spread=None):
     return f"{value:.3g}" + (f" ± {spread:.2g}" if spread else "")
 
 
+def clock(row):
+    """The clock of a configuration's times: SLIDE's is the wall clock whatever the flags say."""
+    run = row["members"][0]
+    return "wall" if plot.is_slide(run) else run["flags"].get("clock", "virtual")
+
+
+def same_clock(row, base):
+    return clock(row) == clock(base)
+
+
+def slide_note(rows):
+    """Under the table when SLIDE is in it: one CPU device against the others' devices, and its clock."""
+    slide = [row for row in rows if all(map(plot.is_slide, row["members"]))]
+    if not slide:
+        return []
+    others = sorted({str(plot.flag_value(r["members"][0], "devices")) for r in rows if r not in slide})
+    clocks = sorted({clock(r) for r in rows if r not in slide})
+    return [f"{plot.SLIDE_LABEL}: SLIDE's sampled output layer on one CPU device (its threads share the model), "
+            f"against {', '.join(others) or 'no other runs'} for the others (as the paper's CPU curve against its "
+            f"GPUs); its times are wall-clock seconds on this machine"
+            + (f", the others' on the {' and '.join(clocks)} clock" if clocks else "") + ".", ""]
+
+
 def table(rows, baselines, multi_seed):
     # Best PSP@1 and PSP@5 (propensity-scored, the long tail's precision) when the runs have them.
     psp = any(row.get("psp1") is not None for row in rows)
@@ -127,7 +153,7 @@ def table(rows, baselines, multi_seed):
              "|---|---|---|---|---|" + ("---|---|" if psp else "") + "---|---|---|---|---|"]
     for row in rows:
         base = baselines.get(row["comparison"])
-        speedup = f"{base['time'] / row['time']:.2f}x" if base and row["time"] else "-"
+        speedup = f"{base['time'] / row['time']:.2f}x" if base and row["time"] and same_clock(row, base) else "-"
         reached = "" if row["reached"] == row["seeds"] else f" ({row['reached']}/{row['seeds']} reached)"
         time_text = seconds(row["time"], row["time_sd"] if multi_seed else None) + reached
         if row["reached"] == 0:
@@ -245,6 +271,7 @@ def main(argv=None):
     out = args.out or folder / "report.md"
     lines = header(study_description(folder), folder, all_runs, target, target_text)
     lines += ["## Results", ""] + table(rows, baselines, any(r["seeds"] > 1 for r in rows)) + [""]
+    lines += slide_note(rows)
     if baselines:
         lines += ["Speed-up: the baseline's time to target over the configuration's, within each group of equal "
                   "swept flags; baselines: " + "; ".join(sorted({b["label"] for b in baselines.values()})) + ".", ""]

@@ -26,6 +26,11 @@ A TOML study file (tomllib) may hold, at its top level, `name`, `dataset` (or `t
 Options given on the command line override the file's (a --fixed or --grid flag replaces the
 file's entry for that flag). A flag may not be both in the grid and in a variant.
 
+SLIDE (algo = slide) trains on one CPU device: its runs leave out the [fixed] and --fixed flags
+that only several devices take (ONE_DEVICE_DROPS: devices, speed, clock, row-cost, ...), which
+xmltrain refuses for it, so that one study holds it beside the multi-device algorithms; its times
+are then wall-clock seconds on this machine, not the virtual clock's.
+
 Runs: variants x grid x seeds. Each run's id is a hash of its data and flags (seed included); it
 writes OUT/runs/ID.jsonl (--metrics) and OUT/runs/ID.log (stdout and stderr). OUT/index.jsonl
 gets one line per finished run: id, status ("ok" or "failed"), variant, grid (the swept flags),
@@ -74,6 +79,11 @@ RESERVED = {"train", "test", "train-labels", "test-labels", "seed", "metrics", "
 DATA_KEYS = ("train", "test", "train-labels", "test-labels")
 STUDY_KEYS = {"name", "dataset", "seeds", "target", "fixed", "grid", "variant"} | set(DATA_KEYS)
 ERROR_TAIL_LINES = 15
+# The flags xmltrain refuses for --algo slide (one CPU device, apps/train_settings.cc), left out of
+# its runs when they come from the study's fixed flags.
+ONE_DEVICE_DROPS = ("devices", "speed", "hetero", "clock", "row-cost", "merge-cost", "batch-min", "beta", "momentum",
+                    "pert-thr", "pert-delta", "pert-weights", "schedule", "merge", "collective", "momentum-mode",
+                    "elastic-alpha", "lr-scaling", "preset")
 
 
 class UsageError(Exception):
@@ -311,7 +321,10 @@ def expand_runs(study, data_identity):
         for point in itertools.product(*(study["grid"][k] for k in keys)):
             grid = dict(zip(keys, point))
             for seed in study["seeds"]:
-                flags = {**study["fixed"], **variant_flags, **grid, "seed": str(seed)}
+                fixed = study["fixed"]
+                if {**fixed, **variant_flags, **grid}.get("algo") == "slide":
+                    fixed = {k: v for k, v in fixed.items() if k not in ONE_DEVICE_DROPS}
+                flags = {**fixed, **variant_flags, **grid, "seed": str(seed)}
                 runs.append({"id": run_id(data_identity, flags), "variant": variant, "grid": grid,
                              "flags": flags, "label": run_label(variant, grid, seed)})
     ids = [r["id"] for r in runs]

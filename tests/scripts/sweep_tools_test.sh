@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of the experiment tools: scripts/sweep.py (a tiny sweep, its index and resuming),
-# scripts/plot.py (two kinds of figure) and scripts/report.py, on a tiny generated dataset.
+# scripts/plot.py (two kinds of figure) and scripts/report.py, on a tiny generated dataset; SLIDE
+# (--algo slide, one CPU device) beside two multi-device algorithms, as its own line and row.
 # Usage: tests/scripts/sweep_tools_test.sh XMLTRAIN [SOURCE_DIR]
 # Environment: PYTHON, an interpreter with matplotlib (default: python3 when it has matplotlib,
 # else /usr/bin/python3, Debian's, where python3-matplotlib installs it).
@@ -31,17 +32,18 @@ trap 'rm -rf "$work"' EXIT
 sweep() {
   "$python" "$source_dir/scripts/sweep.py" --out "$work/sweep" --xmltrain "$xmltrain" \
     --train "$work/data/train.txt" --test "$work/data/test.txt" \
-    --grid algo=adaptive,elastic --seeds 1,2 --fixed devices=cpu:2 --fixed clock=virtual \
+    --grid algo=adaptive,elastic,slide --seeds 1,2 --fixed devices=cpu:2 --fixed clock=virtual \
     --fixed epochs=2 --fixed mega-batch=5 --fixed batch=32 --fixed eval-every=1 --target 0.2 -j 2
 }
 
-# 1. The sweep: 4 runs, all ok, each with its metrics and log.
+# 1. The sweep: 6 runs, all ok, each with its metrics and log; slide's without the fixed
+# multi-device flags (--devices, --clock), which xmltrain refuses for it.
 sweep 2>"$work/sweep1.err" || { code=$?; cat "$work/sweep1.err" >&2; fail "the sweep exited with $code"; }
 index=$work/sweep/index.jsonl
 [[ -f $index ]] || fail "no index.jsonl"
 ok=$(grep -c '"status": "ok"' "$index" || true)
-[[ $ok -eq 4 ]] || { cat "$index" >&2; fail "the index holds $ok completed runs, not 4"; }
-[[ $(grep -c '^\[[0-9]/4\] done' "$work/sweep1.err") -eq 4 ]] || { cat "$work/sweep1.err" >&2; fail "no progress lines"; }
+[[ $ok -eq 6 ]] || { cat "$index" >&2; fail "the index holds $ok completed runs, not 6"; }
+[[ $(grep -c '^\[[0-9]/6\] done' "$work/sweep1.err") -eq 6 ]] || { cat "$work/sweep1.err" >&2; fail "no progress lines"; }
 for id in $("$python" -c 'import json,sys; [print(json.loads(l)["id"]) for l in open(sys.argv[1])]' "$index"); do
   [[ -s $work/sweep/runs/$id.jsonl && -s $work/sweep/runs/$id.log ]] || fail "run $id lacks its metrics or log"
 done
@@ -52,12 +54,14 @@ for line in open(sys.argv[1]):
     for key in ("best_p1", "p1", "p3", "p5", "train_time_s", "megabatches", "perturbations", "time_to_target_s"):
         assert key in r, (key, r)
     assert r["best_p1"] > 0 and r["megabatches"] > 0, r
+    slide = r["flags"]["algo"] == "slide"
+    assert ("devices" in r["flags"]) != slide and ("clock" in r["flags"]) != slide, r
 EOF
 
 # 2. Resume: nothing runs again, the index is unchanged.
 before=$(md5sum <"$index")
 sweep 2>"$work/sweep2.err" || { code=$?; cat "$work/sweep2.err" >&2; fail "the second sweep exited with $code"; }
-grep -q "4 already done, 0 to run" "$work/sweep2.err" || { cat "$work/sweep2.err" >&2; fail "the second sweep ran again"; }
+grep -q "6 already done, 0 to run" "$work/sweep2.err" || { cat "$work/sweep2.err" >&2; fail "the second sweep ran again"; }
 if grep -q '^\[' "$work/sweep2.err"; then fail "the second sweep ran runs again"; fi
 [[ $(md5sum <"$index") == "$before" ]] || fail "resuming changed the index"
 
@@ -93,9 +97,34 @@ done
 "$python" "$source_dir/scripts/report.py" "$work/sweep" >/dev/null || fail "report.py failed"
 report=$work/sweep/report.md
 [[ -s $report ]] || fail "no report.md"
-for algo in adaptive elastic; do
-  grep -q "^| $algo " "$report" || { cat "$report" >&2; fail "the report does not name $algo"; }
+for algo in adaptive elastic "SLIDE (1 CPU)"; do
+  grep -qF "| $algo |" "$report" || { cat "$report" >&2; fail "the report does not name $algo"; }
 done
+if grep -q "^| slide " "$report"; then fail "the report names SLIDE by its bare --algo"; fi
+# SLIDE's row has no speed-up over elastic (wall clock against the virtual one), and a note says why.
+grep -F "| SLIDE (1 CPU) |" "$report" | grep -q " | - | [0-9.]* |$" || { cat "$report" >&2; fail "SLIDE got a speed-up"; }
+grep -q "^SLIDE (1 CPU): .*one CPU device.*against cpu:2 for the others.*wall-clock seconds" "$report" \
+  || { cat "$report" >&2; fail "no note on SLIDE's device and clock"; }
+# The time figure: SLIDE's own line in its colour and style, and an axis that names both clocks.
+"$python" - "$source_dir/scripts" "$work/sweep" <<'EOF' || fail "plot.py does not draw SLIDE as its own line"
+import sys
+sys.path.insert(0, sys.argv[1])
+import plot
+plot.ensure_matplotlib()
+seen = {}
+real_save = plot.save
+def keep(fig, out):
+    ax = fig.axes[0]
+    seen["lines"] = {line.get_label(): (line.get_color(), line.get_linestyle()) for line in ax.get_lines()}
+    seen["x"] = ax.get_xlabel()
+    return real_save(fig, out)
+plot.save = keep
+runs = plot.select(plot.load_index(sys.argv[2]), [])
+plot.make_figure(runs, "time", sys.argv[2] + "/figures/check.png", plot.default_group_by(runs))
+assert set(seen["lines"]) == {"adaptive", "elastic", plot.SLIDE_LABEL}, seen
+assert seen["lines"][plot.SLIDE_LABEL] == (plot.SLIDE_COLOUR, plot.SLIDE_STYLE), seen
+assert "SLIDE: wall clock" in seen["x"], seen
+EOF
 grep -q "figures/time.png" "$report" || fail "the report does not link its figures"
 [[ -s $work/sweep/figures/time.png && -s $work/sweep/figures/megabatch.png ]] || fail "report.py made no figures"
 

@@ -61,7 +61,19 @@ if tta a="$work/fast.jsonl" b="$work/empty.jsonl" >/dev/null 2>"$work/empty.err"
 fi
 grep -q "empty.jsonl has no evaluations" "$work/empty.err" || fail "no clear message for an empty metrics file"
 
-# 5. The figure of scripts/demo.sh: P@1 against time for both runs, from the metrics files.
+# 5. A run named slide (--algo slide, one CPU device, wall clock) is labelled "SLIDE (1 CPU)", gets no
+# speed-up (its clock is not the others'), is not the slowest the others are compared with, and
+# the table is followed by a note saying so.
+cp "$work/slow.jsonl" "$work/slide.jsonl"
+out=$(tta --target 0.30 fast="$work/fast.jsonl" slide="$work/slide.jsonl") || fail "a slide run failed"
+expect_row "$out" "| fast | 2.00 | 2 | 1.00 | 0.3200 | 3.00 | 0.3200 | 3.00 |"
+expect_row "$out" "| SLIDE (1 CPU) | 3.00 | 2 | - | 0.4000 | 4.50 | 0.3500 | 6.00 |"
+grep -q "^SLIDE (1 CPU): one CPU device .*wall-clock seconds" <<<"$out" || { echo "$out" >&2; fail "no note on SLIDE's device"; }
+if grep -q "^| slide " <<<"$out"; then fail "the slide run kept its bare name"; fi
+out=$(tta fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "time_to_accuracy.py exited with $?"
+if grep -q "SLIDE" <<<"$out"; then fail "a note on SLIDE without a slide run"; fi
+
+# 6. The figure of scripts/demo.sh: P@1 against time for both runs, from the metrics files.
 python=${PYTHON:-}
 if [[ -z $python ]]; then
   python=python3
@@ -76,6 +88,25 @@ if "$python" -c "import matplotlib" 2>/dev/null; then
   [[ $printed == "$png" ]] || fail "plot.py printed '$printed', not the figure's path"
   "$python" -c 'import sys; sys.exit(open(sys.argv[1], "rb").read(8) != b"\x89PNG\r\n\x1a\n")' "$png" \
     || fail "$png is not a PNG"
+  # With a slide run: its own line, labelled SLIDE (1 CPU), in SLIDE's colour and style.
+  "$python" - "$source_dir/scripts" "$work" <<'EOF' || fail "plot.py does not draw SLIDE as its own line"
+import sys
+sys.path.insert(0, sys.argv[1])
+import plot
+plot.ensure_matplotlib()
+lines = {}
+real_save = plot.save
+def keep_lines(fig, out):
+    for line in fig.axes[0].get_lines():
+        lines[line.get_label()] = (line.get_color(), line.get_linestyle())
+    return real_save(fig, out)
+plot.save = keep_lines
+runs = plot.load_metrics_files([f"fast={sys.argv[2]}/fast.jsonl", f"slide={sys.argv[2]}/slide.jsonl"])
+plot.make_figure(runs, "time", f"{sys.argv[2]}/figure/slide.png", ["variant"])
+assert set(lines) == {"fast", plot.SLIDE_LABEL}, lines
+assert lines[plot.SLIDE_LABEL] == (plot.SLIDE_COLOUR, plot.SLIDE_STYLE), lines
+assert lines["fast"][0] != plot.SLIDE_COLOUR, lines
+EOF
 else
   echo "time_to_accuracy_test: figure part skipped: $python cannot import matplotlib (install python3-matplotlib)"
 fi
