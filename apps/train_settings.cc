@@ -223,7 +223,8 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
   if (f.algo != "slide" && !cpu_sampled)
     for (const char* flag : {"--slide-hash", "--slide-k", "--slide-l", "--slide-bucket", "--slide-min-active",
                              "--slide-rehash-first", "--slide-rehash-growth"})
-      if (f.given(flag)) throw std::invalid_argument(std::string(flag) + " applies to --algo slide or --cpu-output sampled");
+      if (f.given(flag))
+        throw std::invalid_argument(std::string(flag) + " applies to --algo slide or --cpu-output sampled");
   if (f.algo == "slide" || cpu_sampled) {
     const engine::SampledOutputOptions& s = f.sampled_output;
     if (f.given("--slide-hash") && s.hash != "dwta" && s.hash != "simhash")
@@ -289,7 +290,8 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
   if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;  // rank 0 speaks for the run
   std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
             << f.engine.momentum << " --local-momentum " << f.options.local_momentum
-            << (f.engine.sampled_output.enabled ? " (none on the sampled CPU devices: plain SGD at lr / (1 - it))" : "") << " --mega-batch "
+            << (f.engine.sampled_output.enabled ? " (none on the sampled CPU devices: plain SGD at lr / (1 - it))" : "")
+            << " --mega-batch "
             << f.options.mega_batch << " --lr " << f.options.lr << " (" << base_lr << " scaled "
             << LrScalingName(scaling) << ") --pert-weights " << (f.engine.pert_renormalize ? "normalized" : "raw")
             << "\n";
