@@ -9,6 +9,7 @@
 #include <string>
 
 #include "data/dataset_loader.h"
+#include "engine/device_query.h"
 #include "engine/device_spec.h"
 #include "run/checkpoint_file.h"
 #include "run/multi_device_run.h"
@@ -70,6 +71,30 @@ TEST(CpuSampledRun, TwoSampledCpuDevicesResumeToTheUninterruptedRun) {
     EXPECT_EQ(resumed.result.stopped_by_signal, 0);
     ExpectSameRun(full, resumed, /*wall_clock_steps=*/false);
   }
+}
+
+// A mixed list (here where a GPU, or the simulator's, is present): the CPU device is sampled, the
+// GPU is not, the merge is the host's, and the resume is exact.
+TEST(CpuSampledRun, BesideAGpuOnlyTheCpuDeviceIsSampledAndTheResumeIsExact) {
+  if (engine::CudaDeviceCount() == 0) GTEST_SKIP() << "no GPU (a CUDA or -DXMLT_CUDA=SIM build with a GPU)";
+  tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
+  const TrainOptions options = SampledOptions();
+  EngineOptions engine = SampledCpus();
+  engine.devices = engine::ParseDeviceList("cuda:0,cpu:1");
+  const Outcome full = TrainFor(options, &engine, {});
+  EXPECT_LT(full.records.back().test.loss, 0.9 * full.records.front().test.loss);
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  control.checkpoint_every = 1;
+  const Outcome first = TrainFor(options, &engine, control, 2);
+  EXPECT_NE(first.result.stopped_by_signal, 0);
+  const CheckpointReader checkpoint = CheckpointReader::Open(dir.path());
+  EXPECT_FALSE(checkpoint.Has("device.0.extra")) << "the GPU has no tables";
+  EXPECT_TRUE(checkpoint.Has("device.1.extra")) << "the CPU device's tables are in the checkpoint";
+  control.resume_dir = dir.path();
+  const Outcome resumed = TrainFor(options, &engine, control);
+  ExpectSameRun(full, resumed, /*wall_clock_steps=*/false);
 }
 
 TEST(CpuSampledRun, ItLearnsAndIsNotTheDenseRun) {
