@@ -267,6 +267,14 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (!result.end_checkpoint_error.empty()) summary["checkpoint_error"] = result.end_checkpoint_error;
   if (!lr_search_json.is_null()) summary["lr_search"] = lr_search_json;
   summary["merge_on"] = scheduler::MergesOnGpus(f.engine) ? "gpus" : "host";
+  // Which devices stepped with the sampled output layer, and so without local momentum.
+  if (f.algo != "slide" && f.engine.sampled_output.enabled) {
+    summary["cpu_output"] = "sampled";
+    nlohmann::json sampled = nlohmann::json::array();
+    for (const engine::DeviceSpec& spec : f.engine.devices)
+      if (spec.kind == engine::DeviceKind::kCpu) sampled.push_back(spec.id);
+    summary["sampled_devices"] = sampled;
+  }
   WriteStdout(summary.dump() + "\n");
   if (stdout_error.empty()) stdout_error = StdoutError();
   if (!stdout_error.empty()) std::cerr << "error: " << stdout_error << "; the model and metrics files were written\n";

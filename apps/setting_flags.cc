@@ -23,6 +23,7 @@ std::string FlagOf(const std::string& setting) {
       {"final_eval", "--final-eval"},
       {"math", "--math"},
       {"divergence_factor", "--divergence-factor"},
+      {"sampled_output", "--algo slide or --cpu-output sampled, and the --slide-* knobs"},
       {"devices", "--devices"},
       {"schedule", "--schedule"},
       {"merge", "--merge"},

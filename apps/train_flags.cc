@@ -89,7 +89,12 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "(static, average); adasum (static, Adasum); sync (gradient aggregation every step); "
                   "crossbow (synchronous model averaging every step)")
       ->capture_default_str()->group(kEngine);
-  const char* kSlide = "SLIDE (--algo slide)";
+  cmd->add_option("--cpu-output", f->cpu_output,
+                  "The output layer of the CPU devices of a multi-device run: dense, or sampled (SLIDE's LSH "
+                  "tables and active labels, the --slide-* knobs; plain SGD: those devices step without "
+                  "--local-momentum, at lr / (1 - local momentum) instead; GPUs and the merges unchanged)")
+      ->capture_default_str()->group(kEngine);
+  const char* kSlide = "SLIDE (--algo slide, --cpu-output sampled)";
   cmd->add_option("--slide-hash", f->sampled_output.hash,
                   "Hash family of the tables over the output layer: dwta or simhash (default by the label count: "
                   "dwta from 500,000 labels, as SLIDE for Amazon-670K, else simhash, as for Delicious-200K)")

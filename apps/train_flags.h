@@ -25,7 +25,8 @@ struct TrainFlags {
   std::string preset = "default", lr_scaling, pert_weights;  // the last two: from the preset unless given
   std::string propensity = "0.55,1.5";
   std::string algo = "single", clock = "virtual";
-  engine::SampledOutputOptions sampled_output;  // --slide-*: copied into `engine` by --algo slide
+  engine::SampledOutputOptions sampled_output;  // --slide-*: copied into `engine` by --algo slide or --cpu-output
+  std::string cpu_output = "dense";             // the output layer of a multi-device run's CPU devices
   // Parsed once, in ApplyAlgorithm, into the typed fields of `engine`.
   std::string devices = "cpu:4", speed, hetero = "none", collective = "ring", merge_on = "auto";
   scheduler::EngineOptions engine;

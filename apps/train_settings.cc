@@ -196,17 +196,36 @@ void ApplyAlgorithm(TrainFlags& f) {
   } else {
     throw std::invalid_argument("--merge must be normalized, average, adasum, crossbow or gradient");
   }
+  // The CPU devices of the list train with SLIDE's output layer (the device pool makes them); the
+  // merges see the same parameters either way.
+  if (f.cpu_output == "sampled") {
+    f.engine.sampled_output = f.sampled_output;
+    f.engine.sampled_output.enabled = true;
+  }
 }
 
 // Flags that need no data are checked before the data is loaded (minutes at full size): the
 // training options as given, the multi-device ones, and flags that --algo single would ignore.
 void CheckFlagsBeforeLoading(TrainFlags& f) {
   scheduler::ValidateTrainOptions(f.options);
-  if (f.algo != "slide")
+  if (f.cpu_output != "dense" && f.cpu_output != "sampled")
+    throw std::invalid_argument("--cpu-output must be dense or sampled, not '" + f.cpu_output + "'");
+  if (f.given("--cpu-output") && OneDevice(f))
+    throw std::invalid_argument("--cpu-output applies to the CPU devices of a multi-device run (--algo adaptive, "
+                                "elastic, adasum, sync or crossbow); --algo " + f.algo +
+                                (f.algo == "slide" ? " is the sampled output layer on one CPU device already"
+                                                   : " trains one dense device: use --algo slide for SLIDE's"));
+  const bool cpu_sampled = f.cpu_output == "sampled" && !OneDevice(f);
+  if (cpu_sampled && std::none_of(f.engine.devices.begin(), f.engine.devices.end(), [](const engine::DeviceSpec& d) {
+        return d.kind == engine::DeviceKind::kCpu;
+      }))
+    throw std::invalid_argument("--cpu-output sampled: --devices " + f.devices + " has no CPU device to sample on");
+  if (f.algo != "slide" && !cpu_sampled)
     for (const char* flag : {"--slide-hash", "--slide-k", "--slide-l", "--slide-bucket", "--slide-min-active",
                              "--slide-rehash-first", "--slide-rehash-growth"})
-      if (f.given(flag)) throw std::invalid_argument(std::string(flag) + " applies to --algo slide");
-  if (f.algo == "slide") {
+      if (f.given(flag))
+        throw std::invalid_argument(std::string(flag) + " applies to --algo slide or --cpu-output sampled");
+  if (f.algo == "slide" || cpu_sampled) {
     const engine::SampledOutputOptions& s = f.sampled_output;
     if (f.given("--slide-hash") && s.hash != "dwta" && s.hash != "simhash")
       throw std::invalid_argument("--slide-hash must be dwta or simhash, not '" + s.hash + "'");
@@ -215,9 +234,11 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
     if (s.k > 32) throw std::invalid_argument("--slide-k must be at most 32");
     if (!(s.rebuild_growth >= 1.0) || !std::isfinite(s.rebuild_growth))
       throw std::invalid_argument("--slide-rehash-growth must be at least 1");
-    if (f.options.local_momentum != 0)
+    if (f.algo == "slide" && f.options.local_momentum != 0)
       throw std::invalid_argument("--algo slide steps with plain SGD; --local-momentum must be 0");
-    if (f.math != "fp32") throw std::invalid_argument("--algo slide computes its output layer in fp32; drop --math");
+    if (f.math != "fp32")
+      throw std::invalid_argument(std::string(f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
+                                  " computes its output layer in fp32; drop --math");
   }
   if (OneDevice(f)) {
     for (const char* flag : {"--speed", "--hetero", "--clock", "--row-cost", "--merge-cost", "--batch-min", "--beta",
@@ -268,7 +289,9 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
   f.options.lr = float(double(base_lr) * LrScale(scaling, devices));
   if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;  // rank 0 speaks for the run
   std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
-            << f.engine.momentum << " --local-momentum " << f.options.local_momentum << " --mega-batch "
+            << f.engine.momentum << " --local-momentum " << f.options.local_momentum
+            << (f.engine.sampled_output.enabled ? " (none on the sampled CPU devices: plain SGD at lr / (1 - it))" : "")
+            << " --mega-batch "
             << f.options.mega_batch << " --lr " << f.options.lr << " (" << base_lr << " scaled "
             << LrScalingName(scaling) << ") --pert-weights " << (f.engine.pert_renormalize ? "normalized" : "raw")
             << "\n";

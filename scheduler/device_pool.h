@@ -123,6 +123,8 @@ class DevicePool {
   DispatchPlanner planner_;
   FaultInjections faults_;
   double lr_scale_ = 1;
+  // 1 / (1 - local momentum) on a sampled CPU device, which steps without momentum; 1 elsewhere.
+  std::vector<double> step_scale_;
   BatchScalingBounds bounds_;
   engine::ResultQueue results_;
   std::vector<std::unique_ptr<engine::Worker>> workers_;
