@@ -27,7 +27,7 @@ if [[ "${1:-}" == "--sanitize" ]]; then
   # runs are minutes each under ASan.
   targets=(kernels_cuda_tests gpusim_tests)
   labels='^(kernels_cuda|gpusim)$'
-  exclude=(-E '^gpu_sim_(train|algos|resume)$')
+  exclude=(-E '^gpu_sim_(train|algos|resume|merge)$')
   logs=$build_dir/sanitizer-logs
   [[ $logs == /* ]] || logs=$PWD/$logs
   rm -rf "$logs" && mkdir -p "$logs"

@@ -6,7 +6,6 @@
 
 #include "kernels/cuda/nccl_all_reduce.h"
 #include "kernels/cuda/ring_all_reduce.h"
-#include "merge/collective_support.h"
 #include "merge/gpu/gpu_mergers.h"
 #include "merge/gpu/gpu_replicas.h"
 #include "merge/gpu/shared_merger.h"
