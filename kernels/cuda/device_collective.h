@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace xmlt::kernels::cuda {
@@ -22,6 +24,27 @@ struct DeviceMomentum {
   double gamma = 0;
   bool nesterov = false;
 };
+
+// The replicas of each GPU, GPUs in order of first appearance: (ordinal, indices into `replicas`).
+// Throws std::invalid_argument, naming `who`, on no replicas or a null replica of a non-empty model.
+struct GpuReplicaGroup {
+  int ordinal = 0;
+  std::vector<size_t> replicas;
+};
+inline std::vector<GpuReplicaGroup> GroupByGpu(const std::vector<GpuReplica>& replicas, size_t count,
+                                               const std::string& who) {
+  if (replicas.empty()) throw std::invalid_argument(who + ": no replicas");
+  std::vector<GpuReplicaGroup> groups;
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (replicas[i].params == nullptr && count > 0)
+      throw std::invalid_argument(who + ": replica " + std::to_string(i) + " has no parameters");
+    size_t g = 0;
+    while (g < groups.size() && groups[g].ordinal != replicas[i].gpu) ++g;
+    if (g == groups.size()) groups.push_back({replicas[i].gpu, {}});
+    groups[g].replicas.push_back(i);
+  }
+  return groups;
+}
 
 class DeviceCollective {
  public:

@@ -89,22 +89,14 @@ struct NcclAllReduce::Impl {
 };
 
 NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count) : impl_(std::make_unique<Impl>()) {
-  if (replicas.empty()) throw std::invalid_argument("NcclAllReduce: no replicas");
   Impl& m = *impl_;
+  for (GpuReplicaGroup& group : GroupByGpu(replicas, count, "NcclAllReduce")) {
+    m.gpus.emplace_back();
+    m.gpus.back().ordinal = group.ordinal;
+    m.gpus.back().replicas = std::move(group.replicas);
+  }
   m.replicas = std::move(replicas);
   m.count = count;
-  for (size_t i = 0; i < m.replicas.size(); ++i) {
-    if (m.replicas[i].params == nullptr && count > 0)
-      throw std::invalid_argument("NcclAllReduce: replica " + std::to_string(i) + " has no parameters");
-    auto it = std::find_if(m.gpus.begin(), m.gpus.end(),
-                           [&](const Impl::Gpu& g) { return g.ordinal == m.replicas[i].gpu; });
-    if (it == m.gpus.end()) {
-      m.gpus.emplace_back();
-      m.gpus.back().ordinal = m.replicas[i].gpu;
-      it = m.gpus.end() - 1;
-    }
-    it->replicas.push_back(i);
-  }
   const size_t n = m.gpus.size();
   m.shard = (count + n - 1) / n;
   m.padded = m.shard * n;

@@ -155,22 +155,14 @@ struct RingAllReduce::Impl {
 
 RingAllReduce::RingAllReduce(std::vector<GpuReplica> replicas, size_t count, size_t partitions)
     : impl_(std::make_unique<Impl>()) {
-  if (replicas.empty()) throw std::invalid_argument("RingAllReduce: no replicas");
   Impl& m = *impl_;
+  for (GpuReplicaGroup& group : GroupByGpu(replicas, count, "RingAllReduce")) {
+    m.gpus.emplace_back();
+    m.gpus.back().ordinal = group.ordinal;
+    m.gpus.back().replicas = std::move(group.replicas);
+  }
   m.replicas = std::move(replicas);
   m.count = count;
-  for (size_t i = 0; i < m.replicas.size(); ++i) {
-    if (m.replicas[i].params == nullptr && count > 0)
-      throw std::invalid_argument("RingAllReduce: replica " + std::to_string(i) + " has no parameters");
-    auto it = std::find_if(m.gpus.begin(), m.gpus.end(),
-                           [&](const Impl::Gpu& g) { return g.ordinal == m.replicas[i].gpu; });
-    if (it == m.gpus.end()) {
-      m.gpus.emplace_back();
-      m.gpus.back().ordinal = m.replicas[i].gpu;
-      it = m.gpus.end() - 1;
-    }
-    it->replicas.push_back(i);
-  }
   const size_t n = m.gpus.size();
   m.partitions = partitions == 0 ? n : partitions;
   size_t largest_chunk = 0;
