@@ -33,6 +33,7 @@
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
 #include "engine/model_file.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/propensity.h"
 #include "run/checkpoint_file.h"
 #include "run/lr_search.h"
@@ -86,6 +87,12 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   SpreadOverRanks(f, ranks);
   const bool writer = ranks->rank() == 0;
   CheckFlagsBeforeLoading(f);
+  // A bad XMLT_CPU_ISA (unknown, or more than this CPU runs) is refused before any loading.
+  try {
+    kernels::cpu::ActiveCpuIsa();
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
   for (const std::string& fault : f.faults) f.control.faults.push_back(ParseFaultInjection(fault));
   // Checked now, not once the data is loaded; and before the folder lock, which would create it.
   if (!f.control.resume_dir.empty() && !std::filesystem::exists(scheduler::CheckpointPath(f.control.resume_dir)))
@@ -267,6 +274,8 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (!result.end_checkpoint_error.empty()) summary["checkpoint_error"] = result.end_checkpoint_error;
   if (!lr_search_json.is_null()) summary["lr_search"] = lr_search_json;
   summary["merge_on"] = scheduler::MergesOnGpus(f.engine) ? "gpus" : "host";
+  // The CPU step's vector kernels: XMLT_CPU_ISA's, or the widest this CPU runs.
+  summary["cpu_isa"] = kernels::cpu::CpuIsaName(kernels::cpu::ActiveCpuIsa());
   // Which devices stepped with the sampled output layer, and so without local momentum.
   if (f.algo != "slide" && f.engine.sampled_output.enabled) {
     summary["cpu_output"] = "sampled";

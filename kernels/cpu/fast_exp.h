@@ -10,13 +10,19 @@
 
 namespace xmlt::kernels::cpu {
 
-inline float FastExp(float x) {
+// Always inlined: vector_kernels_<isa>.cc compile it for their ISA, and an out-of-line copy from
+// one of them must not become every caller's (cpu_isa.h).
+[[gnu::always_inline]] inline float FastExp(float x) {
   // exp(x) = 2^n * exp(r) with n = round(x / ln2) and |r| <= ln2 / 2; exp(r) by a degree-6
   // polynomial (Taylor, whose truncation error at ln2/2 is below float precision).
   // A NaN (a diverging run) must come out as NaN, and must not reach the integer conversion.
   const bool nan = x != x;
   x = nan ? 0.0f : (x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x));
-  const float n = std::nearbyint(x * 1.44269504088896341f);
+  // Round to nearest (even) by adding and removing 1.5 * 2^23, which leaves no fraction bits;
+  // the same result as std::nearbyint, but plain SSE2 vectorizes it (nearbyint needs SSE4.1 or a
+  // call to libm).
+  constexpr float kRound = 12582912.0f;
+  const float n = (x * 1.44269504088896341f + kRound) - kRound;
   // ln2 split in two so that n * ln2 is subtracted without rounding error.
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
   float p = 1.0f / 720.0f;

@@ -12,6 +12,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/fast_exp.h"
 #include "kernels/cpu/output_blocks.h"
 #include "kernels/cpu/gemm.h"
@@ -88,6 +89,14 @@ void BlockStatistics(T* logits, uint64_t ld, const T* bias, const Block& blk, ui
   for (uint32_t t = ws->target_begin[b]; t < ws->target_begin[b + 1]; ++t) {
     const uint32_t r = ws->target_row[t], j = ws->target_column[t];
     targets[r] += double(T(logits[uint64_t(r) * ld + j] + bias[j]));
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // The vector kernels of the CPU's ISA (cpu_isa.h): the same loop as below.
+    const VectorKernels& vec = Vec();
+    for (uint32_t r = 0; r < rows; ++r)
+      vec.bias_exp_in_place(logits + uint64_t(r) * ld, bias, blk.width, &ws->block_max[b * rows + r],
+                            &ws->block_sum[b * rows + r]);
+    return;
   }
   // The max in independent lanes: one running max would chain every element on the previous.
   constexpr uint64_t kLanes = 16;

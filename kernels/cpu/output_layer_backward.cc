@@ -17,6 +17,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/sparse_mlp.h"
 #include "kernels/cpu/stream_copy.h"
+#include "kernels/cpu/vector_ops.h"
 
 namespace xmlt::kernels::cpu {
 
@@ -65,9 +66,7 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
               BlockLogitsBf16(wb, blk, inputs, g, rows, AsFloat(d), ws);
               for (uint32_t r = 0; r < rows; ++r) {
                 T* z = d + uint64_t(r) * blk.width;
-                const T* bb = bias + blk.begin;
-#pragma omp simd
-                for (uint64_t j = 0; j < blk.width; ++j) z[j] += bb[j];
+                vector_ops::AddTo(z, bias + blk.begin, blk.width);
               }
               z_block = d, ld = blk.width;
             }
@@ -80,13 +79,11 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
                 continue;
               }
               if (bf16) {
-#pragma omp simd
-                for (uint64_t j = 0; j < blk.width; ++j) dr[j] = s * FastExp(z[j] - max);
+                vector_ops::ScaledExp(dr, z, s, max, blk.width);
               } else {
                 // The forward pass left exp(z - block max): rescale it to the row's max.
                 const T f = s * FastExp(ws->block_max[b * rows + r] - max);
-#pragma omp simd
-                for (uint64_t j = 0; j < blk.width; ++j) dr[j] = f * z[j];
+                vector_ops::Scale(dr, z, f, blk.width);
               }
             }
             // The targets: a row without a scale (no labels) keeps its zero gradient.
@@ -109,9 +106,7 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
             T* sums = ws->column_sums.data() + g * ws->block;
             std::fill(sums, sums + blk.width, T(0));
             for (uint32_t r = 0; r < rows; ++r) {
-              const T* dr = d + uint64_t(r) * blk.width;
-#pragma omp simd
-              for (uint64_t j = 0; j < blk.width; ++j) sums[j] += dr[j];
+              vector_ops::AddTo(sums, d + uint64_t(r) * blk.width, blk.width);
             }
             auto column_sum = [sums](uint64_t j) { return sums[j]; };
             if (bf16) {
@@ -124,20 +119,14 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
               if (grad_w != nullptr) {
                 for (uint64_t j = 0; j < blk.width; ++j) grad_b[blk.begin + j] = column_sum(j);
               } else if (vel_w != nullptr) {
-                T* vb = vel_w + blk.begin * inputs;
-#pragma omp simd
-                for (uint64_t i = 0; i < n; ++i) {
-                  vb[i] = rule.momentum * vb[i] + dw[i];
-                  wb[i] -= rule.lr * vb[i];
-                }
+                vector_ops::Momentum(wb, vel_w + blk.begin * inputs, dw, rule.momentum, rule.lr, n);
                 for (uint64_t j = 0; j < blk.width; ++j) {
                   T& v = vel_b[blk.begin + j];
                   v = rule.momentum * v + column_sum(j);
                   bias[blk.begin + j] -= rule.lr * v;
                 }
               } else {
-#pragma omp simd
-                for (uint64_t i = 0; i < n; ++i) wb[i] -= rule.lr * dw[i];
+                vector_ops::Sgd(wb, dw, rule.lr, n);
                 for (uint64_t j = 0; j < blk.width; ++j) bias[blk.begin + j] -= rule.lr * column_sum(j);
               }
             } else if (grad_w != nullptr) {
@@ -149,9 +138,7 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
               T* vb = vel_w + blk.begin * inputs;
               GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, T(1), d,
                                width, in, int64_t(inputs), rule.momentum, vb, int64_t(inputs));
-              const uint64_t n = blk.width * inputs;
-#pragma omp simd
-              for (uint64_t i = 0; i < n; ++i) wb[i] -= rule.lr * vb[i];
+              vector_ops::Sgd(wb, vb, rule.lr, blk.width * inputs);
               for (uint64_t j = 0; j < blk.width; ++j) {
                 T& v = vel_b[blk.begin + j];
                 v = rule.momentum * v + column_sum(j);

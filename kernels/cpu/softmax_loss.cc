@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu/fast_exp.h"
+#include "kernels/cpu/vector_ops.h"
 
 namespace xmlt::kernels::cpu {
 namespace {
@@ -17,14 +17,10 @@ namespace {
 // whatever the threads did.
 constexpr uint32_t kRowsPerTask = 8;
 
-// The reductions below carry `omp simd` so that they vectorize (the build passes -fopenmp-simd:
-// no OpenMP runtime, only the permission to reorder these sums and maxima).
+// The loops over a row go to the vector kernels of the CPU's ISA (vector_ops.h).
 template <class T>
 T RowMax(const T* z, uint64_t n) {
-  T max = z[0];
-#pragma omp simd reduction(max : max)
-  for (uint64_t j = 1; j < n; ++j) max = std::max(max, z[j]);
-  return max;
+  return vector_ops::Max(z, n);
 }
 
 template <class T>
@@ -37,9 +33,7 @@ template <class T>
 RowStats<T> StatsOf(const T* z, uint64_t n) {
   const T max = RowMax(z, n);
   // Accumulated in T (vectorizes); the exponentials are <= 1 so float precision holds up well.
-  T sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (uint64_t j = 0; j < n; ++j) sum += FastExp(z[j] - max);
+  const T sum = vector_ops::ExpSum(z, max, n);
   return {max, std::log(double(sum))};
 }
 
@@ -80,15 +74,9 @@ LossResult SoftmaxCrossEntropyBackward(T* logits, const data::SparseBatch& batch
           double target_sum = 0;
           for (uint64_t i = batch.label_ptr[r]; i < batch.label_ptr[r + 1]; ++i)
             target_sum += double(z[batch.label_idx[i]] - max);
-          T sum = 0;
-#pragma omp simd reduction(+ : sum)
-          for (uint64_t j = 0; j < num_labels; ++j) {
-            z[j] = FastExp(z[j] - max);
-            sum += z[j];
-          }
+          const T sum = vector_ops::ExpInPlace(z, max, num_labels);
           acc += std::log(double(sum)) - target_sum / count;
-          const T factor = scale / sum;
-          for (uint64_t j = 0; j < num_labels; ++j) z[j] *= factor;
+          vector_ops::Scale(z, z, scale / sum, num_labels);
           const T target = scale / T(count);
           for (uint64_t i = batch.label_ptr[r]; i < batch.label_ptr[r + 1]; ++i)
             z[batch.label_idx[i]] -= target;

@@ -1,0 +1,37 @@
+// The CPU step's loops outside its GEMMs, over float arrays, compiled once per instruction set
+// (vector_kernels_{baseline,avx2,avx512}.cc from vector_kernels_body.h) and picked at run time
+// (cpu_isa.h). The double models of the gradient checks keep the plain loops of their callers.
+#pragma once
+
+#include <cstdint>
+
+namespace xmlt::kernels::cpu {
+
+struct VectorKernels {
+  const char* isa;
+  // z[j] += bias[j]; then z[j] = exp(z[j] - max) with max = max_j z[j]; returns max and the sum.
+  void (*bias_exp_in_place)(float* z, const float* bias, uint64_t n, float* max, float* sum);
+  // max_j z[j] (n >= 1).
+  float (*max)(const float* z, uint64_t n);
+  // z[j] = exp(z[j] - max); returns the sum of the new z.
+  float (*exp_in_place)(float* z, float max, uint64_t n);
+  // sum_j exp(z[j] - max).
+  float (*exp_sum)(const float* z, float max, uint64_t n);
+  // dst[j] = s * exp(z[j] - max).
+  void (*scaled_exp)(float* dst, const float* z, float s, float max, uint64_t n);
+  // dst[j] = f * src[j] (dst may be src).
+  void (*scale)(float* dst, const float* src, float f, uint64_t n);
+  // sums[j] += x[j].
+  void (*add)(float* sums, const float* x, uint64_t n);
+  // w[j] -= lr * g[j].
+  void (*sgd)(float* w, const float* g, float lr, uint64_t n);
+  // v[j] = momentum * v[j] + g[j]; w[j] -= lr * v[j].
+  void (*momentum)(float* w, float* v, const float* g, float momentum, float lr, uint64_t n);
+};
+
+// One table per ISA; each is defined in its own translation unit compiled for that ISA.
+extern const VectorKernels kVectorKernelsBaseline;
+extern const VectorKernels kVectorKernelsAvx2;
+extern const VectorKernels kVectorKernelsAvx512;
+
+}  // namespace xmlt::kernels::cpu

@@ -1,0 +1,109 @@
+// The vector kernels (vector_kernels.h) for either element type: float goes to the kernels of the
+// CPU's ISA (cpu_isa.h), double (the gradient checks' models) to the plain loops here.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/fast_exp.h"
+
+namespace xmlt::kernels::cpu::vector_ops {
+
+template <class T>
+constexpr bool kVectorized = std::is_same_v<T, float>;
+
+// max_j z[j] (n >= 1).
+template <class T>
+T Max(const T* z, uint64_t n) {
+  if constexpr (kVectorized<T>) {
+    return Vec().max(z, n);
+  } else {
+    T max = z[0];
+    for (uint64_t j = 1; j < n; ++j) max = max > z[j] ? max : z[j];
+    return max;
+  }
+}
+
+// sum_j exp(z[j] - max).
+template <class T>
+T ExpSum(const T* z, T max, uint64_t n) {
+  if constexpr (kVectorized<T>) {
+    return Vec().exp_sum(z, max, n);
+  } else {
+    T sum = 0;
+    for (uint64_t j = 0; j < n; ++j) sum += FastExp(z[j] - max);
+    return sum;
+  }
+}
+
+// z[j] = exp(z[j] - max); returns the sum of the new z.
+template <class T>
+T ExpInPlace(T* z, T max, uint64_t n) {
+  if constexpr (kVectorized<T>) {
+    return Vec().exp_in_place(z, max, n);
+  } else {
+    T sum = 0;
+    for (uint64_t j = 0; j < n; ++j) {
+      z[j] = FastExp(z[j] - max);
+      sum += z[j];
+    }
+    return sum;
+  }
+}
+
+// dst[j] = s * exp(z[j] - max).
+template <class T>
+void ScaledExp(T* dst, const T* z, T s, T max, uint64_t n) {
+  if constexpr (kVectorized<T>) {
+    Vec().scaled_exp(dst, z, s, max, n);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) dst[j] = s * FastExp(z[j] - max);
+  }
+}
+
+// dst[j] = f * src[j].
+template <class T>
+void Scale(T* dst, const T* src, T f, uint64_t n) {
+  if constexpr (kVectorized<T>) {
+    Vec().scale(dst, src, f, n);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) dst[j] = f * src[j];
+  }
+}
+
+// sums[j] += x[j].
+template <class T>
+void AddTo(T* sums, const T* x, uint64_t n) {
+  if constexpr (kVectorized<T>) {
+    Vec().add(sums, x, n);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) sums[j] += x[j];
+  }
+}
+
+// w[j] -= lr * g[j]. The gradient may be float for a double model (the bf16 path's scratch, which
+// a double model never reaches but compiles).
+template <class T, class G>
+void Sgd(T* w, const G* g, T lr, uint64_t n) {
+  if constexpr (kVectorized<T> && kVectorized<G>) {
+    Vec().sgd(w, g, lr, n);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) w[j] -= lr * g[j];
+  }
+}
+
+// v[j] = momentum * v[j] + g[j]; w[j] -= lr * v[j].
+template <class T, class G>
+void Momentum(T* w, T* v, const G* g, T momentum, T lr, uint64_t n) {
+  if constexpr (kVectorized<T> && kVectorized<G>) {
+    Vec().momentum(w, v, g, momentum, lr, n);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) {
+      v[j] = momentum * v[j] + g[j];
+      w[j] -= lr * v[j];
+    }
+  }
+}
+
+}  // namespace xmlt::kernels::cpu::vector_ops

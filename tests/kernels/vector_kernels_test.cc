@@ -1,0 +1,196 @@
+// The CPU step's vector kernels on every instruction set this CPU runs (cpu_isa.h): each against
+// a scalar double reference, and whole training steps that agree across the paths.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/sparse_mlp.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace xmlt::kernels::cpu {
+namespace {
+
+const CpuIsa kAllIsas[] = {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512};
+
+// Lengths around the vector widths (4, 8, 16 floats) and the 16 max lanes, and a long row.
+const uint64_t kLengths[] = {1, 3, 15, 16, 17, 31, 33, 256, 1000, 4099};
+
+std::vector<float> Uniform(uint64_t n, float low, float high, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uniform(low, high);
+  std::vector<float> v(n);
+  for (float& x : v) x = uniform(rng);
+  return v;
+}
+
+// The exp of a difference: FastExp's 2e-7, plus the rounding of z - max in float (|z - max| < 40
+// here, so up to 40 * 2^-24 in the argument) and of the result.
+constexpr double kExpRelative = 4e-6;
+// A float sum of up to 4,099 terms in any order (the ISAs' vector widths differ).
+constexpr double kSumRelative = 2e-5;
+// One float operation with or without a fused multiply-add: a couple of float ulps.
+constexpr double kUlps = 3.0 * 0x1p-24;
+
+class VectorKernelsOnIsa : public ::testing::TestWithParam<CpuIsa> {
+ protected:
+  void SetUp() override {
+    if (!CpuSupports(GetParam())) GTEST_SKIP() << "this CPU has no " << CpuIsaName(GetParam());
+    vec_ = &VectorKernelsFor(GetParam());
+  }
+  const VectorKernels* vec_ = nullptr;
+};
+
+TEST_P(VectorKernelsOnIsa, NamesItsIsa) { EXPECT_STREQ(vec_->isa, CpuIsaName(GetParam())); }
+
+TEST_P(VectorKernelsOnIsa, BiasExpInPlaceMatchesTheReference) {
+  for (uint64_t n : kLengths) {
+    std::vector<float> z = Uniform(n, -20, 20, n), bias = Uniform(n, -2, 2, n + 1);
+    std::vector<double> sum_z(n);
+    for (uint64_t j = 0; j < n; ++j) sum_z[j] = double(z[j] + bias[j]);  // the kernel adds in float
+    const double max = *std::max_element(sum_z.begin(), sum_z.end());
+    float got_max = 0, got_sum = 0;
+    vec_->bias_exp_in_place(z.data(), bias.data(), n, &got_max, &got_sum);
+    EXPECT_EQ(double(got_max), max) << n;
+    double sum = 0;
+    for (uint64_t j = 0; j < n; ++j) {
+      const double expected = std::exp(sum_z[j] - max);
+      sum += expected;
+      ASSERT_NEAR(z[j], expected, kExpRelative * expected + 1e-38) << "n=" << n << " j=" << j;
+    }
+    EXPECT_NEAR(got_sum, sum, kSumRelative * sum) << n;
+  }
+}
+
+TEST_P(VectorKernelsOnIsa, MaxIsExactAndFindsTheMaxInEveryLane) {
+  for (uint64_t n : kLengths) {
+    for (uint64_t at : {uint64_t{0}, n / 2, n - 1}) {
+      std::vector<float> z = Uniform(n, -5, 5, n * 7 + at);
+      z[at] = 6.5f;
+      EXPECT_EQ(vec_->max(z.data(), n), 6.5f) << "n=" << n << " at " << at;
+    }
+  }
+}
+
+TEST_P(VectorKernelsOnIsa, ExpSumsMatchTheReference) {
+  for (uint64_t n : kLengths) {
+    const std::vector<float> z = Uniform(n, -30, 3, n + 5);
+    const float max = 3.0f;
+    double sum = 0;
+    for (float x : z) sum += std::exp(double(x) - max);
+    EXPECT_NEAR(vec_->exp_sum(z.data(), max, n), sum, kSumRelative * sum) << n;
+    std::vector<float> in_place = z;
+    EXPECT_NEAR(vec_->exp_in_place(in_place.data(), max, n), sum, kSumRelative * sum) << n;
+    std::vector<float> scaled(n);
+    vec_->scaled_exp(scaled.data(), z.data(), 0.25f, max, n);
+    for (uint64_t j = 0; j < n; ++j) {
+      const double expected = std::exp(double(z[j]) - max);
+      ASSERT_NEAR(in_place[j], expected, kExpRelative * expected + 1e-38) << "n=" << n << " j=" << j;
+      ASSERT_NEAR(scaled[j], 0.25 * expected, 0.25 * kExpRelative * expected + 1e-38) << "n=" << n << " j=" << j;
+    }
+  }
+}
+
+TEST_P(VectorKernelsOnIsa, ExpOfNanStaysNanAndVeryNegativeGoesToZero) {
+  std::vector<float> z(33, -1000.0f);
+  z[17] = std::nanf("");
+  std::vector<float> out(33);
+  vec_->scaled_exp(out.data(), z.data(), 1.0f, 0.0f, 33);
+  EXPECT_TRUE(std::isnan(out[17]));
+  for (uint64_t j = 0; j < 33; ++j)
+    if (j != 17) EXPECT_LT(out[j], 1e-37f) << j;
+}
+
+TEST_P(VectorKernelsOnIsa, ElementwiseKernelsMatchTheReference) {
+  for (uint64_t n : kLengths) {
+    const std::vector<float> x = Uniform(n, -1, 1, n + 11), g = Uniform(n, -1, 1, n + 12);
+    std::vector<float> scaled(n), sums = Uniform(n, -1, 1, n + 13), w = Uniform(n, -1, 1, n + 14);
+    std::vector<float> w2 = w, v = Uniform(n, -1, 1, n + 15);
+    const std::vector<float> sums0 = sums, w0 = w, v0 = v;
+    vec_->scale(scaled.data(), x.data(), 0.375f, n);
+    vec_->add(sums.data(), x.data(), n);
+    vec_->sgd(w.data(), g.data(), 0.1f, n);
+    vec_->momentum(w2.data(), v.data(), g.data(), 0.9f, 0.1f, n);
+    for (uint64_t j = 0; j < n; ++j) {
+      EXPECT_EQ(scaled[j], 0.375f * x[j]);  // exact in any ISA
+      EXPECT_EQ(sums[j], sums0[j] + x[j]);
+      const double w_expected = double(w0[j]) - 0.1 * double(g[j]);
+      EXPECT_NEAR(w[j], w_expected, kUlps * 2) << j;
+      const double v_expected = 0.9 * double(v0[j]) + double(g[j]);
+      EXPECT_NEAR(v[j], v_expected, kUlps * 4) << j;
+      EXPECT_NEAR(w2[j], double(w0[j]) - 0.1 * double(v[j]), kUlps * 2) << j;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryIsa, VectorKernelsOnIsa, ::testing::ValuesIn(kAllIsas),
+                         [](const ::testing::TestParamInfo<CpuIsa>& info) { return std::string(CpuIsaName(info.param)); });
+
+TEST(CpuIsa, NamesParseBackAndUnknownNamesAreRefused) {
+  for (CpuIsa isa : kAllIsas) EXPECT_EQ(ParseCpuIsa(CpuIsaName(isa)), isa);
+  EXPECT_THROW(ParseCpuIsa("sse9"), std::invalid_argument);
+  EXPECT_TRUE(CpuSupports(CpuIsa::kBaseline));
+  EXPECT_TRUE(CpuSupports(BestCpuIsa()));
+}
+
+// A few SGD and momentum steps of a float model over many label blocks, on each path: the same
+// model within a bound set by float rounding (the sums of exponentials run in different orders,
+// and the baseline has no fused multiply-add), where a wrong kernel moves parameters by about the
+// learning rate times a gradient (1e-4 and more here).
+Model<float> TrainOnIsa(CpuIsa isa, float momentum, std::vector<double>* losses) {
+  SetActiveCpuIsa(isa);
+  EXPECT_EQ(ActiveCpuIsa(), isa);
+  const ModelShape shape{40, {24}, 9000};
+  constexpr uint32_t kRows = 300;
+  Model<float> model = xmlt::testing::RandomModel<float>(shape, 5);
+  Model<float> velocity = ZeroModel<float>(shape);
+  MlpWorkspace<float> ws(shape, kRows);
+  StepRule<float> rule;
+  rule.lr = 0.5f;
+  rule.momentum = momentum;
+  if (momentum != 0) rule.velocity = &velocity;
+  for (uint64_t step = 0; step < 4; ++step) {
+    const data::SparseBatch batch = xmlt::testing::RandomBatch(kRows, 40, 9000, 100 + step);
+    const LossResult loss = TrainStep(&model, batch, rule, &ws);
+    losses->push_back(loss.loss_sum / loss.labeled_rows);
+  }
+  return model;
+}
+
+TEST(CpuIsa, TrainingStepsAgreeAcrossPaths) {
+  const CpuIsa restore = ActiveCpuIsa();
+  for (float momentum : {0.0f, 0.9f}) {
+    std::vector<double> reference_losses;
+    const Model<float> reference = TrainOnIsa(CpuIsa::kBaseline, momentum, &reference_losses);
+    for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+      if (!CpuSupports(isa)) continue;
+      std::vector<double> losses;
+      const Model<float> model = TrainOnIsa(isa, momentum, &losses);
+      for (size_t i = 0; i < losses.size(); ++i)
+        EXPECT_NEAR(losses[i], reference_losses[i], 1e-5 * reference_losses[i]) << CpuIsaName(isa) << " step " << i;
+      double worst = 0;
+      for (size_t i = 0; i < model.params.size(); ++i)
+        worst = std::max(worst, std::abs(double(model.params[i]) - double(reference.params[i])));
+      EXPECT_LT(worst, 2e-6) << CpuIsaName(isa) << " momentum " << momentum;
+    }
+  }
+  SetActiveCpuIsa(restore);
+}
+
+// XMLT_CPU_ISA picks the path when the process first asks (the run's summary then names it);
+// tested in its own process by the ctest entries that set it (tests/CMakeLists.txt).
+TEST(CpuIsa, EnvironmentChoosesThePath) {
+  const char* forced = std::getenv("XMLT_CPU_ISA");
+  if (forced == nullptr) GTEST_SKIP() << "XMLT_CPU_ISA not set";
+  if (!CpuSupports(ParseCpuIsa(forced))) GTEST_SKIP() << "this CPU has no " << forced;
+  EXPECT_STREQ(Vec().isa, forced);
+}
+
+}  // namespace
+}  // namespace xmlt::kernels::cpu
