@@ -17,6 +17,7 @@
 #include "engine/sampled_cpu_device.h"
 #include "run/trainer.h"
 #include "kernels/cpu/bf16_gemm.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/output_layer.h"
 #include "kernels/model.h"
@@ -221,6 +222,19 @@ void OutputGemmsBf16(benchmark::State& state) {
   // storing them, counted as time, not as work).
   SetOutputProductRate(state, rows, hidden, labels);
 }
+
+// The ISA of the step's vector kernels (XMLT_CPU_ISA or the CPU's widest) and OpenBLAS's kernel
+// (OPENBLAS_CORETYPE or its own choice) in the output's context: what a figure was measured with.
+extern "C" char* openblas_get_corename(void) __attribute__((weak));
+const bool kContext = [] {
+  try {
+    benchmark::AddCustomContext("cpu_isa", kernels::cpu::CpuIsaName(kernels::cpu::ActiveCpuIsa()));
+  } catch (const std::exception& e) {
+    benchmark::AddCustomContext("cpu_isa", std::string("error: ") + e.what());
+  }
+  if (openblas_get_corename != nullptr) benchmark::AddCustomContext("openblas_core", openblas_get_corename());
+  return true;
+}();
 
 BENCHMARK_CAPTURE(TrainSteps, amazon670k_scale0_01, std::string("amazon670k"), 0.01)
     ->Args({128, 128})->Args({256, 128})->Args({256, 256})->Unit(benchmark::kMillisecond)->UseRealTime();
