@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Training speed of xmltrain against its PyTorch peer (scripts/peers/torch_mlp.py): same synthetic
 # train file, batch, hidden sizes and thread count, in the same run; prints both samples/s and the
-# ratio xmltrain/torch, then one JSON summary line.
+# ratio xmltrain/torch (and xmltrain/torch.compile with PyTorch 2), then one JSON summary line.
 #
 # Usage: scripts/bench-train.sh [--preset amazon670k] [--scale 0.01] [--rows N] [--batch 256]
 #                               [--hidden 128] [--threads $(nproc)] [--epochs 3] [--lr LR]
@@ -101,17 +101,33 @@ torch_rate=$(json_field samples_per_s <<<"$torch_out")
 torch_p1=$(json_field p1 <<<"$torch_out")
 torch_version=$(json_field torch <<<"$torch_out")
 
+# PyTorch 2 also runs the peer under torch.compile (scripts/peers/torch_compile_mlp.py).
+compiled_rate=""
+compiled_p1=null
+if [[ ${torch_version%%.*} -ge 2 ]]; then
+  echo "bench-train: torch.compile peer" >&2
+  compiled_out=$("$PYTHON" scripts/peers/torch_compile_mlp.py --train "$data_dir/train.txt" \
+    --test "$data_dir/test.txt" --epochs "$epochs" --batch "$batch" --hidden "$hidden" \
+    --threads "$threads" ${lr_args[@]+"${lr_args[@]}"})
+  compiled_rate=$(json_field samples_per_s <<<"$compiled_out")
+  compiled_p1=$(json_field p1 <<<"$compiled_out")
+fi
+
 ratio() { python3 -c 'import sys; print(round(float(sys.argv[1]) / float(sys.argv[2]), 3))' "$1" "$2"; }
-printf '%-16s %14s %8s %8s\n' "" "samples/s" "P@1" "/torch"
+printf '%-16s %14s %8s %8s %14s\n' "" "samples/s" "P@1" "/torch" "/torch.compile"
 for math in "${math_list[@]}"; do
-  printf '%-16s %14s %8s %8s\n' "xmltrain $math" "${xmlt_rate[$math]}" "${xmlt_p1[$math]}" \
-    "$(ratio "${xmlt_rate[$math]}" "$torch_rate")"
+  printf '%-16s %14s %8s %8s %14s\n' "xmltrain $math" "${xmlt_rate[$math]}" "${xmlt_p1[$math]}" \
+    "$(ratio "${xmlt_rate[$math]}" "$torch_rate")" \
+    "$([[ -n $compiled_rate ]] && ratio "${xmlt_rate[$math]}" "$compiled_rate" || echo -)"
 done
 printf '%-16s %14s %8s\n' "torch" "$torch_rate" "$torch_p1"
+if [[ -n $compiled_rate ]]; then printf '%-16s %14s %8s\n' "torch.compile" "$compiled_rate" "$compiled_p1"; fi
 for math in "${math_list[@]}"; do
   printf '{"bench":"train","preset":"%s","scale":%s,"batch":%s,"hidden":"%s","threads":%s,"math":"%s",' \
     "$preset" "$scale" "$batch" "$hidden" "$threads" "$math"
   printf '"epochs":%s,"xmltrain_samples_per_s":%s,"torch_samples_per_s":%s,"ratio":%s,' \
     "$epochs" "${xmlt_rate[$math]}" "$torch_rate" "$(ratio "${xmlt_rate[$math]}" "$torch_rate")"
-  printf '"xmltrain_p1":%s,"torch_p1":%s,"torch":"%s"}\n' "${xmlt_p1[$math]}" "$torch_p1" "$torch_version"
+  printf '"xmltrain_p1":%s,"torch_p1":%s,"torch":"%s",' "${xmlt_p1[$math]}" "$torch_p1" "$torch_version"
+  printf '"torch_compile_samples_per_s":%s,"ratio_compile":%s,"torch_compile_p1":%s}\n' "${compiled_rate:-null}" \
+    "$([[ -n $compiled_rate ]] && ratio "${xmlt_rate[$math]}" "$compiled_rate" || echo null)" "$compiled_p1"
 done

@@ -91,7 +91,12 @@ class SparseMlp(torch.nn.Module):
         self.out = torch.nn.Linear(hidden[-1], num_labels)
 
     def forward(self, idx, offsets, values):
-        h = torch.relu(self.first(idx, offsets, per_sample_weights=values) + self.first_bias)
+        return self.dense(self.first(idx, offsets, per_sample_weights=values))
+
+    def dense(self, first_sum):
+        """Everything after the sparse gather: what torch_compile_mlp.py compiles (the gather's
+        sparse gradient stays eager)."""
+        h = torch.relu(first_sum + self.first_bias)
         for layer in self.hidden:
             h = torch.relu(layer(h))
         return self.out(h)
@@ -108,13 +113,18 @@ def make_batch(data, rows, device):
     return tuple(torch.from_numpy(t).to(device, non_blocking=True) for t in tensors)
 
 
-def loss_of(model, batch):
-    idx, offsets, values, label_row, label_idx, label_weight = batch
-    logp = F.log_softmax(model(idx, offsets, values), dim=1)
+def dense_loss(model, first_sum, label_row, label_idx, label_weight):
+    logp = F.log_softmax(model.dense(first_sum), dim=1)
     # Gathering the |Y_r| log-probabilities beats a dense B x L target matrix: its backward is a
     # scatter of B*|Y| values instead of a B x L multiply.
     picked = logp[label_row, label_idx]
-    return -(picked * label_weight).sum() / offsets.shape[0]
+    return -(picked * label_weight).sum() / first_sum.shape[0]
+
+
+def loss_of(model, batch, dense=dense_loss):
+    idx, offsets, values, label_row, label_idx, label_weight = batch
+    first_sum = model.first(idx, offsets, per_sample_weights=values)
+    return dense(model, first_sum, label_row, label_idx, label_weight)
 
 
 def precision_at_1(model, data, batch, device):
@@ -132,7 +142,8 @@ def precision_at_1(model, data, batch, device):
     return hits / max(rows_total, 1)
 
 
-def main():
+def main(compiled=False):
+    """compiled: the step's dense part under torch.compile (torch_compile_mlp.py)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--train", required=True)
     parser.add_argument("--test", help="also report P@1 on this file (not timed)")
@@ -159,9 +170,12 @@ def main():
     model = SparseMlp(data["num_features"], hidden, data["num_labels"]).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
     rng = np.random.default_rng(args.seed)
+    # Automatic dynamic shapes: the batch's label count changes every step; after the first
+    # recompilation that dimension (and the last batch's row count) stays symbolic.
+    dense = torch.compile(dense_loss) if compiled else dense_loss
 
     def step(rows):
-        loss = loss_of(model, make_batch(data, rows, device))
+        loss = loss_of(model, make_batch(data, rows, device), dense)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -170,6 +184,8 @@ def main():
     warm_order = rng.permutation(labelled)
     for s in range(args.warmup_steps):
         step(warm_order[(s * args.batch) % len(labelled):][:args.batch])
+    if compiled and len(labelled) % args.batch:
+        step(warm_order[:len(labelled) % args.batch])  # the epoch's last, shorter batch compiles too
     sync()
 
     samples = steps = 0
@@ -193,7 +209,7 @@ def main():
     train_time = time.perf_counter() - start
 
     result = {
-        "peer": "torch",
+        "peer": "torch.compile" if compiled else "torch",
         "samples": samples,
         "train_time_s": round(train_time, 4),
         "samples_per_s": round(samples / train_time, 1) if train_time > 0 else None,
