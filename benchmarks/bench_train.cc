@@ -7,6 +7,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <random>
@@ -224,7 +225,8 @@ void OutputGemmsBf16(benchmark::State& state) {
 }
 
 // The ISA of the step's vector kernels (XMLT_CPU_ISA or the CPU's widest) and OpenBLAS's kernel
-// (OPENBLAS_CORETYPE or its own choice) in the output's context: what a figure was measured with.
+// (OPENBLAS_CORETYPE or its own choice), and the float products' library (XMLT_SGEMM, kernels/cpu/gemm.cc)
+// in the output's context: what a figure was measured with.
 extern "C" char* openblas_get_corename(void) __attribute__((weak));
 const bool kContext = [] {
   try {
@@ -233,6 +235,8 @@ const bool kContext = [] {
     benchmark::AddCustomContext("cpu_isa", std::string("error: ") + e.what());
   }
   if (openblas_get_corename != nullptr) benchmark::AddCustomContext("openblas_core", openblas_get_corename());
+  const char* sgemm = std::getenv("XMLT_SGEMM");
+  benchmark::AddCustomContext("sgemm", sgemm != nullptr && *sgemm != '\0' ? sgemm : "blas");
   return true;
 }();
 

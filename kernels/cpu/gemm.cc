@@ -8,13 +8,20 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 
+#if XMLT_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
 // OpenBLAS may be built with its own thread pool; it would fight TBB's, so it is switched off.
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
+// oneDNN's sgemm, when chosen, runs on its caller's thread too (its OpenMP threads: one).
+extern "C" void omp_set_num_threads(int) __attribute__((weak));
 
 namespace xmlt::kernels::cpu {
 namespace {
@@ -39,9 +46,47 @@ void CheckBlasInts(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, in
                                   " exceeds the BLAS's int range");
 }
 
+// The float products' library: the BLAS, or oneDNN's sgemm with XMLT_SGEMM=onednn (faster at the
+// output layer's shapes with AVX2 kernels, docs/BENCHMARKS.md; the same within noise on AVX-512).
+bool UseOneDnnSgemm() {
+  static const bool onednn = [] {
+    const char* value = std::getenv("XMLT_SGEMM");
+    const std::string name = value == nullptr ? "" : value;
+    if (name.empty() || name == "blas") return false;
+    if (name != "onednn") throw std::invalid_argument("XMLT_SGEMM must be blas or onednn, not '" + name + "'");
+#if XMLT_HAVE_ONEDNN
+    return true;
+#else
+    throw std::invalid_argument("XMLT_SGEMM=onednn: this build has no oneDNN (Debian: libdnnl-dev)");
+#endif
+  }();
+  return onednn;
+}
+
 void SerialGemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   CheckBlasInts(m, n, k, lda, ldb, ldc);
+#if XMLT_HAVE_ONEDNN
+  if (UseOneDnnSgemm()) {
+    thread_local const bool serial = [] {
+      if (omp_set_num_threads != nullptr) omp_set_num_threads(1);
+      return true;
+    }();
+    (void)serial;
+    // An empty inner dimension: oneDNN leaves C as it is, the BLAS (and this function) scales it.
+    if (k == 0) {
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+      return;
+    }
+    const dnnl_status_t status = dnnl_sgemm(op_a == Op::kNone ? 'N' : 'T', op_b == Op::kNone ? 'N' : 'T', m, n, k,
+                                            alpha, a, lda, b, ldb, beta, c, ldc);
+    if (status != dnnl_success) throw std::runtime_error("oneDNN sgemm failed: status " + std::to_string(int(status)));
+    return;
+  }
+#else
+  UseOneDnnSgemm();  // refuses XMLT_SGEMM=onednn
+#endif
   cblas_sgemm(CblasRowMajor, ToCblas(op_a), ToCblas(op_b), m, n, k, alpha, a, lda, b, ldb, beta, c,
               ldc);
 }

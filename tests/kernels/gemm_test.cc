@@ -2,6 +2,7 @@
 // sizes below, at and above the tiling threshold, odd ones included.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <stdexcept>
 #include <tuple>
@@ -39,6 +40,47 @@ TEST(Gemm, MatchesNaiveProduct) {
         Gemm<double>(op_a, op_b, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), n);
         for (int64_t i = 0; i < m * n; ++i)
           ASSERT_NEAR(c[i], expected[i], 1e-10) << m << "x" << n << "x" << k << " element " << i;
+      }
+    }
+  }
+}
+
+// The float products (the training step's), on the library XMLT_SGEMM picks (the BLAS, or oneDNN's
+// sgemm in the ctest entries *.on_onednn_sgemm), one-threaded and tiled, against a double loop;
+// k = 0 scales C by beta.
+TEST(Gemm, FloatMatchesNaiveProductOnEitherLibrary) {
+  std::mt19937_64 rng(37);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {3, 5, 0}, {65, 129, 33}, {256, 515, 128}}) {
+    for (Op op_a : {Op::kNone, Op::kTranspose}) {
+      for (Op op_b : {Op::kNone, Op::kTranspose}) {
+        for (bool tiled : {false, true}) {
+          const int64_t lda = op_a == Op::kNone ? std::max<int64_t>(k, 1) : m;
+          const int64_t ldb = op_b == Op::kNone ? n : std::max<int64_t>(k, 1);
+          std::vector<float> a(m * std::max<int64_t>(k, 1)), b(std::max<int64_t>(k, 1) * n), c(m * n);
+          for (float& v : a) v = uniform(rng);
+          for (float& v : b) v = uniform(rng);
+          for (float& v : c) v = uniform(rng);
+          std::vector<double> expected(c.begin(), c.end());
+          const float alpha = 0.7f, beta = -1.3f;
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double sum = 0;
+              for (int64_t p = 0; p < k; ++p) {
+                const double x = op_a == Op::kNone ? a[i * lda + p] : a[p * lda + i];
+                const double y = op_b == Op::kNone ? b[p * ldb + j] : b[j * ldb + p];
+                sum += x * y;
+              }
+              expected[i * n + j] = double(beta) * expected[i * n + j] + double(alpha) * sum;
+            }
+          if (tiled) {
+            Gemm<float>(op_a, op_b, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), n);
+          } else {
+            GemmOneThread<float>(op_a, op_b, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), n);
+          }
+          for (int64_t i = 0; i < m * n; ++i)
+            ASSERT_NEAR(c[i], expected[i], 1e-5 * (1 + double(k))) << m << "x" << n << "x" << k << " element " << i;
+        }
       }
     }
   }
