@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -21,6 +22,7 @@
 #include "engine/device_query.h"
 #include "engine/model_file.h"
 #include "run/metrics_log.h"
+#include "tests/apps/child_process.h"
 #include "tests/apps/cli_test_support.h"
 #include "tests/test_support.h"
 
@@ -46,6 +48,20 @@ using testing::TrainArgs;
 
 // Issue: reliability, second round, row 1. A FIFO given as data, config or model is refused at
 // once (exit 2), not waited on. Blocking here would hang the test: the fix is what keeps it short.
+// XMLT_CPU_ISA is read once per process, so its refusal runs in a child process: a name that is
+// no instruction set is a usage error naming the variable, before any data is read.
+TEST(CliTest, AnUnknownCpuIsaIsRefused) {
+  Data d;
+  const std::string out = d.dir.File("out.txt"), err = d.dir.File("err.txt");
+  ASSERT_EQ(setenv("XMLT_CPU_ISA", "sse9", 1), 0);
+  const pid_t child = testing::SpawnCli(TrainArgs(d, {}), out, err);
+  unsetenv("XMLT_CPU_ISA");
+  EXPECT_EQ(testing::WaitForExit(child), 2);
+  const std::string message = ReadFile(err);
+  EXPECT_NE(message.find("XMLT_CPU_ISA"), std::string::npos) << message;
+  EXPECT_NE(message.find("sse9"), std::string::npos) << message;
+}
+
 TEST(CliTest, AFifoAsDataConfigOrModelIsRefusedAtOnce) {
   Data d;
   const std::string fifo = d.dir.File("pipe");

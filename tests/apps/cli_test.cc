@@ -21,6 +21,7 @@
 #include "data/folder_lock.h"
 #include "engine/device_query.h"
 #include "engine/model_file.h"
+#include "kernels/cpu/cpu_isa.h"
 #include "run/metrics_log.h"
 #include "tests/apps/cli_test_support.h"
 #include "tests/test_support.h"
@@ -79,9 +80,11 @@ TEST(CliTest, TrainPrintsSummaryAndWritesMetricsAndModel) {
   ASSERT_EQ(r.code, 0) << Describe(r);
   const json summary = LastJsonLine(r);
   ASSERT_TRUE(summary.is_object()) << r.out;
-  for (const char* key : {"samples_per_s", "train_time_s", "train_samples", "p1", "best_p1"})
+  for (const char* key : {"samples_per_s", "train_time_s", "train_samples", "p1", "best_p1", "cpu_isa"})
     EXPECT_TRUE(summary.contains(key)) << key << " missing in " << summary.dump();
   EXPECT_EQ(summary["train_samples"].get<uint64_t>(), uint64_t(2 * Data::kLabeledTrainRows));
+  // The CPU step's vector kernels the run used (XMLT_CPU_ISA, or this CPU's widest).
+  EXPECT_EQ(summary["cpu_isa"].get<std::string>(), kernels::cpu::CpuIsaName(kernels::cpu::ActiveCpuIsa()));
   EXPECT_GT(summary["samples_per_s"].get<double>(), 0.0);
   EXPECT_GE(summary["best_p1"].get<double>(), summary["p1"].get<double>());
 
