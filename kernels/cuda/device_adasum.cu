@@ -158,6 +158,9 @@ struct DeviceAdasum::Impl {
     std::vector<size_t> replicas;  // indices into `replicas`, ascending; the first receives the result
     Stream stream;
     Event event;                     // re-recorded after each phase; waits take the latest record
+    Stream copies;                   // the gather's pulls, beside the update on `stream`
+    std::vector<Event> pulled;       // per slice of the result: in the first replica
+    Event gathered;                  // every slice pulled
     DeviceBuffer<double> partial;    // the dots' per-block sums
     DeviceBuffer<float> current, previous;  // w and w_p, whole
     DeviceBuffer<unsigned long long> non_finite;
@@ -168,6 +171,7 @@ struct DeviceAdasum::Impl {
     DeviceBuffer<double> dots;       // a row of 3 doubles per tensor for each level it works in
     DeviceBuffer<double> rows;       // its group's rows, gathered
     DeviceBuffer<float> coefficients;  // two per tensor
+    Event arrived;                   // the partner's range, pulled on the GPU's copy stream
   };
   struct Slice {                     // a piece of the final result and the replica that holds it
     size_t replica, begin, end;
@@ -182,6 +186,7 @@ struct DeviceAdasum::Impl {
   std::vector<size_t> gpu_of;  // replica -> index into `gpus`
   std::vector<Gpu> gpus;       // in order of first appearance
   std::vector<Rank> ranks;
+  std::vector<std::pair<size_t, size_t>> first_sent;  // per replica: what the first level pulls from it
   bool peer_access = true;
   bool global_set = false;
 
@@ -191,13 +196,13 @@ struct DeviceAdasum::Impl {
 
   void Schedule();
   void EnablePeerAccess(int from, int to);
-  void Deltas(Gpu& gpu);
+  void Deltas(Gpu& gpu, bool sent);
   void RecordAll();
-  void WaitForAll(Gpu& gpu);
   void Exchange(const AdasumStep& step, size_t level);
   void CombineStep(const AdasumStep& step, size_t level);
-  void Gather(Gpu& gpu);
-  void Update(Gpu& gpu);
+  size_t SliceInTurn(size_t gpu, size_t turn) const;
+  void Gather(size_t gpu);
+  void Update(size_t gpu);
 };
 
 // The reduce-scatter schedule of merge::PairwiseTreeLevels(n) (merge/adasum.h), read off that
@@ -214,7 +219,10 @@ struct DeviceAdasum::Impl {
 // the final result on its own range. std::logic_error if the tree ever stops matching this.
 void DeviceAdasum::Impl::Schedule() {
   const std::vector<std::vector<merge::TreePair>> tree = merge::PairwiseTreeLevels(replicas.size());
-  if (tree.empty()) return;
+  if (tree.empty()) {  // one replica: it holds the whole result
+    slices.push_back({0, 0, count});
+    return;
+  }
   size_t power = 1;
   while (power <= replicas.size() / 2) power *= 2;
   const bool folds = replicas.size() > power;
@@ -270,16 +278,28 @@ void DeviceAdasum::Impl::EnablePeerAccess(int from, int to) {
   }
 }
 
-void DeviceAdasum::Impl::Deltas(Gpu& gpu) {
+// The deltas of this GPU's replicas: first (`sent`) the range that each one's partner on another
+// GPU pulls at the first level, so that the pull can start while the rest is computed.
+void DeviceAdasum::Impl::Deltas(Gpu& gpu, bool sent) {
   DeviceGuard guard(gpu.ordinal);
   const cudaStream_t stream = gpu.stream.get();
-  for (const size_t i : gpu.replicas) {
+  auto delta = [&](size_t i, size_t lo, size_t hi) {
+    if (hi <= lo) return;
     // The replica read and written, w read; w_p only by Nesterov's look-ahead (its sole use).
-    XMLT_SIM_KERNEL_BYTES(count * sizeof(float) * (momentum.nesterov ? 4 : 3));
-    XMLT_LAUNCH(DeltaKernel, BlocksFor(count), kThreads, 0, stream)(replicas[i].params, gpu.current.data(),
-                                                                   gpu.previous.data(), count,
-                                                                   float(momentum.gamma), momentum.nesterov);
+    XMLT_SIM_KERNEL_BYTES((hi - lo) * sizeof(float) * (momentum.nesterov ? 4 : 3));
+    XMLT_LAUNCH(DeltaKernel, BlocksFor(hi - lo), kThreads, 0, stream)(replicas[i].params + lo, gpu.current.data() + lo,
+                                                                      gpu.previous.data() + lo, hi - lo,
+                                                                      float(momentum.gamma), momentum.nesterov);
     XMLT_CUDA_CHECK_LAUNCH();
+  };
+  for (const size_t i : gpu.replicas) {
+    const auto [lo, hi] = first_sent[i];
+    if (sent) {
+      delta(i, lo, hi);
+    } else {
+      delta(i, 0, lo);
+      delta(i, hi, count);
+    }
   }
 }
 
@@ -288,13 +308,6 @@ void DeviceAdasum::Impl::RecordAll() {
     DeviceGuard guard(gpu.ordinal);
     gpu.event.Record(gpu.stream.get());
   }
-}
-
-// `gpu`'s stream waits for what every other GPU has issued so far (their latest records).
-void DeviceAdasum::Impl::WaitForAll(Gpu& gpu) {
-  DeviceGuard guard(gpu.ordinal);
-  for (Gpu& other : gpus)
-    if (&other != &gpu) XMLT_CUDA_CHECK(cudaStreamWaitEvent(gpu.stream.get(), other.event.get(), 0));
 }
 
 // The partner's range pulled over if it lives elsewhere, then per tensor the partial dots of the
@@ -307,11 +320,17 @@ void DeviceAdasum::Impl::Exchange(const AdasumStep& step, size_t level) {
   const size_t n = step.end - step.begin;
   const float* other = replicas[step.partner].params + step.begin;
   if (Remote(step.replica, step.partner)) {
+    // On the copy stream, once the partner's range is ready and this GPU is done with the receive
+    // buffer (the previous level's combination): it overlaps the first level's remaining deltas.
     Gpu& from = gpus[gpu_of[step.partner]];
     if (n > 0) {
-      XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, from.event.get(), 0));
+      const cudaStream_t copies = gpu.copies.get();
+      XMLT_CUDA_CHECK(cudaStreamWaitEvent(copies, from.event.get(), 0));
+      XMLT_CUDA_CHECK(cudaStreamWaitEvent(copies, gpu.event.get(), 0));
       XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(rank.received.data(), gpu.ordinal, other, from.ordinal, n * sizeof(float),
-                                          stream));
+                                          copies));
+      rank.arrived.Record(copies);
+      XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, rank.arrived.get(), 0));
     }
     other = rank.received.data();
   }
@@ -374,35 +393,66 @@ void DeviceAdasum::Impl::CombineStep(const AdasumStep& step, size_t level) {
   }
 }
 
-// Every slice of the result into this GPU's first replica: pulled from the GPUs that hold them,
-// copied within the GPU from its other replicas.
-void DeviceAdasum::Impl::Gather(Gpu& gpu) {
+// The slice that GPU `gpu` gathers in turn `turn`: staggered, so that with one holder per GPU the
+// GPUs pull from different holders at each turn, none waiting for another's port.
+size_t DeviceAdasum::Impl::SliceInTurn(size_t gpu, size_t turn) const { return (gpu + 1 + turn) % slices.size(); }
+
+// Every slice of the result into this GPU's first replica, on its copy stream once every GPU has
+// finished the reduce-scatter: pulled from the GPUs that hold them, copied within the GPU from its
+// other replicas.
+void DeviceAdasum::Impl::Gather(size_t g) {
+  Gpu& gpu = gpus[g];
   DeviceGuard guard(gpu.ordinal);
-  const cudaStream_t stream = gpu.stream.get();
+  const cudaStream_t stream = gpu.copies.get();
+  for (Gpu& other : gpus) XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, other.event.get(), 0));
   const size_t first = gpu.replicas.front();
-  for (const Slice& slice : slices) {
-    if (slice.replica == first || slice.end == slice.begin) continue;
-    float* dst = replicas[first].params + slice.begin;
-    const float* src = replicas[slice.replica].params + slice.begin;
-    const size_t bytes = (slice.end - slice.begin) * sizeof(float);
-    if (Remote(first, slice.replica)) {
-      XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(dst, gpu.ordinal, src, gpus[gpu_of[slice.replica]].ordinal, bytes, stream));
-    } else {
-      XMLT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+  for (size_t turn = 0; turn < slices.size(); ++turn) {
+    const size_t j = SliceInTurn(g, turn);
+    const Slice& slice = slices[j];
+    if (slice.replica != first && slice.end > slice.begin) {
+      float* dst = replicas[first].params + slice.begin;
+      const float* src = replicas[slice.replica].params + slice.begin;
+      const size_t bytes = (slice.end - slice.begin) * sizeof(float);
+      if (Remote(first, slice.replica)) {
+        XMLT_CUDA_CHECK(
+            cudaMemcpyPeerAsync(dst, gpu.ordinal, src, gpus[gpu_of[slice.replica]].ordinal, bytes, stream));
+      } else {
+        XMLT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+      }
     }
+    gpu.pulled[j].Record(stream);
   }
+  gpu.gathered.Record(stream);
 }
 
-// The momentum rule on this GPU's copy of w and w_p, the next start into its first replica and
-// from there into the others.
-void DeviceAdasum::Impl::Update(Gpu& gpu) {
+// The momentum rule on this GPU's copy of w and w_p, slice by slice as the gather brings them in
+// (the update's passes over memory overlap the pulls), the next start into its first replica and
+// from there into the others. The first replica's own slices, and the other replicas, are
+// overwritten only once every GPU has pulled from them.
+void DeviceAdasum::Impl::Update(size_t g) {
+  Gpu& gpu = gpus[g];
   DeviceGuard guard(gpu.ordinal);
   const cudaStream_t stream = gpu.stream.get();
   float* const result = First(gpu);
-  XMLT_SIM_KERNEL_BYTES(6 * count * sizeof(float));  // D in and the start out, w and w_p each read and written
-  XMLT_LAUNCH(UpdateKernel, BlocksFor(count), kThreads, 0, stream)(result, gpu.current.data(), gpu.previous.data(),
-                                                                  count, float(momentum.gamma), momentum.nesterov);
-  XMLT_CUDA_CHECK_LAUNCH();
+  auto update = [&](const Slice& slice) {
+    const size_t n = slice.end - slice.begin;
+    if (n == 0) return;
+    XMLT_SIM_KERNEL_BYTES(6 * n * sizeof(float));  // D in and the start out, w and w_p each read and written
+    XMLT_LAUNCH(UpdateKernel, BlocksFor(n), kThreads, 0, stream)(result + slice.begin, gpu.current.data() + slice.begin,
+                                                                 gpu.previous.data() + slice.begin, n,
+                                                                 float(momentum.gamma), momentum.nesterov);
+    XMLT_CUDA_CHECK_LAUNCH();
+  };
+  const size_t first = gpu.replicas.front();
+  for (size_t turn = 0; turn < slices.size(); ++turn) {
+    const size_t j = SliceInTurn(g, turn);
+    if (slices[j].replica == first) continue;
+    XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, gpu.pulled[j].get(), 0));
+    update(slices[j]);
+  }
+  for (Gpu& other : gpus) XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, other.gathered.get(), 0));
+  for (const Slice& slice : slices)
+    if (slice.replica == first) update(slice);
   for (size_t r = 1; r < gpu.replicas.size(); ++r)
     XMLT_CUDA_CHECK(cudaMemcpyAsync(replicas[gpu.replicas[r]].params, result, count * sizeof(float),
                                     cudaMemcpyDeviceToDevice, stream));
@@ -433,6 +483,10 @@ DeviceAdasum::DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::
   for (size_t g = 0; g < m.gpus.size(); ++g)
     for (const size_t i : m.gpus[g].replicas) m.gpu_of[i] = g;
   m.Schedule();
+  m.first_sent.assign(m.replicas.size(), {0, 0});
+  if (!m.levels.empty())
+    for (const AdasumStep& step : m.levels.front())
+      if (m.Remote(step.replica, step.partner)) m.first_sent[step.partner] = {step.begin, step.end};
   // Every GPU pulls slices from every other in the all-gather.
   for (size_t g = 0; g < m.gpus.size(); ++g)
     for (size_t h = g + 1; h < m.gpus.size(); ++h) m.EnablePeerAccess(m.gpus[g].ordinal, m.gpus[h].ordinal);
@@ -457,6 +511,7 @@ DeviceAdasum::DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::
   for (Impl::Gpu& gpu : m.gpus) {
     DeviceGuard guard(gpu.ordinal);
     gpu.partial = DeviceBuffer<double>(3 * kMaxBlocks);
+    gpu.pulled = std::vector<Event>(m.slices.size());
     gpu.non_finite = DeviceBuffer<unsigned long long>(1);
     gpu.non_finite_host = PinnedBuffer<unsigned long long>(1);
   }
@@ -470,28 +525,22 @@ void DeviceAdasum::Merge() {
   if (m.count == 0) return;
   // Each phase ends with every GPU recording its event; the next phase's pulls wait for the
   // holders' latest records.
-  for (Impl::Gpu& gpu : m.gpus) m.Deltas(gpu);
+  for (Impl::Gpu& gpu : m.gpus) m.Deltas(gpu, true);
   m.RecordAll();
+  for (Impl::Gpu& gpu : m.gpus) m.Deltas(gpu, false);
   for (size_t l = 0; l < m.levels.size(); ++l) {
     for (const AdasumStep& step : m.levels[l]) m.Exchange(step, l);
     m.RecordAll();
     for (const AdasumStep& step : m.levels[l]) m.CombineStep(step, l);
     m.RecordAll();
   }
-  // Every pull of the reduce-scatter is done before a GPU overwrites its first replica with the
-  // gathered slices, and every slice gathered before a GPU overwrites its own with the update.
-  for (Impl::Gpu& gpu : m.gpus) {
-    m.WaitForAll(gpu);
-    m.Gather(gpu);
-  }
-  m.RecordAll();
-  for (Impl::Gpu& gpu : m.gpus) {
-    m.WaitForAll(gpu);
-    m.Update(gpu);
-  }
+  // Every gather issued before any update, so that the updates' waits find this merge's records.
+  for (size_t g = 0; g < m.gpus.size(); ++g) m.Gather(g);
+  for (size_t g = 0; g < m.gpus.size(); ++g) m.Update(g);
   // Receivers first: where streams run only when waited for (the simulated GPUs), a missing wait
   // for a sender then leaves stale values instead of being covered by the sender's earlier sync.
   for (auto gpu = m.gpus.rbegin(); gpu != m.gpus.rend(); ++gpu) gpu->stream.Synchronize();
+  for (auto gpu = m.gpus.rbegin(); gpu != m.gpus.rend(); ++gpu) gpu->copies.Synchronize();
 }
 
 void DeviceAdasum::SetGlobalModel(const float* current, const float* previous) {
