@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <stdexcept>
 #include <string>
@@ -98,19 +99,19 @@ __global__ void __launch_bounds__(kThreads)
     out[j] = ca * a[j] + cb * b[j];
 }
 
-// values: Adasum's result D in, the next start out; w and w_p advance (merge/adasum_merger.cc's
-// rule, value for value).
-__global__ void __launch_bounds__(kThreads)
-    UpdateKernel(float* values, float* current, float* previous, size_t n, float gamma, bool nesterov) {
+// sum: Adasum's result D in; start: the next start out (may be sum); w and w_p advance
+// (merge/adasum_merger.cc's rule, value for value).
+__global__ void __launch_bounds__(kThreads) UpdateKernel(const float* sum, float* start, float* current,
+                                                         float* previous, size_t n, float gamma, bool nesterov) {
   for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += size_t(gridDim.x) * blockDim.x) {
-    const float w = current[j];
+    const float w = current[j], d = sum[j];
     if (nesterov) {
-      const float next = Start(w, previous[j], gamma, true) + values[j];
-      values[j] = Start(next, w, gamma, true);
+      const float next = Start(w, previous[j], gamma, true) + d;
+      start[j] = Start(next, w, gamma, true);
       current[j] = next;
     } else {
-      const float next = w + values[j] + gamma * (w - previous[j]);
-      values[j] = next;
+      const float next = w + d + gamma * (w - previous[j]);
+      start[j] = next;
       current[j] = next;
     }
     previous[j] = w;
@@ -150,7 +151,10 @@ struct AdasumStep {
   bool left;
   size_t begin, end;
   std::vector<size_t> group;  // ascending operand order, the replica itself included
+  size_t sent_begin = 0, sent_end = 0;  // the part that the next level's partner pulls
 };
+
+constexpr size_t kChunks = DeviceAdasum::kPipelineChunks;
 
 struct DeviceAdasum::Impl {
   struct Gpu {
@@ -158,20 +162,23 @@ struct DeviceAdasum::Impl {
     std::vector<size_t> replicas;  // indices into `replicas`, ascending; the first receives the result
     Stream stream;
     Event event;                     // re-recorded after each phase; waits take the latest record
-    Stream copies;                   // the gather's pulls, beside the update on `stream`
-    std::vector<Event> pulled;       // per slice of the result: in the first replica
+    Stream copies;                   // the pulls, beside the arithmetic on `stream`
+    std::vector<Event> pulled;       // per chunk of each slice of the result: in the first replica
     Event gathered;                  // every slice pulled
+    DeviceBuffer<float> staged;      // the next start of the first replica's own slice
     DeviceBuffer<double> partial;    // the dots' per-block sums
     DeviceBuffer<float> current, previous;  // w and w_p, whole
     DeviceBuffer<unsigned long long> non_finite;
     PinnedBuffer<unsigned long long> non_finite_host;
   };
   struct Rank {                      // per replica
-    DeviceBuffer<float> received;    // the partner's values when it lives on another GPU
-    DeviceBuffer<double> dots;       // a row of 3 doubles per tensor for each level it works in
-    DeviceBuffer<double> rows;       // its group's rows, gathered
+    DeviceBuffer<float> received[2];  // the partner's values when it lives on another GPU, by level parity
+    Event consumed[2];               // the last combination that read each receive buffer
+    Event sendable;                  // the part that the next partner pulls is ready
+    std::vector<Event> arrived = std::vector<Event>(kChunks);  // each chunk of the partner's range
+    DeviceBuffer<double> dots;       // per level it works in, chunk and tensor: 3 doubles
+    DeviceBuffer<double> rows;       // its group's dots, gathered
     DeviceBuffer<float> coefficients;  // two per tensor
-    Event arrived;                   // the partner's range, pulled on the GPU's copy stream
   };
   struct Slice {                     // a piece of the final result and the replica that holds it
     size_t replica, begin, end;
@@ -187,6 +194,7 @@ struct DeviceAdasum::Impl {
   std::vector<Gpu> gpus;       // in order of first appearance
   std::vector<Rank> ranks;
   std::vector<std::pair<size_t, size_t>> first_sent;  // per replica: what the first level pulls from it
+  std::vector<bool> works_first;  // per replica: whether it combines at the first level
   bool peer_access = true;
   bool global_set = false;
 
@@ -200,6 +208,7 @@ struct DeviceAdasum::Impl {
   void RecordAll();
   void Exchange(const AdasumStep& step, size_t level);
   void CombineStep(const AdasumStep& step, size_t level);
+  void CombineRange(const AdasumStep& step, size_t level, size_t lo, size_t hi);
   size_t SliceInTurn(size_t gpu, size_t turn) const;
   void Gather(size_t gpu);
   void Update(size_t gpu);
@@ -258,6 +267,14 @@ void DeviceAdasum::Impl::Schedule() {
     range = std::move(next);
   }
   for (size_t j = 0; j < power; ++j) slices.push_back({holder[j], range[j].first, range[j].second});
+  // What each replica gives away at the next level: its range less the half it keeps there.
+  for (size_t l = 0; l + 1 < levels.size(); ++l)
+    for (AdasumStep& step : levels[l])
+      for (const AdasumStep& next : levels[l + 1])
+        if (next.replica == step.replica) {
+          step.sent_begin = next.left ? next.end : step.begin;
+          step.sent_end = next.left ? step.end : next.begin;
+        }
 }
 
 void DeviceAdasum::Impl::EnablePeerAccess(int from, int to) {
@@ -296,9 +313,13 @@ void DeviceAdasum::Impl::Deltas(Gpu& gpu, bool sent) {
     const auto [lo, hi] = first_sent[i];
     if (sent) {
       delta(i, lo, hi);
+      ranks[i].sendable.Record(stream);
     } else {
       delta(i, 0, lo);
       delta(i, hi, count);
+      // A replica that does not combine at the first level is first pulled from at a later one,
+      // whole range ready.
+      if (!works_first[i]) ranks[i].sendable.Record(stream);
     }
   }
 }
@@ -310,56 +331,84 @@ void DeviceAdasum::Impl::RecordAll() {
   }
 }
 
-// The partner's range pulled over if it lives elsewhere, then per tensor the partial dots of the
-// range into the replica's row for this level.
+// The partner's range pulled over if it lives elsewhere, chunk by chunk on the copy stream once the
+// partner has it ready and this replica's receive buffer for the level's parity is free; per chunk
+// (as it arrives) and tensor the partial dots of the range into the replica's rows for this level.
 void DeviceAdasum::Impl::Exchange(const AdasumStep& step, size_t level) {
   Gpu& gpu = gpus[gpu_of[step.replica]];
   DeviceGuard guard(gpu.ordinal);
   const cudaStream_t stream = gpu.stream.get();
   Rank& rank = ranks[step.replica];
   const size_t n = step.end - step.begin;
-  const float* other = replicas[step.partner].params + step.begin;
-  if (Remote(step.replica, step.partner)) {
-    // On the copy stream, once the partner's range is ready and this GPU is done with the receive
-    // buffer (the previous level's combination): it overlaps the first level's remaining deltas.
+  const bool remote = Remote(step.replica, step.partner);
+  const bool pulled = remote && n > 0;
+  const float* other = remote ? rank.received[level % 2].data() : replicas[step.partner].params + step.begin;
+  if (pulled) {
     Gpu& from = gpus[gpu_of[step.partner]];
-    if (n > 0) {
-      const cudaStream_t copies = gpu.copies.get();
-      XMLT_CUDA_CHECK(cudaStreamWaitEvent(copies, from.event.get(), 0));
-      XMLT_CUDA_CHECK(cudaStreamWaitEvent(copies, gpu.event.get(), 0));
-      XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(rank.received.data(), gpu.ordinal, other, from.ordinal, n * sizeof(float),
-                                          copies));
-      rank.arrived.Record(copies);
-      XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, rank.arrived.get(), 0));
+    const cudaStream_t copies = gpu.copies.get();
+    float* buffer = rank.received[level % 2].data();
+    const float* from_values = replicas[step.partner].params + step.begin;
+    XMLT_CUDA_CHECK(cudaStreamWaitEvent(copies, ranks[step.partner].sendable.get(), 0));
+    XMLT_CUDA_CHECK(cudaStreamWaitEvent(copies, rank.consumed[level % 2].get(), 0));
+    for (size_t c = 0; c < kChunks; ++c) {
+      const auto [lo, hi] = Piece(n, c, kChunks);
+      if (hi > lo)
+        XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(buffer + lo, gpu.ordinal, from_values + lo, from.ordinal,
+                                            (hi - lo) * sizeof(float), copies));
+      rank.arrived[c].Record(copies);
     }
-    other = rank.received.data();
   }
   const float* own = replicas[step.replica].params + step.begin;
   const float* a = step.left ? own : other;
   const float* b = step.left ? other : own;
+  for (size_t c = 0; c < kChunks; ++c) {
+    if (pulled) XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, rank.arrived[c].get(), 0));
+    const auto [chunk_lo, chunk_hi] = Piece(n, c, kChunks);
+    for (size_t t = 0; t < tensors(); ++t) {
+      const size_t lo = std::clamp(bounds[t], step.begin + chunk_lo, step.begin + chunk_hi) - step.begin;
+      const size_t hi = std::clamp(bounds[t + 1], step.begin + chunk_lo, step.begin + chunk_hi) - step.begin;
+      const unsigned blocks = BlocksFor(hi - lo);  // an empty overlap still writes its zero dots
+      XMLT_SIM_KERNEL_BYTES(2 * (hi - lo) * sizeof(float) + 3 * blocks * sizeof(double));
+      XMLT_LAUNCH(DotsKernel, blocks, kThreads, 0, stream)(a + lo, b + lo, hi - lo, gpu.partial.data());
+      XMLT_CUDA_CHECK_LAUNCH();
+      XMLT_SIM_KERNEL_BYTES(3 * (blocks + 1) * sizeof(double));  // the blocks' sums read, the 3 dots written
+      XMLT_LAUNCH(SumDotsKernel, 1, kThreads, 0, stream)(
+          gpu.partial.data(), blocks, rank.dots.data() + 3 * ((level * kChunks + c) * tensors() + t));
+      XMLT_CUDA_CHECK_LAUNCH();
+    }
+  }
+}
+
+// a and b combined on [lo, hi) (offsets into the step's range) into the replica's own buffer.
+void DeviceAdasum::Impl::CombineRange(const AdasumStep& step, size_t level, size_t lo, size_t hi) {
+  Gpu& gpu = gpus[gpu_of[step.replica]];
+  const cudaStream_t stream = gpu.stream.get();
+  Rank& rank = ranks[step.replica];
+  float* own = replicas[step.replica].params + step.begin;
+  const float* other = Remote(step.replica, step.partner) ? rank.received[level % 2].data()
+                                                          : replicas[step.partner].params + step.begin;
+  const float* a = step.left ? own : other;
+  const float* b = step.left ? other : own;
   for (size_t t = 0; t < tensors(); ++t) {
-    const size_t lo = std::clamp(bounds[t], step.begin, step.end);
-    const size_t hi = std::clamp(bounds[t + 1], step.begin, step.end);
-    const unsigned blocks = BlocksFor(hi - lo);  // an empty overlap still writes its zero dots
-    XMLT_SIM_KERNEL_BYTES(2 * (hi - lo) * sizeof(float) + 3 * blocks * sizeof(double));
-    XMLT_LAUNCH(DotsKernel, blocks, kThreads, 0, stream)(a + (lo - step.begin), b + (lo - step.begin), hi - lo,
-                                                         gpu.partial.data());
-    XMLT_CUDA_CHECK_LAUNCH();
-    XMLT_SIM_KERNEL_BYTES(3 * (blocks + 1) * sizeof(double));  // the blocks' sums read, the tensor's 3 written
-    XMLT_LAUNCH(SumDotsKernel, 1, kThreads, 0, stream)(gpu.partial.data(), blocks,
-                                                       rank.dots.data() + 3 * (level * tensors() + t));
+    const size_t tlo = std::clamp(bounds[t], step.begin + lo, step.begin + hi) - step.begin;
+    const size_t thi = std::clamp(bounds[t + 1], step.begin + lo, step.begin + hi) - step.begin;
+    if (thi == tlo) continue;
+    XMLT_SIM_KERNEL_BYTES(3 * (thi - tlo) * sizeof(float) + 2 * sizeof(float));  // a, b, the result; coefficients
+    XMLT_LAUNCH(CombineKernel, BlocksFor(thi - tlo), kThreads, 0, stream)(own + tlo, a + tlo, b + tlo, thi - tlo,
+                                                                          rank.coefficients.data() + 2 * t);
     XMLT_CUDA_CHECK_LAUNCH();
   }
 }
 
-// The group's rows gathered (a few doubles from each member), the coefficients from their sums,
-// then the combination of the range into the replica's own buffer.
+// The group's dots gathered (a few doubles from each member), the coefficients from their sums,
+// then the combination: first the part that the next level's partner pulls, so that its pull
+// overlaps the rest.
 void DeviceAdasum::Impl::CombineStep(const AdasumStep& step, size_t level) {
   Gpu& gpu = gpus[gpu_of[step.replica]];
   DeviceGuard guard(gpu.ordinal);
   const cudaStream_t stream = gpu.stream.get();
   Rank& rank = ranks[step.replica];
-  const size_t row = 3 * tensors();
+  const size_t row = kChunks * 3 * tensors();  // one member's dots of one level
   for (size_t k = 0; k < step.group.size(); ++k) {
     const size_t member = step.group[k];
     const double* src = ranks[member].dots.data() + level * row;
@@ -373,33 +422,26 @@ void DeviceAdasum::Impl::CombineStep(const AdasumStep& step, size_t level) {
     }
   }
   XMLT_SIM_KERNEL_BYTES(step.group.size() * row * sizeof(double) + 2 * tensors() * sizeof(float));
-  XMLT_LAUNCH(GroupCoefficientsKernel, 1, kThreads, 0, stream)(rank.rows.data(), step.group.size(), tensors(),
-                                                               rank.coefficients.data());
+  XMLT_LAUNCH(GroupCoefficientsKernel, 1, kThreads, 0, stream)(rank.rows.data(), step.group.size() * kChunks,
+                                                               tensors(), rank.coefficients.data());
   XMLT_CUDA_CHECK_LAUNCH();
-  float* own = replicas[step.replica].params + step.begin;
-  const float* other = Remote(step.replica, step.partner) ? rank.received.data()
-                                                          : replicas[step.partner].params + step.begin;
-  const float* a = step.left ? own : other;
-  const float* b = step.left ? other : own;
-  for (size_t t = 0; t < tensors(); ++t) {
-    const size_t lo = std::clamp(bounds[t], step.begin, step.end);
-    const size_t hi = std::clamp(bounds[t + 1], step.begin, step.end);
-    if (hi == lo) continue;
-    const size_t offset = lo - step.begin;
-    XMLT_SIM_KERNEL_BYTES(3 * (hi - lo) * sizeof(float) + 2 * sizeof(float));  // a, b, the result; coefficients
-    XMLT_LAUNCH(CombineKernel, BlocksFor(hi - lo), kThreads, 0, stream)(own + offset, a + offset, b + offset,
-                                                                        hi - lo, rank.coefficients.data() + 2 * t);
-    XMLT_CUDA_CHECK_LAUNCH();
-  }
+  const bool sends = step.sent_end > step.sent_begin;
+  const size_t sent_lo = sends ? step.sent_begin - step.begin : 0;
+  const size_t sent_hi = sends ? step.sent_end - step.begin : 0;
+  CombineRange(step, level, sent_lo, sent_hi);
+  rank.sendable.Record(stream);
+  CombineRange(step, level, 0, sent_lo);
+  CombineRange(step, level, sent_hi, step.end - step.begin);
+  rank.consumed[level % 2].Record(stream);
 }
 
 // The slice that GPU `gpu` gathers in turn `turn`: staggered, so that with one holder per GPU the
 // GPUs pull from different holders at each turn, none waiting for another's port.
 size_t DeviceAdasum::Impl::SliceInTurn(size_t gpu, size_t turn) const { return (gpu + 1 + turn) % slices.size(); }
 
-// Every slice of the result into this GPU's first replica, on its copy stream once every GPU has
-// finished the reduce-scatter: pulled from the GPUs that hold them, copied within the GPU from its
-// other replicas.
+// Every slice of the result into this GPU's first replica, chunk by chunk on its copy stream once
+// every GPU has finished the reduce-scatter: pulled from the GPUs that hold them, copied within the
+// GPU from its other replicas.
 void DeviceAdasum::Impl::Gather(size_t g) {
   Gpu& gpu = gpus[g];
   DeviceGuard guard(gpu.ordinal);
@@ -409,50 +451,61 @@ void DeviceAdasum::Impl::Gather(size_t g) {
   for (size_t turn = 0; turn < slices.size(); ++turn) {
     const size_t j = SliceInTurn(g, turn);
     const Slice& slice = slices[j];
-    if (slice.replica != first && slice.end > slice.begin) {
-      float* dst = replicas[first].params + slice.begin;
-      const float* src = replicas[slice.replica].params + slice.begin;
-      const size_t bytes = (slice.end - slice.begin) * sizeof(float);
-      if (Remote(first, slice.replica)) {
-        XMLT_CUDA_CHECK(
-            cudaMemcpyPeerAsync(dst, gpu.ordinal, src, gpus[gpu_of[slice.replica]].ordinal, bytes, stream));
-      } else {
-        XMLT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+    if (slice.replica == first) continue;
+    for (size_t c = 0; c < kChunks; ++c) {
+      const auto [lo, hi] = Piece(slice.end - slice.begin, c, kChunks);
+      if (hi > lo) {
+        float* dst = replicas[first].params + slice.begin + lo;
+        const float* src = replicas[slice.replica].params + slice.begin + lo;
+        const size_t bytes = (hi - lo) * sizeof(float);
+        if (Remote(first, slice.replica)) {
+          XMLT_CUDA_CHECK(
+              cudaMemcpyPeerAsync(dst, gpu.ordinal, src, gpus[gpu_of[slice.replica]].ordinal, bytes, stream));
+        } else {
+          XMLT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+        }
       }
+      gpu.pulled[j * kChunks + c].Record(stream);
     }
-    gpu.pulled[j].Record(stream);
   }
   gpu.gathered.Record(stream);
 }
 
-// The momentum rule on this GPU's copy of w and w_p, slice by slice as the gather brings them in
-// (the update's passes over memory overlap the pulls), the next start into its first replica and
-// from there into the others. The first replica's own slices, and the other replicas, are
-// overwritten only once every GPU has pulled from them.
+// The momentum rule on this GPU's copy of w and w_p, chunk by chunk as the gather brings them in
+// (its passes over memory overlap the pulls), the next start into its first replica and from there
+// into the others. The first replica's own slice goes first, its next start into `staged` (the
+// other GPUs still pull its D), copied in once every GPU has pulled it.
 void DeviceAdasum::Impl::Update(size_t g) {
   Gpu& gpu = gpus[g];
   DeviceGuard guard(gpu.ordinal);
   const cudaStream_t stream = gpu.stream.get();
   float* const result = First(gpu);
-  auto update = [&](const Slice& slice) {
-    const size_t n = slice.end - slice.begin;
-    if (n == 0) return;
-    XMLT_SIM_KERNEL_BYTES(6 * n * sizeof(float));  // D in and the start out, w and w_p each read and written
-    XMLT_LAUNCH(UpdateKernel, BlocksFor(n), kThreads, 0, stream)(result + slice.begin, gpu.current.data() + slice.begin,
-                                                                 gpu.previous.data() + slice.begin, n,
-                                                                 float(momentum.gamma), momentum.nesterov);
+  auto update = [&](size_t lo, size_t hi, float* start) {
+    if (hi == lo) return;
+    XMLT_SIM_KERNEL_BYTES(6 * (hi - lo) * sizeof(float));  // D in and the start out, w and w_p each read and written
+    XMLT_LAUNCH(UpdateKernel, BlocksFor(hi - lo), kThreads, 0, stream)(result + lo, start, gpu.current.data() + lo,
+                                                                       gpu.previous.data() + lo, hi - lo,
+                                                                       float(momentum.gamma), momentum.nesterov);
     XMLT_CUDA_CHECK_LAUNCH();
   };
   const size_t first = gpu.replicas.front();
+  for (const Slice& slice : slices)
+    if (slice.replica == first) update(slice.begin, slice.end, gpu.staged.data());
   for (size_t turn = 0; turn < slices.size(); ++turn) {
     const size_t j = SliceInTurn(g, turn);
-    if (slices[j].replica == first) continue;
-    XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, gpu.pulled[j].get(), 0));
-    update(slices[j]);
+    const Slice& slice = slices[j];
+    if (slice.replica == first) continue;
+    for (size_t c = 0; c < kChunks; ++c) {
+      XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, gpu.pulled[j * kChunks + c].get(), 0));
+      const auto [lo, hi] = Piece(slice.end - slice.begin, c, kChunks);
+      update(slice.begin + lo, slice.begin + hi, result + slice.begin + lo);
+    }
   }
   for (Gpu& other : gpus) XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, other.gathered.get(), 0));
   for (const Slice& slice : slices)
-    if (slice.replica == first) update(slice);
+    if (slice.replica == first && slice.end > slice.begin)
+      XMLT_CUDA_CHECK(cudaMemcpyAsync(result + slice.begin, gpu.staged.data(), (slice.end - slice.begin) * sizeof(float),
+                                      cudaMemcpyDeviceToDevice, stream));
   for (size_t r = 1; r < gpu.replicas.size(); ++r)
     XMLT_CUDA_CHECK(cudaMemcpyAsync(replicas[gpu.replicas[r]].params, result, count * sizeof(float),
                                     cudaMemcpyDeviceToDevice, stream));
@@ -484,26 +537,30 @@ DeviceAdasum::DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::
     for (const size_t i : m.gpus[g].replicas) m.gpu_of[i] = g;
   m.Schedule();
   m.first_sent.assign(m.replicas.size(), {0, 0});
+  m.works_first.assign(m.replicas.size(), false);
   if (!m.levels.empty())
-    for (const AdasumStep& step : m.levels.front())
+    for (const AdasumStep& step : m.levels.front()) {
+      m.works_first[step.replica] = true;
       if (m.Remote(step.replica, step.partner)) m.first_sent[step.partner] = {step.begin, step.end};
+    }
   // Every GPU pulls slices from every other in the all-gather.
   for (size_t g = 0; g < m.gpus.size(); ++g)
     for (size_t h = g + 1; h < m.gpus.size(); ++h) m.EnablePeerAccess(m.gpus[g].ordinal, m.gpus[h].ordinal);
-  std::vector<size_t> received(m.replicas.size(), 0);
+  std::vector<std::array<size_t, 2>> received(m.replicas.size(), {0, 0});  // by level parity
   size_t group = 1;
-  for (const auto& level : m.levels)
-    for (const AdasumStep& step : level) {
-      if (m.Remote(step.replica, step.partner))
-        received[step.replica] = std::max(received[step.replica], step.end - step.begin);
+  for (size_t l = 0; l < m.levels.size(); ++l)
+    for (const AdasumStep& step : m.levels[l]) {
+      size_t& size = received[step.replica][l % 2];
+      if (m.Remote(step.replica, step.partner)) size = std::max(size, step.end - step.begin);
       group = std::max(group, step.group.size());
     }
-  const size_t row = 3 * m.tensors();
-  m.ranks.resize(m.replicas.size());
+  const size_t row = kChunks * 3 * m.tensors();
+  m.ranks.reserve(m.replicas.size());
   for (size_t i = 0; i < m.replicas.size(); ++i) {
     DeviceGuard guard(m.replicas[i].gpu);
-    Impl::Rank& rank = m.ranks[i];
-    if (received[i] > 0) rank.received = DeviceBuffer<float>(received[i]);
+    Impl::Rank& rank = m.ranks.emplace_back();  // its events and buffers on its GPU
+    for (size_t parity : {0, 1})
+      if (received[i][parity] > 0) rank.received[parity] = DeviceBuffer<float>(received[i][parity]);
     rank.dots = DeviceBuffer<double>(std::max<size_t>(1, m.levels.size()) * row);
     rank.rows = DeviceBuffer<double>(group * row);
     rank.coefficients = DeviceBuffer<float>(2 * m.tensors());
@@ -511,7 +568,10 @@ DeviceAdasum::DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::
   for (Impl::Gpu& gpu : m.gpus) {
     DeviceGuard guard(gpu.ordinal);
     gpu.partial = DeviceBuffer<double>(3 * kMaxBlocks);
-    gpu.pulled = std::vector<Event>(m.slices.size());
+    gpu.pulled = std::vector<Event>(m.slices.size() * kChunks);
+    for (const Impl::Slice& slice : m.slices)
+      if (slice.replica == gpu.replicas.front() && slice.end > slice.begin)
+        gpu.staged = DeviceBuffer<float>(slice.end - slice.begin);
     gpu.non_finite = DeviceBuffer<unsigned long long>(1);
     gpu.non_finite_host = PinnedBuffer<unsigned long long>(1);
   }
@@ -523,10 +583,9 @@ void DeviceAdasum::Merge() {
   Impl& m = *impl_;
   if (!m.global_set) throw std::logic_error("DeviceAdasum: the merge needs SetGlobalModel first");
   if (m.count == 0) return;
-  // Each phase ends with every GPU recording its event; the next phase's pulls wait for the
-  // holders' latest records.
+  // The model's pulls wait for the sender's `sendable` record; the dots' pulls and the gather wait
+  // for the GPUs' events, recorded after each phase.
   for (Impl::Gpu& gpu : m.gpus) m.Deltas(gpu, true);
-  m.RecordAll();
   for (Impl::Gpu& gpu : m.gpus) m.Deltas(gpu, false);
   for (size_t l = 0; l < m.levels.size(); ++l) {
     for (const AdasumStep& step : m.levels[l]) m.Exchange(step, l);

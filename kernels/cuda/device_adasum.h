@@ -20,8 +20,12 @@
 // writes the next start into its replicas. Partners on one GPU (`cuda:0x4`) read each other's
 // buffers with no copy; partners on distinct GPUs pull by peer copies. A squared norm below
 // DBL_MIN leaves its coefficient at 1 (a zero operand returns the other). No value reaches the
-// host during a merge. One stream per GPU; events order the GPUs; the host only enqueues, then
-// waits for every stream at the end.
+// host during a merge. Two streams per GPU, one for the arithmetic and one for the pulls, so that
+// copies overlap kernels: the first level's pull starts once the sender has the deltas of the
+// range pulled and overlaps the rest of its deltas; each level combines first the part that the
+// next level's partner pulls; the gather pulls the slices in a staggered order (no two GPUs pull
+// from one holder at once) and the update follows it slice by slice. Events order the streams;
+// the host only enqueues, then waits for every stream at the end.
 //
 // Traffic per merge, with a model of M bytes, one replica per GPU and n = 2^k GPUs: each GPU
 // sends and receives M/2 + M/4 + ... = (n - 1)/n M in the reduce-scatter and (n - 1)/n M in the
@@ -32,8 +36,10 @@
 // Copies are peer copies where the GPUs allow peer access (enabled here for every pair of them),
 // otherwise staged by the runtime through host memory.
 //
-// Memory per GPU: w and w_p (2 M); for each replica whose partner lives on another GPU, a receive
-// buffer of the largest range it pulls (M/2 rounded up; M for a folded pair's left operand); and a
+// Memory per GPU: w and w_p (2 M); for each replica whose partner lives on another GPU, two receive
+// buffers (levels alternate between them, so that a pull need not wait for the previous level's
+// combination), of the largest range it pulls at even and at odd levels (M/2 and M/4 rounded up;
+// M for a folded pair's left operand); the next start of its first replica's slice (M/2^k); and a
 // few thousand doubles of scratch for the dots.
 #pragma once
 
@@ -47,6 +53,13 @@ namespace xmlt::kernels::cuda {
 
 class DeviceAdasum {
  public:
+  // The pulls of each level's range and of each slice of the gather can be cut into this many
+  // chunks, each followed by the arithmetic on it while the next one is copied; each level's dots
+  // are then kept per chunk (3 doubles per tensor and chunk), summed in one fixed order. 1: on the
+  // simulator's clock (docs/BENCHMARKS.md), 2 and 4 chunks gained at most 4% at 4 GPUs and lost up
+  // to 14% at 8, each further copy's latency holding up its stream.
+  static constexpr size_t kPipelineChunks = 1;
+
   // `replicas` of `count` floats each; `tensors`: the start of each tensor (ascending from 0 and
   // within `count`; empty: one tensor), as merge::ReplicaSet::tensors. Enables peer access between
   // the GPUs that copy to each other where they allow it. Throws std::invalid_argument on no

@@ -298,8 +298,9 @@ TEST(CudaDeviceAdasum, RefusesNoReplicasNullParametersBadTensorsAndAMergeWithout
 // own: n = P + m replicas (P a power of two); the m folded pairs (2i, 2i + 1) move a model right to
 // left across GPUs; operand j (replica 2j for j < m, j + m after) swaps ranges with operand j XOR d
 // at d = 1, 2, 4, ..., pulling the half it keeps (the lower one when j & d is 0), and fetches 3
-// doubles per tensor from every other holder of operands j0 .. j0 + 2d - 1 (j0 = j rounded down
-// to a multiple of 2d); then every GPU gathers each operand's final range into its first replica.
+// doubles per tensor and pipeline chunk from every other holder of operands j0 .. j0 + 2d - 1 (j0 =
+// j rounded down to a multiple of 2d); then every GPU gathers each operand's final range into its
+// first replica.
 // Only what crosses GPUs counts.
 struct Expected {
   std::vector<uint64_t> sent, received;
@@ -325,7 +326,7 @@ Expected HalvingTraffic(const std::vector<int>& layout, size_t count, size_t ten
       const size_t keep = (j & d) == 0 ? mid - lo[j] : hi[j] - mid;
       move(gpu[j ^ d], gpu[j], keep * sizeof(float));
       for (size_t k = j / (2 * d) * (2 * d); k < j / (2 * d) * (2 * d) + 2 * d; ++k)
-        move(gpu[k], gpu[j], 3 * tensors * sizeof(double));
+        move(gpu[k], gpu[j], DeviceAdasum::kPipelineChunks * 3 * tensors * sizeof(double));
     }
     for (size_t j = 0; j < power; ++j) {
       const size_t mid = lo[j] + (hi[j] - lo[j]) / 2;
@@ -391,8 +392,8 @@ TEST(CudaDeviceAdasumSim, EveryGpuMovesWhatTheHalvingScheduleSaysAndNothingThrou
 }
 
 // One replica on each of 2^k GPUs and a model divisible by their count: each GPU sends and
-// receives exactly 2 (N - 1) / N of the model (as in a ring), plus 3 doubles per tensor from each
-// other member of each level's group, sum over levels of 2^(l+1) - 1.
+// receives exactly 2 (N - 1) / N of the model (as in a ring), plus 3 doubles per tensor and pipeline
+// chunk from each other member of each level's group, sum over levels of 2^(l+1) - 1.
 TEST(CudaDeviceAdasumSim, OneReplicaPerGpuMovesTwoNMinusOneOverNOfTheModelPlusScalars) {
   XMLT_SKIP_WITHOUT_GPU();
   const int gpus = Gpus();
@@ -403,7 +404,8 @@ TEST(CudaDeviceAdasumSim, OneReplicaPerGpuMovesTwoNMinusOneOverNOfTheModelPlusSc
   for (int g = 0; g < gpus; ++g) layout.push_back(g);
   const uint64_t model = count * sizeof(float);
   uint64_t scalars = 0;
-  for (int group = 2; group <= gpus; group *= 2) scalars += uint64_t(group - 1) * 3 * tensors.size() * sizeof(double);
+  for (int group = 2; group <= gpus; group *= 2)
+    scalars += uint64_t(group - 1) * DeviceAdasum::kPipelineChunks * 3 * tensors.size() * sizeof(double);
   const uint64_t expected = 2 * uint64_t(gpus - 1) * model / uint64_t(gpus) + scalars;
   for (const gpusim::Traffic& t : MergeAndCheckTraffic(layout, count, tensors, "one replica per GPU")) {
     EXPECT_EQ(t.peer_sent, expected);
