@@ -53,12 +53,13 @@ namespace xmlt::kernels::cuda {
 
 class DeviceAdasum {
  public:
-  // The pulls of each level's range and of each slice of the gather can be cut into this many
-  // chunks, each followed by the arithmetic on it while the next one is copied; each level's dots
-  // are then kept per chunk (3 doubles per tensor and chunk), summed in one fixed order. 1: on the
-  // simulator's clock (docs/BENCHMARKS.md), 2 and 4 chunks gained at most 4% at 4 GPUs and lost up
-  // to 14% at 8, each further copy's latency holding up its stream.
-  static constexpr size_t kPipelineChunks = 1;
+  // The pulls of each level's range and of each slice of the gather are cut into this many chunks,
+  // each followed by the arithmetic on it while the next one is copied; each level's dots are kept
+  // per chunk (3 doubles per tensor and chunk), summed in one fixed order. On the simulator's clock
+  // (docs/BENCHMARKS.md) with the Amazon-670K model on NVLink, 1, 2 and 4 chunks projected 1.32x,
+  // 1.21x to 1.25x and 1.17x to 1.22x the ring's sum; for a 40 MB model, where each copy's latency
+  // (which holds up its stream) weighs more, 4 chunks lost up to 14% at 8 GPUs.
+  static constexpr size_t kPipelineChunks = 4;
 
   // `replicas` of `count` floats each; `tensors`: the start of each tensor (ascending from 0 and
   // within `count`; empty: one tensor), as merge::ReplicaSet::tensors. Enables peer access between
