@@ -237,7 +237,8 @@ void DeviceAdasum::Impl::Schedule() {
   const bool folds = replicas.size() > power;
   if (folds) {
     levels.emplace_back();
-    for (const merge::TreePair& pair : tree[0]) levels.back().push_back({pair.left, pair.right, true, 0, count, {pair.left}});
+    for (const merge::TreePair& pair : tree[0])
+      levels.back().push_back({pair.left, pair.right, true, 0, count, {pair.left}});
   }
   std::vector<size_t> holder;  // o_j's replica
   for (const merge::TreePair& pair : tree[folds ? 1 : 0]) {
@@ -504,8 +505,8 @@ void DeviceAdasum::Impl::Update(size_t g) {
   for (Gpu& other : gpus) XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, other.gathered.get(), 0));
   for (const Slice& slice : slices)
     if (slice.replica == first && slice.end > slice.begin)
-      XMLT_CUDA_CHECK(cudaMemcpyAsync(result + slice.begin, gpu.staged.data(), (slice.end - slice.begin) * sizeof(float),
-                                      cudaMemcpyDeviceToDevice, stream));
+      XMLT_CUDA_CHECK(cudaMemcpyAsync(result + slice.begin, gpu.staged.data(),
+                                      (slice.end - slice.begin) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
   for (size_t r = 1; r < gpu.replicas.size(); ++r)
     XMLT_CUDA_CHECK(cudaMemcpyAsync(replicas[gpu.replicas[r]].params, result, count * sizeof(float),
                                     cudaMemcpyDeviceToDevice, stream));

@@ -13,8 +13,9 @@
 // operand pulled over; then at each of k levels every remaining replica swaps half of its current
 // range with its partner at distance 2^l among the 2^k operands, computes the per-tensor partial
 // a.b, |a|^2, |b|^2 of its half in double, the 2^(l+1) replicas that hold the two operands sum
-// those partial dots (3 doubles per tensor, gathered from each, summed in one fixed order, so
-// every piece of a vector gets the same coefficients), and each combines its half in place. Then
+// those partial dots (3 doubles per tensor and pipeline chunk, gathered from each, summed in one
+// fixed order, so every piece of a vector gets the same coefficients), and each combines its half
+// in place. Then
 // every GPU gathers the 2^k final pieces into its first replica, applies the momentum rule to its
 // own full copies of w and w_p (identical on all GPUs: the same bits from the same inputs) and
 // writes the next start into its replicas. Partners on one GPU (`cuda:0x4`) read each other's
@@ -24,15 +25,15 @@
 // copies overlap kernels: the first level's pull starts once the sender has the deltas of the
 // range pulled and overlaps the rest of its deltas; each level combines first the part that the
 // next level's partner pulls; the gather pulls the slices in a staggered order (no two GPUs pull
-// from one holder at once) and the update follows it slice by slice. Events order the streams;
+// from one holder at once) and the update follows it chunk by chunk. Events order the streams;
 // the host only enqueues, then waits for every stream at the end.
 //
 // Traffic per merge, with a model of M bytes, one replica per GPU and n = 2^k GPUs: each GPU
 // sends and receives M/2 + M/4 + ... = (n - 1)/n M in the reduce-scatter and (n - 1)/n M in the
-// gather, 2 (n - 1)/n M in all as in a ring, plus 24 bytes per tensor from each other member of
-// each level's group (2^(l+1) - 1 members at level l). With m > 0, each folded pair across GPUs
-// moves M more (right to left), and a GPU holding only folded right operands receives the whole
-// result, M, in the gather. Several replicas of one GPU add no peer traffic among themselves.
+// gather, 2 (n - 1)/n M in all as in a ring, plus 24 bytes per tensor and pipeline chunk from each
+// other member of each level's group (2^(l+1) - 1 members at level l). With m > 0, each folded pair
+// across GPUs moves M more (right to left), and a GPU holding only folded right operands receives
+// the whole result, M, in the gather. Several replicas of one GPU add no peer traffic among themselves.
 // Copies are peer copies where the GPUs allow peer access (enabled here for every pair of them),
 // otherwise staged by the runtime through host memory.
 //

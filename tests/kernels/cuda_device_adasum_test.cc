@@ -226,7 +226,8 @@ std::vector<double> Adasum(const std::vector<double>& a, const std::vector<doubl
   return out;
 }
 
-// n = 3: (d0+d1)+d2, n = 5: ((d0+d1)+d2)+(d3+d4), n = 6: ((d0+d1)+(d2+d3))+(d4+d5), n = 7: ((d0+d1)+(d2+d3))+((d4+d5)+d6),
+// n = 3: (d0+d1)+d2, n = 5: ((d0+d1)+d2)+(d3+d4), n = 6: ((d0+d1)+(d2+d3))+(d4+d5),
+// n = 7: ((d0+d1)+(d2+d3))+((d4+d5)+d6),
 // on one GPU and spread over the GPUs: the device's result (w' - w, no momentum) within 1e-5 of
 // the magnitudes.
 TEST(CudaDeviceAdasum, NonPowerOfTwoCountsFollowTheFoldedTree) {
