@@ -376,19 +376,20 @@ std::vector<gpusim::Traffic> MergeAndCheckTraffic(const std::vector<int>& layout
 
 TEST(CudaDeviceAdasumSim, EveryGpuMovesWhatTheHalvingScheduleSaysAndNothingThroughTheHost) {
   XMLT_SKIP_WITHOUT_GPU();
-  const size_t count = 10007;
-  for (size_t n = 1; n <= 8; ++n) {
-    for (const bool interleaved : {false, true}) {
-      const int gpus = std::min(Gpus(), int(n));
-      const std::vector<int> layout = Layout(n, gpus, interleaved);
-      MergeAndCheckTraffic(layout, count, {0, count / 3},
-                           std::to_string(n) + " replicas on " + std::to_string(gpus) + " GPUs" +
-                               (interleaved ? " interleaved" : ""));
-      if (HasFatalFailure()) return;
+  for (const size_t count : {size_t(5), size_t(10007)}) {  // below the replica count, and not divisible
+    for (size_t n = 1; n <= 8; ++n) {
+      for (const bool interleaved : {false, true}) {
+        const int gpus = std::min(Gpus(), int(n));
+        const std::vector<int> layout = Layout(n, gpus, interleaved);
+        MergeAndCheckTraffic(layout, count, {0, count / 3},
+                             std::to_string(n) + " replicas on " + std::to_string(gpus) + " GPUs" +
+                                 (interleaved ? " interleaved" : "") + ", " + std::to_string(count) + " values");
+        if (HasFatalFailure()) return;
+      }
     }
   }
   // Four replicas of one GPU: no peer traffic at all.
-  for (const gpusim::Traffic& t : MergeAndCheckTraffic({0, 0, 0, 0}, count, {}, "cuda:0x4"))
+  for (const gpusim::Traffic& t : MergeAndCheckTraffic({0, 0, 0, 0}, 10007, {}, "cuda:0x4"))
     EXPECT_EQ(t.peer_sent + t.peer_received, 0u);
 }
 
