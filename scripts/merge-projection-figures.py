@@ -19,7 +19,7 @@ SCHEDULES = [
     ("ring_momentum", "our ring + global momentum (training's merge)"),
     ("nccl_all_reduce", "our NcclAllReduce"),
     ("nccl_all_reduce_momentum", "our NcclAllReduce + global momentum"),
-    ("adasum", "our DeviceAdasum (tree + broadcast)"),
+    ("adasum", "our DeviceAdasum (vector halving + gather)"),
     ("tree", "binary tree, pipelined"),
 ]
 # The plain sum that the others are compared with (Adasum's goal: at most 1.3x of it).

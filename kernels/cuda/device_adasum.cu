@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <stdexcept>
 #include <string>
@@ -90,35 +91,27 @@ __global__ void __launch_bounds__(kThreads) SumDotsKernel(const double* partial,
 // its own scale, 1.
 __device__ __forceinline__ double Coefficient(double ab, double aa) { return aa >= DBL_MIN ? 1.0 - ab / (2.0 * aa) : 1.0; }
 
-// coefficients[2t], [2t + 1]: those of a and b in tensor t, from dots[3t .. 3t + 2].
+// out[j] = ca a[j] + cb b[j]; out is a or b (element-wise, so in place is fine).
 __global__ void __launch_bounds__(kThreads)
-    CoefficientsKernel(const double* dots, size_t tensors, float* coefficients) {
-  for (size_t t = threadIdx.x; t < tensors; t += blockDim.x) {
-    const double ab = dots[3 * t], aa = dots[3 * t + 1], bb = dots[3 * t + 2];
-    coefficients[2 * t] = float(Coefficient(ab, aa));
-    coefficients[2 * t + 1] = float(Coefficient(ab, bb));
-  }
-}
-
-__global__ void __launch_bounds__(kThreads) CombineKernel(float* a, const float* b, size_t n, const float* coefficients) {
+    CombineKernel(float* out, const float* a, const float* b, size_t n, const float* coefficients) {
   const float ca = coefficients[0], cb = coefficients[1];
   for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += size_t(gridDim.x) * blockDim.x)
-    a[j] = ca * a[j] + cb * b[j];
+    out[j] = ca * a[j] + cb * b[j];
 }
 
-// values: Adasum's result D in, the next start out; w and w_p advance (merge/adasum_merger.cc's
-// rule, value for value).
-__global__ void __launch_bounds__(kThreads)
-    UpdateKernel(float* values, float* current, float* previous, size_t n, float gamma, bool nesterov) {
+// sum: Adasum's result D in; start: the next start out (may be sum); w and w_p advance
+// (merge/adasum_merger.cc's rule, value for value).
+__global__ void __launch_bounds__(kThreads) UpdateKernel(const float* sum, float* start, float* current,
+                                                         float* previous, size_t n, float gamma, bool nesterov) {
   for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += size_t(gridDim.x) * blockDim.x) {
-    const float w = current[j];
+    const float w = current[j], d = sum[j];
     if (nesterov) {
-      const float next = Start(w, previous[j], gamma, true) + values[j];
-      values[j] = Start(next, w, gamma, true);
+      const float next = Start(w, previous[j], gamma, true) + d;
+      start[j] = Start(next, w, gamma, true);
       current[j] = next;
     } else {
-      const float next = w + values[j] + gamma * (w - previous[j]);
-      values[j] = next;
+      const float next = w + d + gamma * (w - previous[j]);
+      start[j] = next;
       current[j] = next;
     }
     previous[j] = w;
@@ -130,7 +123,38 @@ std::pair<size_t, size_t> Piece(size_t n, size_t index, size_t count) {
   return {n * index / count, n * (index + 1) / count};
 }
 
+// coefficients[2t], [2t + 1]: those of a and b in tensor t, from the `members` rows of the group's
+// partial dots (row k: 3 doubles per tensor), summed in row order: every member of a group sums
+// the same rows in the same order and gets the same bits.
+__global__ void __launch_bounds__(kThreads)
+    GroupCoefficientsKernel(const double* rows, size_t members, size_t tensors, float* coefficients) {
+  for (size_t t = threadIdx.x; t < tensors; t += blockDim.x) {
+    double ab = 0, aa = 0, bb = 0;
+    for (size_t k = 0; k < members; ++k) {
+      ab += rows[3 * (k * tensors + t)];
+      aa += rows[3 * (k * tensors + t) + 1];
+      bb += rows[3 * (k * tensors + t) + 2];
+    }
+    coefficients[2 * t] = float(Coefficient(ab, aa));
+    coefficients[2 * t + 1] = float(Coefficient(ab, bb));
+  }
+}
+
 }  // namespace
+
+// One replica's share of one level of the tree: it combines the level's left operand a and right
+// operand b on [begin, end) of the model into its own buffer there, its own values being a (left)
+// or b (right) and the partner's pulled over (or read in place on the same GPU). The dots are
+// summed over `group`, the replicas that hold the rest of the same two operands.
+struct AdasumStep {
+  size_t replica, partner;
+  bool left;
+  size_t begin, end;
+  std::vector<size_t> group;  // ascending operand order, the replica itself included
+  size_t sent_begin = 0, sent_end = 0;  // the part that the next level's partner pulls
+};
+
+constexpr size_t kChunks = DeviceAdasum::kPipelineChunks;
 
 struct DeviceAdasum::Impl {
   struct Gpu {
@@ -138,34 +162,121 @@ struct DeviceAdasum::Impl {
     std::vector<size_t> replicas;  // indices into `replicas`, ascending; the first receives the result
     Stream stream;
     Event event;                     // re-recorded after each phase; waits take the latest record
-    DeviceBuffer<float> received;    // a right operand from another GPU (only on such pairs' left GPUs)
+    Stream copies;                   // the pulls, beside the arithmetic on `stream`
+    std::vector<Event> pulled;       // per chunk of each slice of the result: in the first replica
+    Event gathered;                  // every slice pulled
+    DeviceBuffer<float> staged;      // the next start of the first replica's own slice
     DeviceBuffer<double> partial;    // the dots' per-block sums
-    DeviceBuffer<double> dots;       // a.b, |a|^2, |b|^2 per tensor
-    DeviceBuffer<float> coefficients;  // two per tensor
     DeviceBuffer<float> current, previous;  // w and w_p, whole
     DeviceBuffer<unsigned long long> non_finite;
     PinnedBuffer<unsigned long long> non_finite_host;
+  };
+  struct Rank {                      // per replica
+    DeviceBuffer<float> received[2];  // the partner's values when it lives on another GPU, by level parity
+    Event consumed[2];               // the last combination that read each receive buffer
+    Event sendable;                  // the part that the next partner pulls is ready
+    std::vector<Event> arrived = std::vector<Event>(kChunks);  // each chunk of the partner's range
+    DeviceBuffer<double> dots;       // per level it works in, chunk and tensor: 3 doubles
+    DeviceBuffer<double> rows;       // its group's dots, gathered
+    DeviceBuffer<float> coefficients;  // two per tensor
+  };
+  struct Slice {                     // a piece of the final result and the replica that holds it
+    size_t replica, begin, end;
   };
 
   std::vector<GpuReplica> replicas;
   size_t count = 0;
   std::vector<size_t> bounds;  // tensor t spans [bounds[t], bounds[t + 1])
   DeviceMomentum momentum;
-  std::vector<std::vector<merge::TreePair>> levels;
+  std::vector<std::vector<AdasumStep>> levels;
+  std::vector<Slice> slices;   // the reduce-scatter's result, in operand order
   std::vector<size_t> gpu_of;  // replica -> index into `gpus`
   std::vector<Gpu> gpus;       // in order of first appearance
+  std::vector<Rank> ranks;
+  std::vector<std::pair<size_t, size_t>> first_sent;  // per replica: what the first level pulls from it
+  std::vector<bool> works_first;  // per replica: whether it combines at the first level
   bool peer_access = true;
   bool global_set = false;
 
   size_t tensors() const { return bounds.size() - 1; }
   float* First(Gpu& gpu) { return replicas[gpu.replicas.front()].params; }
+  bool Remote(size_t a, size_t b) const { return gpu_of[a] != gpu_of[b]; }
 
+  void Schedule();
   void EnablePeerAccess(int from, int to);
-  void Deltas(Gpu& gpu);  // records the GPU's event
-  void Combine(size_t left, size_t right);
-  void Broadcast();
-  void Update(Gpu& gpu);
+  void Deltas(Gpu& gpu, bool sent);
+  void RecordAll();
+  void Exchange(const AdasumStep& step, size_t level);
+  void CombineStep(const AdasumStep& step, size_t level);
+  void CombineRange(const AdasumStep& step, size_t level, size_t lo, size_t hi);
+  size_t SliceInTurn(size_t gpu, size_t turn) const;
+  void Gather(size_t gpu);
+  void Update(size_t gpu);
 };
+
+// The reduce-scatter schedule of merge::PairwiseTreeLevels(n) (merge/adasum.h), read off that
+// tree. With n = 2^k + m, the tree's first level folds (2i, 2i + 1), i < m: these pairs are
+// combined whole, replica 2i + 1's values pulled to replica 2i, which combines all of them (the
+// folded right operand then sits out, as in the tree). The tree's next level pairs the 2^k operands
+// left, (o_0, o_1), (o_2, o_3), ..., each o_j held by one replica; from there on vector halving,
+// distance doubling: at level l (d = 2^l) the holders of o_j and o_(j XOR d) hold the same range
+// [lo, hi) of their two operands; the one with (j / d) even holds the left operand a, keeps
+// [lo, mid) and combines a and b there, the other keeps [mid, hi), mid = lo + (hi - lo) / 2. The
+// pair's dots are the sums over the 2d holders of o_j0 .. o_(j0 + 2d - 1) (j0: j rounded down to a
+// multiple of 2d), which hold the disjoint ranges of both operands: level l is the tree's pairs
+// (o_j0, o_(j0 + d)), combined over whole tensors as the host does. After k levels each holder has
+// the final result on its own range. std::logic_error if the tree ever stops matching this.
+void DeviceAdasum::Impl::Schedule() {
+  const std::vector<std::vector<merge::TreePair>> tree = merge::PairwiseTreeLevels(replicas.size());
+  if (tree.empty()) {  // one replica: it holds the whole result
+    slices.push_back({0, 0, count});
+    return;
+  }
+  size_t power = 1;
+  while (power <= replicas.size() / 2) power *= 2;
+  const bool folds = replicas.size() > power;
+  if (folds) {
+    levels.emplace_back();
+    for (const merge::TreePair& pair : tree[0])
+      levels.back().push_back({pair.left, pair.right, true, 0, count, {pair.left}});
+  }
+  std::vector<size_t> holder;  // o_j's replica
+  for (const merge::TreePair& pair : tree[folds ? 1 : 0]) {
+    holder.push_back(pair.left);
+    holder.push_back(pair.right);
+  }
+  if (holder.size() != power) throw std::logic_error("DeviceAdasum: the tree does not halve to a power of two");
+  std::vector<std::pair<size_t, size_t>> range(power, {0, count});
+  size_t tree_level = folds ? 1 : 0;
+  for (size_t d = 1; d < power; d *= 2, ++tree_level) {
+    for (size_t p = 0; p < tree.at(tree_level).size(); ++p)
+      if (tree[tree_level][p].left != holder[2 * d * p] || tree[tree_level][p].right != holder[2 * d * p + d])
+        throw std::logic_error("DeviceAdasum: the tree's level " + std::to_string(tree_level) +
+                               " is not distance doubling");
+    levels.emplace_back();
+    std::vector<std::pair<size_t, size_t>> next = range;
+    for (size_t j = 0; j < power; ++j) {
+      const bool left = (j / d) % 2 == 0;
+      const auto [lo, hi] = range[j];
+      const size_t mid = lo + (hi - lo) / 2;
+      next[j] = left ? std::pair{lo, mid} : std::pair{mid, hi};
+      AdasumStep step{holder[j], holder[left ? j + d : j - d], left, next[j].first, next[j].second, {}};
+      const size_t j0 = j / (2 * d) * (2 * d);
+      for (size_t k = j0; k < j0 + 2 * d; ++k) step.group.push_back(holder[k]);
+      levels.back().push_back(std::move(step));
+    }
+    range = std::move(next);
+  }
+  for (size_t j = 0; j < power; ++j) slices.push_back({holder[j], range[j].first, range[j].second});
+  // What each replica gives away at the next level: its range less the half it keeps there.
+  for (size_t l = 0; l + 1 < levels.size(); ++l)
+    for (AdasumStep& step : levels[l])
+      for (const AdasumStep& next : levels[l + 1])
+        if (next.replica == step.replica) {
+          step.sent_begin = next.left ? next.end : step.begin;
+          step.sent_end = next.left ? step.end : next.begin;
+        }
+}
 
 void DeviceAdasum::Impl::EnablePeerAccess(int from, int to) {
   for (auto [device, peer] : {std::pair{from, to}, std::pair{to, from}}) {
@@ -185,88 +296,217 @@ void DeviceAdasum::Impl::EnablePeerAccess(int from, int to) {
   }
 }
 
-void DeviceAdasum::Impl::Deltas(Gpu& gpu) {
+// The deltas of this GPU's replicas: first (`sent`) the range that each one's partner on another
+// GPU pulls at the first level, so that the pull can start while the rest is computed.
+void DeviceAdasum::Impl::Deltas(Gpu& gpu, bool sent) {
   DeviceGuard guard(gpu.ordinal);
   const cudaStream_t stream = gpu.stream.get();
-  for (const size_t i : gpu.replicas) {
+  auto delta = [&](size_t i, size_t lo, size_t hi) {
+    if (hi <= lo) return;
     // The replica read and written, w read; w_p only by Nesterov's look-ahead (its sole use).
-    XMLT_SIM_KERNEL_BYTES(count * sizeof(float) * (momentum.nesterov ? 4 : 3));
-    XMLT_LAUNCH(DeltaKernel, BlocksFor(count), kThreads, 0, stream)(replicas[i].params, gpu.current.data(),
-                                                                   gpu.previous.data(), count,
-                                                                   float(momentum.gamma), momentum.nesterov);
+    XMLT_SIM_KERNEL_BYTES((hi - lo) * sizeof(float) * (momentum.nesterov ? 4 : 3));
+    XMLT_LAUNCH(DeltaKernel, BlocksFor(hi - lo), kThreads, 0, stream)(replicas[i].params + lo, gpu.current.data() + lo,
+                                                                      gpu.previous.data() + lo, hi - lo,
+                                                                      float(momentum.gamma), momentum.nesterov);
     XMLT_CUDA_CHECK_LAUNCH();
-  }
-  gpu.event.Record(stream);
-}
-
-// Replica `right` into replica `left`, on the left one's GPU: the right operand pulled over first
-// when it lives elsewhere, then per tensor the dots, all coefficients at once, the combination.
-void DeviceAdasum::Impl::Combine(size_t left, size_t right) {
-  Gpu& to = gpus[gpu_of[left]];
-  Gpu& from = gpus[gpu_of[right]];
-  DeviceGuard guard(to.ordinal);
-  const cudaStream_t stream = to.stream.get();
-  float* a = replicas[left].params;
-  const float* b = replicas[right].params;
-  if (&to != &from) {
-    XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, from.event.get(), 0));
-    XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(to.received.data(), to.ordinal, b, from.ordinal, count * sizeof(float), stream));
-    b = to.received.data();
-  }
-  for (size_t t = 0; t < tensors(); ++t) {
-    const size_t begin = bounds[t], n = bounds[t + 1] - begin;
-    const unsigned blocks = BlocksFor(n);  // an empty tensor still writes its zero dots
-    XMLT_SIM_KERNEL_BYTES(2 * n * sizeof(float) + 3 * blocks * sizeof(double));  // a, b; 3 doubles a block
-    XMLT_LAUNCH(DotsKernel, blocks, kThreads, 0, stream)(a + begin, b + begin, n, to.partial.data());
-    XMLT_CUDA_CHECK_LAUNCH();
-    XMLT_SIM_KERNEL_BYTES(3 * (blocks + 1) * sizeof(double));  // the blocks' sums read, the tensor's 3 written
-    XMLT_LAUNCH(SumDotsKernel, 1, kThreads, 0, stream)(to.partial.data(), blocks, to.dots.data() + 3 * t);
-    XMLT_CUDA_CHECK_LAUNCH();
-  }
-  XMLT_SIM_KERNEL_BYTES(tensors() * (3 * sizeof(double) + 2 * sizeof(float)));  // 3 dots in, 2 coefficients out
-  XMLT_LAUNCH(CoefficientsKernel, 1, kThreads, 0, stream)(to.dots.data(), tensors(), to.coefficients.data());
-  XMLT_CUDA_CHECK_LAUNCH();
-  for (size_t t = 0; t < tensors(); ++t) {
-    const size_t begin = bounds[t], n = bounds[t + 1] - begin;
-    if (n == 0) continue;
-    XMLT_SIM_KERNEL_BYTES(3 * n * sizeof(float) + 2 * sizeof(float));  // a read and written, b, the coefficients
-    XMLT_LAUNCH(CombineKernel, BlocksFor(n), kThreads, 0, stream)(a + begin, b + begin, n,
-                                                                  to.coefficients.data() + 2 * t);
-    XMLT_CUDA_CHECK_LAUNCH();
-  }
-}
-
-// The root's result down a binomial tree of the GPUs, into each GPU's first replica. Each copy
-// runs on its sender's stream, before the sender's own update overwrites the result; the receiver
-// waits for it. The receiver's first replica is free: every delta fed the root's result.
-void DeviceAdasum::Impl::Broadcast() {
-  const size_t n = gpus.size();
-  for (size_t step = 1; step < n; step *= 2) {
-    for (size_t k = 0; k < step && k + step < n; ++k) {
-      Gpu& from = gpus[k];
-      Gpu& to = gpus[k + step];
-      {
-        DeviceGuard guard(from.ordinal);
-        XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(First(to), to.ordinal, First(from), from.ordinal, count * sizeof(float),
-                                            from.stream.get()));
-        from.event.Record(from.stream.get());
-      }
-      DeviceGuard guard(to.ordinal);
-      XMLT_CUDA_CHECK(cudaStreamWaitEvent(to.stream.get(), from.event.get(), 0));
+  };
+  for (const size_t i : gpu.replicas) {
+    const auto [lo, hi] = first_sent[i];
+    if (sent) {
+      delta(i, lo, hi);
+      ranks[i].sendable.Record(stream);
+    } else {
+      delta(i, 0, lo);
+      delta(i, hi, count);
+      // A replica that does not combine at the first level is first pulled from at a later one,
+      // whole range ready.
+      if (!works_first[i]) ranks[i].sendable.Record(stream);
     }
   }
 }
 
-// The momentum rule on this GPU's copy of w and w_p, the next start into its first replica and
-// from there into the others.
-void DeviceAdasum::Impl::Update(Gpu& gpu) {
+void DeviceAdasum::Impl::RecordAll() {
+  for (Gpu& gpu : gpus) {
+    DeviceGuard guard(gpu.ordinal);
+    gpu.event.Record(gpu.stream.get());
+  }
+}
+
+// The partner's range pulled over if it lives elsewhere, chunk by chunk on the copy stream once the
+// partner has it ready and this replica's receive buffer for the level's parity is free; per chunk
+// (as it arrives) and tensor the partial dots of the range into the replica's rows for this level.
+void DeviceAdasum::Impl::Exchange(const AdasumStep& step, size_t level) {
+  Gpu& gpu = gpus[gpu_of[step.replica]];
+  DeviceGuard guard(gpu.ordinal);
+  const cudaStream_t stream = gpu.stream.get();
+  Rank& rank = ranks[step.replica];
+  const size_t n = step.end - step.begin;
+  const bool remote = Remote(step.replica, step.partner);
+  const bool pulled = remote && n > 0;
+  const float* other = remote ? rank.received[level % 2].data() : replicas[step.partner].params + step.begin;
+  if (pulled) {
+    Gpu& from = gpus[gpu_of[step.partner]];
+    const cudaStream_t copies = gpu.copies.get();
+    float* buffer = rank.received[level % 2].data();
+    const float* from_values = replicas[step.partner].params + step.begin;
+    XMLT_CUDA_CHECK(cudaStreamWaitEvent(copies, ranks[step.partner].sendable.get(), 0));
+    XMLT_CUDA_CHECK(cudaStreamWaitEvent(copies, rank.consumed[level % 2].get(), 0));
+    for (size_t c = 0; c < kChunks; ++c) {
+      const auto [lo, hi] = Piece(n, c, kChunks);
+      if (hi > lo)
+        XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(buffer + lo, gpu.ordinal, from_values + lo, from.ordinal,
+                                            (hi - lo) * sizeof(float), copies));
+      rank.arrived[c].Record(copies);
+    }
+  }
+  const float* own = replicas[step.replica].params + step.begin;
+  const float* a = step.left ? own : other;
+  const float* b = step.left ? other : own;
+  for (size_t c = 0; c < kChunks; ++c) {
+    if (pulled) XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, rank.arrived[c].get(), 0));
+    const auto [chunk_lo, chunk_hi] = Piece(n, c, kChunks);
+    for (size_t t = 0; t < tensors(); ++t) {
+      const size_t lo = std::clamp(bounds[t], step.begin + chunk_lo, step.begin + chunk_hi) - step.begin;
+      const size_t hi = std::clamp(bounds[t + 1], step.begin + chunk_lo, step.begin + chunk_hi) - step.begin;
+      const unsigned blocks = BlocksFor(hi - lo);  // an empty overlap still writes its zero dots
+      XMLT_SIM_KERNEL_BYTES(2 * (hi - lo) * sizeof(float) + 3 * blocks * sizeof(double));
+      XMLT_LAUNCH(DotsKernel, blocks, kThreads, 0, stream)(a + lo, b + lo, hi - lo, gpu.partial.data());
+      XMLT_CUDA_CHECK_LAUNCH();
+      XMLT_SIM_KERNEL_BYTES(3 * (blocks + 1) * sizeof(double));  // the blocks' sums read, the 3 dots written
+      XMLT_LAUNCH(SumDotsKernel, 1, kThreads, 0, stream)(
+          gpu.partial.data(), blocks, rank.dots.data() + 3 * ((level * kChunks + c) * tensors() + t));
+      XMLT_CUDA_CHECK_LAUNCH();
+    }
+  }
+}
+
+// a and b combined on [lo, hi) (offsets into the step's range) into the replica's own buffer.
+void DeviceAdasum::Impl::CombineRange(const AdasumStep& step, size_t level, size_t lo, size_t hi) {
+  Gpu& gpu = gpus[gpu_of[step.replica]];
+  const cudaStream_t stream = gpu.stream.get();
+  Rank& rank = ranks[step.replica];
+  float* own = replicas[step.replica].params + step.begin;
+  const float* other = Remote(step.replica, step.partner) ? rank.received[level % 2].data()
+                                                          : replicas[step.partner].params + step.begin;
+  const float* a = step.left ? own : other;
+  const float* b = step.left ? other : own;
+  for (size_t t = 0; t < tensors(); ++t) {
+    const size_t tlo = std::clamp(bounds[t], step.begin + lo, step.begin + hi) - step.begin;
+    const size_t thi = std::clamp(bounds[t + 1], step.begin + lo, step.begin + hi) - step.begin;
+    if (thi == tlo) continue;
+    XMLT_SIM_KERNEL_BYTES(3 * (thi - tlo) * sizeof(float) + 2 * sizeof(float));  // a, b, the result; coefficients
+    XMLT_LAUNCH(CombineKernel, BlocksFor(thi - tlo), kThreads, 0, stream)(own + tlo, a + tlo, b + tlo, thi - tlo,
+                                                                          rank.coefficients.data() + 2 * t);
+    XMLT_CUDA_CHECK_LAUNCH();
+  }
+}
+
+// The group's dots gathered (a few doubles from each member), the coefficients from their sums,
+// then the combination: first the part that the next level's partner pulls, so that its pull
+// overlaps the rest.
+void DeviceAdasum::Impl::CombineStep(const AdasumStep& step, size_t level) {
+  Gpu& gpu = gpus[gpu_of[step.replica]];
+  DeviceGuard guard(gpu.ordinal);
+  const cudaStream_t stream = gpu.stream.get();
+  Rank& rank = ranks[step.replica];
+  const size_t row = kChunks * 3 * tensors();  // one member's dots of one level
+  for (size_t k = 0; k < step.group.size(); ++k) {
+    const size_t member = step.group[k];
+    const double* src = ranks[member].dots.data() + level * row;
+    double* dst = rank.rows.data() + k * row;
+    if (Remote(step.replica, member)) {
+      Gpu& from = gpus[gpu_of[member]];
+      XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, from.event.get(), 0));
+      XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(dst, gpu.ordinal, src, from.ordinal, row * sizeof(double), stream));
+    } else {
+      XMLT_CUDA_CHECK(cudaMemcpyAsync(dst, src, row * sizeof(double), cudaMemcpyDeviceToDevice, stream));
+    }
+  }
+  XMLT_SIM_KERNEL_BYTES(step.group.size() * row * sizeof(double) + 2 * tensors() * sizeof(float));
+  XMLT_LAUNCH(GroupCoefficientsKernel, 1, kThreads, 0, stream)(rank.rows.data(), step.group.size() * kChunks,
+                                                               tensors(), rank.coefficients.data());
+  XMLT_CUDA_CHECK_LAUNCH();
+  const bool sends = step.sent_end > step.sent_begin;
+  const size_t sent_lo = sends ? step.sent_begin - step.begin : 0;
+  const size_t sent_hi = sends ? step.sent_end - step.begin : 0;
+  CombineRange(step, level, sent_lo, sent_hi);
+  rank.sendable.Record(stream);
+  CombineRange(step, level, 0, sent_lo);
+  CombineRange(step, level, sent_hi, step.end - step.begin);
+  rank.consumed[level % 2].Record(stream);
+}
+
+// The slice that GPU `gpu` gathers in turn `turn`: staggered, so that with one holder per GPU the
+// GPUs pull from different holders at each turn, none waiting for another's port.
+size_t DeviceAdasum::Impl::SliceInTurn(size_t gpu, size_t turn) const { return (gpu + 1 + turn) % slices.size(); }
+
+// Every slice of the result into this GPU's first replica, chunk by chunk on its copy stream once
+// every GPU has finished the reduce-scatter: pulled from the GPUs that hold them, copied within the
+// GPU from its other replicas.
+void DeviceAdasum::Impl::Gather(size_t g) {
+  Gpu& gpu = gpus[g];
+  DeviceGuard guard(gpu.ordinal);
+  const cudaStream_t stream = gpu.copies.get();
+  for (Gpu& other : gpus) XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, other.event.get(), 0));
+  const size_t first = gpu.replicas.front();
+  for (size_t turn = 0; turn < slices.size(); ++turn) {
+    const size_t j = SliceInTurn(g, turn);
+    const Slice& slice = slices[j];
+    if (slice.replica == first) continue;
+    for (size_t c = 0; c < kChunks; ++c) {
+      const auto [lo, hi] = Piece(slice.end - slice.begin, c, kChunks);
+      if (hi > lo) {
+        float* dst = replicas[first].params + slice.begin + lo;
+        const float* src = replicas[slice.replica].params + slice.begin + lo;
+        const size_t bytes = (hi - lo) * sizeof(float);
+        if (Remote(first, slice.replica)) {
+          XMLT_CUDA_CHECK(
+              cudaMemcpyPeerAsync(dst, gpu.ordinal, src, gpus[gpu_of[slice.replica]].ordinal, bytes, stream));
+        } else {
+          XMLT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+        }
+      }
+      gpu.pulled[j * kChunks + c].Record(stream);
+    }
+  }
+  gpu.gathered.Record(stream);
+}
+
+// The momentum rule on this GPU's copy of w and w_p, chunk by chunk as the gather brings them in
+// (its passes over memory overlap the pulls), the next start into its first replica and from there
+// into the others. The first replica's own slice goes first, its next start into `staged` (the
+// other GPUs still pull its D), copied in once every GPU has pulled it.
+void DeviceAdasum::Impl::Update(size_t g) {
+  Gpu& gpu = gpus[g];
   DeviceGuard guard(gpu.ordinal);
   const cudaStream_t stream = gpu.stream.get();
   float* const result = First(gpu);
-  XMLT_SIM_KERNEL_BYTES(6 * count * sizeof(float));  // D in and the start out, w and w_p each read and written
-  XMLT_LAUNCH(UpdateKernel, BlocksFor(count), kThreads, 0, stream)(result, gpu.current.data(), gpu.previous.data(),
-                                                                  count, float(momentum.gamma), momentum.nesterov);
-  XMLT_CUDA_CHECK_LAUNCH();
+  auto update = [&](size_t lo, size_t hi, float* start) {
+    if (hi == lo) return;
+    XMLT_SIM_KERNEL_BYTES(6 * (hi - lo) * sizeof(float));  // D in and the start out, w and w_p each read and written
+    XMLT_LAUNCH(UpdateKernel, BlocksFor(hi - lo), kThreads, 0, stream)(result + lo, start, gpu.current.data() + lo,
+                                                                       gpu.previous.data() + lo, hi - lo,
+                                                                       float(momentum.gamma), momentum.nesterov);
+    XMLT_CUDA_CHECK_LAUNCH();
+  };
+  const size_t first = gpu.replicas.front();
+  for (const Slice& slice : slices)
+    if (slice.replica == first) update(slice.begin, slice.end, gpu.staged.data());
+  for (size_t turn = 0; turn < slices.size(); ++turn) {
+    const size_t j = SliceInTurn(g, turn);
+    const Slice& slice = slices[j];
+    if (slice.replica == first) continue;
+    for (size_t c = 0; c < kChunks; ++c) {
+      XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, gpu.pulled[j * kChunks + c].get(), 0));
+      const auto [lo, hi] = Piece(slice.end - slice.begin, c, kChunks);
+      update(slice.begin + lo, slice.begin + hi, result + slice.begin + lo);
+    }
+  }
+  for (Gpu& other : gpus) XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, other.gathered.get(), 0));
+  for (const Slice& slice : slices)
+    if (slice.replica == first && slice.end > slice.begin)
+      XMLT_CUDA_CHECK(cudaMemcpyAsync(result + slice.begin, gpu.staged.data(),
+                                      (slice.end - slice.begin) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
   for (size_t r = 1; r < gpu.replicas.size(); ++r)
     XMLT_CUDA_CHECK(cudaMemcpyAsync(replicas[gpu.replicas[r]].params, result, count * sizeof(float),
                                     cudaMemcpyDeviceToDevice, stream));
@@ -275,8 +515,13 @@ void DeviceAdasum::Impl::Update(Gpu& gpu) {
 DeviceAdasum::DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::vector<size_t> tensors,
                            DeviceMomentum momentum)
     : impl_(std::make_unique<Impl>()) {
-  if (replicas.empty()) throw std::invalid_argument("DeviceAdasum: no replicas");
   Impl& m = *impl_;
+  for (const GpuReplicaGroup& group : GroupByGpu(replicas, count, "DeviceAdasum")) {
+    DeviceGuard guard(group.ordinal);
+    m.gpus.emplace_back();
+    m.gpus.back().ordinal = group.ordinal;
+    m.gpus.back().replicas = group.replicas;
+  }
   m.replicas = std::move(replicas);
   m.count = count;
   m.momentum = momentum;
@@ -288,39 +533,46 @@ DeviceAdasum::DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::
       throw std::invalid_argument("DeviceAdasum: tensor offset " + std::to_string(m.bounds[t]) +
                                   " is not ascending within " + std::to_string(count) + " parameters");
   m.bounds.push_back(count);
+  m.gpu_of.resize(m.replicas.size());
+  for (size_t g = 0; g < m.gpus.size(); ++g)
+    for (const size_t i : m.gpus[g].replicas) m.gpu_of[i] = g;
+  m.Schedule();
+  m.first_sent.assign(m.replicas.size(), {0, 0});
+  m.works_first.assign(m.replicas.size(), false);
+  if (!m.levels.empty())
+    for (const AdasumStep& step : m.levels.front()) {
+      m.works_first[step.replica] = true;
+      if (m.Remote(step.replica, step.partner)) m.first_sent[step.partner] = {step.begin, step.end};
+    }
+  // Every GPU pulls slices from every other in the all-gather.
+  for (size_t g = 0; g < m.gpus.size(); ++g)
+    for (size_t h = g + 1; h < m.gpus.size(); ++h) m.EnablePeerAccess(m.gpus[g].ordinal, m.gpus[h].ordinal);
+  std::vector<std::array<size_t, 2>> received(m.replicas.size(), {0, 0});  // by level parity
+  size_t group = 1;
+  for (size_t l = 0; l < m.levels.size(); ++l)
+    for (const AdasumStep& step : m.levels[l]) {
+      size_t& size = received[step.replica][l % 2];
+      if (m.Remote(step.replica, step.partner)) size = std::max(size, step.end - step.begin);
+      group = std::max(group, step.group.size());
+    }
+  const size_t row = kChunks * 3 * m.tensors();
+  m.ranks.reserve(m.replicas.size());
   for (size_t i = 0; i < m.replicas.size(); ++i) {
-    if (m.replicas[i].params == nullptr && count > 0)
-      throw std::invalid_argument("DeviceAdasum: replica " + std::to_string(i) + " has no parameters");
-    auto it = std::find_if(m.gpus.begin(), m.gpus.end(),
-                           [&](const Impl::Gpu& g) { return g.ordinal == m.replicas[i].gpu; });
-    if (it == m.gpus.end()) {
-      DeviceGuard guard(m.replicas[i].gpu);
-      m.gpus.emplace_back();
-      m.gpus.back().ordinal = m.replicas[i].gpu;
-      it = m.gpus.end() - 1;
-    }
-    it->replicas.push_back(i);
-    m.gpu_of.push_back(size_t(it - m.gpus.begin()));
+    DeviceGuard guard(m.replicas[i].gpu);
+    Impl::Rank& rank = m.ranks.emplace_back();  // its events and buffers on its GPU
+    for (size_t parity : {0, 1})
+      if (received[i][parity] > 0) rank.received[parity] = DeviceBuffer<float>(received[i][parity]);
+    rank.dots = DeviceBuffer<double>(std::max<size_t>(1, m.levels.size()) * row);
+    rank.rows = DeviceBuffer<double>(group * row);
+    rank.coefficients = DeviceBuffer<float>(2 * m.tensors());
   }
-  m.levels = merge::PairwiseTreeLevels(m.replicas.size());
-  std::vector<bool> receives(m.gpus.size(), false);
-  for (const auto& level : m.levels)
-    for (const merge::TreePair& pair : level) {
-      const size_t to = m.gpu_of[pair.left], from = m.gpu_of[pair.right];
-      if (to == from) continue;
-      receives[to] = true;
-      m.EnablePeerAccess(m.gpus[to].ordinal, m.gpus[from].ordinal);
-    }
-  for (size_t step = 1; step < m.gpus.size(); step *= 2)
-    for (size_t k = 0; k < step && k + step < m.gpus.size(); ++k)
-      m.EnablePeerAccess(m.gpus[k].ordinal, m.gpus[k + step].ordinal);
-  for (size_t g = 0; g < m.gpus.size(); ++g) {
-    Impl::Gpu& gpu = m.gpus[g];
+  for (Impl::Gpu& gpu : m.gpus) {
     DeviceGuard guard(gpu.ordinal);
-    if (receives[g]) gpu.received = DeviceBuffer<float>(count);
     gpu.partial = DeviceBuffer<double>(3 * kMaxBlocks);
-    gpu.dots = DeviceBuffer<double>(3 * m.tensors());
-    gpu.coefficients = DeviceBuffer<float>(2 * m.tensors());
+    gpu.pulled = std::vector<Event>(m.slices.size() * kChunks);
+    for (const Impl::Slice& slice : m.slices)
+      if (slice.replica == gpu.replicas.front() && slice.end > slice.begin)
+        gpu.staged = DeviceBuffer<float>(slice.end - slice.begin);
     gpu.non_finite = DeviceBuffer<unsigned long long>(1);
     gpu.non_finite_host = PinnedBuffer<unsigned long long>(1);
   }
@@ -332,20 +584,23 @@ void DeviceAdasum::Merge() {
   Impl& m = *impl_;
   if (!m.global_set) throw std::logic_error("DeviceAdasum: the merge needs SetGlobalModel first");
   if (m.count == 0) return;
-  // Every phase ends with each GPU recording its event: the next phase's copies wait for it.
-  for (Impl::Gpu& gpu : m.gpus) m.Deltas(gpu);
-  for (const auto& level : m.levels) {
-    for (const merge::TreePair& pair : level) m.Combine(pair.left, pair.right);
-    for (Impl::Gpu& gpu : m.gpus) {
-      DeviceGuard guard(gpu.ordinal);
-      gpu.event.Record(gpu.stream.get());
-    }
+  // The model's pulls wait for the sender's `sendable` record; the dots' pulls and the gather wait
+  // for the GPUs' events, recorded after each phase.
+  for (Impl::Gpu& gpu : m.gpus) m.Deltas(gpu, true);
+  for (Impl::Gpu& gpu : m.gpus) m.Deltas(gpu, false);
+  for (size_t l = 0; l < m.levels.size(); ++l) {
+    for (const AdasumStep& step : m.levels[l]) m.Exchange(step, l);
+    m.RecordAll();
+    for (const AdasumStep& step : m.levels[l]) m.CombineStep(step, l);
+    m.RecordAll();
   }
-  m.Broadcast();
-  for (Impl::Gpu& gpu : m.gpus) m.Update(gpu);
+  // Every gather issued before any update, so that the updates' waits find this merge's records.
+  for (size_t g = 0; g < m.gpus.size(); ++g) m.Gather(g);
+  for (size_t g = 0; g < m.gpus.size(); ++g) m.Update(g);
   // Receivers first: where streams run only when waited for (the simulated GPUs), a missing wait
   // for a sender then leaves stale values instead of being covered by the sender's earlier sync.
   for (auto gpu = m.gpus.rbegin(); gpu != m.gpus.rend(); ++gpu) gpu->stream.Synchronize();
+  for (auto gpu = m.gpus.rbegin(); gpu != m.gpus.rend(); ++gpu) gpu->copies.Synchronize();
 }
 
 void DeviceAdasum::SetGlobalModel(const float* current, const float* previous) {

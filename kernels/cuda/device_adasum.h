@@ -6,30 +6,42 @@
 //   over merge::PairwiseTreeLevels (merge/adasum.h), replica indices as the host's device indices,
 //   so the tree and its order of combination are the host's; w' = start + D (+ gamma (w - w_p)
 //   under heavy momentum), w_p = w, w = w', every replica -> the next start.
-// Each pair combines into its left operand's buffer on the left operand's GPU. A right operand on
-// another GPU is first pulled whole into that GPU's receive buffer by a peer copy; replicas of one
-// GPU combine with no copy. Per tensor, a.b, |a|^2 and |b|^2 are block reductions in double, the
-// two coefficients are computed from them by a one-block kernel on the same GPU (a squared norm
-// below DBL_MIN leaves its coefficient at 1, so a zero operand returns the other) and read by the
-// combine kernel from device memory: no value reaches the host during a merge. The root's result
-// (in replica 0) then goes down a binomial tree of the GPUs, in order of first appearance, GPU 0
-// being replica 0's: at step s = 1, 2, 4, ... GPU k < s pushes it to GPU k + s, into that GPU's
-// first replica, whose delta has been consumed by then. Every GPU applies the momentum rule to
-// its own full copies of w and w_p (identical on all GPUs: the same bits from the same inputs) and
-// writes the next start into its replicas. One stream per GPU; events order the GPUs; the host
-// only enqueues, then waits for every stream at the end.
+// The tree runs as a reduce-scatter, vector halving with distance doubling (Maleki et al.,
+// "Scaling Distributed Training with Adaptive Summation", Algorithm 1, as in Horovod), extended to
+// any replica count by the host tree's own first level (device_adasum.cu, Schedule): with
+// n = 2^k + m, the m pairs (2i, 2i + 1) of that level are combined whole on replica 2i, the right
+// operand pulled over; then at each of k levels every remaining replica swaps half of its current
+// range with its partner at distance 2^l among the 2^k operands, computes the per-tensor partial
+// a.b, |a|^2, |b|^2 of its half in double, the 2^(l+1) replicas that hold the two operands sum
+// those partial dots (3 doubles per tensor and pipeline chunk, gathered from each, summed in one
+// fixed order, so every piece of a vector gets the same coefficients), and each combines its half
+// in place. Then
+// every GPU gathers the 2^k final pieces into its first replica, applies the momentum rule to its
+// own full copies of w and w_p (identical on all GPUs: the same bits from the same inputs) and
+// writes the next start into its replicas. Partners on one GPU (`cuda:0x4`) read each other's
+// buffers with no copy; partners on distinct GPUs pull by peer copies. A squared norm below
+// DBL_MIN leaves its coefficient at 1 (a zero operand returns the other). No value reaches the
+// host during a merge. Two streams per GPU, one for the arithmetic and one for the pulls, so that
+// copies overlap kernels: the first level's pull starts once the sender has the deltas of the
+// range pulled and overlaps the rest of its deltas; each level combines first the part that the
+// next level's partner pulls; the gather pulls the slices in a staggered order (no two GPUs pull
+// from one holder at once) and the update follows it chunk by chunk. Events order the streams;
+// the host only enqueues, then waits for every stream at the end.
 //
-// Traffic per merge, with a model of M bytes and G GPUs: the reduction moves M for every pair of
-// the tree whose operands sit on different GPUs (right to left), the broadcast moves M into each of
-// the G - 1 other GPUs. With one replica per GPU that is (G - 1) M + (G - 1) M = 2 (G - 1) M in
-// total, as much as a ring, but not spread evenly: GPU 0 receives ceil(log2 G) models in the
-// reduction and sends ceil(log2 G) in the broadcast, where each GPU of a ring sends and receives
-// 2 (G - 1) / G of the model; and the 2 ceil(log2 G) whole-model copies on its critical path are
-// not overlapped with the arithmetic. Copies are peer copies where the GPUs allow peer access
-// (enabled here for every pair that copies), otherwise staged by the runtime through host memory.
+// Traffic per merge, with a model of M bytes, one replica per GPU and n = 2^k GPUs: each GPU
+// sends and receives M/2 + M/4 + ... = (n - 1)/n M in the reduce-scatter and (n - 1)/n M in the
+// gather, 2 (n - 1)/n M in all as in a ring, plus 24 bytes per tensor and pipeline chunk from each
+// other member of each level's group (2^(l+1) - 1 members at level l). With m > 0, each folded pair
+// across GPUs moves M more (right to left), and a GPU holding only folded right operands receives
+// the whole result, M, in the gather. Several replicas of one GPU add no peer traffic among themselves.
+// Copies are peer copies where the GPUs allow peer access (enabled here for every pair of them),
+// otherwise staged by the runtime through host memory.
 //
-// Memory per GPU: w and w_p (2 M), a receive buffer (M) on the GPUs that are the left side of a
-// pair across GPUs, and scratch of a few thousand doubles for the reductions.
+// Memory per GPU: w and w_p (2 M); for each replica whose partner lives on another GPU, two receive
+// buffers (levels alternate between them, so that a pull need not wait for the previous level's
+// combination), of the largest range it pulls at even and at odd levels (M/2 and M/4 rounded up;
+// M for a folded pair's left operand); the next start of its first replica's slice (M/2^k); and a
+// few thousand doubles of scratch for the dots.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +54,14 @@ namespace xmlt::kernels::cuda {
 
 class DeviceAdasum {
  public:
+  // The pulls of each level's range and of each slice of the gather are cut into this many chunks,
+  // each followed by the arithmetic on it while the next one is copied; each level's dots are kept
+  // per chunk (3 doubles per tensor and chunk), summed in one fixed order. On the simulator's clock
+  // (docs/BENCHMARKS.md) with the Amazon-670K model on NVLink, 1, 2 and 4 chunks projected 1.32x,
+  // 1.21x to 1.25x and 1.17x to 1.22x the ring's sum; for a 40 MB model, where each copy's latency
+  // (which holds up its stream) weighs more, 4 chunks lost up to 14% at 8 GPUs.
+  static constexpr size_t kPipelineChunks = 4;
+
   // `replicas` of `count` floats each; `tensors`: the start of each tensor (ascending from 0 and
   // within `count`; empty: one tensor), as merge::ReplicaSet::tensors. Enables peer access between
   // the GPUs that copy to each other where they allow it. Throws std::invalid_argument on no

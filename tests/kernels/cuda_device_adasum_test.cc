@@ -2,11 +2,12 @@
 // (merge::MakeAdasumMerger) on host copies of the same replicas: 1 to 8 replicas over 1 to 8 GPUs
 // (as many as there are), several replicas per GPU and interleaved, model sizes 1, 7 and 1003 (below
 // the GPU count and not divisible by it) in 1 or 3 tensors, heavy-ball and Nesterov momentum, three
-// merges in a row with the replicas moved between them. Also a zero delta (its squared norm below
-// DBL_MIN: coefficient 1), the non-power-of-two trees of 5, 6 and 7 replicas against the nested
-// formulas of merge/merger.h in double, and on the simulated GPUs the bytes each GPU moves, none
-// of them through host memory when peer access is allowed. ctest runs these tests on 2 simulated
-// GPUs, on 8, and on 4 without peer access.
+// merges in a row with the replicas moved between them. Also zero deltas (a squared norm below
+// DBL_MIN: coefficient 1), one replica's or every replica's, the non-power-of-two trees of 3, 5, 6
+// and 7 replicas against the nested formulas of merge/merger.h in double, and on the simulated
+// GPUs the bytes each GPU moves (the halving schedule's, 2 (N - 1) / N of the model plus the dots'
+// scalars with one replica on each of 2^k GPUs), none of them through host memory when peer access
+// is allowed. ctest runs these tests on 2 simulated GPUs, on 8, and on 4 without peer access.
 //
 // The bound, per value j: |device - host| <= 1e-5 (|w_j| + |w_p_j| + sum_i |d_ij|), with w, w_p the
 // host's before the merge and d_i the host's deltas. Both sides compute the same float expressions
@@ -87,8 +88,10 @@ std::vector<double> Bounds(const Replicas& replicas, const merge::GlobalModel& g
   return bound;
 }
 
-// `merges` merges on both sides, replica `still` (if any) left where the previous merge put it so
-// that its next delta is exactly zero; after each, the replicas, w and w_p agree within the bound.
+// `merges` merges on both sides, replica `still` (if any; kEveryReplica: all of them) left where the
+// previous merge put it so that its next delta is exactly zero; after each, the replicas, w and w_p
+// agree within the bound.
+constexpr size_t kEveryReplica = size_t(-2);
 void MergeOnBothSides(const Scenario& s, int merges, size_t still = size_t(-1)) {
   std::mt19937_64 rng(s.seed);
   std::vector<std::vector<float>> values;
@@ -106,7 +109,7 @@ void MergeOnBothSides(const Scenario& s, int merges, size_t still = size_t(-1)) 
   for (int m = 0; m < merges; ++m) {
     if (m > 0)
       for (size_t i = 0; i < replicas.host.size(); ++i)
-        if (i != still) replicas.Move(i, rng, 0.1f);
+        if (i != still && still != kEveryReplica) replicas.Move(i, rng, 0.1f);
     const std::vector<double> bound = Bounds(replicas, global, s.nesterov);
     merge::ReplicaSet set;
     set.size = s.count;
@@ -164,7 +167,7 @@ TEST(CudaDeviceAdasum, EqualsTheHostMergerForEveryLayoutSizeTensoringAndMomentum
 // its pair stay 1 and the pair's result is the other operand, not 0/0.
 TEST(CudaDeviceAdasum, AZeroDeltaLeavesTheOtherOperand) {
   XMLT_SKIP_WITHOUT_GPU();
-  for (const size_t n : {size_t(2), size_t(5)}) {
+  for (const size_t n : {size_t(2), size_t(3), size_t(5), size_t(6), size_t(8)}) {
     for (const bool nesterov : {false, true}) {
       Scenario s;
       s.layout = Layout(n, std::min(Gpus(), int(n)), true);
@@ -177,6 +180,18 @@ TEST(CudaDeviceAdasum, AZeroDeltaLeavesTheOtherOperand) {
       MergeOnBothSides(s, 3, n - 1);
       if (HasFatalFailure()) return;
     }
+  }
+  // Every delta zero (1 to 8 replicas): every coefficient stays 1, the result is 0, w' = w + the
+  // momentum alone, on both sides.
+  for (size_t n = 1; n <= 8; ++n) {
+    Scenario s;
+    s.layout = Layout(n, std::min(Gpus(), int(n)), true);
+    s.count = 1003;
+    s.tensors = Tensors(s.count, 3);
+    s.seed = 600 + n;
+    s.where = std::to_string(n) + " replicas, all still";
+    MergeOnBothSides(s, 2, kEveryReplica);
+    if (HasFatalFailure()) return;
   }
   // Two replicas, the second still: w' = w + d_0 + gamma (w - w_p) exactly as one replica alone.
   const size_t count = 257;
@@ -211,13 +226,14 @@ std::vector<double> Adasum(const std::vector<double>& a, const std::vector<doubl
   return out;
 }
 
-// n = 5: ((d0+d1)+d2)+(d3+d4), n = 6: ((d0+d1)+(d2+d3))+(d4+d5), n = 7: ((d0+d1)+(d2+d3))+((d4+d5)+d6),
+// n = 3: (d0+d1)+d2, n = 5: ((d0+d1)+d2)+(d3+d4), n = 6: ((d0+d1)+(d2+d3))+(d4+d5),
+// n = 7: ((d0+d1)+(d2+d3))+((d4+d5)+d6),
 // on one GPU and spread over the GPUs: the device's result (w' - w, no momentum) within 1e-5 of
 // the magnitudes.
 TEST(CudaDeviceAdasum, NonPowerOfTwoCountsFollowTheFoldedTree) {
   XMLT_SKIP_WITHOUT_GPU();
   const size_t count = 1003;
-  for (const size_t n : {size_t(5), size_t(6), size_t(7)}) {
+  for (const size_t n : {size_t(3), size_t(5), size_t(6), size_t(7)}) {
     for (const int gpus : {1, std::min(Gpus(), int(n))}) {
       std::mt19937_64 rng(900 + n);
       std::vector<std::vector<float>> values;
@@ -232,6 +248,7 @@ TEST(CudaDeviceAdasum, NonPowerOfTwoCountsFollowTheFoldedTree) {
       std::vector<std::vector<double>> d;
       for (const std::vector<float>& v : values) d.emplace_back(v.begin(), v.end());
       std::vector<double> expected;
+      if (n == 3) expected = Adasum(Adasum(d[0], d[1]), d[2]);
       if (n == 5) expected = Adasum(Adasum(Adasum(d[0], d[1]), d[2]), Adasum(d[3], d[4]));
       if (n == 6) expected = Adasum(Adasum(Adasum(d[0], d[1]), Adasum(d[2], d[3])), Adasum(d[4], d[5]));
       if (n == 7)
@@ -278,75 +295,123 @@ TEST(CudaDeviceAdasum, RefusesNoReplicasNullParametersBadTensorsAndAMergeWithout
 }
 
 #ifdef XMLT_GPUSIM
-// The bytes each GPU sends and receives in one merge: a model for each pair of the tree across
-// GPUs (right operand to the left one's GPU) and for each edge of the broadcast (GPU k to k + s,
-// s = 1, 2, 4, ...); nothing else, and with peer access nothing through host memory.
+// The bytes each GPU sends and receives in one merge, from the schedule written out here on its
+// own: n = P + m replicas (P a power of two); the m folded pairs (2i, 2i + 1) move a model right to
+// left across GPUs; operand j (replica 2j for j < m, j + m after) swaps ranges with operand j XOR d
+// at d = 1, 2, 4, ..., pulling the half it keeps (the lower one when j & d is 0), and fetches 3
+// doubles per tensor and pipeline chunk from every other holder of operands j0 .. j0 + 2d - 1 (j0 =
+// j rounded down to a multiple of 2d); then every GPU gathers each operand's final range into its
+// first replica.
+// Only what crosses GPUs counts.
 struct Expected {
   std::vector<uint64_t> sent, received;
 };
-Expected TreeTraffic(const std::vector<int>& layout, uint64_t model) {
-  std::vector<int> order;  // GPUs in order of first appearance
-  for (const int g : layout)
-    if (std::find(order.begin(), order.end(), g) == order.end()) order.push_back(g);
+Expected HalvingTraffic(const std::vector<int>& layout, size_t count, size_t tensors) {
   Expected e{std::vector<uint64_t>(8, 0), std::vector<uint64_t>(8, 0)};
-  for (const auto& level : merge::PairwiseTreeLevels(layout.size()))
-    for (const merge::TreePair& pair : level)
-      if (layout[pair.left] != layout[pair.right]) {
-        e.sent[size_t(layout[pair.right])] += model;
-        e.received[size_t(layout[pair.left])] += model;
-      }
-  for (size_t step = 1; step < order.size(); step *= 2)
-    for (size_t k = 0; k < step && k + step < order.size(); ++k) {
-      e.sent[size_t(order[k])] += model;
-      e.received[size_t(order[k + step])] += model;
+  auto move = [&](int from, int to, uint64_t bytes) {
+    if (from == to) return;
+    e.sent[size_t(from)] += bytes;
+    e.received[size_t(to)] += bytes;
+  };
+  const size_t n = layout.size();
+  size_t power = 1;
+  while (2 * power <= n) power *= 2;
+  const size_t folded = n - power;
+  for (size_t i = 0; i < folded; ++i) move(layout[2 * i + 1], layout[2 * i], count * sizeof(float));
+  std::vector<int> gpu(power);
+  for (size_t j = 0; j < power; ++j) gpu[j] = layout[j < folded ? 2 * j : j + folded];
+  std::vector<size_t> lo(power, 0), hi(power, count);
+  for (size_t d = 1; d < power; d *= 2) {
+    for (size_t j = 0; j < power; ++j) {
+      const size_t mid = lo[j] + (hi[j] - lo[j]) / 2;
+      const size_t keep = (j & d) == 0 ? mid - lo[j] : hi[j] - mid;
+      move(gpu[j ^ d], gpu[j], keep * sizeof(float));
+      for (size_t k = j / (2 * d) * (2 * d); k < j / (2 * d) * (2 * d) + 2 * d; ++k)
+        move(gpu[k], gpu[j], DeviceAdasum::kPipelineChunks * 3 * tensors * sizeof(double));
     }
+    for (size_t j = 0; j < power; ++j) {
+      const size_t mid = lo[j] + (hi[j] - lo[j]) / 2;
+      if ((j & d) == 0) hi[j] = mid; else lo[j] = mid;
+    }
+  }
+  std::vector<int> gpus;  // each GPU once
+  for (const int g : layout)
+    if (std::find(gpus.begin(), gpus.end(), g) == gpus.end()) gpus.push_back(g);
+  for (const int g : gpus)
+    for (size_t j = 0; j < power; ++j) move(gpu[j], g, (hi[j] - lo[j]) * sizeof(float));
   return e;
 }
 
-TEST(CudaDeviceAdasumSim, MovesAModelPerPairAcrossGpusAndPerBroadcastEdgeAndNothingThroughTheHost) {
+// Runs one merge of `layout` and checks each GPU's traffic against the schedule; returns the
+// bytes GPU g sent and received.
+std::vector<gpusim::Traffic> MergeAndCheckTraffic(const std::vector<int>& layout, size_t count,
+                                                  const std::vector<size_t>& tensors, const std::string& where) {
+  std::mt19937_64 rng(11 + layout.size());
+  std::vector<std::vector<float>> values;
+  for (size_t i = 0; i < layout.size(); ++i) values.push_back(Normal(count, rng, 1.0f));
+  Replicas replicas(layout, std::move(values));
+  DeviceAdasum adasum(replicas.View(), count, tensors, DeviceMomentum{kGamma, true});
+  const std::vector<float> w = Normal(count, rng, 1.0f);
+  adasum.SetGlobalModel(w.data(), w.data());
+  gpusim::ResetTraffic();
+  adasum.Merge();
+  const Expected e = HalvingTraffic(layout, count, std::max<size_t>(1, tensors.size()));
+  std::vector<gpusim::Traffic> traffic;
+  for (int g = 0; g < Gpus(); ++g) {
+    const gpusim::Traffic t = gpusim::TrafficOf(g);
+    SCOPED_TRACE(where + ", GPU " + std::to_string(g));
+    EXPECT_EQ(t.peer_sent, e.sent[size_t(g)]);
+    EXPECT_EQ(t.peer_received, e.received[size_t(g)]);
+    if (adasum.peer_access()) {
+      EXPECT_EQ(t.to_host, 0u);
+      EXPECT_EQ(t.from_host, 0u);
+    } else {  // staged by the runtime: each byte sent goes down to the host and up again
+      EXPECT_EQ(t.to_host, t.peer_sent);
+      EXPECT_EQ(t.from_host, t.peer_received);
+    }
+    traffic.push_back(t);
+  }
+  return traffic;
+}
+
+TEST(CudaDeviceAdasumSim, EveryGpuMovesWhatTheHalvingScheduleSaysAndNothingThroughTheHost) {
   XMLT_SKIP_WITHOUT_GPU();
-  const int gpus = Gpus();
-  const size_t count = 10007;
-  const uint64_t model = count * sizeof(float);
-  for (const size_t per_gpu : {size_t(1), size_t(2)}) {
-    for (const bool interleaved : {false, true}) {
-      const std::vector<int> layout = Layout(per_gpu * size_t(gpus), gpus, interleaved);
-      std::mt19937_64 rng(11);
-      std::vector<std::vector<float>> values;
-      for (size_t i = 0; i < layout.size(); ++i) values.push_back(Normal(count, rng, 1.0f));
-      Replicas replicas(layout, std::move(values));
-      DeviceAdasum adasum(replicas.View(), count, {0, count / 3}, DeviceMomentum{kGamma, true});
-      const std::vector<float> w = Normal(count, rng, 1.0f);
-      adasum.SetGlobalModel(w.data(), w.data());
-      gpusim::ResetTraffic();
-      adasum.Merge();
-      const Expected e = TreeTraffic(layout, model);
-      uint64_t total = 0;
-      for (int g = 0; g < gpus; ++g) {
-        const gpusim::Traffic t = gpusim::TrafficOf(g);
-        SCOPED_TRACE("GPU " + std::to_string(g) + " of " + std::to_string(gpus) + ", " + std::to_string(per_gpu) +
-                     " replicas each" + (interleaved ? ", interleaved" : ""));
-        EXPECT_EQ(t.peer_sent, e.sent[size_t(g)]);
-        EXPECT_EQ(t.peer_received, e.received[size_t(g)]);
-        if (adasum.peer_access()) {
-          EXPECT_EQ(t.to_host, 0u);
-          EXPECT_EQ(t.from_host, 0u);
-        } else {  // staged by the runtime: each byte sent goes down to the host and up again
-          EXPECT_EQ(t.to_host, t.peer_sent);
-          EXPECT_EQ(t.from_host, t.peer_received);
-        }
-        total += t.peer_received;
-      }
-      if (per_gpu == 1) {
-        // One replica per GPU: G - 1 models up the tree and G - 1 down, GPU 0 receiving
-        // ceil(log2 G) of them on the way up and sending as many on the way down.
-        int depth = 0;
-        while ((1 << depth) < gpus) ++depth;
-        EXPECT_EQ(total, 2 * uint64_t(gpus - 1) * model);
-        EXPECT_EQ(gpusim::TrafficOf(0).peer_received, uint64_t(depth) * model);
-        EXPECT_EQ(gpusim::TrafficOf(0).peer_sent, uint64_t(depth) * model);
+  for (const size_t count : {size_t(5), size_t(10007)}) {  // below the replica count, and not divisible
+    for (size_t n = 1; n <= 8; ++n) {
+      for (const bool interleaved : {false, true}) {
+        const int gpus = std::min(Gpus(), int(n));
+        const std::vector<int> layout = Layout(n, gpus, interleaved);
+        MergeAndCheckTraffic(layout, count, {0, count / 3},
+                             std::to_string(n) + " replicas on " + std::to_string(gpus) + " GPUs" +
+                                 (interleaved ? " interleaved" : "") + ", " + std::to_string(count) + " values");
+        if (HasFatalFailure()) return;
       }
     }
+  }
+  // Four replicas of one GPU: no peer traffic at all.
+  for (const gpusim::Traffic& t : MergeAndCheckTraffic({0, 0, 0, 0}, 10007, {}, "cuda:0x4"))
+    EXPECT_EQ(t.peer_sent + t.peer_received, 0u);
+}
+
+// One replica on each of 2^k GPUs and a model divisible by their count: each GPU sends and
+// receives exactly 2 (N - 1) / N of the model (as in a ring), plus 3 doubles per tensor and pipeline
+// chunk from each other member of each level's group, sum over levels of 2^(l+1) - 1.
+TEST(CudaDeviceAdasumSim, OneReplicaPerGpuMovesTwoNMinusOneOverNOfTheModelPlusScalars) {
+  XMLT_SKIP_WITHOUT_GPU();
+  const int gpus = Gpus();
+  if ((gpus & (gpus - 1)) != 0) GTEST_SKIP() << gpus << " GPUs: not a power of two";
+  const size_t count = 8 * 1259;
+  const std::vector<size_t> tensors = {0, count / 3, count / 2};
+  std::vector<int> layout;
+  for (int g = 0; g < gpus; ++g) layout.push_back(g);
+  const uint64_t model = count * sizeof(float);
+  uint64_t scalars = 0;
+  for (int group = 2; group <= gpus; group *= 2)
+    scalars += uint64_t(group - 1) * DeviceAdasum::kPipelineChunks * 3 * tensors.size() * sizeof(double);
+  const uint64_t expected = 2 * uint64_t(gpus - 1) * model / uint64_t(gpus) + scalars;
+  for (const gpusim::Traffic& t : MergeAndCheckTraffic(layout, count, tensors, "one replica per GPU")) {
+    EXPECT_EQ(t.peer_sent, expected);
+    EXPECT_EQ(t.peer_received, expected);
   }
 }
 #endif
