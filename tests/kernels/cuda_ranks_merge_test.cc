@@ -4,7 +4,8 @@
 // on the host mirrors (--merge-on host), for 2 ranks of 1 and of 2 GPUs and 3 ranks of 1 GPU (a
 // model size not divisible by 3): the same evaluations within the bound of the one-process GPU
 // merges (P@1 within 0.005, the training loss within 1e-4 relative), and the same global model on
-// every rank, to the bit. A GPU lost on one rank stops every rank with an error, without a hang.
+// every rank, to the bit. An exact resume from a checkpoint; a GPU lost on one rank stops every
+// rank with an error, without a hang.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -22,6 +23,7 @@
 #include "run/multi_device_run.h"
 #include "tests/kernels/cuda_test_gate.h"
 #include "tests/scheduler/scheduler_test_support.h"
+#include "tests/test_support.h"
 #ifdef XMLT_GPUSIM
 #include <cuda_runtime.h>
 
@@ -61,7 +63,8 @@ EngineOptions RanksEngine(const std::string& algo, int ranks, int per_rank) {
 }
 
 // Every rank's outcome of the run `engine` describes, one thread per rank.
-std::vector<Outcome> TrainOnRanks(const EngineOptions& engine, int ranks, const TrainOptions& options) {
+std::vector<Outcome> TrainOnRanks(const EngineOptions& engine, int ranks, const TrainOptions& options,
+                                  const RunControl& control = {}) {
   std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(ranks, std::chrono::seconds(30));
   std::vector<Outcome> outcomes(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
@@ -76,7 +79,7 @@ std::vector<Outcome> TrainOnRanks(const EngineOptions& engine, int ranks, const 
             {data.train.num_features(), options.hidden, data.train.num_labels()}, options.seed);
         TrainCallbacks callbacks;
         callbacks.on_eval = [&](const EvalRecord& record) { outcome.records.push_back(record); };
-        RunMultiDevice(data.train, &data.test, options, mine, &model, callbacks, RunControl{});
+        RunMultiDevice(data.train, &data.test, options, mine, &model, callbacks, control);
         outcome.model = model.params;
       } catch (const std::exception& e) {
         outcome.error = e.what();
@@ -180,6 +183,34 @@ TEST(CudaRanksMerge, NcclAcrossRanksIsRefusedForMergesThatReadEveryReplica) {
     // The ring across ranks merges on the host mirrors, as before.
     engine.collective = merge::CollectiveKind::kPartitionedSum;
     EXPECT_FALSE(MergesOnGpus(engine)) << algo;
+  }
+}
+
+// Checkpoints across ranks whose global model lives on the GPUs (its host copy, made by every rank
+// through NCCL, is what rank 0 writes): a run checkpointed after one epoch and resumed to two ends
+// where the run that never stopped does, to the bit, on every rank.
+TEST(CudaRanksMerge, ACheckpointedAndResumedRunEndsWhereTheWholeRunDoes) {
+  XMLT_SKIP_WITHOUT_GPU();
+  if (kernels::cuda::CudaDeviceCountOrZero() < 2) GTEST_SKIP() << "needs two GPUs";
+  EngineOptions engine = RanksEngine("adaptive", 2, 1);
+  engine.collective = merge::CollectiveKind::kNccl;
+  engine.momentum = 0;
+  TrainOptions whole_run = xmlt::testing::ShortRunOptions(2), first_half = xmlt::testing::ShortRunOptions(1);
+  const std::vector<Outcome> whole = TrainOnRanks(engine, 2, whole_run);
+  xmlt::testing::TempDir dir;
+  RunControl checkpointed;
+  checkpointed.checkpoint_dir = dir.path();
+  checkpointed.checkpoint_every = 1;
+  const std::vector<Outcome> half = TrainOnRanks(engine, 2, first_half, checkpointed);
+  RunControl resumed = checkpointed;
+  resumed.resume_dir = dir.path();
+  const std::vector<Outcome> rest = TrainOnRanks(engine, 2, whole_run, resumed);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(whole[size_t(r)].error, "") << "rank " << r;
+    ASSERT_EQ(half[size_t(r)].error, "") << "rank " << r;
+    ASSERT_EQ(rest[size_t(r)].error, "") << "rank " << r;
+    EXPECT_EQ(rest[size_t(r)].model, whole[size_t(r)].model) << "rank " << r;
+    EXPECT_EQ(rest[size_t(r)].model, rest[0].model) << "rank " << r;
   }
 }
 
