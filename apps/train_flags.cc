@@ -165,11 +165,11 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--collective", f->collective,
                   "Weighted sums over the replicas: ring, tree or naive on the host; with every device a GPU, "
-                  "ring runs on the GPUs, and nccl is NCCL's")
+                  "ring runs on the GPUs, and nccl is NCCL's (across MPI ranks too, for adaptive, elastic and sync)")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--merge-on", f->merge_on,
-                  "auto (on the GPUs when every device is a GPU and the collective is ring or nccl, else on the "
-                  "host), host (through the devices' host mirrors) or gpus")
+                  "auto (on the GPUs when every device is a GPU and the collective is ring or nccl, across MPI ranks "
+                  "nccl only; else on the host), host (through the devices' host mirrors) or gpus")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--momentum-mode", f->momentum_mode,
                   "heavy (w' = merge + gamma (w - w_prev)) or nesterov (replicas start from w + gamma "

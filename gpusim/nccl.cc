@@ -1,12 +1,19 @@
 // NCCL over the simulated GPUs (include/nccl.h). The communicators of one clique come from
-// ncclCommInitAll, for one host thread driving every GPU; so a collective over several ranks must
-// have every rank's call inside one group (between ncclGroupStart and ncclGroupEnd), where a card
-// would hang on the first rank's call otherwise. Calls in a group are checked at once and
-// deferred; ncclGroupEnd matches them across the ranks (the j-th call of each rank of a clique
-// forms the j-th collective) and enqueues on each rank's stream one operation, which is also a
-// launch (counted, and able to fault, as gpusim/faults.h says). The first of a collective's
-// operations to run waits for every rank's stream to reach its own (all inputs ready), then moves
-// the data for all ranks; the others find it done. Traffic is counted as NCCL's ring moves it:
+// ncclCommInitAll, for one host thread driving every GPU, or from ncclCommInitRank with a unique
+// id (ncclGetUniqueId), one call per rank, from as many host threads of this process as play
+// ranks (a thread may init several ranks inside one group); the calls wait for every rank of the
+// clique. A collective over a clique of ncclCommInitAll must have every rank's call inside one
+// group (between ncclGroupStart and ncclGroupEnd), where a card would hang on the first rank's call
+// otherwise. Calls in a group are checked at once and deferred; at ncclGroupEnd each rank's calls
+// take their places in its clique (the j-th call of each rank forms the j-th collective), and
+// each is enqueued on its rank's stream as one operation, which is also a launch (counted, and
+// able to fault, as gpusim/faults.h says). The first of a collective's operations to run waits for
+// every rank's call (from whichever thread makes it) and for every rank's stream to reach its own
+// (all inputs ready), then moves the data for all ranks; the others find it done. A rank whose
+// call does not come within XMLT_SIM_NCCL_TIMEOUT seconds (default 60), where a card would hang,
+// fails the collective for the ranks that came (ncclRemoteError), so that a test ends.
+// The ranks of a clique must live in this process: communicators across processes are not
+// simulated (ncclCommInitRank waits, then times out). Traffic is counted as NCCL's ring moves it:
 // each rank sends to the next (N-1)/N of the buffer in a reduce-scatter or an all-gather and
 // 2(N-1)/N in an all-reduce. The virtual clock (timing.h) is charged the same way, from when the
 // last rank's inputs are ready: N-1 steps per phase, in each every rank sends one chunk over its
@@ -20,10 +27,16 @@
 // be aborted: ncclCommDestroy, which on a card waits for the collective, refuses.
 #include <nccl.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -44,9 +57,25 @@ struct ncclComm;
 
 namespace {
 
+struct Collective;
+
 struct Clique {
-  std::vector<ncclComm*> ranks;
+  std::vector<ncclComm*> ranks;  // by rank; null until that rank has joined (ncclCommInitRank)
+  bool one_thread = false;       // made by ncclCommInitAll
+  std::mutex mutex;
+  std::condition_variable all_joined;
+  int joined = 0;
+  std::vector<uint64_t> calls_made;  // by rank: the collective calls it has made so far
+  // The collectives some ranks have called and others not yet, by sequence number.
+  std::map<uint64_t, std::shared_ptr<Collective>> forming;
 };
+
+// How long a rank waits for the others (NCCL would wait forever).
+std::chrono::milliseconds PeerTimeout() {
+  const char* text = std::getenv("XMLT_SIM_NCCL_TIMEOUT");
+  const double seconds = text != nullptr && std::atof(text) > 0 ? std::atof(text) : 60.0;
+  return std::chrono::milliseconds(int64_t(seconds * 1000));
+}
 
 // A pre-multiplied sum: the scalar read at creation (host) or when the collective runs (device).
 struct PreMulSum {
@@ -87,14 +116,14 @@ const char* KindName(Kind kind) {
 
 // One rank's call. `count` is the call's own count argument (recvcount, sendcount).
 struct Call {
-  Kind kind;
-  ncclComm* comm;
-  const void* send;
-  void* recv;
-  size_t count;
-  ncclDataType_t datatype;
-  ncclRedOp_t op;
-  CUstream_st* stream;
+  Kind kind = Kind::kAllReduce;
+  ncclComm* comm = nullptr;  // null in a collective's slot until that rank has called
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  ncclDataType_t datatype = ncclFloat32;
+  ncclRedOp_t op = ncclSum;
+  CUstream_st* stream = nullptr;
   // The pre-multiplied sum `op` names, held by the call: NCCL lets the op be destroyed as soon as
   // the calls given it have returned.
   std::shared_ptr<const PreMulSum> premul;
@@ -140,12 +169,22 @@ size_t SizeOf(ncclDataType_t datatype) {
 // The clique's first lost GPU, or -1.
 int LostDevice(const Clique& clique) {
   for (const ncclComm* c : clique.ranks)
-    if (StickyError(c->device) != cudaSuccess) return c->device;
+    if (c != nullptr && StickyError(c->device) != cudaSuccess) return c->device;
   return -1;
 }
 
+// An ncclCommInitRank inside a group: the rank joins its clique at ncclGroupEnd.
+struct Init {
+  ncclComm_t* comm;
+  int nranks;
+  ncclUniqueId id;
+  int rank;
+  int device;
+};
+
 struct Group {
   int depth = 0;
+  std::vector<Init> inits;
   std::vector<Call> calls;
   ncclResult_t error = ncclSuccess;  // the first refused call's, returned by ncclGroupEnd
 };
@@ -155,16 +194,24 @@ Group& ThisThreadsGroup() {
   return group;
 }
 
-// One collective across the ranks of a clique, as enqueued.
+// One collective across the ranks of a clique, its calls filled in as the ranks make them.
 struct Collective {
-  std::vector<Call> calls;  // by rank
+  explicit Collective(size_t n) : calls(n), positions(n), injected(n, cudaSuccess) {}
+  std::vector<Call> calls;          // by rank
   std::vector<uint64_t> positions;  // each rank's stream position before its operation
   std::vector<cudaError_t> injected;
   std::mutex mutex;
+  std::condition_variable all_called;
+  size_t placed = 0;   // calls given this collective (under the clique's mutex)
+  size_t arrived = 0;  // calls filled in (under `mutex`)
+  std::string mismatch;  // why the ranks' calls do not form one collective, or ""
   bool done = false;
+  bool failed = false;
   double end = 0;  // virtual time at which the data has moved
 
   void Run(size_t rank);
+  // Fails the collective for every rank that has called it (under `mutex`).
+  void Fail(ncclResult_t peer_result, const std::string& why);
   template <class T>
   void Move();
 };
@@ -267,31 +314,81 @@ double ChargeRing(const std::vector<Call>& calls, double ready) {
   return std::max(t, local);
 }
 
+void Collective::Fail(ncclResult_t peer_result, const std::string& why) {
+  done = failed = true;
+  for (const Call& c : calls) {
+    if (c.comm == nullptr) continue;
+    ncclResult_t none = ncclSuccess;
+    c.comm->async_error.compare_exchange_strong(
+        none, StickyError(c.comm->device) != cudaSuccess ? ncclUnhandledCudaError : peer_result);
+  }
+  std::fprintf(stderr, "gpusim: %s\n", why.c_str());
+}
+
 void Collective::Run(size_t rank) {
+  const std::string name = KindName(calls[rank].kind);
+  {
+    // Every rank's call, from whichever thread makes it.
+    std::unique_lock<std::mutex> lock(mutex);
+    const auto timeout = PeerTimeout();
+    if (!all_called.wait_for(lock, timeout, [&] { return arrived == calls.size() || done; })) {
+      std::string missing;
+      for (size_t r = 0; r < calls.size(); ++r)
+        if (calls[r].comm == nullptr) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      Fail(ncclRemoteError, name + ": rank(s) " + missing + " did not make the call within " +
+                                std::to_string(timeout.count() / 1000.0) +
+                                " s (XMLT_SIM_NCCL_TIMEOUT); the collective fails for the others, where a card "
+                                "would wait forever");
+    }
+    if (done) {
+      if (!failed) After(end);  // a later rank's operation ends when the data has moved
+      return;
+    }
+    if (!mismatch.empty()) {
+      Fail(ncclInvalidArgument, mismatch);
+      return;
+    }
+  }
   // Every rank's inputs: its stream up to its own operation. Not under the mutex: another host
-  // thread running a peer's stream may be on its way to this collective.
-  for (size_t r = 0; r < calls.size(); ++r)
-    if (r != rank) Flush(calls[r].stream, positions[r]);
+  // thread running a peer's stream may be on its way to this collective. A peer's stream that
+  // another thread is running (a rank of another thread, which runs its own streams) is waited
+  // for rather than locked: that thread may be waiting, in its own collective, for this stream.
+  const auto deadline = std::chrono::steady_clock::now() + PeerTimeout();
+  std::vector<bool> reached(calls.size(), false);
+  reached[rank] = true;
+  for (;;) {
+    bool all = true;
+    for (size_t r = 0; r < calls.size(); ++r) {
+      if (!reached[r]) reached[r] = TryFlush(calls[r].stream, positions[r]);
+      all = all && reached[r];
+    }
+    if (all) break;
+    std::unique_lock<std::mutex> lock(mutex);
+    if (done) {
+      if (!failed) After(end);
+      return;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      Fail(ncclRemoteError, name + ": a rank's stream did not reach the collective within " +
+                                std::to_string(PeerTimeout().count() / 1000.0) + " s (XMLT_SIM_NCCL_TIMEOUT)");
+      return;
+    }
+    all_called.wait_for(lock, std::chrono::milliseconds(1));
+  }
   std::lock_guard<std::mutex> lock(mutex);
   if (done) {
-    After(end);  // a later rank's operation ends when the data has moved, as the first's did
+    if (!failed) After(end);  // a later rank's operation ends when the data has moved, as the first's did
     return;
   }
   done = true;
-  const char* name = KindName(calls[0].kind);
   for (size_t r = 0; r < calls.size(); ++r)
     if (injected[r] != cudaSuccess)
-      LoseContext(calls[r].comm->device, injected[r], std::string("injected fault in ") + name);
-  bool failed = false;
-  for (const Call& c : calls) failed = failed || StickyError(c.comm->device) != cudaSuccess ||
-                                       c.comm->state == ncclComm::State::kAborted;
-  if (failed) {
-    for (const Call& c : calls) {
-      ncclResult_t none = ncclSuccess;
-      c.comm->async_error.compare_exchange_strong(
-          none, StickyError(c.comm->device) != cudaSuccess ? ncclUnhandledCudaError : ncclRemoteError);
-    }
-    std::fprintf(stderr, "gpusim: %s: a rank's GPU was lost or its communicator aborted; nothing moved\n", name);
+      LoseContext(calls[r].comm->device, injected[r], "injected fault in " + name);
+  bool lost = false;
+  for (const Call& c : calls) lost = lost || StickyError(c.comm->device) != cudaSuccess ||
+                                     c.comm->state == ncclComm::State::kAborted;
+  if (lost) {
+    Fail(ncclRemoteError, name + ": a rank's GPU was lost or its communicator aborted; nothing moved");
     return;
   }
   if (calls[0].datatype == ncclFloat64) {
@@ -360,25 +457,56 @@ void CountRingTraffic(const std::vector<Call>& calls) {
   }
 }
 
-// Enqueues one collective, its calls by rank, on each rank's stream.
-void Enqueue(std::vector<Call> calls) {
-  CountRingTraffic(calls);
-  auto collective = std::make_shared<Collective>();
-  collective->calls = std::move(calls);
-  for (const Call& c : collective->calls) {
-    std::lock_guard<std::mutex> lock(c.stream->queue);
-    collective->positions.push_back(c.stream->submitted);
+// Why the calls of one collective (by rank) do not match, or "".
+std::string Mismatch(const std::vector<Call>& calls, uint64_t sequence) {
+  const Call& a = calls[0];
+  for (const Call& b : calls) {
+    const bool same_op = a.kind == Kind::kAllGather || (a.op >= ncclNumOps ? b.op >= ncclNumOps : a.op == b.op);
+    if (b.kind != a.kind || b.count != a.count || b.datatype != a.datatype || !same_op)
+      return "ncclGroupEnd: collective " + std::to_string(sequence) + ": rank " + std::to_string(b.comm->rank) +
+             " calls " + KindName(b.kind) + " of " + std::to_string(b.count) + " elements, rank 0 " + KindName(a.kind) +
+             " of " + std::to_string(a.count) + " (or another type or op)";
   }
-  for (const Call& c : collective->calls) collective->injected.push_back(CountLaunch(c.comm->device));
-  for (size_t r = 0; r < collective->calls.size(); ++r) {
-    Call& c = collective->calls[r];
-    c.comm->last_stream = c.stream;
-    c.comm->last_position = collective->positions[r] + 1;
-    gpusim::detail::Enqueue(c.stream, [collective, r] { collective->Run(r); });
+  return {};
+}
+
+// Rank `call.comm->rank`'s next call on its clique: it takes its place in the collective of that
+// sequence number (made by the first rank to call it) and is enqueued on the rank's stream.
+void Arrive(const Call& call) {
+  Clique& clique = *call.comm->clique;
+  const size_t rank = size_t(call.comm->rank);
+  std::shared_ptr<Collective> collective;
+  uint64_t sequence = 0;
+  {
+    std::lock_guard<std::mutex> lock(clique.mutex);
+    sequence = clique.calls_made[rank]++;
+    std::shared_ptr<Collective>& forming = clique.forming[sequence];
+    if (forming == nullptr) forming = std::make_shared<Collective>(clique.ranks.size());
+    collective = forming;
+    if (++collective->placed == clique.ranks.size()) clique.forming.erase(sequence);
+  }
+  std::lock_guard<std::mutex> lock(collective->mutex);
+  collective->calls[rank] = call;
+  {
+    std::lock_guard<std::mutex> queue(call.stream->queue);
+    collective->positions[rank] = call.stream->submitted;
+  }
+  collective->injected[rank] = CountLaunch(call.comm->device);
+  call.comm->last_stream = call.stream;
+  call.comm->last_position = collective->positions[rank] + 1;
+  gpusim::detail::Enqueue(call.stream, [collective, rank] { collective->Run(rank); });
+  if (collective->failed) {  // timed out before this rank came
+    ncclResult_t none = ncclSuccess;
+    call.comm->async_error.compare_exchange_strong(none, ncclRemoteError);
+  }
+  if (++collective->arrived == collective->calls.size()) {
+    collective->mismatch = Mismatch(collective->calls, sequence);
+    if (collective->mismatch.empty()) CountRingTraffic(collective->calls);
+    collective->all_called.notify_all();
   }
 }
 
-// Matches a group's calls into collectives and enqueues them.
+// Places a group's calls in their collectives and enqueues them.
 ncclResult_t Submit(const std::vector<Call>& calls) {
   // The calls of each clique, by rank, in order.
   std::vector<std::pair<Clique*, std::vector<std::vector<Call>>>> cliques;
@@ -391,33 +519,35 @@ ncclResult_t Submit(const std::vector<Call>& calls) {
     }
     it->second[size_t(c.comm->rank)].push_back(c);
   }
-  std::vector<std::vector<Call>> collectives;
   for (const auto& [clique, by_rank] : cliques) {
-    for (size_t r = 1; r < by_rank.size(); ++r)
-      if (by_rank[r].size() != by_rank[0].size())
-        return Refuse(ncclInvalidUsage, "ncclGroupEnd: rank 0 of a clique makes " + std::to_string(by_rank[0].size()) +
-                                            " collective calls and rank " + std::to_string(r) + " " +
-                                            std::to_string(by_rank[r].size()) +
-                                            "; one host thread must call every rank within one group, or a card hangs");
+    // A clique of ncclCommInitAll has one host thread: every rank's calls must be in this group.
+    if (clique->one_thread) {
+      for (size_t r = 1; r < by_rank.size(); ++r)
+        if (by_rank[r].size() != by_rank[0].size())
+          return Refuse(ncclInvalidUsage,
+                        "ncclGroupEnd: rank 0 of a clique makes " + std::to_string(by_rank[0].size()) +
+                            " collective calls and rank " + std::to_string(r) + " " + std::to_string(by_rank[r].size()) +
+                            "; one host thread must call every rank within one group, or a card hangs");
+      if (!by_rank.empty()) {
+        std::vector<Call> first;
+        for (size_t j = 0; j < by_rank[0].size(); ++j) {
+          first.clear();
+          for (const std::vector<Call>& rank_calls : by_rank) first.push_back(rank_calls[j]);
+          if (const std::string why = Mismatch(first, j); !why.empty()) return Refuse(ncclInvalidArgument, why);
+        }
+      }
+    }
     if (const int lost = LostDevice(*clique); lost >= 0)
       return Refuse(ncclUnhandledCudaError, "ncclGroupEnd: GPU " + std::to_string(lost) + " of the clique is lost");
-    for (size_t j = 0; j < by_rank[0].size(); ++j) {
-      std::vector<Call> collective;
-      for (const std::vector<Call>& rank_calls : by_rank) collective.push_back(rank_calls[j]);
-      const Call& a = collective[0];
-      for (const Call& b : collective) {
-        const bool same_op = a.kind == Kind::kAllGather ||
-                             (a.op >= ncclNumOps ? b.op >= ncclNumOps : a.op == b.op);
-        if (b.kind != a.kind || b.count != a.count || b.datatype != a.datatype || !same_op)
-          return Refuse(ncclInvalidArgument, "ncclGroupEnd: collective " + std::to_string(j) + ": rank " +
-                                                 std::to_string(b.comm->rank) + " calls " + KindName(b.kind) + " of " +
-                                                 std::to_string(b.count) + " elements, rank 0 " + KindName(a.kind) +
-                                                 " of " + std::to_string(a.count) + " (or another type or op)");
-      }
-      collectives.push_back(std::move(collective));
-    }
   }
-  for (std::vector<Call>& c : collectives) Enqueue(std::move(c));
+  // Each rank's j-th call, rank after rank: a collective is complete when its last rank's call is in.
+  for (const auto& [clique, by_rank] : cliques) {
+    size_t most = 0;
+    for (const std::vector<Call>& rank_calls : by_rank) most = std::max(most, rank_calls.size());
+    for (size_t j = 0; j < most; ++j)
+      for (const std::vector<Call>& rank_calls : by_rank)
+        if (j < rank_calls.size()) Arrive(rank_calls[j]);
+  }
   return ncclSuccess;
 }
 
@@ -444,7 +574,7 @@ ncclResult_t Collect(Call call) {
   }
   if (group.depth == 0) {
     if (result != ncclSuccess) return result;
-    if (call.comm->clique->ranks.size() > 1)
+    if (call.comm->clique->one_thread && call.comm->clique->ranks.size() > 1)
       return Refuse(ncclInvalidUsage, std::string(KindName(call.kind)) +
                                           " outside a group on a clique of several ranks: one host thread would "
                                           "wait forever on a card for the other ranks");
@@ -488,6 +618,9 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
     devices.push_back(d);
   }
   auto clique = std::make_shared<Clique>();
+  clique->one_thread = true;
+  clique->joined = ndev;
+  clique->calls_made.assign(size_t(ndev), 0);
   Registry& r = Comms();
   std::lock_guard<std::mutex> lock(r.mutex);
   for (int i = 0; i < ndev; ++i) {
@@ -500,6 +633,110 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
     comms[i] = comm;
   }
   return ncclSuccess;
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* unique_id) {
+  if (unique_id == nullptr) return Refuse(ncclInvalidArgument, "ncclGetUniqueId: no id");
+  static std::atomic<uint64_t> made{0};
+  std::memset(unique_id->internal, 0, sizeof(unique_id->internal));
+  std::snprintf(unique_id->internal, sizeof(unique_id->internal), "gpusim-nccl:%ld:%llu", long(getpid()),
+                static_cast<unsigned long long>(++made));
+  return ncclSuccess;
+}
+
+namespace {
+
+// The cliques of ncclCommInitRank still waiting for ranks, by unique id.
+std::map<std::string, std::shared_ptr<Clique>>& Forming() {
+  static auto* forming = new std::map<std::string, std::shared_ptr<Clique>>;
+  return *forming;
+}
+
+std::string IdText(const ncclUniqueId& id) {
+  return std::string(id.internal, strnlen(id.internal, sizeof(id.internal)));
+}
+
+// Places rank `init.rank` in the clique of its id (made by its first rank); does not wait.
+ncclResult_t Join(const Init& init, std::shared_ptr<Clique>* joined) {
+  const std::string what = "ncclCommInitRank (rank " + std::to_string(init.rank) + " of " +
+                           std::to_string(init.nranks) + ", GPU " + std::to_string(init.device) + "): ";
+  if (init.nranks < 1 || init.rank < 0 || init.rank >= init.nranks)
+    return Refuse(ncclInvalidArgument, what + "no such rank");
+  if (IdText(init.id).rfind("gpusim-nccl:", 0) != 0)
+    return Refuse(ncclInvalidArgument, what + "not an id from ncclGetUniqueId");
+  if (IdText(init.id).rfind("gpusim-nccl:" + std::to_string(long(getpid())) + ":", 0) != 0)
+    return Refuse(ncclSystemError, what + "the id is another process's; the simulator's communicators live in one "
+                                          "process");
+  if (DeviceAt(init.device) == nullptr) return Refuse(ncclInvalidArgument, what + "no such GPU");
+  if (ContextError(init.device) != cudaSuccess) return Refuse(ncclUnhandledCudaError, what + "the GPU is lost");
+  Registry& r = Comms();
+  std::lock_guard<std::mutex> registry(r.mutex);
+  std::shared_ptr<Clique>& clique = Forming()[IdText(init.id)];
+  if (clique == nullptr) {
+    clique = std::make_shared<Clique>();
+    clique->ranks.assign(size_t(init.nranks), nullptr);
+    clique->calls_made.assign(size_t(init.nranks), 0);
+  }
+  std::lock_guard<std::mutex> lock(clique->mutex);
+  if (clique->ranks.size() != size_t(init.nranks))
+    return Refuse(ncclInvalidArgument, what + "another rank of this id said " + std::to_string(clique->ranks.size()) +
+                                           " ranks");
+  if (clique->ranks[size_t(init.rank)] != nullptr) return Refuse(ncclInvalidUsage, what + "the rank joined twice");
+  for (const ncclComm* c : clique->ranks)
+    if (c != nullptr && c->device == init.device)
+      return Refuse(ncclInvalidUsage, what + "rank " + std::to_string(c->rank) +
+                                          " of the clique is on the same GPU (NCCL: duplicate GPU detected)");
+  auto* comm = new ncclComm;
+  comm->clique = clique;
+  comm->rank = init.rank;
+  comm->device = init.device;
+  clique->ranks[size_t(init.rank)] = comm;
+  r.comms.insert(comm);
+  *init.comm = comm;
+  *joined = clique;
+  if (++clique->joined == init.nranks) {
+    Forming().erase(IdText(init.id));
+    clique->all_joined.notify_all();
+  }
+  return ncclSuccess;
+}
+
+// Waits for every rank of the clique to join, as ncclCommInitRank does on a card.
+ncclResult_t AwaitRanks(Clique& clique) {
+  std::unique_lock<std::mutex> lock(clique.mutex);
+  const auto timeout = PeerTimeout();
+  if (clique.all_joined.wait_for(lock, timeout, [&] { return clique.joined == int(clique.ranks.size()); }))
+    return ncclSuccess;
+  return Refuse(ncclSystemError, "ncclCommInitRank: " + std::to_string(clique.ranks.size() - size_t(clique.joined)) +
+                                     " of the " + std::to_string(clique.ranks.size()) + " ranks did not join within " +
+                                     std::to_string(timeout.count() / 1000.0) + " s (XMLT_SIM_NCCL_TIMEOUT)");
+}
+
+// Joins every rank of `inits`, then waits for their cliques.
+ncclResult_t InitRanks(const std::vector<Init>& inits) {
+  std::vector<std::shared_ptr<Clique>> cliques;
+  for (const Init& init : inits) {
+    std::shared_ptr<Clique> clique;
+    if (const ncclResult_t result = Join(init, &clique); result != ncclSuccess) return result;
+    cliques.push_back(std::move(clique));
+  }
+  for (const std::shared_ptr<Clique>& clique : cliques)
+    if (const ncclResult_t result = AwaitRanks(*clique); result != ncclSuccess) return result;
+  return ncclSuccess;
+}
+
+}  // namespace
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank) {
+  if (comm == nullptr) return Refuse(ncclInvalidArgument, "ncclCommInitRank: no communicator to set");
+  *comm = nullptr;
+  Init init{comm, nranks, comm_id, rank, CurrentOrdinal()};
+  Group& group = ThisThreadsGroup();
+  if (group.depth > 0) {
+    group.inits.push_back(init);
+    return ncclSuccess;
+  }
+  return InitRanks({init});
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
@@ -603,10 +840,14 @@ ncclResult_t ncclGroupEnd() {
   Group& group = ThisThreadsGroup();
   if (group.depth == 0) return Refuse(ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
   if (--group.depth > 0) return ncclSuccess;
+  const std::vector<Init> inits = std::move(group.inits);
   const std::vector<Call> calls = std::move(group.calls);
   const ncclResult_t error = group.error;
+  group.inits.clear();
   group.calls.clear();
   group.error = ncclSuccess;
   if (error != ncclSuccess) return error;  // a refused call drops its whole group, as in NCCL
+  if (!inits.empty())
+    if (const ncclResult_t result = InitRanks(inits); result != ncclSuccess) return result;
   return Submit(calls);
 }

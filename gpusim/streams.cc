@@ -36,12 +36,8 @@ bool Done(CUstream_st* stream, uint64_t position) {
   return stream->pending.empty() || stream->completed >= position;
 }
 
-void RunUpTo(CUstream_st* stream, uint64_t position) {
-  // Checked before taking the run lock: a stream's operation may wait (through another stream's
-  // event wait) for an earlier position of this very stream, which has run already; a ring of
-  // GPUs, each waiting for its neighbour's previous step, does this on every step.
-  if (Done(stream, position)) return;
-  std::lock_guard<std::mutex> running(stream->run);
+// Runs the stream's work up to `position`; the caller holds stream->run.
+void RunHeld(CUstream_st* stream, uint64_t position) {
   for (;;) {
     std::function<void()> op;
     {
@@ -64,6 +60,15 @@ void RunUpTo(CUstream_st* stream, uint64_t position) {
     stream->finished.push_back(clock.end);
     ++stream->completed;
   }
+}
+
+void RunUpTo(CUstream_st* stream, uint64_t position) {
+  // Checked before taking the run lock: a stream's operation may wait (through another stream's
+  // event wait) for an earlier position of this very stream, which has run already; a ring of
+  // GPUs, each waiting for its neighbour's previous step, does this on every step.
+  if (Done(stream, position)) return;
+  std::lock_guard<std::mutex> running(stream->run);
+  RunHeld(stream, position);
 }
 
 }  // namespace
@@ -161,6 +166,14 @@ void Enqueue(CUstream_st* stream, std::function<void()> op) {
 cudaError_t Flush(CUstream_st* stream, uint64_t position) {
   RunUpTo(stream, position);
   return StickyError(stream->device);
+}
+
+bool TryFlush(CUstream_st* stream, uint64_t position) {
+  if (Done(stream, position)) return true;
+  std::unique_lock<std::mutex> running(stream->run, std::try_to_lock);
+  if (!running.owns_lock()) return false;
+  RunHeld(stream, position);
+  return Done(stream, position);
 }
 
 cudaError_t FlushDevice(int device) {

@@ -55,6 +55,9 @@ void Enqueue(CUstream_st* stream, std::function<void()> op);
 // implicit synchronization between the null stream and blocking streams. Returns the GPU's sticky
 // error, if any.
 cudaError_t Flush(CUstream_st* stream, uint64_t position = UINT64_MAX);
+// Flush, unless another host thread is running the stream's work: then returns false at once.
+// True when the stream has run up to `position`.
+bool TryFlush(CUstream_st* stream, uint64_t position);
 // All work on every stream of a GPU.
 cudaError_t FlushDevice(int device);
 bool Idle(CUstream_st* stream, uint64_t position = UINT64_MAX);

@@ -70,6 +70,9 @@ void TrainingLoop::WriteCheckpoint(const char* why) {
   for (size_t i : pool_.alive())
     if (pool_.local(i)) pool_.device(i).PrepareMerge();
   GatherReplicas(pool_, 0);
+  // Across ranks w and w_p may be sharded over every rank's GPUs: their copy to the host is a
+  // collective every rank makes.
+  global_.SyncToHost();
   if (engine_.ranks != nullptr && engine_.ranks->rank() != 0) {
     checkpoint_ = CheckpointPath(control_.checkpoint_dir);
     return;
@@ -78,7 +81,6 @@ void TrainingLoop::WriteCheckpoint(const char* why) {
   nlohmann::json meta = {{"run", fingerprint_}, {"progress", ProgressToJson(progress_)}, {"pool", SavePoolMeta(pool_)}};
   if (open_.open()) meta["open_mega_batch"] = OpenMegaBatchToJson(open_);
   CheckpointWriter writer(meta.dump());
-  global_.SyncToHost();
   writer.Add("global.current", global_.current);
   writer.Add("global.previous", global_.previous);
   std::vector<std::vector<float>> momentum;  // must outlive Write, as must the devices' other state

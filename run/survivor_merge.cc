@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
+#include "dist/rank_group.h"
 #include "merge/rank_sum_collective.h"
 #include "scheduler/settlement.h"
 #include "run/replica_exchange.h"
@@ -52,11 +54,22 @@ merge::MergeOptions OptionsOf(const EngineOptions& engine) {
 }
 
 // The merge on the GPUs, over `replicas` (on GPUs): the same rules as MakeMerger's, on device
-// buffers (merge/gpu/).
-std::unique_ptr<merge::Merger> MakeGpuMerger(const EngineOptions& engine, const merge::ReplicaSet& replicas) {
+// buffers (merge/gpu/). Across ranks (`owners` given: the rank of each replica) the weighted sums
+// run on one NCCL communicator over every rank's GPUs, the other ranks' replicas null here.
+std::unique_ptr<merge::Merger> MakeGpuMerger(const EngineOptions& engine, const merge::ReplicaSet& replicas,
+                                             const std::vector<int>& owners) {
 #ifdef XMLT_HAVE_CUDA
   merge::MergeOptions options = OptionsOf(engine);
-  const auto collective = [&] {
+  const auto collective = [&]() -> std::shared_ptr<merge::Collective> {
+    if (!owners.empty()) {
+      dist::RankGroup* group = engine.ranks;
+      // Rank 0's NCCL id reaches every rank through the rank group (its bytes overwrite the others').
+      const auto from_rank0 = [group](uint8_t* bytes, size_t size) {
+        const std::vector<std::vector<uint8_t>> all = group->AllGather(std::vector<uint8_t>(bytes, bytes + size));
+        std::copy(all[0].begin(), all[0].end(), bytes);
+      };
+      return merge::MakeGpuCollectiveAcrossRanks(replicas, kernels::cuda::NcclRanks{group->rank(), owners, from_rank0});
+    }
     return merge::MakeGpuCollective(engine.collective == merge::CollectiveKind::kNccl ? merge::GpuCollectiveKind::kNccl
                                                                                       : merge::GpuCollectiveKind::kRing,
                                     replicas);
@@ -80,6 +93,7 @@ std::unique_ptr<merge::Merger> MakeGpuMerger(const EngineOptions& engine, const 
 #else
   (void)engine;
   (void)replicas;
+  (void)owners;
   throw std::logic_error("merges on GPUs need the CUDA backend");
 #endif
 }
@@ -173,17 +187,41 @@ merge::MergeOutcome SurvivorMerge::RunOnce(DevicePool& pool, const MegaBatchRun&
 
 merge::MergeOutcome SurvivorMerge::RunOnGpus(DevicePool& pool, const MegaBatchRun& part, const std::vector<size_t>& alive,
                                             merge::ReplicaSet& replicas, merge::GlobalModel* global) {
+  const bool across_ranks = engine_.ranks != nullptr && engine_.ranks->size() > 1;
   merge::MergeInput input;
+  std::vector<int> owners;  // across ranks: each replica's rank
   for (size_t i : alive) {
-    const engine::Device::GpuParams at = pool.device(i).ParamsOnGpu();
-    if (at.gpu < 0) throw std::logic_error("merge on GPUs: device " + pool.device(i).spec().id + " is not a GPU");
-    replicas.params.push_back(at.params);
-    replicas.gpus.push_back(at.gpu);
+    if (across_ranks) owners.push_back(engine_.device_rank.at(i));
+    if (!pool.local(i)) {
+      // Another rank's replica: its GPU places it in NCCL's ranks; its bytes are never read here.
+      replicas.params.push_back(nullptr);
+      replicas.gpus.push_back(pool.device(i).spec().ordinal);
+    } else {
+      const engine::Device::GpuParams at = pool.device(i).ParamsOnGpu();
+      if (at.gpu < 0) throw std::logic_error("merge on GPUs: device " + pool.device(i).spec().id + " is not a GPU");
+      replicas.params.push_back(at.params);
+      replicas.gpus.push_back(at.gpu);
+    }
     input.batch.push_back(pool.states()[i].batch);
     input.lr.push_back(pool.states()[i].lr);
     input.updates.push_back(part.updates[i]);
   }
   if (alive != devices_) {
+    // Every rank sees the same alive devices (the drops are shared with the batch results), so
+    // every rank stops here together, before any collective that a lost GPU would never join.
+    if (across_ranks && !devices_.empty()) {
+      std::string lost;
+      for (size_t i : devices_)
+        if (pool.dropped(i)) lost += (lost.empty() ? "" : ", ") + pool.device(i).spec().id + " (" + pool.fault(i) + ")";
+      throw std::runtime_error("a GPU of the run dropped out: " + lost +
+                               "; a run across ranks that merges through NCCL stops (the communicator spans every "
+                               "rank's GPUs): resume it from its checkpoint on the GPUs that remain");
+    }
+    for (int rank = 0; across_ranks && rank < engine_.ranks->size(); ++rank)
+      if (std::find(owners.begin(), owners.end(), rank) == owners.end())
+        throw std::runtime_error("rank " + std::to_string(rank) +
+                                 " has no GPU left to merge on: a run across ranks stops here (resume it from its "
+                                 "checkpoint on the GPUs that remain)");
     devices_ = alive;
     // The old merger's GPUs held w and w_p; a lost GPU took its share with it, and the host's copy
     // (the rollback target's, taken after the last sound mega-batch) stands in.
@@ -199,7 +237,7 @@ merge::MergeOutcome SurvivorMerge::RunOnGpus(DevicePool& pool, const MegaBatchRu
     }
     global->HostWritten();
     merger_.reset();  // its buffers go before the new ones are allocated
-    merger_ = MakeGpuMerger(engine_, replicas);
+    merger_ = MakeGpuMerger(engine_, replicas, owners);
   }
   return PerDevice(pool, alive, merger_->Merge(replicas, input, global));
 }

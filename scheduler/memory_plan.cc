@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "dist/rank_group.h"
 #include "engine/device_query.h"
@@ -119,10 +120,17 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   // (about M / n) and its share of w and w_p (2 M / n); the elastic force also the pulls and the
   // center's two copies (3 M); Adasum w and w_p whole and a receive buffer (3 M).
   if (MergesOnGpus(engine)) {
+    // n counts every rank's GPUs (NCCL's ranks across ranks); the buffers are this rank's only.
+    std::vector<std::pair<int, int>> all_gpus;  // (rank, ordinal)
     std::vector<int> gpus;
-    for (const engine::DeviceSpec& spec : specs)
-      if (std::find(gpus.begin(), gpus.end(), spec.ordinal) == gpus.end()) gpus.push_back(spec.ordinal);
-    const uint64_t n = gpus.size();
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const int rank = engine.device_rank.empty() ? 0 : engine.device_rank[i];
+      const std::pair<int, int> key{rank, specs[i].ordinal};
+      if (std::find(all_gpus.begin(), all_gpus.end(), key) == all_gpus.end()) all_gpus.push_back(key);
+      const bool local = engine.ranks == nullptr || rank == engine.ranks->rank();
+      if (local && std::find(gpus.begin(), gpus.end(), specs[i].ordinal) == gpus.end()) gpus.push_back(specs[i].ordinal);
+    }
+    const uint64_t n = all_gpus.size();
     const bool elastic = engine.merge == EngineOptions::Merge::kCrossbow ||
                          (engine.merge == EngineOptions::Merge::kAverage && engine.elastic_alpha > 0);
     uint64_t merge = Add(params, Mul(params, 3) / n);

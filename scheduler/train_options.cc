@@ -57,25 +57,36 @@ void ValidateEngineOptions(const EngineOptions& engine) {
   const bool gpus_only = std::all_of(engine.devices.begin(), engine.devices.end(),
                                      [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCuda; });
   const bool one_rank = engine.ranks == nullptr || engine.ranks->size() <= 1;
+  const bool nccl = engine.collective == merge::CollectiveKind::kNccl;
   using MergeOn = EngineOptions::MergeOn;
-  if (engine.merge_on == MergeOn::kGpus && !(gpus_only && one_rank))
-    throw OptionError("merge_on", "gpus needs every device to be a GPU, in one process");
-  if (engine.merge_on == MergeOn::kGpus && engine.collective != merge::CollectiveKind::kPartitionedSum &&
-      engine.collective != merge::CollectiveKind::kNccl)
+  if (engine.merge_on == MergeOn::kGpus && !gpus_only)
+    throw OptionError("merge_on", "gpus needs every device to be a GPU");
+  if (engine.merge_on == MergeOn::kGpus && !one_rank && !nccl)
+    throw OptionError("merge_on", "gpus across ranks runs the nccl collective, not " +
+                                      std::string(merge::CollectiveName(engine.collective)));
+  if (engine.merge_on == MergeOn::kGpus && engine.collective != merge::CollectiveKind::kPartitionedSum && !nccl)
     throw OptionError("merge_on", "gpus runs the ring or nccl collective, not " +
                                       std::string(merge::CollectiveName(engine.collective)));
-  if (engine.collective == merge::CollectiveKind::kNccl && !MergesOnGpus(engine))
-    throw OptionError("collective", "nccl merges replicas on GPUs: it needs every device to be a GPU, in one "
-                                    "process, and merges on the GPUs (not --merge-on host)");
+  // Across ranks NCCL carries the hierarchical merge only: Adasum and the elastic force read every
+  // replica, which the ranks exchange through host mirrors.
+  if (nccl && !one_rank && !MergesByWeightedSum(engine))
+    throw OptionError("collective", "nccl across ranks carries the weighted-sum merges (adaptive, elastic without "
+                                    "an elastic force, sync): this merge needs every replica on every rank");
+  if (nccl && !MergesOnGpus(engine))
+    throw OptionError("collective", "nccl merges replicas on GPUs: it needs every device of every rank to be a GPU, "
+                                    "and merges on the GPUs (not --merge-on host)");
 }
 
 bool MergesOnGpus(const EngineOptions& engine) {
   const bool gpus_only = std::all_of(engine.devices.begin(), engine.devices.end(),
                                      [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCuda; });
   const bool one_rank = engine.ranks == nullptr || engine.ranks->size() <= 1;
-  const bool gpu_collective = engine.collective == merge::CollectiveKind::kPartitionedSum ||
-                              engine.collective == merge::CollectiveKind::kNccl;
-  return engine.merge_on != EngineOptions::MergeOn::kHost && gpus_only && one_rank && gpu_collective;
+  // Across ranks only NCCL spans the processes, and only for the weighted sums (ValidateEngine).
+  const bool gpu_collective =
+      engine.collective == merge::CollectiveKind::kNccl ||
+      (one_rank && engine.collective == merge::CollectiveKind::kPartitionedSum);
+  const bool across_ranks_ok = one_rank || MergesByWeightedSum(engine);
+  return engine.merge_on != EngineOptions::MergeOn::kHost && gpus_only && gpu_collective && across_ranks_ok;
 }
 
 std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options) {

@@ -108,7 +108,8 @@ uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,
 bool MergesByWeightedSum(const EngineOptions& engine);
 
 // Whether a run's merges run on the GPUs (merge_on above): decided once from the device list, since
-// the devices that drop out of a run leave GPUs only where there were GPUs only.
+// the devices that drop out of a run leave GPUs only where there were GPUs only. Across ranks only
+// with --collective nccl and a weighted-sum merge (one communicator over every rank's GPUs).
 bool MergesOnGpus(const EngineOptions& engine);
 
 }  // namespace xmlt::scheduler

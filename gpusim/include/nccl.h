@@ -1,6 +1,6 @@
 // The NCCL calls the CUDA backend makes, over the simulated GPUs (gpusim/nccl.cc): communicators
-// of one process (ncclCommInitAll), groups, all-reduce, reduce-scatter, all-gather and the
-// pre-multiplied sum. Types and codes carry NCCL's own values.
+// of one process (ncclCommInitAll, or ncclCommInitRank from the threads that play ranks), groups,
+// all-reduce, reduce-scatter, all-gather and the pre-multiplied sum. Types and codes carry NCCL's own values.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,6 +12,11 @@
 #define NCCL_PATCH 0
 
 typedef struct ncclComm* ncclComm_t;
+
+#define NCCL_UNIQUE_ID_BYTES 128
+typedef struct {
+  char internal[NCCL_UNIQUE_ID_BYTES];
+} ncclUniqueId;
 
 typedef enum {
   ncclSuccess = 0,
@@ -61,6 +66,11 @@ const char* ncclGetErrorString(ncclResult_t result);
 
 // One communicator per device of `devlist` (null: devices 0 .. ndev-1), rank i on devlist[i].
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist);
+// An id for the ranks of one communicator, made by one of them and shared with the others.
+ncclResult_t ncclGetUniqueId(ncclUniqueId* unique_id);
+// This thread's current GPU as rank `rank` of `nranks`; waits for every rank (inside a group: at
+// ncclGroupEnd, so that one thread can init several GPUs).
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank);
 ncclResult_t ncclCommDestroy(ncclComm_t comm);
 ncclResult_t ncclCommAbort(ncclComm_t comm);
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error);

@@ -33,88 +33,165 @@ void Grouped(F&& each_rank) {
 }  // namespace
 
 struct NcclAllReduce::Impl {
+  // One of this process's GPUs.
   struct Gpu {
     int ordinal = 0;
+    size_t rank = 0;               // its NCCL rank: which shard it owns
     std::vector<size_t> replicas;  // indices into `replicas`, in order
     ncclComm_t comm = nullptr;
     std::optional<Stream> stream;  // made with this GPU current
-    DeviceBuffer<float> acc;       // padded; only where the replicas cannot take part themselves
-    DeviceBuffer<double> partial;  // the norms' per-block sums, then the totals
-    PinnedBuffer<double> norms;
+    DeviceBuffer<float> acc;       // only on a GPU with several replicas: their weighted sum
+    DeviceBuffer<double> partial;  // the norms' per-block sums, then one total per replica (all replicas)
+    PinnedBuffer<double> norms;    // one per replica (all replicas)
     DeviceBuffer<unsigned long long> non_finite;
     PinnedBuffer<unsigned long long> non_finite_host;
-    DeviceBuffer<float> current, previous;  // this GPU's shard of w and w_p
+    // This GPU's shard of w and w_p, then the tail (every GPU keeps it): shard + tail values.
+    DeviceBuffer<float> current, previous;
   };
 
   std::vector<GpuReplica> replicas;
   size_t count = 0;
-  size_t padded = 0;  // count rounded up to a multiple of the GPU count
-  size_t shard = 0;   // padded / GPUs: what each rank owns after the reduce-scatter
-  std::vector<Gpu> gpus;  // rank order
+  size_t shard = 0;  // count / GPUs: what each rank owns after the reduce-scatter
+  size_t main = 0;   // shard * GPUs: what the reduce-scatter takes
+  size_t tail = 0;   // count - main (< GPUs): summed apart by an all-reduce
+  std::vector<Gpu> gpus;  // this process's, in rank order
+  size_t ranks = 0;       // NCCL ranks: GPUs of every process
+  bool across_processes = false;
   bool global_model = false;
   bool aborted = false;
   bool failed = false;  // a merge threw: its collectives may never finish
 
-  // The real values [begin, end) of rank r's shard (empty beyond the model).
-  size_t OwnedBegin(size_t r) const { return std::min(count, r * shard); }
-  size_t OwnedEnd(size_t r) const { return std::min(count, (r + 1) * shard); }
-
-  // What a GPU hands to NCCL: its one replica where it has one and the collective reads no more
-  // than the model (an all-reduce, or a reduce-scatter of an unpadded model); else its accumulator.
-  float* Work(Gpu& gpu, bool sharded) {
-    if (gpu.replicas.size() == 1 && (!sharded || padded == count)) return replicas[gpu.replicas[0]].params;
+  // What a GPU hands to NCCL: its one replica where it has one, else its accumulator.
+  float* Work(Gpu& gpu) {
+    if (gpu.replicas.size() == 1) return replicas[gpu.replicas[0]].params;
     return gpu.acc.data();
-  }
-
-  // The padded accumulator of a GPU, made when first needed: at once for several replicas, with
-  // the global model for one replica that a reduce-scatter cannot read as it is.
-  void MakeAccumulator(Gpu& gpu) {
-    if (gpu.acc.size() == padded) return;
-    DeviceGuard guard(gpu.ordinal);
-    gpu.acc = DeviceBuffer<float>(padded);
-    // The padding enters every reduce-scatter as zeros; nothing writes other values there.
-    if (padded > count)
-      XMLT_CUDA_CHECK(cudaMemsetAsync(gpu.acc.data() + count, 0, (padded - count) * sizeof(float), gpu.stream->get()));
-    gpu.stream->Synchronize();
   }
 
   void CheckUsable(const char* what) const {
     if (aborted) throw std::logic_error(std::string("NcclAllReduce: ") + what + " after Abort()");
   }
 
+  // Waits for every GPU's stream, then throws if NCCL reports a failed collective: a GPU lost here
+  // fails the synchronization, one lost in another process only the communicator's async error.
+  void Finish() {
+    for (Gpu& gpu : gpus) gpu.stream->Synchronize();
+    for (Gpu& gpu : gpus) {
+      ncclResult_t async = ncclSuccess;
+      XMLT_NCCL_CHECK(ncclCommGetAsyncError(gpu.comm, &async));
+      if (async != ncclSuccess)
+        throw std::runtime_error("NcclAllReduce: NCCL's collective failed on GPU " + std::to_string(gpu.ordinal) +
+                                 " (a GPU of another rank was lost, or its communicator aborted): " +
+                                 ncclGetErrorString(async));
+    }
+  }
+  // Sums `n` doubles at `values` (on each GPU) over every NCCL rank, in place.
+  void SumDoubles(const std::vector<double*>& values, size_t n) {
+    Grouped([&] {
+      for (size_t g = 0; g < gpus.size(); ++g)
+        XMLT_NCCL_CHECK(
+            ncclAllReduce(values[g], values[g], n, ncclFloat64, ncclSum, gpus[g].comm, gpus[g].stream->get()));
+    });
+  }
+
+  void MakeGroups(const std::vector<GpuReplica>& all, const NcclRanks* processes);
+  void MakeBuffers();
   void Run(const std::vector<double>& weights, const DeviceMomentum* momentum);
   void Merge(const std::vector<double>& weights, const DeviceMomentum* momentum);
   void MoveGlobal(float* current, float* previous, bool to_device);
+  void GatherGlobal(float* current, float* previous);
   void TearDown(bool abort);
 };
 
-NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count) : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
-  for (GpuReplicaGroup& group : GroupByGpu(replicas, count, "NcclAllReduce")) {
-    m.gpus.emplace_back();
-    m.gpus.back().ordinal = group.ordinal;
-    m.gpus.back().replicas = std::move(group.replicas);
+// The GPUs of this process and the NCCL rank of each: (process, GPU) pairs in order of first
+// appearance among the replicas; all of them in one process.
+void NcclAllReduce::Impl::MakeGroups(const std::vector<GpuReplica>& all, const NcclRanks* processes) {
+  if (processes == nullptr) {
+    for (GpuReplicaGroup& group : GroupByGpu(all, count, "NcclAllReduce")) {
+      gpus.emplace_back();
+      gpus.back().ordinal = group.ordinal;
+      gpus.back().rank = gpus.size() - 1;
+      gpus.back().replicas = std::move(group.replicas);
+    }
+    ranks = gpus.size();
+    return;
   }
-  m.replicas = std::move(replicas);
-  m.count = count;
-  const size_t n = m.gpus.size();
-  m.shard = (count + n - 1) / n;
-  m.padded = m.shard * n;
-  for (Impl::Gpu& gpu : m.gpus) {
+  if (all.empty()) throw std::invalid_argument("NcclAllReduce: no replicas");
+  if (processes->owners.size() != all.size())
+    throw std::invalid_argument("NcclAllReduce: " + std::to_string(processes->owners.size()) + " owners for " +
+                                std::to_string(all.size()) + " replicas");
+  if (!processes->from_rank0) throw std::invalid_argument("NcclAllReduce: no way to share NCCL's id between ranks");
+  std::vector<std::pair<int, int>> seen;  // (process, GPU) by NCCL rank
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::pair<int, int> key{processes->owners[i], all[i].gpu};
+    size_t r = std::find(seen.begin(), seen.end(), key) - seen.begin();
+    if (r == seen.size()) seen.push_back(key);
+    if (key.first != processes->rank) continue;
+    if (all[i].params == nullptr && count > 0)
+      throw std::invalid_argument("NcclAllReduce: replica " + std::to_string(i) + " of this rank has no parameters");
+    auto mine = std::find_if(gpus.begin(), gpus.end(), [&](const Gpu& g) { return g.rank == r; });
+    if (mine == gpus.end()) {
+      gpus.emplace_back();
+      gpus.back().ordinal = key.second;
+      gpus.back().rank = r;
+      mine = gpus.end() - 1;
+    }
+    mine->replicas.push_back(i);
+  }
+  if (gpus.empty())
+    throw std::invalid_argument("NcclAllReduce: rank " + std::to_string(processes->rank) + " holds no replica");
+  ranks = seen.size();
+}
+
+void NcclAllReduce::Impl::MakeBuffers() {
+  shard = count / ranks;
+  main = shard * ranks;
+  tail = count - main;
+  for (Gpu& gpu : gpus) {
     DeviceGuard guard(gpu.ordinal);
     gpu.stream.emplace();
-    if (gpu.replicas.size() > 1) m.MakeAccumulator(gpu);
-    gpu.partial = DeviceBuffer<double>(kSquaresScratch + gpu.replicas.size());
-    gpu.norms = PinnedBuffer<double>(gpu.replicas.size());
+    if (gpu.replicas.size() > 1) gpu.acc = DeviceBuffer<float>(count);
+    gpu.partial = DeviceBuffer<double>(kSquaresScratch + replicas.size());
+    gpu.norms = PinnedBuffer<double>(replicas.size());
     gpu.non_finite = DeviceBuffer<unsigned long long>(1);
     gpu.non_finite_host = PinnedBuffer<unsigned long long>(1);
   }
+}
+
+NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.count = count;
+  m.MakeGroups(replicas, nullptr);
+  m.replicas = std::move(replicas);
+  m.MakeBuffers();
   // Last: nothing after it may throw, or the communicators would outlive a half-made object.
   std::vector<int> ordinals;
   for (const Impl::Gpu& gpu : m.gpus) ordinals.push_back(gpu.ordinal);
-  std::vector<ncclComm_t> comms(n, nullptr);
-  XMLT_NCCL_CHECK(ncclCommInitAll(comms.data(), int(n), ordinals.data()));
-  for (size_t r = 0; r < n; ++r) m.gpus[r].comm = comms[r];
+  std::vector<ncclComm_t> comms(m.gpus.size(), nullptr);
+  XMLT_NCCL_CHECK(ncclCommInitAll(comms.data(), int(m.gpus.size()), ordinals.data()));
+  for (size_t r = 0; r < m.gpus.size(); ++r) m.gpus[r].comm = comms[r];
+}
+
+NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count, NcclRanks processes)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.count = count;
+  m.across_processes = true;
+  m.MakeGroups(replicas, &processes);
+  m.replicas = std::move(replicas);
+  m.MakeBuffers();
+  ncclUniqueId id{};
+  if (processes.rank == 0) XMLT_NCCL_CHECK(ncclGetUniqueId(&id));
+  processes.from_rank0(reinterpret_cast<uint8_t*>(&id), sizeof(id));
+  // Each of this process's GPUs joins as its rank, in one group (NCCL's way for one thread to init
+  // several GPUs); the group returns when every process's ranks have joined.
+  std::vector<ncclComm_t> comms(m.gpus.size(), nullptr);
+  Grouped([&] {
+    for (size_t g = 0; g < m.gpus.size(); ++g) {
+      DeviceGuard guard(m.gpus[g].ordinal);  // NCCL takes the current GPU
+      XMLT_NCCL_CHECK(ncclCommInitRank(&comms[g], int(m.ranks), id, int(m.gpus[g].rank)));
+    }
+  });
+  for (size_t g = 0; g < m.gpus.size(); ++g) m.gpus[g].comm = comms[g];
 }
 
 void NcclAllReduce::Impl::TearDown(bool abort) {
@@ -174,19 +251,16 @@ void NcclAllReduce::Impl::Merge(const std::vector<double>& weights, const Device
       for (size_t r = 0; r < made.size(); ++r) ncclRedOpDestroy(made[r], gpus[r].comm);
     }
   } ops{gpus, {}};
-  // Each rank's input: its one replica (or the replica's padded copy) pre-multiplied by its weight,
-  // or its replicas' weighted sum pre-multiplied by 1.
+  // Each rank's input: its one replica pre-multiplied by its weight, or its replicas' weighted sum
+  // pre-multiplied by 1.
   for (size_t r = 0; r < gpus.size(); ++r) {
     Gpu& gpu = gpus[r];
     DeviceGuard guard(gpu.ordinal);
     const cudaStream_t stream = gpu.stream->get();
-    float* work = Work(gpu, sharded);
+    float* work = Work(gpu);
     float scalar = 1.0f;
     if (gpu.replicas.size() == 1) {
       scalar = float(weights[gpu.replicas[0]]);
-      if (work != replicas[gpu.replicas[0]].params)
-        XMLT_CUDA_CHECK(cudaMemcpyAsync(work, replicas[gpu.replicas[0]].params, count * sizeof(float),
-                                        cudaMemcpyDeviceToDevice, stream));
     } else {
       for (size_t first = 0; first < gpu.replicas.size(); first += kTermsPerPass) {
         WeightedTerms terms{};
@@ -207,45 +281,55 @@ void NcclAllReduce::Impl::Merge(const std::vector<double>& weights, const Device
   if (!sharded) {
     Grouped([&] {
       for (size_t r = 0; r < gpus.size(); ++r) {
-        float* work = Work(gpus[r], false);
+        float* work = Work(gpus[r]);
         XMLT_NCCL_CHECK(
             ncclAllReduce(work, work, count, ncclFloat32, ops.made[r], gpus[r].comm, gpus[r].stream->get()));
       }
     });
   } else {
+    // Every rank makes the same calls (shard and tail are the same everywhere), so the j-th call of
+    // each rank is the same collective.
     Grouped([&] {
       for (size_t r = 0; r < gpus.size(); ++r) {
-        float* work = Work(gpus[r], true);
-        XMLT_NCCL_CHECK(ncclReduceScatter(work, work + r * shard, shard, ncclFloat32, ops.made[r], gpus[r].comm,
-                                          gpus[r].stream->get()));
+        float* work = Work(gpus[r]);
+        if (shard > 0)
+          XMLT_NCCL_CHECK(ncclReduceScatter(work, work + gpus[r].rank * shard, shard, ncclFloat32, ops.made[r],
+                                            gpus[r].comm, gpus[r].stream->get()));
+        if (tail > 0)
+          XMLT_NCCL_CHECK(ncclAllReduce(work + main, work + main, tail, ncclFloat32, ops.made[r], gpus[r].comm,
+                                        gpus[r].stream->get()));
       }
     });
     for (size_t r = 0; r < gpus.size(); ++r) {
       Gpu& gpu = gpus[r];
-      const size_t begin = OwnedBegin(r), end = OwnedEnd(r);
-      if (end == begin) continue;
       DeviceGuard guard(gpu.ordinal);
-      LaunchMomentum(gpu.stream->get(), Work(gpu, true) + begin, gpu.current.data(), gpu.previous.data(), end - begin,
-                     *momentum);
+      float* work = Work(gpu);
+      if (shard > 0)
+        LaunchMomentum(gpu.stream->get(), work + gpu.rank * shard, gpu.current.data(), gpu.previous.data(), shard,
+                       *momentum);
+      if (tail > 0)
+        LaunchMomentum(gpu.stream->get(), work + main, gpu.current.data() + shard, gpu.previous.data() + shard, tail,
+                       *momentum);
     }
-    Grouped([&] {
-      for (size_t r = 0; r < gpus.size(); ++r) {
-        float* work = Work(gpus[r], true);
-        XMLT_NCCL_CHECK(
-            ncclAllGather(work + r * shard, work, shard, ncclFloat32, gpus[r].comm, gpus[r].stream->get()));
-      }
-    });
+    if (shard > 0)
+      Grouped([&] {
+        for (size_t r = 0; r < gpus.size(); ++r) {
+          float* work = Work(gpus[r]);
+          XMLT_NCCL_CHECK(ncclAllGather(work + gpus[r].rank * shard, work, shard, ncclFloat32, gpus[r].comm,
+                                        gpus[r].stream->get()));
+        }
+      });
   }
   // The result into every replica that did not take part itself (copies within the GPU).
   for (Gpu& gpu : gpus) {
     DeviceGuard guard(gpu.ordinal);
-    const float* work = Work(gpu, sharded);
+    const float* work = Work(gpu);
     for (const size_t i : gpu.replicas)
       if (replicas[i].params != work)
         XMLT_CUDA_CHECK(cudaMemcpyAsync(replicas[i].params, work, count * sizeof(float), cudaMemcpyDeviceToDevice,
                                         gpu.stream->get()));
   }
-  for (Gpu& gpu : gpus) gpu.stream->Synchronize();
+  Finish();
 }
 
 void NcclAllReduce::WeightedAllReduce(const std::vector<double>& weights) { impl_->Run(weights, nullptr); }
@@ -254,20 +338,25 @@ void NcclAllReduce::WeightedAllReduce(const std::vector<double>& weights, const 
   impl_->Run(weights, &momentum);
 }
 
-// Copies between each rank's shard of w, w_p and host memory (to_device: host to GPUs).
+// Copies between each rank's shard of w, w_p and host memory (to_device: host to GPUs), and the
+// tail: onto every GPU, back from the first.
 void NcclAllReduce::Impl::MoveGlobal(float* current, float* previous, bool to_device) {
   for (size_t r = 0; r < gpus.size(); ++r) {
     Gpu& gpu = gpus[r];
-    const size_t begin = OwnedBegin(r), end = OwnedEnd(r);
-    if (end == begin) continue;
     DeviceGuard guard(gpu.ordinal);
-    const size_t bytes = (end - begin) * sizeof(float);
     for (auto [host, device] : {std::pair{current, gpu.current.data()}, std::pair{previous, gpu.previous.data()}}) {
-      if (to_device) {
-        XMLT_CUDA_CHECK(cudaMemcpy(device, host + begin, bytes, cudaMemcpyHostToDevice));
-      } else {
-        XMLT_CUDA_CHECK(cudaMemcpy(host + begin, device, bytes, cudaMemcpyDeviceToHost));
-      }
+      const auto move = [&](size_t host_offset, size_t device_offset, size_t n) {
+        if (n == 0) return;
+        if (to_device) {
+          XMLT_CUDA_CHECK(
+              cudaMemcpy(device + device_offset, host + host_offset, n * sizeof(float), cudaMemcpyHostToDevice));
+        } else {
+          XMLT_CUDA_CHECK(
+              cudaMemcpy(host + host_offset, device + device_offset, n * sizeof(float), cudaMemcpyDeviceToHost));
+        }
+      };
+      move(gpu.rank * shard, 0, shard);
+      if (to_device || r == 0) move(main, shard, tail);
     }
   }
 }
@@ -278,18 +367,55 @@ void NcclAllReduce::SetGlobalModel(const float* current, const float* previous) 
   for (Impl::Gpu& gpu : m.gpus) {
     if (m.global_model) break;
     DeviceGuard guard(gpu.ordinal);
-    gpu.current = DeviceBuffer<float>(m.shard);
-    gpu.previous = DeviceBuffer<float>(m.shard);
-    if (m.padded != m.count) m.MakeAccumulator(gpu);
+    gpu.current = DeviceBuffer<float>(m.shard + m.tail);
+    gpu.previous = DeviceBuffer<float>(m.shard + m.tail);
   }
   m.global_model = true;
   m.MoveGlobal(const_cast<float*>(current), const_cast<float*>(previous), true);
 }
 
+// Across processes: each of w and w_p all-gathered on every GPU (into its accumulator, or a buffer
+// made for the call), then copied down from this process's first GPU, with the tail, which every
+// GPU holds.
+void NcclAllReduce::Impl::GatherGlobal(float* current, float* previous) {
+  std::vector<DeviceBuffer<float>> made(gpus.size());
+  std::vector<float*> into(gpus.size());
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    DeviceGuard guard(gpus[g].ordinal);
+    if (gpus[g].acc.size() >= main) {
+      into[g] = gpus[g].acc.data();
+    } else {
+      made[g] = DeviceBuffer<float>(main);
+      into[g] = made[g].data();
+    }
+  }
+  for (auto [host, which] : {std::pair{current, &Gpu::current}, std::pair{previous, &Gpu::previous}}) {
+    if (shard > 0)
+      Grouped([&] {
+        for (size_t g = 0; g < gpus.size(); ++g)
+          XMLT_NCCL_CHECK(ncclAllGather((gpus[g].*which).data(), into[g], shard, ncclFloat32, gpus[g].comm,
+                                        gpus[g].stream->get()));
+      });
+    Gpu& first = gpus[0];
+    DeviceGuard guard(first.ordinal);
+    if (shard > 0)
+      XMLT_CUDA_CHECK(
+          cudaMemcpyAsync(host, into[0], main * sizeof(float), cudaMemcpyDeviceToHost, first.stream->get()));
+    if (tail > 0)
+      XMLT_CUDA_CHECK(cudaMemcpyAsync(host + main, (first.*which).data() + shard, tail * sizeof(float),
+                                      cudaMemcpyDeviceToHost, first.stream->get()));
+    Finish();
+  }
+}
+
 void NcclAllReduce::GetGlobalModel(float* current, float* previous) {
   if (!impl_->global_model) throw std::logic_error("NcclAllReduce: no global model was set");
   impl_->CheckUsable("GetGlobalModel");
-  impl_->MoveGlobal(current, previous, false);
+  if (impl_->across_processes) {
+    impl_->GatherGlobal(current, previous);
+  } else {
+    impl_->MoveGlobal(current, previous, false);
+  }
 }
 
 bool NcclAllReduce::GlobalModelFinite() {
@@ -301,16 +427,31 @@ bool NcclAllReduce::GlobalModelFinite() {
     DeviceGuard guard(gpu.ordinal);
     const cudaStream_t stream = gpu.stream->get();
     XMLT_CUDA_CHECK(cudaMemsetAsync(gpu.non_finite.data(), 0, sizeof(unsigned long long), stream));
-    LaunchCountNonFinite(stream, gpu.current.data(), m.OwnedEnd(r) - m.OwnedBegin(r), gpu.non_finite.data());
+    // The tail too: every GPU's copy of it is the same.
+    LaunchCountNonFinite(stream, gpu.current.data(), m.shard + m.tail, gpu.non_finite.data());
     XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.non_finite_host.data(), gpu.non_finite.data(), sizeof(unsigned long long),
                                     cudaMemcpyDeviceToHost, stream));
   }
-  bool finite = true;
+  double non_finite = 0;
   for (Impl::Gpu& gpu : m.gpus) {
     gpu.stream->Synchronize();
-    finite = finite && gpu.non_finite_host.data()[0] == 0;
+    non_finite += double(gpu.non_finite_host.data()[0]);
   }
-  return finite;
+  if (!m.across_processes) return non_finite == 0;
+  // The other processes' counts: summed by NCCL, in one double on each GPU (its norms' scratch).
+  std::vector<double*> slot;
+  for (Impl::Gpu& gpu : m.gpus) {
+    DeviceGuard guard(gpu.ordinal);
+    const double mine = &gpu == &m.gpus[0] ? non_finite : 0.0;
+    XMLT_CUDA_CHECK(cudaMemcpy(gpu.partial.data(), &mine, sizeof(double), cudaMemcpyHostToDevice));
+    slot.push_back(gpu.partial.data());
+  }
+  m.SumDoubles(slot, 1);
+  double total = 0;
+  DeviceGuard guard(m.gpus[0].ordinal);
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(&total, slot[0], sizeof(double), cudaMemcpyDeviceToHost, m.gpus[0].stream->get()));
+  m.Finish();
+  return total == 0;
 }
 
 std::vector<double> NcclAllReduce::SquaredNorms() {
@@ -318,23 +459,46 @@ std::vector<double> NcclAllReduce::SquaredNorms() {
   m.CheckUsable("SquaredNorms");
   std::vector<double> norms(m.replicas.size(), 0.0);
   if (m.count == 0) return norms;
+  // Each replica's norm in its own slot; across processes the slots of the others' replicas are
+  // zeros, and NCCL's sum of the slots gives every process every norm (x + 0 is exact).
+  const size_t n = m.replicas.size();
+  std::vector<double*> slots;
   for (Impl::Gpu& gpu : m.gpus) {
     DeviceGuard guard(gpu.ordinal);
     const cudaStream_t stream = gpu.stream->get();
-    for (size_t t = 0; t < gpu.replicas.size(); ++t)
-      LaunchSquaredNorm(stream, m.replicas[gpu.replicas[t]].params, m.count, gpu.partial.data(),
-                        gpu.partial.data() + kSquaresScratch + t);
-    XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.norms.data(), gpu.partial.data() + kSquaresScratch,
-                                    gpu.replicas.size() * sizeof(double), cudaMemcpyDeviceToHost, stream));
+    double* slot = gpu.partial.data() + kSquaresScratch;
+    if (m.across_processes) XMLT_CUDA_CHECK(cudaMemsetAsync(slot, 0, n * sizeof(double), stream));
+    for (const size_t i : gpu.replicas)
+      LaunchSquaredNorm(stream, m.replicas[i].params, m.count, gpu.partial.data(), slot + i);
+    slots.push_back(slot);
   }
+  // Only the norms reach the host: every slot from the first GPU across processes, each GPU's own
+  // replicas' slots here.
+  if (m.across_processes) m.SumDoubles(slots, n);
+  for (size_t g = 0; g < m.gpus.size(); ++g) {
+    Impl::Gpu& gpu = m.gpus[g];
+    DeviceGuard guard(gpu.ordinal);
+    if (m.across_processes && g == 0)
+      XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.norms.data(), slots[g], n * sizeof(double), cudaMemcpyDeviceToHost,
+                                      gpu.stream->get()));
+    if (!m.across_processes)
+      for (const size_t i : gpu.replicas)
+        XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.norms.data() + i, slots[g] + i, sizeof(double), cudaMemcpyDeviceToHost,
+                                        gpu.stream->get()));
+  }
+  m.Finish();
   for (Impl::Gpu& gpu : m.gpus) {
-    gpu.stream->Synchronize();
-    for (size_t t = 0; t < gpu.replicas.size(); ++t) norms[gpu.replicas[t]] = gpu.norms.data()[t];
+    if (m.across_processes) {
+      for (size_t i = 0; i < n; ++i) norms[i] = m.gpus[0].norms.data()[i];
+    } else {
+      for (const size_t i : gpu.replicas) norms[i] = gpu.norms.data()[i];
+    }
   }
   return norms;
 }
 
-size_t NcclAllReduce::gpus() const { return impl_->gpus.size(); }
-size_t NcclAllReduce::padded_count() const { return impl_->padded; }
+size_t NcclAllReduce::gpus() const { return impl_->ranks; }
+size_t NcclAllReduce::shard_count() const { return impl_->shard; }
+size_t NcclAllReduce::tail_count() const { return impl_->tail; }
 
 }  // namespace xmlt::kernels::cuda

@@ -9,11 +9,26 @@
 // With the global momentum of the model-averaging merges the sum is an ncclReduceScatter, after
 // which each GPU applies the rule to the shard it owns (it keeps that shard of w and w_p), then an
 // ncclAllGather: the owner of each shard applies the rule, as in the ring. NCCL's reduce-scatter
-// gives every rank an equal shard, so the model is padded to a multiple of the GPU count with
-// zeros that stay zero (the rule runs on real values only).
+// gives every rank an equal shard, so it takes the largest multiple of the GPU count (shard_count()
+// per rank) and the tail of fewer than N values is summed apart by an ncclAllReduce in the same
+// group; every GPU keeps the tail of w and w_p and applies the rule to it (the all-reduce gives
+// every rank the same sum, so the same bits). A GPU with one replica thus hands NCCL the replica
+// itself with or without momentum: no model-sized copy in or out, and no accumulator.
+//
+// Across processes (NcclRanks: MPI ranks, or threads playing them) one communicator spans every
+// process's GPUs: rank 0 makes NCCL's unique id, the others receive it through `from_rank0`, and
+// each process inits its GPUs' ranks in one group (ncclCommInitRank). NCCL ranks follow the
+// replicas' order of first appearance of (process, GPU), the same on every process, and each
+// process reduces and finishes only its own replicas and shards. What all processes need goes
+// through NCCL too: the norms (each GPU's replicas' norms in their slots, zeros elsewhere, summed
+// in double: exact), the finite check (the count of non-finite values, summed) and the global
+// model for the host (each shard all-gathered on every GPU, then copied down by the first), so
+// every process gets the same bits. Every process makes every call, in the same order.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -21,13 +36,27 @@
 
 namespace xmlt::kernels::cuda {
 
+// The processes of a merge across processes: this one's rank, the process that holds each replica
+// (the others' replicas are never read here; their pointers may be null), and how rank 0's
+// `size` bytes reach every process (called by every process with its own buffer, which rank 0's
+// bytes overwrite).
+struct NcclRanks {
+  int rank = 0;
+  std::vector<int> owners;
+  std::function<void(uint8_t* bytes, size_t size)> from_rank0;
+};
+
 class NcclAllReduce final : public DeviceCollective {
  public:
   // Sets up one NCCL communicator per GPU of `replicas` (ncclCommInitAll), a stream each, and an
-  // accumulator of the padded size on each GPU with several replicas (SetGlobalModel adds one on
-  // the others when the model needs padding). Throws std::invalid_argument on no replicas or a
-  // null pointer, std::runtime_error on CUDA or NCCL failures.
+  // accumulator of the model's size on each GPU with several replicas. Throws
+  // std::invalid_argument on no replicas or a null pointer, std::runtime_error on CUDA or NCCL
+  // failures.
   NcclAllReduce(std::vector<GpuReplica> replicas, size_t count);
+  // The same across processes: every process makes this call with the same replicas (the others'
+  // with null pointers if it likes), owners and count. Throws std::invalid_argument when the
+  // owners do not match the replicas or a process holds none.
+  NcclAllReduce(std::vector<GpuReplica> replicas, size_t count, NcclRanks ranks);
   // Destroys the communicators, or aborts them when Abort() was not called but a merge failed (a
   // destroy waits for the failed collective, which may never end).
   ~NcclAllReduce() override;
@@ -47,8 +76,9 @@ class NcclAllReduce final : public DeviceCollective {
   // but the destructor.
   void Abort();
 
-  size_t gpus() const;           // NCCL ranks: distinct GPUs
-  size_t padded_count() const;   // the model rounded up to a multiple of gpus()
+  size_t gpus() const;         // NCCL ranks: distinct GPUs of every process
+  size_t shard_count() const;  // the values each rank owns after the reduce-scatter: count / gpus()
+  size_t tail_count() const;   // the values summed apart, by an all-reduce: count % gpus()
 
  private:
   struct Impl;

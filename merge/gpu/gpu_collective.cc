@@ -71,4 +71,9 @@ std::shared_ptr<Collective> MakeGpuCollective(GpuCollectiveKind kind, const Repl
   return std::make_shared<GpuCollective>(std::move(device), replicas);
 }
 
+std::shared_ptr<Collective> MakeGpuCollectiveAcrossRanks(const ReplicaSet& replicas, kernels::cuda::NcclRanks ranks) {
+  auto device = std::make_unique<kernels::cuda::NcclAllReduce>(GpuReplicas(replicas), replicas.size, std::move(ranks));
+  return std::make_shared<GpuCollective>(std::move(device), replicas);
+}
+
 }  // namespace xmlt::merge

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/cuda/nccl_all_reduce.h"
 #include "merge/collective.h"
 #include "merge/merger.h"
 #include "merge/replica_set.h"
@@ -21,6 +22,11 @@ namespace xmlt::merge {
 // Throws std::invalid_argument when the replicas are not on GPUs.
 enum class GpuCollectiveKind { kRing, kNccl };
 std::shared_ptr<Collective> MakeGpuCollective(GpuCollectiveKind kind, const ReplicaSet& replicas);
+
+// NCCL over every rank's GPUs (the hierarchical merge across ranks): `replicas` lists every
+// rank's replicas, the other ranks' with null pointers and their GPU ordinals; `ranks` says who
+// owns each and carries rank 0's NCCL id. Every rank makes it, and every call on it, together.
+std::shared_ptr<Collective> MakeGpuCollectiveAcrossRanks(const ReplicaSet& replicas, kernels::cuda::NcclRanks ranks);
 
 // The elastic force merge (EASGD, CROSSBOW) on the GPUs (kernels/cuda/elastic_force.h); the same
 // rule and checks as MakeElasticForceMerger.

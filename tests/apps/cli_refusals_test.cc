@@ -145,7 +145,7 @@ TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
       {{"--algo", "sync", "--cpu-output", "dense", "--slide-l", "4"},
        "--slide-l applies to --algo slide or --cpu-output sampled"},
       {{"--algo", "adaptive", "--merge-on", "card"}, "--merge-on must be auto, host or gpus"},
-      {{"--algo", "adaptive", "--merge-on", "gpus"}, "--merge-on gpus needs every device to be a GPU, in one process"},
+      {{"--algo", "adaptive", "--merge-on", "gpus"}, "--merge-on gpus needs every device to be a GPU"},
       {{"--algo", "adaptive", "--collective", "nccl"}, "--collective nccl merges replicas on GPUs"},
       {{"--algo", "adaptive", "--collective", "mesh"}, "unknown collective 'mesh' (expected ring, tree, naive or nccl)"},
   };

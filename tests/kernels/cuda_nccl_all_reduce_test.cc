@@ -51,8 +51,8 @@ TEST(CudaNcclAllReduce, EveryReplicaHoldsTheWeightedSumForEveryLayoutAndSize) {
         const std::vector<double> w = RandomWeights(replicas.gpus.size(), seed);
         NcclAllReduce nccl(replicas.View(), count);
         ASSERT_EQ(nccl.gpus(), size_t(gpus)) << where;
-        ASSERT_EQ(nccl.padded_count() % size_t(gpus), 0u) << where;
-        ASSERT_GE(nccl.padded_count(), count) << where;
+        ASSERT_EQ(nccl.shard_count(), count / size_t(gpus)) << where;
+        ASSERT_EQ(nccl.tail_count(), count % size_t(gpus)) << where;
         nccl.WeightedAllReduce(w);
         std::vector<std::vector<float>> results;
         for (size_t i = 0; i < w.size(); ++i) results.push_back(replicas.Read(i));
@@ -72,15 +72,17 @@ TEST(CudaNcclAllReduce, EveryReplicaHoldsTheWeightedSumForEveryLayoutAndSize) {
 }
 
 // Three merges in a row (the replicas moved between them as training would move them), heavy-ball
-// and Nesterov, with one replica per GPU (NCCL reads the replicas themselves, or their padded
-// copies) and two: the replicas and the global model w, w_p that the shards' owners keep equal the
-// host rule (merge::MergeWithGlobalMomentum over the naive collective) within float rounding.
+// and Nesterov, with one replica per GPU (NCCL reads the replicas themselves: the reduce-scatter
+// takes the largest multiple of the GPU count, the tail is summed apart) and two: the replicas and
+// the global model w, w_p that the shards' owners keep equal the host rule
+// (merge::MergeWithGlobalMomentum over the naive collective) within float rounding.
 TEST(CudaNcclAllReduce, GlobalMomentumOnTheShardsOwnersEqualsTheHostRule) {
   XMLT_SKIP_WITHOUT_GPU();
   uint64_t seed = 100;
   for (int gpus = 1; gpus <= Gpus(); ++gpus) {
     for (const int per_gpu : {1, 2}) {
-      for (const size_t count : {size_t(5), size_t(1003), size_t(1680)}) {  // 1680: divisible by 1 .. 8
+      // 3: fewer values than GPUs (all tail); 1680: divisible by 1 .. 8 (no tail).
+      for (const size_t count : {size_t(3), size_t(5), size_t(1003), size_t(1680)}) {
         for (const bool nesterov : {false, true}) {
           ++seed;
           const std::string where = std::to_string(gpus) + " GPUs, " + std::to_string(per_gpu) + " replicas each, " +
@@ -209,9 +211,9 @@ TEST(CudaNcclAllReduce, RefusesAWrongWeightCountNoReplicasAndMomentumWithoutAGlo
 
 #ifdef XMLT_GPUSIM
 // NCCL's ring moves 2(N-1)/N of the model per GPU in an all-reduce (up to a value per chunk where
-// the model does not divide evenly), and a reduce-scatter and an all-gather of the padded model
-// with momentum: exactly 2(N-1)/N of it. Replicas of one GPU move nothing, and with peer access no
-// byte goes through host memory.
+// the model does not divide evenly), and with momentum a reduce-scatter and an all-gather of the
+// largest multiple of N, plus the tail's all-reduce: 2(N-1)/N of the model up to 2N values.
+// Replicas of one GPU move nothing, and with peer access no byte goes through host memory.
 TEST(CudaNcclAllReduceSim, EachGpuMovesTwoNMinusOneOverNOfTheModelAndNothingTouchesTheHost) {
   XMLT_SKIP_WITHOUT_GPU();
   const int gpus = Gpus();
@@ -229,9 +231,9 @@ TEST(CudaNcclAllReduceSim, EachGpuMovesTwoNMinusOneOverNOfTheModelAndNothingTouc
       } else {
         nccl.WeightedAllReduce(w);
       }
-      const double model = double(momentum ? nccl.padded_count() : count) * sizeof(float);
+      const double model = double(count) * sizeof(float);
       const double expected = 2.0 * (gpus - 1) / gpus * model;
-      const double slack = momentum ? 0.0 : 2.0 * sizeof(float);
+      const double slack = (momentum ? 2.0 * gpus : 2.0) * sizeof(float);
       for (int g = 0; g < gpus; ++g) {
         const gpusim::Traffic t = gpusim::TrafficOf(g);
         SCOPED_TRACE("GPU " + std::to_string(g) + " of " + std::to_string(gpus) + ", " + std::to_string(per_gpu) +
@@ -248,6 +250,39 @@ TEST(CudaNcclAllReduceSim, EachGpuMovesTwoNMinusOneOverNOfTheModelAndNothingTouc
       }
     }
   }
+}
+
+// The global momentum with one replica per GPU and a model not divisible by the GPU count: the
+// replica itself goes into the reduce-scatter (its tail into the all-reduce), so a GPU holds no
+// model-sized buffer beyond its replica: only its shard and the tail of w and w_p, and the
+// norms' scratch.
+TEST(CudaNcclAllReduceSim, MomentumWithOneReplicaPerGpuTakesOnlyItsShardsOfTheGlobalModel) {
+  XMLT_SKIP_WITHOUT_GPU();
+  const int gpus = Gpus();
+  const size_t count = size_t(100003) * size_t(gpus) + size_t(gpus - 1);  // a tail wherever gpus > 1
+  Replicas replicas(Layout(gpus, 1), count, 13);
+  const std::vector<float> current = Replicas({0}, count, 14).host[0], previous = Replicas({0}, count, 15).host[0];
+  std::vector<size_t> free_before(static_cast<size_t>(gpus), 0);
+  for (int g = 0; g < gpus; ++g) {
+    size_t total = 0;
+    XMLT_CUDA_CHECK(cudaSetDevice(g));
+    XMLT_CUDA_CHECK(cudaMemGetInfo(&free_before[size_t(g)], &total));
+  }
+  NcclAllReduce nccl(replicas.View(), count);
+  nccl.SetGlobalModel(current.data(), previous.data());
+  nccl.WeightedAllReduce(RandomWeights(size_t(gpus), 13), DeviceMomentum{0.9, false});
+  const size_t owned = 2 * (nccl.shard_count() + nccl.tail_count()) * sizeof(float);
+  for (int g = 0; g < gpus; ++g) {
+    size_t free_after = 0, total = 0;
+    XMLT_CUDA_CHECK(cudaSetDevice(g));
+    XMLT_CUDA_CHECK(cudaMemGetInfo(&free_after, &total));
+    const size_t taken = free_before[size_t(g)] - free_after;
+    EXPECT_GE(taken, owned) << "GPU " << g;
+    EXPECT_LT(taken, owned + (size_t(1) << 20)) << "GPU " << g << " of " << gpus << ": " << taken
+                                             << " bytes for a shard of " << owned << " (a model is "
+                                             << count * sizeof(float) << ")";
+  }
+  XMLT_CUDA_CHECK(cudaSetDevice(0));
 }
 
 void ResetGpus() {
