@@ -188,7 +188,11 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   nlohmann::json lr_search_json;
   if (lr_auto) {
     const engine::DeviceSpec search_device = scheduler::LrSearchDevice(f.engine.devices, ranks->size());
-    const scheduler::LrSearchResult search = scheduler::SearchLearningRate(train, shape, f.options, search_device);
+    // --algo slide searches with its sampled step; --cpu-output sampled with the dense step, whose
+    // rate the run's dense devices take (its sampled devices scale it, ScaleLearningRate).
+    const scheduler::LrSearchResult search = scheduler::SearchLearningRate(
+        train, shape, f.options, search_device,
+        f.algo == "slide" ? f.engine.sampled_output : engine::SampledOutputOptions{});
     lr_search_json = ReportLrSearch(search, search_device, writer);
     f.options.lr = float(search.picked);
   }

@@ -107,6 +107,11 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
   cmd->add_option("--slide-min-active", f->sampled_output.min_active,
                   "Random labels pad a row's active set to this size")
       ->capture_default_str()->group(kSlide);
+  cmd->add_option("--slide-weight-padding", f->sampled_output.weight_padding,
+                  "Weight each random padding label in the softmax by the left-out labels it stands for "
+                  "(log(left out / drawn) added to its logit: the sampled softmax's correction); false: as SLIDE, "
+                  "unweighted")
+      ->capture_default_str()->group(kSlide);
   cmd->add_option("--slide-rehash-first", f->sampled_output.first_rebuild,
                   "Updates after a rebuild before the updated rows are rehashed")
       ->capture_default_str()->group(kSlide);

@@ -46,7 +46,8 @@ nlohmann::json ReportLrSearch(const scheduler::LrSearchResult& search, const eng
   if (say)
     std::cerr << "--lr auto: picked " << search.picked << ", " << why.str() << " (held-out P@1 per candidate:"
               << grid.str() << "; " << search.batches_per_candidate << " batches each on " << search.search_rows
-              << " rows, " << search.heldout_rows << " held out, on " << device.id << ", " << search.seconds
+              << " rows, " << search.heldout_rows << " held out, on " << device.id
+              << (search.sampled ? " with the sampled step" : "") << ", " << search.seconds
               << " s)\n";
   return {{"picked", search.picked},
           {"winner", search.winner},
@@ -55,6 +56,7 @@ nlohmann::json ReportLrSearch(const scheduler::LrSearchResult& search, const eng
           {"search_rows", search.search_rows},
           {"heldout_rows", search.heldout_rows},
           {"device", device.id},
+          {"step", search.sampled ? "sampled" : "dense"},
           {"seconds", search.seconds}};
 }
 

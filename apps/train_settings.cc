@@ -222,7 +222,7 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
     throw std::invalid_argument("--cpu-output sampled: --devices " + f.devices + " has no CPU device to sample on");
   if (f.algo != "slide" && !cpu_sampled)
     for (const char* flag : {"--slide-hash", "--slide-k", "--slide-l", "--slide-bucket", "--slide-min-active",
-                             "--slide-rehash-first", "--slide-rehash-growth"})
+                             "--slide-weight-padding", "--slide-rehash-first", "--slide-rehash-growth"})
       if (f.given(flag))
         throw std::invalid_argument(std::string(flag) + " applies to --algo slide or --cpu-output sampled");
   if (f.algo == "slide" || cpu_sampled) {
@@ -354,9 +354,11 @@ void ApplySampledOutputPreset(TrainFlags& f, uint64_t labels) {
   if (!f.given("--slide-k")) s.k = preset.k;
   if (!f.given("--slide-l")) s.l = preset.l;
   s.seed = f.options.seed;
+  s.report_active_sets = true;
   if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;
   std::cerr << "slide: " << s.hash << " K=" << s.k << " L=" << s.l << ", buckets of up to " << s.bucket_cap
-            << " labels, active sets padded to " << s.min_active << ", tables rebuilt every merge and rehashed after "
+            << " labels, active sets padded to " << s.min_active
+            << (s.weight_padding ? " (the padding weighted)" : " (the padding unweighted)") << ", tables rebuilt every merge and rehashed after "
             << s.first_rebuild << " updates, each gap x" << s.rebuild_growth << "\n";
 }
 

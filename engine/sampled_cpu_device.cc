@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iomanip>
+#include <iostream>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,7 +49,18 @@ class SampledCpuDevice final : public Device {
     step_.bucket_cap = options.bucket_cap;
     step_.min_active = options.min_active;
     step_.seed = options.seed;
+    step_.weight_padding = options.weight_padding;
+    report_ = options.report_active_sets;
     Rebuild();
+  }
+  ~SampledCpuDevice() override {
+    if (!report_ || stats_.rows == 0) return;
+    std::ostringstream text;
+    text << std::fixed << std::setprecision(1) << spec_.id << ": active sets of "
+         << double(stats_.active_labels) / double(stats_.rows) << " of " << model_.shape.num_labels
+         << " labels a row on average (" << double(stats_.padding_labels) / double(stats_.rows)
+         << " of them random padding), over " << stats_.rows << " rows trained\n";
+    std::cerr << text.str();
   }
 
   const DeviceSpec& spec() const override { return spec_; }
@@ -58,7 +72,7 @@ class SampledCpuDevice final : public Device {
     uint64_t draw = count;
     for (size_t i = 0; i < count; ++i) draw = (draw ^ rows[i]) * 0x100000001B3ull;
     const kernels::cpu::LossResult result =
-        kernels::cpu::SampledTrainStep(&model_, batch_, lr, tables_, step_, draw, &touched_);
+        kernels::cpu::SampledTrainStep(&model_, batch_, lr, tables_, step_, draw, &touched_, &stats_);
     ++updates_;
     if (schedule_.DueAfter(updates_)) Rehash();
     return result;
@@ -120,6 +134,8 @@ class SampledCpuDevice final : public Device {
   std::vector<uint8_t> touched_;
   std::vector<uint32_t> changed_;
   uint64_t updates_ = 0;  // since the last rebuild
+  kernels::cpu::SampledStepStats stats_;  // since this device was made
+  bool report_ = false;
   data::SparseBatch batch_;
 };
 

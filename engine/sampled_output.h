@@ -18,7 +18,9 @@ struct SampledOutputOptions {
   size_t min_active = 1000;    // random labels pad an active set to this size
   uint64_t first_rebuild = 50;  // updates before the tables are rehashed the first time
   double rebuild_growth = 1.1;  // each gap between rehashes this much longer than the last
+  bool weight_padding = true;   // the padding labels weighted by the labels each stands for
   uint64_t seed = 1;
+  bool report_active_sets = false;  // the device says on stderr, when done, how large its active sets were
 
   // Bytes the tables take for `labels` labels (codes, bucket offsets, sorted ids).
   uint64_t TableBytes(uint64_t labels) const;

@@ -42,12 +42,14 @@ engine::DeviceSpec LrSearchDevice(const std::vector<engine::DeviceSpec>& devices
 }
 
 LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::ModelShape& shape,
-                                  const TrainOptions& options, const engine::DeviceSpec& device) {
+                                  const TrainOptions& options, const engine::DeviceSpec& device,
+                                  const engine::SampledOutputOptions& sampled) {
   const auto start = std::chrono::steady_clock::now();
   const LrSearchSplit split = SplitForLrSearch(train.num_rows(), options.seed);
   LrSearchResult result;
   result.heldout_rows = split.heldout.size();
   result.search_rows = split.search.size();
+  result.sampled = sampled.enabled;
   const data::Dataset heldout = data::SelectRows(train, split.heldout);
   const data::Dataset search = data::SelectRows(train, split.search);
   // Either side without a labelled row leaves nothing to choose by: said as such, not as a
@@ -69,6 +71,9 @@ LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::Mod
   trial.final_eval_full = true;
   RunControl control;
   control.max_rollbacks = 0;  // a candidate that diverges is out, not rescued at half the rate
+  EngineOptions engine = SingleDeviceEngine(device);
+  engine.sampled_output = sampled;
+  engine.sampled_output.report_active_sets = false;  // the run reports its own
 
   for (const double lr : LrSearchGrid()) {
     LrCandidate candidate;
@@ -76,7 +81,7 @@ LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::Mod
     trial.lr = float(lr);
     kernels::Model<float> model = kernels::InitModel<float>(shape, options.seed);
     try {
-      const TrainResult run = RunMultiDevice(search, &heldout, trial, SingleDeviceEngine(device), &model, {}, control);
+      const TrainResult run = RunMultiDevice(search, &heldout, trial, engine, &model, {}, control);
       candidate.heldout_p1 = run.last.test.metrics.p1;
       candidate.heldout_loss = run.last.test.loss;
       candidate.diverged = !std::isfinite(candidate.heldout_loss);

@@ -35,6 +35,7 @@ struct LrSearchResult {
   uint64_t search_rows = 0, heldout_rows = 0;
   uint64_t batches_per_candidate = 0;
   double seconds = 0;
+  bool sampled = false;  // the candidates trained with SLIDE's sampled step
 };
 
 // Powers of 10 and their halves, 0.005 to 5: the range in which the defaults' batch of 128 rows
@@ -56,9 +57,11 @@ LrSearchSplit SplitForLrSearch(uint64_t rows, uint64_t seed);
 engine::DeviceSpec LrSearchDevice(const std::vector<engine::DeviceSpec>& devices, int ranks);
 
 // The held-out slice is SplitForLrSearch's; the batches per candidate: two passes over the
-// remaining rows, at most 100 batches; each candidate trains on `device`. Throws
+// remaining rows, at most 100 batches; each candidate trains on `device`, with SLIDE's sampled
+// output layer when `sampled.enabled` (--algo slide: the search steps as the run will). Throws
 // std::invalid_argument with fewer than 2 training rows.
 LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::ModelShape& shape,
-                                  const TrainOptions& options, const engine::DeviceSpec& device = {});
+                                  const TrainOptions& options, const engine::DeviceSpec& device = {},
+                                  const engine::SampledOutputOptions& sampled = {});
 
 }  // namespace xmlt::scheduler

@@ -134,7 +134,7 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& 
                            {"l", s.l},                 {"bucket_bits", s.bucket_bits},
                            {"bucket_cap", s.bucket_cap}, {"min_active", s.min_active},
                            {"first_rebuild", s.first_rebuild}, {"rebuild_growth", s.rebuild_growth},
-                           {"seed", s.seed}};
+                           {"weight_padding", s.weight_padding}, {"seed", s.seed}};
   }
   j["devices"] = engine::DeviceListText(engine.devices);
   j["schedule"] = ScheduleName(engine.schedule);

@@ -67,6 +67,8 @@ void SampledActiveLabels(const lsh::LabelTables& tables, const data::SparseBatch
     s->active.push_back(label);
   }
   const size_t target = std::min(min_active, labels);
+  s->padded_from = s->active.size();
+  const size_t left_out = labels - s->active.size();
   std::uniform_int_distribution<uint32_t> any(0, uint32_t(labels - 1));
   // Rejection sampling while the set is at most half the labels; a sweep from a random start past
   // that, where rejections would dominate.
@@ -81,6 +83,8 @@ void SampledActiveLabels(const lsh::LabelTables& tables, const data::SparseBatch
     s->seen[label] = s->stamp;
     s->active.push_back(label);
   }
+  const size_t drawn = s->active.size() - s->padded_from;
+  s->padding_log_weight = drawn == 0 ? 0.0f : float(std::log(double(left_out) / double(drawn)));
 }
 
 double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint32_t row, float lr,
@@ -103,6 +107,7 @@ double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint
 #pragma omp simd reduction(+ : z)
     for (uint32_t u = 0; u < width; ++u) z += w[u] * top[u];
     z += b_out[s->active[a]];
+    if (a >= s->padded_from) z += s->padding_log_weight;
     s->logits[a] = z;
     max = std::max(max, z);
   }
@@ -181,7 +186,7 @@ double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint
 
 LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch, float lr,
                             const lsh::LabelTables& tables, const SampledStepOptions& options, uint64_t step,
-                            std::vector<uint8_t>* touched) {
+                            std::vector<uint8_t>* touched, SampledStepStats* stats) {
   if (tables.labels() != model->shape.num_labels)
     throw std::invalid_argument("SampledTrainStep: the tables are not over this model's labels");
   LossResult result;
@@ -190,6 +195,7 @@ LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch,
   const float row_lr = lr / float(result.labeled_rows);
   static tbb::enumerable_thread_specific<SampledRowScratch> scratch;
   std::vector<double> losses(batch.num_rows, 0.0);
+  std::vector<uint32_t> active(batch.num_rows, 0), padding(batch.num_rows, 0);
   tbb::parallel_for(tbb::blocked_range<uint32_t>(0, batch.num_rows, 1), [&](const auto& range) {
     SampledRowScratch& s = scratch.local();
     for (uint32_t r = range.begin(); r != range.end(); ++r) {
@@ -198,10 +204,17 @@ LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch,
       std::mt19937_64 rng(options.seed ^ (step * 0x9E3779B97F4A7C15ull) ^ (uint64_t(r) << 40));
       SampledForwardHidden(*model, batch, r, &s);
       SampledActiveLabels(tables, batch, r, options.bucket_cap, options.min_active, &rng, &s);
+      if (!options.weight_padding) s.padding_log_weight = 0.0f;
       losses[r] = SampledBackward(model, batch, r, row_lr, &s, touched);
+      active[r] = uint32_t(s.active.size());
+      padding[r] = uint32_t(s.active.size() - s.padded_from);
     }
   });
   for (const double loss : losses) result.loss_sum += loss;
+  if (stats != nullptr) {
+    stats->rows += result.labeled_rows;
+    for (uint32_t r = 0; r < batch.num_rows; ++r) stats->active_labels += active[r], stats->padding_labels += padding[r];
+  }
   return result;
 }
 

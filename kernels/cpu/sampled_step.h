@@ -28,6 +28,11 @@ struct SampledRowScratch {
   std::vector<float> delta, delta_below;   // gradients flowing down the hidden layers
   std::vector<uint32_t> seen;              // the tables' per-label stamps
   uint32_t stamp = 0;
+  // active[padded_from..] are the random padding labels, each standing for 1 / q of the labels
+  // left out (q: the chance that one of them was drawn); their logits get + padding_log_weight
+  // (log 1/q) in the softmax, the sampled softmax's correction. 0: uncorrected, as SLIDE.
+  size_t padded_from = SIZE_MAX;
+  float padding_log_weight = 0.0f;
 };
 
 // The row's hidden activations into s->hidden.
@@ -36,11 +41,13 @@ void SampledForwardHidden(const Model<float>& model, const data::SparseBatch& ba
 
 // The row's active labels into s->active: the tables' candidates for s->hidden.back() (at most
 // `bucket_cap` a bucket), the row's labels, then labels drawn from `rng` until there are
-// `min_active` (or every label). Distinct, in no particular order.
+// `min_active` (or every label). Distinct, in no particular order; the padding last, from
+// s->padded_from, with s->padding_log_weight = log(labels not yet active / padding drawn).
 void SampledActiveLabels(const lsh::LabelTables& tables, const data::SparseBatch& batch, uint32_t row,
                          size_t bucket_cap, size_t min_active, std::mt19937_64* rng, SampledRowScratch* s);
 
-// Softmax cross-entropy of the row over s->active (which must hold the row's labels), and one SGD
+// Softmax cross-entropy of the row over s->active (which must hold the row's labels; the padding's
+// logits raised by s->padding_log_weight in the softmax), and one SGD
 // step of rate `lr` on it, back through the layers SampledForwardHidden went up. The output rows
 // it updates are marked in `touched` (one byte per label) when given. Returns the row's loss; a
 // row without labels trains nothing and returns 0.
@@ -51,6 +58,16 @@ struct SampledStepOptions {
   size_t bucket_cap = 128;   // SLIDE's bucket size
   size_t min_active = 1000;  // SLIDE pads an active set below 1,500 to 1,000 labels
   uint64_t seed = 1;         // with the step's index, the padding labels of every row
+  // Weight each padding label by the labels it stands for (the sampled softmax's correction):
+  // without it, a label outside the tables' candidates is pushed down only as often as it is drawn.
+  bool weight_padding = true;
+};
+
+// What the active sets held, summed over the rows that trained.
+struct SampledStepStats {
+  uint64_t rows = 0;
+  uint64_t active_labels = 0;  // the active sets' sizes
+  uint64_t padding_labels = 0;  // of which random padding
 };
 
 // The batch's step: every row forward, its active set, its step at rate lr / labeled rows (the
@@ -58,6 +75,6 @@ struct SampledStepOptions {
 // row's padding draw its own. Returns the loss summed over the rows with labels.
 LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch, float lr,
                             const lsh::LabelTables& tables, const SampledStepOptions& options, uint64_t step,
-                            std::vector<uint8_t>* touched);
+                            std::vector<uint8_t>* touched, SampledStepStats* stats = nullptr);
 
 }  // namespace xmlt::kernels::cpu

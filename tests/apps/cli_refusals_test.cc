@@ -131,6 +131,8 @@ TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
       {{"--algo", "slide", "--slide-hash", "minhash"}, "--slide-hash must be dwta or simhash, not 'minhash'"},
       {{"--algo", "slide", "--slide-l", "0"}, "must be at least 1"},
       {{"--algo", "slide", "--slide-rehash-growth", "0.5"}, "--slide-rehash-growth must be at least 1"},
+      {{"--algo", "single", "--slide-weight-padding", "false"},
+       "--slide-weight-padding applies to --algo slide or --cpu-output sampled"},
       {{"--algo", "slide", "--speed", "1,2"}, "--speed applies to several devices and --algo slide would ignore it"},
       {{"--algo", "adaptive", "--cpu-output", "sparse"}, "--cpu-output must be dense or sampled, not 'sparse'"},
       {{"--cpu-output", "sampled"}, "--cpu-output applies to the CPU devices of a multi-device run"},

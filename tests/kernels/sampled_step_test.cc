@@ -92,6 +92,54 @@ TEST(SampledStep, ARowsStepIsTheDenseStepOfTheModelWithOnlyItsActiveLabels) {
   }
 }
 
+// The random padding labels stand for the labels left out: their logits are raised by the log of
+// that ratio in the softmax. The step is then the dense step of the reduced model whose padding
+// labels' biases are raised by as much (and lowered back after it).
+TEST(SampledStep, WeightedPaddingIsTheDenseStepWithThePaddingsLogitsRaised) {
+  const ModelShape shape{40, {12}, 30};
+  const data::SparseBatch batch = xmlt::testing::RandomBatch(6, 40, 30, 3);
+  const float weight = std::log(26.0f / 4.0f);
+  int rows = 0;
+  for (uint32_t row = 0; row < batch.num_rows; ++row) {
+    if (batch.NumLabels(row) == 0) continue;
+    ++rows;
+    Model<float> model = xmlt::testing::RandomModel<float>(shape, 5 + row);
+    SampledRowScratch s;
+    s.active.assign(batch.label_idx.begin() + int64_t(batch.label_ptr[row]),
+                    batch.label_idx.begin() + int64_t(batch.label_ptr[row + 1]));
+    s.padded_from = s.active.size();
+    for (const uint32_t extra : {0u, 7u, 13u, 29u})
+      if (std::find(s.active.begin(), s.active.end(), extra) == s.active.end()) s.active.push_back(extra);
+    s.padding_log_weight = weight;
+    std::vector<uint32_t> sorted = s.active;
+    std::sort(sorted.begin(), sorted.end());
+    auto padding = [&](uint32_t label) {
+      return std::find(s.active.begin() + int64_t(s.padded_from), s.active.end(), label) != s.active.end();
+    };
+
+    Model<float> reduced = Reduced(model, sorted);
+    const size_t last = shape.num_layers() - 1;
+    for (size_t a = 0; a < sorted.size(); ++a)
+      if (padding(sorted[a])) reduced.Bias(last)[a] += weight;
+    const data::SparseBatch one = RowOnActiveLabels(batch, row, sorted);
+    MlpWorkspace<float> ws(reduced.shape, 1);
+    StepRule<float> rule;
+    rule.lr = 0.5f;
+    const LossResult dense = TrainStep(&reduced, one, rule, &ws);
+    for (size_t a = 0; a < sorted.size(); ++a)
+      if (padding(sorted[a])) reduced.Bias(last)[a] -= weight;
+
+    SampledForwardHidden(model, batch, row, &s);
+    const double loss = SampledBackward(&model, batch, row, 0.5f, &s, nullptr);
+    EXPECT_NEAR(loss, dense.loss_sum, 1e-5 * std::abs(dense.loss_sum)) << "row " << row;
+    const Model<float> expected = Reduced(model, sorted);
+    for (size_t j = 0; j < reduced.params.size(); ++j)
+      ASSERT_NEAR(expected.params[j], reduced.params[j], 1e-5f * (1 + std::abs(reduced.params[j])))
+          << "row " << row << ", parameter " << j;
+  }
+  EXPECT_GT(rows, 2);
+}
+
 // The gradient of the active-set loss by central differences, in float with a wide step, against
 // the step's own update (lr 1 leaves -g in each parameter's change).
 TEST(SampledStep, TheGradientAgreesWithFiniteDifferencesOfTheActiveSetLoss) {
@@ -149,6 +197,19 @@ TEST(SampledStep, TheActiveSetHoldsTheCandidatesAndTheRowsLabelsPaddedToTheMinim
     for (const uint32_t c : candidates) EXPECT_TRUE(std::binary_search(sorted.begin(), sorted.end(), c));
     EXPECT_GE(s.active.size(), std::min<size_t>(min_active, 500));
     if (min_active == 1000) EXPECT_EQ(s.active.size(), 500u);  // every label, and no more
+    // The padding comes last, after the candidates and the row's labels, and is weighted by the
+    // labels it was drawn from over the labels drawn.
+    size_t own = 0;
+    for (uint64_t i = batch.label_ptr[0]; i < batch.label_ptr[1]; ++i)
+      own += std::find(candidates.begin(), candidates.end(), batch.label_idx[i]) == candidates.end();
+    ASSERT_EQ(s.padded_from, candidates.size() + own);
+    const size_t drawn = s.active.size() - s.padded_from;
+    if (drawn == 0) {
+      EXPECT_EQ(s.padding_log_weight, 0.0f);
+    } else {
+      EXPECT_NEAR(s.padding_log_weight, std::log(double(500 - s.padded_from) / double(drawn)), 1e-6);
+    }
+    if (min_active == 100) EXPECT_GT(s.padding_log_weight, 0.5f) << "expected padding here";
   }
 }
 

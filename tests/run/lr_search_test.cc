@@ -3,8 +3,10 @@
 #include "run/lr_search.h"
 
 #include <gtest/gtest.h>
+#include <tbb/global_control.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -13,6 +15,7 @@
 #include "data/text_reader.h"
 #include "data/row_subset.h"
 #include "data/synthetic_generator.h"
+#include "engine/sampled_output.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -134,6 +137,34 @@ TEST(LrSearch, RefusesFewerThanTwoRows) {
   const data::Dataset one = data::SelectRows(SmallSet(10), {0});
   EXPECT_THROW(SearchLearningRate(one, {one.num_features(), {4}, one.num_labels()}, TrainOptions{}),
                std::invalid_argument);
+}
+
+// --algo slide searches with its own step: each candidate trains on a CPU device with the sampled
+// output layer (here 8 active labels of 40 a row), not the dense step; on one thread that search is
+// as repeatable as the dense one.
+TEST(LrSearch, WithTheSampledOutputLayerTheCandidatesTrainWithTheSampledStep) {
+  tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
+  const data::Dataset train = SmallSet(800);
+  const kernels::ModelShape shape{train.num_features(), {16}, train.num_labels()};
+  TrainOptions options;
+  options.batch = 64;
+  options.local_momentum = 0;  // as --algo slide: plain SGD either way, so only the step differs
+  engine::SampledOutputOptions sampled = engine::SampledOutputOptions::PresetFor(shape.num_labels);
+  sampled.k = 6, sampled.l = 4, sampled.min_active = 8;
+  const LrSearchResult dense = SearchLearningRate(train, shape, options);
+  const LrSearchResult slide = SearchLearningRate(train, shape, options, engine::DeviceSpec{}, sampled);
+  const LrSearchResult again = SearchLearningRate(train, shape, options, engine::DeviceSpec{}, sampled);
+  EXPECT_FALSE(dense.sampled);
+  EXPECT_TRUE(slide.sampled);
+  ASSERT_EQ(slide.candidates.size(), dense.candidates.size());
+  int differ = 0;
+  for (size_t i = 0; i < slide.candidates.size(); ++i) {
+    EXPECT_EQ(slide.candidates[i].heldout_loss, again.candidates[i].heldout_loss) << slide.candidates[i].lr;
+    differ += !slide.candidates[i].diverged &&
+              std::abs(slide.candidates[i].heldout_loss - dense.candidates[i].heldout_loss) > 1e-4;
+  }
+  EXPECT_GE(differ, 5) << "the sampled search scored as the dense one";
+  EXPECT_EQ(slide.picked, again.picked);
 }
 
 }  // namespace
