@@ -242,17 +242,17 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
   }
   // The CPU's dense step is the one that regularizes (engine/step_regularization.h).
   if (f.options.weight_decay != 0 || f.options.dropout != 0) {
-    const char* flags = f.options.weight_decay != 0 && f.options.dropout != 0 ? "--weight-decay and --dropout"
-                        : f.options.weight_decay != 0                        ? "--weight-decay"
-                                                                             : "--dropout";
+    const std::string flags = f.options.weight_decay != 0 && f.options.dropout != 0 ? "--weight-decay and --dropout are"
+                              : f.options.weight_decay != 0                        ? "--weight-decay is"
+                                                                                   : "--dropout is";
     if (f.algo == "slide" || cpu_sampled)
-      throw std::invalid_argument(std::string(flags) + " regularize the dense step of CPU devices; " +
+      throw std::invalid_argument(flags + " implemented by the dense step of CPU devices only, not by " +
                                   (f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
-                                  "'s sampled output layer does not implement them");
+                                  "'s sampled output layer");
     for (const engine::DeviceSpec& d : f.engine.devices)
       if (d.kind != engine::DeviceKind::kCpu)
-        throw std::invalid_argument(std::string(flags) + " regularize the dense step of CPU devices; the CUDA "
-                                    "backend does not implement them (device " + d.id + "): use --devices cpu:N");
+        throw std::invalid_argument(flags + " implemented by the dense step of CPU devices only, not by the CUDA "
+                                    "backend (device " + d.id + "): use --devices cpu:N");
   }
   if (OneDevice(f)) {
     for (const char* flag : {"--speed", "--hetero", "--clock", "--row-cost", "--merge-cost", "--batch-min", "--beta",
