@@ -13,6 +13,8 @@ std::string FlagOf(const std::string& setting) {
       {"lr", "--lr"},
       {"lr_schedule", "--lr-schedule"},
       {"local_momentum", "--local-momentum"},
+      {"weight_decay", "--weight-decay"},
+      {"dropout", "--dropout"},
       {"mega_batch", "--mega-batch"},
       {"seed", "--seed"},
       {"train_rows", "--train (rows)"},

@@ -36,6 +36,16 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
       ->capture_default_str();
   cmd->add_option("--local-momentum", f->options.local_momentum,
                   "Heavy-ball momentum of each device's SGD, in [0, 1) (single: 0.9; several devices: preset)");
+  cmd->add_option("--weight-decay", f->options.weight_decay,
+                  "L2 weight decay: each step adds this x w to the gradient of every weight matrix (not the "
+                  "biases); the first layer's rows only at the steps whose batch holds their feature. CPU "
+                  "devices' dense step only")
+      ->capture_default_str();
+  cmd->add_option("--dropout", f->options.dropout,
+                  "In training, zero each hidden unit's activation with this probability and scale the kept ones "
+                  "by 1 / (1 - it), masks drawn from --seed; in [0, 1), off in evaluation. CPU devices' dense "
+                  "step only")
+      ->capture_default_str();
   cmd->add_option("--normalize", f->normalize, "Input rows: l2 (scaled to unit norm) or none")->capture_default_str();
   cmd->add_option("--hidden", f->hidden, "Hidden layer sizes, comma separated (e.g. 256,128)")->capture_default_str();
   cmd->add_option("--mega-batch", f->options.mega_batch,

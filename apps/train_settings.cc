@@ -240,6 +240,20 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
       throw std::invalid_argument(std::string(f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
                                   " computes its output layer in fp32; drop --math");
   }
+  // The CPU's dense step is the one that regularizes (engine/step_regularization.h).
+  if (f.options.weight_decay != 0 || f.options.dropout != 0) {
+    const std::string flags = f.options.weight_decay != 0 && f.options.dropout != 0 ? "--weight-decay and --dropout are"
+                              : f.options.weight_decay != 0                        ? "--weight-decay is"
+                                                                                   : "--dropout is";
+    if (f.algo == "slide" || cpu_sampled)
+      throw std::invalid_argument(flags + " implemented by the dense step of CPU devices only, not by " +
+                                  (f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
+                                  "'s sampled output layer");
+    for (const engine::DeviceSpec& d : f.engine.devices)
+      if (d.kind != engine::DeviceKind::kCpu)
+        throw std::invalid_argument(flags + " implemented by the dense step of CPU devices only, not by the CUDA "
+                                    "backend (device " + d.id + "): use --devices cpu:N");
+  }
   if (OneDevice(f)) {
     for (const char* flag : {"--speed", "--hetero", "--clock", "--row-cost", "--merge-cost", "--batch-min", "--beta",
                              "--momentum", "--pert-thr", "--pert-delta", "--pert-weights", "--schedule", "--merge",

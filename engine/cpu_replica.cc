@@ -2,17 +2,37 @@
 #include "engine/cpu_replica.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
 namespace xmlt::engine {
+namespace {
+
+// SplitMix64's finalizer, to turn (seed, stream, step) into a dropout key.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
 
 CpuReplica::CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, float momentum,
-                       kernels::OutputMath math)
-    : model_(std::move(model)), momentum_(momentum), workspace_(model_.shape, max_batch_rows, math) {
+                       kernels::OutputMath math, StepRegularization regularization)
+    : model_(std::move(model)),
+      momentum_(momentum),
+      regularization_(regularization),
+      workspace_(model_.shape, max_batch_rows, math) {
   // Written so that NaN fails too.
   if (!(momentum_ >= 0 && momentum_ < 1)) throw std::invalid_argument("momentum must be in [0, 1)");
+  if (!(regularization_.weight_decay >= 0) || !std::isfinite(regularization_.weight_decay))
+    throw std::invalid_argument("weight decay must be a finite number >= 0");
+  if (!(regularization_.dropout >= 0 && regularization_.dropout < 1))
+    throw std::invalid_argument("dropout must be in [0, 1)");
   if (momentum_ > 0) velocity_ = kernels::ZeroModel<float>(model_.shape);
 }
 
@@ -31,7 +51,30 @@ kernels::cpu::LossResult CpuReplica::TrainBatch(const data::Dataset& dataset, co
   rule.lr = lr;
   rule.momentum = momentum_;
   rule.velocity = momentum_ > 0 ? &velocity_ : nullptr;
-  return kernels::cpu::TrainStep(&model_, batch_, rule, &workspace_);
+  rule.weight_decay = regularization_.weight_decay;
+  rule.dropout = regularization_.dropout;
+  rule.dropout_key = Mix(Mix(Mix(regularization_.seed) ^ regularization_.stream) ^ steps_);
+  const kernels::cpu::LossResult loss = kernels::cpu::TrainStep(&model_, batch_, rule, &workspace_);
+  ++steps_;
+  return loss;
+}
+
+std::vector<uint8_t> CpuReplica::SaveStepCount() const {
+  if (regularization_.dropout == 0) return {};
+  std::vector<uint8_t> state(sizeof steps_);
+  std::memcpy(state.data(), &steps_, sizeof steps_);
+  return state;
+}
+
+void CpuReplica::RestoreStepCount(const std::vector<uint8_t>& state) {
+  if (state.empty()) {
+    steps_ = 0;
+    return;
+  }
+  if (state.size() != sizeof steps_ || regularization_.dropout == 0)
+    throw std::invalid_argument("step count state of " + std::to_string(state.size()) +
+                                " bytes for a replica " + (regularization_.dropout == 0 ? "without dropout" : "with dropout"));
+  std::memcpy(&steps_, state.data(), sizeof steps_);
 }
 
 void CpuReplica::RestoreVelocity(const std::vector<float>& velocity) {

@@ -6,6 +6,7 @@
 
 #include "data/dataset.h"
 #include "data/sparse_batch.h"
+#include "engine/step_regularization.h"
 #include "kernels/cpu/sparse_mlp.h"
 #include "kernels/model.h"
 #include "kernels/output_math.h"
@@ -14,8 +15,10 @@ namespace xmlt::engine {
 
 class CpuReplica {
  public:
+  // Throws std::invalid_argument for a momentum outside [0, 1), a negative or non-finite weight
+  // decay, or a dropout outside [0, 1).
   CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, float momentum,
-             kernels::OutputMath math = kernels::OutputMath::kFp32);
+             kernels::OutputMath math = kernels::OutputMath::kFp32, StepRegularization regularization = {});
 
   // One SGD step on the given dataset rows; returns the batch's loss.
   kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows,
@@ -29,10 +32,17 @@ class CpuReplica {
   const std::vector<float>& velocity() const { return velocity_.params; }
   void RestoreVelocity(const std::vector<float>& velocity);
 
+  // The steps trained, from which the dropout masks are drawn: a checkpoint keeps it so that a
+  // resumed run draws the masks the uninterrupted run would have. 8 bytes with dropout, else empty.
+  std::vector<uint8_t> SaveStepCount() const;
+  void RestoreStepCount(const std::vector<uint8_t>& state);
+
  private:
   kernels::Model<float> model_;
   kernels::Model<float> velocity_;  // empty unless momentum > 0
   float momentum_;
+  StepRegularization regularization_;
+  uint64_t steps_ = 0;
   kernels::cpu::MlpWorkspace<float> workspace_;
   data::SparseBatch batch_;
 };

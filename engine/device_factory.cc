@@ -19,8 +19,8 @@ namespace {
 class CpuDevice final : public Device {
  public:
   CpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, uint32_t max_rows,
-            float momentum, kernels::OutputMath math)
-      : spec_(spec), replica_(initial, max_rows, momentum, math) {}
+            float momentum, kernels::OutputMath math, const StepRegularization& regularization)
+      : spec_(spec), replica_(initial, max_rows, momentum, math, regularization) {}
 
   const DeviceSpec& spec() const override { return spec_; }
   kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows,
@@ -31,6 +31,8 @@ class CpuDevice final : public Device {
   size_t NumParams() const override { return replica_.model().params.size(); }
   std::vector<float> SaveOptimizerState() override { return replica_.velocity(); }
   void RestoreOptimizerState(const std::vector<float>& state) override { replica_.RestoreVelocity(state); }
+  std::vector<uint8_t> SaveExtraState() override { return replica_.SaveStepCount(); }
+  void RestoreExtraState(const std::vector<uint8_t>& state) override { replica_.RestoreStepCount(state); }
 
  private:
   DeviceSpec spec_;
@@ -54,11 +56,17 @@ DeviceLimits LimitsFor(const data::Dataset& dataset, uint32_t max_rows) {
 
 std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
                                    const DeviceLimits& limits, float local_momentum,
-                                   kernels::OutputMath math, const SampledOutputOptions& sampled) {
+                                   kernels::OutputMath math, const SampledOutputOptions& sampled,
+                                   const StepRegularization& regularization) {
   // Checked here for every backend, before anything is allocated (the CUDA replica trusts it).
   if (!(local_momentum >= 0 && local_momentum < 1))
     throw std::invalid_argument("device " + spec.id + ": momentum " + std::to_string(local_momentum) +
                                 " is not in [0, 1)");
+  // Only the CPU's dense step regularizes; the command line refuses the flags before this.
+  if (regularization.on() && (spec.kind != DeviceKind::kCpu || sampled.enabled))
+    throw std::invalid_argument("device " + spec.id + ": --weight-decay and --dropout are implemented by the CPU "
+                                "devices' dense step only, not by " +
+                                (sampled.enabled ? "the sampled output layer" : "the CUDA backend"));
   if (spec.kind == DeviceKind::kCpu && sampled.enabled) {
     if (math != kernels::OutputMath::kFp32)
       throw std::invalid_argument("device " + spec.id + ": the sampled output layer computes in fp32, not --math " +
@@ -69,7 +77,7 @@ std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<
     if (math == kernels::OutputMath::kTf32)
       throw std::invalid_argument("device " + spec.id + ": --math tf32 is for CUDA devices; a CPU computes in fp32 "
                                   "or bf16");
-    return std::make_unique<CpuDevice>(spec, initial, limits.max_rows, local_momentum, math);
+    return std::make_unique<CpuDevice>(spec, initial, limits.max_rows, local_momentum, math, regularization);
   }
   const int gpus = CudaDeviceCount();
   if (spec.ordinal >= gpus) {

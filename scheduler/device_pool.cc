@@ -37,8 +37,10 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
     const float momentum = sampled ? 0.0f : options.local_momentum;
     step_scale_.push_back(sampled ? 1.0 / (1.0 - double(options.local_momentum)) : 1.0);
     // Another rank's device is a mirror here: its owner trains it.
+    const engine::StepRegularization regularization{options.weight_decay, options.dropout, options.seed, i};
     std::unique_ptr<engine::Device> device =
-        local(i) ? engine::MakeDevice(specs[i], initial, limits, momentum, options.math, engine.sampled_output)
+        local(i) ? engine::MakeDevice(specs[i], initial, limits, momentum, options.math, engine.sampled_output,
+                                      regularization)
                  : engine::MakeRemoteDevice(specs[i], initial);
     workers_.push_back(std::make_unique<engine::Worker>(i, std::move(device), &train, &results_));
     states_.push_back({double(options.batch), double(options.lr)});

@@ -20,6 +20,9 @@ void ValidateTrainOptions(const TrainOptions& options) {
     throw OptionError("divergence_factor", "must be 0 (off) or above 1");
   if (!(options.local_momentum >= 0 && options.local_momentum < 1))
     throw OptionError("local_momentum", "must be in [0, 1)");
+  if (!(options.weight_decay >= 0) || !std::isfinite(options.weight_decay))
+    throw OptionError("weight_decay", "must be a finite number >= 0");
+  if (!(options.dropout >= 0 && options.dropout < 1)) throw OptionError("dropout", "must be in [0, 1)");
   if (options.eval.kind == EvalSchedule::Kind::kEveryMegaBatches && options.eval.mega_batches == 0)
     throw OptionError("eval_every", "must be at least one mega-batch");
 }

@@ -31,6 +31,8 @@ struct TrainOptions {
   float lr = 0.3f;               // learning rate for a batch of `batch` rows
   LrSchedule lr_schedule = LrSchedule::kConstant;  // a factor on lr over the run (lr_schedule.h)
   float local_momentum = 0.9f;   // heavy-ball momentum of each replica's SGD
+  float weight_decay = 0;        // L2 weight decay of each replica's step (engine/step_regularization.h)
+  float dropout = 0;             // dropout on the hidden activations in training, in [0, 1)
   std::vector<uint32_t> hidden{128};
   uint32_t mega_batch = 100;     // batches per mega-batch (the unit of --eval-every)
   EvalSchedule eval;

@@ -39,6 +39,8 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
   uint32_t labeled = 0;
   for (uint32_t r = 0; r < rows; ++r) labeled += batch.NumLabels(r) > 0;
   const T scale = labeled > 0 ? T(1) / T(labeled) : T(0);
+  // Weight decay (sparse_mlp.h): g += decay * w for the weights, not the biases.
+  const T decay = rule.weight_decay;
 
   const bool bf16 = ws->math == OutputMath::kBf16;
   const uint64_t groups = NumGroups(ws->num_blocks);
@@ -116,6 +118,10 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
                                 width, ws->input_bf16.data(), int64_t(inputs), false, target,
                                 int64_t(inputs));
               const uint64_t n = blk.width * inputs;
+              if (decay != T(0)) {
+#pragma omp simd
+                for (uint64_t i = 0; i < n; ++i) target[i] += float(decay * wb[i]);
+              }
               if (grad_w != nullptr) {
                 for (uint64_t j = 0; j < blk.width; ++j) grad_b[blk.begin + j] = column_sum(j);
               } else if (vel_w != nullptr) {
@@ -133,20 +139,35 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
               GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, T(1), d,
                                width, in, int64_t(inputs), T(0), grad_w + blk.begin * inputs,
                                int64_t(inputs));
+              if (decay != T(0)) {
+                T* gb = grad_w + blk.begin * inputs;
+                const uint64_t n = blk.width * inputs;
+                for (uint64_t i = 0; i < n; ++i) gb[i] += decay * wb[i];
+              }
               for (uint64_t j = 0; j < blk.width; ++j) grad_b[blk.begin + j] = column_sum(j);
             } else if (vel_w != nullptr) {
               T* vb = vel_w + blk.begin * inputs;
               GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, T(1), d,
                                width, in, int64_t(inputs), rule.momentum, vb, int64_t(inputs));
-              vector_ops::Sgd(wb, vb, rule.lr, blk.width * inputs);
+              const uint64_t n = blk.width * inputs;
+              if (decay != T(0)) {
+#pragma omp simd
+                for (uint64_t i = 0; i < n; ++i) {
+                  vb[i] += decay * wb[i];
+                  wb[i] -= rule.lr * vb[i];
+                }
+              } else {
+                vector_ops::Sgd(wb, vb, rule.lr, n);
+              }
               for (uint64_t j = 0; j < blk.width; ++j) {
                 T& v = vel_b[blk.begin + j];
                 v = rule.momentum * v + column_sum(j);
                 bias[blk.begin + j] -= rule.lr * v;
               }
             } else {
+              // w - lr (g + decay w) = (1 - lr decay) w - lr g: beta 1 without decay.
               GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, -rule.lr,
-                               d, width, in, int64_t(inputs), T(1), wb, int64_t(inputs));
+                               d, width, in, int64_t(inputs), T(1) - rule.lr * decay, wb, int64_t(inputs));
               for (uint64_t j = 0; j < blk.width; ++j) bias[blk.begin + j] -= rule.lr * column_sum(j);
             }
           }

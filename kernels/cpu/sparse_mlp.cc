@@ -6,6 +6,7 @@
 #include <tbb/parallel_sort.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <stdexcept>
 
@@ -34,6 +35,37 @@ void PrefetchRow(const T* row, uint64_t units, bool for_write) {
 template <class T>
 void ReluInPlace(T* values, uint64_t count) {
   for (uint64_t i = 0; i < count; ++i) values[i] = std::max(values[i], T(0));
+}
+
+// SplitMix64's finalizer: a counter-based hash, so a mask needs no generator state to save.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t DropoutRowKey(uint64_t key, size_t layer, uint32_t row) {
+  return Mix(key ^ Mix(uint64_t(layer) << 32 | row));
+}
+
+// A unit is kept when the top 53 bits of its hash, as a number in [0, 1), are at least `dropout`.
+uint64_t DropoutThreshold(double dropout) { return uint64_t(dropout * 0x1p53); }
+
+bool Keeps(uint64_t row_key, uint64_t unit, uint64_t threshold) { return (Mix(row_key + unit) >> 11) >= threshold; }
+
+// Inverted dropout on one hidden layer's activations (rows x units, after the ReLU), in place.
+template <class T>
+void ApplyDropout(const StepRule<T>& rule, size_t layer, uint32_t rows, uint64_t units, T* activations) {
+  const uint64_t threshold = DropoutThreshold(double(rule.dropout));
+  const T scale = T(1) / (T(1) - rule.dropout);
+  tbb::parallel_for(tbb::blocked_range<uint32_t>(0, rows, 8), [&](const tbb::blocked_range<uint32_t>& range) {
+    for (uint32_t r = range.begin(); r < range.end(); ++r) {
+      const uint64_t row_key = DropoutRowKey(rule.dropout_key, layer, r);
+      T* a = activations + uint64_t(r) * units;
+      for (uint64_t u = 0; u < units; ++u) a[u] = Keeps(row_key, u, threshold) ? a[u] * scale : T(0);
+    }
+  });
 }
 
 // z[r] = bias + sum_f x_rf * W0[f] for every row, then ReLU.
@@ -101,19 +133,27 @@ void ColumnSums(const T* m, uint32_t rows, int64_t cols, T alpha, T beta, T* dst
 
 // Applies the rule to a dense tensor whose gradient is `scale_g * (product)`: `accumulate(alpha,
 // beta, dst)` must compute dst = beta * dst + alpha * g.
+// `decay` is the weight decay of this tensor (0 for biases): g += decay * param.
 template <class T, class Accumulate>
-void ApplyDense(const StepRule<T>& rule, T* param, T* grad, T* velocity, uint64_t size,
+void ApplyDense(const StepRule<T>& rule, T* param, T* grad, T* velocity, uint64_t size, T decay,
                 Accumulate accumulate) {
   if (rule.gradient != nullptr) {
     accumulate(T(1), T(0), grad);
+    if (decay != T(0))
+      tbb::parallel_for(tbb::blocked_range<uint64_t>(0, size, 1 << 14), [&](const tbb::blocked_range<uint64_t>& r) {
+        for (uint64_t i = r.begin(); i < r.end(); ++i) grad[i] += decay * param[i];
+      });
   } else if (rule.velocity != nullptr) {
     accumulate(T(1), rule.momentum, velocity);
     tbb::parallel_for(tbb::blocked_range<uint64_t>(0, size, 1 << 14),
                       [&](const tbb::blocked_range<uint64_t>& r) {
+                        if (decay != T(0))
+                          for (uint64_t i = r.begin(); i < r.end(); ++i) velocity[i] += decay * param[i];
                         for (uint64_t i = r.begin(); i < r.end(); ++i) param[i] -= rule.lr * velocity[i];
                       });
   } else {
-    accumulate(-rule.lr, T(1), param);
+    // w - lr (g + decay w) = (1 - lr decay) w - lr g: the decay is the product's beta (1 without it).
+    accumulate(-rule.lr, T(1) - rule.lr * decay, param);
   }
 }
 
@@ -135,12 +175,12 @@ void DenseBackward(Model<T>* model, size_t layer, const StepRule<T>& rule, const
     Gemm<T>(Op::kNone, Op::kNone, rows, n_in, n_out, T(1), delta, n_out, w, n_in, T(0), delta_in,
             n_in);
   ApplyDense(rule, w, TensorIn(rule.gradient, view.weight), TensorIn(rule.velocity, view.weight),
-             view.weight.size(), [&](T alpha, T beta, T* dst) {
+             view.weight.size(), rule.weight_decay, [&](T alpha, T beta, T* dst) {
                Gemm<T>(Op::kTranspose, Op::kNone, n_out, n_in, rows, alpha, delta, n_out, in, n_in,
                        beta, dst, n_in);
              });
   ApplyDense(rule, w + view.weight.size(), TensorIn(rule.gradient, view.bias),
-             TensorIn(rule.velocity, view.bias), view.bias.size(), [&](T alpha, T beta, T* dst) {
+             TensorIn(rule.velocity, view.bias), view.bias.size(), T(0), [&](T alpha, T beta, T* dst) {
                ColumnSums(delta, rows, n_out, alpha, beta, dst);
              });
 }
@@ -175,6 +215,7 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
   T* w = model->params.data() + view.weight.offset;
   T* grad = TensorIn(rule.gradient, view.weight);
   T* velocity = TensorIn(rule.velocity, view.weight);
+  const T decay = rule.weight_decay;
   const size_t groups = ws->group_begin.size() - 1;
   tbb::parallel_for(tbb::blocked_range<size_t>(0, groups, 8), [&](const tbb::blocked_range<size_t>& range) {
     // One buffer per thread, grown once: no allocation per batch in the training loop.
@@ -194,6 +235,9 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
         for (uint64_t u = 0; u < units; ++u) g[u] += x * d[u];
       }
       const uint64_t offset = uint64_t(feature_at(ws->group_begin[k])) * units;
+      // Lazy weight decay: the rows of the batch's features, the only ones this step touches.
+      if (decay != T(0))
+        for (uint64_t u = 0; u < units; ++u) g[u] += decay * w[offset + u];
       if (grad != nullptr) {
         std::copy(g.begin(), g.end(), grad + offset);
       } else if (velocity != nullptr) {
@@ -207,7 +251,7 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
     }
   });
   ApplyDense(rule, model->params.data() + view.bias.offset, TensorIn(rule.gradient, view.bias),
-             TensorIn(rule.velocity, view.bias), units, [&](T alpha, T beta, T* dst) {
+             TensorIn(rule.velocity, view.bias), units, T(0), [&](T alpha, T beta, T* dst) {
                ColumnSums(delta, batch.num_rows, int64_t(units), alpha, beta, dst);
              });
 }
@@ -222,7 +266,32 @@ void ReluBackward(const T* activation, uint64_t count, T* delta) {
                     });
 }
 
+// Dropout and ReLU backward together: the activation kept is positive exactly where the unit
+// passed the gradient, scaled by 1 / (1 - dropout); a dropped or inactive unit passes nothing.
+template <class T>
+void DropoutReluBackward(const T* activation, uint64_t count, T dropout, T* delta) {
+  const T scale = T(1) / (T(1) - dropout);
+  tbb::parallel_for(tbb::blocked_range<uint64_t>(0, count, 1 << 14),
+                    [&](const tbb::blocked_range<uint64_t>& r) {
+                      for (uint64_t i = r.begin(); i < r.end(); ++i)
+                        delta[i] = activation[i] > T(0) ? delta[i] * scale : T(0);
+                    });
+}
+
+template <class T>
+void HiddenBackward(const StepRule<T>& rule, const T* activation, uint64_t count, T* delta) {
+  if (rule.dropout != T(0)) {
+    DropoutReluBackward(activation, count, rule.dropout, delta);
+  } else {
+    ReluBackward(activation, count, delta);
+  }
+}
+
 }  // namespace
+
+bool DropoutKeeps(uint64_t key, size_t layer, uint32_t row, uint64_t unit, double dropout) {
+  return Keeps(DropoutRowKey(key, layer, row), unit, DropoutThreshold(dropout));
+}
 
 template <class T>
 MlpWorkspace<T>::MlpWorkspace(const ModelShape& shape, uint32_t rows, OutputMath math)
@@ -238,28 +307,67 @@ MlpWorkspace<T>::MlpWorkspace(const ModelShape& shape, uint32_t rows, OutputMath
   delta_prev.resize(uint64_t(rows) * widest);
 }
 
-// The hidden layers' forward pass, up to the last hidden layer's activations.
+// The hidden layers' forward pass, up to the last hidden layer's activations; with a training
+// rule whose dropout is not 0, each layer's activations are masked before the next layer reads them.
 template <class T>
-void HiddenForward(const Model<T>& model, const data::SparseBatch& batch, MlpWorkspace<T>* ws) {
+void HiddenForward(const Model<T>& model, const data::SparseBatch& batch, const StepRule<T>* rule,
+                   MlpWorkspace<T>* ws) {
   if (batch.num_rows > ws->max_rows) throw std::logic_error("batch larger than the workspace");
+  const bool dropout = rule != nullptr && rule->dropout != T(0);
   SparseInputForward(model, batch, ws->activations[0].data());
+  if (dropout) ApplyDropout(*rule, 0, batch.num_rows, model.shape.hidden[0], ws->activations[0].data());
   const size_t last = model.shape.num_layers() - 1;
-  for (size_t l = 1; l < last; ++l)
+  for (size_t l = 1; l < last; ++l) {
     DenseForward(model, l, ws->activations[l - 1].data(), batch.num_rows, ws->activations[l].data(), true);
+    if (dropout) ApplyDropout(*rule, l, batch.num_rows, model.shape.hidden[l], ws->activations[l].data());
+  }
 }
 
 template <class T>
-void Forward(const Model<T>& model, const data::SparseBatch& batch, MlpWorkspace<T>* ws) {
-  HiddenForward(model, batch, ws);
+void LogitsForward(const Model<T>& model, const data::SparseBatch& batch, const StepRule<T>* rule,
+                   MlpWorkspace<T>* ws) {
+  HiddenForward(model, batch, rule, ws);
   const size_t last = model.shape.num_layers() - 1;
   ws->logits.resize(std::max<uint64_t>(ws->logits.size(), uint64_t(ws->max_rows) * model.shape.num_labels));
   DenseForward(model, last, ws->activations[last - 1].data(), batch.num_rows, ws->logits.data(), false);
 }
 
 template <class T>
+void Forward(const Model<T>& model, const data::SparseBatch& batch, MlpWorkspace<T>* ws) {
+  LogitsForward<T>(model, batch, nullptr, ws);
+}
+
+template <class T>
+void TrainingForward(const Model<T>& model, const data::SparseBatch& batch, const StepRule<T>& rule,
+                     MlpWorkspace<T>* ws) {
+  LogitsForward(model, batch, &rule, ws);
+}
+
+template <class T>
+double WeightDecayPenalty(const Model<T>& model, const data::SparseBatch& batch, double weight_decay) {
+  double sum = 0;
+  for (size_t l = 1; l < model.shape.num_layers(); ++l) {
+    const T* w = model.Weight(l);
+    for (uint64_t i = 0; i < model.layers[l].weight.size(); ++i) sum += double(w[i]) * double(w[i]);
+  }
+  std::vector<uint32_t> features(batch.feature_idx.begin(), batch.feature_idx.end());
+  std::sort(features.begin(), features.end());
+  features.erase(std::unique(features.begin(), features.end()), features.end());
+  const uint64_t units = model.shape.LayerOutputs(0);
+  for (uint32_t f : features) {
+    const T* row = model.Weight(0) + uint64_t(f) * units;
+    for (uint64_t u = 0; u < units; ++u) sum += double(row[u]) * double(row[u]);
+  }
+  return weight_decay / 2 * sum;
+}
+
+template <class T>
 LossResult TrainStep(Model<T>* model, const data::SparseBatch& batch, const StepRule<T>& rule,
                      MlpWorkspace<T>* ws) {
-  HiddenForward(*model, batch, ws);
+  if (!(rule.dropout >= T(0) && rule.dropout < T(1))) throw std::invalid_argument("dropout must be in [0, 1)");
+  if (!(rule.weight_decay >= T(0)) || !std::isfinite(rule.weight_decay))
+    throw std::invalid_argument("weight decay must be a finite number >= 0");
+  HiddenForward(*model, batch, &rule, ws);
   const size_t last = model->shape.num_layers() - 1;
   const uint32_t rows = batch.num_rows;
   const T* top = ws->activations[last - 1].data();
@@ -269,12 +377,12 @@ LossResult TrainStep(Model<T>* model, const data::SparseBatch& batch, const Step
   OutputLayerBackward(model, batch, rule, top, ws->logits.data(), delta_in, &ws->output);
   // Hidden layers: the deltas alternate between the two buffers.
   for (size_t l = last - 1; l >= 1; --l) {
-    ReluBackward(ws->activations[l].data(), uint64_t(rows) * model->shape.hidden[l], delta_in);
+    HiddenBackward(rule, ws->activations[l].data(), uint64_t(rows) * model->shape.hidden[l], delta_in);
     T* next = delta_in == ws->delta.data() ? ws->delta_prev.data() : ws->delta.data();
     DenseBackward(model, l, rule, ws->activations[l - 1].data(), rows, delta_in, next);
     delta_in = next;
   }
-  ReluBackward(ws->activations[0].data(), uint64_t(rows) * model->shape.hidden[0], delta_in);
+  HiddenBackward(rule, ws->activations[0].data(), uint64_t(rows) * model->shape.hidden[0], delta_in);
   SparseInputBackward(model, batch, rule, delta_in, ws);
   return loss;
 }
@@ -283,6 +391,12 @@ template struct MlpWorkspace<float>;
 template struct MlpWorkspace<double>;
 template void Forward<float>(const Model<float>&, const data::SparseBatch&, MlpWorkspace<float>*);
 template void Forward<double>(const Model<double>&, const data::SparseBatch&, MlpWorkspace<double>*);
+template void TrainingForward<float>(const Model<float>&, const data::SparseBatch&, const StepRule<float>&,
+                                     MlpWorkspace<float>*);
+template void TrainingForward<double>(const Model<double>&, const data::SparseBatch&, const StepRule<double>&,
+                                      MlpWorkspace<double>*);
+template double WeightDecayPenalty<float>(const Model<float>&, const data::SparseBatch&, double);
+template double WeightDecayPenalty<double>(const Model<double>&, const data::SparseBatch&, double);
 template LossResult TrainStep<float>(Model<float>*, const data::SparseBatch&, const StepRule<float>&,
                                      MlpWorkspace<float>*);
 template LossResult TrainStep<double>(Model<double>*, const data::SparseBatch&,

@@ -34,17 +34,44 @@ struct MlpWorkspace {
 //  - velocity != nullptr: heavy-ball momentum, v = momentum * v + g; w -= lr * v (first-layer rows
 //    outside the batch are left alone: lazy momentum, as in sparse optimizers).
 //  - otherwise plain SGD, w -= lr * g, fused into the products that compute g.
+// Regularization (both 0 by default, which leaves the step exactly as without them):
+//  - weight_decay: L2 weight decay, g += weight_decay * w for every weight matrix (not the biases):
+//    the gradient of weight_decay / 2 * ||W||^2. The first layer is decayed lazily: only the rows
+//    of the features the batch holds (the rows the step touches anyway), so a step costs no pass
+//    over the whole feature table; its penalty is weight_decay / 2 * the squared norm of those rows.
+//  - dropout: each hidden unit's activation (after the ReLU) is zeroed with probability `dropout`
+//    and the kept ones scaled by 1 / (1 - dropout) (inverted dropout: evaluation uses the plain
+//    Forward). The mask is a hash of (dropout_key, layer, batch row, unit): the caller makes the key
+//    from the run's seed and the step, so a resumed run draws the same masks.
 template <class T>
 struct StepRule {
   T lr = 0;
   T momentum = 0;
   Model<T>* velocity = nullptr;
   Model<T>* gradient = nullptr;
+  T weight_decay = 0;
+  T dropout = 0;
+  uint64_t dropout_key = 0;
 };
+
+// Whether dropout keeps unit `unit` of batch row `row` in hidden layer `layer` for this key; about
+// a fraction 1 - dropout of them. The same for float and double, so the tests can rebuild a mask.
+bool DropoutKeeps(uint64_t key, size_t layer, uint32_t row, uint64_t unit, double dropout);
 
 // Fills workspace->activations and workspace->logits for the batch.
 template <class T>
 void Forward(const Model<T>& model, const data::SparseBatch& batch, MlpWorkspace<T>* workspace);
+
+// Forward as TrainStep computes it under `rule`: with its dropout masks on the hidden activations
+// (Forward when rule.dropout is 0). The finite-difference checks differentiate this.
+template <class T>
+void TrainingForward(const Model<T>& model, const data::SparseBatch& batch, const StepRule<T>& rule,
+                     MlpWorkspace<T>* workspace);
+
+// The L2 penalty whose gradient TrainStep adds: weight_decay / 2 x (the squared weights of every
+// layer but the first, plus the squared first-layer rows of the features present in the batch).
+template <class T>
+double WeightDecayPenalty(const Model<T>& model, const data::SparseBatch& batch, double weight_decay);
 
 // Forward, loss, backward, and the step rule applied to `model` (or the gradient stored).
 template <class T>

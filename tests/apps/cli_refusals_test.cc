@@ -150,6 +150,19 @@ TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
       {{"--algo", "adaptive", "--merge-on", "gpus"}, "--merge-on gpus needs every device to be a GPU"},
       {{"--algo", "adaptive", "--collective", "nccl"}, "--collective nccl merges replicas on GPUs"},
       {{"--algo", "adaptive", "--collective", "mesh"}, "unknown collective 'mesh' (expected ring, tree, naive or nccl)"},
+      {{"--weight-decay", "-1e-4"}, "--weight-decay must be a finite number >= 0"},
+      {{"--weight-decay", "inf"}, "--weight-decay must be a finite number >= 0"},
+      {{"--dropout", "1"}, "--dropout must be in [0, 1)"},
+      {{"--dropout", "-0.1"}, "--dropout must be in [0, 1)"},
+      {{"--algo", "adaptive", "--dropout", "1.5"}, "--dropout must be in [0, 1)"},
+      {{"--algo", "slide", "--local-momentum", "0", "--dropout", "0.5"},
+       "--dropout is implemented by the dense step of CPU devices only, not by --algo slide's sampled output layer"},
+      {{"--algo", "adaptive", "--cpu-output", "sampled", "--weight-decay", "1e-5"},
+       "--weight-decay is implemented by the dense step of CPU devices only, not by --cpu-output sampled's"},
+      {{"--devices", "cuda:0", "--weight-decay", "1e-5", "--dropout", "0.2"},
+       "--weight-decay and --dropout are implemented by the dense step of CPU devices only, not by the CUDA backend "
+       "(device cuda:0): use --devices cpu:N"},
+      {{"--algo", "adaptive", "--devices", "cpu:1,cuda:0", "--dropout", "0.2"}, "not by the CUDA backend (device cuda:0)"},
   };
   for (const auto& [flags, message] : cases) {
     std::vector<std::string> args = {"train", "--train", missing};

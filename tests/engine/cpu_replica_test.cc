@@ -204,6 +204,81 @@ TEST(MakeDeviceTest, RefusesMomentumOutsideZeroToOneForEveryBackend) {
   EXPECT_NO_THROW(MakeDevice(ParseDeviceList("cpu:1").at(0), model, limits, 0.9f));
 }
 
+// Dropout draws its masks from (seed, stream, step count): a replica restored from another's
+// parameters, momentum and step count trains on exactly as the other does; without the step count
+// it draws other masks. Another stream (device) draws other masks too.
+TEST(CpuReplicaTest, DropoutResumesExactlyFromTheSavedStepCount) {
+  const data::Dataset d = RandomDataset(40, 5);
+  const StepRegularization regularization{1e-3f, 0.4f, 7, 1};
+  const Model<float> w0 = kernels::InitModel<float>(Shape(), 6);
+  const std::vector<std::vector<uint64_t>> batches = {{0, 1, 2, 3}, {4, 5, 6}, {7, 8, 9, 10}, {11, 12}};
+  CpuReplica through(w0, 16, 0.9f, kernels::OutputMath::kFp32, regularization);
+  for (const auto& b : batches) through.TrainBatch(d, b.data(), b.size(), 0.1f);
+
+  CpuReplica first(w0, 16, 0.9f, kernels::OutputMath::kFp32, regularization);
+  for (size_t k = 0; k < 2; ++k) first.TrainBatch(d, batches[k].data(), batches[k].size(), 0.1f);
+  ASSERT_EQ(first.SaveStepCount().size(), 8u);
+  for (const bool with_count : {true, false}) {
+    CpuReplica resumed(first.model(), 16, 0.9f, kernels::OutputMath::kFp32, regularization);
+    resumed.RestoreVelocity(first.velocity());
+    if (with_count) resumed.RestoreStepCount(first.SaveStepCount());
+    for (size_t k = 2; k < batches.size(); ++k) resumed.TrainBatch(d, batches[k].data(), batches[k].size(), 0.1f);
+    EXPECT_EQ(resumed.model().params == through.model().params, with_count);
+  }
+  StepRegularization other_stream = regularization;
+  other_stream.stream = 2;
+  CpuReplica other(w0, 16, 0.9f, kernels::OutputMath::kFp32, other_stream);
+  for (const auto& b : batches) other.TrainBatch(d, b.data(), b.size(), 0.1f);
+  EXPECT_NE(other.model().params, through.model().params);
+  // Without dropout the count is not state: nothing to save, and a count is refused.
+  CpuReplica plain(w0, 16, 0.9f, kernels::OutputMath::kFp32, {1e-3f, 0, 7, 1});
+  EXPECT_TRUE(plain.SaveStepCount().empty());
+  EXPECT_THROW(plain.RestoreStepCount(first.SaveStepCount()), std::invalid_argument);
+}
+
+// All zeros (the default) is the unregularized step, bit for bit.
+TEST(CpuReplicaTest, NoRegularizationIsThePlainStep) {
+  const data::Dataset d = RandomDataset(40, 5);
+  const Model<float> w0 = kernels::InitModel<float>(Shape(), 6);
+  CpuReplica plain(w0, 16, 0.9f);
+  CpuReplica zeros(w0, 16, 0.9f, kernels::OutputMath::kFp32, {0, 0, 99, 3});
+  CpuReplica decayed(w0, 16, 0.9f, kernels::OutputMath::kFp32, {1e-2f, 0, 99, 3});
+  const std::vector<uint64_t> rows = {0, 1, 2, 3, 4, 5};
+  for (int k = 0; k < 3; ++k) {
+    plain.TrainBatch(d, rows.data(), rows.size(), 0.1f);
+    zeros.TrainBatch(d, rows.data(), rows.size(), 0.1f);
+    decayed.TrainBatch(d, rows.data(), rows.size(), 0.1f);
+  }
+  EXPECT_EQ(plain.model().params, zeros.model().params);
+  EXPECT_NE(plain.model().params, decayed.model().params);
+}
+
+TEST(CpuReplicaTest, InvalidRegularizationThrows) {
+  const Model<float> model = kernels::InitModel<float>(Shape(), 1);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (const auto& [decay, dropout] :
+       std::vector<std::pair<float, float>>{{-1e-5f, 0}, {nan, 0}, {inf, 0}, {0, 1}, {0, -0.5f}, {0, nan}})
+    EXPECT_THROW(CpuReplica(model, 8, 0.9f, kernels::OutputMath::kFp32, {decay, dropout, 1, 0}), std::invalid_argument)
+        << decay << " " << dropout;
+  EXPECT_NO_THROW(CpuReplica(model, 8, 0.9f, kernels::OutputMath::kFp32, {1e-4f, 0.5f, 1, 0}));
+}
+
+// Only the CPU's dense step regularizes: a GPU or a sampled CPU device refuses a regularization.
+TEST(MakeDeviceTest, RegularizationIsRefusedWhereNotImplemented) {
+  const Model<float> model = kernels::InitModel<float>(Shape(), 1);
+  const DeviceLimits limits{8, 64, 16};
+  SampledOutputOptions sampled;
+  sampled.enabled = true;
+  EXPECT_THROW(MakeDevice(ParseDeviceList("cuda:0").at(0), model, limits, 0.9f, kernels::OutputMath::kFp32, {},
+                          {0, 0.5f, 1, 0}),
+               std::invalid_argument);
+  EXPECT_THROW(MakeDevice(ParseDeviceList("cpu:1").at(0), model, limits, 0.0f, kernels::OutputMath::kFp32, sampled,
+                          {1e-4f, 0, 1, 0}),
+               std::invalid_argument);
+  EXPECT_NO_THROW(MakeDevice(ParseDeviceList("cpu:1").at(0), model, limits, 0.9f, kernels::OutputMath::kFp32, {},
+                             {1e-4f, 0.5f, 1, 0}));
+}
+
 // A batch beyond the rows the replica was sized for is refused before it is gathered, and the
 // model is left untouched.
 TEST(CpuReplicaTest, BatchLargerThanItsBuffersThrows) {

@@ -343,6 +343,56 @@ TEST(Resume, ACosineScheduleResumesExactly) {
   }
 }
 
+// --dropout draws its masks from the seed, the device and the device's step count, which the
+// checkpoint keeps: a run with dropout and weight decay, stopped between or inside mega-batches and
+// resumed, equals the uninterrupted one, on one device and several.
+TEST(Resume, DropoutAndWeightDecayResumeExactly) {
+  for (const std::string algo : {"single", "adaptive"}) {
+    SCOPED_TRACE(algo);
+    const bool single = algo == "single";
+    const EngineOptions engine = Engine(algo);
+    const EngineOptions* devices = single ? nullptr : &engine;
+    TrainOptions options = Options();
+    options.dropout = 0.3f;
+    options.weight_decay = 1e-3f;
+    const Outcome full = TrainFor(options, devices, {});
+    const Outcome plain = TrainFor(Options(), devices, {});
+    EXPECT_FALSE(testing::SameBits(full.model.params.data(), plain.model.params.data(), full.model.params.size()));
+    for (const bool inside : {false, true}) {
+      SCOPED_TRACE(inside ? "stopped inside a mega-batch" : "stopped between mega-batches");
+      testing::TempDir dir;
+      RunControl control;
+      control.checkpoint_dir = dir.path();
+      const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
+      const Outcome first = inside ? TrainFor(options, devices, control, 0, 3 * rows_per_megabatch + 40)
+                                   : TrainFor(options, devices, control, 2);
+      EXPECT_NE(first.result.stopped_by_signal, 0);
+      control.resume_dir = dir.path();
+      const Outcome resumed = TrainFor(options, devices, control);
+      EXPECT_EQ(resumed.result.stopped_by_signal, 0);
+      ExpectSameRun(full, resumed, single);
+    }
+  }
+}
+
+TEST(Resume, AnotherDropoutIsRefused) {
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  TrainOptions options = Options();
+  options.dropout = 0.3f;
+  TrainFor(options, nullptr, control, 1);
+  options.dropout = 0.5f;
+  control.resume_dir = dir.path();
+  try {
+    TrainFor(options, nullptr, control);
+    FAIL() << "expected a refusal";
+  } catch (const RunMismatch& e) {
+    ASSERT_EQ(e.differences().size(), 1u) << e.what();
+    EXPECT_EQ(e.differences()[0].name, "dropout");
+  }
+}
+
 TEST(Resume, AnotherLrScheduleIsRefused) {
   testing::TempDir dir;
   RunControl control;

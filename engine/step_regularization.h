@@ -1,0 +1,21 @@
+// The regularization a device's training step applies (kernels/cpu/sparse_mlp.h, StepRule): L2
+// weight decay and dropout on the hidden activations. Both 0 by default: the step is then exactly
+// the step without them. The CPU dense step implements them; the CUDA replica and the sampled
+// (SLIDE) output layer do not, and refuse a regularization that is on.
+#pragma once
+
+#include <cstdint>
+
+namespace xmlt::engine {
+
+struct StepRegularization {
+  float weight_decay = 0;  // g += weight_decay * w for the weights (the first layer's batch rows only)
+  float dropout = 0;       // probability of zeroing a hidden unit's activation, in [0, 1)
+  // The dropout masks are a hash of (seed, stream, the device's step count): the run's seed, and a
+  // stream per device so that devices draw different masks.
+  uint64_t seed = 0;
+  uint64_t stream = 0;
+  bool on() const { return weight_decay != 0 || dropout != 0; }
+};
+
+}  // namespace xmlt::engine
