@@ -344,7 +344,10 @@ void NcclAllReduce::Impl::MoveGlobal(float* current, float* previous, bool to_de
   for (size_t r = 0; r < gpus.size(); ++r) {
     Gpu& gpu = gpus[r];
     DeviceGuard guard(gpu.ordinal);
-    for (auto [host, device] : {std::pair{current, gpu.current.data()}, std::pair{previous, gpu.previous.data()}}) {
+    for (const auto& host_and_device : {std::pair{current, gpu.current.data()}, std::pair{previous, gpu.previous.data()}}) {
+      // Named copies, not structured bindings: a lambda may capture those only from C++20.
+      float* const host = host_and_device.first;
+      float* const device = host_and_device.second;
       const auto move = [&](size_t host_offset, size_t device_offset, size_t n) {
         if (n == 0) return;
         if (to_device) {
@@ -389,7 +392,9 @@ void NcclAllReduce::Impl::GatherGlobal(float* current, float* previous) {
       into[g] = made[g].data();
     }
   }
-  for (auto [host, which] : {std::pair{current, &Gpu::current}, std::pair{previous, &Gpu::previous}}) {
+  for (const auto& host_and_which : {std::pair{current, &Gpu::current}, std::pair{previous, &Gpu::previous}}) {
+    float* const host = host_and_which.first;
+    const auto which = host_and_which.second;
     if (shard > 0)
       Grouped([&] {
         for (size_t g = 0; g < gpus.size(); ++g)

@@ -196,7 +196,9 @@ TEST(SampledStep, TheActiveSetHoldsTheCandidatesAndTheRowsLabelsPaddedToTheMinim
     tables.Query(s.hidden.back().data(), 8, &seen, 1, &candidates);
     for (const uint32_t c : candidates) EXPECT_TRUE(std::binary_search(sorted.begin(), sorted.end(), c));
     EXPECT_GE(s.active.size(), std::min<size_t>(min_active, 500));
-    if (min_active == 1000) EXPECT_EQ(s.active.size(), 500u);  // every label, and no more
+    if (min_active == 1000) {
+      EXPECT_EQ(s.active.size(), 500u);  // every label, and no more
+    }
     // The padding comes last, after the candidates and the row's labels, and is weighted by the
     // labels it was drawn from over the labels drawn.
     size_t own = 0;
@@ -209,7 +211,9 @@ TEST(SampledStep, TheActiveSetHoldsTheCandidatesAndTheRowsLabelsPaddedToTheMinim
     } else {
       EXPECT_NEAR(s.padding_log_weight, std::log(double(500 - s.padded_from) / double(drawn)), 1e-6);
     }
-    if (min_active == 100) EXPECT_GT(s.padding_log_weight, 0.5f) << "expected padding here";
+    if (min_active == 100) {
+      EXPECT_GT(s.padding_log_weight, 0.5f) << "expected padding here";
+    }
   }
 }
 
