@@ -671,12 +671,14 @@ ncclResult_t Join(const Init& init, std::shared_ptr<Clique>* joined) {
   if (ContextError(init.device) != cudaSuccess) return Refuse(ncclUnhandledCudaError, what + "the GPU is lost");
   Registry& r = Comms();
   std::lock_guard<std::mutex> registry(r.mutex);
-  std::shared_ptr<Clique>& clique = Forming()[IdText(init.id)];
-  if (clique == nullptr) {
-    clique = std::make_shared<Clique>();
-    clique->ranks.assign(size_t(init.nranks), nullptr);
-    clique->calls_made.assign(size_t(init.nranks), 0);
+  std::shared_ptr<Clique>& slot = Forming()[IdText(init.id)];
+  if (slot == nullptr) {
+    slot = std::make_shared<Clique>();
+    slot->ranks.assign(size_t(init.nranks), nullptr);
+    slot->calls_made.assign(size_t(init.nranks), 0);
   }
+  // A copy, not the map's entry: the last rank to join erases that entry below.
+  const std::shared_ptr<Clique> clique = slot;
   std::lock_guard<std::mutex> lock(clique->mutex);
   if (clique->ranks.size() != size_t(init.nranks))
     return Refuse(ncclInvalidArgument, what + "another rank of this id said " + std::to_string(clique->ranks.size()) +
