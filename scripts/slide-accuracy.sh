@@ -16,12 +16,7 @@ cd "$(dirname "$0")/.."
 build_dir=${XMLT_BUILD_DIR:-build}
 data=${XMLT_DATA_DIR:-../shared/data}
 out=${1:-$build_dir/slide-accuracy}
-# Only the binary is needed: configured as scripts/build.sh does when not yet, then built.
-if [[ ! -f $build_dir/CMakeCache.txt ]]; then
-  bash scripts/setup.sh
-  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-cmake --build "$build_dir" -j"$(nproc)" --target xmltrain >/dev/null
+XMLT_BUILD_DIR=$build_dir bash scripts/build-targets.sh xmltrain
 xmltrain=$build_dir/apps/xmltrain
 mkdir -p "$out"
 

@@ -29,12 +29,7 @@ epochs=${XMLT_TTA_EPOCHS:-5}
 slide_epochs=${XMLT_TTA_SLIDE_EPOCHS:-$((5 * epochs))}
 eval_rows=${XMLT_TTA_EVAL_ROWS:-500}
 figure=${XMLT_TTA_FIGURE:-$out/time.png}
-# Only the binary is needed: configured as scripts/build.sh does when not yet, then built.
-if [[ ! -f $build_dir/CMakeCache.txt ]]; then
-  bash scripts/setup.sh
-  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-cmake --build "$build_dir" -j"$(nproc)" --target xmltrain >/dev/null
+XMLT_BUILD_DIR=$build_dir bash scripts/build-targets.sh xmltrain
 xmltrain=$build_dir/apps/xmltrain
 mkdir -p "$out"
 start=$(date +%s)
