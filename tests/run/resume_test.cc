@@ -305,6 +305,26 @@ TEST(Resume, MoreEpochsContinueAFinishedRun) {
   EXPECT_GT(more.records.size(), first.records.size());
 }
 
+// Stopped between mega-batches (after 2 records) and inside one (in the fourth), each run resumed
+// from its checkpoint equals `full`, the uninterrupted run of the same options.
+void ExpectStoppedAndResumedRunsEqual(const Outcome& full, const TrainOptions& options, const EngineOptions* devices,
+                                      bool single) {
+  for (const bool inside : {false, true}) {
+    SCOPED_TRACE(inside ? "stopped inside a mega-batch" : "stopped between mega-batches");
+    testing::TempDir dir;
+    RunControl control;
+    control.checkpoint_dir = dir.path();
+    const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
+    const Outcome first = inside ? TrainFor(options, devices, control, 0, 3 * rows_per_megabatch + 40)
+                                 : TrainFor(options, devices, control, 2);
+    EXPECT_NE(first.result.stopped_by_signal, 0);
+    control.resume_dir = dir.path();
+    const Outcome resumed = TrainFor(options, devices, control);
+    EXPECT_EQ(resumed.result.stopped_by_signal, 0);
+    ExpectSameRun(full, resumed, single);
+  }
+}
+
 // --lr-schedule cosine: the factor is a function of the rows trained, so a run stopped (between
 // mega-batches, or inside one) and resumed equals the uninterrupted one, on one device and several.
 TEST(Resume, ACosineScheduleResumesExactly) {
@@ -326,20 +346,7 @@ TEST(Resume, ACosineScheduleResumesExactly) {
     EXPECT_EQ(constant.records.back().lr_scale, 1.0);
     EXPECT_FALSE(testing::SameBits(full.model.params.data(), constant.model.params.data(), full.model.params.size()));
 
-    for (const bool inside : {false, true}) {
-      SCOPED_TRACE(inside ? "stopped inside a mega-batch" : "stopped between mega-batches");
-      testing::TempDir dir;
-      RunControl control;
-      control.checkpoint_dir = dir.path();
-      const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
-      const Outcome first = inside ? TrainFor(options, devices, control, 0, 3 * rows_per_megabatch + 40)
-                                   : TrainFor(options, devices, control, 2);
-      EXPECT_NE(first.result.stopped_by_signal, 0);
-      control.resume_dir = dir.path();
-      const Outcome resumed = TrainFor(options, devices, control);
-      EXPECT_EQ(resumed.result.stopped_by_signal, 0);
-      ExpectSameRun(full, resumed, single);
-    }
+    ExpectStoppedAndResumedRunsEqual(full, options, devices, single);
   }
 }
 
@@ -358,20 +365,7 @@ TEST(Resume, DropoutAndWeightDecayResumeExactly) {
     const Outcome full = TrainFor(options, devices, {});
     const Outcome plain = TrainFor(Options(), devices, {});
     EXPECT_FALSE(testing::SameBits(full.model.params.data(), plain.model.params.data(), full.model.params.size()));
-    for (const bool inside : {false, true}) {
-      SCOPED_TRACE(inside ? "stopped inside a mega-batch" : "stopped between mega-batches");
-      testing::TempDir dir;
-      RunControl control;
-      control.checkpoint_dir = dir.path();
-      const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
-      const Outcome first = inside ? TrainFor(options, devices, control, 0, 3 * rows_per_megabatch + 40)
-                                   : TrainFor(options, devices, control, 2);
-      EXPECT_NE(first.result.stopped_by_signal, 0);
-      control.resume_dir = dir.path();
-      const Outcome resumed = TrainFor(options, devices, control);
-      EXPECT_EQ(resumed.result.stopped_by_signal, 0);
-      ExpectSameRun(full, resumed, single);
-    }
+    ExpectStoppedAndResumedRunsEqual(full, options, devices, single);
   }
 }
 
