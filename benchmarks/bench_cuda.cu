@@ -207,6 +207,20 @@ double PeerCopyGBps(int from, int to) {
   return best;
 }
 
+// `replicas` zeroed model-sized buffers dealt round-robin over the first `gpus` GPUs (replica i on
+// GPU i % gpus), kept in `buffers`; returns where each one is.
+std::vector<kernels::cuda::GpuReplica> ZeroReplicas(int replicas, int gpus, size_t count,
+                                                    std::vector<kernels::cuda::DeviceBuffer<float>>* buffers) {
+  std::vector<kernels::cuda::GpuReplica> view;
+  for (int i = 0; i < replicas; ++i) {
+    kernels::cuda::DeviceGuard guard(i % gpus);
+    buffers->emplace_back(count);
+    Check(cudaMemset(buffers->back().data(), 0, count * sizeof(float)), "cudaMemset");
+    view.push_back({i % gpus, buffers->back().data()});
+  }
+  return view;
+}
+
 // Args: replicas, partitions (0: one per GPU). The weighted all-reduce of that many replicas of the
 // Amazon-670K model (135,909-128-670,091, the trainer's default hidden size) by RingAllReduce, one
 // replica per GPU while there are GPUs enough, round robin otherwise (logical devices). Reports
@@ -226,13 +240,7 @@ void CudaMerge(benchmark::State& state) {
   const size_t count = shape.NumParameters();
   const double bytes = double(count) * sizeof(float);
   std::vector<kernels::cuda::DeviceBuffer<float>> buffers;
-  std::vector<kernels::cuda::GpuReplica> view;
-  for (int i = 0; i < replicas; ++i) {
-    kernels::cuda::DeviceGuard guard(i % gpus);
-    buffers.emplace_back(count);
-    Check(cudaMemset(buffers.back().data(), 0, count * sizeof(float)), "cudaMemset");
-    view.push_back({i % gpus, buffers.back().data()});
-  }
+  const std::vector<kernels::cuda::GpuReplica> view = ZeroReplicas(replicas, gpus, count, &buffers);
   const double peer_gbps = gpus > 1 ? PeerCopyGBps(1, 0) : 0;
   kernels::cuda::RingAllReduce ring(view, count, partitions);
   const std::vector<double> weights(size_t(replicas), 1.0 / replicas);
@@ -279,13 +287,7 @@ void CudaMergeAdasum(benchmark::State& state) {
     for (const kernels::TensorView& t : {layer.weight, layer.bias}) tensors.push_back(t.offset);
   std::sort(tensors.begin(), tensors.end());
   std::vector<kernels::cuda::DeviceBuffer<float>> buffers;
-  std::vector<kernels::cuda::GpuReplica> view;
-  for (int i = 0; i < replicas; ++i) {
-    kernels::cuda::DeviceGuard guard(i % gpus);
-    buffers.emplace_back(count);
-    Check(cudaMemset(buffers.back().data(), 0, count * sizeof(float)), "cudaMemset");
-    view.push_back({i % gpus, buffers.back().data()});
-  }
+  const std::vector<kernels::cuda::GpuReplica> view = ZeroReplicas(replicas, gpus, count, &buffers);
   kernels::cuda::DeviceAdasum adasum(view, count, tensors, kernels::cuda::DeviceMomentum{0.9, false});
   const std::vector<float> zeros(count, 0.0f);
   adasum.SetGlobalModel(zeros.data(), zeros.data());
