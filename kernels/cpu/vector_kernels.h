@@ -27,7 +27,16 @@ struct VectorKernels {
   void (*sgd)(float* w, const float* g, float lr, uint64_t n);
   // v[j] = momentum * v[j] + g[j]; w[j] -= lr * v[j].
   void (*momentum)(float* w, float* v, const float* g, float momentum, float lr, uint64_t n);
+  // DWTA's codes (SLIDE's hash, kernels/lsh): for each function f < functions, the position p <
+  // positions of the largest v[coordinate[p * stride + f]], the first of equals, or `positions`
+  // when every one is absent (a query's zeros, when query). stride is a multiple of
+  // kDwtaChunk >= functions, and coordinate holds valid indices of v up to stride in every row.
+  void (*dwta_codes)(const float* v, const uint32_t* coordinate, uint64_t stride, uint64_t functions,
+                     uint32_t positions, bool query, uint32_t* codes);
 };
+
+// The functions dwta_codes hashes together, one AVX-512 vector: its stride is a multiple of it.
+constexpr uint64_t kDwtaChunk = 16;
 
 // One table per ISA; each is defined in its own translation unit compiled for that ISA.
 extern const VectorKernels kVectorKernelsBaseline;

@@ -96,6 +96,30 @@ void Momentum(float* __restrict w, float* __restrict v, const float* __restrict 
   }
 }
 
+// A chunk of functions at a time, position by position: gathers across functions, and the
+// chunk's running maxima and codes in registers over the positions. Selects written with & so
+// that no branch depends on the data (an argmax over random values mispredicts often).
+void DwtaCodes(const float* v, const uint32_t* coordinate, uint64_t stride, uint64_t functions,
+               uint32_t positions, bool query, uint32_t* codes) {
+  for (uint64_t f0 = 0; f0 < functions; f0 += kDwtaChunk) {
+    float best[kDwtaChunk];
+    uint32_t code[kDwtaChunk];
+    for (uint64_t j = 0; j < kDwtaChunk; ++j) best[j] = -__builtin_inff(), code[j] = positions;
+    for (uint32_t p = 0; p < positions; ++p) {
+      const uint32_t* c = coordinate + uint64_t(p) * stride + f0;
+#pragma omp simd
+      for (uint64_t j = 0; j < kDwtaChunk; ++j) {
+        const float x = v[c[j]];
+        const bool better = (x > best[j]) & !(query & (x == 0.0f));
+        best[j] = better ? x : best[j];
+        code[j] = better ? p : code[j];
+      }
+    }
+    const uint64_t width = functions - f0 < kDwtaChunk ? functions - f0 : kDwtaChunk;
+    for (uint64_t j = 0; j < width; ++j) codes[f0 + j] = code[j];
+  }
+}
+
 }  // namespace
 }  // namespace XMLT_VECTOR_KERNELS_NS
 
@@ -103,7 +127,7 @@ const VectorKernels XMLT_VECTOR_KERNELS_TABLE = {
     XMLT_VECTOR_KERNELS_NAME,          XMLT_VECTOR_KERNELS_NS::BiasExpInPlace, XMLT_VECTOR_KERNELS_NS::MaxOf,
     XMLT_VECTOR_KERNELS_NS::ExpInPlace, XMLT_VECTOR_KERNELS_NS::ExpSum,        XMLT_VECTOR_KERNELS_NS::ScaledExp,
     XMLT_VECTOR_KERNELS_NS::Scale,      XMLT_VECTOR_KERNELS_NS::Add,           XMLT_VECTOR_KERNELS_NS::Sgd,
-    XMLT_VECTOR_KERNELS_NS::Momentum,
+    XMLT_VECTOR_KERNELS_NS::Momentum,  XMLT_VECTOR_KERNELS_NS::DwtaCodes,
 };
 
 }  // namespace xmlt::kernels::cpu

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/lsh/hash_family.h"
 
 namespace xmlt::kernels::lsh {
@@ -22,7 +23,8 @@ class DwtaHash final : public HashFamily {
     // Enough permutations of the coordinates to fill every function's bin: the j-th place of
     // permutation p is slot p * dim + j, and function f's bin is slots 8f .. 8f + 7.
     const size_t permutations = (functions * kBinSize + dim - 1) / dim;
-    coordinate_.resize(functions * kBinSize);
+    stride_ = (functions + cpu::kDwtaChunk - 1) / cpu::kDwtaChunk * cpu::kDwtaChunk;  // the padding reads coordinate 0
+    coordinate_.assign(stride_ * kBinSize, 0);
     std::mt19937_64 rng(seed);
     std::vector<uint32_t> order(dim);
     for (size_t p = 0; p < permutations; ++p) {
@@ -30,7 +32,7 @@ class DwtaHash final : public HashFamily {
       std::shuffle(order.begin(), order.end(), rng);
       for (size_t j = 0; j < dim; ++j) {
         const size_t slot = p * dim + j;  // function slot / 8, position slot % 8
-        if (slot < coordinate_.size()) coordinate_[(slot % kBinSize) * functions + slot / kBinSize] = order[j];
+        if (slot < functions * kBinSize) coordinate_[(slot % kBinSize) * stride_ + slot / kBinSize] = order[j];
       }
     }
     probe_seed_ = rng();
@@ -38,23 +40,9 @@ class DwtaHash final : public HashFamily {
 
   void Hash(const float* v, bool query, uint32_t* codes) const override {
     const size_t functions = k * l;
-    thread_local std::vector<float> best;
-    best.assign(functions, -INFINITY);
-    std::fill(codes, codes + functions, kBinSize);
-    // Position by position, every function at once (gathers across functions, no chain of
-    // dependent compares): the position of each bin's largest coordinate, the first of equals; a
-    // query's zeros are absent coordinates.
-    for (uint32_t position = 0; position < kBinSize; ++position) {
-      const uint32_t* coordinate = coordinate_.data() + size_t(position) * functions;
-      float* b = best.data();
-#pragma omp simd
-      for (size_t f = 0; f < functions; ++f) {
-        const float x = v[coordinate[f]];
-        const bool better = x > b[f] && !(query && x == 0.0f);
-        b[f] = better ? x : b[f];
-        codes[f] = better ? position : codes[f];
-      }
-    }
+    // The position of each bin's largest coordinate, the first of equals; a query's zeros are
+    // absent coordinates. The vector kernels of the CPU's ISA (gathers across functions).
+    cpu::Vec().dwta_codes(v, coordinate_.data(), stride_, functions, kBinSize, query, codes);
     thread_local std::vector<uint8_t> empty;
     empty.resize(functions);
     bool any = false;
@@ -87,7 +75,8 @@ class DwtaHash final : public HashFamily {
     return x;
   }
 
-  std::vector<uint32_t> coordinate_;  // position-major: [position * functions + f], f's bin's coordinates
+  size_t stride_ = 0;                 // functions rounded up to whole chunks of cpu::kDwtaChunk
+  std::vector<uint32_t> coordinate_;  // position-major: [position * stride_ + f], f's bin's coordinates
   uint64_t probe_seed_ = 0;
 };
 

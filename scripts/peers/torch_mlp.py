@@ -156,7 +156,17 @@ def main(compiled=False):
     parser.add_argument("--warmup-steps", type=int, default=5, help="untimed steps before timing")
     parser.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     parser.add_argument("--seed", type=int, default=1)
+    if compiled:
+        # Holding the compiled code to AVX2 on an AVX-512 CPU: ATEN_CPU_CAPABILITY=avx2 would, but
+        # the compiled step then ends in a segmentation fault (PyTorch 2.15); the generated
+        # kernels' vector width set here, with MKL_ENABLE_INSTRUCTIONS=AVX2 and
+        # ONEDNN_MAX_CPU_ISA=AVX2 for the library calls, holds both to 256-bit vectors.
+        parser.add_argument("--simdlen", type=int, default=0,
+                            help="vector width in bits of the compiled kernels (256: AVX2); 0: PyTorch's choice")
     args = parser.parse_args()
+    if compiled and args.simdlen:
+        import torch._inductor.config as inductor_config
+        inductor_config.cpp.simdlen = args.simdlen
 
     hidden = [int(h) for h in args.hidden.split(",")]
     torch.set_num_threads(args.threads)
@@ -223,6 +233,8 @@ def main(compiled=False):
         # Mean of every 50th step's loss (the last one when there were fewer): a sanity check.
         "loss": round(loss_sum / loss_steps if loss_steps else float(loss), 4) if steps else None,
     }
+    if compiled:
+        result["simdlen"] = args.simdlen or None
     if args.test:
         result["p1"] = round(precision_at_1(model, read_xml_repo(args.test), args.batch, device), 4)
     print(json.dumps(result), flush=True)

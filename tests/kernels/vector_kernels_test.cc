@@ -133,6 +133,42 @@ TEST_P(VectorKernelsOnIsa, ElementwiseKernelsMatchTheReference) {
   }
 }
 
+// DWTA's codes against the plain argmax: function counts around the chunk of 16, bins whose
+// values tie (the first of equals wins), and queries whose zeros are absent, some bins wholly.
+TEST_P(VectorKernelsOnIsa, DwtaCodesMatchTheReference) {
+  constexpr uint32_t kPositions = 8;
+  constexpr uint64_t kDim = 40;
+  std::mt19937_64 rng(7);
+  for (const uint64_t functions : {1, 15, 16, 17, 33, 400}) {
+    const uint64_t stride = (functions + kDwtaChunk - 1) / kDwtaChunk * kDwtaChunk;
+    std::vector<uint32_t> coordinate(stride * kPositions);
+    for (uint32_t& c : coordinate) c = uint32_t(rng() % kDim);
+    for (const bool query : {false, true}) {
+      // Values from a few levels, a third of them zero: ties and absent coordinates are common.
+      std::vector<float> v(kDim);
+      for (float& x : v) x = rng() % 3 == 0 ? 0.0f : float(int(rng() % 5) - 2);
+      std::vector<uint32_t> got(functions + 1, 12345);
+      vec_->dwta_codes(v.data(), coordinate.data(), stride, functions, kPositions, query, got.data());
+      uint64_t absent = 0;
+      for (uint64_t f = 0; f < functions; ++f) {
+        uint32_t want = kPositions;
+        float best = -INFINITY;
+        for (uint32_t p = 0; p < kPositions; ++p) {
+          const float x = v[coordinate[p * stride + f]];
+          if (query && x == 0.0f) continue;
+          if (x > best) best = x, want = p;
+        }
+        absent += want == kPositions;
+        EXPECT_EQ(got[f], want) << "function " << f << " of " << functions << (query ? ", query" : "");
+      }
+      EXPECT_EQ(got[functions], 12345u) << "wrote past the functions";
+      if (!query) {
+        EXPECT_EQ(absent, 0u);
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryIsa, VectorKernelsOnIsa, ::testing::ValuesIn(kAllIsas),
                          [](const ::testing::TestParamInfo<CpuIsa>& info) { return std::string(CpuIsaName(info.param)); });
 
