@@ -43,6 +43,10 @@ class DwtaHash final : public HashFamily {
     // The position of each bin's largest coordinate, the first of equals; a query's zeros are
     // absent coordinates. The vector kernels of the CPU's ISA (gathers across functions).
     cpu::Vec().dwta_codes(v, coordinate_.data(), stride_, functions, kBinSize, query, codes);
+    // Densification only where a bin came out empty: a query's, seldom a weight row's.
+    uint32_t empties = 0;
+    for (size_t f = 0; f < functions; ++f) empties += codes[f] == kBinSize;
+    if (empties == 0) return;
     thread_local std::vector<uint8_t> empty;
     empty.resize(functions);
     bool any = false;

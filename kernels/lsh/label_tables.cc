@@ -17,7 +17,8 @@ LabelTables::LabelTables(std::unique_ptr<HashFamily> family, size_t labels, int 
   if (!family_) throw std::invalid_argument("LabelTables: no hash family");
   if (labels == 0 || labels > UINT32_MAX) throw std::invalid_argument("LabelTables: label count out of range");
   if (max_bucket_bits < 1 || max_bucket_bits > 28) throw std::invalid_argument("LabelTables: bucket bits out of range");
-  const size_t key_bits = family_->k * size_t(family_->bits_per_code());
+  bits_per_code_ = family_->bits_per_code();  // kept: Key runs L times for every hashed row
+  const size_t key_bits = family_->k * size_t(bits_per_code_);
   bucket_bits_ = int(std::min<size_t>(key_bits, size_t(max_bucket_bits)));
   order_.resize(labels);
   std::iota(order_.begin(), order_.end(), 0u);
@@ -29,7 +30,7 @@ LabelTables::LabelTables(std::unique_ptr<HashFamily> family, size_t labels, int 
 
 uint32_t LabelTables::Key(const uint32_t* codes, size_t table) const {
   const size_t k = family_->k;
-  const int bits = family_->bits_per_code();
+  const int bits = bits_per_code_;
   uint64_t packed = 0;
   for (size_t j = 0; j < k; ++j) packed = (packed << bits) | codes[table * k + j];
   if (size_t(bucket_bits_) == k * size_t(bits)) return uint32_t(packed);
@@ -58,8 +59,9 @@ void LabelTables::Rehash(const float* weights, const std::vector<uint32_t>& chan
       for (size_t i = 0; i < n; ++i)
         std::copy_n(weights + size_t(changed[first + i]) * dim, dim, rows.data() + i * dim);
       family_->HashRows(rows.data(), n, codes.data());
-      for (size_t i = 0; i < n; ++i)
-        for (size_t t = 0; t < l; ++t) keys_[t * labels_ + changed[first + i]] = Key(codes.data() + i * functions, t);
+      // Table by table, so that each table's keys are written in one sweep.
+      for (size_t t = 0; t < l; ++t)
+        for (size_t i = 0; i < n; ++i) keys_[t * labels_ + changed[first + i]] = Key(codes.data() + i * functions, t);
     }
   });
   RebuildFromCodes();

@@ -51,6 +51,7 @@ class LabelTables {
   std::unique_ptr<HashFamily> family_;
   size_t labels_ = 0;
   int bucket_bits_ = 0;
+  int bits_per_code_ = 0;  // the family's
   std::vector<uint32_t> order_;    // the labels in a seeded random order: a bucket's sample
   std::vector<uint32_t> keys_;     // keys_[t * labels + label]
   std::vector<uint32_t> offsets_;  // per table, buckets + 1
