@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "data/sparse_batch.h"
+#include "kernels/cpu/huge_pages.h"
 #include "kernels/cpu/sampled_step.h"
 #include "kernels/lsh/label_tables.h"
 #include "kernels/lsh/rebuild_schedule.h"
@@ -51,6 +52,9 @@ class SampledCpuDevice final : public Device {
     step_.seed = options.seed;
     step_.weight_padding = options.weight_padding;
     report_ = options.report_active_sets;
+    // Each row's step reads and writes hundreds of scattered output rows: huge pages spare it a
+    // TLB miss on nearly each (Amazon-670K shape: 1.24x the steps a second, docs/BENCHMARKS.md).
+    kernels::cpu::AdviseHugePages(model_.params.data(), model_.params.size() * sizeof(float));
     Rebuild();
   }
   ~SampledCpuDevice() override {
