@@ -120,8 +120,8 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
   cmd->add_option("--slide-weight-padding", f->sampled_output.weight_padding,
                   "Weight each random padding label in the softmax by the left-out labels it stands for "
                   "(log(left out / drawn) added to its logit: the sampled softmax's correction); false: as SLIDE, "
-                  "unweighted")
-      ->capture_default_str()->group(kSlide);
+                  "unweighted (default: true where the labels are at most 64x --slide-min-active)")
+      ->group(kSlide);
   cmd->add_option("--slide-rehash-first", f->sampled_output.first_rebuild,
                   "Updates after a rebuild before the updated rows are rehashed")
       ->capture_default_str()->group(kSlide);

@@ -367,6 +367,8 @@ void ApplySampledOutputPreset(TrainFlags& f, uint64_t labels) {
   if (!f.given("--slide-hash")) s.hash = preset.hash;
   if (!f.given("--slide-k")) s.k = preset.k;
   if (!f.given("--slide-l")) s.l = preset.l;
+  if (!f.given("--slide-weight-padding"))
+    s.weight_padding = engine::SampledOutputOptions::WeightPaddingFor(labels, s.min_active);
   s.seed = f.options.seed;
   s.report_active_sets = true;
   if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;

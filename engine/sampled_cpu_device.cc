@@ -24,6 +24,10 @@ uint64_t SampledOutputOptions::TableBytes(uint64_t labels) const {
   return uint64_t(l) * (2 * labels + buckets + 1) * sizeof(uint32_t) + labels;  // + the touched marks
 }
 
+bool SampledOutputOptions::WeightPaddingFor(uint64_t labels, uint64_t min_active) {
+  return labels <= kMaxWeightedRatio * std::max<uint64_t>(min_active, 1);
+}
+
 SampledOutputOptions SampledOutputOptions::PresetFor(uint64_t labels) {
   SampledOutputOptions options;
   options.enabled = true;
@@ -32,6 +36,7 @@ SampledOutputOptions SampledOutputOptions::PresetFor(uint64_t labels) {
   } else {
     options.hash = "simhash", options.k = 9, options.l = 50;
   }
+  options.weight_padding = WeightPaddingFor(labels, options.min_active);
   return options;
 }
 
