@@ -58,7 +58,8 @@ fi
 # to P@1 0.13 after 2 epochs on 4 devices, against 0.63 unscaled). What the unscaled rate leaves
 # of the averaged replicas' progress, a global momentum of 0.5 on the merges gives back (4 devices:
 # best P@1 0.8695 in 30 epochs without it, 0.8925 in 40 with it), over 40 epochs.
-if [[ -n $algo && $algo != single && $algo != slide && -n $devices ]]; then
+several_devices() { [[ $devices == *,* || $devices =~ ^cpu:([2-9]|[1-9][0-9]+)$ ]]; }
+if [[ -n $algo && $algo != single && $algo != slide ]] && several_devices; then
   own_flags+=("--lr-scaling none" "--momentum 0.5")
   own_flags=("${own_flags[@]/#--epochs 30/--epochs 40}")
 fi
