@@ -30,20 +30,9 @@ targets=(bench_train)
 if [[ $gemm_libraries == 1 ]]; then targets+=(bench_gemm_libraries); fi
 cmake --build "$build_dir" -j"$(nproc)" --target "${targets[@]}" >&2
 
-# Each path's environment. BLIS is left to its own choice: Debian's BLIS 0.9 aborts at start with
-# any BLIS_ARCH_TYPE ("accessed uninitialized context in gks"), names or numbers alike.
-env_for() {
-  case "$1" in
-    avx512) echo "XMLT_CPU_ISA=avx512 OPENBLAS_CORETYPE=SkylakeX ONEDNN_MAX_CPU_ISA=AVX512_CORE" ;;
-    avx2) echo "XMLT_CPU_ISA=avx2 OPENBLAS_CORETYPE=Haswell ONEDNN_MAX_CPU_ISA=AVX2" ;;
-  esac
-}
-
-paths=()
-if grep -qw avx512f /proc/cpuinfo; then paths+=(avx512); fi
-paths+=(avx2)
+source scripts/isa-paths.sh
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) threads; load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/machine.txt"
-for path in "${paths[@]}"; do
+for path in "${isa_paths[@]}"; do
   echo "bench-isa: $path: $(env_for "$path")" >&2
   env $(env_for "$path") "$build_dir/benchmarks/bench_train" \
     --benchmark_filter='^(TrainSteps/amazon670k_full/256/128|OutputGemms/256/128/670091)/' \
@@ -56,7 +45,7 @@ for path in "${paths[@]}"; do
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
 
-python3 - "$out" "${paths[@]}" <<'PY'
+python3 - "$out" "${isa_paths[@]}" <<'PY'
 import json, sys
 out, paths = sys.argv[1], sys.argv[2:]
 print("| path | cpu_isa | OpenBLAS core | step ms | GEMMs ms | step/GEMMs | step samples/s | GEMM GFLOP/s |")

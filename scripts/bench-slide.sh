@@ -38,17 +38,9 @@ out=${out:-$build_dir/bench-slide}
 mkdir -p "$out"
 cmake --build "$build_dir" -j"$(nproc)" --target bench_train >&2
 
-env_for() {
-  case "$1" in
-    avx512) echo "XMLT_CPU_ISA=avx512 OPENBLAS_CORETYPE=SkylakeX" ;;
-    avx2) echo "XMLT_CPU_ISA=avx2 OPENBLAS_CORETYPE=Haswell" ;;
-  esac
-}
-paths=()
-if grep -qw avx512f /proc/cpuinfo; then paths+=(avx512); fi
-paths+=(avx2)
+source scripts/isa-paths.sh
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) threads; load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/machine.txt"
-for path in "${paths[@]}"; do
+for path in "${isa_paths[@]}"; do
   echo "bench-slide: $path: $(env_for "$path")" >&2
   env $(env_for "$path") "$build_dir/benchmarks/bench_train" \
     --benchmark_filter="^((TrainSteps|SampledSteps)/${shape}_full/256/128|SampledTablesRebuild/${shape}_full/128)/" \
@@ -56,7 +48,7 @@ for path in "${paths[@]}"; do
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/machine.txt"
 
-python3 - "$out" "$shape" "$mega_batch" "${paths[@]}" <<'PY'
+python3 - "$out" "$shape" "$mega_batch" "${isa_paths[@]}" <<'PY'
 import json, sys
 out, shape, mega_batch, paths = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
 print(f"{shape}, batch 256, hidden 128; rebuilds once every {mega_batch} steps")
