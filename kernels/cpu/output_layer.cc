@@ -17,7 +17,7 @@
 #include "kernels/cpu/output_blocks.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/sparse_mlp.h"
-#include "kernels/cpu/stream_copy.h"
+#include "kernels/cpu/store_fence.h"
 
 namespace xmlt::kernels::cpu {
 
@@ -77,11 +77,12 @@ uint64_t OutputLayerWorkspaceBytes(uint64_t num_labels, uint64_t inputs, uint32_
 namespace {
 
 // Adds the bias to a block's rows x width logits (row stride ld), records per row the block's max
-// logit, sum of exp(z - max) and sum of the row's target logits, and leaves exp(z - max) in place
-// of z: the backward pass then needs one exponential per row and block, not one per logit.
+// logit, sum of exp(z - max) and sum of the row's target logits, and leaves exp(z - max) in `out`
+// (rows x width, row stride width; `logits` itself when it is the same array): the backward pass
+// then needs one exponential per row and block, not one per logit.
 template <class T>
 void BlockStatistics(T* logits, uint64_t ld, const T* bias, const Block& blk, uint64_t b,
-                     const data::SparseBatch& batch, OutputLayerWorkspace<T>* ws) {
+                     const data::SparseBatch& batch, OutputLayerWorkspace<T>* ws, T* out) {
   const uint32_t rows = batch.num_rows;
   // The rows' target logits, with the bias, before the exponentials replace them.
   double* targets = ws->block_target.data() + b * rows;
@@ -93,9 +94,19 @@ void BlockStatistics(T* logits, uint64_t ld, const T* bias, const Block& blk, ui
   if constexpr (std::is_same_v<T, float>) {
     // The vector kernels of the CPU's ISA (cpu_isa.h): the same loop as below.
     const VectorKernels& vec = Vec();
-    for (uint32_t r = 0; r < rows; ++r)
-      vec.bias_exp_in_place(logits + uint64_t(r) * ld, bias, blk.width, &ws->block_max[b * rows + r],
-                            &ws->block_sum[b * rows + r]);
+    for (uint32_t r = 0; r < rows; ++r) {
+      float* max = &ws->block_max[b * rows + r];
+      float* sum = &ws->block_sum[b * rows + r];
+      if (out == logits) {
+        vec.bias_exp_in_place(logits + uint64_t(r) * ld, bias, blk.width, max, sum);
+      } else {
+        // Straight from the tile into `out`, streamed: one pass where an exp in place and a copy
+        // out made two over the tile.
+        vec.bias_exp_stream(logits + uint64_t(r) * ld, bias, blk.width, out + uint64_t(r) * blk.width, max, sum);
+      }
+    }
+    // The streamed stores are weakly ordered: fenced before another thread reads `out`.
+    if (out != logits) StoreFence();
     return;
   }
   // The max in independent lanes: one running max would chain every element on the previous.
@@ -126,6 +137,7 @@ void BlockStatistics(T* logits, uint64_t ld, const T* bias, const Block& blk, ui
     }
     ws->block_max[b * rows + r] = max;
     ws->block_sum[b * rows + r] = sum;
+    if (out != logits) std::copy(z, z + blk.width, out + uint64_t(r) * blk.width);
   }
 }
 
@@ -181,19 +193,18 @@ LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& ba
           if (bf16) {
             T* tile = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->block;
             BlockLogitsBf16(w + blk.begin * inputs, blk, inputs, g, rows, AsFloat(tile), ws);
-            BlockStatistics(tile, blk.width, bias + blk.begin, blk, b, batch, ws);
+            BlockStatistics(tile, blk.width, bias + blk.begin, blk, b, batch, ws, tile);
           } else {
             // Block by block, each block's rows x width logits contiguous (at begin x rows): the
             // backward pass streams them back, where the rows of a rows x labels array would be as
             // many strided streams as rows, more than the prefetchers follow (671 -> 598 ms a step
             // at Amazon-670K's shape; going through a cache-resident tile and one copy gained
-            // nothing more).
+            // nothing more). The exponentials go from the cache-resident tile straight to `logits`.
             T* tile = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->block;
             GemmOneThread<T>(Op::kNone, Op::kTranspose, rows, int64_t(blk.width), int64_t(inputs),
                              T(1), in, int64_t(inputs), w + blk.begin * inputs, int64_t(inputs), T(0),
                              tile, int64_t(blk.width));
-            BlockStatistics(tile, blk.width, bias + blk.begin, blk, b, batch, ws);
-            StreamCopy(tile, logits + blk.begin * rows, uint64_t(rows) * blk.width);
+            BlockStatistics(tile, blk.width, bias + blk.begin, blk, b, batch, ws, logits + blk.begin * rows);
           }
         }
       },

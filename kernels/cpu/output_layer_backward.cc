@@ -16,7 +16,6 @@
 #include "kernels/cpu/output_blocks.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/sparse_mlp.h"
-#include "kernels/cpu/stream_copy.h"
 #include "kernels/cpu/vector_ops.h"
 
 namespace xmlt::kernels::cpu {
@@ -72,6 +71,10 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
               }
               z_block = d, ld = blk.width;
             }
+            // The bias gradient, the tile's column sums, is summed row by row as each row is made,
+            // while the row is in L1; the targets are then taken off both.
+            T* sums = ws->column_sums.data() + g * ws->block;
+            std::fill(sums, sums + blk.width, T(0));
             for (uint32_t r = 0; r < rows; ++r) {
               const T* z = z_block + uint64_t(r) * ld;
               T* dr = d + uint64_t(r) * blk.width;
@@ -82,17 +85,20 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
               }
               if (bf16) {
                 vector_ops::ScaledExp(dr, z, s, max, blk.width);
+                vector_ops::AddTo(sums, dr, blk.width);
               } else {
                 // The forward pass left exp(z - block max): rescale it to the row's max.
                 const T f = s * FastExp(ws->block_max[b * rows + r] - max);
-                vector_ops::Scale(dr, z, f, blk.width);
+                vector_ops::ScaleAdd(dr, z, f, sums, blk.width);
               }
             }
             // The targets: a row without a scale (no labels) keeps its zero gradient.
             for (uint32_t t = ws->target_begin[b]; t < ws->target_begin[b + 1]; ++t) {
               const uint32_t r = ws->target_row[t];
               if (ws->row_scale[r] == T(0)) continue;
-              d[uint64_t(r) * blk.width + ws->target_column[t]] -= scale / T(batch.NumLabels(r));
+              const T target = scale / T(batch.NumLabels(r));
+              d[uint64_t(r) * blk.width + ws->target_column[t]] -= target;
+              sums[ws->target_column[t]] -= target;
             }
             // The input gradient first: it needs the weights before this step changes them.
             if (bf16) {
@@ -102,13 +108,6 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
             } else {
               GemmOneThread<T>(Op::kNone, Op::kNone, rows, int64_t(inputs), width, T(1), d, width,
                                wb, int64_t(inputs), b == first ? T(0) : T(1), part, int64_t(inputs));
-            }
-            // The bias gradient: column sums of the tile, row by row so the inner loop is
-            // contiguous.
-            T* sums = ws->column_sums.data() + g * ws->block;
-            std::fill(sums, sums + blk.width, T(0));
-            for (uint32_t r = 0; r < rows; ++r) {
-              vector_ops::AddTo(sums, d + uint64_t(r) * blk.width, blk.width);
             }
             auto column_sum = [sums](uint64_t j) { return sums[j]; };
             if (bf16) {

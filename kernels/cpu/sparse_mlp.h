@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "data/sparse_batch.h"
+#include "kernels/cpu/cache_line_allocator.h"
 #include "kernels/cpu/output_layer.h"
 #include "kernels/cpu/softmax_loss.h"
 #include "kernels/model.h"
@@ -20,7 +21,7 @@ struct MlpWorkspace {
   MlpWorkspace(const ModelShape& shape, uint32_t max_rows, OutputMath math = OutputMath::kFp32);
   uint32_t max_rows;
   std::vector<std::vector<T>> activations;  // per hidden layer: rows x units, after ReLU
-  std::vector<T> logits;                    // rows x labels after Forward (TrainStep's scratch)
+  std::vector<T, CacheLineAllocator<T>> logits;  // rows x labels after Forward (TrainStep's scratch)
   std::vector<T> delta, delta_prev;         // rows x widest hidden layer: gradients flowing down
   std::vector<uint64_t> by_feature;         // feature id << 32 | batch entry, sorted (first layer)
   std::vector<uint32_t> entry_row;          // row of each batch entry

@@ -11,6 +11,11 @@ struct VectorKernels {
   const char* isa;
   // z[j] += bias[j]; then z[j] = exp(z[j] - max) with max = max_j z[j]; returns max and the sum.
   void (*bias_exp_in_place)(float* z, const float* bias, uint64_t n, float* max, float* sum);
+  // The same for z that stays: max = max_j (z[j] + bias[j]), dst[j] = exp(z[j] + bias[j] - max),
+  // and their sum. Where dst is 64-byte aligned it gets non-temporal stores, which the caller
+  // fences (_mm_sfence) before another thread reads dst: the fused output layer's logits, not
+  // read again until the backward pass.
+  void (*bias_exp_stream)(const float* z, const float* bias, uint64_t n, float* dst, float* max, float* sum);
   // max_j z[j] (n >= 1).
   float (*max)(const float* z, uint64_t n);
   // z[j] = exp(z[j] - max); returns the sum of the new z.
@@ -23,6 +28,8 @@ struct VectorKernels {
   void (*scale)(float* dst, const float* src, float f, uint64_t n);
   // sums[j] += x[j].
   void (*add)(float* sums, const float* x, uint64_t n);
+  // dst[j] = f * src[j]; sums[j] += dst[j] (one pass where scale and add would make two).
+  void (*scale_add)(float* dst, const float* src, float f, float* sums, uint64_t n);
   // w[j] -= lr * g[j].
   void (*sgd)(float* w, const float* g, float lr, uint64_t n);
   // v[j] = momentum * v[j] + g[j]; w[j] -= lr * v[j].

@@ -5,6 +5,10 @@
 // keeps for every caller, and stop the program on a CPU without AVX-512.
 #include <cstdint>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include "kernels/cpu/fast_exp.h"
 #include "kernels/cpu/vector_kernels.h"
 
@@ -60,6 +64,107 @@ void BiasExpInPlace(float* z, const float* bias, uint64_t n, float* max_out, flo
   *sum_out = ExpInPlace(z, max, n);
 }
 
+// Stores 64 floats (a multiple of every ISA's vector) to a 64-byte aligned dst, bypassing the
+// caches where the ISA can: a plain store to a cold line reads it in first.
+constexpr uint64_t kStreamChunk = 64;
+[[gnu::always_inline]] inline void StreamChunk(float* dst, const float* src) {
+#if defined(__AVX512F__)
+  for (uint64_t k = 0; k < kStreamChunk; k += 16) _mm512_stream_ps(dst + k, _mm512_loadu_ps(src + k));
+#elif defined(__AVX__)
+  for (uint64_t k = 0; k < kStreamChunk; k += 8) _mm256_stream_ps(dst + k, _mm256_loadu_ps(src + k));
+#elif defined(__SSE2__)
+  for (uint64_t k = 0; k < kStreamChunk; k += 4) _mm_stream_ps(dst + k, _mm_loadu_ps(src + k));
+#else
+  for (uint64_t k = 0; k < kStreamChunk; ++k) dst[k] = src[k];
+#endif
+}
+
+// A vector register's worth of floats of this TU's ISA as one value, which GCC keeps in a register
+// where a float array carried across loop iterations went through the stack. Wider than the
+// ISA's registers, GCC lowers its selects to scalar code, so its width follows the ISA.
+#if defined(__AVX512F__)
+constexpr uint64_t kVectorFloats = 16;
+#elif defined(__AVX__)
+constexpr uint64_t kVectorFloats = 8;
+#else
+constexpr uint64_t kVectorFloats = 4;
+#endif
+typedef float Floats __attribute__((vector_size(kVectorFloats * sizeof(float))));
+
+[[gnu::always_inline]] inline Floats LoadFloats(const float* p) {
+  Floats v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// v with each lane swapped for the one `distance` lanes away (distance a power of 2).
+[[gnu::always_inline]] inline Floats Partners(Floats v, int distance) {
+  typedef int Ints __attribute__((vector_size(sizeof(Floats))));
+  Ints mask;
+  for (uint64_t k = 0; k < kVectorFloats; ++k) mask[k] = int(k) ^ distance;
+  return __builtin_shuffle(v, mask);
+}
+
+// The max and the sum of the lanes by halving, in registers, in a fixed order.
+[[gnu::always_inline]] inline float HorizontalMax(Floats v) {
+  for (int distance = kVectorFloats / 2; distance >= 1; distance /= 2) {
+    const Floats w = Partners(v, distance);
+    v = v > w ? v : w;
+  }
+  return v[0];
+}
+[[gnu::always_inline]] inline float HorizontalSum(Floats v) {
+  for (int distance = kVectorFloats / 2; distance >= 1; distance /= 2) v += Partners(v, distance);
+  return v[0];
+}
+
+void BiasExpStream(const float* z, const float* bias, uint64_t n, float* dst, float* max_out, float* sum_out) {
+  // The max in two independent vectors, so that each compare waits on every other one.
+  Floats lanes0 = Floats{} - __builtin_inff(), lanes1 = lanes0;
+  uint64_t j = 0;
+  for (; j + 2 * kVectorFloats <= n; j += 2 * kVectorFloats) {
+    const Floats x0 = LoadFloats(z + j) + LoadFloats(bias + j);
+    const Floats x1 = LoadFloats(z + j + kVectorFloats) + LoadFloats(bias + j + kVectorFloats);
+    lanes0 = lanes0 > x0 ? lanes0 : x0;
+    lanes1 = lanes1 > x1 ? lanes1 : x1;
+  }
+  float max = HorizontalMax(lanes0 > lanes1 ? lanes0 : lanes1);
+  for (; j < n; ++j) {
+    const float x = z[j] + bias[j];
+    max = max > x ? max : x;
+  }
+  // Chunk by chunk through a buffer that stays in L1, out by streamed stores where dst is on a
+  // cache line boundary (the caller fences them); the sum in lanes, in an order that depends on
+  // n only, so that where dst lies changes no bit of it.
+  Floats acc{};
+  alignas(64) float chunk[kStreamChunk];
+  const bool aligned = reinterpret_cast<uintptr_t>(dst) % 64 == 0;
+  uint64_t i = 0;
+  for (; i + kStreamChunk <= n; i += kStreamChunk) {
+#pragma omp simd
+    for (uint64_t k = 0; k < kStreamChunk; ++k) chunk[k] = FastExp(z[i + k] + bias[i + k] - max);
+    // The chunk's vectors added pairwise, then to the running sum: one dependent add a chunk.
+    constexpr uint64_t kParts = kStreamChunk / kVectorFloats;
+    Floats part[kParts];
+    for (uint64_t p = 0; p < kParts; ++p) part[p] = LoadFloats(chunk + p * kVectorFloats);
+    for (uint64_t width = kParts / 2; width >= 1; width /= 2)
+      for (uint64_t p = 0; p < width; ++p) part[p] = part[2 * p] + part[2 * p + 1];
+    acc += part[0];
+    if (aligned) {
+      StreamChunk(dst + i, chunk);
+    } else {
+      __builtin_memcpy(dst + i, chunk, sizeof(chunk));
+    }
+  }
+  float sum = HorizontalSum(acc);
+  for (; i < n; ++i) {
+    dst[i] = FastExp(z[i] + bias[i] - max);
+    sum += dst[i];
+  }
+  *max_out = max;
+  *sum_out = sum;
+}
+
 float ExpSum(const float* z, float max, uint64_t n) {
   float sum = 0;
 #pragma omp simd reduction(+ : sum)
@@ -80,6 +185,14 @@ void Scale(float* dst, const float* src, float f, uint64_t n) {
 void Add(float* __restrict sums, const float* __restrict x, uint64_t n) {
 #pragma omp simd
   for (uint64_t j = 0; j < n; ++j) sums[j] += x[j];
+}
+
+void ScaleAdd(float* __restrict dst, const float* __restrict src, float f, float* __restrict sums, uint64_t n) {
+#pragma omp simd
+  for (uint64_t j = 0; j < n; ++j) {
+    dst[j] = f * src[j];
+    sums[j] += dst[j];
+  }
 }
 
 void Sgd(float* __restrict w, const float* __restrict g, float lr, uint64_t n) {
@@ -124,10 +237,19 @@ void DwtaCodes(const float* v, const uint32_t* coordinate, uint64_t stride, uint
 }  // namespace XMLT_VECTOR_KERNELS_NS
 
 const VectorKernels XMLT_VECTOR_KERNELS_TABLE = {
-    XMLT_VECTOR_KERNELS_NAME,          XMLT_VECTOR_KERNELS_NS::BiasExpInPlace, XMLT_VECTOR_KERNELS_NS::MaxOf,
-    XMLT_VECTOR_KERNELS_NS::ExpInPlace, XMLT_VECTOR_KERNELS_NS::ExpSum,        XMLT_VECTOR_KERNELS_NS::ScaledExp,
-    XMLT_VECTOR_KERNELS_NS::Scale,      XMLT_VECTOR_KERNELS_NS::Add,           XMLT_VECTOR_KERNELS_NS::Sgd,
-    XMLT_VECTOR_KERNELS_NS::Momentum,  XMLT_VECTOR_KERNELS_NS::DwtaCodes,
+    XMLT_VECTOR_KERNELS_NAME,
+    XMLT_VECTOR_KERNELS_NS::BiasExpInPlace,
+    XMLT_VECTOR_KERNELS_NS::BiasExpStream,
+    XMLT_VECTOR_KERNELS_NS::MaxOf,
+    XMLT_VECTOR_KERNELS_NS::ExpInPlace,
+    XMLT_VECTOR_KERNELS_NS::ExpSum,
+    XMLT_VECTOR_KERNELS_NS::ScaledExp,
+    XMLT_VECTOR_KERNELS_NS::Scale,
+    XMLT_VECTOR_KERNELS_NS::Add,
+    XMLT_VECTOR_KERNELS_NS::ScaleAdd,
+    XMLT_VECTOR_KERNELS_NS::Sgd,
+    XMLT_VECTOR_KERNELS_NS::Momentum,
+    XMLT_VECTOR_KERNELS_NS::DwtaCodes,
 };
 
 }  // namespace xmlt::kernels::cpu

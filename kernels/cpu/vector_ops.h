@@ -82,6 +82,19 @@ void AddTo(T* sums, const T* x, uint64_t n) {
   }
 }
 
+// dst[j] = f * src[j]; sums[j] += dst[j].
+template <class T>
+void ScaleAdd(T* dst, const T* src, T f, T* sums, uint64_t n) {
+  if constexpr (kVectorized<T>) {
+    Vec().scale_add(dst, src, f, sums, n);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) {
+      dst[j] = f * src[j];
+      sums[j] += dst[j];
+    }
+  }
+}
+
 // w[j] -= lr * g[j]. The gradient may be float for a double model (the bf16 path's scratch, which
 // a double model never reaches but compiles).
 template <class T, class G>

@@ -138,7 +138,7 @@ void CheckForward(Math math, double tolerance) {
       }
       std::vector<float> logits = ws.logits.ToHost();
       logits.resize(size_t(rows) * shape.num_labels);
-      ExpectClose(logits, cpu_ws.logits, tolerance, where + " logits");
+      ExpectClose(logits, std::vector<float>(cpu_ws.logits.begin(), cpu_ws.logits.end()), tolerance, where + " logits");
     }
   }
 }

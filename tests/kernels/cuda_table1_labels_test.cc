@@ -29,7 +29,7 @@ constexpr uint64_t kFeatures = 1000;
 
 // sum_r |dLoss/dz_rj| of each label j, in double from the CPU's logits: the gradient of the
 // batch-mean loss is (softmax - target) / labeled rows.
-std::vector<double> OutputGradientColumnSums(const std::vector<float>& logits,
+std::vector<double> OutputGradientColumnSums(const std::vector<float, cpu::CacheLineAllocator<float>>& logits,
                                              const data::SparseBatch& batch, uint64_t num_labels) {
   uint32_t labeled = 0;
   for (uint32_t r = 0; r < batch.num_rows; ++r) labeled += batch.NumLabels(r) > 0;

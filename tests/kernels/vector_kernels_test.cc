@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cache_line_allocator.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/sparse_mlp.h"
+#include "kernels/cpu/store_fence.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace xmlt::kernels::cpu {
@@ -68,6 +70,37 @@ TEST_P(VectorKernelsOnIsa, BiasExpInPlaceMatchesTheReference) {
   }
 }
 
+// The streamed variant: z stays, dst gets exactly what the in-place kernel leaves, on a dst on a
+// cache line boundary (streamed stores) and 1 to 15 floats past one (plain stores); the sum has
+// the same bits wherever dst lies.
+TEST_P(VectorKernelsOnIsa, BiasExpStreamEqualsInPlaceWhereverDstLies) {
+  for (uint64_t n : {uint64_t{1}, uint64_t{63}, uint64_t{64}, uint64_t{65}, uint64_t{200}, uint64_t{512},
+                     uint64_t{4099}}) {
+    const std::vector<float> z = Uniform(n, -20, 20, n + 3), bias = Uniform(n, -2, 2, n + 4);
+    std::vector<float> in_place = z;
+    float max = 0, sum = 0;
+    vec_->bias_exp_in_place(in_place.data(), bias.data(), n, &max, &sum);
+    std::vector<float, CacheLineAllocator<float>> out(n + 16 + 64);
+    float first_sum = 0;
+    for (uint64_t offset = 0; offset < 16; offset += 5) {
+      float* dst = out.data() + offset;
+      std::fill(out.begin(), out.end(), -1.0f);
+      const std::vector<float> z_before = z;
+      float got_max = 0, got_sum = 0;
+      vec_->bias_exp_stream(z.data(), bias.data(), n, dst, &got_max, &got_sum);
+      StoreFence();
+      EXPECT_EQ(z, z_before);
+      EXPECT_EQ(got_max, max) << n;
+      EXPECT_NEAR(got_sum, sum, kSumRelative * sum) << n;
+      if (offset == 0) first_sum = got_sum;
+      EXPECT_EQ(got_sum, first_sum) << "n=" << n << " offset " << offset;
+      for (uint64_t j = 0; j < n; ++j) ASSERT_EQ(dst[j], in_place[j]) << "n=" << n << " offset " << offset << " j=" << j;
+      for (uint64_t j = 0; j < offset; ++j) ASSERT_EQ(out[j], -1.0f) << "before dst, offset " << offset;
+      for (uint64_t j = offset + n; j < out.size(); ++j) ASSERT_EQ(out[j], -1.0f) << "after dst, n=" << n;
+    }
+  }
+}
+
 TEST_P(VectorKernelsOnIsa, MaxIsExactAndFindsTheMaxInEveryLane) {
   for (uint64_t n : kLengths) {
     for (uint64_t at : {uint64_t{0}, n / 2, n - 1}) {
@@ -121,9 +154,13 @@ TEST_P(VectorKernelsOnIsa, ElementwiseKernelsMatchTheReference) {
     vec_->add(sums.data(), x.data(), n);
     vec_->sgd(w.data(), g.data(), 0.1f, n);
     vec_->momentum(w2.data(), v.data(), g.data(), 0.9f, 0.1f, n);
+    std::vector<float> fused(n), fused_sums = sums0;
+    vec_->scale_add(fused.data(), x.data(), 0.375f, fused_sums.data(), n);
     for (uint64_t j = 0; j < n; ++j) {
       EXPECT_EQ(scaled[j], 0.375f * x[j]);  // exact in any ISA
       EXPECT_EQ(sums[j], sums0[j] + x[j]);
+      EXPECT_EQ(fused[j], 0.375f * x[j]);
+      EXPECT_EQ(fused_sums[j], sums0[j] + 0.375f * x[j]);
       const double w_expected = double(w0[j]) - 0.1 * double(g[j]);
       EXPECT_NEAR(w[j], w_expected, kUlps * 2) << j;
       const double v_expected = 0.9 * double(v0[j]) + double(g[j]);
