@@ -236,7 +236,7 @@ const bool kContext = [] {
   }
   if (openblas_get_corename != nullptr) benchmark::AddCustomContext("openblas_core", openblas_get_corename());
   const char* sgemm = std::getenv("XMLT_SGEMM");
-  benchmark::AddCustomContext("sgemm", sgemm != nullptr && *sgemm != '\0' ? sgemm : "blas");
+  benchmark::AddCustomContext("sgemm", sgemm != nullptr && *sgemm != '\0' ? sgemm : "auto");
   return true;
 }();
 

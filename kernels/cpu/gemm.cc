@@ -46,28 +46,47 @@ void CheckBlasInts(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, in
                                   " exceeds the BLAS's int range");
 }
 
-// The float products' library: the BLAS, or oneDNN's sgemm with XMLT_SGEMM=onednn (faster at the
-// output layer's shapes with AVX2 kernels, docs/BENCHMARKS.md; the same within noise on AVX-512).
-bool UseOneDnnSgemm() {
-  static const bool onednn = [] {
+// The float products' library. XMLT_SGEMM=blas or onednn runs every product on one of them; the
+// default, auto, runs the untransposed products C = A B on oneDNN's sgemm and the others on the
+// BLAS: measured at the output layer's shapes (docs/BENCHMARKS.md), oneDNN's was the faster for the
+// input gradient dA = D W on the AVX-512 and the AVX2 paths, and the two were even for the
+// transposed ones (logits = A W^T, dW = D^T A), where every product on oneDNN made the step slower.
+// Without oneDNN in the build, auto is the BLAS.
+enum class SgemmChoice { kBlas, kOneDnn, kAuto };
+
+SgemmChoice SgemmFromEnvironment() {
+  static const SgemmChoice choice = [] {
     const char* value = std::getenv("XMLT_SGEMM");
     const std::string name = value == nullptr ? "" : value;
-    if (name.empty() || name == "blas") return false;
-    if (name != "onednn") throw std::invalid_argument("XMLT_SGEMM must be blas or onednn, not '" + name + "'");
+    if (name.empty() || name == "auto") return SgemmChoice::kAuto;
+    if (name == "blas") return SgemmChoice::kBlas;
+    if (name != "onednn")
+      throw std::invalid_argument("XMLT_SGEMM must be auto, blas or onednn, not '" + name + "'");
 #if XMLT_HAVE_ONEDNN
-    return true;
+    return SgemmChoice::kOneDnn;
 #else
     throw std::invalid_argument("XMLT_SGEMM=onednn: this build has no oneDNN (Debian: libdnnl-dev)");
 #endif
   }();
-  return onednn;
+  return choice;
+}
+
+bool OneDnnSgemmFor(Op op_a, Op op_b) {
+  const SgemmChoice choice = SgemmFromEnvironment();  // refuses a bad XMLT_SGEMM in every build
+#if XMLT_HAVE_ONEDNN
+  return choice == SgemmChoice::kOneDnn ||
+         (choice == SgemmChoice::kAuto && op_a == Op::kNone && op_b == Op::kNone);
+#else
+  (void)choice, (void)op_a, (void)op_b;
+  return false;
+#endif
 }
 
 void SerialGemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   CheckBlasInts(m, n, k, lda, ldb, ldc);
 #if XMLT_HAVE_ONEDNN
-  if (UseOneDnnSgemm()) {
+  if (OneDnnSgemmFor(op_a, op_b)) {
     thread_local const bool serial = [] {
       if (omp_set_num_threads != nullptr) omp_set_num_threads(1);
       return true;
@@ -85,7 +104,7 @@ void SerialGemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, 
     return;
   }
 #else
-  UseOneDnnSgemm();  // refuses XMLT_SGEMM=onednn
+  OneDnnSgemmFor(op_a, op_b);  // refuses XMLT_SGEMM=onednn
 #endif
   cblas_sgemm(CblasRowMajor, ToCblas(op_a), ToCblas(op_b), m, n, k, alpha, a, lda, b, ldb, beta, c,
               ldc);

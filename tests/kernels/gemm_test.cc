@@ -45,8 +45,10 @@ TEST(Gemm, MatchesNaiveProduct) {
   }
 }
 
-// The float products (the training step's), on the library XMLT_SGEMM picks (the BLAS, or oneDNN's
-// sgemm in the ctest entries *.on_onednn_sgemm), one-threaded and tiled, against a double loop;
+// The float products (the training step's), on the libraries XMLT_SGEMM picks (by default oneDNN's
+// sgemm for the untransposed product where it is built in and the BLAS for the others; one of them
+// for all in the ctest entries *.on_onednn_sgemm and *.on_blas_sgemm), one-threaded and tiled,
+// against a double loop;
 // k = 0 scales C by beta.
 TEST(Gemm, FloatMatchesNaiveProductOnEitherLibrary) {
   std::mt19937_64 rng(37);
