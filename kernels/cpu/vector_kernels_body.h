@@ -119,7 +119,7 @@ typedef float Floats __attribute__((vector_size(kVectorFloats * sizeof(float))))
 }
 
 void BiasExpStream(const float* z, const float* bias, uint64_t n, float* dst, float* max_out, float* sum_out) {
-  // The max in two independent vectors, so that each compare waits on every other one.
+  // The max in two independent vectors, so that each compare waits only on every other one.
   Floats lanes0 = Floats{} - __builtin_inff(), lanes1 = lanes0;
   uint64_t j = 0;
   for (; j + 2 * kVectorFloats <= n; j += 2 * kVectorFloats) {
