@@ -1,5 +1,6 @@
 // The output layer's three products at exactly the step's shapes (batch 256, hidden 128, 670,091
 // labels) in each GEMM library Debian ships: OpenBLAS (the build's BLAS), BLIS and oneDNN's sgemm,
+// and in the engine's own direct kernels (kernels/cpu/direct_gemm.h, of the ISA XMLT_CPU_ISA picks),
 // called as the fused layer calls its BLAS: one single-threaded call per block of labels, blocks
 // over the threads. Which kernels a library runs is its own run-time choice; the environment forces
 // a narrower one (scripts/bench-gemm-libraries.sh: OPENBLAS_CORETYPE, BLIS_ARCH_TYPE,
@@ -17,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/direct_gemm.h"
 #include "kernels/cpu/output_layer.h"
 
 #if XMLT_HAVE_ONEDNN
@@ -52,8 +55,18 @@ const Blis& BlisLibrary() {
   return blis;
 }
 
-enum Library { kOpenBlas, kBlis, kOneDnn };
-const char* kLibraryNames[] = {"OpenBLAS", "BLIS", "oneDNN"};
+enum Library { kOpenBlas, kBlis, kOneDnn, kDirect };
+const char* kLibraryNames[] = {"OpenBLAS", "BLIS", "oneDNN", "direct"};
+
+// The direct kernels of the active ISA; none on the baseline one.
+const xmlt::kernels::cpu::DirectGemmKernels* DirectKernels() {
+  using namespace xmlt::kernels::cpu;
+  switch (ActiveCpuIsa()) {
+    case CpuIsa::kAvx512: return &kDirectGemmAvx512;
+    case CpuIsa::kAvx2: return &kDirectGemmAvx2;
+    default: return nullptr;
+  }
+}
 enum Product { kLogits, kInputGradient, kWeightGradient };
 const char* kProductNames[] = {"logits=A*W^T", "dA=D*W", "dW=D^T*A"};
 
@@ -74,6 +87,20 @@ void RunOne(Library library, bool ta, bool tb, int m, int n, int k, float alpha,
       dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 #endif
       return;
+    case kDirect: {
+      // As kernels/cpu/gemm.cc calls them: a transposed B transposed first, in a buffer of the thread.
+      const auto* direct = DirectKernels();
+      if (tb) {
+        const int ld = (n + 15) / 16 * 16 + 16;
+        thread_local std::vector<float> transposed;
+        transposed.resize(size_t(ld) * size_t(k));
+        direct->transpose(b, n, k, ldb, transposed.data(), ld);
+        b = transposed.data(), ldb = ld;
+      }
+      direct->gemm(ta ? xmlt::kernels::cpu::Op::kTranspose : xmlt::kernels::cpu::Op::kNone, m, n, k, alpha, a, lda,
+                   b, ldb, beta, c, ldc);
+      return;
+    }
   }
 }
 
@@ -84,6 +111,10 @@ void OutputProduct(benchmark::State& state) {
   const int64_t rows = state.range(2), hidden = state.range(3), labels = state.range(4);
   if (library == kBlis && BlisLibrary().sgemm == nullptr) {
     state.SkipWithError("BLIS is not installed (Debian: libblis-dev)");
+    return;
+  }
+  if (library == kDirect && DirectKernels() == nullptr) {
+    state.SkipWithError("no direct kernels below AVX2");
     return;
   }
 #if !XMLT_HAVE_ONEDNN
@@ -202,7 +233,7 @@ const bool kContext = [] {
 
 BENCHMARK(FmaPeak)->Arg(8)->Arg(16)->UseRealTime();
 BENCHMARK(OutputProduct)
-    ->ArgsProduct({{kOpenBlas, kBlis, kOneDnn}, {kLogits, kInputGradient, kWeightGradient}, {256}, {128}, {670091}})
+    ->ArgsProduct({{kOpenBlas, kBlis, kOneDnn, kDirect}, {kLogits, kInputGradient, kWeightGradient}, {256}, {128}, {670091}})
     ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2);
 
 }  // namespace

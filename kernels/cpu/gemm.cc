@@ -13,6 +13,10 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_isa.h"
+#include "kernels/cpu/direct_gemm.h"
 
 #if XMLT_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
@@ -46,13 +50,16 @@ void CheckBlasInts(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, in
                                   " exceeds the BLAS's int range");
 }
 
-// The float products' library. XMLT_SGEMM=blas or onednn runs every product on one of them; the
-// default, auto, runs the untransposed products C = A B on oneDNN's sgemm and the others on the
-// BLAS: measured at the output layer's shapes (docs/BENCHMARKS.md), oneDNN's was the faster for the
-// input gradient dA = D W on the AVX-512 and the AVX2 paths, and the two were even for the
-// transposed ones (logits = A W^T, dW = D^T A), where every product on oneDNN made the step slower.
-// Without oneDNN in the build, auto is the BLAS.
-enum class SgemmChoice { kBlas, kOneDnn, kAuto };
+// The float products' library. XMLT_SGEMM=blas, onednn or direct runs every product it can on one
+// of them; the default, auto, picks per product by measurement inside the AVX-512 and AVX2 steps
+// at the output layer's shapes (docs/BENCHMARKS.md): the direct kernels (direct_gemm.h) for
+// C = A B^T (the logits: no packing of the shared input, one transposition of the block's
+// weights), oneDNN's sgemm for C = A B (the input gradient) and the BLAS for C = A^T B (the
+// weight gradient), where the direct kernels lost to them. The direct kernels need AVX2 (the
+// active ISA, cpu_isa.h) and k up to kDirectMaxK; B^T is first transposed into a buffer of the
+// calling thread, up to kDirectMaxTransposed floats. Past those, and without oneDNN in the build,
+// the BLAS.
+enum class SgemmChoice { kBlas, kOneDnn, kDirect, kAuto };
 
 SgemmChoice SgemmFromEnvironment() {
   static const SgemmChoice choice = [] {
@@ -60,8 +67,9 @@ SgemmChoice SgemmFromEnvironment() {
     const std::string name = value == nullptr ? "" : value;
     if (name.empty() || name == "auto") return SgemmChoice::kAuto;
     if (name == "blas") return SgemmChoice::kBlas;
+    if (name == "direct") return SgemmChoice::kDirect;
     if (name != "onednn")
-      throw std::invalid_argument("XMLT_SGEMM must be auto, blas or onednn, not '" + name + "'");
+      throw std::invalid_argument("XMLT_SGEMM must be auto, blas, onednn or direct, not '" + name + "'");
 #if XMLT_HAVE_ONEDNN
     return SgemmChoice::kOneDnn;
 #else
@@ -69,6 +77,23 @@ SgemmChoice SgemmFromEnvironment() {
 #endif
   }();
   return choice;
+}
+
+// Past these the B panel a register tile runs over (k x 48 floats) leaves L2, and the
+// transposed copy of B would be a large allocation per thread: the libraries' packing pays there.
+constexpr int64_t kDirectMaxK = 1024;
+constexpr int64_t kDirectMaxTransposed = int64_t{1} << 20;  // floats, 4 MiB
+
+const DirectGemmKernels* DirectGemmFor(Op op_b, int64_t n, int64_t k) {
+  const SgemmChoice choice = SgemmFromEnvironment();
+  if (choice != SgemmChoice::kDirect && !(choice == SgemmChoice::kAuto && op_b == Op::kTranspose)) return nullptr;
+  if (k > kDirectMaxK || (op_b == Op::kTranspose && n * k > kDirectMaxTransposed)) return nullptr;
+  switch (ActiveCpuIsa()) {
+    case CpuIsa::kAvx512: return &kDirectGemmAvx512;
+    case CpuIsa::kAvx2: return &kDirectGemmAvx2;
+    case CpuIsa::kBaseline: return nullptr;
+  }
+  return nullptr;
 }
 
 bool OneDnnSgemmFor(Op op_a, Op op_b) {
@@ -85,6 +110,21 @@ bool OneDnnSgemmFor(Op op_a, Op op_b) {
 void SerialGemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   CheckBlasInts(m, n, k, lda, ldb, ldc);
+  if (const DirectGemmKernels* direct = DirectGemmFor(op_b, n, k)) {
+    if (op_b == Op::kTranspose && k > 0) {
+      // B^T is stored n x k: its k x n transpose, in a buffer that lives as long as the thread.
+      // Rows a cache line longer than n's multiple of 16: at 512 labels a row stride of 2 KiB
+      // would put every row's same column in the same two sets of L1 (the transposition alone
+      // was 17% slower with it).
+      const int64_t ld = (n + 15) / 16 * 16 + 16;
+      thread_local std::vector<float> transposed;
+      if (transposed.size() < size_t(ld * k)) transposed.resize(size_t(ld * k));
+      direct->transpose(b, n, k, ldb, transposed.data(), ld);
+      b = transposed.data(), ldb = ld;
+    }
+    direct->gemm(op_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
 #if XMLT_HAVE_ONEDNN
   if (OneDnnSgemmFor(op_a, op_b)) {
     thread_local const bool serial = [] {

@@ -38,6 +38,7 @@ OutputLayerWorkspace<T>::OutputLayerWorkspace(uint64_t num_labels, uint64_t inpu
                                               uint32_t max_rows, OutputMath math)
     : math(math),
       block(OutputBlockLabels(max_rows, inputs)),
+      tile_ld(block + 16),
       num_blocks((num_labels + block - 1) / block),
       block_max(num_blocks * max_rows),
       block_sum(num_blocks * max_rows),
@@ -46,7 +47,7 @@ OutputLayerWorkspace<T>::OutputLayerWorkspace(uint64_t num_labels, uint64_t inpu
       row_scale(max_rows),
       row_loss(max_rows),
       group_delta_in(NumGroups(num_blocks) * max_rows * inputs),
-      gradient_tiles(NumGroups(num_blocks) * max_rows * block),
+      gradient_tiles(NumGroups(num_blocks) * max_rows * tile_ld),
       column_sums(NumGroups(num_blocks) * block),
       target_begin(num_blocks + 1) {
   if (math != OutputMath::kBf16) return;
@@ -65,7 +66,7 @@ uint64_t OutputLayerWorkspaceBytes(uint64_t num_labels, uint64_t inputs, uint32_
   const uint64_t block = OutputBlockLabels(max_rows, inputs);
   const uint64_t blocks = (num_labels + block - 1) / block, groups = NumGroups(blocks);
   const uint64_t values = 2 * blocks * max_rows + 2 * max_rows + groups * max_rows * inputs +
-                          groups * max_rows * block + groups * block;
+                          groups * max_rows * (block + 16) + groups * block;
   // target_row and target_column grow with the batch's labels, a few bytes per label.
   uint64_t bytes = values * scalar + (blocks + 1) * max_rows * sizeof(double) + (blocks + 1) * sizeof(uint32_t);
   if (math == OutputMath::kBf16)
@@ -191,7 +192,7 @@ LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& ba
         for (uint64_t b = GroupBegin(g, groups, ws->num_blocks); b < GroupBegin(g + 1, groups, ws->num_blocks); ++b) {
           const Block blk = BlockAt(b, ws->block, labels);
           if (bf16) {
-            T* tile = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->block;
+            T* tile = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->tile_ld;
             BlockLogitsBf16(w + blk.begin * inputs, blk, inputs, g, rows, AsFloat(tile), ws);
             BlockStatistics(tile, blk.width, bias + blk.begin, blk, b, batch, ws, tile);
           } else {
@@ -200,11 +201,14 @@ LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& ba
             // many strided streams as rows, more than the prefetchers follow (671 -> 598 ms a step
             // at Amazon-670K's shape; going through a cache-resident tile and one copy gained
             // nothing more). The exponentials go from the cache-resident tile straight to `logits`.
-            T* tile = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->block;
+            T* tile = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->tile_ld;
             GemmOneThread<T>(Op::kNone, Op::kTranspose, rows, int64_t(blk.width), int64_t(inputs),
                              T(1), in, int64_t(inputs), w + blk.begin * inputs, int64_t(inputs), T(0),
-                             tile, int64_t(blk.width));
-            BlockStatistics(tile, blk.width, bias + blk.begin, blk, b, batch, ws, logits + blk.begin * rows);
+                             tile, int64_t(ws->tile_ld));
+            // The group's next weights come in from memory while this block's exponentials run.
+            if (b + 1 < GroupBegin(g + 1, groups, ws->num_blocks))
+              PrefetchLines(w + (blk.begin + blk.width) * inputs, BlockAt(b + 1, ws->block, labels).width * inputs * sizeof(T));
+            BlockStatistics(tile, ws->tile_ld, bias + blk.begin, blk, b, batch, ws, logits + blk.begin * rows);
           }
         }
       },

@@ -35,13 +35,17 @@ struct OutputLayerWorkspace {
                        OutputMath math = OutputMath::kFp32);
   OutputMath math = OutputMath::kFp32;
   uint64_t block = 0;                  // labels per block
+  // Row stride of the gradient tiles: a cache line past the block, since a power-of-two stride
+  // (2 KiB at 512 labels) puts the same column of every row in the same two sets of L1, where the
+  // products' row streams then evict each other (the bf16 path keeps rows of the block's width).
+  uint64_t tile_ld = 0;
   uint64_t num_blocks = 0;
   std::vector<T> block_max, block_sum;  // per block and row: max logit, sum exp(z - max)
   std::vector<double> block_target;     // per block and row: sum of the row's target logits
   std::vector<T> row_max, row_scale;    // per row: max logit, scale / sum exp(z - max)
   std::vector<double> row_loss;         // per row: its cross-entropy
   std::vector<T> group_delta_in;        // per group: rows x inputs partial input gradient
-  std::vector<T> gradient_tiles;        // per group: rows x block output gradient
+  std::vector<T> gradient_tiles;        // per group: rows x block output gradient, row stride tile_ld
   std::vector<T> column_sums;           // per group: the block's bias gradient
   // The batch's targets grouped by block (made by the forward pass, used by both passes): block
   // b's are entries [target_begin[b], target_begin[b + 1]), each a row and a label's place in the

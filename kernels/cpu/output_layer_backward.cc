@@ -47,7 +47,7 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
       tbb::blocked_range<uint64_t>(0, groups, 1),
       [&](const tbb::blocked_range<uint64_t>& range) {
         for (uint64_t g = range.begin(); g < range.end(); ++g) {
-          T* d = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->block;
+          T* d = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->tile_ld;
           Bf16* d_bf16 = bf16 ? ws->gradient_tiles_bf16.data() + g * uint64_t(rows) * ws->block : nullptr;
           Bf16* w_bf16 = bf16 ? ws->weight_tiles_bf16.data() + g * ws->block * inputs : nullptr;
           float* dw = bf16 ? ws->weight_gradient_tiles.data() + g * ws->block * inputs : nullptr;
@@ -57,9 +57,13 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
           for (uint64_t b = first; b < last; ++b) {
             const Block blk = BlockAt(b, ws->block, labels);
             const int64_t width = int64_t(blk.width);
+            // The output gradient's row stride: the tile's, or the block's width for bf16.
+            const uint64_t ldd = bf16 ? blk.width : ws->tile_ld;
             T* wb = w + blk.begin * inputs;
+            // The block's weights, for the input gradient's product, come in while the rows scale.
+            PrefetchLines(wb, blk.width * inputs * sizeof(T));
             // The block's output gradient, (softmax - target) / labeled rows, as a rows x width
-            // tile (leading dimension width), from the exponentials the forward pass left or, in
+            // tile (leading dimension ldd), from the exponentials the forward pass left or, in
             // bf16, from the logits computed again into the tile.
             const T* z_block = logits + blk.begin * rows;
             uint64_t ld = blk.width;
@@ -77,7 +81,7 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
             std::fill(sums, sums + blk.width, T(0));
             for (uint32_t r = 0; r < rows; ++r) {
               const T* z = z_block + uint64_t(r) * ld;
-              T* dr = d + uint64_t(r) * blk.width;
+              T* dr = d + uint64_t(r) * ldd;
               const T max = ws->row_max[r], s = ws->row_scale[r];
               if (s == T(0)) {
                 std::fill(dr, dr + blk.width, T(0));
@@ -97,7 +101,7 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
               const uint32_t r = ws->target_row[t];
               if (ws->row_scale[r] == T(0)) continue;
               const T target = scale / T(batch.NumLabels(r));
-              d[uint64_t(r) * blk.width + ws->target_column[t]] -= target;
+              d[uint64_t(r) * ldd + ws->target_column[t]] -= target;
               sums[ws->target_column[t]] -= target;
             }
             // The input gradient first: it needs the weights before this step changes them.
@@ -106,7 +110,7 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
               Bf16GemmOneThread(Op::kNone, Op::kNone, rows, int64_t(inputs), width, d_bf16, width,
                                 w_bf16, int64_t(inputs), b != first, AsFloat(part), int64_t(inputs));
             } else {
-              GemmOneThread<T>(Op::kNone, Op::kNone, rows, int64_t(inputs), width, T(1), d, width,
+              GemmOneThread<T>(Op::kNone, Op::kNone, rows, int64_t(inputs), width, T(1), d, int64_t(ldd),
                                wb, int64_t(inputs), b == first ? T(0) : T(1), part, int64_t(inputs));
             }
             auto column_sum = [sums](uint64_t j) { return sums[j]; };
@@ -136,7 +140,7 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
               }
             } else if (grad_w != nullptr) {
               GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, T(1), d,
-                               width, in, int64_t(inputs), T(0), grad_w + blk.begin * inputs,
+                               int64_t(ldd), in, int64_t(inputs), T(0), grad_w + blk.begin * inputs,
                                int64_t(inputs));
               if (decay != T(0)) {
                 T* gb = grad_w + blk.begin * inputs;
@@ -147,7 +151,7 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
             } else if (vel_w != nullptr) {
               T* vb = vel_w + blk.begin * inputs;
               GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, T(1), d,
-                               width, in, int64_t(inputs), rule.momentum, vb, int64_t(inputs));
+                               int64_t(ldd), in, int64_t(inputs), rule.momentum, vb, int64_t(inputs));
               const uint64_t n = blk.width * inputs;
               if (decay != T(0)) {
 #pragma omp simd
@@ -166,7 +170,7 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
             } else {
               // w - lr (g + decay w) = (1 - lr decay) w - lr g: beta 1 without decay.
               GemmOneThread<T>(Op::kTranspose, Op::kNone, width, int64_t(inputs), rows, -rule.lr,
-                               d, width, in, int64_t(inputs), T(1) - rule.lr * decay, wb, int64_t(inputs));
+                               d, int64_t(ldd), in, int64_t(inputs), T(1) - rule.lr * decay, wb, int64_t(inputs));
               for (uint64_t j = 0; j < blk.width; ++j) bias[blk.begin + j] -= rule.lr * column_sum(j);
             }
           }
