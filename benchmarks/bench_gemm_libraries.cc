@@ -3,7 +3,7 @@
 // and in the engine's own direct kernels (kernels/cpu/direct_gemm.h, of the ISA XMLT_CPU_ISA picks),
 // called as the fused layer calls its BLAS: one single-threaded call per block of labels, blocks
 // over the threads. Which kernels a library runs is its own run-time choice; the environment forces
-// a narrower one (scripts/bench-gemm-libraries.sh: OPENBLAS_CORETYPE, BLIS_ARCH_TYPE,
+// a narrower one (scripts/bench-isa.sh --gemm-libraries: OPENBLAS_CORETYPE, XMLT_CPU_ISA,
 // ONEDNN_MAX_CPU_ISA), and the context lines name what each library picked. FmaPeak measures the
 // machine's multiply-add rate, the ceiling the products are quoted against.
 #include <benchmark/benchmark.h>
