@@ -7,7 +7,9 @@
 // panels and clear C before a beta-0 product: 13% of the AVX-512 step's time on those copies,
 // next to its GEMM kernels' 69% (docs/BENCHMARKS.md). Here the input gradient (D W) and the weight
 // gradient (D^T A) need no copy at all, and the logits (A W^T) one transposition of the block's
-// weights into a buffer of the calling thread (kernels/cpu/gemm.cc).
+// weights into a buffer of the calling thread (kernels/cpu/gemm.cc). Inside the step only the
+// logits ran faster than on the libraries, and gemm.cc's default takes them for those alone
+// (docs/BENCHMARKS.md, fourth round per instruction set).
 //
 // Compiled once per vector ISA (direct_gemm_{avx2,avx512}.cc from direct_gemm_body.h); the
 // baseline ISA has none and keeps the BLAS.
