@@ -60,12 +60,7 @@ const char* kLibraryNames[] = {"OpenBLAS", "BLIS", "oneDNN", "direct"};
 
 // The direct kernels of the active ISA; none on the baseline one.
 const xmlt::kernels::cpu::DirectGemmKernels* DirectKernels() {
-  using namespace xmlt::kernels::cpu;
-  switch (ActiveCpuIsa()) {
-    case CpuIsa::kAvx512: return &kDirectGemmAvx512;
-    case CpuIsa::kAvx2: return &kDirectGemmAvx2;
-    default: return nullptr;
-  }
+  return xmlt::kernels::cpu::DirectGemmKernelsFor(xmlt::kernels::cpu::ActiveCpuIsa());
 }
 enum Product { kLogits, kInputGradient, kWeightGradient };
 const char* kProductNames[] = {"logits=A*W^T", "dA=D*W", "dW=D^T*A"};
@@ -88,17 +83,9 @@ void RunOne(Library library, bool ta, bool tb, int m, int n, int k, float alpha,
 #endif
       return;
     case kDirect: {
-      // As kernels/cpu/gemm.cc calls them: a transposed B transposed first, in a buffer of the thread.
-      const auto* direct = DirectKernels();
-      if (tb) {
-        const int ld = (n + 15) / 16 * 16 + 16;
-        thread_local std::vector<float> transposed;
-        transposed.resize(size_t(ld) * size_t(k));
-        direct->transpose(b, n, k, ldb, transposed.data(), ld);
-        b = transposed.data(), ldb = ld;
-      }
-      direct->gemm(ta ? xmlt::kernels::cpu::Op::kTranspose : xmlt::kernels::cpu::Op::kNone, m, n, k, alpha, a, lda,
-                   b, ldb, beta, c, ldc);
+      using xmlt::kernels::cpu::Op;
+      xmlt::kernels::cpu::DirectGemm(*DirectKernels(), ta ? Op::kTranspose : Op::kNone, tb ? Op::kTranspose : Op::kNone,
+                                     m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
       return;
     }
   }

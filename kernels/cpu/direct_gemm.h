@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/gemm.h"
 
 namespace xmlt::kernels::cpu {
@@ -35,5 +36,13 @@ struct DirectGemmKernels {
 
 extern const DirectGemmKernels kDirectGemmAvx2;
 extern const DirectGemmKernels kDirectGemmAvx512;
+
+// The direct kernels of `isa`; nullptr for the baseline ISA, which has none.
+const DirectGemmKernels* DirectGemmKernelsFor(CpuIsa isa);
+
+// C = alpha * op(A) * op(B) + beta * C on `kernels`, strides as in gemm.h. A transposed B (stored
+// n x k) is first transposed into a buffer of the calling thread, which keeps it for the next call.
+void DirectGemm(const DirectGemmKernels& kernels, Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 }  // namespace xmlt::kernels::cpu

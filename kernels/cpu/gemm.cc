@@ -13,7 +13,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/direct_gemm.h"
@@ -57,7 +56,7 @@ void CheckBlasInts(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, in
 // weights), oneDNN's sgemm for C = A B (the input gradient) and the BLAS for C = A^T B (the
 // weight gradient), where the direct kernels lost to them. The direct kernels need AVX2 (the
 // active ISA, cpu_isa.h) and k up to kDirectMaxK; B^T is first transposed into a buffer of the
-// calling thread, up to kDirectMaxTransposed floats. Past those, and without oneDNN in the build,
+// calling thread (DirectGemm), up to kDirectMaxTransposed floats. Past those, and without oneDNN in the build,
 // the BLAS.
 enum class SgemmChoice { kBlas, kOneDnn, kDirect, kAuto };
 
@@ -88,12 +87,7 @@ const DirectGemmKernels* DirectGemmFor(Op op_b, int64_t n, int64_t k) {
   const SgemmChoice choice = SgemmFromEnvironment();
   if (choice != SgemmChoice::kDirect && !(choice == SgemmChoice::kAuto && op_b == Op::kTranspose)) return nullptr;
   if (k > kDirectMaxK || (op_b == Op::kTranspose && n * k > kDirectMaxTransposed)) return nullptr;
-  switch (ActiveCpuIsa()) {
-    case CpuIsa::kAvx512: return &kDirectGemmAvx512;
-    case CpuIsa::kAvx2: return &kDirectGemmAvx2;
-    case CpuIsa::kBaseline: return nullptr;
-  }
-  return nullptr;
+  return DirectGemmKernelsFor(ActiveCpuIsa());
 }
 
 bool OneDnnSgemmFor(Op op_a, Op op_b) {
@@ -111,18 +105,7 @@ void SerialGemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, 
                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   CheckBlasInts(m, n, k, lda, ldb, ldc);
   if (const DirectGemmKernels* direct = DirectGemmFor(op_b, n, k)) {
-    if (op_b == Op::kTranspose && k > 0) {
-      // B^T is stored n x k: its k x n transpose, in a buffer that lives as long as the thread.
-      // Rows a cache line longer than n's multiple of 16: at 512 labels a row stride of 2 KiB
-      // would put every row's same column in the same two sets of L1 (the transposition alone
-      // was 17% slower with it).
-      const int64_t ld = (n + 15) / 16 * 16 + 16;
-      thread_local std::vector<float> transposed;
-      if (transposed.size() < size_t(ld * k)) transposed.resize(size_t(ld * k));
-      direct->transpose(b, n, k, ldb, transposed.data(), ld);
-      b = transposed.data(), ldb = ld;
-    }
-    direct->gemm(op_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    DirectGemm(*direct, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
 #if XMLT_HAVE_ONEDNN

@@ -18,20 +18,11 @@
 namespace xmlt::kernels::cpu {
 namespace {
 
-const DirectGemmKernels* KernelsFor(CpuIsa isa) {
-  switch (isa) {
-    case CpuIsa::kAvx512: return &kDirectGemmAvx512;
-    case CpuIsa::kAvx2: return &kDirectGemmAvx2;
-    case CpuIsa::kBaseline: return nullptr;
-  }
-  return nullptr;
-}
-
 class DirectGemmOnIsa : public ::testing::TestWithParam<CpuIsa> {
  protected:
   void SetUp() override {
     if (!CpuSupports(GetParam())) GTEST_SKIP() << "this CPU has no " << CpuIsaName(GetParam());
-    kernels_ = KernelsFor(GetParam());
+    kernels_ = DirectGemmKernelsFor(GetParam());
   }
   const DirectGemmKernels* kernels_ = nullptr;
 };
