@@ -102,7 +102,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (!f.control.resume_dir.empty() && f.control.checkpoint_dir.empty()) f.control.checkpoint_dir = f.control.resume_dir;
   if (f.control.checkpoint_every > 0 && f.control.checkpoint_dir.empty())
     throw std::invalid_argument("--checkpoint-every needs --checkpoint-dir (or --resume, which checkpoints there)");
-  f.options.hidden = ParseHidden(f.hidden);
+  if (f.hidden != "auto") f.options.hidden = ParseHidden(f.hidden);
   f.options.eval = ParseEvalEvery(f.eval_every);
   if (f.final_eval != "full" && f.final_eval != "sample")
     throw std::invalid_argument("--final-eval must be 'full' or 'sample', not '" + f.final_eval + "'");
@@ -162,6 +162,9 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   kernels::ModelShape shape;
   shape.num_features = std::max(train.num_features(), test ? test->num_features() : 0);
   shape.num_labels = std::max(train.num_labels(), test ? test->num_labels() : 0);
+  if (f.hidden == "auto")
+    f.options.hidden = {DefaultHidden(std::max(train.num_features(), test ? test->num_features() : 0),
+                                      std::max(train.num_labels(), test ? test->num_labels() : 0))};
   shape.hidden = f.options.hidden;
   shape.normalize_rows = f.normalize == "l2";
   kernels::ValidateShape(shape);
@@ -207,6 +210,11 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
               << engine::DeviceListText(f.engine.devices) << " (" << engine::CudaDeviceSummary()
               << (ranks->size() > 1 ? " on rank 0; " + std::to_string(ranks->size()) + " ranks" : std::string())
               << ")\n";
+  if (writer)
+    std::cerr << "step: SGD at lr " << f.options.lr << " (" << f.lr_schedule << "), local momentum "
+              << f.options.local_momentum << "; first layer "
+              << (f.options.input_lr > 0 ? "Adagrad at " + std::to_string(f.options.input_lr) : std::string("the same"))
+              << "; dropout " << f.options.dropout << "; weight decay " << f.options.weight_decay << "\n";
 
   const bool show_progress = writer && ::isatty(::fileno(stderr)) != 0;
   scheduler::TrainCallbacks callbacks;

@@ -34,6 +34,15 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "rows of the whole run)), set at each mega-batch's start; a resumed run follows the same "
                   "schedule, and resuming a finished run with more --epochs stretches it over the new total)")
       ->capture_default_str();
+  cmd->add_option("--input-optimizer", f->input_optimizer,
+                  "The first layer's step: adagrad (per-coordinate rates over its sparse rows, at --input-lr) or "
+                  "sgd (the other layers' rule). auto: adagrad where every device takes local steps with the "
+                  "CPU's dense step (not on GPUs, with --algo slide, --cpu-output sampled or --algo sync)")
+      ->capture_default_str();
+  cmd->add_option("--input-lr", f->input_lr,
+                  "Adagrad's rate for the first layer at --lr; it follows --lr's schedule, Algorithm 1's batch "
+                  "rescaling and rollbacks in proportion, but not the scaling with the device count")
+      ->capture_default_str();
   cmd->add_option("--local-momentum", f->options.local_momentum,
                   "Heavy-ball momentum of each device's SGD, in [0, 1) (single: 0.9; several devices: preset)");
   cmd->add_option("--weight-decay", f->options.weight_decay,
@@ -44,10 +53,13 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
   cmd->add_option("--dropout", f->options.dropout,
                   "In training, zero each hidden unit's activation with this probability and scale the kept ones "
                   "by 1 / (1 - it), masks drawn from --seed; in [0, 1), off in evaluation. CPU devices' dense "
-                  "step only")
-      ->capture_default_str();
+                  "step only (default: 0.5 where every device runs it, else 0)");
   cmd->add_option("--normalize", f->normalize, "Input rows: l2 (scaled to unit norm) or none")->capture_default_str();
-  cmd->add_option("--hidden", f->hidden, "Hidden layer sizes, comma separated (e.g. 256,128)")->capture_default_str();
+  cmd->add_option("--hidden", f->hidden,
+                  "Hidden layer sizes, comma separated (e.g. 256,128), or auto: one layer, the largest power of two "
+                  "from 128 to 1024 that keeps (features + labels) x it within 2^27 parameters and is no wider "
+                  "than the features rounded up to a power of two")
+      ->capture_default_str();
   cmd->add_option("--mega-batch", f->options.mega_batch,
                   "Batches per mega-batch (single: 100; several devices: preset)")->check(kNotNegative);
   cmd->add_option("--eval-every", f->eval_every, "Evaluate: 'epoch', 'end' (or 0), or every N mega-batches")

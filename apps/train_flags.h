@@ -15,13 +15,15 @@ namespace xmlt::apps {
 
 struct TrainFlags {
   std::string train, train_labels, test, test_labels, metrics, model_out;
-  std::string hidden = "128";
+  std::string hidden = "auto";  // DefaultHidden of the data's shape unless given
   std::string eval_every = "epoch";
   std::string normalize = "l2";
   std::string final_eval = "full";
   std::string math = "fp32";
   std::string lr = "0.3";
-  std::string lr_schedule = "constant";
+  std::string lr_schedule = "cosine";
+  std::string input_optimizer = "auto";  // adagrad where every device runs the CPU's dense local step
+  float input_lr = 0.1f;
   std::string preset = "default", lr_scaling, pert_weights;  // the last two: from the preset unless given
   std::string propensity = "0.55,1.5";
   std::string algo = "single", clock = "virtual";

@@ -204,9 +204,60 @@ void ApplyAlgorithm(TrainFlags& f) {
   }
 }
 
+uint32_t DefaultHidden(uint64_t features, uint64_t labels) {
+  // Wider hidden layers fitted every real set better up to 1024 (docs/experiments/peers.md), and a
+  // layer wider than the input adds nothing the input can fill (Delicious' 500 features: 512
+  // beat 1024). The parameter bound keeps the full Table 1 shapes at 128, as before.
+  constexpr uint64_t kParameterBound = uint64_t{1} << 27;
+  uint32_t hidden = 1024;
+  while (hidden > 128 && (features + labels) * hidden > kParameterBound) hidden /= 2;
+  while (hidden > 128 && hidden / 2 >= features) hidden /= 2;
+  return hidden;
+}
+
+// Whether every device of the run trains with the CPU's dense step, the one step that implements
+// dropout and the first layer's Adagrad (engine/step_regularization.h).
+bool EveryDeviceTakesCpuDenseSteps(const TrainFlags& f) {
+  if (f.algo == "slide" || (f.cpu_output == "sampled" && !OneDevice(f))) return false;
+  return std::all_of(f.engine.devices.begin(), f.engine.devices.end(),
+                     [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCpu; });
+}
+
+// Adagrad also needs each replica to step its own model: not a gradient merge (sync), whose
+// devices only compute gradients, nor Adasum, which combines one step per device as it would
+// gradients and fell apart on Adagrad's steps (Bibtex, 4 devices: best P@1 0.34).
+bool EveryDeviceTakesCpuDenseLocalSteps(const TrainFlags& f) {
+  using Merge = scheduler::EngineOptions::Merge;
+  if (!OneDevice(f) && (f.engine.merge == Merge::kGradient || f.engine.merge == Merge::kAdasum)) return false;
+  return EveryDeviceTakesCpuDenseSteps(f);
+}
+
+void SettleCpuStepDefaults(TrainFlags& f) {
+  // Dropout 0.5 on the hidden layer: the wide default layer overfits without it (peers.md).
+  if (!f.given("--dropout") && EveryDeviceTakesCpuDenseSteps(f)) f.options.dropout = 0.5f;
+  const bool local_steps = EveryDeviceTakesCpuDenseLocalSteps(f);
+  bool adagrad = false;
+  if (f.input_optimizer == "auto") {
+    adagrad = local_steps;
+  } else if (f.input_optimizer == "adagrad") {
+    if (!EveryDeviceTakesCpuDenseSteps(f))
+      throw std::invalid_argument("--input-optimizer adagrad is implemented by the CPU devices' dense step only, not "
+                                  "by GPUs, --algo slide or --cpu-output sampled: use --input-optimizer sgd");
+    adagrad = true;
+  } else if (f.input_optimizer != "sgd") {
+    throw std::invalid_argument("--input-optimizer must be auto, adagrad or sgd, not '" + f.input_optimizer + "'");
+  }
+  if (f.given("--input-lr") && !adagrad)
+    throw std::invalid_argument("--input-lr is the first layer's Adagrad rate: it needs --input-optimizer adagrad");
+  if (adagrad && !(f.input_lr > 0 && std::isfinite(f.input_lr)))
+    throw std::invalid_argument("--input-lr must be a positive number");
+  f.options.input_lr = adagrad ? f.input_lr : 0.0f;
+}
+
 // Flags that need no data are checked before the data is loaded (minutes at full size): the
 // training options as given, the multi-device ones, and flags that --algo single would ignore.
 void CheckFlagsBeforeLoading(TrainFlags& f) {
+  SettleCpuStepDefaults(f);
   scheduler::ValidateTrainOptions(f.options);
   if (f.cpu_output != "dense" && f.cpu_output != "sampled")
     throw std::invalid_argument("--cpu-output must be dense or sampled, not '" + f.cpu_output + "'");
@@ -301,6 +352,9 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
   const size_t devices = f.engine.devices.size();
   const float base_lr = f.options.lr;
   f.options.lr = float(double(base_lr) * LrScale(scaling, devices));
+  // The first layer's Adagrad rate is not scaled: its steps are per-coordinate sizes, not a share
+  // of a gradient (Bibtex, 4 devices, best P@1: adaptive 0.647 and elastic 0.644 unscaled, 0.617
+  // and 0.611 with the rate x 4; one device 0.638).
   if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;  // rank 0 speaks for the run
   std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
             << f.engine.momentum << " --local-momentum " << f.options.local_momentum

@@ -19,6 +19,16 @@ namespace xmlt::apps {
 // --hidden: layer sizes, comma separated, each in 1..65536.
 std::vector<uint32_t> ParseHidden(const std::string& text);
 
+// --hidden auto: one layer, the largest power of two from 128 to 1024 that keeps (features +
+// labels) x width within 2^27 parameters and is no wider than the features rounded up to a power
+// of two (Bibtex, EURLEX57K: 1024; Delicious: 512; the Table 1 shapes: 128).
+uint32_t DefaultHidden(uint64_t features, uint64_t labels);
+
+// The defaults that only the CPU's dense local step implements, where every device of the run
+// takes it: dropout 0.5 unless --dropout is given, and --input-optimizer auto as adagrad (into
+// options.input_lr); refuses --input-optimizer adagrad or --input-lr where it cannot run.
+void SettleCpuStepDefaults(TrainFlags& f);
+
 // --eval-every: 'epoch', 'end' (or 0), or every N mega-batches.
 scheduler::EvalSchedule ParseEvalEvery(const std::string& text);
 

@@ -33,7 +33,10 @@ CpuReplica::CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, flo
     throw std::invalid_argument("weight decay must be a finite number >= 0");
   if (!(regularization_.dropout >= 0 && regularization_.dropout < 1))
     throw std::invalid_argument("dropout must be in [0, 1)");
-  if (momentum_ > 0) velocity_ = kernels::ZeroModel<float>(model_.shape);
+  if (!(regularization_.input_adagrad_ratio >= 0) || !std::isfinite(regularization_.input_adagrad_ratio))
+    throw std::invalid_argument("the first layer's Adagrad rate must be a finite number >= 0");
+  // The first layer's Adagrad keeps its squares where that layer's velocity would be.
+  if (momentum_ > 0 || regularization_.input_adagrad_ratio > 0) velocity_ = kernels::ZeroModel<float>(model_.shape);
 }
 
 kernels::cpu::LossResult CpuReplica::TrainBatch(const data::Dataset& dataset, const uint64_t* rows,
@@ -50,7 +53,9 @@ kernels::cpu::LossResult CpuReplica::TrainBatch(const data::Dataset& dataset, co
   kernels::cpu::StepRule<float> rule;
   rule.lr = lr;
   rule.momentum = momentum_;
-  rule.velocity = momentum_ > 0 ? &velocity_ : nullptr;
+  rule.velocity = velocity_.params.empty() ? nullptr : &velocity_;
+  rule.input_adagrad = regularization_.input_adagrad_ratio > 0;
+  rule.input_lr = lr * regularization_.input_adagrad_ratio;
   rule.weight_decay = regularization_.weight_decay;
   rule.dropout = regularization_.dropout;
   rule.dropout_key = Mix(Mix(Mix(regularization_.seed) ^ regularization_.stream) ^ steps_);
@@ -78,7 +83,7 @@ void CpuReplica::RestoreStepCount(const std::vector<uint8_t>& state) {
 }
 
 void CpuReplica::RestoreVelocity(const std::vector<float>& velocity) {
-  if (momentum_ == 0) {
+  if (velocity_.params.empty()) {
     if (!velocity.empty()) throw std::invalid_argument("momentum state given to a replica without momentum");
     return;
   }

@@ -27,7 +27,8 @@ class CpuReplica {
   const kernels::Model<float>& model() const { return model_; }
   kernels::Model<float>& model() { return model_; }
 
-  // The momentum buffer: empty without momentum. Restore takes a vector of the parameters' size,
+  // The momentum buffer (with the first layer's Adagrad, its squares in the first layer's weights):
+  // empty without momentum or Adagrad. Restore takes a vector of the parameters' size,
   // or an empty one to zero the buffer; throws std::invalid_argument for any other size.
   const std::vector<float>& velocity() const { return velocity_.params; }
   void RestoreVelocity(const std::vector<float>& velocity);
@@ -39,7 +40,7 @@ class CpuReplica {
 
  private:
   kernels::Model<float> model_;
-  kernels::Model<float> velocity_;  // empty unless momentum > 0
+  kernels::Model<float> velocity_;  // empty unless momentum > 0 or the first layer's Adagrad
   float momentum_;
   StepRegularization regularization_;
   uint64_t steps_ = 0;

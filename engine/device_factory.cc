@@ -64,8 +64,8 @@ std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<
                                 " is not in [0, 1)");
   // Only the CPU's dense step regularizes; the command line refuses the flags before this.
   if (regularization.on() && (spec.kind != DeviceKind::kCpu || sampled.enabled))
-    throw std::invalid_argument("device " + spec.id + ": --weight-decay and --dropout are implemented by the CPU "
-                                "devices' dense step only, not by " +
+    throw std::invalid_argument("device " + spec.id + ": --weight-decay, --dropout and --input-optimizer adagrad are "
+                                "implemented by the CPU devices' dense step only, not by " +
                                 (sampled.enabled ? "the sampled output layer" : "the CUDA backend"));
   if (spec.kind == DeviceKind::kCpu && sampled.enabled) {
     if (math != kernels::OutputMath::kFp32)

@@ -1,7 +1,7 @@
 // The regularization a device's training step applies (kernels/cpu/sparse_mlp.h, StepRule): L2
-// weight decay and dropout on the hidden activations. Both 0 by default: the step is then exactly
-// the step without them. The CPU dense step implements them; the CUDA replica and the sampled
-// (SLIDE) output layer do not, and refuse a regularization that is on.
+// weight decay and dropout on the hidden activations, and the first layer's Adagrad. All 0 here:
+// the step is then exactly the step without them. The CPU dense step implements them; the CUDA
+// replica and the sampled (SLIDE) output layer do not, and refuse any that is on.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,10 @@ struct StepRegularization {
   // stream per device so that devices draw different masks.
   uint64_t seed = 0;
   uint64_t stream = 0;
-  bool on() const { return weight_decay != 0 || dropout != 0; }
+  // > 0: the first layer's weights step with Adagrad at this multiple of the step's learning rate
+  // (so that a schedule, the device scaling and a rollback's lowering move both rates alike).
+  float input_adagrad_ratio = 0;
+  bool on() const { return weight_decay != 0 || dropout != 0 || input_adagrad_ratio != 0; }
 };
 
 }  // namespace xmlt::engine

@@ -129,6 +129,7 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& 
   if (options.math != kernels::OutputMath::kFp32) j["math"] = kernels::OutputMathName(options.math);
   if (options.weight_decay != 0) j["weight_decay"] = options.weight_decay;
   if (options.dropout != 0) j["dropout"] = options.dropout;
+  if (options.input_lr != 0) j["input_adagrad_lr"] = options.input_lr;
   if (options.divergence_factor != 100) j["divergence_factor"] = options.divergence_factor;
   if (engine.sampled_output.enabled) {  // only when set, as above
     const engine::SampledOutputOptions& s = engine.sampled_output;

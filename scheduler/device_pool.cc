@@ -37,7 +37,9 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
     const float momentum = sampled ? 0.0f : options.local_momentum;
     step_scale_.push_back(sampled ? 1.0 / (1.0 - double(options.local_momentum)) : 1.0);
     // Another rank's device is a mirror here: its owner trains it.
-    const engine::StepRegularization regularization{options.weight_decay, options.dropout, options.seed, i};
+    const float input_adagrad_ratio = options.input_lr > 0 ? options.input_lr / options.lr : 0.0f;
+    const engine::StepRegularization regularization{options.weight_decay, options.dropout, options.seed, i,
+                                                    input_adagrad_ratio};
     std::unique_ptr<engine::Device> device =
         local(i) ? engine::MakeDevice(specs[i], initial, limits, momentum, options.math, engine.sampled_output,
                                       regularization)

@@ -23,6 +23,8 @@ void ValidateTrainOptions(const TrainOptions& options) {
   if (!(options.weight_decay >= 0) || !std::isfinite(options.weight_decay))
     throw OptionError("weight_decay", "must be a finite number >= 0");
   if (!(options.dropout >= 0 && options.dropout < 1)) throw OptionError("dropout", "must be in [0, 1)");
+  if (!(options.input_lr >= 0) || !std::isfinite(options.input_lr))
+    throw OptionError("input_lr", "must be a finite number >= 0");
   if (options.eval.kind == EvalSchedule::Kind::kEveryMegaBatches && options.eval.mega_batches == 0)
     throw OptionError("eval_every", "must be at least one mega-batch");
 }

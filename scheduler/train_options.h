@@ -33,6 +33,8 @@ struct TrainOptions {
   float local_momentum = 0.9f;   // heavy-ball momentum of each replica's SGD
   float weight_decay = 0;        // L2 weight decay of each replica's step (engine/step_regularization.h)
   float dropout = 0;             // dropout on the hidden activations in training, in [0, 1)
+  float input_lr = 0;            // > 0: the first layer's weights step with Adagrad at this rate for
+                                 // lr (each step's rate in proportion); 0: with the other layers' rule
   std::vector<uint32_t> hidden{128};
   uint32_t mega_batch = 100;     // batches per mega-batch (the unit of --eval-every)
   EvalSchedule eval;

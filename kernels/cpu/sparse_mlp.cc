@@ -240,6 +240,12 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
         for (uint64_t u = 0; u < units; ++u) g[u] += decay * w[offset + u];
       if (grad != nullptr) {
         std::copy(g.begin(), g.end(), grad + offset);
+      } else if (rule.input_adagrad) {
+        T* squares = velocity + offset;
+        for (uint64_t u = 0; u < units; ++u) {
+          squares[u] += g[u] * g[u];
+          w[offset + u] -= rule.input_lr * g[u] / (std::sqrt(squares[u]) + T(kAdagradEpsilon));
+        }
       } else if (velocity != nullptr) {
         for (uint64_t u = 0; u < units; ++u) {
           velocity[offset + u] = rule.momentum * velocity[offset + u] + g[u];
@@ -367,6 +373,9 @@ LossResult TrainStep(Model<T>* model, const data::SparseBatch& batch, const Step
   if (!(rule.dropout >= T(0) && rule.dropout < T(1))) throw std::invalid_argument("dropout must be in [0, 1)");
   if (!(rule.weight_decay >= T(0)) || !std::isfinite(rule.weight_decay))
     throw std::invalid_argument("weight decay must be a finite number >= 0");
+  if (rule.input_adagrad && (rule.velocity == nullptr || rule.gradient != nullptr))
+    throw std::invalid_argument("the first layer's Adagrad keeps its squares in the velocity buffer and updates "
+                                "the weights: it needs a velocity and no gradient output");
   HiddenForward(*model, batch, &rule, ws);
   const size_t last = model->shape.num_layers() - 1;
   const uint32_t rows = batch.num_rows;

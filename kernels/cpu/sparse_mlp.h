@@ -44,6 +44,10 @@ struct MlpWorkspace {
 //    and the kept ones scaled by 1 / (1 - dropout) (inverted dropout: evaluation uses the plain
 //    Forward). The mask is a hash of (dropout_key, layer, batch row, unit): the caller makes the key
 //    from the run's seed and the step, so a resumed run draws the same masks.
+// The first layer's weights may take Adagrad instead (input_adagrad, with a velocity buffer):
+// per coordinate, s += g^2 and w -= input_lr * g / (sqrt(s) + eps), s kept in the velocity's
+// first-layer weights (its bias keeps the rule above). Lazy as above: only the rows of the batch's
+// features, so a rare feature's row keeps a large step where a frequent one's has shrunk.
 template <class T>
 struct StepRule {
   T lr = 0;
@@ -53,7 +57,12 @@ struct StepRule {
   T weight_decay = 0;
   T dropout = 0;
   uint64_t dropout_key = 0;
+  bool input_adagrad = false;
+  T input_lr = 0;
 };
+
+// Adagrad's epsilon, added to the root of the accumulated squares (PyTorch's default).
+inline constexpr double kAdagradEpsilon = 1e-10;
 
 // Whether dropout keeps unit `unit` of batch row `row` in hidden layer `layer` for this key; about
 // a fraction 1 - dropout of them. The same for float and double, so the tests can rebuild a mask.

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# xmltrain beside the XML libraries the field already uses, on one data set: PECOS XR-Linear,
+# Omikuji (Parabel defaults and Bonsai settings) and napkinXC PLT, each with its README defaults
+# and the same threads, then `xmltrain train` with no flag but the files, and with the best flags
+# found by hand. Every system is scored by scripts/peers/xml_metrics.py (checked against
+# `xmltrain eval` on xmltrain's models): P@1/3/5, PSP@1/3/5, training, wall and prediction time and
+# peak memory, into docs/experiments/peers/SET.json and docs/experiments/peers.md.
+# Usage: scripts/compare-peers.sh SET [--systems pecos,omikuji,bonsai,napkinxc,xmltrain,xmltrain-tuned]
+#   SET: bibtex, delicious (train/test) or eurlex57k (train/val; the test split is kept apart).
+# Environment: XMLT_DATA_DIR (default ../shared/data beside the checkout), XMLT_BUILD_DIR (default
+#   build), XMLT_PEERS_VENV (default build-peers/venv: the pinned libraries are installed there from
+#   the Python package registry on first use; libpecos brings PyTorch, about 6 GB), XMLT_PEERS_OUT
+#   (default docs/experiments/peers).
+# Not part of CI: the venv alone takes minutes to install and EURLEX57K's peers minutes to train.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [[ $# -lt 1 || $1 == -* ]]; then
+  echo "usage: scripts/compare-peers.sh SET [--systems a,b,...]" >&2
+  exit 2
+fi
+set_name=$1
+shift
+data=${XMLT_DATA_DIR:-../shared/data}/$set_name
+case $set_name in
+  bibtex | delicious) train=$data/train.txt test=$data/test.txt ;;
+  eurlex57k) train=$data/train.txt.gz test=$data/val.txt.gz ;;
+  *) echo "compare-peers.sh: unknown set '$set_name' (bibtex, delicious or eurlex57k)" >&2; exit 2 ;;
+esac
+for file in "$train" "$test"; do
+  if [[ ! -f $file ]]; then
+    echo "compare-peers.sh: $file not found (set XMLT_DATA_DIR to the folder holding $set_name/)" >&2
+    exit 2
+  fi
+done
+
+venv=${XMLT_PEERS_VENV:-build-peers/venv}
+# The versions the published comparison was made with.
+pins=(numpy==2.4.6 scipy==1.17.1 napkinxc==0.7.2 omikuji==0.5.2 libpecos==1.2.8)
+if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c "import numpy, scipy, napkinxc, omikuji, pecos" 2>/dev/null; then
+  echo "compare-peers.sh: installing ${pins[*]} into $venv" >&2
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet "${pins[@]}"
+fi
+
+bash scripts/build-targets.sh xmltrain >/dev/null
+xmltrain=${XMLT_BUILD_DIR:-build}/apps/xmltrain
+exec "$venv/bin/python" scripts/peers/compare_peers.py "$set_name" "$train" "$test" "$xmltrain" \
+  "${XMLT_PEERS_OUT:-docs/experiments/peers}" "$@"

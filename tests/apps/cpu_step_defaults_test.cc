@@ -1,0 +1,101 @@
+// The defaults that depend on the data's shape and on the devices: --hidden auto, dropout 0.5 and
+// the first layer's Adagrad where every device takes the CPU's dense local step, and their refusals.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "apps/train_settings.h"
+#include "tests/apps/cli_runner.h"
+#include "tests/apps/cli_test_support.h"
+
+namespace xmlt::apps {
+namespace {
+
+using testing::Cli;
+using testing::CliResult;
+using testing::Data;
+using testing::Describe;
+using testing::LastJsonLine;
+
+TEST(CpuStepDefaults, HiddenWidthFollowsTheDataShape) {
+  EXPECT_EQ(DefaultHidden(1836, 159), 1024u);        // Bibtex
+  EXPECT_EQ(DefaultHidden(500, 983), 512u);          // Delicious: no wider than its 500 features
+  EXPECT_EQ(DefaultHidden(80327, 4108), 1024u);      // EURLEX57K
+  EXPECT_EQ(DefaultHidden(135909, 670091), 128u);    // Amazon-670K: the parameter bound
+  EXPECT_EQ(DefaultHidden(782585, 205443), 128u);    // Delicious-200K
+  EXPECT_EQ(DefaultHidden(300000, 150000), 256u);    // between: 450,000 x 256 < 2^27 < x 512
+  EXPECT_EQ(DefaultHidden(40, 6), 128u);             // never below 128
+}
+
+// What the run says it trains with, from its stderr "step:" line and its summary.
+struct Settled {
+  std::string shape, step;
+};
+
+Settled TrainAndRead(const Data& d, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"train", "--train", d.train, "--test", d.test, "--epochs", "1", "--batch", "32"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const CliResult r = Cli(args);
+  EXPECT_EQ(r.code, 0) << Describe(r);
+  Settled s;
+  s.shape = LastJsonLine(r).value("model_shape", "");
+  const size_t at = r.err.find("step: ");
+  if (at != std::string::npos) s.step = r.err.substr(at, r.err.find('\n', at) - at);
+  return s;
+}
+
+TEST(CpuStepDefaults, CpuDenseRunsTakeAdagradAndDropoutUnlessTold) {
+  Data d;
+  const Settled plain = TrainAndRead(d, {});
+  EXPECT_EQ(plain.shape, "40-128-6");
+  EXPECT_NE(plain.step.find("first layer Adagrad at 0.1"), std::string::npos) << plain.step;
+  EXPECT_NE(plain.step.find("dropout 0.5"), std::string::npos) << plain.step;
+  EXPECT_NE(plain.step.find("(cosine)"), std::string::npos) << plain.step;
+  const Settled told = TrainAndRead(d, {"--input-optimizer", "sgd", "--dropout", "0", "--hidden", "16"});
+  EXPECT_EQ(told.shape, "40-16-6");
+  EXPECT_NE(told.step.find("first layer the same"), std::string::npos) << told.step;
+  EXPECT_NE(told.step.find("dropout 0;"), std::string::npos) << told.step;
+  // Several CPU devices take it too, at the same rate: lr is scaled with the device count
+  // (adaptive's linear scaling: 0.6 on 2 devices), Adagrad's per-coordinate steps are not.
+  const Settled two = TrainAndRead(d, {"--algo", "adaptive", "--devices", "cpu:2"});
+  EXPECT_NE(two.step.find("SGD at lr 0.6"), std::string::npos) << two.step;
+  EXPECT_NE(two.step.find("first layer Adagrad at 0.1"), std::string::npos) << two.step;
+  // A gradient merge (sync) and Adasum keep the plain rule on the first layer, with dropout;
+  // SLIDE's sampled step implements neither.
+  for (const char* algo : {"sync", "adasum"}) {
+    const Settled plain_rule = TrainAndRead(d, {"--algo", algo, "--devices", "cpu:2"});
+    EXPECT_NE(plain_rule.step.find("first layer the same; dropout 0.5;"), std::string::npos)
+        << algo << ": " << plain_rule.step;
+  }
+  const Settled slide = TrainAndRead(d, {"--algo", "slide"});
+  EXPECT_NE(slide.step.find("first layer the same; dropout 0;"), std::string::npos) << slide.step;
+  const Settled sampled = TrainAndRead(d, {"--algo", "adaptive", "--devices", "cpu:2", "--cpu-output", "sampled"});
+  EXPECT_NE(sampled.step.find("first layer the same; dropout 0;"), std::string::npos) << sampled.step;
+}
+
+TEST(CpuStepDefaults, AdagradWhereItCannotRunIsAUsageError) {
+  Data d;
+  const std::vector<std::vector<std::string>> bad = {
+      {"--input-optimizer", "adam"},
+      {"--input-optimizer", "adagrad", "--algo", "slide"},
+      {"--input-optimizer", "adagrad", "--algo", "sync", "--devices", "cpu:2"},
+      {"--input-optimizer", "adagrad", "--algo", "adaptive", "--devices", "cpu:2", "--cpu-output", "sampled"},
+      {"--input-optimizer", "sgd", "--input-lr", "0.2"},
+      {"--input-lr", "0"},
+      {"--input-lr", "nan"},
+  };
+  for (const std::vector<std::string>& flags : bad) {
+    std::vector<std::string> args = {"train", "--train", d.train, "--test", d.test, "--epochs", "1"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CliResult r = Cli(args);
+    std::string joined;
+    for (const std::string& f : flags) joined += f + " ";
+    EXPECT_EQ(r.code, 2) << joined << "\n" << Describe(r);
+    EXPECT_NE(r.err.find("--input-"), std::string::npos) << joined << "\n" << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace xmlt::apps
