@@ -36,12 +36,13 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
       ->capture_default_str();
   cmd->add_option("--input-optimizer", f->input_optimizer,
                   "The first layer's step: adagrad (per-coordinate rates over its sparse rows, at --input-lr) or "
-                  "sgd (the other layers' rule). auto: adagrad where every device takes local steps with the "
-                  "CPU's dense step (not on GPUs, with --algo slide, --cpu-output sampled or --algo sync)")
+                  "sgd (the other layers' rule). auto: adagrad where every device runs the CPU's dense step (not "
+                  "on GPUs, with --algo slide or --cpu-output sampled)")
       ->capture_default_str();
   cmd->add_option("--input-lr", f->input_lr,
                   "Adagrad's rate for the first layer at --lr; it follows --lr's schedule, Algorithm 1's batch "
-                  "rescaling and rollbacks in proportion, but not the scaling with the device count")
+                  "rescaling and rollbacks in proportion, but not the scaling with the device count; several "
+                  "devices with a global --momentum gamma take (1 - gamma) of it")
       ->capture_default_str();
   cmd->add_option("--local-momentum", f->options.local_momentum,
                   "Heavy-ball momentum of each device's SGD, in [0, 1) (single: 0.9; several devices: preset)");

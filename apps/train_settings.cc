@@ -223,24 +223,15 @@ bool EveryDeviceTakesCpuDenseSteps(const TrainFlags& f) {
                      [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCpu; });
 }
 
-// Adagrad also needs each replica to step its own model: not a gradient merge (sync), whose
-// devices only compute gradients, nor Adasum, which combines one step per device as it would
-// gradients and fell apart on Adagrad's steps (Bibtex, 4 devices: best P@1 0.34).
-bool EveryDeviceTakesCpuDenseLocalSteps(const TrainFlags& f) {
-  using Merge = scheduler::EngineOptions::Merge;
-  if (!OneDevice(f) && (f.engine.merge == Merge::kGradient || f.engine.merge == Merge::kAdasum)) return false;
-  return EveryDeviceTakesCpuDenseSteps(f);
-}
-
 void SettleCpuStepDefaults(TrainFlags& f) {
   // Dropout 0.5 on the hidden layer: the wide default layer overfits without it (peers.md).
-  if (!f.given("--dropout") && EveryDeviceTakesCpuDenseSteps(f)) f.options.dropout = 0.5f;
-  const bool local_steps = EveryDeviceTakesCpuDenseLocalSteps(f);
+  const bool cpu_dense = EveryDeviceTakesCpuDenseSteps(f);
+  if (!f.given("--dropout") && cpu_dense) f.options.dropout = 0.5f;
   bool adagrad = false;
   if (f.input_optimizer == "auto") {
-    adagrad = local_steps;
+    adagrad = cpu_dense;
   } else if (f.input_optimizer == "adagrad") {
-    if (!EveryDeviceTakesCpuDenseSteps(f))
+    if (!cpu_dense)
       throw std::invalid_argument("--input-optimizer adagrad is implemented by the CPU devices' dense step only, not "
                                   "by GPUs, --algo slide or --cpu-output sampled: use --input-optimizer sgd");
     adagrad = true;
@@ -352,9 +343,13 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
   const size_t devices = f.engine.devices.size();
   const float base_lr = f.options.lr;
   f.options.lr = float(double(base_lr) * LrScale(scaling, devices));
-  // The first layer's Adagrad rate is not scaled: its steps are per-coordinate sizes, not a share
-  // of a gradient (Bibtex, 4 devices, best P@1: adaptive 0.647 and elastic 0.644 unscaled, 0.617
-  // and 0.611 with the rate x 4; one device 0.638).
+  // The first layer's Adagrad rate is not scaled with the devices: its steps are per-coordinate
+  // sizes, not a share of a gradient (Bibtex, 4 devices, best P@1: adaptive 0.647 and elastic 0.644
+  // unscaled, 0.617 and 0.611 with the rate x 4; one device 0.638). A global momentum gamma
+  // amplifies every merged step 1 / (1 - gamma), Adagrad's too, which has no momentum on one
+  // device: it takes (1 - gamma) of the rate (sync 0.643 and Adasum 0.631 at gamma 0.9; Adasum at
+  // the full rate 0.340).
+  f.options.input_lr = float(double(f.options.input_lr) * (1.0 - f.engine.momentum));
   if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;  // rank 0 speaks for the run
   std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
             << f.engine.momentum << " --local-momentum " << f.options.local_momentum

@@ -24,8 +24,8 @@ std::vector<uint32_t> ParseHidden(const std::string& text);
 // of two (Bibtex, EURLEX57K: 1024; Delicious: 512; the Table 1 shapes: 128).
 uint32_t DefaultHidden(uint64_t features, uint64_t labels);
 
-// The defaults that only the CPU's dense local step implements, where every device of the run
-// takes it: dropout 0.5 unless --dropout is given, and --input-optimizer auto as adagrad (into
+// The defaults that only the CPU's dense step implements, where every device of the run takes it:
+// dropout 0.5 unless --dropout is given, and --input-optimizer auto as adagrad (into
 // options.input_lr); refuses --input-optimizer adagrad or --input-lr where it cannot run.
 void SettleCpuStepDefaults(TrainFlags& f);
 
