@@ -23,9 +23,13 @@ class RemoteDevice : public Device {
   void ReleaseMirror() override {
     std::vector<float>().swap(params_);
     std::vector<float>().swap(optimizer_state_);
+    std::vector<uint8_t>().swap(extra_state_);
   }
   std::vector<float> SaveOptimizerState() override { return optimizer_state_; }
   void RestoreOptimizerState(const std::vector<float>& state) override { optimizer_state_ = state; }
+  // The owner's, gathered for a checkpoint (scheduler/rank_exchange.h, GatherReplicas).
+  std::vector<uint8_t> SaveExtraState() override { return extra_state_; }
+  void RestoreExtraState(const std::vector<uint8_t>& state) override { extra_state_ = state; }
   EvaluationSums EvaluateRows(const kernels::Model<float>&, const data::Dataset&, const uint64_t*, size_t) override {
     throw std::logic_error("device " + spec_.id + " belongs to another rank: it evaluates there");
   }
@@ -35,6 +39,7 @@ class RemoteDevice : public Device {
   size_t num_params_;
   std::vector<float> params_;  // allocated when first asked for, until released
   std::vector<float> optimizer_state_;
+  std::vector<uint8_t> extra_state_;
 };
 
 }  // namespace

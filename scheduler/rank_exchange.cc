@@ -102,6 +102,34 @@ void GatherReplicas(dist::RankGroup& ranks, int root, const std::vector<int>& de
     ranks.Copy(involved ? state.data() : nullptr, d.NumParams(), owner, root);
     if (me == root) d.RestoreOptimizerState(state);
   }
+  // The owners' extra states (the dropout masks' step counts, a sampled device's tables), which
+  // a resume needs as much as the momentum: each rank's as (index, size, bytes) records, gathered
+  // by every rank (a collective), kept by the root's mirrors.
+  std::vector<uint8_t> mine;
+  for (size_t k = 0; k < devices.size(); ++k) {
+    if (device_rank.at(ids[k]) != me || me == root) continue;
+    const std::vector<uint8_t> extra = devices[k]->SaveExtraState();
+    if (extra.empty()) continue;
+    const uint64_t header[2] = {k, extra.size()};
+    const auto* bytes = reinterpret_cast<const uint8_t*>(header);
+    mine.insert(mine.end(), bytes, bytes + sizeof header);
+    mine.insert(mine.end(), extra.begin(), extra.end());
+  }
+  const std::vector<std::vector<uint8_t>> all = ranks.AllGather(mine);
+  if (me != root) return;
+  for (const std::vector<uint8_t>& records : all) {
+    for (size_t at = 0; at < records.size();) {
+      uint64_t header[2];
+      if (records.size() - at < sizeof header) throw std::runtime_error("a rank's extra device state is cut short");
+      std::memcpy(header, records.data() + at, sizeof header);
+      at += sizeof header;
+      if (header[0] >= devices.size() || records.size() - at < header[1])
+        throw std::runtime_error("a rank's extra device state names no device of this run");
+      devices[header[0]]->RestoreExtraState(
+          std::vector<uint8_t>(records.begin() + long(at), records.begin() + long(at + header[1])));
+      at += header[1];
+    }
+  }
 }
 
 void ShareEvaluations(dist::RankGroup& ranks, const std::vector<int>& owner,

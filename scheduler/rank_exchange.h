@@ -26,8 +26,8 @@ void ShareBatchResults(dist::RankGroup& ranks, const std::vector<int>& device_ra
 void ShareReplicas(dist::RankGroup& ranks, const std::vector<int>& device_rank, const std::vector<size_t>& ids,
                    const std::vector<engine::Device*>& devices);
 
-// The parameters and local momentum of devices[k], copied from its owner into rank `root`'s mirror
-// of it, for a checkpoint that `root` writes; no other rank makes or fills a mirror.
+// The parameters, local momentum and extra state of devices[k], copied from its owner into rank
+// `root`'s mirror of it, for a checkpoint that `root` writes; no other rank makes or fills a mirror.
 void GatherReplicas(dist::RankGroup& ranks, int root, const std::vector<int>& device_rank,
                     const std::vector<size_t>& ids, const std::vector<engine::Device*>& devices);
 

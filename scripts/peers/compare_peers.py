@@ -26,6 +26,7 @@ import xml_data  # noqa: E402
 import xml_metrics  # noqa: E402
 
 PEERS = ["pecos", "omikuji", "bonsai", "napkinxc"]
+MARKER = "<!-- The tables above are written by scripts/compare-peers.sh; the text below is kept. -->"
 PEER_NAMES = {
     "pecos": "PECOS XR-Linear",
     "omikuji": "Omikuji Parabel",
@@ -162,8 +163,17 @@ def write_markdown(outdir):
         for row in r["rows"]:
             lines.append(f"- {PEER_NAMES.get(row['system'], row['system'])}: `{row['command']}`")
         lines.append("")
-    with open(os.path.join(os.path.dirname(outdir.rstrip("/")), "peers.md"), "w") as f:
-        f.write("\n".join(lines))
+    # What follows the marker in an existing file is written by hand (the reading of the tables)
+    # and kept.
+    path = os.path.join(os.path.dirname(outdir.rstrip("/")), "peers.md")
+    kept = ""
+    if os.path.exists(path):
+        with open(path) as f:
+            text = f.read()
+        if MARKER in text:
+            kept = text[text.index(MARKER):]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n" + (kept or MARKER + "\n"))
 
 
 def main():

@@ -57,11 +57,13 @@ TEST(CliTest, HelpExitsZeroAndListsCommandsAndDefaults) {
   for (const char* flag : {"--epochs", "--batch", "--lr", "--local-momentum", "--hidden",
                            "--eval-every", "--normalize", "--metrics", "--model", "--seed"})
     EXPECT_NE(train.out.find(flag), std::string::npos) << flag;
-  // Defaults are documented (20 epochs, batch 128, lr 0.3, one hidden layer of 128, evaluation
-  // each epoch, L2 rows; the local momentum's 0.9 and the multi-device knobs by the presets, whose
-  // two sets are tabled side by side after the options).
+  // Defaults are documented (20 epochs, batch 128, lr 0.3 on a cosine schedule, the hidden layer
+  // from the data's shape, the first layer's optimizer by the devices, evaluation each epoch, L2
+  // rows; the local momentum's 0.9 and the multi-device knobs by the presets, whose two sets are
+  // tabled side by side after the options).
   for (const char* shown :
-       {"--epochs FLOAT=20 ", "--batch UINT=128 ", "--lr TEXT=0.3 ", "--hidden TEXT=128 ",
+       {"--epochs FLOAT=20 ", "--batch UINT=128 ", "--lr TEXT=0.3 ", "--lr-schedule TEXT=cosine ",
+        "--hidden TEXT=auto ", "--input-optimizer TEXT=auto ", "--input-lr FLOAT=0.1 ",
         "--eval-every TEXT=epoch ", "--normalize TEXT=l2 ", "--preset TEXT=default ",
         "(single: 0.9; several devices: preset)", "paper (section 5.1)", "local-momentum    0.9"})
     EXPECT_NE(train.out.find(shown), std::string::npos) << shown << "\n" << train.out;
