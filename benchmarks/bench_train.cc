@@ -54,9 +54,11 @@ void SetOutputProductRate(benchmark::State& state, int64_t rows, int64_t hidden,
       benchmark::Counter::kIsRate);
 }
 
-// Args: batch size, hidden units. Counts samples processed. `math` is the output layer's --math.
+// Args: batch size, hidden units. Counts samples processed. `math` is the output layer's --math;
+// `cpu_defaults`: the step `train`'s defaults give a CPU device (dropout 0.5 on the hidden layer,
+// Adagrad on the first layer's rows), else heavy ball on every layer without dropout.
 void TrainSteps(benchmark::State& state, const std::string& preset, double scale,
-                kernels::OutputMath math = kernels::OutputMath::kFp32) {
+                kernels::OutputMath math = kernels::OutputMath::kFp32, bool cpu_defaults = false) {
   std::string why;
   if (math == kernels::OutputMath::kBf16 && !kernels::cpu::Bf16Available(&why)) {
     state.SkipWithError(("bf16: " + why).c_str());
@@ -65,7 +67,9 @@ void TrainSteps(benchmark::State& state, const std::string& preset, double scale
   const data::Dataset& train = Generated(preset, scale);
   const uint32_t batch = uint32_t(state.range(0));
   kernels::ModelShape shape{train.num_features(), {uint32_t(state.range(1))}, train.num_labels()};
-  engine::CpuReplica replica(kernels::InitModel<float>(shape, 1), batch, 0.9f, math);
+  engine::StepRegularization step;
+  if (cpu_defaults) step.dropout = 0.5f, step.input_adagrad_ratio = 1.0f;
+  engine::CpuReplica replica(kernels::InitModel<float>(shape, 1), batch, 0.9f, math, step);
   std::vector<uint64_t> order(train.num_rows());
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), std::mt19937_64(1));
@@ -256,6 +260,12 @@ BENCHMARK_CAPTURE(EngineOneDevice, amazon670k_scale0_1, std::string("amazon670k"
 BENCHMARK_CAPTURE(TrainSteps, amazon670k_full, std::string("amazon670k"), 1.0)
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
 BENCHMARK_CAPTURE(TrainSteps, delicious200k_full, std::string("delicious200k"), 1.0)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+BENCHMARK_CAPTURE(TrainSteps, amazon670k_full_cpu_defaults, std::string("amazon670k"), 1.0, kernels::OutputMath::kFp32,
+                  true)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+BENCHMARK_CAPTURE(TrainSteps, delicious200k_full_cpu_defaults, std::string("delicious200k"), 1.0,
+                  kernels::OutputMath::kFp32, true)
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
 BENCHMARK(OutputGemms)->Args({256, 128, 670091})->Args({256, 128, 205443})
     ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);

@@ -2,10 +2,10 @@
 # xmltrain beside the XML libraries the field already uses, on one data set: PECOS XR-Linear,
 # Omikuji (Parabel defaults and Bonsai settings) and napkinXC PLT, each with its README defaults
 # and the same threads, then `xmltrain train` with no flag but the files, and with the best flags
-# found by hand. Every system is scored by scripts/peers/xml_metrics.py (checked against
+# found by hand before the first layer's Adagrad. Every system is scored by scripts/peers/xml_metrics.py (checked against
 # `xmltrain eval` on xmltrain's models): P@1/3/5, PSP@1/3/5, training, wall and prediction time and
 # peak memory, into docs/experiments/peers/SET.json and docs/experiments/peers.md.
-# Usage: scripts/compare-peers.sh SET [--systems pecos,omikuji,bonsai,napkinxc,xmltrain,xmltrain-tuned]
+# Usage: scripts/compare-peers.sh SET [--systems pecos,omikuji,bonsai,napkinxc,xmltrain,xmltrain-before]
 #   SET: bibtex, delicious (train/test) or eurlex57k (train/val; the test split is kept apart).
 # Environment: XMLT_DATA_DIR (default ../shared/data beside the checkout), XMLT_BUILD_DIR (default
 #   build), XMLT_PEERS_VENV (default build-peers/venv: the pinned libraries are installed there from

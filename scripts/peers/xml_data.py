@@ -30,7 +30,7 @@ def read(path):
         if len(header) != 3 or not all(h.isdigit() for h in header):
             raise DataError(f"{path}:1: expected a header 'rows features labels'")
         num_features, num_labels = int(header[1]), int(header[2])
-        feature_fields, row_nnz = [], []
+        ids_parts, values_parts, row_nnz = [], [], []
         label_idx, label_ptr = [], [0]
         for line_no, line in enumerate(f, start=2):
             line = line.rstrip("\n")
@@ -47,21 +47,24 @@ def read(path):
                 raise DataError(f"{path}:{line_no}: a label id is outside 0..{num_labels - 1}")
             label_idx.extend(labels)
             label_ptr.append(len(label_idx))
-            feature_fields.append(features_field)
-            row_nnz.append(features_field.count(":"))
-    numbers = " ".join(feature_fields).replace(":", " ").split()
-    try:
-        pairs = np.array(numbers, dtype=np.float64).reshape(-1, 2)
-    except ValueError:
-        raise DataError(f"{path}: a feature token is not 'id:value'") from None
-    ids = pairs[:, 0]
-    if ids.size and (ids.min() < 0 or ids.max() >= num_features or np.any(ids != np.floor(ids))):
-        row = int(np.searchsorted(np.cumsum(row_nnz), int(np.argmax((ids < 0) | (ids >= num_features))), side="right"))
-        raise DataError(f"{path}:{row + 2}: a feature id is outside 0..{num_features - 1}")
+            # Parsed line by line into arrays: the whole file's tokens as Python strings would take
+            # gigabytes, and the peers' peak memory is measured in the process that reads.
+            try:
+                pairs = np.array(features_field.replace(":", " ").split(), dtype=np.float64).reshape(-1, 2)
+            except ValueError:
+                raise DataError(f"{path}:{line_no}: a feature token is not 'id:value'") from None
+            ids = pairs[:, 0]
+            if ids.size and (ids.min() < 0 or ids.max() >= num_features or np.any(ids != np.floor(ids))):
+                raise DataError(f"{path}:{line_no}: a feature id is outside 0..{num_features - 1}")
+            ids_parts.append(ids.astype(np.int32))
+            values_parts.append(pairs[:, 1].astype(np.float32))
+            row_nnz.append(ids.size)
+    ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, dtype=np.int32)
+    values = np.concatenate(values_parts) if values_parts else np.zeros(0, dtype=np.float32)
     rows = len(row_nnz)
     feat_ptr = np.zeros(rows + 1, dtype=np.int64)
     np.cumsum(row_nnz, out=feat_ptr[1:])
-    X = sp.csr_matrix((pairs[:, 1].astype(np.float32), ids.astype(np.int32), feat_ptr),
+    X = sp.csr_matrix((values, ids, feat_ptr),
                       shape=(rows, num_features))
     X.sum_duplicates()
     X.sort_indices()
