@@ -86,9 +86,10 @@ declare -A xmlt_rate xmlt_p1
 IFS=, read -r -a math_list <<<"$maths"
 for math in "${math_list[@]}"; do
   echo "bench-train: xmltrain ($preset x$scale, batch $batch, hidden $hidden, $threads threads, --math $math)" >&2
+  # The torch peer's step: plain SGD on every layer, no dropout (not the CPU defaults' Adagrad).
   xmlt_out=$("$xmltrain" train --train "$data_dir/train.txt" --test "$data_dir/test.txt" \
     --epochs "$epochs" --batch "$batch" --hidden "$hidden" --threads "$threads" --math "$math" \
-    --local-momentum 0 ${lr_args[@]+"${lr_args[@]}"} --eval-every 0)
+    --local-momentum 0 --input-optimizer sgd --dropout 0 ${lr_args[@]+"${lr_args[@]}"} --eval-every 0)
   xmlt_rate[$math]=$(json_field samples_per_s <<<"$xmlt_out")
   xmlt_p1[$math]=$(json_field p1 <<<"$xmlt_out")
 done
