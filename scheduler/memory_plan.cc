@@ -58,7 +58,8 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   const uint64_t rows = limits.max_rows;
   DeviceMemory device;
   device.params = params;
-  device.momentum = options.local_momentum > 0 ? params : 0;
+  // The first layer's Adagrad keeps its squares in the momentum buffer, so it needs one too.
+  device.momentum = options.local_momentum > 0 || options.input_lr > 0 ? params : 0;
   // The rows x labels logits: the bf16 step keeps them block by block in its output workspace.
   const uint64_t logits_per_row = options.math == kernels::OutputMath::kFp32 ? shape.num_labels : 0;
   // Per feature entry: its row, its sort key (feature, entry) and a group start; per label entry:

@@ -230,6 +230,13 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   }
   const kernels::ModelShape small{5000, {64}, 500};
   EXPECT_NO_THROW(CheckMemoryFits(PlanMemory(small, options, engine, limits, 10000, true), uint64_t(16) << 30, {}));
+  // Plain SGD keeps no buffer on a CPU device; the first layer's Adagrad keeps its squares in one.
+  TrainOptions plain = options;
+  plain.local_momentum = 0;
+  EXPECT_EQ(PlanMemory(shape, plain, engine, limits, 490449, false).devices[0].momentum, 0u);
+  plain.input_lr = 0.1f;
+  EXPECT_EQ(PlanMemory(shape, plain, engine, limits, 490449, false).devices[0].momentum,
+            shape.NumParameters() * sizeof(float));
   // GPU replicas are checked against the GPU's free memory.
   engine.devices = engine::ParseDeviceList("cuda:0x2");
   const MemoryPlan gpu = PlanMemory(shape, options, engine, limits, 490449, false);
