@@ -16,7 +16,8 @@ struct StepRegularization {
   uint64_t seed = 0;
   uint64_t stream = 0;
   // > 0: the first layer's weights step with Adagrad at this multiple of the step's learning rate
-  // (so that a schedule, the device scaling and a rollback's lowering move both rates alike).
+  // (so that a schedule, Algorithm 1's batch rescaling and a rollback's lowering move both rates
+  // alike; the command line sets the ratio from the run's rates, train_settings.cc).
   float input_adagrad_ratio = 0;
   bool on() const { return weight_decay != 0 || dropout != 0 || input_adagrad_ratio != 0; }
 };
