@@ -9,7 +9,10 @@
 # Usage: gpu_sim_resume_test.sh XMLTRAIN BIBTEX_DIR
 set -euo pipefail
 source "$(dirname "$0")/gpu_sim_common.sh" "$1" "$2" 2
-run=(train --train "$data/train.txt" --test "$data/test.txt" --seed 1 --hidden 128 --algo adaptive --devices cuda:0,cuda:1
+# A constant rate: extending a finished run under the default cosine schedule stretches it over
+# the new total, so only a constant rate makes the extended run the longer one.
+run=(train --train "$data/train.txt" --test "$data/test.txt" --seed 1 --hidden 128 --lr-schedule constant
+     --algo adaptive --devices cuda:0,cuda:1
      --speed 1,1.5 --row-cost 1e-5 --merge-cost 1e-9 --mega-batch 8 --eval-every 4)
 
 "$xmltrain" "${run[@]}" --epochs 2 --metrics whole.jsonl > /dev/null
