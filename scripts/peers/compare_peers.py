@@ -148,15 +148,10 @@ def write_markdown(outdir):
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
         for row in r["rows"]:
             f = row["figures"]
-            t = row["train_s"]
-            lines.append(
-                f"| {PEER_NAMES.get(row['system'], row['system'])} | {100 * f['p1']:.2f} | {100 * f['p3']:.2f} | "
-                f"{100 * f['p5']:.2f} | {100 * f['psp1']:.2f} | {100 * f['psp3']:.2f} | {100 * f['psp5']:.2f} | "
-                f"{t:.1f} | {row['wall_s']:.1f} | {row['predict_s']:.1f} | {row['peak_rss_mib']:.0f} |"
-                if t is not None else
-                f"| {row['system']} | {100 * f['p1']:.2f} | {100 * f['p3']:.2f} | {100 * f['p5']:.2f} | "
-                f"{100 * f['psp1']:.2f} | {100 * f['psp3']:.2f} | {100 * f['psp5']:.2f} | - | {row['wall_s']:.1f} | "
-                f"{row['predict_s']:.1f} | {row['peak_rss_mib']:.0f} |")
+            train = "-" if row["train_s"] is None else f"{row['train_s']:.1f}"
+            metrics = " | ".join(f"{100 * f[k]:.2f}" for k in ("p1", "p3", "p5", "psp1", "psp3", "psp5"))
+            lines.append(f"| {PEER_NAMES.get(row['system'], row['system'])} | {metrics} | {train} | "
+                         f"{row['wall_s']:.1f} | {row['predict_s']:.1f} | {row['peak_rss_mib']:.0f} |")
         p1 = max(row["figures"]["p1"] for row in r["rows"])
         se = math.sqrt(p1 * (1 - p1) / r["test_rows"])
         lines += ["", f"SE of P@1 near {100 * p1:.1f}: {100 * se:.2f} points. Commands:", ""]
