@@ -51,8 +51,8 @@ struct ConvertFlags {
 void RunConvert(ConvertFlags& f) {
   f.data.no_cache = true;  // always convert from the text itself
   const std::string output = f.output.empty() ? data::CachePathFor(f.input) : f.output;
-  RefuseOutputsOverInputs({{"INPUT", f.input}, {"--labels", f.labels}}, {{"--output", output}});
   ProbeOutputFile("--output", output);
+  RefuseOutputsOverInputs({{"INPUT", f.input}, {"--labels", f.labels}}, {AtomicOutput("--output", output)});
   // The stamp taken before the parse goes into the cache; a text that changes while it is parsed
   // is refused, so a cache never claims a version of the text it was not made from.
   const bool has_source = f.labels.empty() && !data::IsBinaryCache(f.input);

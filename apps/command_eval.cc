@@ -76,9 +76,9 @@ struct PredictFlags {
 // One line per input row: "label:probability" pairs, best first.
 void RunPredict(const PredictFlags& f) {
   if (f.top_k == 0 || f.top_k > 1000) throw std::invalid_argument("--top-k must be in 1..1000");
-  RefuseOutputsOverInputs({{"--model", f.model}, {"--input", f.input}, {"--input-labels", f.input_labels}},
-                          {{"--output", f.output}});
   ProbeOutputFile("--output", f.output);  // now, not after the whole prediction
+  RefuseOutputsOverInputs({{"--model", f.model}, {"--input", f.input}, {"--input-labels", f.input_labels}},
+                          {AtomicOutput("--output", f.output)});
   const kernels::Model<float> model = engine::LoadModel(f.model);
   const data::Dataset input = AsModelInput(LoadWithWarnings(f.input, f.input_labels, f.data), model.shape, f.input);
   const uint32_t k = uint32_t(std::min<uint64_t>(f.top_k, model.shape.num_labels));

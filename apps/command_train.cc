@@ -113,6 +113,8 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (!lr_auto) f.options.lr = ParsePositive("--lr", f.lr);
   f.options.lr_schedule = scheduler::ParseLrSchedule(f.lr_schedule);
   // The checkpoint a run resumes from and the one it writes are no other output's to replace.
+  // (Their temporary names, FILE.partial and FILE.tmp.PID, are the checkpoint's own only when
+  // FILE is, which this refuses.)
   RefuseOutputsInCheckpointFolder("--resume", f.control.resume_dir, {{"--model", f.model_out}, {"--metrics", f.metrics}});
   RefuseOutputsInCheckpointFolder("--checkpoint-dir", f.control.checkpoint_dir,
                                   {{"--model", f.model_out}, {"--metrics", f.metrics}});
@@ -120,9 +122,10 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   ProbeOutputFile("--model", f.model_out);
   ProbeOutputFile("--metrics", f.metrics);
   if (writer) ProbeOutputDir("--checkpoint-dir", f.control.checkpoint_dir);
+  // Every name an output writes is its own: no input, no other output, nor their temporary names.
   RefuseOutputsOverInputs({{"--train", f.train}, {"--train-labels", f.train_labels}, {"--test", f.test},
                            {"--test-labels", f.test_labels}},
-                          {{"--model", f.model_out}, {"--metrics", f.metrics}});
+                          {AtomicOutput("--model", f.model_out), MetricsOutput("--metrics", f.metrics)});
   // Held until the run ends: one run at a time writes a checkpoint folder (across ranks, rank 0).
   std::unique_ptr<data::FolderLock> checkpoint_lock;
   if (writer && !f.control.checkpoint_dir.empty()) {

@@ -6,6 +6,10 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "data/atomic_file.h"
+#include "data/output_target.h"
+#include "run/metrics_log.h"
+
 namespace xmlt::apps {
 namespace {
 
@@ -22,19 +26,41 @@ bool SameFile(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+OutputFile AtomicOutput(const std::string& flag, const std::string& path) {
+  if (path.empty()) return {flag, path, ""};
+  const data::OutputTarget target = data::ResolveOutputTarget(path);
+  return {flag, path, target.stream ? "" : data::AtomicFile::TempPathFor(target.path)};
+}
+
+OutputFile MetricsOutput(const std::string& flag, const std::string& path) {
+  if (path.empty()) return {flag, path, ""};
+  const data::OutputTarget target = data::ResolveOutputTarget(path);
+  return {flag, path, target.stream ? "" : scheduler::MetricsLog::PartialPathFor(target.path)};
+}
+
 void RefuseOutputsOverInputs(const std::vector<std::pair<std::string, std::string>>& inputs,
-                             const std::vector<std::pair<std::string, std::string>>& outputs) {
+                             const std::vector<OutputFile>& outputs) {
+  // Every name an output writes: its path and its temporary name.
+  const auto names = [](const OutputFile& output) {
+    std::vector<std::pair<std::string, std::string>> written;  // (what, path)
+    if (output.path.empty()) return written;
+    written.emplace_back(output.flag, output.path);
+    if (!output.temporary.empty())
+      written.emplace_back(output.flag + "'s temporary file", output.temporary);
+    return written;
+  };
   for (size_t o = 0; o < outputs.size(); ++o) {
-    const auto& [out_flag, out_path] = outputs[o];
-    if (out_path.empty()) continue;
-    for (const auto& [in_flag, in_path] : inputs)
-      if (!in_path.empty() && SameFile(out_path, in_path))
-        throw std::invalid_argument(out_flag + " " + out_path + " is the " + in_flag +
-                                    " input: writing it would destroy the input; choose another path");
-    for (size_t p = 0; p < o; ++p)
-      if (!outputs[p].second.empty() && SameFile(out_path, outputs[p].second))
-        throw std::invalid_argument(out_flag + " and " + outputs[p].first + " are the same file (" + out_path +
-                                    "); give each output its own path");
+    for (const auto& [out_what, out_path] : names(outputs[o])) {
+      for (const auto& [in_flag, in_path] : inputs)
+        if (!in_path.empty() && SameFile(out_path, in_path))
+          throw std::invalid_argument(out_what + " " + out_path + " is the " + in_flag +
+                                      " input: writing it would destroy the input; choose another path");
+      for (size_t p = 0; p < o; ++p)
+        for (const auto& [other_what, other_path] : names(outputs[p]))
+          if (SameFile(out_path, other_path))
+            throw std::invalid_argument(out_what + " and " + other_what + " are the same file (" + out_path +
+                                        "); give each output its own path");
+    }
   }
 }
 
@@ -59,7 +85,14 @@ void ProbeOutputFile(const std::string& flag, const std::string& path) {
   if (path.empty()) return;
   std::error_code error;
   if (fs::is_directory(path, error)) throw std::invalid_argument(flag + " " + path + " is a folder, not a file");
-  CheckWritableFolder(flag, path, ParentOf(path));
+  data::OutputTarget target;
+  try {
+    target = data::ResolveOutputTarget(path);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(flag + " " + e.what());
+  }
+  if (target.stream) return;  // written in place: its folder is not written to
+  CheckWritableFolder(flag, path, ParentOf(target.path));
 }
 
 void ProbeOutputDir(const std::string& flag, const std::string& path) {

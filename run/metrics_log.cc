@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "data/output_target.h"
+
 namespace xmlt::scheduler {
 
 std::string ToJson(const EvalRecord& r) {
@@ -113,28 +115,37 @@ EvalRecord EvalRecordFromJson(const std::string& line) {
   }
 }
 
+std::string MetricsLog::PartialPathFor(const std::string& path) { return path + ".partial"; }
+
 MetricsLog::MetricsLog(std::string path) : path_(std::move(path)) {
   if (path_.empty()) return;
-  const std::string partial = path_ + ".partial";
+  // A symlink is followed (the file it leads to is written); a device or FIFO is written into
+  // directly, with no FILE.partial and no rename, so that the node is never replaced.
+  const data::OutputTarget target = data::ResolveOutputTarget(path_);
+  stream_ = target.stream;
+  path_ = target.path;
+  const std::string written = WrittenPath();
   // Opened for appending: the path is proved writable now, and a run refused before it trains
   // leaves an earlier run's FILE.partial as it was. Begin or Restart empties it.
-  created_ = ::access(partial.c_str(), F_OK) != 0;
-  file_ = std::fopen(partial.c_str(), "a");
+  created_ = !stream_ && ::access(written.c_str(), F_OK) != 0;
+  file_ = std::fopen(written.c_str(), "a");
   if (file_ == nullptr)
-    throw std::runtime_error(partial + ": cannot create metrics file: " + std::strerror(errno));
+    throw std::runtime_error(written + ": cannot create metrics file: " + std::strerror(errno));
   // Two runs given one --metrics would interleave their lines: the second is refused.
   if (::flock(::fileno(file_), LOCK_EX | LOCK_NB) != 0) {
     std::fclose(file_);
     file_ = nullptr;
     created_ = false;
-    throw std::runtime_error(partial + " is being written by another run; give each run its own metrics file");
+    throw std::runtime_error(written + " is being written by another run; give each run its own metrics file");
   }
 }
+
+std::string MetricsLog::WrittenPath() const { return stream_ ? path_ : PartialPathFor(path_); }
 
 MetricsLog::~MetricsLog() {
   if (file_ == nullptr) return;
   // Removed before the lock goes with the descriptor, so that it is never another run's file.
-  if (!started_ && created_) std::remove((path_ + ".partial").c_str());  // made only to probe the path
+  if (!started_ && created_) std::remove(WrittenPath().c_str());  // made only to probe the path
   std::fclose(file_);
 }
 
@@ -145,9 +156,9 @@ void MetricsLog::Restart(const std::vector<EvalRecord>& records) {
   started_ = true;
   // Emptied in place, on the descriptor that holds the lock: reopening the file would close that
   // descriptor and release the lock, and a second run could then take the file over.
-  const std::string partial = path_ + ".partial";
-  if (std::fflush(file_) != 0 || ::ftruncate(::fileno(file_), 0) != 0)
-    throw std::runtime_error(partial + ": cannot empty metrics file: " + std::strerror(errno));
+  // A stream cannot take back what it was sent: a resumed run's records follow the earlier ones.
+  if (std::fflush(file_) != 0 || (!stream_ && ::ftruncate(::fileno(file_), 0) != 0))
+    throw std::runtime_error(WrittenPath() + ": cannot empty metrics file: " + std::strerror(errno));
   std::rewind(file_);  // opened for appending, so writes go to the (new) end anyway
   for (const EvalRecord& record : records) Append(record);
 }
@@ -157,15 +168,15 @@ void MetricsLog::Append(const EvalRecord& record) {
   if (!started_) Begin();
   const std::string line = ToJson(record) + "\n";
   if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0)
-    throw std::runtime_error(path_ + ".partial: write failed: " + std::strerror(errno));
+    throw std::runtime_error(WrittenPath() + ": write failed: " + std::strerror(errno));
 }
 
 void MetricsLog::Finish() {
   if (file_ == nullptr) return;
-  const std::string partial = path_ + ".partial";
+  const std::string partial = WrittenPath();
   // Renamed while the lock is still held, so that no other run can take the file over in between.
   const bool failed = std::fflush(file_) != 0 || std::ferror(file_) != 0 ||
-                      std::rename(partial.c_str(), path_.c_str()) != 0;
+                      (!stream_ && std::rename(partial.c_str(), path_.c_str()) != 0);
   const int error = errno;
   std::fclose(file_);
   file_ = nullptr;

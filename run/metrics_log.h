@@ -1,5 +1,6 @@
 // Metrics as JSON lines, one object per evaluation. The file is written as FILE.partial, each line
-// flushed (so it can be followed while training), and renamed to FILE when the run completes.
+// flushed (so it can be followed while training), and renamed to FILE when the run completes. A
+// symlink FILE is followed; a character device or FIFO is written directly (output_target.h).
 #pragma once
 
 #include <cstdint>
@@ -61,11 +62,17 @@ class MetricsLog {
   void Append(const EvalRecord& record);
   void Finish();  // renames FILE.partial to FILE
 
+  // The name a log for `path` writes while the run goes on (no other output may have it).
+  static std::string PartialPathFor(const std::string& path);
+
  private:
+  std::string WrittenPath() const;  // FILE.partial, or FILE itself when it is a stream
+
   std::string path_;
   std::FILE* file_ = nullptr;
   bool created_ = false;  // FILE.partial did not exist before this log
   bool started_ = false;
+  bool stream_ = false;   // FILE is a character device or FIFO
 };
 
 }  // namespace xmlt::scheduler

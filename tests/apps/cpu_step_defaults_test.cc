@@ -69,6 +69,13 @@ TEST(CpuStepDefaults, CpuDenseRunsTakeAdagradAndDropoutUnlessTold) {
     EXPECT_NE(damped.step.find("first layer Adagrad at 0.01"), std::string::npos) << algo << ": " << damped.step;
     EXPECT_NE(damped.step.find("dropout 0.5;"), std::string::npos) << algo << ": " << damped.step;
   }
+  // Elastic and crossbow keep no global momentum: the full rate. (With the runs above, every
+  // algorithm trains here with the default step; the sanitizer builds lean on that.)
+  for (const char* algo : {"elastic", "crossbow"}) {
+    const Settled full = TrainAndRead(d, {"--algo", algo, "--devices", "cpu:3"});
+    EXPECT_NE(full.step.find("first layer Adagrad at 0.1"), std::string::npos) << algo << ": " << full.step;
+    EXPECT_NE(full.step.find("dropout 0.5;"), std::string::npos) << algo << ": " << full.step;
+  }
   // SLIDE's sampled step implements neither.
   const Settled slide = TrainAndRead(d, {"--algo", "slide"});
   EXPECT_NE(slide.step.find("first layer the same; dropout 0;"), std::string::npos) << slide.step;

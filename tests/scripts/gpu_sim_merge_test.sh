@@ -46,7 +46,10 @@ done
 close_runs single_host.jsonl single_gpus.jsonl "single on cuda:0, host / GPU merge" 0.005 1e-4
 
 # An elastic restart: 4 GPUs, checkpointed after every mega-batch, stopped after two epochs; then 3 to four.
-run=(train --train "$data/train.txt" --test "$data/test.txt" --seed 1 --algo adaptive --mega-batch 8)
+# The CUDA step's settings, as in common (--hidden auto would make Bibtex's layer 1024 wide), and a
+# constant rate: under cosine a run stopped at epoch 2 of 2 and extended to 4 is not the 4-epoch run.
+run=(train --train "$data/train.txt" --test "$data/test.txt" --seed 1 --algo adaptive --mega-batch 8 --hidden 128
+     --lr-schedule constant)
 "$xmltrain" "${run[@]}" --devices cuda:0,cuda:1,cuda:2,cuda:3 --epochs 2 --checkpoint-dir four --checkpoint-every 1 \
   --metrics four.jsonl > /dev/null
 "$xmltrain" "${run[@]}" --devices cuda:0,cuda:1,cuda:2 --epochs 4 --resume four --metrics three.jsonl > three.out \
