@@ -10,16 +10,38 @@
 namespace xmlt::data {
 namespace {
 
+// A text rewritten while it is parsed ends early (in zeros where its mapping faulted,
+// mapped_file.h) or mixes two versions: the fault, or its stamp taken before and after, tells.
+void RefuseChangedWhileRead(const std::string& path, const SourceStamp& before, const OpenedText& text) {
+  if ((text.file != nullptr && text.file->faulted()) || StampSource(path) != before)
+    throw InputError(path, 0, "changed while it was read (another program wrote to it); read it again once it is "
+                              "complete");
+}
+
 // Split pairs are never cached: a cache names one source file, and a pair has two.
 Dataset LoadSplitPair(const std::string& features_path, const std::string& labels_path,
                       const LoadOptions& options) {
   Dataset dataset;
   dataset.source = features_path + " + " + labels_path;
+  const SourceStamp x_stamp = StampSource(features_path);
   OpenedText x_file = OpenText(features_path);
-  dataset.features = ParseSplitMatrixText(*x_file.text, features_path, options, false, &dataset.warnings);
+  try {
+    dataset.features = ParseSplitMatrixText(*x_file.text, features_path, options, false, &dataset.warnings);
+  } catch (const InputError&) {
+    RefuseChangedWhileRead(features_path, x_stamp, x_file);  // a text cut short is a change, not a malformed text
+    throw;
+  }
+  RefuseChangedWhileRead(features_path, x_stamp, x_file);
   x_file = {};
+  const SourceStamp y_stamp = StampSource(labels_path);
   OpenedText y_file = OpenText(labels_path);
-  dataset.labels = ParseSplitMatrixText(*y_file.text, labels_path, options, true, &dataset.warnings);
+  try {
+    dataset.labels = ParseSplitMatrixText(*y_file.text, labels_path, options, true, &dataset.warnings);
+  } catch (const InputError&) {
+    RefuseChangedWhileRead(labels_path, y_stamp, y_file);
+    throw;
+  }
+  RefuseChangedWhileRead(labels_path, y_stamp, y_file);
   if (dataset.labels.num_rows != dataset.features.num_rows) {
     throw InputError(labels_path, 0,
                      "has " + std::to_string(dataset.labels.num_rows) + " rows but " +
@@ -60,8 +82,16 @@ Dataset LoadDataset(const std::string& path, const LoadOptions& options,
   }
 
   // A gzip or zstd file is decompressed as it is parsed, a window at a time.
+  const SourceStamp stamp = StampSource(path);
   OpenedText text = OpenText(path);
-  Dataset dataset = ParseLabeledText(*text.text, path, options);
+  Dataset dataset;
+  try {
+    dataset = ParseLabeledText(*text.text, path, options);
+  } catch (const InputError&) {
+    RefuseChangedWhileRead(path, stamp, text);
+    throw;
+  }
+  RefuseChangedWhileRead(path, stamp, text);
   dataset.warnings.insert(dataset.warnings.begin(), cache_warnings.begin(), cache_warnings.end());
   return dataset;
 }

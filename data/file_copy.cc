@@ -3,29 +3,19 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "data/input_error.h"
+#include "data/regular_file.h"
 
 namespace xmlt::data {
 
 std::shared_ptr<const FileCopy> FileCopy::Read(const std::string& path) {
-  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever, before the
-  // check below could refuse it. It changes nothing for a regular file.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) throw InputError(path, 0, std::string("cannot open: ") + std::strerror(errno));
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-    const int error = errno;
-    const bool regular = S_ISREG(info.st_mode);
-    ::close(fd);
-    throw InputError(path, 0, regular ? std::string("cannot stat: ") + std::strerror(error) : "not a regular file");
-  }
-  const size_t size = static_cast<size_t>(info.st_size);
+  size_t size = 0;
+  const int fd = OpenRegularFile(path, &size);
   if (size == 0) {
     ::close(fd);
     return std::shared_ptr<const FileCopy>(new FileCopy(nullptr, 0));
