@@ -10,7 +10,9 @@
 #include <memory>
 #include <stdexcept>
 
+#include "data/feature_limit.h"
 #include "data/input_error.h"
+#include "data/row_normalization.h"
 
 namespace xmlt::apps {
 
@@ -52,6 +54,21 @@ void WarnUnlabelledEvaluationRows(const data::Dataset& dataset, const std::strin
   if (unlabelled > 0 && print_warnings)
     std::cerr << "warning: " << unlabelled << " of the " << dataset.num_rows() << " rows of " << path
               << " have no label: they count as misses in P@k and nDCG@k, as in the XML repository's metrics\n";
+}
+
+data::Dataset AsModelInput(const data::Dataset& rows, const kernels::ModelShape& shape, const std::string& path,
+                           bool print_warnings) {
+  data::FeatureLimit limited = data::LimitFeatures(rows, shape.num_features);
+  if (limited.dropped > 0 && print_warnings)
+    std::cerr << "warning: " << path << " has " << limited.dropped << " feature entries (in " << limited.rows_touched
+              << " rows) with ids beyond the model's " << shape.num_features
+              << " inputs: they are ignored, in the rows' L2 norms too\n";
+  // Labels the model has no output for count as misses; say so, since the scores are then not
+  // those of the data the model was trained for.
+  if (rows.num_labels() > shape.num_labels && print_warnings)
+    std::cerr << "warning: " << path << " has " << rows.num_labels() << " labels, the model " << shape.num_labels
+              << ": labels " << shape.num_labels << " and above are never predicted and count as misses\n";
+  return shape.normalize_rows ? data::NormalizeRowsL2(limited.dataset) : std::move(limited.dataset);
 }
 
 int RunCli(int argc, char** argv) {

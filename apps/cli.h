@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "data/dataset_loader.h"
+#include "kernels/model.h"
 
 namespace xmlt::apps {
 
@@ -36,6 +37,13 @@ data::Dataset LoadWithWarnings(const std::string& path, const std::string& label
 // repository's convention), which a user should know when there are any. Printed when
 // `print_warnings`.
 void WarnUnlabelledEvaluationRows(const data::Dataset& dataset, const std::string& path, bool print_warnings = true);
+
+// Rows to be scored by (or trained beside) a model of `shape`: feature ids beyond its input size
+// left out, before the rows' L2 norms too, then the model's row normalization, as in training.
+// Warns, unless told not to, of the feature entries left out and of labels beyond the model's,
+// which it never predicts (they count as misses).
+data::Dataset AsModelInput(const data::Dataset& rows, const kernels::ModelShape& shape, const std::string& path,
+                           bool print_warnings = true);
 
 // Each subcommand registers its options and the function that runs it after parsing; the
 // function captures the option storage, which lives as long as it does, and returns the exit code.

@@ -20,17 +20,6 @@
 namespace xmlt::apps {
 namespace {
 
-// The rows as the model sees them: features beyond its input size left out (said on stderr), then
-// the model's row normalization, as in training.
-data::Dataset AsModelInput(const data::Dataset& rows, const kernels::ModelShape& shape, const std::string& path) {
-  data::FeatureLimit limited = data::LimitFeatures(rows, shape.num_features);
-  if (limited.dropped > 0)
-    std::cerr << "warning: " << path << " has " << limited.dropped << " feature entries (in " << limited.rows_touched
-              << " rows) with ids beyond the model's " << shape.num_features
-              << " inputs: they are ignored, in the rows' L2 norms too\n";
-  return shape.normalize_rows ? data::NormalizeRowsL2(limited.dataset) : std::move(limited.dataset);
-}
-
 struct EvalFlags {
   std::string model, test, test_labels, train, train_labels;
   std::string propensity = "0.55,1.5";
@@ -46,12 +35,6 @@ void RunEval(const EvalFlags& f) {
   if (test.labels.nnz() == 0)
     throw data::InputError(f.test, 0, "no row has a label: nothing to evaluate (predict labels rows that have none)");
   WarnUnlabelledEvaluationRows(test, f.test);
-  // Labels the model has no output for count as misses; say so, since the scores are then not
-  // those of the data the model was trained for.
-  if (test.num_labels() > model.shape.num_labels)
-    std::cerr << "warning: " << f.test << " has " << test.num_labels() << " labels, the model "
-              << model.shape.num_labels << ": labels " << model.shape.num_labels
-              << " and above are never predicted and count as misses\n";
   // The propensities come from the training labels, as the XML repository's tools take them.
   if (!f.train.empty()) {
     const data::Dataset train = LoadWithWarnings(f.train, f.train_labels, f.data);

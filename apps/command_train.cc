@@ -146,37 +146,34 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   scheduler::MetricsLog& metrics = *metrics_log;
 
   const Clock::time_point load_start = Clock::now();
+  if (f.normalize != "l2" && f.normalize != "none") throw std::invalid_argument("--normalize must be l2 or none");
   data::Dataset train = LoadWithWarnings(f.train, f.train_labels, f.data, writer);
-  std::unique_ptr<data::Dataset> test;
-  if (!f.test.empty()) {
-    test = std::make_unique<data::Dataset>(LoadWithWarnings(f.test, f.test_labels, f.data, writer));
-    WarnUnlabelledEvaluationRows(*test, f.test, writer);
-  }
-  if (f.normalize == "l2") {
-    train = data::NormalizeRowsL2(train);
-    if (test) *test = data::NormalizeRowsL2(*test);
-  } else if (f.normalize != "none") {
-    throw std::invalid_argument("--normalize must be l2 or none");
-  }
-  const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
-  const float largest_raw_value = f.normalize == "none" ? LargestMagnitude(train.features) : 0.0f;
-
+  // The training data alone sets the model's shape: a test row with a label or feature id the
+  // training data does not have is scored as eval scores it (ids beyond the model left out).
   const LrScaling lr_scaling = ApplyPreset(f, train.num_rows());
   kernels::ModelShape shape;
-  shape.num_features = std::max(train.num_features(), test ? test->num_features() : 0);
-  shape.num_labels = std::max(train.num_labels(), test ? test->num_labels() : 0);
-  if (f.hidden == "auto")
-    f.options.hidden = {DefaultHidden(std::max(train.num_features(), test ? test->num_features() : 0),
-                                      std::max(train.num_labels(), test ? test->num_labels() : 0))};
+  shape.num_features = train.num_features();
+  shape.num_labels = train.num_labels();
+  if (f.hidden == "auto") f.options.hidden = {DefaultHidden(shape.num_features, shape.num_labels)};
   shape.hidden = f.options.hidden;
   shape.normalize_rows = f.normalize == "l2";
   kernels::ValidateShape(shape);
+  std::unique_ptr<data::Dataset> test;
+  if (!f.test.empty()) {
+    test = std::make_unique<data::Dataset>(
+        AsModelInput(LoadWithWarnings(f.test, f.test_labels, f.data, writer), shape, f.test, writer));
+    WarnUnlabelledEvaluationRows(*test, f.test, writer);
+  }
+  if (shape.normalize_rows) train = data::NormalizeRowsL2(train);
+  const double load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
+  const float largest_raw_value = f.normalize == "none" ? LargestMagnitude(train.features) : 0.0f;
+
   ApplySampledOutputPreset(f, shape.num_labels);
   // The test rows are also scored with the propensity-scored metrics, the propensities from the
   // training labels.
   if (test && train.num_rows() >= 2)
-    test->inverse_propensity = data::SharedArray<float>(
-        kernels::InversePropensities(train.labels, shape.num_labels, propensity));
+    test->inverse_propensity = data::SharedArray<float>(kernels::InversePropensities(
+        train.labels, std::max<uint64_t>(test->num_labels(), shape.num_labels), propensity));
   if (ranks->size() > 1) {
     // Before anything is trained, the ranks compare what each is about to train.
     nlohmann::json settings = scheduler::RunFingerprint(f.options, f.engine, shape, train, test.get());

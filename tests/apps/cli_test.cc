@@ -369,3 +369,36 @@ TEST(CliTest, ConvertWritesACacheThatTrainUses) {
 
 }  // namespace
 }  // namespace xmlt::apps
+
+namespace xmlt::apps {
+namespace {
+
+// Issue: reliability, fourth round, row 7. A test row labelled 300, or with feature id 5000,
+// widened the model (1836-128-159 became 1836-128-301) and so changed training. The training data
+// alone sets the shape; the test's extra ids are left out of its scores, with warnings, as eval
+// leaves them out.
+TEST(CliTest, TheTestFileDoesNotChangeTheModel) {
+  testing::Data d;
+  const std::vector<std::string> rows = testing::Lines(ReadFile(d.test));
+  std::string wider = std::to_string(testing::Data::kTestRows + 1) + " 5000 301\n";
+  for (size_t r = 1; r < rows.size(); ++r) wider += rows[r] + "\n";
+  wider += "300 4999:1 3:1\n";
+  const std::string wide = d.dir.File("wide-test.txt");
+  WriteFile(wide, wider);
+  const std::string plain_model = d.dir.File("plain.xmlt"), wide_model = d.dir.File("wide.xmlt");
+  const testing::CliResult plain = testing::Cli(testing::TrainArgs(d, {"--model", plain_model}));
+  ASSERT_EQ(plain.code, 0) << testing::Describe(plain);
+  std::vector<std::string> args = testing::TrainArgs(d, {"--model", wide_model});
+  std::replace(args.begin(), args.end(), d.test, wide);
+  const testing::CliResult widened = testing::Cli(args);
+  ASSERT_EQ(widened.code, 0) << testing::Describe(widened);
+  EXPECT_EQ(testing::LastJsonLine(widened)["model_shape"], testing::LastJsonLine(plain)["model_shape"]);
+  EXPECT_EQ(ReadFile(wide_model), ReadFile(plain_model)) << "the test file changed the trained model";
+  EXPECT_NE(widened.err.find("warning: " + wide + " has 1 feature entries (in 1 rows) with ids beyond the model's"),
+            std::string::npos)
+      << widened.err;
+  EXPECT_NE(widened.err.find("warning: " + wide + " has 301 labels, the model 6"), std::string::npos) << widened.err;
+}
+
+}  // namespace
+}  // namespace xmlt::apps
