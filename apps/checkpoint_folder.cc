@@ -2,6 +2,7 @@
 #include "apps/checkpoint_folder.h"
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "data/folder_lock.h"
@@ -40,6 +41,16 @@ void RefuseOutputsInCheckpointFolder(const std::string& folder_flag, const std::
       throw std::invalid_argument(flag + " " + path + " is in the " + folder_flag + " folder " + folder +
                                   ", which holds the run's checkpoint; choose a path outside it, or another name "
                                   "than " + checkpoint + " and " + lock);
+  }
+}
+
+std::optional<float> CheckpointedLearningRate(const std::string& folder, const std::vector<engine::DeviceSpec>& devices) {
+  try {
+    const nlohmann::json run = nlohmann::json::parse(scheduler::CheckpointReader::ReadMetaOnly(folder)).at("run");
+    if (run.at("devices").get<std::string>() != engine::DeviceListText(devices)) return std::nullopt;
+    return run.at("lr").get<float>();
+  } catch (const std::exception&) {
+    return std::nullopt;
   }
 }
 

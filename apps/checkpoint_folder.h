@@ -4,9 +4,12 @@
 // (std::invalid_argument: exit 2), so that nothing is trained only to be lost.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "engine/device_spec.h"
 
 namespace xmlt::apps {
 
@@ -15,6 +18,12 @@ namespace xmlt::apps {
 // write deletes as stale), or the folder's lock. Empty paths and an empty folder are not checked.
 void RefuseOutputsInCheckpointFolder(const std::string& folder_flag, const std::string& folder,
                                      const std::vector<std::pair<std::string, std::string>>& outputs);
+
+// The learning rate the run checkpointed in `folder` trains at, when it trained on `devices` (on
+// other devices a resume re-plans with the initial rate); nullopt otherwise, or when the
+// checkpoint cannot be read (resuming reports that). A resume goes on at this rate unless --lr
+// gives a number: the default, or another search, would silently change the run's rate.
+std::optional<float> CheckpointedLearningRate(const std::string& folder, const std::vector<engine::DeviceSpec>& devices);
 
 // `folder` (--checkpoint-dir) holding a checkpoint that this run does not resume (`resume_dir`
 // is another folder, or empty) is refused, naming --resume as the way to continue it. Call it

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -109,6 +110,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   f.options.final_eval_full = f.final_eval == "full";
   f.options.math = ParseOutputMath(f.math, f.engine.devices);
   const kernels::PropensityModel propensity = ParsePropensity(f.propensity);
+  f.options.propensity = propensity;
   const bool lr_auto = f.lr == "auto";
   if (!lr_auto) f.options.lr = ParsePositive("--lr", f.lr);
   f.options.lr_schedule = scheduler::ParseLrSchedule(f.lr_schedule);
@@ -189,7 +191,12 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   }
   const uint64_t planned_host_bytes = CheckMemoryPlan(f, shape, train);
   nlohmann::json lr_search_json;
-  if (lr_auto) {
+  // A resume goes on at the checkpoint's rate unless --lr gives a number (checkpoint_folder.h).
+  const std::optional<float> resumed_lr =
+      !f.control.resume_dir.empty() && (lr_auto || !f.given("--lr"))
+          ? CheckpointedLearningRate(f.control.resume_dir, f.engine.devices)
+          : std::nullopt;
+  if (lr_auto && !resumed_lr) {
     const engine::DeviceSpec search_device = scheduler::LrSearchDevice(f.engine.devices, ranks->size());
     // --algo slide searches with its sampled step; --cpu-output sampled with the dense step, whose
     // rate the run's dense devices take (its sampled devices scale it, ScaleLearningRate).
@@ -199,7 +206,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
     lr_search_json = ReportLrSearch(search, search_device, writer);
     f.options.lr = float(search.picked);
   }
-  ScaleLearningRate(f, lr_scaling);
+  ScaleLearningRate(f, lr_scaling, resumed_lr);
   kernels::Model<float> model = kernels::InitModel<float>(shape, f.options.seed);
   if (writer)
     std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "

@@ -15,6 +15,8 @@ std::string FlagOf(const std::string& setting) {
       {"local_momentum", "--local-momentum"},
       {"weight_decay", "--weight-decay"},
       {"dropout", "--dropout"},
+      {"input_adagrad_lr", "--input-optimizer and --input-lr"},
+      {"propensity", "--propensity"},
       {"mega_batch", "--mega-batch"},
       {"seed", "--seed"},
       {"train_rows", "--train (rows)"},
@@ -58,8 +60,8 @@ std::string FlagOf(const std::string& setting) {
 std::string DescribeInFlags(const scheduler::RunMismatch& mismatch) {
   std::string text = mismatch.file() +
                      ": this run's settings differ from the checkpointed run's (give the same flags; only --epochs, "
-                     "--eval-every and a lower --lr may change, and on other --devices or ranks also --speed, "
-                     "--lr and --mega-batch):";
+                     "--eval-every and a lower --lr may change (without --lr a resume goes on at the checkpoint's rate), "
+                     "and on other --devices or ranks also --speed, --lr and --mega-batch):";
   for (const scheduler::SettingDifference& d : mismatch.differences()) {
     text += "\n  " + FlagOf(d.name) + ": checkpoint " + d.checkpoint + ", now " + d.now;
     if (d.name == "schedule" || d.name == "merge") text += " (set by --algo)";

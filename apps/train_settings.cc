@@ -338,11 +338,12 @@ LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
 
 // --lr (given or found) is for one device's batch; several devices train with it scaled. Said on
 // stderr with the preset's values, so that every run shows what it trains with.
-void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
+void ScaleLearningRate(TrainFlags& f, LrScaling scaling, std::optional<float> resumed_lr) {
+  if (resumed_lr) f.options.lr = *resumed_lr;  // scaled already, for these devices
   if (OneDevice(f)) return;
   const size_t devices = f.engine.devices.size();
   const float base_lr = f.options.lr;
-  f.options.lr = float(double(base_lr) * LrScale(scaling, devices));
+  if (!resumed_lr) f.options.lr = float(double(base_lr) * LrScale(scaling, devices));
   // The first layer's Adagrad rate is not scaled with the devices: its steps are per-coordinate
   // sizes, not a share of a gradient (Bibtex, 4 devices, best P@1: adaptive 0.647 and elastic 0.644
   // unscaled, 0.617 and 0.611 with the rate x 4; one device 0.638). A global momentum gamma
@@ -355,8 +356,12 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling) {
             << f.engine.momentum << " --local-momentum " << f.options.local_momentum
             << (f.engine.sampled_output.enabled ? " (none on the sampled CPU devices: plain SGD at lr / (1 - it))" : "")
             << " --mega-batch "
-            << f.options.mega_batch << " --lr " << f.options.lr << " (" << base_lr << " scaled "
-            << LrScalingName(scaling) << ") --pert-weights " << (f.engine.pert_renormalize ? "normalized" : "raw")
+            << f.options.mega_batch << " --lr " << f.options.lr;
+  if (resumed_lr)
+    std::cerr << " (the checkpoint's)";
+  else
+    std::cerr << " (" << base_lr << " scaled " << LrScalingName(scaling) << ")";
+  std::cerr << " --pert-weights " << (f.engine.pert_renormalize ? "normalized" : "raw")
             << "\n";
 }
 

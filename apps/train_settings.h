@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,8 @@ LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows);
 
 // --lr (given or found) is for one device's batch; several devices train with it scaled. Said on
 // stderr with the preset's values, so that every run shows what it trains with.
-void ScaleLearningRate(TrainFlags& f, LrScaling scaling);
+// `resumed_lr`: the rate a resumed run goes on at, scaled already (CheckpointedLearningRate).
+void ScaleLearningRate(TrainFlags& f, LrScaling scaling, std::optional<float> resumed_lr = std::nullopt);
 
 // Under an MPI launcher one run spans every rank: --devices names each rank's own devices, the run
 // has all of them, rank after rank (--speed and --hetero cover them all, in that order), and rank

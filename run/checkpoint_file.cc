@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "data/atomic_file.h"
 #include "data/byte_reader.h"
@@ -95,6 +96,23 @@ CheckpointReader CheckpointReader::Open(const std::string& directory) {
   reader.data_ = reader.mapping_->data();
   reader.size_ = reader.mapping_->size();
   return Index(std::move(reader));
+}
+
+std::string CheckpointReader::ReadMetaOnly(const std::string& directory) {
+  const std::string path = CheckpointPath(directory);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw data::InputError(path, 0, "no checkpoint here (resume from the folder the run wrote its checkpoints to)");
+  char head[sizeof(kMagic) + 16] = {};
+  if (!in.read(head, sizeof head) || std::memcmp(head, kMagic, sizeof(kMagic)) != 0)
+    throw data::InputError(path, 0, "not an xmltrain checkpoint");
+  uint64_t meta_bytes = 0;
+  std::memcpy(&meta_bytes, head + sizeof(kMagic) + 8, sizeof meta_bytes);
+  std::error_code error;
+  const uint64_t file_bytes = std::filesystem::file_size(path, error);
+  if (error || meta_bytes > file_bytes - sizeof head) throw data::InputError(path, 0, "truncated checkpoint");
+  std::string meta(size_t(meta_bytes), '\0');
+  if (!in.read(meta.data(), std::streamsize(meta_bytes))) throw data::InputError(path, 0, "truncated checkpoint");
+  return meta;
 }
 
 CheckpointReader CheckpointReader::Parse(std::vector<char> bytes, std::string source) {

@@ -53,6 +53,10 @@ class CheckpointReader {
   // Throws data::InputError naming the file for a missing, truncated, corrupt or foreign file.
   // The file is mapped, not read: sections are copied once, straight to where they go.
   static CheckpointReader Open(const std::string& directory);
+  // The meta text alone, from the head of the file, for settings a run needs before it is built
+  // (the learning rate it goes on at): Open's checksum pass over the whole file comes later.
+  // Throws data::InputError for a missing or foreign file or a meta size beyond the file.
+  static std::string ReadMetaOnly(const std::string& directory);
   // The same checks on bytes already in memory; `source` names them in errors.
   static CheckpointReader Parse(std::vector<char> bytes, std::string source);
 

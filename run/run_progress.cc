@@ -125,6 +125,10 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& 
     j["eval_rows"] = options.eval_rows;
     j["final_eval"] = options.final_eval_full ? "full" : "sample";
   }
+  // The metrics of one run have one propensity model (only when not the default, as above).
+  if (test != nullptr && (options.propensity.a != kernels::PropensityModel{}.a ||
+                          options.propensity.b != kernels::PropensityModel{}.b))
+    j["propensity"] = {options.propensity.a, options.propensity.b};
   if (options.lr_schedule != LrSchedule::kConstant) j["lr_schedule"] = LrScheduleName(options.lr_schedule);
   if (options.math != kernels::OutputMath::kFp32) j["math"] = kernels::OutputMathName(options.math);
   if (options.weight_decay != 0) j["weight_decay"] = options.weight_decay;

@@ -10,6 +10,7 @@
 #include "engine/heterogeneity.h"
 #include "engine/sampled_output.h"
 #include "kernels/output_math.h"
+#include "kernels/propensity.h"
 #include "merge/collective.h"
 #include "scheduler/lr_schedule.h"
 
@@ -40,6 +41,8 @@ struct TrainOptions {
   EvalSchedule eval;
   uint64_t eval_rows = 0;        // evaluate on a fixed seeded sample of this many test rows; 0 = all
   bool final_eval_full = true;   // the run's last evaluation on the whole test set regardless
+  // --propensity's A and B: the PSP@k of every evaluation depend on them (kernels/propensity.h).
+  kernels::PropensityModel propensity;
   kernels::OutputMath math = kernels::OutputMath::kFp32;  // the output layer's training products
   double divergence_factor = 100;  // a batch loss above this x the first batch's diverged; 0 = off
   uint64_t seed = 1;             // initialization and shuffling

@@ -206,5 +206,58 @@ TEST(CliTest, ADivergenceOnHugeRawValuesAdvisesNormalizingThem) {
   EXPECT_EQ(r.err.find("lower --lr"), std::string::npos) << Describe(r);
 }
 
+// Issue: reliability, fourth round, row 9. A resume took a changed --propensity, and the metrics
+// file then mixed PSP values under two models. Refused, as another test set is.
+TEST(CliTest, ResumeRefusesAnotherPropensityModel) {
+  Data d;
+  const std::string dir = d.dir.File("ckpt");
+  std::vector<std::string> run = CheckpointedRun(d, "single", dir);
+  run.insert(run.end(), {"--propensity", "0.6,2.6"});
+  ASSERT_EQ(Cli(run).code, 0);
+  std::vector<std::string> other = run;
+  other.back() = "0.55,1.5";
+  other[6] = "3";  // --epochs
+  other.insert(other.end(), {"--resume", dir});
+  const CliResult r = Cli(other);
+  EXPECT_EQ(r.code, 2) << Describe(r);
+  EXPECT_NE(r.err.find("--propensity: checkpoint [0.6,2.6], now (not set)"), std::string::npos) << Describe(r);
+  run[6] = "3";
+  run.insert(run.end(), {"--resume", dir});
+  EXPECT_EQ(Cli(run).code, 0);
+}
+
+// Issue: reliability, fourth round, row 10. A resume without --lr went on at the default rate
+// ("resumed ... with the lower learning rate 0.300000" after a --lr 1 run), and --lr auto
+// searched again. Without a number, a resume takes the checkpoint's rate; a lower --lr is taken
+// and said.
+TEST(CliTest, AResumeWithoutLrGoesOnAtTheCheckpointsRate) {
+  Data d;
+  for (const std::string algo : {"single", "adaptive"}) {
+    const std::string dir = d.dir.File("ckpt-" + algo);
+    std::vector<std::string> run = CheckpointedRun(d, algo, dir);
+    run.insert(run.end(), {"--lr", "1"});
+    ASSERT_EQ(Cli(run).code, 0) << algo;
+    std::vector<std::string> resume = CheckpointedRun(d, algo, dir);
+    resume[6] = "3";  // --epochs
+    resume.insert(resume.end(), {"--resume", dir});
+    const CliResult plain = Cli(resume);
+    ASSERT_EQ(plain.code, 0) << Describe(plain);
+    EXPECT_EQ(plain.err.find("lower learning rate"), std::string::npos) << algo << ": " << Describe(plain);
+    EXPECT_NE(plain.err.find(algo == "single" ? "SGD at lr 1 " : "SGD at lr 2 "), std::string::npos)
+        << algo << ": " << Describe(plain);  // adaptive scales 1 by its 2 devices
+    resume[6] = "4";
+    resume.insert(resume.end(), {"--lr", "auto"});
+    const CliResult automatic = Cli(resume);
+    ASSERT_EQ(automatic.code, 0) << Describe(automatic);
+    EXPECT_EQ(automatic.err.find("held out"), std::string::npos) << algo << ": searched again: " << Describe(automatic);
+    EXPECT_EQ(automatic.err.find("lower learning rate"), std::string::npos) << algo << ": " << Describe(automatic);
+    resume.back() = "0.25";
+    resume[6] = "5";
+    const CliResult lower = Cli(resume);
+    ASSERT_EQ(lower.code, 0) << Describe(lower);
+    EXPECT_NE(lower.err.find("with the lower learning rate"), std::string::npos) << algo << ": " << Describe(lower);
+  }
+}
+
 }  // namespace
 }  // namespace xmlt::apps
