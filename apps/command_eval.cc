@@ -4,6 +4,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "apps/cli.h"
 #include "apps/output_paths.h"
@@ -19,6 +20,22 @@
 
 namespace xmlt::apps {
 namespace {
+
+// Most test label occurrences on labels the training file never has: likely not the model's
+// training data (the propensities of unseen labels are all the largest weight).
+void WarnUnseenTestLabels(const data::Dataset& train, const data::Dataset& test, const std::string& train_path,
+                          const std::string& test_path) {
+  std::vector<bool> seen(train.num_labels(), false);
+  for (uint64_t e = 0; e < train.labels.nnz(); ++e) seen[train.labels.col_idx[e]] = true;
+  uint64_t unseen = 0;
+  for (uint64_t e = 0; e < test.labels.nnz(); ++e) {
+    const uint32_t label = test.labels.col_idx[e];
+    unseen += label >= seen.size() || !seen[label];
+  }
+  if (2 * unseen > test.labels.nnz())
+    std::cerr << "warning: " << unseen << " of the " << test.labels.nnz() << " labels of " << test_path
+              << " never occur in " << train_path << ": is it the model's training data?\n";
+}
 
 struct EvalFlags {
   std::string model, test, test_labels, train, train_labels;
@@ -39,6 +56,13 @@ void RunEval(const EvalFlags& f) {
   if (!f.train.empty()) {
     const data::Dataset train = LoadWithWarnings(f.train, f.train_labels, f.data);
     if (train.num_rows() < 2) throw std::invalid_argument("--train: " + f.train + " has fewer than 2 rows");
+    // The model's training data has its labels: another file's counts would weigh the wrong ones.
+    if (train.num_labels() != model.shape.num_labels)
+      throw data::InputError(f.train, 0,
+                             "has " + std::to_string(train.num_labels()) + " labels, the model " +
+                                 std::to_string(model.shape.num_labels) +
+                                 ": the propensities must come from the data the model was trained on");
+    WarnUnseenTestLabels(train, test, f.train, f.test);
     test.inverse_propensity = data::SharedArray<float>(kernels::InversePropensities(
         train.labels, std::max<uint64_t>(test.num_labels(), model.shape.num_labels), propensity));
   }

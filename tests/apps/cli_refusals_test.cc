@@ -353,5 +353,30 @@ TEST(CliTest, EvalOfRowsWithoutLabelsIsRefused) {
   EXPECT_EQ(Cli({"predict", "--model", model, "--input", unlabeled}).code, 0);
 }
 
+// Issue: reliability, fourth round, row 11. eval --train took an unrelated training file (one
+// label, 50 features) and gave PSP@k from it without a word. A label count other than the model's
+// is refused; a file on which most test labels never occur is warned about.
+TEST(CliTest, EvalRefusesATrainingFileOfAnotherLabelCountAndWarnsOfUnseenLabels) {
+  Data d;
+  const std::string model = d.dir.File("m.xmlt");
+  ASSERT_EQ(Cli(TrainArgs(d, {"--model", model})).code, 0);
+  const std::string unrelated = d.dir.File("unrelated.txt");
+  WriteFile(unrelated, "3 50 1\n0 1:1\n0 2:1\n0 3:1\n");
+  const CliResult refused = Cli({"eval", "--model", model, "--test", d.test, "--train", unrelated});
+  EXPECT_EQ(refused.code, 2) << Describe(refused);
+  EXPECT_NE(refused.err.find(unrelated + ": has 1 labels, the model " + std::to_string(kLabels)), std::string::npos)
+      << Describe(refused);
+  EXPECT_TRUE(refused.out.empty()) << Describe(refused);
+  const std::string one_label = d.dir.File("one-label.txt");
+  WriteFile(one_label, "3 " + std::to_string(kFeatures) + " " + std::to_string(kLabels) + "\n5 1:1\n5 2:1\n5 3:1\n");
+  const CliResult warned = Cli({"eval", "--model", model, "--test", d.test, "--train", one_label});
+  EXPECT_EQ(warned.code, 0) << Describe(warned);
+  EXPECT_NE(warned.err.find("never occur in " + one_label + ": is it the model's training data?"), std::string::npos)
+      << Describe(warned);
+  const CliResult own = Cli({"eval", "--model", model, "--test", d.test, "--train", d.train});
+  EXPECT_EQ(own.code, 0) << Describe(own);
+  EXPECT_EQ(own.err.find("never occur"), std::string::npos) << Describe(own);
+}
+
 }  // namespace
 }  // namespace xmlt::apps
