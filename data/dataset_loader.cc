@@ -1,6 +1,8 @@
 // Chooses between the binary cache and the text parsers for LoadDataset; see dataset_loader.h.
 #include "data/dataset_loader.h"
 
+#include <new>
+
 #include "data/binary_cache.h"
 #include "data/input_error.h"
 #include "data/source_stamp.h"
@@ -90,6 +92,9 @@ Dataset LoadDataset(const std::string& path, const LoadOptions& options,
   } catch (const InputError&) {
     RefuseChangedWhileRead(path, stamp, text);
     throw;
+  } catch (const std::bad_alloc&) {
+    throw InputError(path, 0, "not enough memory to read it (a limit such as ulimit -v, or a file far larger than "
+                              "its rows need)");
   }
   RefuseChangedWhileRead(path, stamp, text);
   dataset.warnings.insert(dataset.warnings.begin(), cache_warnings.begin(), cache_warnings.end());

@@ -66,6 +66,14 @@ void CheckNotEmpty(TextWindows& text, const std::string& file_name) {
   if (ContentEnd(text.window(), 0) == 0) throw InputError(file_name, 0, "empty file");
 }
 
+// The longest line a header allows: every one of its D features once ("id:value ", 48 bytes with
+// the longest float a writer prints) and every one of its L labels ("id,"), and room for spaces.
+void LimitLinesByHeader(TextWindows& text, uint64_t features, uint64_t labels) {
+  text.LimitLineBytes(48 * features + 12 * labels + 4096,
+                      "the most that " + std::to_string(features) + " features and " + std::to_string(labels) +
+                          " labels (the header's) can take");
+}
+
 void WarnRowMismatch(const std::string& file_name, uint64_t declared, uint64_t found,
                      std::vector<std::string>* warnings) {
   if (declared != found && warnings != nullptr) {
@@ -124,6 +132,7 @@ Dataset ParseLabeledText(TextWindows& windows, const std::string& file_name, con
     spec.label_limit = (*header)[2];
     spec.feature_limit_declared = spec.label_limit_declared = true;
     begin = AfterFirstLine(text);
+    LimitLinesByHeader(windows, (*header)[1], (*header)[2]);
   }
 
   ParsedBody body = ParseBody(windows, begin, spec, file_name, options.threads,
@@ -176,6 +185,7 @@ CsrMatrix ParseSplitMatrixText(TextWindows& windows, const std::string& file_nam
   spec.feature_limit = (*header)[1];
   spec.feature_limit_declared = true;
   if (binary) spec.column_kind = "label";  // the Y file of a split pair: its columns are labels
+  LimitLinesByHeader(windows, binary ? 0 : (*header)[1], binary ? (*header)[1] : 0);
 
   const size_t begin = AfterFirstLine(text);
   ParsedBody body = ParseBody(windows, begin, spec, file_name, options.threads, (*header)[0]);

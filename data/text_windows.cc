@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "data/input_error.h"
+
 namespace xmlt::data {
 
 namespace {
@@ -21,9 +23,9 @@ TextWindows::TextWindows(std::string_view whole) : window_(whole) {
   if (window_.substr(0, kByteOrderMark.size()) == kByteOrderMark) window_.remove_prefix(kByteOrderMark.size());
 }
 
-TextWindows::TextWindows(std::unique_ptr<Decompressor> source, size_t window_bytes)
-    : source_(std::move(source)), window_bytes_(std::max<size_t>(window_bytes, 1)), at_end_(false),
-      source_done_(false) {
+TextWindows::TextWindows(std::unique_ptr<Decompressor> source, std::string source_name, size_t window_bytes)
+    : source_(std::move(source)), source_name_(std::move(source_name)), window_bytes_(std::max<size_t>(window_bytes, 1)),
+      at_end_(false), source_done_(false) {
   Fill(std::max(window_bytes_, kByteOrderMark.size() + 1));
   if (buffer_.compare(0, kByteOrderMark.size(), kByteOrderMark) == 0) {
     buffer_.erase(0, kByteOrderMark.size());
@@ -44,6 +46,11 @@ void TextWindows::ReadAhead() {
     part.resize(source->Read(part.data(), part.size()));
     return part;
   });
+}
+
+void TextWindows::LimitLineBytes(uint64_t bytes, std::string reason) {
+  max_line_bytes_ = bytes;
+  max_line_reason_ = std::move(reason);
 }
 
 void TextWindows::Advance(size_t bytes) {
@@ -82,18 +89,33 @@ void TextWindows::Fill(size_t target) {
       window_ = std::string_view(buffer_).substr(0, at_end_ ? buffer_.size() : newline + 1);
       return;
     }
-    target = 2 * buffer_.size();  // one line longer than the window: take more
+    // One line longer than the window: take more, up to the bound (a compressed file of one
+    // endless line would otherwise take all memory before anything could refuse it).
+    if (buffer_.size() > max_line_bytes_)
+      throw InputError(source_name_, first_line_,
+                       "a line longer than " + std::to_string(max_line_bytes_) + " bytes, " + max_line_reason_ +
+                           ": not a data file, or a corrupt one");
+    target = 2 * buffer_.size();
   }
 }
 
 OpenedText OpenText(const std::string& path, size_t window_bytes) {
   OpenedText opened;
   opened.file = MappedFile::Open(path);
-  opened.compression = DetectCompression(opened.file->view().substr(0, 4));
+  const std::string_view head = opened.file->view().substr(0, 8);
+  // This program's own files, given where data goes, are named as such, not parsed as text.
+  if (head == "XMLTMODL" || head == "XMLTCKPT")
+    throw InputError(path, 0, std::string("is an xmltrain ") + (head == "XMLTMODL" ? "model" : "checkpoint") +
+                                  " file, not a data file" + (head == "XMLTMODL" ? " (give it to --model)" : ""));
+  if (const char* unsupported = UnsupportedCompression(head))
+    throw InputError(path, 0, std::string("unsupported compression: ") + unsupported +
+                                  " (decompress it, or recompress it with gzip or zstd, which are read as they are)");
+  opened.compression = DetectCompression(head);
   if (opened.compression == Compression::kNone) {
     opened.text = std::make_unique<TextWindows>(opened.file->view());
   } else {
-    opened.text = std::make_unique<TextWindows>(OpenDecompressor(opened.file, path, opened.compression), window_bytes);
+    opened.text =
+        std::make_unique<TextWindows>(OpenDecompressor(opened.file, path, opened.compression), path, window_bytes);
   }
   return opened;
 }

@@ -20,8 +20,8 @@ class TextWindows {
  public:
   // The whole text as one window (a mapped plain file, or text in memory).
   explicit TextWindows(std::string_view whole);
-  // The decompressed text of `source`, a window at a time.
-  TextWindows(std::unique_ptr<Decompressor> source, size_t window_bytes = size_t{64} << 20);
+  // The decompressed text of `source` (named `source_name` in errors), a window at a time.
+  TextWindows(std::unique_ptr<Decompressor> source, std::string source_name, size_t window_bytes = size_t{64} << 20);
   ~TextWindows();
   TextWindows(const TextWindows&) = delete;
   TextWindows& operator=(const TextWindows&) = delete;
@@ -37,12 +37,20 @@ class TextWindows {
   // them. With 0, the window grows instead (twice as large), so a caller that needs more than one
   // window of lines (a run of blank lines, one very long row) always gets them.
   void Advance(size_t bytes);
+  // A line longer than `bytes` is refused (InputError naming the file and line, with `reason`,
+  // which says where the bound comes from) instead of being read on into memory without end.
+  // Until a parser knows better (from a header's D and L), kDefaultMaxLineBytes.
+  void LimitLineBytes(uint64_t bytes, std::string reason);
+  static constexpr uint64_t kDefaultMaxLineBytes = uint64_t{64} << 20;
 
  private:
   void Fill(size_t target);
   void ReadAhead();
 
   std::unique_ptr<Decompressor> source_;
+  std::string source_name_;
+  uint64_t max_line_bytes_ = kDefaultMaxLineBytes;
+  std::string max_line_reason_ = "the bound for a file without a header";
   std::future<std::string> ahead_;  // the next part of the text, being decompressed
   std::string buffer_;  // the window and the partial line after it
   size_t window_bytes_ = 0;
