@@ -2,6 +2,7 @@
 #include "apps/cli.h"
 #include "apps/setting_flags.h"
 #include "apps/config_check.h"
+#include "apps/config_reader.h"
 
 
 #include <tbb/global_control.h>
@@ -76,6 +77,7 @@ int RunCli(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();  // global options may also follow the subcommand
   app.set_config("--config", "", "Read options from a TOML/INI file");
+  app.config_formatter(std::make_shared<ConfigReader>());
   int threads = 0;
   app.add_option("--threads", threads, "Worker threads (0 = all cores)")->capture_default_str();
   const std::vector<Command> commands = {AddTrainCommand(&app),   AddEvalCommand(&app),

@@ -2,6 +2,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "apps/cli.h"
 #include "apps/output_paths.h"
@@ -12,6 +13,7 @@
 #include "data/source_stamp.h"
 #include "data/synthetic_generator.h"
 #include "data/text_writer.h"
+#include "scheduler/memory_limit.h"
 
 namespace xmlt::apps {
 namespace {
@@ -21,6 +23,21 @@ struct GenFlags {
   double scale = 1.0;
   data::GeneratorConfig config;
 };
+
+// The generated rows are held in memory (CSR: 8 bytes a feature entry, 4 a label, 16 a row) before
+// they are written; asked for more than the machine has, gen stops now, not when it runs out.
+void CheckGeneratedDataFits(const data::GeneratorConfig& config) {
+  const long double rows = (long double)config.train_rows + (long double)config.test_rows;
+  const long double bytes = rows * (8.0L * config.nnz_per_row + 4.0L * config.labels_per_row + 16.0L);
+  const uint64_t available = scheduler::AvailableMemory();
+  if (bytes > (long double)available) {
+    std::ostringstream text;
+    text << "gen: " << uint64_t(rows) << " rows of " << config.nnz_per_row << " features and " << config.labels_per_row
+         << " labels take about " << uint64_t(bytes / (1 << 20)) << " MiB in memory, and " << (available >> 20)
+         << " MiB are available: generate fewer rows (--rows, --test-rows, --scale) or fewer entries (--nnz)";
+    throw std::invalid_argument(text.str());
+  }
+}
 
 void RunGen(CLI::App* cmd, GenFlags& f) {
   data::GeneratorConfig config = f.config;
@@ -32,6 +49,7 @@ void RunGen(CLI::App* cmd, GenFlags& f) {
     if (cmd->count("--rows")) config.train_rows = f.config.train_rows;
     if (cmd->count("--test-rows")) config.test_rows = f.config.test_rows;
   }
+  CheckGeneratedDataFits(config);
   std::filesystem::create_directories(f.out);
   const data::GeneratedData generated = data::Generate(config);
   const std::string train_path = f.out + "/train.txt", test_path = f.out + "/test.txt";

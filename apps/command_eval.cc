@@ -129,7 +129,13 @@ Command AddEvalCommand(CLI::App* app) {
   cmd->add_option("--train-labels", flags->train_labels, "Labels file when --train is the X file of a split pair");
   AddPropensityFlag(cmd, &flags->propensity);
   AddDataFlags(cmd, &flags->data);
-  return {cmd, [flags] { RunEval(*flags); return kExitOk; }};
+  return {cmd, [cmd, flags] {
+            // The propensities come from --train's label counts: without it there are none to weigh.
+            if (cmd->count("--propensity") > 0 && flags->train.empty())
+              throw std::invalid_argument("--propensity weighs the PSP@k that --train's label counts give; give --train");
+            RunEval(*flags);
+            return kExitOk;
+          }};
 }
 
 Command AddPredictCommand(CLI::App* app) {

@@ -88,6 +88,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   SpreadOverRanks(f, ranks);
   const bool writer = ranks->rank() == 0;
   CheckFlagsBeforeLoading(f);
+  CheckGpusExist(f);
   // A bad XMLT_CPU_ISA (unknown, or more than this CPU runs) is refused before any loading.
   try {
     kernels::cpu::ActiveCpuIsa();
@@ -108,6 +109,10 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (f.final_eval != "full" && f.final_eval != "sample")
     throw std::invalid_argument("--final-eval must be 'full' or 'sample', not '" + f.final_eval + "'");
   f.options.final_eval_full = f.final_eval == "full";
+  if (!f.options.final_eval_full && f.options.eval_rows == 0)
+    throw std::invalid_argument("--final-eval sample scores the --eval-rows sample; give --eval-rows N");
+  if (f.given("--propensity") && f.test.empty())
+    throw std::invalid_argument("--propensity weighs the PSP@k of the --test evaluations; give --test");
   f.options.math = ParseOutputMath(f.math, f.engine.devices);
   const kernels::PropensityModel propensity = ParsePropensity(f.propensity);
   f.options.propensity = propensity;
@@ -138,6 +143,15 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
     }
     RefuseReplacingAnotherRunsCheckpoint(f.control.checkpoint_dir, f.control.resume_dir);
   }
+  // From here a signal asks for a stop: before training (loading, the --lr auto search) it is
+  // taken at the next step with a message, and a second one exits at once, as in training.
+  StopSignals signals;
+  const auto stopped_before_training = [&](const char* during) {
+    const int signal = signals.requested().load();
+    if (signal != 0 && writer)
+      std::cerr << "stopped by signal " << signal << " " << during << ", before training began: nothing was trained\n";
+    return signal;
+  };
   // A metrics file another run is writing is a usage error, as a checkpoint folder in use is.
   std::unique_ptr<scheduler::MetricsLog> metrics_log;
   try {
@@ -164,6 +178,10 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (!f.test.empty()) {
     test = std::make_unique<data::Dataset>(
         AsModelInput(LoadWithWarnings(f.test, f.test_labels, f.data, writer), shape, f.test, writer));
+    // Scores of rows without labels would be means over nothing, printed as zeros (eval refuses it too).
+    if (test->labels.nnz() == 0)
+      throw data::InputError(f.test, 0, "no row has a label: nothing to evaluate (leave out --test, or give a "
+                                        "labelled test set)");
     WarnUnlabelledEvaluationRows(*test, f.test, writer);
   }
   if (shape.normalize_rows) train = data::NormalizeRowsL2(train);
@@ -196,6 +214,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
       !f.control.resume_dir.empty() && (lr_auto || !f.given("--lr"))
           ? CheckpointedLearningRate(f.control.resume_dir, f.engine.devices)
           : std::nullopt;
+  if (const int signal = stopped_before_training("while the data loaded")) return 128 + signal;
   if (lr_auto && !resumed_lr) {
     const engine::DeviceSpec search_device = scheduler::LrSearchDevice(f.engine.devices, ranks->size());
     // --algo slide searches with its sampled step; --cpu-output sampled with the dense step, whose
@@ -205,6 +224,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
         f.algo == "slide" ? f.engine.sampled_output : engine::SampledOutputOptions{});
     lr_search_json = ReportLrSearch(search, search_device, writer);
     f.options.lr = float(search.picked);
+    if (const int signal = stopped_before_training("while --lr auto searched")) return 128 + signal;
   }
   ScaleLearningRate(f, lr_scaling, resumed_lr);
   kernels::Model<float> model = kernels::InitModel<float>(shape, f.options.seed);
@@ -251,7 +271,6 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
       std::fprintf(stderr, "\r\033[K%5.1f%%  batch loss %.4f", 100.0 * double(done) / double(total), loss);
     };
   }
-  StopSignals signals;
   f.control.stop_signal = &signals.requested();
   // A resumed run's log restarts from the checkpoint's records once the checkpoint is accepted.
   if (f.control.resume_dir.empty()) metrics.Begin();

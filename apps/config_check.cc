@@ -19,11 +19,14 @@ std::string Trim(const std::string& text) {
   return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
 }
 
-bool HasOption(const CLI::App& app, std::string key) {
-  if (app.get_option_no_throw("--" + key) != nullptr) return true;
+const CLI::Option* OptionOf(const CLI::App& app, std::string key) {
+  if (const CLI::Option* option = app.get_option_no_throw("--" + key)) return option;
   std::replace(key.begin(), key.end(), '_', '-');  // CLI11 accepts pert_thr for --pert-thr
-  return app.get_option_no_throw("--" + key) != nullptr;
+  return app.get_option_no_throw("--" + key);
 }
+
+// An option that may be given several times (--inject-fault): on several lines, or as a list.
+bool Repeatable(const CLI::Option* option) { return option != nullptr && option->get_items_expected_max() > 1; }
 
 }  // namespace
 
@@ -35,7 +38,8 @@ void CheckConfigFile(const std::string& path, const CLI::App& app) {
   if (!in) return;  // CLI11 reports a missing file itself
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  std::string text = buffer.str();
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) text.erase(0, 3);  // a UTF-8 byte order mark, as data files may have
   for (const unsigned char c : text)
     if (c == 0 || (c < 0x20 && c != '\n' && c != '\r' && c != '\t'))
       throw data::InputError(path, 0, "binary data, not a TOML/INI config file");
@@ -67,8 +71,10 @@ void CheckConfigFile(const std::string& path, const CLI::App& app) {
       key = key.substr(1, key.size() - 2);
     if (key.empty()) throw data::InputError(path, number, "'" + line + "' has no key before '='");
     const std::string where = section_name.empty() ? std::string() : " in [" + section_name + "]";
-    if (!HasOption(*section, key) && !HasOption(app, key))
-      throw data::InputError(path, number, "unknown key '" + key + "'" + where);
+    const CLI::Option* option = OptionOf(*section, key);
+    if (option == nullptr) option = OptionOf(app, key);
+    if (option == nullptr) throw data::InputError(path, number, "unknown key '" + key + "'" + where);
+    if (Repeatable(option)) continue;  // config_reader.h gathers its lines
     std::string canonical = key;
     std::replace(canonical.begin(), canonical.end(), '_', '-');
     const auto [earlier, fresh] = seen.emplace(section_name + "." + canonical, number);
@@ -77,7 +83,7 @@ void CheckConfigFile(const std::string& path, const CLI::App& app) {
                                                std::to_string(earlier->second) + ")");
     const std::string value = Trim(line.substr(equals + 1));
     if (!value.empty() && value.front() == '[')
-      throw data::InputError(path, number, "key '" + key + "'" + where + " has a list value; options take one value");
+      throw data::InputError(path, number, "key '" + key + "'" + where + " has a list value; it takes one value");
   }
 }
 

@@ -61,7 +61,7 @@ std::string DescribeInFlags(const scheduler::RunMismatch& mismatch) {
   std::string text = mismatch.file() +
                      ": this run's settings differ from the checkpointed run's (give the same flags; only --epochs, "
                      "--eval-every and a lower --lr may change (without --lr a resume goes on at the checkpoint's rate), "
-                     "and on other --devices or ranks also --speed, --lr and --mega-batch):";
+                     "and on other --devices or ranks also --speed, --lr, --mega-batch and --collective):";
   for (const scheduler::SettingDifference& d : mismatch.differences()) {
     text += "\n  " + FlagOf(d.name) + ": checkpoint " + d.checkpoint + ", now " + d.now;
     if (d.name == "schedule" || d.name == "merge") text += " (set by --algo)";

@@ -140,6 +140,8 @@ void ApplyAlgorithm(TrainFlags& f) {
     if (f.given("--devices") && (f.engine.devices.size() != 1 || f.engine.devices[0].kind != engine::DeviceKind::kCpu))
       throw std::invalid_argument("--algo slide trains on one CPU device, whose threads share the model (--threads); "
                                   "not on " + f.devices);
+    if (f.given("--merge-on"))
+      throw std::invalid_argument("--merge-on: --algo slide trains one CPU device and has no merge; drop it");
     f.engine = scheduler::SingleDeviceEngine(engine::DeviceSpec{});
     f.engine.sampled_output = f.sampled_output;
     f.engine.sampled_output.enabled = true;
@@ -154,7 +156,12 @@ void ApplyAlgorithm(TrainFlags& f) {
     if (f.given("--devices") && f.engine.devices.size() != 1)
       throw std::invalid_argument("--algo single trains on one device; use --algo adaptive, elastic, adasum, "
                                   "sync or crossbow for " + f.devices);
+    const Engine::MergeOn merge_on = f.engine.merge_on;
     f.engine = scheduler::SingleDeviceEngine(f.given("--devices") ? f.engine.devices[0] : engine::DeviceSpec{});
+    // Its one replica becomes the global model after every mega-batch, on the GPU or on the host.
+    f.engine.merge_on = merge_on;
+    if (merge_on == Engine::MergeOn::kGpus && f.engine.devices[0].kind != engine::DeviceKind::kCuda)
+      throw std::invalid_argument("--merge-on gpus needs a GPU; --algo single trains on " + f.engine.devices[0].id);
     return;
   } else if (f.algo == "adaptive") {
     schedule = "dynamic", merge = "normalized";
@@ -247,6 +254,17 @@ void SettleCpuStepDefaults(TrainFlags& f) {
 
 // Flags that need no data are checked before the data is loaded (minutes at full size): the
 // training options as given, the multi-device ones, and flags that --algo single would ignore.
+void CheckGpusExist(const TrainFlags& f) {
+  for (size_t i = 0; i < f.engine.devices.size(); ++i) {
+    const engine::DeviceSpec& d = f.engine.devices[i];
+    const bool local = f.engine.ranks == nullptr || i >= f.engine.device_rank.size() ||
+                       f.engine.device_rank[i] == f.engine.ranks->rank();
+    if (local && d.kind == engine::DeviceKind::kCuda && d.ordinal >= engine::CudaDeviceCount())
+      throw std::invalid_argument("device " + d.id + " does not exist (" + engine::CudaDeviceSummary() +
+                                  "); use --devices cpu:N");
+  }
+}
+
 void CheckFlagsBeforeLoading(TrainFlags& f) {
   SettleCpuStepDefaults(f);
   scheduler::ValidateTrainOptions(f.options);
@@ -275,7 +293,7 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
       throw std::invalid_argument("--slide-k, --slide-l, --slide-bucket and --slide-rehash-first must be at least 1");
     if (s.k > 32) throw std::invalid_argument("--slide-k must be at most 32");
     if (!(s.rebuild_growth >= 1.0) || !std::isfinite(s.rebuild_growth))
-      throw std::invalid_argument("--slide-rehash-growth must be at least 1");
+      throw std::invalid_argument("--slide-rehash-growth must be a finite number of at least 1");
     if (f.algo == "slide" && f.options.local_momentum != 0)
       throw std::invalid_argument("--algo slide steps with plain SGD; --local-momentum must be 0");
     if (f.math != "fp32")

@@ -47,6 +47,8 @@ void ApplyAlgorithm(TrainFlags& f);
 
 // Flags that need no data are checked before the data is loaded (minutes at full size): the
 // training options as given, the multi-device ones, and flags that --algo single would ignore.
+// A GPU of this rank's that is not there, said before the data is loaded (minutes at full size).
+void CheckGpusExist(const TrainFlags& f);
 void CheckFlagsBeforeLoading(TrainFlags& f);
 
 // --algo slide's hash family, K and L where not given: SLIDE's published settings for an output

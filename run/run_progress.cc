@@ -221,7 +221,9 @@ bool OtherDevices(const nlohmann::json& saved, const nlohmann::json& now) {
 }
 
 const std::vector<std::string>& DeviceDependentSettings() {
-  static const std::vector<std::string> settings{"devices", "speed", "lr", "mega_batch"};
+  // The collective too: NCCL needs every device to be a GPU, so a run trained with it could not
+  // otherwise go on after losing a GPU to a mixed list. It sums the same values either way.
+  static const std::vector<std::string> settings{"devices", "speed", "lr", "mega_batch", "collective"};
   return settings;
 }
 

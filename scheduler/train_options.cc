@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 
 #include "dist/rank_group.h"
@@ -110,8 +111,11 @@ uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,
   const double requested = options.epochs * double(rows_per_epoch);
   if (requested > 1e15) throw OptionError("epochs", "is too large");
   const uint64_t total = uint64_t(std::llround(requested));
-  if (total == 0)
-    throw OptionError("epochs", std::to_string(options.epochs) + " is less than one row of " + source);
+  if (total == 0) {
+    std::ostringstream text;  // 1e-09, where to_string would say 0.000000
+    text << options.epochs << " is less than one row of " << source << " (" << rows_per_epoch << " rows an epoch)";
+    throw OptionError("epochs", text.str());
+  }
   return total;
 }
 

@@ -130,7 +130,7 @@ TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
       {{"--algo", "slide", "--local-momentum", "0.9"}, "--algo slide steps with plain SGD; --local-momentum must be 0"},
       {{"--algo", "slide", "--slide-hash", "minhash"}, "--slide-hash must be dwta or simhash, not 'minhash'"},
       {{"--algo", "slide", "--slide-l", "0"}, "must be at least 1"},
-      {{"--algo", "slide", "--slide-rehash-growth", "0.5"}, "--slide-rehash-growth must be at least 1"},
+      {{"--algo", "slide", "--slide-rehash-growth", "0.5"}, "--slide-rehash-growth must be a finite number of at least 1"},
       {{"--algo", "single", "--slide-weight-padding", "false"},
        "--slide-weight-padding applies to --algo slide or --cpu-output sampled"},
       {{"--algo", "slide", "--speed", "1,2"}, "--speed applies to several devices and --algo slide would ignore it"},
@@ -163,6 +163,14 @@ TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
        "--weight-decay and --dropout are implemented by the dense step of CPU devices only, not by the CUDA backend "
        "(device cuda:0): use --devices cpu:N"},
       {{"--algo", "adaptive", "--devices", "cpu:1,cuda:0", "--dropout", "0.2"}, "not by the CUDA backend (device cuda:0)"},
+      // Reliability, fourth round, row 14: flags that were taken and then ignored, and a GPU that
+      // is not there, said only after the data had loaded.
+      {{"--algo", "slide", "--merge-on", "host"}, "--merge-on: --algo slide trains one CPU device and has no merge"},
+      {{"--algo", "single", "--merge-on", "gpus"}, "--merge-on gpus needs a GPU; --algo single trains on cpu:0"},
+      {{"--final-eval", "sample"}, "--final-eval sample scores the --eval-rows sample; give --eval-rows N"},
+      {{"--propensity", "0.6,2.6"}, "--propensity weighs the PSP@k of the --test evaluations; give --test"},
+      {{"--slide-rehash-growth", "inf", "--algo", "slide"}, "--slide-rehash-growth must be a finite number of at least 1"},
+      {{"--algo", "adaptive", "--devices", "cpu:1,cuda:97"}, "device cuda:97 does not exist ("},
   };
   for (const auto& [flags, message] : cases) {
     std::vector<std::string> args = {"train", "--train", missing};
@@ -376,6 +384,59 @@ TEST(CliTest, EvalRefusesATrainingFileOfAnotherLabelCountAndWarnsOfUnseenLabels)
   const CliResult own = Cli({"eval", "--model", model, "--test", d.test, "--train", d.train});
   EXPECT_EQ(own.code, 0) << Describe(own);
   EXPECT_EQ(own.err.find("never occur"), std::string::npos) << Describe(own);
+}
+
+// Issue: reliability, fourth round, row 14, the rest: a config file with a byte order mark, a
+// repeatable flag on two config lines, a --test without labels, eval's --propensity without
+// --train, --epochs 1e-9 printed as 0.000000, gen asked for more memory than there is, and an
+// elastic restart of a run whose collective the new devices cannot take.
+TEST(CliTest, SmallHolesOfTheFourthRound) {
+  Data d;
+  const std::string config = d.dir.File("c.toml");
+  WriteFile(config, "\xEF\xBB\xBFthreads = 1\n[train]\nepochs = 1\nhidden = 16\n"
+                    "inject-fault = \"device=0,megabatch=1\"\ninject-fault = \"device=1,megabatch=2\"\n");
+  const CliResult configured = Cli({"--config", config, "train", "--train", d.train, "--algo", "adaptive", "--devices",
+                                    "cpu:3", "--mega-batch", "2"});
+  EXPECT_EQ(configured.code, 0) << Describe(configured);
+  EXPECT_NE(configured.err.find("device cpu:0 dropped"), std::string::npos) << Describe(configured);
+  EXPECT_NE(configured.err.find("device cpu:1 dropped"), std::string::npos) << Describe(configured);
+
+  const std::string unlabelled = d.dir.File("unlabelled.txt");
+  WriteFile(unlabelled, "2 " + std::to_string(kFeatures) + " " + std::to_string(kLabels) + "\n 1:1\n 2:1\n");
+  const CliResult no_labels = Cli({"train", "--train", d.train, "--test", unlabelled, "--epochs", "1"});
+  EXPECT_EQ(no_labels.code, 2) << Describe(no_labels);
+  EXPECT_NE(no_labels.err.find(unlabelled + ": no row has a label: nothing to evaluate"), std::string::npos)
+      << Describe(no_labels);
+
+  const std::string model = d.dir.File("m.xmlt");
+  ASSERT_EQ(Cli(TrainArgs(d, {"--model", model})).code, 0);
+  const CliResult eval = Cli({"eval", "--model", model, "--test", d.test, "--propensity", "0.6,2.6"});
+  EXPECT_EQ(eval.code, 2) << Describe(eval);
+  EXPECT_NE(eval.err.find("--propensity weighs the PSP@k that --train's label counts give; give --train"),
+            std::string::npos)
+      << Describe(eval);
+
+  const CliResult tiny = Cli({"train", "--train", d.train, "--epochs", "1e-9"});
+  EXPECT_EQ(tiny.code, 2) << Describe(tiny);
+  EXPECT_NE(tiny.err.find("--epochs 1e-09 is less than one row of"), std::string::npos) << Describe(tiny);
+
+  const CliResult gen = Cli({"gen", "--rows", "4000000000", "--out", d.dir.File("huge")});
+  EXPECT_EQ(gen.code, 2) << Describe(gen);
+  EXPECT_NE(gen.err.find("MiB are available: generate fewer rows"), std::string::npos) << Describe(gen);
+  EXPECT_FALSE(std::filesystem::exists(d.dir.File("huge")));
+
+  // Trained with the tree collective on 2 devices, resumed on 3 with the default one.
+  const std::string dir = d.dir.File("ckpt");
+  std::vector<std::string> run = {"train", "--train", d.train, "--epochs", "1", "--algo", "adaptive",
+                                  "--checkpoint-dir", dir, "--checkpoint-every", "1"};
+  std::vector<std::string> first = run;
+  first.insert(first.end(), {"--devices", "cpu:2", "--collective", "tree"});
+  ASSERT_EQ(Cli(first).code, 0);
+  run[4] = "2";
+  run.insert(run.end(), {"--devices", "cpu:3", "--resume", dir});
+  const CliResult replanned = Cli(run);
+  EXPECT_EQ(replanned.code, 0) << Describe(replanned);
+  EXPECT_NE(replanned.err.find("on other devices"), std::string::npos) << Describe(replanned);
 }
 
 }  // namespace

@@ -147,5 +147,26 @@ TEST(ReliabilityFlags, AnInjectedDeviceFaultIsReportedInTheMetricsAndTrainingGoe
   EXPECT_EQ(last["train_samples"].get<uint64_t>(), 10000u);
 }
 
+// Issue: reliability, fourth round, row 14. SIGTERM while --lr auto searched exited 143 with no
+// message: the stop handlers came only with training. They now come before the data is read; a
+// stop asked for before training is taken after the load or the search, and said.
+TEST(Signals, ASigtermBeforeTrainingBeganIsSaidAndLeavesNoMetrics) {
+  GeneratedPair data;
+  xmlt::testing::TempDir work;
+  const std::string metrics = work.File("m.jsonl");
+  const pid_t child = Spawn({"train", "--train", data.train(), "--lr", "auto", "--hidden", "32", "--metrics", metrics,
+                             "--threads", "1"},
+                            work.path());
+  // The metrics file is opened after the handlers are installed, and before the data is read.
+  ASSERT_TRUE(testing::WaitForFile(metrics + ".partial"));
+  kill(child, SIGTERM);
+  const int code = testing::WaitForExit(child);
+  const std::string err = xmlt::testing::ReadFile(work.File("child.err"));
+  ASSERT_EQ(code, 143) << err;
+  EXPECT_NE(err.find("stopped by signal 15 while"), std::string::npos) << err;
+  EXPECT_NE(err.find("before training began: nothing was trained"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(metrics + ".partial")) << "the probe of the metrics path was left behind";
+}
+
 }  // namespace
 }  // namespace xmlt::apps
