@@ -111,11 +111,12 @@ void SetLastError(cudaError_t error) {
 }
 
 cudaError_t TakeLastError() {
-  const cudaError_t sticky = StickyError(CurrentOrdinal());
-  if (sticky != cudaSuccess) return sticky;  // sticky errors are never cleared
+  // The thread's record is reset either way, as the runtime resets it; a sticky error stays with
+  // its GPU (every call there returns it) and does not follow the thread to the others.
   const cudaError_t last = LastError();
   LastError() = cudaSuccess;
-  return last;
+  const cudaError_t sticky = StickyError(CurrentOrdinal());
+  return sticky != cudaSuccess ? sticky : last;  // sticky errors are never cleared
 }
 
 void ClearLastError() { LastError() = cudaSuccess; }

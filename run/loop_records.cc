@@ -74,12 +74,19 @@ void TrainingLoop::Evaluate() {
   if (test_ != nullptr) {
     const bool whole = progress_.rows_done >= total_rows_ && options_.final_eval_full;
     const std::vector<size_t> alive_before = pool_.alive();
-    record.test = EvaluateOnDevices(pool_, *model_, *test_, whole ? all_test_rows_ : eval_rows_);
+    const std::optional<engine::Evaluation> scored =
+        EvaluateOnDevices(pool_, *model_, *test_, whole ? all_test_rows_ : eval_rows_);
     for (size_t i : alive_before)
       if (pool_.dropped(i))
         Event("device " + pool_.device(i).spec().id + " dropped in the evaluation after mega-batch " +
-              std::to_string(progress_.megabatches) + " (" + pool_.fault(i) + "); the evaluation was scored on the " +
-              std::to_string(pool_.alive().size()) + " devices left, which go on");
+              std::to_string(progress_.megabatches) + " (" + pool_.fault(i) + ")" +
+              (scored ? "; the evaluation was scored on the " + std::to_string(pool_.alive().size()) +
+                            " devices left, which go on"
+                      : std::string()));
+    // The global model is whole on the host (synced above): the run checkpoints it and stops, as
+    // when its last device fails in training. This evaluation is not in the checkpoint.
+    if (!scored) StopWithoutDevices();
+    record.test = *scored;
     for (size_t i = 0; i < pool_.size(); ++i) {
       progress_.since_eval[i].dropped = pool_.dropped(i);
       progress_.since_eval[i].fault = pool_.fault(i);

@@ -7,13 +7,29 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 
 #include "data/row_subset.h"
 #include "run/multi_device_run.h"
+#include "run/run_control.h"
 #include "run/trainer.h"
 
 namespace xmlt::scheduler {
+
+namespace {
+
+// A candidate's run failed for another reason than its rate: no rate is picked from a grid that
+// a device error cut, and the run does not start (nothing is trained, so there is nothing to
+// checkpoint).
+std::runtime_error SearchDeviceFailed(const engine::DeviceSpec& device, double lr, const std::string& why) {
+  std::ostringstream text;
+  text << "the learning-rate search failed on " << device.id << " at learning rate " << lr << ": " << why
+       << "; no learning rate was picked and nothing was trained";
+  return std::runtime_error(text.str());
+}
+
+}  // namespace
 
 std::vector<double> LrSearchGrid() { return {0.005, 0.01, 0.05, 0.1, 0.5, 1, 5}; }
 
@@ -85,8 +101,15 @@ LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::Mod
       candidate.heldout_p1 = run.last.test.metrics.p1;
       candidate.heldout_loss = run.last.test.loss;
       candidate.diverged = !std::isfinite(candidate.heldout_loss);
-    } catch (const std::runtime_error&) {
-      candidate.diverged = true;  // Train stops a diverged run it may not roll back
+    } catch (const RunStopped& stopped) {
+      // Train stops a diverged run it may not roll back. A run stopped for want of a device is
+      // not a verdict on the rate: the search device failed, and the search with it.
+      if (stopped.why() != RunStopped::Why::kDiverged) throw SearchDeviceFailed(device, lr, stopped.what());
+      candidate.diverged = true;
+    } catch (const std::invalid_argument&) {
+      throw;  // the options or the data: said as they are
+    } catch (const std::exception& e) {
+      throw SearchDeviceFailed(device, lr, e.what());  // a device error (out of memory, a lost GPU)
     }
     if (candidate.diverged) {
       candidate.heldout_p1 = 0;

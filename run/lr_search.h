@@ -59,7 +59,9 @@ engine::DeviceSpec LrSearchDevice(const std::vector<engine::DeviceSpec>& devices
 // The held-out slice is SplitForLrSearch's; the batches per candidate: two passes over the
 // remaining rows, at most 100 batches; each candidate trains on `device`, with SLIDE's sampled
 // output layer when `sampled.enabled` (--algo slide: the search steps as the run will). Throws
-// std::invalid_argument with fewer than 2 training rows.
+// std::invalid_argument with fewer than 2 training rows. Only a divergence puts a candidate out: a
+// candidate whose run fails otherwise (a device error: out of memory, a lost GPU) ends the search
+// with a std::runtime_error naming the device, the rate and the error.
 LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::ModelShape& shape,
                                   const TrainOptions& options, const engine::DeviceSpec& device = {},
                                   const engine::SampledOutputOptions& sampled = {});

@@ -223,8 +223,12 @@ const std::atomic<int>* TrainingLoop::StopWithinMegaBatch() const {
 
 void TrainingLoop::StopWithoutDevices() {
   WriteCheckpoint("no device left");
+  std::string faults;  // each device's, so that the stop names what was lost and why
+  for (size_t i = 0; i < pool_.size(); ++i)
+    faults += (faults.empty() ? "" : "; ") + pool_.device(i).spec().id + ": " + pool_.fault(i);
   throw RunStopped(RunStopped::Why::kNoDevice,
-                   "every device failed; the run stopped at mega-batch " + std::to_string(progress_.megabatches),
+                   "every device failed (" + faults + "); the run stopped at mega-batch " +
+                       std::to_string(progress_.megabatches),
                    control_.checkpoint_dir);
 }
 

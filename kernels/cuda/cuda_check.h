@@ -44,6 +44,10 @@ inline bool IsStickyCudaError(cudaError_t status) {
 
 [[noreturn]] inline void ThrowCudaRuntimeError(cudaError_t status, const char* expression,
                                                const char* file, int line) {
+  // The exception reports the error: the runtime's copy of it as the thread's last error goes, or
+  // a caller that handles the exception (a lost GPU dropped, a failed allocation refused) would
+  // see it again at its next launch check, on another GPU perhaps.
+  (void)cudaGetLastError();
   if (IsStickyCudaError(status)) {
     int ordinal = -1;  // the calling thread's current GPU, where the error happened
     const std::string gpu = cudaGetDevice(&ordinal) == cudaSuccess ? "GPU " + std::to_string(ordinal) : "its GPU";
@@ -62,6 +66,15 @@ inline bool IsStickyCudaError(cudaError_t status) {
   const cudaError_t pending = cudaPeekAtLastError();
   if (IsStickyCudaError(pending)) ThrowCudaRuntimeError(pending, expression, file, line);
   ThrowCudaError(library, expression, message, file, line);
+}
+
+// For a call whose failure is deliberately not reported (a release in a destructor, a query that
+// only asks whether a context is lost): the runtime keeps its error as the calling thread's last
+// error, and the next launch check (cudaGetLastError) would report it as its own, on whichever GPU
+// that launch runs. A release on a lost GPU would thus fail the survivors' next kernel, naming
+// their GPU. The error is taken back here.
+inline void ForgetUnreportedError(cudaError_t status) {
+  if (status != cudaSuccess) (void)cudaGetLastError();
 }
 
 }  // namespace xmlt::kernels::cuda

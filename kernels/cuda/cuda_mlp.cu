@@ -256,6 +256,8 @@ bool CudaMlp::ContextLost() const {
   const cudaError_t set = cudaSetDevice(impl_->gpu);
   const cudaError_t status = set != cudaSuccess ? set : cudaStreamQuery(impl_->stream.get());
   cudaSetDevice(previous);
+  // The answer is the report: the query's error must not fail the caller's next launch elsewhere.
+  ForgetUnreportedError(status == cudaErrorNotReady ? cudaSuccess : status);
   return IsStickyCudaError(status);
 }
 

@@ -1,6 +1,7 @@
 // RAII, move-only owners of CUDA resources: device memory, pinned host memory, streams, events and
 // cuBLAS handles. Constructors throw through the check macros; destructors never throw
-// (a failed release during unwinding must not terminate the process).
+// (a failed release during unwinding must not terminate the process), nor leave their error
+// behind for the next check (ForgetUnreportedError).
 #pragma once
 
 #include <cublas_v2.h>
@@ -23,13 +24,13 @@ class DeviceBuffer {
     if (count > 0) XMLT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)));
   }
   ~DeviceBuffer() {
-    if (data_ != nullptr) cudaFree(data_);
+    if (data_ != nullptr) ForgetUnreportedError(cudaFree(data_));
   }
   DeviceBuffer(DeviceBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
     if (this != &other) {
-      if (data_ != nullptr) cudaFree(data_);
+      if (data_ != nullptr) ForgetUnreportedError(cudaFree(data_));
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
     }
@@ -72,13 +73,13 @@ class PinnedBuffer {
       XMLT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&data_), count * sizeof(T)));
   }
   ~PinnedBuffer() {
-    if (data_ != nullptr) cudaFreeHost(data_);
+    if (data_ != nullptr) ForgetUnreportedError(cudaFreeHost(data_));
   }
   PinnedBuffer(PinnedBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
   PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
     if (this != &other) {
-      if (data_ != nullptr) cudaFreeHost(data_);
+      if (data_ != nullptr) ForgetUnreportedError(cudaFreeHost(data_));
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
     }
@@ -102,12 +103,12 @@ class Stream {
  public:
   Stream() { XMLT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
   ~Stream() {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    if (stream_ != nullptr) ForgetUnreportedError(cudaStreamDestroy(stream_));
   }
   Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
   Stream& operator=(Stream&& other) noexcept {
     if (this != &other) {
-      if (stream_ != nullptr) cudaStreamDestroy(stream_);
+      if (stream_ != nullptr) ForgetUnreportedError(cudaStreamDestroy(stream_));
       stream_ = std::exchange(other.stream_, nullptr);
     }
     return *this;
@@ -127,12 +128,12 @@ class Event {
  public:
   Event() { XMLT_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
   ~Event() {
-    if (event_ != nullptr) cudaEventDestroy(event_);
+    if (event_ != nullptr) ForgetUnreportedError(cudaEventDestroy(event_));
   }
   Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
   Event& operator=(Event&& other) noexcept {
     if (this != &other) {
-      if (event_ != nullptr) cudaEventDestroy(event_);
+      if (event_ != nullptr) ForgetUnreportedError(cudaEventDestroy(event_));
       event_ = std::exchange(other.event_, nullptr);
     }
     return *this;

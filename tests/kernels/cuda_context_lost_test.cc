@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "data/synthetic_generator.h"
 #include "kernels/context_lost.h"
@@ -21,6 +22,8 @@
 #ifdef XMLT_GPUSIM
 #include "gpusim/faults.h"
 #include "kernels/cuda/cuda_mlp.h"
+#include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/replica_kernels.h"
 #include "tests/kernels/kernel_test_util.h"
 #endif
 
@@ -185,6 +188,45 @@ TEST(CudaContextLostSim, ARealStickyErrorDropsTheGpusDevicesAndTheCpuGoesOn) {
   EXPECT_FALSE(last.devices[2].dropped);
   EXPECT_EQ(last.train_samples, data.train.num_rows());
   EXPECT_GT(last.test.metrics.p1, 0.0);
+}
+
+// An error already reported (thrown), or deliberately left unreported (a buffer of a lost GPU
+// released, the query of whether a context is lost), is not reported again by the next launch
+// check of the same thread on a live GPU. A survivor of a lost GPU otherwise failed its first
+// merge kernel as if its own context were lost.
+TEST(CudaContextLostSim, AnErrorHandledOnceDoesNotFailTheNextLaunchOnALiveGpu) {
+  XMLT_SKIP_WITHOUT_GPU();
+  int gpus = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
+  if (gpus < 2) GTEST_SKIP() << "needs 2 GPUs";
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  const std::vector<float> ones(64, 1.0f);
+  DeviceBuffer<float> acc = DeviceBuffer<float>::FromHost(ones);
+  const DeviceBuffer<float> received = DeviceBuffer<float>::FromHost(ones);
+  Stream live;
+  const auto launch_on_gpu0 = [&] {
+    LaunchAdd(live.get(), acc.data(), received.data(), ones.size());
+    live.Synchronize();
+  };
+  {
+    DeviceGuard on_gpu1(1);
+    DeviceBuffer<float> lost_acc = DeviceBuffer<float>::FromHost(ones);
+    Stream lost;
+    gpusim::InjectStickyErrorAtLaunch(1, cudaErrorIllegalAddress, 1);
+    LaunchAdd(lost.get(), lost_acc.data(), lost_acc.data(), ones.size());
+    EXPECT_THROW(lost.Synchronize(), ContextLost);
+  }  // GPU 1's buffer and stream released, on GPU 0 again
+  EXPECT_NO_THROW(launch_on_gpu0()) << "after a lost GPU's error was thrown and its buffers released";
+
+  gpusim::InjectOutOfMemoryAtAllocation(1, 0);
+  EXPECT_THROW(DeviceBuffer<float>(64), std::runtime_error);
+  EXPECT_NO_THROW(launch_on_gpu0()) << "after a failed allocation was thrown";
+  EXPECT_EQ(acc.ToHost()[0], 3.0f);
+
+  gpusim::ClearInjectedFaults();
+  cudaSetDevice(1);
+  cudaDeviceReset();  // a fresh context for the tests after this one in the same process
+  cudaSetDevice(0);
 }
 #endif
 

@@ -9,7 +9,8 @@
 #   two logical devices of one GPU beside a third;
 # - an elastic restart from 4 GPUs to 3: a run checkpointed between mega-batches on
 #   cuda:0,cuda:1,cuda:2,cuda:3 goes on with --resume on cuda:0,cuda:1,cuda:2 to the end;
-# - a GPU lost in training and in a merge (injected illegal addresses on GPU 1): the others go on.
+# - a GPU lost in training and in a merge (injected illegal addresses on GPU 1): the others go on;
+#   on two GPUs the lone survivor goes on, merging alone.
 # Two epochs each. Usage: gpu_sim_merge_test.sh XMLTRAIN BIBTEX_DIR
 set -euo pipefail
 source "$(dirname "$0")/gpu_sim_common.sh" "$1" "$2" 2
@@ -90,5 +91,24 @@ import json, sys
 last = [json.loads(l) for l in open(sys.argv[1])][-1]
 assert last["p1"] > 0.15, last["p1"]
 print(f"sync, GPU 1 lost at launch {sys.argv[2]}: the two others reached P@1 {last['p1']:.4f}")
+PY
+done
+
+# Two GPUs, GPU 1 lost: the lone survivor merges alone from then on, in training (adaptive,
+# k = 400) and in a merge (sync, k = 130). Its first merge kernel once failed on the error the
+# lost GPU's released buffers left behind, as if GPU 0's own context were lost.
+for at in adaptive:400 sync:130; do
+  algo=${at%%:*} k=${at#*:}
+  XMLT_SIM_FAULT_LAUNCH=$k@1 "$xmltrain" train "${common[@]}" --algo "$algo" --devices cuda:0,cuda:1 \
+    --metrics "lost_two_$algo.jsonl" > /dev/null 2> "lost_two_$algo.err" ||
+    { cat "lost_two_$algo.err"; fail "$algo on two GPUs with GPU 1 lost at launch $k failed"; }
+  grep -q "device cuda:1 dropped" "lost_two_$algo.err" || { cat "lost_two_$algo.err"; fail "$algo: GPU 1 was not dropped"; }
+  python3 - "lost_two_$algo.jsonl" "$algo" "$k" <<'PY' || fail "$algo on two GPUs: the survivor did not finish the run"
+import json, sys
+last = [json.loads(l) for l in open(sys.argv[1])][-1]
+devices = {d["id"]: d for d in last["devices"]}
+assert devices["cuda:1"]["dropped"] and not devices["cuda:0"]["dropped"], devices
+assert last["epoch"] == 2 and last["p1"] > 0.05, last
+print(f"{sys.argv[2]} on two GPUs, GPU 1 lost at launch {sys.argv[3]}: cuda:0 finished the run alone, P@1 {last['p1']:.4f}")
 PY
 done

@@ -6,6 +6,8 @@
 # - A run of 1 epoch extended to 2 with --resume is the 2-epoch run, record for record; a run of
 #   0.5 epochs (its end cuts a mega-batch, kept open) extended to 2 trains the same rows, its last
 #   P@1 within 0.05 of the 2-epoch run's.
+# - The only GPU lost in an evaluation: the run checkpoints and stops (exit 1, naming the GPU), as
+#   a loss in training does, and the run resumed from it trains to the end.
 # Usage: gpu_sim_resume_test.sh XMLTRAIN BIBTEX_DIR
 set -euo pipefail
 source "$(dirname "$0")/gpu_sim_common.sh" "$1" "$2" 2
@@ -48,4 +50,27 @@ whole, half = ([json.loads(l) for l in open(f)][-1] for f in sys.argv[1:3])
 assert half["train_samples"] == whole["train_samples"], (half["train_samples"], whole["train_samples"])
 assert abs(half["p1"] - whole["p1"]) <= 0.05, (half["p1"], whole["p1"])
 print(f"0.5 epochs extended to 2: {half['train_samples']} rows trained, P@1 {half['p1']:.4f} / {whole['p1']:.4f}")
+PY
+
+# The only GPU lost in the evaluation after mega-batch 1 (its 200th launch): a checkpoint, exit 1
+# naming cuda:0's lost context, the metrics left partial; resumed, the run trains to the end. It
+# once stopped with no checkpoint at all.
+lost=(train "${common[@]}" --algo single --devices cuda:0 --mega-batch 10 --eval-every 1)
+set +e
+XMLT_SIM_FAULT_LAUNCH=200@0 "$xmltrain" "${lost[@]}" --checkpoint-dir lost --metrics lost.jsonl > /dev/null 2> lost.err
+status=$?
+set -e
+[[ $status -eq 1 ]] || { cat lost.err; fail "losing the only GPU in an evaluation gave exit $status, not 1"; }
+grep -q "device cuda:0 dropped in the evaluation after mega-batch 1 " lost.err ||
+  { cat lost.err; fail "the GPU was not lost in the evaluation after mega-batch 1"; }
+grep -q "error: every device failed (cuda:0: .*the CUDA context of GPU 0 is lost).*resume with --resume lost" lost.err ||
+  { cat lost.err; fail "the stop does not name the lost GPU or how to resume"; }
+[[ -f lost/checkpoint.xmlc && -f lost.jsonl.partial && ! -e lost.jsonl ]] ||
+  { ls -a . lost; fail "no checkpoint, or the metrics of the stopped run were finished"; }
+"$xmltrain" "${lost[@]}" --resume lost --metrics lost.jsonl > /dev/null
+python3 - lost.jsonl <<'PY' || fail "the run resumed after losing its GPU in an evaluation did not finish"
+import json, sys
+last = [json.loads(l) for l in open(sys.argv[1])][-1]
+assert last["epoch"] == 2 and not last["devices"][0]["dropped"], last
+print(f"the only GPU lost in an evaluation: checkpoint, exit 1; resumed to the end, P@1 {last['p1']:.4f}")
 PY

@@ -4,7 +4,7 @@
 # training loss within 1e-3 relative, P@1 within 0.01), --algo adaptive on cuda:0,cuda:1 against
 # cpu:2 (P@1 within 0.02); a sticky error injected into GPU 0 (XMLT_SIM_FAULT_LAUNCH), in training
 # and in an evaluation, drops cuda:0 while cpu:1 finishes the run; a card too small for the memory plan (XMLT_SIM_GPU_MEMORY=1M) is
-# exit 2 with the numbers; with MPI, two ranks of one simulated GPU each (each process has its own)
+# exit 2 with the numbers; a device error in --lr auto's search stops it naming the device (exit 1); with MPI, two ranks of one simulated GPU each (each process has its own)
 # train as the one process on cuda:0,cuda:1 (P@1 within 0.005: the rank sums round in another
 # order); a run opens a context on the GPUs it trains on and no other. Three epochs each: the simulator is slow. The other merges, logical and mixed devices and
 # --math: gpu_sim_algos_test.sh; stop, resume and extension: gpu_sim_resume_test.sh.
@@ -64,3 +64,20 @@ set -e
 grep -q "not enough memory: the replicas on cuda:0 need .* MiB; 1 MiB are free" small.err ||
   { cat small.err; fail "the refusal does not give the numbers"; }
 echo "a 1 MiB card: exit 2, $(head -1 small.err)"
+
+# --lr auto on cuda:0 with a device error in its search, out of memory (GPU 0's 30th allocation,
+# in the second candidate's run) or a lost context (its 300th launch, in the first's): the search
+# stops with exit 1, naming the device and the error. It once took the failed candidates for
+# diverged ones (and the next, failing on the error left behind) and went on to pick a rate, or
+# called a lost GPU "every candidate learning rate diverged".
+for fault in XMLT_SIM_FAULT_ALLOC=30@0 XMLT_SIM_FAULT_LAUNCH=300@0; do
+  set +e
+  env "$fault" "$xmltrain" train "${common[@]}" --algo single --devices cuda:0 --lr auto > search.out 2> search.err
+  status=$?
+  set -e
+  [[ $status -eq 1 ]] || { cat search.err; fail "$fault in the learning-rate search gave exit $status, not 1"; }
+  grep -q "error: the learning-rate search failed on cuda:0 at learning rate .*\(out of memory\|context of GPU 0 is lost\)" \
+    search.err || { cat search.err; fail "$fault: the search's stop does not name the device and the error"; }
+  if grep -q "diverged" search.err; then cat search.err; fail "$fault: a device error was taken for a divergence"; fi
+  echo "$fault in the learning-rate search: exit 1, $(grep '^error:' search.err | cut -c1-100)..."
+done
