@@ -307,6 +307,14 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks) {
   if (!writer) return kExitOk;
 
   nlohmann::json summary = TrainSummary(shape, result, load_seconds, test != nullptr);
+  // What the virtual clock charged, and where that came from: its times compare only between
+  // runs that charged the same.
+  if (f.engine.clock == scheduler::EngineOptions::Clock::kVirtual)
+    summary["virtual_clock"] = {{"row_cost_s", result.row_cost_s},
+                                {"merge_cost_s", result.merge_cost_s},
+                                {"costs", f.engine.row_cost_s > 0 && f.engine.merge_cost_s > 0 ? "given"
+                                          : f.engine.measure_clock_costs                         ? "measured"
+                                                                                                 : "model"}};
   if (!f.model_out.empty()) summary["model"] = f.model_out;
   if (!result.checkpoint.empty()) summary["checkpoint"] = result.checkpoint;
   if (!result.end_checkpoint_error.empty()) summary["checkpoint_error"] = result.end_checkpoint_error;

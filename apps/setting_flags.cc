@@ -43,6 +43,7 @@ std::string FlagOf(const std::string& setting) {
       {"hetero", "--hetero"},
       {"clock", "--clock"},
       {"row_cost", "--row-cost"},
+      {"clock_costs", "--clock-costs"},
       {"merge_cost", "--merge-cost"},
       {"batch_min", "--batch-min"},
       {"beta", "--beta"},

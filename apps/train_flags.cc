@@ -153,14 +153,18 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "the run naming itself (a dead or hung rank)")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--clock", f->clock,
-                  "virtual (simulated time from a calibrated per-row cost: deterministic) or wall (real time; "
-                  "emulated slowness becomes waiting)")
+                  "virtual (simulated time from a per-row and a per-merge cost: deterministic) or wall (real "
+                  "time; emulated slowness becomes waiting)")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--row-cost", f->engine.row_cost_s,
-                  "Virtual clock: seconds per row (0 = measured on the first mega-batch)")
+  cmd->add_option("--clock-costs", f->clock_costs,
+                  "Virtual clock, costs not given below: model (from the model's shape and the data's mean row "
+                  "length on a nominal 10 GFLOP/s, 10 GB/s device: the same for every run) or measured (timed on "
+                  "the run's own first mega-batch and merge: they vary with the machine's load)")
+      ->capture_default_str()->group(kEngine);
+  cmd->add_option("--row-cost", f->engine.row_cost_s, "Virtual clock: seconds per row (0 = from --clock-costs)")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--merge-cost", f->engine.merge_cost_s,
-                  "Virtual clock: seconds per parameter and replica of one merge (0 = measured on the first)")
+                  "Virtual clock: seconds per parameter and replica of one merge (0 = from --clock-costs)")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--batch-min", f->engine.batch_min, "Smallest batch of Algorithm 1 (0 = --batch / 8)")
       ->capture_default_str()->group(kEngine);

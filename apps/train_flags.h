@@ -26,7 +26,7 @@ struct TrainFlags {
   float input_lr = 0.1f;
   std::string preset = "default", lr_scaling, pert_weights;  // the last two: from the preset unless given
   std::string propensity = "0.55,1.5";
-  std::string algo = "single", clock = "virtual";
+  std::string algo = "single", clock = "virtual", clock_costs = "model";
   engine::SampledOutputOptions sampled_output;  // --slide-*: copied into `engine` by --algo slide or --cpu-output
   std::string cpu_output = "dense";             // the output layer of a multi-device run's CPU devices
   // Parsed once, in ApplyAlgorithm, into the typed fields of `engine`.

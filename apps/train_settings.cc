@@ -118,6 +118,11 @@ void ApplyAlgorithm(TrainFlags& f) {
   } else {
     throw std::invalid_argument("--clock must be wall or virtual");
   }
+  if (f.clock_costs != "model" && f.clock_costs != "measured")
+    throw std::invalid_argument("--clock-costs must be model or measured, not '" + f.clock_costs + "'");
+  if (f.given("--clock-costs") && f.clock == "wall")
+    throw std::invalid_argument("--clock-costs is for the virtual clock; --clock wall measures real time");
+  f.engine.measure_clock_costs = f.clock_costs == "measured";
   if (f.momentum_mode == "heavy" || f.momentum_mode == "nesterov") {
     f.engine.nesterov = f.momentum_mode == "nesterov";
   } else {
@@ -315,9 +320,10 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
                                     "backend (device " + d.id + "): use --devices cpu:N");
   }
   if (OneDevice(f)) {
-    for (const char* flag : {"--speed", "--hetero", "--clock", "--row-cost", "--merge-cost", "--batch-min", "--beta",
-                             "--momentum", "--pert-thr", "--pert-delta", "--pert-weights", "--schedule", "--merge",
-                             "--collective", "--momentum-mode", "--elastic-alpha", "--lr-scaling", "--preset"})
+    for (const char* flag : {"--speed", "--hetero", "--clock", "--clock-costs", "--row-cost", "--merge-cost",
+                             "--batch-min", "--beta", "--momentum", "--pert-thr", "--pert-delta", "--pert-weights",
+                             "--schedule", "--merge", "--collective", "--momentum-mode", "--elastic-alpha",
+                             "--lr-scaling", "--preset"})
       if (f.given(flag))
         throw std::invalid_argument(std::string(flag) + " applies to several devices and --algo " + f.algo +
                                     " would ignore it: drop it, or choose --algo adaptive, elastic, adasum, sync or "

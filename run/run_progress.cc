@@ -159,6 +159,7 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& 
                                            : nlohmann::json("none");
   j["clock"] = engine.clock == EngineOptions::Clock::kWall ? "wall" : "virtual";
   j["row_cost"] = engine.row_cost_s;
+  if (engine.measure_clock_costs) j["clock_costs"] = "measured";  // only when set, as above
   j["merge_cost"] = engine.merge_cost_s;
   j["batch_min"] = engine.batch_min;
   j["beta"] = engine.beta;

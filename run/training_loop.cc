@@ -7,6 +7,7 @@
 #include "engine/evaluator.h"
 #include "run/multi_device_run.h"
 #include "scheduler/rank_exchange.h"
+#include "scheduler/virtual_clock_costs.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -41,6 +42,17 @@ TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test
                            result.loss_sum / std::max<uint32_t>(result.labeled_rows, 1));
   });
   for (size_t i = 0; i < pool_.size(); ++i) progress_.since_eval[i].id = pool_.device(i).spec().id;
+  // The virtual clock's costs not given: the cost model's, unless measuring was asked for (then
+  // the first mega-batch and merge calibrate them, settlement.cc and loop_records.cc).
+  if (engine.clock == EngineOptions::Clock::kVirtual && !engine.measure_clock_costs) {
+    const bool every_device_sampled =
+        engine.sampled_output.enabled && std::all_of(engine.devices.begin(), engine.devices.end(), [](const auto& d) {
+          return d.kind == engine::DeviceKind::kCpu;
+        });
+    const ClockCosts costs = ModelClockCosts(model->shape, train, engine.sampled_output, every_device_sampled);
+    if (engine.row_cost_s == 0) pool_.row_cost_s() = costs.row_cost_s;
+    if (engine.merge_cost_s == 0) progress_.merge_cost_s = costs.merge_cost_s;
+  }
 }
 
 TrainResult TrainingLoop::Train() {
@@ -116,6 +128,10 @@ TrainResult TrainingLoop::Train() {
   result.stopped_by_signal = stopped_by_signal_;
   result.checkpoint = checkpoint_;
   result.end_checkpoint_error = end_checkpoint_error_;
+  if (engine_.clock == EngineOptions::Clock::kVirtual) {
+    result.row_cost_s = pool_.row_cost_s();
+    result.merge_cost_s = progress_.merge_cost_s;
+  }
   return result;
 }
 

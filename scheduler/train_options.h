@@ -74,9 +74,13 @@ struct EngineOptions {
   engine::HeterogeneitySpec heterogeneity;  // --speed (one per device, or none) and --hetero
   engine::SampledOutputOptions sampled_output;  // CPU devices train with SLIDE's output layer (--algo slide)
   enum class Clock { kWall, kVirtual } clock = Clock::kVirtual;
-  double row_cost_s = 0;         // virtual clock: seconds per row; 0 = measured in the first mega-batch
+  double row_cost_s = 0;         // virtual clock: seconds per row; 0 = the cost model's (or measured)
   double merge_cost_s = 0;       // virtual clock: seconds per parameter and replica of one merge;
-                                 // 0 = measured on the first merge
+                                 // 0 = the cost model's (or measured)
+  // Costs not given come from the cost model (virtual_clock_costs.h), the same for every run of a
+  // model on the same data; measured (--clock-costs measured) they are timed on the run's own
+  // first mega-batch and merge, and differ from run to run with the machine's load.
+  bool measure_clock_costs = false;
   // Several processes (MPI ranks, each with its own devices): `devices` lists every device of every
   // rank, rank after rank, device_rank[i] is the rank that owns device i, and `ranks` is the group
   // in which every rank's scheduler runs the same plan. Empty and null: one process owns them all.
