@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/context_lost.h"
 #include "kernels/cuda/cuda_mlp.h"
 #include "kernels/cuda/device_buffer.h"
 
@@ -127,7 +128,15 @@ class CudaDevice final : public Device {
 std::unique_ptr<Device> MakeCudaDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
                                        const DeviceLimits& limits, float local_momentum,
                                        kernels::OutputMath math) {
-  return std::make_unique<CudaDevice>(spec, initial, limits, local_momentum, math);
+  // The runtime's message names the failed call, not the GPU: a card out of memory for its replica's
+  // buffers, or lost while they are made, is named here. A lost context stays a ContextLost.
+  try {
+    return std::make_unique<CudaDevice>(spec, initial, limits, local_momentum, math);
+  } catch (const kernels::ContextLost& e) {
+    throw kernels::ContextLost("device " + spec.id + ": cannot set up: " + e.what());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error("device " + spec.id + ": cannot set up: " + e.what());
+  }
 }
 
 }  // namespace xmlt::engine

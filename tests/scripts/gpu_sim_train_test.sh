@@ -4,7 +4,8 @@
 # training loss within 1e-3 relative, P@1 within 0.01), --algo adaptive on cuda:0,cuda:1 against
 # cpu:2 (P@1 within 0.02); a sticky error injected into GPU 0 (XMLT_SIM_FAULT_LAUNCH), in training
 # and in an evaluation, drops cuda:0 while cpu:1 finishes the run; a card too small for the memory plan (XMLT_SIM_GPU_MEMORY=1M) is
-# exit 2 with the numbers; a device error in --lr auto's search stops it naming the device (exit 1); with MPI, two ranks of one simulated GPU each (each process has its own)
+# exit 2 with the numbers; an allocation failure while a GPU is set up (XMLT_SIM_FAULT_ALLOC) names the device (exit 1);
+# a device error in --lr auto's search stops it naming the device (exit 1); with MPI, two ranks of one simulated GPU each (each process has its own)
 # train as the one process on cuda:0,cuda:1 (P@1 within 0.005: the rank sums round in another
 # order); a run opens a context on the GPUs it trains on and no other. Three epochs each: the simulator is slow. The other merges, logical and mixed devices and
 # --math: gpu_sim_algos_test.sh; stop, resume and extension: gpu_sim_resume_test.sh.
@@ -64,6 +65,16 @@ set -e
 grep -q "not enough memory: the replicas on cuda:0 need .* MiB; 1 MiB are free" small.err ||
   { cat small.err; fail "the refusal does not give the numbers"; }
 echo "a 1 MiB card: exit 2, $(head -1 small.err)"
+
+# GPU 1's first allocation fails, while its replica's buffers are made: the error names the device.
+set +e
+XMLT_SIM_FAULT_ALLOC=1@1 "$xmltrain" train "${common[@]}" --algo adaptive --devices cuda:0,cuda:1 > setup.out 2> setup.err
+status=$?
+set -e
+[[ $status -eq 1 ]] || { cat setup.err; fail "an allocation failure in cuda:1's set-up gave exit $status, not 1"; }
+grep -q "^error: device cuda:1: cannot set up: .*out of memory" setup.err ||
+  { cat setup.err; fail "an allocation failure in a GPU's set-up does not name the device"; }
+echo "GPU 1 out of memory at set-up: exit 1, $(grep '^error:' setup.err | cut -c1-60)..."
 
 # --lr auto on cuda:0 with a device error in its search, out of memory (GPU 0's 30th allocation,
 # in the second candidate's run) or a lost context (its 300th launch, in the first's): the search
