@@ -31,7 +31,7 @@ if [[ "${1:-}" == "--sanitize" ]]; then
   logs=$build_dir/sanitizer-logs
   [[ $logs == /* ]] || logs=$PWD/$logs
   rm -rf "$logs" && mkdir -p "$logs"
-  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}:log_path=$logs/asan"
+  export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:allow_user_segv_handler=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}:log_path=$logs/asan"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 else
   build_dir=${XMLT_SIM_BUILD_DIR:-build-sim}

@@ -47,8 +47,12 @@ TEST(ChangedInput, AFileCutShortUnderItsMappingReadsAsZerosAndSaysSo) {
   EXPECT_TRUE(opened.file->faulted());
 }
 
-// A SIGBUS that is not a guarded mapping's still kills the process, as it did before.
+// A SIGBUS that is not a guarded mapping's still kills the process, as it did before. Under a
+// sanitizer the handler it goes on to is the sanitizer's, which reports and aborts instead.
 TEST(ChangedInputDeathTest, ASigbusElsewhereStillKills) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's SIGBUS handler comes before the default action here";
+#endif
   const testing::TempDir dir;
   testing::WriteFile(dir.File("t.txt"), Rows(10));
   { OpenedText opened = OpenText(dir.File("t.txt")); }  // the handler is installed
