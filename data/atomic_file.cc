@@ -1,13 +1,13 @@
 // Temp-file-and-rename writer; see atomic_file.h.
 #include "data/atomic_file.h"
 
-#include "data/output_target.h"
-
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+
+#include "data/output_target.h"
 
 namespace xmlt::data {
 namespace {
