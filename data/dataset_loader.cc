@@ -20,30 +20,36 @@ void RefuseChangedWhileRead(const std::string& path, const SourceStamp& before, 
                               "complete");
 }
 
+// `parse` (TextWindows& -> its result) over the text at `path`, refused as changed when the file
+// changed while it was read: a text cut short is a change, not a malformed text.
+template <class Parse>
+auto ParseUnchanged(const std::string& path, Parse parse) {
+  const SourceStamp stamp = StampSource(path);
+  OpenedText text = OpenText(path);
+  try {
+    auto parsed = parse(*text.text);
+    RefuseChangedWhileRead(path, stamp, text);
+    return parsed;
+  } catch (const InputError&) {
+    RefuseChangedWhileRead(path, stamp, text);
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw InputError(path, 0, "not enough memory to read it (a limit such as ulimit -v, or a file far larger than "
+                              "its rows need)");
+  }
+}
+
 // Split pairs are never cached: a cache names one source file, and a pair has two.
 Dataset LoadSplitPair(const std::string& features_path, const std::string& labels_path,
                       const LoadOptions& options) {
   Dataset dataset;
   dataset.source = features_path + " + " + labels_path;
-  const SourceStamp x_stamp = StampSource(features_path);
-  OpenedText x_file = OpenText(features_path);
-  try {
-    dataset.features = ParseSplitMatrixText(*x_file.text, features_path, options, false, &dataset.warnings);
-  } catch (const InputError&) {
-    RefuseChangedWhileRead(features_path, x_stamp, x_file);  // a text cut short is a change, not a malformed text
-    throw;
-  }
-  RefuseChangedWhileRead(features_path, x_stamp, x_file);
-  x_file = {};
-  const SourceStamp y_stamp = StampSource(labels_path);
-  OpenedText y_file = OpenText(labels_path);
-  try {
-    dataset.labels = ParseSplitMatrixText(*y_file.text, labels_path, options, true, &dataset.warnings);
-  } catch (const InputError&) {
-    RefuseChangedWhileRead(labels_path, y_stamp, y_file);
-    throw;
-  }
-  RefuseChangedWhileRead(labels_path, y_stamp, y_file);
+  dataset.features = ParseUnchanged(features_path, [&](TextWindows& text) {
+    return ParseSplitMatrixText(text, features_path, options, false, &dataset.warnings);
+  });
+  dataset.labels = ParseUnchanged(labels_path, [&](TextWindows& text) {
+    return ParseSplitMatrixText(text, labels_path, options, true, &dataset.warnings);
+  });
   if (dataset.labels.num_rows != dataset.features.num_rows) {
     throw InputError(labels_path, 0,
                      "has " + std::to_string(dataset.labels.num_rows) + " rows but " +
@@ -84,19 +90,7 @@ Dataset LoadDataset(const std::string& path, const LoadOptions& options,
   }
 
   // A gzip or zstd file is decompressed as it is parsed, a window at a time.
-  const SourceStamp stamp = StampSource(path);
-  OpenedText text = OpenText(path);
-  Dataset dataset;
-  try {
-    dataset = ParseLabeledText(*text.text, path, options);
-  } catch (const InputError&) {
-    RefuseChangedWhileRead(path, stamp, text);
-    throw;
-  } catch (const std::bad_alloc&) {
-    throw InputError(path, 0, "not enough memory to read it (a limit such as ulimit -v, or a file far larger than "
-                              "its rows need)");
-  }
-  RefuseChangedWhileRead(path, stamp, text);
+  Dataset dataset = ParseUnchanged(path, [&](TextWindows& text) { return ParseLabeledText(text, path, options); });
   dataset.warnings.insert(dataset.warnings.begin(), cache_warnings.begin(), cache_warnings.end());
   return dataset;
 }
