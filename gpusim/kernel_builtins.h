@@ -49,7 +49,8 @@ extern thread_local ThreadView* current_thread;
 // inlined thread-local read may be kept across one.
 ThreadView& Current(const char* what);
 
-void SyncThreads();
+// `file` and `line` name the barrier for synccheck.
+void SyncThreads(const char* file, int line);
 void SyncWarp(unsigned mask);
 // Deposits `value` for the warp, waits until every lane in `mask` has deposited, and returns the
 // value of `source_lane`.
@@ -90,7 +91,8 @@ T AtomicUpdate(T* address, F update) {
 #define gridDim (::gpusim::detail::Current("gridDim").grid_dim)
 constexpr int warpSize = 32;
 
-inline void __syncthreads() { ::gpusim::detail::SyncThreads(); }
+// A macro, so that synccheck can tell one barrier from another without line tables.
+#define __syncthreads() ::gpusim::detail::SyncThreads(__FILE__, __LINE__)
 inline void __syncwarp(unsigned mask = 0xffffffffu) { ::gpusim::detail::SyncWarp(mask); }
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
