@@ -17,7 +17,7 @@
 
 namespace gpusim::detail {
 
-thread_local bool access_checks_active = false;
+__thread bool access_checks_active = false;
 
 namespace {
 
@@ -121,12 +121,18 @@ class Checker {
   void BeginGrid(const void* dynamic_shared, size_t dynamic_bytes, unsigned threads) {
     dynamic_begin_ = reinterpret_cast<uintptr_t>(dynamic_shared);
     dynamic_size_ = dynamic_bytes;
-    shared_written_.assign((tls_.size + dynamic_bytes + 63) / 64, 0);
+    // A count before the bits, as in device memory's (written_bits.h); only the bits matter here.
+    shared_bits_.assign(1 + (tls_.size + dynamic_bytes + 63) / 64, 0);
+    shared_bits_[0] = kNeverAllWritten;
+    shared_written_ = shared_bits_.data() + 1;
+    shared_words_ = shared_bits_.size() - 1;
     warp_epochs_.assign((threads + kWarp - 1) / kWarp, 0);
     const uint64_t generation = RegistryGeneration();
     if (generation != registry_generation_) {  // an allocation has gone: its record may be stale
       for (CachedRegion& c : regions_) c = CachedRegion{};
       for (CachedRegion& c : gaps_) c = CachedRegion{};
+      last_ = &regions_[0];
+      last_gap_ = &gaps_[0];
       registry_generation_ = generation;
     }
   }
@@ -135,8 +141,8 @@ class Checker {
     table_.NextBlock();
     epoch_ = 0;
     std::fill(warp_epochs_.begin(), warp_epochs_.end(), 0);
-    if (dirty_end_ > dirty_begin_)
-      std::fill(shared_written_.begin() + long(dirty_begin_), shared_written_.begin() + long(dirty_end_), 0);
+    if (dirty_end_ > dirty_begin_) std::fill(shared_written_ + dirty_begin_, shared_written_ + dirty_end_, 0);
+    shared_written_[-1] = kNeverAllWritten;
     dirty_begin_ = SIZE_MAX;
     dirty_end_ = 0;
   }
@@ -157,15 +163,15 @@ class Checker {
       return CheckDevice(*me, a, bytes, kind, pc);
     }
     // Shared memory: initcheck against this block's own writes.
-    const size_t end_bit = std::min(shared_bit + bytes, shared_written_.size() * 64);
+    const size_t end_bit = std::min(shared_bit + bytes, shared_words_ * 64);
     if (Reads(kind)) {
-      const size_t unwritten = FirstUnwritten(shared_written_.data(), shared_bit, end_bit);
+      const size_t unwritten = FirstUnwritten(shared_written_, shared_bit, end_bit);
       if (unwritten < end_bit)
         Fail(*me, "initcheck: " + Who(*me) + " reads " + DescribeShared(a + (unwritten - shared_bit)) + " at " +
                       DescribeCode(pc) + ", which no thread of the block has written");
     }
     if (Writes(kind)) {
-      MarkWritten(shared_written_.data(), shared_bit, end_bit);
+      MarkWritten(shared_written_, shared_bit, end_bit);
       dirty_begin_ = std::min(dirty_begin_, shared_bit / 64);
       dirty_end_ = std::max(dirty_end_, (end_bit + 63) / 64);
     }
@@ -176,7 +182,7 @@ class Checker {
   void CheckDevice(const ThreadView& me, uintptr_t a, size_t bytes, AccessKind kind, const void* pc) {
     const Region* region = LookUp(a);
     if (region == nullptr) return;  // host memory: the kernel's own stack, its arguments, pinned memory
-    if (region->written != nullptr) {
+    if (region->written != nullptr && !AllWritten(region->written)) {
       const size_t from = a - region->base, to = std::min(region->size, from + bytes);
       if (Reads(kind)) {
         const size_t unwritten = FirstUnwritten(region->written, from, to);
@@ -186,22 +192,41 @@ class Checker {
       }
       if (Writes(kind)) MarkWritten(region->written, from, to);
     }
-    if (Plain(kind)) Race(me, a, bytes, kind, pc, false);
+    // From the block's first barrier on only: before it, every word a thread touches is its own in
+    // a kernel that is right, and a kernel that never synchronizes its block (every element-wise
+    // one) then costs no racecheck of device memory at all.
+    if (Plain(kind) && epoch_ > 0) Race(me, a, bytes, kind, pc, false);
   }
 
   const Region* LookUp(uintptr_t a) {
+    if (a - last_->begin < last_->end - last_->begin) return &last_->region;  // most accesses
     for (const CachedRegion& c : regions_)
-      if (a - c.begin < c.end - c.begin) return &c.region;
+      if (a - c.begin < c.end - c.begin) {
+        last_ = &c;
+        return &c.region;
+      }
+    if (a - last_gap_->begin < last_gap_->end - last_gap_->begin) return nullptr;  // the stack, arguments
     for (const CachedRegion& c : gaps_)
-      if (a - c.begin < c.end - c.begin) return nullptr;
+      if (a - c.begin < c.end - c.begin) {
+        last_gap_ = &c;
+        return nullptr;
+      }
+    return LookUpSlowly(a);
+  }
+
+  // The registry, under its lock; what it says is remembered until it changes (BeginGrid).
+  const Region* LookUpSlowly(uintptr_t a) {
     Region region;
     uintptr_t gap_begin = 0, gap_end = 0;
     if (FindDeviceForChecks(a, &region, &gap_begin, &gap_end)) {
       CachedRegion& slot = regions_[next_region_++ % kCached];
       slot = {region.base, region.base + region.size, region};
+      last_ = &slot;
       return &slot.region;
     }
-    gaps_[next_gap_++ % kCached] = {gap_begin, gap_end, {}};
+    CachedRegion& gap = gaps_[next_gap_++ % kCached];
+    gap = {gap_begin, gap_end, {}};
+    last_gap_ = &gap;
     return nullptr;
   }
 
@@ -301,16 +326,24 @@ class Checker {
            std::to_string(region.size) + "-byte allocation on GPU " + std::to_string(region.device);
   }
 
-  static constexpr size_t kCached = 4;
+  // Kernels address a handful of allocations, and their threads' stacks and arguments lie in a
+  // handful of gaps between them: enough that the registry's lock is rarely taken.
+  static constexpr size_t kCached = 16;
+  // Shared memory's count of unwritten bytes is never read; it only has to stay far from zero.
+  static constexpr uint64_t kNeverAllWritten = uint64_t{1} << 62;
   ThreadLocalBlock tls_;
   uintptr_t dynamic_begin_ = 0;
   size_t dynamic_size_ = 0;
-  std::vector<uint64_t> shared_written_;  // bit per byte: the thread-local block, then dynamic shared
+  std::vector<uint64_t> shared_bits_;  // a count, then a bit per byte: thread-local block, dynamic shared
+  uint64_t* shared_written_ = nullptr;  // the bits
+  size_t shared_words_ = 0;
   size_t dirty_begin_ = SIZE_MAX, dirty_end_ = 0;  // words of shared_written_ set in this block
   std::vector<uint32_t> warp_epochs_;
   uint32_t epoch_ = 0;
   RecordTable table_;
   CachedRegion regions_[kCached], gaps_[kCached];
+  const CachedRegion* last_ = &regions_[0];     // the region of the last device access
+  const CachedRegion* last_gap_ = &gaps_[0];    // the gap of the last access to host memory
   unsigned next_region_ = 0, next_gap_ = 0;
   uint64_t registry_generation_ = UINT64_MAX;
 };

@@ -7,7 +7,9 @@
 // thread's read, with no __syncthreads between them, is a hazard; inside a warp a __syncwarp
 // between them orders them too (a shuffle does not: it moves registers, not memory). Atomics are
 // never hazards. Device memory is checked between the threads of one block only, since blocks
-// run one after another here. Accesses narrower than a word, or not aligned to one, are tracked
+// run one after another here, and from the block's first __syncthreads on: before it, a kernel
+// that is right has only words of its own, and element-wise kernels, which never synchronize
+// their block, cost no racecheck at all. Accesses narrower than a word, or not aligned to one, are tracked
 // per byte, so that neighbouring bytes of different threads are no hazard.
 //
 // Initcheck: a read of shared memory that no thread of the block has written since the block
@@ -30,7 +32,7 @@ namespace gpusim::detail {
 enum class AccessKind { kRead, kWrite, kAtomic, kAtomicLoad, kAtomicStore };
 
 // Set while this host thread runs a grid with the access checks on; the hooks test it first.
-extern thread_local bool access_checks_active;
+extern __thread bool access_checks_active;  // __thread: read without a call (current_thread's reason)
 
 // Around a grid's run on this host thread.
 void BeginGridChecks(const void* dynamic_shared, size_t dynamic_shared_bytes, unsigned threads);

@@ -24,7 +24,7 @@
 namespace gpusim {
 namespace detail {
 
-thread_local ThreadView* current_thread = nullptr;
+__thread ThreadView* current_thread = nullptr;
 
 void OutsideKernel(const char* what) {
   std::fprintf(stderr, "gpusim: %s used outside a kernel\n", what);

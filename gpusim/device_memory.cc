@@ -30,7 +30,7 @@ struct Registry {
 void Changed(Registry& r) { r.generation.fetch_add(1, std::memory_order_release); }
 
 void Release(Registry& r, const Region& region) {
-  delete[] region.written;
+  detail::DeleteWrittenBits(region.written);
   Changed(r);
 }
 
@@ -144,7 +144,7 @@ cudaError_t AllocateDevice(int device, size_t bytes, void** out) {
     return cudaErrorMemoryAllocation;
   }
   std::memset(p, 0xff, bytes);
-  uint64_t* written = AccessChecksOn() ? new uint64_t[(bytes + 63) / 64]() : nullptr;
+  uint64_t* written = AccessChecksOn() ? NewWrittenBits(bytes) : nullptr;
   std::lock_guard<std::mutex> lock(r.mutex);
   r.regions[reinterpret_cast<uintptr_t>(p)] = {Space::kDevice, device, reinterpret_cast<uintptr_t>(p), bytes, written};
   Changed(r);

@@ -40,8 +40,10 @@ struct ThreadView {
   unsigned linear;  // thread index within the block
 };
 
-// The thread running on this host thread right now; null outside kernels.
-extern thread_local ThreadView* current_thread;
+// The thread running on this host thread right now; null outside kernels. __thread rather than
+// thread_local: without a dynamic initializer to guard against, the access checks read it on every
+// load and store of device code without a call.
+extern __thread ThreadView* current_thread;
 
 [[noreturn]] void OutsideKernel(const char* what);
 

@@ -26,6 +26,7 @@ class InitcheckTest : public SimTest {
     if (!AccessChecksCompiled()) GTEST_SKIP() << "initcheck is not compiled into a sanitized build";
   }
   ScopedAccessChecks checks_{true};
+  ScopedTurnOrder order_{std::nullopt};  // the default order: which thread reads first is known
 };
 
 // Only the first `writers` threads write their word; then every thread reads its own.

@@ -203,9 +203,11 @@ TEST_F(RacecheckTest, NeighbouringBytesOfDifferentThreadsAreNoHazard) {
 }
 
 // Thread t writes device word t, then reads word t + 1 (another thread's) in the same interval.
+// Device memory is checked from a block's first barrier on (access_checks.h), hence the first.
 template <bool kBarrier>
 __global__ void DeviceNeighbourKernel(int* data, int* out) {
   const unsigned t = threadIdx.x;
+  __syncthreads();
   data[t] = int(t);
   if (kBarrier) __syncthreads();
   out[t] = data[(t + 1) % kThreads];
