@@ -86,8 +86,9 @@ struct CachedRegion {
   Region region;
 };
 
-// Static shared memory is thread-local storage here (kernel_builtins.h): the executable's
-// thread-local block of this host thread.
+// Static shared memory is thread-local storage here (kernel_builtins.h): the thread-local block,
+// on this host thread, of the module that holds this code. The simulator and the device code are
+// linked into one module (static libraries), so that block holds every __shared__ variable.
 struct ThreadLocalBlock {
   uintptr_t begin = 0;
   size_t size = 0;
