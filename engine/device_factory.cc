@@ -62,16 +62,16 @@ std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<
   if (!(local_momentum >= 0 && local_momentum < 1))
     throw std::invalid_argument("device " + spec.id + ": momentum " + std::to_string(local_momentum) +
                                 " is not in [0, 1)");
-  // Only the CPU's dense step regularizes; the command line refuses the flags before this.
-  if (regularization.on() && (spec.kind != DeviceKind::kCpu || sampled.enabled))
+  // Only the CPU's steps regularize (the sampled one without weight decay); the command line
+  // refuses the flags before this.
+  if (regularization.on() && spec.kind != DeviceKind::kCpu)
     throw std::invalid_argument("device " + spec.id + ": --weight-decay, --dropout and --input-optimizer adagrad are "
-                                "implemented by the CPU devices' dense step only, not by " +
-                                (sampled.enabled ? "the sampled output layer" : "the CUDA backend"));
+                                "implemented by the CPU devices' steps only, not by the CUDA backend");
   if (spec.kind == DeviceKind::kCpu && sampled.enabled) {
     if (math != kernels::OutputMath::kFp32)
       throw std::invalid_argument("device " + spec.id + ": the sampled output layer computes in fp32, not --math " +
                                   kernels::OutputMathName(math));
-    return MakeSampledCpuDevice(spec, initial, limits, local_momentum, sampled);
+    return MakeSampledCpuDevice(spec, initial, limits, local_momentum, sampled, regularization);
   }
   if (spec.kind == DeviceKind::kCpu) {
     if (math == kernels::OutputMath::kTf32)
