@@ -6,8 +6,8 @@
 # Usage: scripts/eurlex57k.sh OUTDIR [extra train flags, e.g. --algo adaptive --devices cpu:4
 #        --speed 1,1.1,1.2,1.32]
 #   --hidden, --lr, --lr-schedule, --dropout, --epochs, --eval-every, --lr-scaling and --momentum
-#   given here replace the script's own values (below). Its dropout is the CPU devices' dense
-#   step's, left out with --devices cuda:..., --algo slide or --cpu-output; several devices train
+#   given here replace the script's own values (below). Its dropout is the CPU devices' step's,
+#   left out with --devices cuda:...; several devices train
 #   with the rate unscaled (--lr-scaling none), a global momentum of 0.5 and 40 epochs.
 # Environment: XMLT_DATA_DIR (a folder holding eurlex57k/; default ../shared/data beside the
 #   checkout), XMLT_BUILD_DIR (default build).
@@ -52,8 +52,8 @@ devices=$(value_of --devices "$@")
 # took Adagrad there (docs/experiments/peers.md: the defaults alone reach 0.897 on one device).
 own_flags=("--hidden 1024" "--lr 2" "--lr-schedule cosine" "--epochs 30" "--eval-every epoch"
            "--input-optimizer sgd")
-# Dropout runs in the CPU dense step only: not with SLIDE's sampled layer or on GPUs.
-if [[ $algo != slide && $devices != *cuda* ]] && ! given --cpu-output "$@"; then
+# Dropout runs in the CPU devices' steps (dense and SLIDE's sampled one), not on GPUs.
+if [[ $devices != *cuda* ]]; then
   own_flags+=("--dropout 0.5")
 fi
 # Several devices: the rate of 2 is already near the largest one device takes (3 diverges), so it
