@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "data/sparse_batch.h"
-#include "kernels/cpu/dropout_mask.h"
+#include "kernels/dropout_mask.h"
 #include "kernels/cpu/huge_pages.h"
 #include "kernels/cpu/sampled_step.h"
 #include "kernels/lsh/label_tables.h"
@@ -21,7 +21,7 @@
 
 namespace xmlt::engine {
 
-using kernels::cpu::DropoutMix;
+using kernels::DropoutMix;
 
 uint64_t SampledOutputOptions::TableBytes(uint64_t labels) const {
   const uint64_t buckets = uint64_t(1) << bucket_bits;

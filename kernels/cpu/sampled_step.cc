@@ -9,7 +9,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "kernels/cpu/dropout_mask.h"
+#include "kernels/dropout_mask.h"
 #include "kernels/cpu/sparse_mlp.h"
 
 namespace xmlt::kernels::cpu {

@@ -10,7 +10,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "kernels/cpu/dropout_mask.h"
+#include "kernels/dropout_mask.h"
 #include "kernels/cpu/gemm.h"
 
 namespace xmlt::kernels::cpu {

@@ -1,5 +1,5 @@
 // The defaults that depend on the data's shape and on the devices: --hidden auto, dropout 0.5 and
-// the first layer's Adagrad where every device takes the CPU's dense local step, and their refusals.
+// the first layer's Adagrad on every device's step (CPU dense, SLIDE's sampled, GPU), and their refusals.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -89,8 +89,6 @@ TEST(CpuStepDefaults, AdagradWhereItCannotRunIsAUsageError) {
   Data d;
   const std::vector<std::vector<std::string>> bad = {
       {"--input-optimizer", "adam"},
-      {"--input-optimizer", "adagrad", "--algo", "single", "--devices", "cuda:0"},
-      {"--input-optimizer", "adagrad", "--algo", "adaptive", "--devices", "cpu:1,cuda:0"},
       {"--input-optimizer", "sgd", "--input-lr", "0.2"},
       {"--input-lr", "0"},
       {"--input-lr", "nan"},
