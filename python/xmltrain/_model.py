@@ -1,5 +1,6 @@
 """Model: a trained model, its run's records, and what it is used for."""
 
+import json
 import os
 
 from . import _xmltrain
@@ -56,8 +57,6 @@ class Model:
             raise ValueError(f"k must be 1, 3 or 5 (the figures xmltrain eval computes), not {k!r}")
         if Y_train is None and tuple(propensity) != _DEFAULT_PROPENSITY:
             raise ValueError("propensity weighs the PSP@k that Y_train's label counts give; give Y_train")
-        import json
-
         text = ",".join(repr(float(v)) for v in propensity)
         y_train = None if Y_train is None else csr_parts(Y_train, "Y_train")
         figures = json.loads(self._model.evaluate(csr_parts(X, "X"), csr_parts(Y, "Y"), text, y_train))
