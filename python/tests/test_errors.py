@@ -24,6 +24,7 @@ BAD_OPTIONS = [
     (ValueError, dict(input_optimizer="sgd", input_lr=0.5)),
     (ValueError, dict(propensity=(0, 1))),
     (ValueError, dict(algo="adaptive", devices="cpu:2", batch_min=4096)),
+    (ValueError, dict(threads=-1)),
     (TypeError, dict(bogus=1)),
 ]
 
