@@ -25,11 +25,11 @@ unsigned BlocksFor(uint64_t count, unsigned threads = kThreads) {
   return unsigned(std::max<uint64_t>(1, std::min<uint64_t>((count + threads - 1) / threads, kMaxBlocks)));
 }
 
-// The update of one parameter from its gradient g; one definition so that every tensor follows
-// cpu::StepRule exactly. Pointers are already offset to the tensor.
 // Adagrad's epsilon, cpu::kAdagradEpsilon's value.
 constexpr float kAdagradEpsilon = 1e-10f;
 
+// The update of one parameter from its gradient g; one definition so that every tensor follows
+// cpu::StepRule exactly. Pointers are already offset to the tensor.
 struct Update {
   float lr;
   float momentum;
