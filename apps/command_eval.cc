@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "apps/cli.h"
+#include "apps/model_evaluation.h"
 #include "apps/output_paths.h"
 #include "apps/propensity_flag.h"
 #include "apps/stdout_check.h"
@@ -21,22 +22,6 @@
 namespace xmlt::apps {
 namespace {
 
-// Most test label occurrences on labels the training file never has: likely not the model's
-// training data (the propensities of unseen labels are all the largest weight).
-void WarnUnseenTestLabels(const data::Dataset& train, const data::Dataset& test, const std::string& train_path,
-                          const std::string& test_path) {
-  std::vector<bool> seen(train.num_labels(), false);
-  for (uint64_t e = 0; e < train.labels.nnz(); ++e) seen[train.labels.col_idx[e]] = true;
-  uint64_t unseen = 0;
-  for (uint64_t e = 0; e < test.labels.nnz(); ++e) {
-    const uint32_t label = test.labels.col_idx[e];
-    unseen += label >= seen.size() || !seen[label];
-  }
-  if (2 * unseen > test.labels.nnz())
-    std::cerr << "warning: " << unseen << " of the " << test.labels.nnz() << " labels of " << test_path
-              << " never occur in " << train_path << ": is it the model's training data?\n";
-}
-
 struct EvalFlags {
   std::string model, test, test_labels, train, train_labels;
   std::string propensity = "0.55,1.5";
@@ -47,29 +32,14 @@ void RunEval(const EvalFlags& f) {
   const kernels::PropensityModel propensity = ParsePropensity(f.propensity);
   if (f.train.empty() && !f.train_labels.empty()) throw std::invalid_argument("--train-labels needs --train");
   const kernels::Model<float> model = engine::LoadModel(f.model);
-  data::Dataset test = AsModelInput(LoadWithWarnings(f.test, f.test_labels, f.data), model.shape, f.test);
-  // Scores of rows without labels would be means over nothing, printed as zeros.
-  if (test.labels.nnz() == 0)
-    throw data::InputError(f.test, 0, "no row has a label: nothing to evaluate (predict labels rows that have none)");
-  WarnUnlabelledEvaluationRows(test, f.test);
-  // The propensities come from the training labels, as the XML repository's tools take them.
+  const data::Dataset test = LoadWithWarnings(f.test, f.test_labels, f.data);
+  data::Dataset train;
   if (!f.train.empty()) {
-    const data::Dataset train = LoadWithWarnings(f.train, f.train_labels, f.data);
+    train = LoadWithWarnings(f.train, f.train_labels, f.data);
     if (train.num_rows() < 2) throw std::invalid_argument("--train: " + f.train + " has fewer than 2 rows");
-    // The model's training data has its labels: another file's counts would weigh the wrong ones.
-    if (train.num_labels() != model.shape.num_labels)
-      throw data::InputError(f.train, 0,
-                             "has " + std::to_string(train.num_labels()) + " labels, the model " +
-                                 std::to_string(model.shape.num_labels) +
-                                 ": the propensities must come from the data the model was trained on");
-    WarnUnseenTestLabels(train, test, f.train, f.test);
-    test.inverse_propensity = data::SharedArray<float>(kernels::InversePropensities(
-        train.labels, std::max<uint64_t>(test.num_labels(), model.shape.num_labels), propensity));
   }
-  const engine::Evaluation e = engine::Evaluate(model, test);
-  nlohmann::json result = {{"rows", e.rows}};
-  result.update(RankingJson(e.metrics));
-  result["loss"] = e.loss;
+  const nlohmann::json result =
+      EvaluateModel(model, test, f.test, f.train.empty() ? nullptr : &train.labels, f.train, propensity);
   WriteStdout(result.dump() + "\n");
   CheckStdoutWritten();
 }

@@ -7,23 +7,32 @@ namespace xmlt::apps {
 namespace {
 
 std::atomic<int> g_requested{0};
-static_assert(std::atomic<int>::is_always_lock_free, "the handler may only touch lock-free atomics");
+std::atomic<bool> g_second_exits{true};
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free,
+              "the handler may only touch lock-free atomics");
 
 void OnSignal(int signal) {
   int expected = 0;
-  if (!g_requested.compare_exchange_strong(expected, signal)) _exit(128 + expected);
+  if (!g_requested.compare_exchange_strong(expected, signal)) {
+    if (g_second_exits.load()) _exit(128 + expected);
+    return;
+  }
   // Only async-signal-safe calls here: write(2), not iostreams.
-  static const char kMessage[] =
+  static const char kExits[] =
       "\nstopping at the next safe point (a checkpoint is written if --checkpoint-dir is set); "
       "signal again to exit at once\n";
-  const ssize_t ignored = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+  static const char kStays[] =
+      "\nstopping at the next safe point (a checkpoint is written if checkpoint_dir is set)\n";
+  const bool exits = g_second_exits.load();
+  const ssize_t ignored = write(STDERR_FILENO, exits ? kExits : kStays, (exits ? sizeof kExits : sizeof kStays) - 1);
   (void)ignored;
 }
 
 }  // namespace
 
-StopSignals::StopSignals() {
+StopSignals::StopSignals(bool second_exits) {
   g_requested.store(0);
+  g_second_exits.store(second_exits);
   struct sigaction action{};
   action.sa_handler = OnSignal;
   sigemptyset(&action.sa_mask);

@@ -13,7 +13,9 @@ namespace xmlt::apps {
 
 class StopSignals {
  public:
-  StopSignals();   // installs the handlers
+  // Installs the handlers. `second_exits`: a second signal ends the process at once (the command
+  // line); false: it is taken as the first was (an interpreter calling a run must outlive it).
+  explicit StopSignals(bool second_exits = true);
   ~StopSignals();  // restores the previous ones
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;

@@ -227,25 +227,13 @@ uint32_t DefaultHidden(uint64_t features, uint64_t labels) {
   return hidden;
 }
 
-// Whether every device of the run trains with the CPU's dense step, the one step that implements
-// dropout and the first layer's Adagrad (engine/step_regularization.h).
-bool EveryDeviceTakesCpuDenseSteps(const TrainFlags& f) {
-  if (f.algo == "slide" || (f.cpu_output == "sampled" && !OneDevice(f))) return false;
-  return std::all_of(f.engine.devices.begin(), f.engine.devices.end(),
-                     [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCpu; });
-}
-
-void SettleCpuStepDefaults(TrainFlags& f) {
+// Dropout 0.5 and the first layer's Adagrad by default: every device's step implements both (the
+// CPU's dense and sampled steps and the CUDA replica; engine/step_regularization.h).
+void SettleStepDefaults(TrainFlags& f) {
   // Dropout 0.5 on the hidden layer: the wide default layer overfits without it (peers.md).
-  const bool cpu_dense = EveryDeviceTakesCpuDenseSteps(f);
-  if (!f.given("--dropout") && cpu_dense) f.options.dropout = 0.5f;
+  if (!f.given("--dropout")) f.options.dropout = 0.5f;
   bool adagrad = false;
-  if (f.input_optimizer == "auto") {
-    adagrad = cpu_dense;
-  } else if (f.input_optimizer == "adagrad") {
-    if (!cpu_dense)
-      throw std::invalid_argument("--input-optimizer adagrad is implemented by the CPU devices' dense step only, not "
-                                  "by GPUs, --algo slide or --cpu-output sampled: use --input-optimizer sgd");
+  if (f.input_optimizer == "auto" || f.input_optimizer == "adagrad") {
     adagrad = true;
   } else if (f.input_optimizer != "sgd") {
     throw std::invalid_argument("--input-optimizer must be auto, adagrad or sgd, not '" + f.input_optimizer + "'");
@@ -271,7 +259,7 @@ void CheckGpusExist(const TrainFlags& f) {
 }
 
 void CheckFlagsBeforeLoading(TrainFlags& f) {
-  SettleCpuStepDefaults(f);
+  SettleStepDefaults(f);
   scheduler::ValidateTrainOptions(f.options);
   if (f.cpu_output != "dense" && f.cpu_output != "sampled")
     throw std::invalid_argument("--cpu-output must be dense or sampled, not '" + f.cpu_output + "'");
@@ -305,20 +293,16 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
       throw std::invalid_argument(std::string(f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
                                   " computes its output layer in fp32; drop --math");
   }
-  // The CPU's dense step is the one that regularizes (engine/step_regularization.h).
-  if (f.options.weight_decay != 0 || f.options.dropout != 0) {
-    const std::string flags = f.options.weight_decay != 0 && f.options.dropout != 0 ? "--weight-decay and --dropout are"
-                              : f.options.weight_decay != 0                        ? "--weight-decay is"
-                                                                                   : "--dropout is";
-    if (f.algo == "slide" || cpu_sampled)
-      throw std::invalid_argument(flags + " implemented by the dense step of CPU devices only, not by " +
-                                  (f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
-                                  "'s sampled output layer");
+  // Weight decay is the CPU dense step's alone (engine/step_regularization.h).
+  if (f.options.weight_decay != 0 && (f.algo == "slide" || cpu_sampled))
+    throw std::invalid_argument("--weight-decay is implemented by the dense step of CPU devices only, not by " +
+                                std::string(f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
+                                "'s sampled output layer");
+  if (f.options.weight_decay != 0)
     for (const engine::DeviceSpec& d : f.engine.devices)
       if (d.kind != engine::DeviceKind::kCpu)
-        throw std::invalid_argument(flags + " implemented by the dense step of CPU devices only, not by the CUDA "
-                                    "backend (device " + d.id + "): use --devices cpu:N");
-  }
+        throw std::invalid_argument("--weight-decay is implemented by the dense step of CPU devices only, not by the "
+                                    "CUDA backend (device " + d.id + "): use --devices cpu:N");
   if (OneDevice(f)) {
     for (const char* flag : {"--speed", "--hetero", "--clock", "--clock-costs", "--row-cost", "--merge-cost",
                              "--batch-min", "--beta", "--momentum", "--pert-thr", "--pert-delta", "--pert-weights",

@@ -25,10 +25,10 @@ std::vector<uint32_t> ParseHidden(const std::string& text);
 // of two (Bibtex, EURLEX57K: 1024; Delicious: 512; the Table 1 shapes: 128).
 uint32_t DefaultHidden(uint64_t features, uint64_t labels);
 
-// The defaults that only the CPU's dense step implements, where every device of the run takes it:
-// dropout 0.5 unless --dropout is given, and --input-optimizer auto as adagrad (into
-// options.input_lr); refuses --input-optimizer adagrad or --input-lr where it cannot run.
-void SettleCpuStepDefaults(TrainFlags& f);
+// The step's defaults, which every device implements: dropout 0.5 unless --dropout is given, and
+// --input-optimizer auto as adagrad (into options.input_lr); refuses a bad --input-optimizer, or
+// --input-lr without Adagrad.
+void SettleStepDefaults(TrainFlags& f);
 
 // --eval-every: 'epoch', 'end' (or 0), or every N mega-batches.
 scheduler::EvalSchedule ParseEvalEvery(const std::string& text);

@@ -11,9 +11,13 @@
 #include <stdexcept>
 #include <vector>
 
+#include <cstring>
+#include <string>
+
 #include "kernels/context_lost.h"
 #include "kernels/cuda/cuda_mlp.h"
 #include "kernels/cuda/device_buffer.h"
+#include "kernels/dropout_mask.h"
 
 namespace xmlt::engine {
 namespace {
@@ -38,9 +42,10 @@ kernels::cuda::PinnedBuffer<float> PinnedCopy(int gpu, const std::vector<float>&
 class CudaDevice final : public Device {
  public:
   CudaDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, const DeviceLimits& limits,
-             float momentum, kernels::OutputMath math)
+             float momentum, kernels::OutputMath math, const StepRegularization& regularization)
       : spec_(spec),
         momentum_(momentum),
+        regularization_(regularization),
         limits_(limits),
         mlp_(spec.ordinal, initial.shape, limits.max_rows, limits.max_feature_nnz, limits.max_label_nnz,
              DenseMath(math)),
@@ -53,7 +58,15 @@ class CudaDevice final : public Device {
   kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows, size_t count,
                                       float lr) override {
     data::GatherBatch(dataset, rows, count, &batch_);
-    return mlp_.TrainBatch(batch_, lr, momentum_);
+    // The CPU replica's key for the same (seed, device, step): the same masks on either.
+    kernels::cuda::CudaStepRegularization step;
+    step.dropout = regularization_.dropout;
+    step.dropout_key = kernels::DropoutMix(
+        kernels::DropoutMix(kernels::DropoutMix(regularization_.seed) ^ regularization_.stream) ^ steps_);
+    step.input_lr = lr * regularization_.input_adagrad_ratio;
+    const kernels::cpu::LossResult loss = mlp_.TrainBatch(batch_, lr, momentum_, step);
+    ++steps_;
+    return loss;
   }
 
   // The mirror's copies are queued (PrepareMerge, FinishMerge) and waited for only when the mirror
@@ -77,8 +90,9 @@ class CudaDevice final : public Device {
     mlp_.UploadParamsAsync(HostParams(), host_.size());
     copying_ = true;
   }
+  // The momentum buffer, whose first-layer weights hold Adagrad's squares when it is on.
   std::vector<float> SaveOptimizerState() override {
-    if (momentum_ == 0) return {};
+    if (!KeepsOptimizerState()) return {};
     std::vector<float> state(host_.size());
     mlp_.DownloadMomentum(state.data(), state.size());
     return state;
@@ -109,13 +123,34 @@ class CudaDevice final : public Device {
   }
   void RestoreOptimizerState(const std::vector<float>& state) override {
     if (state.empty()) return mlp_.ZeroMomentum();
-    if (momentum_ == 0) throw std::invalid_argument(spec_.id + ": momentum state given without momentum");
+    if (!KeepsOptimizerState())
+      throw std::invalid_argument(spec_.id + ": momentum state given without momentum");
     mlp_.UploadMomentum(state.data(), state.size());
+  }
+  // With dropout, the step count the masks are drawn from (as the CPU replica's).
+  std::vector<uint8_t> SaveExtraState() override {
+    if (regularization_.dropout == 0) return {};
+    std::vector<uint8_t> state(sizeof steps_);
+    std::memcpy(state.data(), &steps_, sizeof steps_);
+    return state;
+  }
+  void RestoreExtraState(const std::vector<uint8_t>& state) override {
+    steps_ = 0;
+    if (state.empty()) return;
+    if (state.size() != sizeof steps_ || regularization_.dropout == 0)
+      throw std::invalid_argument(spec_.id + ": step count state of " + std::to_string(state.size()) +
+                                  " bytes for a replica " + (regularization_.dropout == 0 ? "without" : "with") +
+                                  " dropout");
+    std::memcpy(&steps_, state.data(), sizeof steps_);
   }
 
  private:
+  bool KeepsOptimizerState() const { return momentum_ != 0 || regularization_.input_adagrad_ratio > 0; }
+
   DeviceSpec spec_;
   float momentum_;
+  StepRegularization regularization_;
+  uint64_t steps_ = 0;  // since the run began: the dropout masks' counter
   DeviceLimits limits_;
   kernels::cuda::CudaMlp mlp_;
   kernels::cuda::PinnedBuffer<float> host_;  // the mirror the merges work on
@@ -126,12 +161,14 @@ class CudaDevice final : public Device {
 }  // namespace
 
 std::unique_ptr<Device> MakeCudaDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
-                                       const DeviceLimits& limits, float local_momentum,
-                                       kernels::OutputMath math) {
+                                       const DeviceLimits& limits, float local_momentum, kernels::OutputMath math,
+                                       const StepRegularization& regularization) {
+  if (regularization.weight_decay != 0)
+    throw std::invalid_argument("device " + spec.id + ": the CUDA backend has no weight decay");
   // The runtime's message names the failed call, not the GPU: a card out of memory for its replica's
   // buffers, or lost while they are made, is named here. A lost context stays a ContextLost.
   try {
-    return std::make_unique<CudaDevice>(spec, initial, limits, local_momentum, math);
+    return std::make_unique<CudaDevice>(spec, initial, limits, local_momentum, math, regularization);
   } catch (const kernels::ContextLost& e) {
     throw kernels::ContextLost("device " + spec.id + ": cannot set up: " + e.what());
   } catch (const std::runtime_error& e) {

@@ -8,7 +8,9 @@
 
 namespace xmlt::engine {
 
+// Dropout and the first layer's Adagrad (`regularization`) as the CPU's dense step; no weight decay.
 std::unique_ptr<Device> MakeCudaDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
-                                       const DeviceLimits& limits, float local_momentum, kernels::OutputMath math);
+                                       const DeviceLimits& limits, float local_momentum, kernels::OutputMath math,
+                                       const StepRegularization& regularization = {});
 
 }  // namespace xmlt::engine

@@ -62,16 +62,17 @@ std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<
   if (!(local_momentum >= 0 && local_momentum < 1))
     throw std::invalid_argument("device " + spec.id + ": momentum " + std::to_string(local_momentum) +
                                 " is not in [0, 1)");
-  // Only the CPU's dense step regularizes; the command line refuses the flags before this.
-  if (regularization.on() && (spec.kind != DeviceKind::kCpu || sampled.enabled))
-    throw std::invalid_argument("device " + spec.id + ": --weight-decay, --dropout and --input-optimizer adagrad are "
-                                "implemented by the CPU devices' dense step only, not by " +
-                                (sampled.enabled ? "the sampled output layer" : "the CUDA backend"));
+  // Weight decay is the CPU dense step's alone; dropout and the first layer's Adagrad every step's.
+  // The command line refuses the flags before this.
+  if (regularization.weight_decay != 0 && (spec.kind != DeviceKind::kCpu || sampled.enabled))
+    throw std::invalid_argument("device " + spec.id + ": --weight-decay is implemented by the CPU devices' dense "
+                                "step only, not by " +
+                                (spec.kind != DeviceKind::kCpu ? "the CUDA backend" : "the sampled output layer"));
   if (spec.kind == DeviceKind::kCpu && sampled.enabled) {
     if (math != kernels::OutputMath::kFp32)
       throw std::invalid_argument("device " + spec.id + ": the sampled output layer computes in fp32, not --math " +
                                   kernels::OutputMathName(math));
-    return MakeSampledCpuDevice(spec, initial, limits, local_momentum, sampled);
+    return MakeSampledCpuDevice(spec, initial, limits, local_momentum, sampled, regularization);
   }
   if (spec.kind == DeviceKind::kCpu) {
     if (math == kernels::OutputMath::kTf32)
@@ -85,7 +86,7 @@ std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<
                                 "); use --devices cpu:N");
   }
 #ifdef XMLT_HAVE_CUDA
-  return MakeCudaDevice(spec, initial, limits, local_momentum, math);
+  return MakeCudaDevice(spec, initial, limits, local_momentum, math, regularization);
 #else
   throw std::logic_error("a CUDA device was found but the CUDA backend is not built");
 #endif

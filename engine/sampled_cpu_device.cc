@@ -2,6 +2,7 @@
 #include "engine/sampled_cpu_device.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <iomanip>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "data/sparse_batch.h"
+#include "kernels/dropout_mask.h"
 #include "kernels/cpu/huge_pages.h"
 #include "kernels/cpu/sampled_step.h"
 #include "kernels/lsh/label_tables.h"
@@ -19,9 +21,12 @@
 
 namespace xmlt::engine {
 
+using kernels::DropoutMix;
+
 uint64_t SampledOutputOptions::TableBytes(uint64_t labels) const {
   const uint64_t buckets = uint64_t(1) << bucket_bits;
-  return uint64_t(l) * (2 * labels + buckets + 1) * sizeof(uint32_t) + labels;  // + the touched marks
+  return uint64_t(l) * (2 * labels + buckets + 1) * sizeof(uint32_t) +
+         labels;  // + the touched marks
 }
 
 bool SampledOutputOptions::WeightPaddingFor(uint64_t labels, uint64_t min_active) {
@@ -44,11 +49,13 @@ namespace {
 
 class SampledCpuDevice final : public Device {
  public:
-  SampledCpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, const SampledOutputOptions& options)
+  SampledCpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
+                   const SampledOutputOptions& options, const StepRegularization& regularization)
       : spec_(spec),
+        regularization_(regularization),
         model_(initial),
-        tables_(kernels::lsh::MakeHashFamily(options.hash, options.k, options.l, initial.shape.hidden.back(),
-                                             options.seed),
+        tables_(kernels::lsh::MakeHashFamily(options.hash, options.k, options.l,
+                                             initial.shape.hidden.back(), options.seed),
                 initial.shape.num_labels, options.bucket_bits, options.seed),
         schedule_(options.first_rebuild, options.rebuild_growth),
         touched_(initial.shape.num_labels, 0) {
@@ -57,6 +64,9 @@ class SampledCpuDevice final : public Device {
     step_.seed = options.seed;
     step_.weight_padding = options.weight_padding;
     report_ = options.report_active_sets;
+    // Adagrad's squares for the first layer's weights only: the sampled step has no other state.
+    if (regularization_.input_adagrad_ratio > 0)
+      input_squares_.assign(uint64_t(initial.shape.num_features) * initial.shape.hidden[0], 0.0f);
     // Each row's step reads and writes hundreds of scattered output rows: huge pages spare it a
     // TLB miss on nearly each (Amazon-670K shape: 1.24x the steps a second, docs/BENCHMARKS.md).
     kernels::cpu::AdviseHugePages(model_.params.data(), model_.params.size() * sizeof(float));
@@ -74,15 +84,22 @@ class SampledCpuDevice final : public Device {
 
   const DeviceSpec& spec() const override { return spec_; }
 
-  kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows, size_t count,
-                                      float lr) override {
+  kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows,
+                                      size_t count, float lr) override {
     data::GatherBatch(dataset, rows, count, &batch_);
     // The padding labels are drawn from the batch's rows: the same on a resumed run.
     uint64_t draw = count;
     for (size_t i = 0; i < count; ++i) draw = (draw ^ rows[i]) * 0x100000001B3ull;
-    const kernels::cpu::LossResult result =
-        kernels::cpu::SampledTrainStep(&model_, batch_, lr, tables_, step_, draw, &touched_, &stats_);
+    kernels::cpu::SampledRegularization rule;
+    rule.dropout = regularization_.dropout;
+    rule.dropout_key =
+        DropoutMix(DropoutMix(DropoutMix(regularization_.seed) ^ regularization_.stream) ^ steps_);
+    rule.input_lr = lr * regularization_.input_adagrad_ratio;
+    rule.input_squares = input_squares_.empty() ? nullptr : input_squares_.data();
+    const kernels::cpu::LossResult result = kernels::cpu::SampledTrainStep(
+        &model_, batch_, lr, tables_, step_, draw, &touched_, &stats_, rule);
     ++updates_;
+    ++steps_;
     if (schedule_.DueAfter(updates_)) Rehash();
     return result;
   }
@@ -91,33 +108,56 @@ class SampledCpuDevice final : public Device {
   size_t NumParams() const override { return model_.params.size(); }
   // The merged (or restored, or rolled back) parameters replace the replica's: new tables.
   void FinishMerge() override { Rebuild(); }
-  std::vector<float> SaveOptimizerState() override { return {}; }
+  // The first layer's Adagrad squares, the one optimizer state of the sampled step.
+  std::vector<float> SaveOptimizerState() override { return input_squares_; }
   // The tables as they are (their keys), the rows updated since they were last rehashed and the
   // updates since the last rebuild: a resume inside a mega-batch goes on as if never stopped.
+  // With dropout, also the step count its masks are drawn from (as the dense replica's).
   std::vector<uint8_t> SaveExtraState() override {
     const std::vector<uint32_t>& keys = tables_.keys();
-    std::vector<uint8_t> state(sizeof(uint64_t) + touched_.size() + keys.size() * sizeof(uint32_t));
-    std::memcpy(state.data(), &updates_, sizeof(uint64_t));
-    std::memcpy(state.data() + sizeof(uint64_t), touched_.data(), touched_.size());
-    std::memcpy(state.data() + sizeof(uint64_t) + touched_.size(), keys.data(), keys.size() * sizeof(uint32_t));
+    std::vector<uint8_t> state(ExtraStateBytes());
+    uint8_t* at = state.data();
+    std::memcpy(at, &updates_, sizeof(uint64_t));
+    std::memcpy(at += sizeof(uint64_t), touched_.data(), touched_.size());
+    std::memcpy(at += touched_.size(), keys.data(), keys.size() * sizeof(uint32_t));
+    if (regularization_.dropout != 0)
+      std::memcpy(at + keys.size() * sizeof(uint32_t), &steps_, sizeof steps_);
     return state;
   }
   void RestoreExtraState(const std::vector<uint8_t>& state) override {
     const size_t keys = tables_.keys().size();
-    if (state.size() != sizeof(uint64_t) + touched_.size() + keys * sizeof(uint32_t))
-      throw std::invalid_argument(spec_.id + ": the saved LSH tables are not of this model and these settings");
+    if (state.size() != ExtraStateBytes())
+      throw std::invalid_argument(
+          spec_.id + ": the saved LSH tables are not of this model and these settings");
     std::vector<uint32_t> saved(keys);
-    std::memcpy(&updates_, state.data(), sizeof(uint64_t));
-    std::memcpy(touched_.data(), state.data() + sizeof(uint64_t), touched_.size());
-    std::memcpy(saved.data(), state.data() + sizeof(uint64_t) + touched_.size(), keys * sizeof(uint32_t));
+    const uint8_t* at = state.data();
+    std::memcpy(&updates_, at, sizeof(uint64_t));
+    std::memcpy(touched_.data(), at += sizeof(uint64_t), touched_.size());
+    std::memcpy(saved.data(), at += touched_.size(), keys * sizeof(uint32_t));
     tables_.RestoreKeys(saved.data(), saved.size());
+    steps_ = 0;
+    if (regularization_.dropout != 0)
+      std::memcpy(&steps_, at + keys * sizeof(uint32_t), sizeof steps_);
   }
   void RestoreOptimizerState(const std::vector<float>& state) override {
-    if (!state.empty()) throw std::invalid_argument(spec_.id + ": the sampled output layer keeps no momentum");
+    if (state.empty()) {
+      std::fill(input_squares_.begin(), input_squares_.end(), 0.0f);
+    } else if (state.size() == input_squares_.size()) {
+      input_squares_ = state;
+    } else {
+      throw std::invalid_argument(
+          spec_.id + ": optimizer state of " + std::to_string(state.size()) +
+          " values for a sampled output layer that keeps " + std::to_string(input_squares_.size()) +
+          " (the first layer's Adagrad squares)");
+    }
   }
 
  private:
   const float* OutputWeights() const { return model_.Weight(model_.shape.num_layers() - 1); }
+  size_t ExtraStateBytes() const {
+    return sizeof(uint64_t) + touched_.size() + tables_.keys().size() * sizeof(uint32_t) +
+           (regularization_.dropout != 0 ? sizeof steps_ : 0);
+  }
 
   // Whole tables from the parameters; the rehash schedule starts again from them.
   void Rebuild() {
@@ -136,13 +176,17 @@ class SampledCpuDevice final : public Device {
   }
 
   DeviceSpec spec_;
+  StepRegularization regularization_;
   kernels::Model<float> model_;
+  std::vector<float>
+      input_squares_;  // the first layer's Adagrad squares (features x units), or none
   kernels::lsh::LabelTables tables_;
   kernels::lsh::RebuildSchedule schedule_;
   kernels::cpu::SampledStepOptions step_;
   std::vector<uint8_t> touched_;
   std::vector<uint32_t> changed_;
-  uint64_t updates_ = 0;  // since the last rebuild
+  uint64_t updates_ = 0;                  // since the last rebuild
+  uint64_t steps_ = 0;                    // since the run began: the dropout masks' counter
   kernels::cpu::SampledStepStats stats_;  // since this device was made
   bool report_ = false;
   data::SparseBatch batch_;
@@ -150,17 +194,31 @@ class SampledCpuDevice final : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> MakeSampledCpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
+std::unique_ptr<Device> MakeSampledCpuDevice(const DeviceSpec& spec,
+                                             const kernels::Model<float>& initial,
                                              const DeviceLimits&, float local_momentum,
-                                             const SampledOutputOptions& options) {
+                                             const SampledOutputOptions& options,
+                                             const StepRegularization& regularization) {
   if (spec.kind != DeviceKind::kCpu)
-    throw std::invalid_argument("device " + spec.id + ": the sampled output layer runs on CPU devices");
-  if (local_momentum != 0.0f)
     throw std::invalid_argument("device " + spec.id +
-                                ": the sampled output layer steps with plain SGD; its local momentum must be 0");
+                                ": the sampled output layer runs on CPU devices");
+  if (local_momentum != 0.0f)
+    throw std::invalid_argument(
+        "device " + spec.id +
+        ": the sampled output layer steps with plain SGD; its local momentum must be 0");
   if (options.k == 0 || options.l == 0 || options.bucket_cap == 0)
-    throw std::invalid_argument("the sampled output layer needs K, L and a bucket size of at least 1");
-  return std::make_unique<SampledCpuDevice>(spec, initial, options);
+    throw std::invalid_argument(
+        "the sampled output layer needs K, L and a bucket size of at least 1");
+  if (regularization.weight_decay != 0)
+    throw std::invalid_argument("device " + spec.id +
+                                ": the sampled output layer has no weight decay");
+  if (!(regularization.dropout >= 0 && regularization.dropout < 1))
+    throw std::invalid_argument("device " + spec.id + ": dropout must be in [0, 1)");
+  if (!(regularization.input_adagrad_ratio >= 0) ||
+      !std::isfinite(regularization.input_adagrad_ratio))
+    throw std::invalid_argument("device " + spec.id +
+                                ": the first layer's Adagrad rate must be a finite number >= 0");
+  return std::make_unique<SampledCpuDevice>(spec, initial, options, regularization);
 }
 
 }  // namespace xmlt::engine

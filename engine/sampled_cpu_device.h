@@ -5,7 +5,8 @@
 // too) and rollback replaces the parameters: the tables are rebuilt from them whole and the
 // schedule starts again. Checkpoints keep the tables' keys and the schedule's place, so a resumed
 // run, even from inside a mega-batch, is the uninterrupted run (with one thread, bit for bit).
-// Evaluation scores every label, as on any CPU device.
+// Evaluation scores every label, as on any CPU device. With dropout and the first layer's Adagrad
+// (engine/step_regularization.h), as the CPU's dense step.
 #pragma once
 
 #include <memory>
@@ -15,10 +16,12 @@
 
 namespace xmlt::engine {
 
+// Dropout and the first layer's Adagrad (`regularization`) as the dense step's; no weight decay.
 // Throws std::invalid_argument for a device that is not a CPU, a local momentum (the sampled step
-// is plain SGD) or bad options.
+// is plain SGD), a weight decay or bad options.
 std::unique_ptr<Device> MakeSampledCpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
                                              const DeviceLimits& limits, float local_momentum,
-                                             const SampledOutputOptions& options);
+                                             const SampledOutputOptions& options,
+                                             const StepRegularization& regularization = {});
 
 }  // namespace xmlt::engine

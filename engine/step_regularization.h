@@ -1,7 +1,7 @@
 // The regularization a device's training step applies (kernels/cpu/sparse_mlp.h, StepRule): L2
 // weight decay and dropout on the hidden activations, and the first layer's Adagrad. All 0 here:
-// the step is then exactly the step without them. The CPU dense step implements them; the CUDA
-// replica and the sampled (SLIDE) output layer do not, and refuse any that is on.
+// the step is then exactly the step without them. The CPU dense step implements them all; the
+// sampled (SLIDE) step and the CUDA replica all but the weight decay, which they refuse.
 #pragma once
 
 #include <cstdint>

@@ -140,9 +140,10 @@ void RestorePool(DevicePool& pool, const CheckpointReader& reader, const nlohman
         std::copy(global.begin(), global.end(), d.HostParams());
       }
       d.FinishMerge();
-      d.RestoreOptimizerState(!replan && reader.Has(prefix + "momentum")
-                                  ? reader.Read<float>(prefix + "momentum", d.NumParams())
-                                  : std::vector<float>{});
+      // The device checks the state's size: a momentum buffer holds a value per parameter, the
+      // sampled step's Adagrad squares one per first-layer weight.
+      d.RestoreOptimizerState(!replan && reader.Has(prefix + "momentum") ? reader.Read<float>(prefix + "momentum")
+                                                                          : std::vector<float>{});
       if (!replan && reader.Has(prefix + "extra")) d.RestoreExtraState(reader.Read<uint8_t>(prefix + "extra"));
     }
     pool.faults().Restore(std::move(pending));

@@ -36,8 +36,10 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
     const bool sampled = specs[i].kind == engine::DeviceKind::kCpu && engine.sampled_output.enabled;
     const float momentum = sampled ? 0.0f : options.local_momentum;
     step_scale_.push_back(sampled ? 1.0 / (1.0 - double(options.local_momentum)) : 1.0);
-    // Another rank's device is a mirror here: its owner trains it.
-    const float input_adagrad_ratio = options.input_lr > 0 ? options.input_lr / options.lr : 0.0f;
+    // Another rank's device is a mirror here: its owner trains it. Adagrad's rate is a step size
+    // per coordinate, not a share of the gradient: the sampled device's larger rate leaves it alone.
+    const float input_adagrad_ratio =
+        options.input_lr > 0 ? float(double(options.input_lr) / options.lr / step_scale_.back()) : 0.0f;
     const engine::StepRegularization regularization{options.weight_decay, options.dropout, options.seed, i,
                                                     input_adagrad_ratio};
     std::unique_ptr<engine::Device> device =

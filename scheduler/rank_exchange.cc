@@ -92,14 +92,16 @@ void GatherReplicas(dist::RankGroup& ranks, int root, const std::vector<int>& de
     // A bystander neither reads nor makes its mirror (HostParams would allocate it).
     const bool involved = me == owner || me == root;
     ranks.Copy(involved ? d.HostParams() : nullptr, d.NumParams(), owner, root);
-    // The owner's state, or empty (no local momentum): whether there is one goes first, to every
-    // rank, so that all make the same calls.
+    // The owner's state, or empty (no local momentum): its size goes first, to every rank, so
+    // that all make the same calls. A momentum buffer holds a value per parameter, a sampled
+    // device's Adagrad squares fewer; the size travels as two 24-bit halves, each exact in a float.
     std::vector<float> state = me == owner ? d.SaveOptimizerState() : std::vector<float>{};
-    float has_state = state.empty() ? 0 : 1;
-    ranks.Broadcast(&has_state, 1, owner);
-    if (has_state == 0) continue;
-    if (me == root) state.resize(d.NumParams());
-    ranks.Copy(involved ? state.data() : nullptr, d.NumParams(), owner, root);
+    float size[2] = {float(state.size() >> 24), float(state.size() & 0xFFFFFF)};
+    ranks.Broadcast(size, 2, owner);
+    const size_t count = size_t(size[0]) << 24 | size_t(size[1]);
+    if (count == 0) continue;
+    if (me == root) state.resize(count);
+    ranks.Copy(involved ? state.data() : nullptr, count, owner, root);
     if (me == root) d.RestoreOptimizerState(state);
   }
   // The owners' extra states (the dropout masks' step counts, a sampled device's tables), which

@@ -8,7 +8,7 @@ set -euo pipefail
 
 packages=(build-essential cmake libtbb-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
           nlohmann-json3-dev libxxhash-dev libopenblas-dev libdnnl-dev zlib1g-dev libisal-dev libzstd-dev
-          python3-matplotlib libopenmpi-dev openmpi-bin libboost-context-dev)
+          python3-dev python3-matplotlib libopenmpi-dev openmpi-bin libboost-context-dev)
 for option in "$@"; do
   case $option in
     --with-peers) packages+=(python3-torch python3-numpy) ;;
@@ -16,6 +16,14 @@ for option in "$@"; do
     *) echo "setup.sh: unknown option '$option'" >&2; exit 2 ;;
   esac
 done
+
+# The Python package (python/): nanobind builds its module beside the CLI, numpy, scipy and pytest
+# run its tests; from PyPI, for the python3 on PATH, when missing.
+if ! python3 -c "import nanobind, numpy, scipy, pytest" 2>/dev/null; then
+  echo "setup: installing nanobind numpy scipy pytest with pip" >&2
+  python3 -m pip install --quiet nanobind numpy scipy pytest 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages nanobind numpy scipy pytest
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,8 +3,9 @@
 # CUDA backend there: every CUDA test (ctest label kernels_cuda) with XMLT_REQUIRE_GPU=1, so that
 # a skip fails; the simulator's own tests and xmltrain on Bibtex against CPU devices (label gpusim);
 # the engine and scheduler tests, which see two simulated GPUs (XMLT_SIM_GPUS, XMLT_SIM_GPU_MEMORY:
-# see README). On the simulator the backend's logic runs, not its speed. Run by scripts/test.sh
-# (after the normal build) and by scripts/test.sh --gpu-sim.
+# see README); the Python package's GPU test (label python: python/tests/test_simulated_gpus.py).
+# On the simulator the backend's logic runs, not its speed. Run by scripts/test.sh (after the
+# normal build) and by scripts/test.sh --gpu-sim.
 # Every test runs with racecheck, initcheck and synccheck on (gpusim/access_checks.h). Then a
 # second, seeded pass (plain build only): the kernel-level CUDA tests and the simulator's own once
 # more, each block's threads in turn orders drawn from a seed (XMLT_SIM_ORDER, see
@@ -24,8 +25,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-targets=(kernels_cuda_tests gpusim_tests engine_tests scheduler_tests run_tests xmltrain)
-labels='^(kernels_cuda|gpusim|engine|scheduler|run)$'
+targets=(kernels_cuda_tests gpusim_tests engine_tests scheduler_tests run_tests xmltrain _xmltrain)
+labels='^(kernels_cuda|gpusim|engine|scheduler|run|python)$'
 exclude=()
 if [[ "${1:-}" == "--sanitize" ]]; then
   [[ "${2:-}" == "address" ]] || { echo "test-gpu-sim.sh: --sanitize takes address, not '${2:-}'" >&2; exit 2; }

@@ -9,10 +9,39 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/dropout_mask.h"
+#include "kernels/cpu/sparse_mlp.h"
+
 namespace xmlt::kernels::cpu {
 
+namespace {
+
+// Inverted dropout on one row's activations of hidden layer `layer`, in place.
+void DropOut(const SampledRegularization& rule, size_t layer, uint32_t row,
+             std::vector<float>* activation) {
+  const uint64_t key = DropoutRowKey(rule.dropout_key, layer, row);
+  const uint64_t threshold = DropoutThreshold(double(rule.dropout));
+  const float scale = 1.0f / (1.0f - rule.dropout);
+  float* a = activation->data();
+  for (uint64_t u = 0; u < activation->size(); ++u)
+    a[u] = DropoutKeepsUnit(key, u, threshold) ? a[u] * scale : 0.0f;
+}
+
+// delta *= the derivative of ReLU then dropout at the activation they gave: a unit passed the
+// gradient (scaled by 1 / (1 - dropout)) exactly where its activation is positive.
+void HiddenBackward(const std::vector<float>& activation, float dropout, float* delta) {
+  const float scale = 1.0f / (1.0f - dropout);
+  for (size_t u = 0; u < activation.size(); ++u)
+    delta[u] = activation[u] > 0.0f ? delta[u] * scale : 0.0f;
+}
+
+}  // namespace
+
 void SampledForwardHidden(const Model<float>& model, const data::SparseBatch& batch, uint32_t row,
-                          SampledRowScratch* s) {
+                          SampledRowScratch* s, const SampledRegularization& regularization) {
+  if (!(regularization.dropout >= 0.0f && regularization.dropout < 1.0f))
+    throw std::invalid_argument("SampledForwardHidden: dropout must be in [0, 1)");
+  const bool dropout = regularization.dropout != 0.0f;
   const ModelShape& shape = model.shape;
   const size_t hidden_layers = shape.hidden.size();
   s->hidden.resize(hidden_layers);
@@ -23,12 +52,14 @@ void SampledForwardHidden(const Model<float>& model, const data::SparseBatch& ba
   const float* w0 = model.Weight(0);
   for (uint64_t e = batch.feature_ptr[row]; e < batch.feature_ptr[row + 1]; ++e) {
     const uint32_t feature = batch.feature_idx[e];
-    if (feature >= shape.num_features) continue;  // beyond the model: ignored, as the dense step does
+    if (feature >= shape.num_features)
+      continue;  // beyond the model: ignored, as the dense step does
     const float x = batch.feature_val[e];
     const float* w = w0 + uint64_t(feature) * units0;
     for (uint32_t u = 0; u < units0; ++u) h0[u] += x * w[u];
   }
   for (float& v : h0) v = std::max(v, 0.0f);
+  if (dropout) DropOut(regularization, 0, row, &h0);
   // Dense hidden layers: outputs x inputs.
   for (size_t l = 1; l < hidden_layers; ++l) {
     const uint32_t in = shape.hidden[l - 1], out = shape.hidden[l];
@@ -44,11 +75,13 @@ void SampledForwardHidden(const Model<float>& model, const data::SparseBatch& ba
       for (uint32_t i = 0; i < in; ++i) z += wo[i] * below[i];
       h[o] = std::max(z + b[o], 0.0f);
     }
+    if (dropout) DropOut(regularization, l, row, &h);
   }
 }
 
-void SampledActiveLabels(const lsh::LabelTables& tables, const data::SparseBatch& batch, uint32_t row,
-                         size_t bucket_cap, size_t min_active, std::mt19937_64* rng, SampledRowScratch* s) {
+void SampledActiveLabels(const lsh::LabelTables& tables, const data::SparseBatch& batch,
+                         uint32_t row, size_t bucket_cap, size_t min_active, std::mt19937_64* rng,
+                         SampledRowScratch* s) {
   const size_t labels = tables.labels();
   if (s->seen.size() != labels) {
     s->seen.assign(labels, 0);
@@ -78,7 +111,8 @@ void SampledActiveLabels(const lsh::LabelTables& tables, const data::SparseBatch
     s->seen[label] = s->stamp;
     s->active.push_back(label);
   }
-  for (uint32_t label = any(*rng), n = 0; s->active.size() < target && n < labels; ++n, label = (label + 1) % labels) {
+  for (uint32_t label = any(*rng), n = 0; s->active.size() < target && n < labels;
+       ++n, label = (label + 1) % labels) {
     if (s->seen[label] == s->stamp) continue;
     s->seen[label] = s->stamp;
     s->active.push_back(label);
@@ -88,8 +122,12 @@ void SampledActiveLabels(const lsh::LabelTables& tables, const data::SparseBatch
 }
 
 double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint32_t row, float lr,
-                       SampledRowScratch* s, std::vector<uint8_t>* touched) {
+                       SampledRowScratch* s, std::vector<uint8_t>* touched,
+                       const SampledRegularization& regularization) {
   const ModelShape& shape = model->shape;
+  const bool adagrad = regularization.input_lr > 0.0f;
+  if (adagrad && regularization.input_squares == nullptr)
+    throw std::invalid_argument("SampledBackward: the first layer's Adagrad needs its squares");
   const uint64_t begin = batch.label_ptr[row], end = batch.label_ptr[row + 1];
   if (begin == end) return 0.0;
   const size_t last = shape.num_layers() - 1;
@@ -107,7 +145,8 @@ double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint
   const uint64_t row_bytes = uint64_t(width) * sizeof(float);
   for (size_t a = 0; a < n; ++a) {
     if (a + kAhead < n) {
-      const char* next = reinterpret_cast<const char*>(w_out + uint64_t(s->active[a + kAhead]) * width);
+      const char* next =
+          reinterpret_cast<const char*>(w_out + uint64_t(s->active[a + kAhead]) * width);
       for (uint64_t line = 0; line < row_bytes; line += 64) __builtin_prefetch(next + line);
       __builtin_prefetch(b_out + s->active[a + kAhead]);
     }
@@ -128,7 +167,8 @@ double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint
   for (uint64_t i = begin; i < end; ++i) {
     const uint32_t label = batch.label_idx[i];
     const auto at = std::find(s->active.begin(), s->active.end(), label);
-    if (at == s->active.end()) throw std::logic_error("SampledBackward: a label of the row is not active");
+    if (at == s->active.end())
+      throw std::logic_error("SampledBackward: a label of the row is not active");
     loss -= target * (double(s->logits[size_t(at - s->active.begin())]) - log_sum);
   }
   // d loss / d z_a = p_a - y_a; the label's targets are subtracted below, by search per label.
@@ -139,7 +179,8 @@ double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint
     const auto at = std::find(s->active.begin(), s->active.end(), batch.label_idx[i]);
     s->logits[size_t(at - s->active.begin())] -= float(target);
   }
-  // The hidden gradient with the output weights before this step, then the update of the active rows.
+  // The hidden gradient with the output weights before this step, then the update of the active
+  // rows.
   for (size_t a = 0; a < n; ++a) {
     const float g = s->logits[a];
     const uint32_t label = s->active[a];
@@ -158,8 +199,7 @@ double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint
   // Down the dense hidden layers (outputs x inputs), ReLU's gradient first.
   for (size_t l = last - 1; l >= 1; --l) {
     const uint32_t in = shape.hidden[l - 1], out = shape.hidden[l];
-    for (uint32_t o = 0; o < out; ++o)
-      if (s->hidden[l][o] <= 0.0f) delta[o] = 0.0f;
+    HiddenBackward(s->hidden[l], regularization.dropout, delta.data());
     std::vector<float>& below = s->delta_below;
     below.assign(in, 0.0f);
     float* w = model->Weight(l);
@@ -178,15 +218,24 @@ double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint
   }
   // The first layer: only the rows of the row's features.
   const uint32_t units0 = shape.hidden[0];
-  for (uint32_t u = 0; u < units0; ++u)
-    if (s->hidden[0][u] <= 0.0f) delta[u] = 0.0f;
+  HiddenBackward(s->hidden[0], regularization.dropout, delta.data());
   float* w0 = model->Weight(0);
   for (uint64_t e = batch.feature_ptr[row]; e < batch.feature_ptr[row + 1]; ++e) {
     const uint32_t feature = batch.feature_idx[e];
     if (feature >= shape.num_features) continue;
     const float x = batch.feature_val[e];
     float* w = w0 + uint64_t(feature) * units0;
-    for (uint32_t u = 0; u < units0; ++u) w[u] -= lr * x * delta[u];
+    if (adagrad) {
+      float* squares = regularization.input_squares + uint64_t(feature) * units0;
+      const float scale = x * regularization.gradient_scale;
+      for (uint32_t u = 0; u < units0; ++u) {
+        const float g = scale * delta[u];
+        squares[u] += g * g;
+        w[u] -= regularization.input_lr * g / (std::sqrt(squares[u]) + float(kAdagradEpsilon));
+      }
+    } else {
+      for (uint32_t u = 0; u < units0; ++u) w[u] -= lr * x * delta[u];
+    }
   }
   float* b0 = model->Bias(0);
   for (uint32_t u = 0; u < units0; ++u) b0[u] -= lr * delta[u];
@@ -194,14 +243,16 @@ double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint
 }
 
 LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch, float lr,
-                            const lsh::LabelTables& tables, const SampledStepOptions& options, uint64_t step,
-                            std::vector<uint8_t>* touched, SampledStepStats* stats) {
+                            const lsh::LabelTables& tables, const SampledStepOptions& options,
+                            uint64_t step, std::vector<uint8_t>* touched, SampledStepStats* stats,
+                            SampledRegularization regularization) {
   if (tables.labels() != model->shape.num_labels)
     throw std::invalid_argument("SampledTrainStep: the tables are not over this model's labels");
   LossResult result;
   for (uint32_t r = 0; r < batch.num_rows; ++r) result.labeled_rows += batch.NumLabels(r) > 0;
   if (result.labeled_rows == 0) return result;
   const float row_lr = lr / float(result.labeled_rows);
+  regularization.gradient_scale = 1.0f / float(result.labeled_rows);
   static tbb::enumerable_thread_specific<SampledRowScratch> scratch;
   std::vector<double> losses(batch.num_rows, 0.0);
   std::vector<uint32_t> active(batch.num_rows, 0), padding(batch.num_rows, 0);
@@ -211,10 +262,10 @@ LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch,
       if (batch.NumLabels(r) == 0) continue;
       // Each row's padding from its own stream: the same labels whichever thread runs it.
       std::mt19937_64 rng(options.seed ^ (step * 0x9E3779B97F4A7C15ull) ^ (uint64_t(r) << 40));
-      SampledForwardHidden(*model, batch, r, &s);
+      SampledForwardHidden(*model, batch, r, &s, regularization);
       SampledActiveLabels(tables, batch, r, options.bucket_cap, options.min_active, &rng, &s);
       if (!options.weight_padding) s.padding_log_weight = 0.0f;
-      losses[r] = SampledBackward(model, batch, r, row_lr, &s, touched);
+      losses[r] = SampledBackward(model, batch, r, row_lr, &s, touched, regularization);
       active[r] = uint32_t(s.active.size());
       padding[r] = uint32_t(s.active.size() - s.padded_from);
     }
@@ -222,7 +273,8 @@ LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch,
   for (const double loss : losses) result.loss_sum += loss;
   if (stats != nullptr) {
     stats->rows += result.labeled_rows;
-    for (uint32_t r = 0; r < batch.num_rows; ++r) stats->active_labels += active[r], stats->padding_labels += padding[r];
+    for (uint32_t r = 0; r < batch.num_rows; ++r)
+      stats->active_labels += active[r], stats->padding_labels += padding[r];
   }
   return result;
 }

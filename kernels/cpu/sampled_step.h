@@ -35,24 +35,41 @@ struct SampledRowScratch {
   float padding_log_weight = 0.0f;
 };
 
-// The row's hidden activations into s->hidden.
+// What the step adds to plain SGD, as the dense step's StepRule (sparse_mlp.h) does:
+//  - dropout on every hidden layer's activations (inverted: the kept ones scaled by
+//    1 / (1 - dropout)), with the dense step's masks for (dropout_key, layer, batch row, unit);
+//  - Adagrad on the first layer's weights: per coordinate s += g^2, w -= input_lr * g / (sqrt(s) +
+//    eps), with g the row's share of the batch-mean gradient (its gradient x gradient_scale) and s
+//    in input_squares (features x units, the layer's shape); its bias keeps plain SGD.
+// All 0: the plain step.
+struct SampledRegularization {
+  float dropout = 0;
+  uint64_t dropout_key = 0;
+  float input_lr = 0;
+  float* input_squares = nullptr;  // required when input_lr > 0
+  float gradient_scale = 1;  // the row's weight in the batch mean: 1 / the batch's labeled rows
+};
+
+// The row's hidden activations into s->hidden (dropped out under `regularization`).
 void SampledForwardHidden(const Model<float>& model, const data::SparseBatch& batch, uint32_t row,
-                          SampledRowScratch* s);
+                          SampledRowScratch* s, const SampledRegularization& regularization = {});
 
 // The row's active labels into s->active: the tables' candidates for s->hidden.back() (at most
 // `bucket_cap` a bucket), the row's labels, then labels drawn from `rng` until there are
 // `min_active` (or every label). Distinct, in no particular order; the padding last, from
 // s->padded_from, with s->padding_log_weight = log(labels not yet active / padding drawn).
-void SampledActiveLabels(const lsh::LabelTables& tables, const data::SparseBatch& batch, uint32_t row,
-                         size_t bucket_cap, size_t min_active, std::mt19937_64* rng, SampledRowScratch* s);
+void SampledActiveLabels(const lsh::LabelTables& tables, const data::SparseBatch& batch,
+                         uint32_t row, size_t bucket_cap, size_t min_active, std::mt19937_64* rng,
+                         SampledRowScratch* s);
 
 // Softmax cross-entropy of the row over s->active (which must hold the row's labels; the padding's
 // logits raised by s->padding_log_weight in the softmax), and one SGD
-// step of rate `lr` on it, back through the layers SampledForwardHidden went up. The output rows
-// it updates are marked in `touched` (one byte per label) when given. Returns the row's loss; a
-// row without labels trains nothing and returns 0.
+// step of rate `lr` on it, back through the layers SampledForwardHidden went up (under the same
+// `regularization`). The output rows it updates are marked in `touched` (one byte per label) when
+// given. Returns the row's loss; a row without labels trains nothing and returns 0.
 double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint32_t row, float lr,
-                       SampledRowScratch* s, std::vector<uint8_t>* touched);
+                       SampledRowScratch* s, std::vector<uint8_t>* touched,
+                       const SampledRegularization& regularization = {});
 
 struct SampledStepOptions {
   size_t bucket_cap = 128;   // SLIDE's bucket size
@@ -66,15 +83,18 @@ struct SampledStepOptions {
 // What the active sets held, summed over the rows that trained.
 struct SampledStepStats {
   uint64_t rows = 0;
-  uint64_t active_labels = 0;  // the active sets' sizes
+  uint64_t active_labels = 0;   // the active sets' sizes
   uint64_t padding_labels = 0;  // of which random padding
 };
 
 // The batch's step: every row forward, its active set, its step at rate lr / labeled rows (the
 // batch-mean loss, as the dense step), rows spread over the threads, HOGWILD. `step` makes each
-// row's padding draw its own. Returns the loss summed over the rows with labels.
+// row's padding draw its own. `regularization`'s gradient_scale is set here. Returns the loss
+// summed over the rows with labels.
 LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch, float lr,
-                            const lsh::LabelTables& tables, const SampledStepOptions& options, uint64_t step,
-                            std::vector<uint8_t>* touched, SampledStepStats* stats = nullptr);
+                            const lsh::LabelTables& tables, const SampledStepOptions& options,
+                            uint64_t step, std::vector<uint8_t>* touched,
+                            SampledStepStats* stats = nullptr,
+                            SampledRegularization regularization = {});
 
 }  // namespace xmlt::kernels::cpu

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "kernels/dropout_mask.h"
 #include "kernels/cpu/gemm.h"
 
 namespace xmlt::kernels::cpu {
@@ -37,23 +38,6 @@ void ReluInPlace(T* values, uint64_t count) {
   for (uint64_t i = 0; i < count; ++i) values[i] = std::max(values[i], T(0));
 }
 
-// SplitMix64's finalizer: a counter-based hash, so a mask needs no generator state to save.
-uint64_t Mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-uint64_t DropoutRowKey(uint64_t key, size_t layer, uint32_t row) {
-  return Mix(key ^ Mix(uint64_t(layer) << 32 | row));
-}
-
-// A unit is kept when the top 53 bits of its hash, as a number in [0, 1), are at least `dropout`.
-uint64_t DropoutThreshold(double dropout) { return uint64_t(dropout * 0x1p53); }
-
-bool Keeps(uint64_t row_key, uint64_t unit, uint64_t threshold) { return (Mix(row_key + unit) >> 11) >= threshold; }
-
 // Inverted dropout on one hidden layer's activations (rows x units, after the ReLU), in place.
 template <class T>
 void ApplyDropout(const StepRule<T>& rule, size_t layer, uint32_t rows, uint64_t units, T* activations) {
@@ -63,7 +47,7 @@ void ApplyDropout(const StepRule<T>& rule, size_t layer, uint32_t rows, uint64_t
     for (uint32_t r = range.begin(); r < range.end(); ++r) {
       const uint64_t row_key = DropoutRowKey(rule.dropout_key, layer, r);
       T* a = activations + uint64_t(r) * units;
-      for (uint64_t u = 0; u < units; ++u) a[u] = Keeps(row_key, u, threshold) ? a[u] * scale : T(0);
+      for (uint64_t u = 0; u < units; ++u) a[u] = DropoutKeepsUnit(row_key, u, threshold) ? a[u] * scale : T(0);
     }
   });
 }
@@ -296,7 +280,7 @@ void HiddenBackward(const StepRule<T>& rule, const T* activation, uint64_t count
 }  // namespace
 
 bool DropoutKeeps(uint64_t key, size_t layer, uint32_t row, uint64_t unit, double dropout) {
-  return Keeps(DropoutRowKey(key, layer, row), unit, DropoutThreshold(dropout));
+  return DropoutKeepsUnit(DropoutRowKey(key, layer, row), unit, DropoutThreshold(dropout));
 }
 
 template <class T>

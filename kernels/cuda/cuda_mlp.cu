@@ -2,6 +2,7 @@
 #include "kernels/cuda/cuda_mlp.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -311,15 +312,25 @@ void CudaMlp::ZeroMomentum() {
   impl_->Wait();
 }
 
-cpu::LossResult CudaMlp::TrainBatch(const data::SparseBatch& batch, float lr, float momentum) {
+cpu::LossResult CudaMlp::TrainBatch(const data::SparseBatch& batch, float lr, float momentum,
+                                    const CudaStepRegularization& regularization) {
+  if (!(regularization.dropout >= 0.0f && regularization.dropout < 1.0f)) Reject("TrainBatch: dropout must be in [0, 1)");
+  if (!(regularization.input_lr >= 0.0f) || !std::isfinite(regularization.input_lr))
+    Reject("TrainBatch: the first layer's Adagrad rate must be a finite number >= 0");
   Impl& m = *impl_;
   DeviceGuard guard(m.gpu);
   const DeviceBatch device_batch = m.Stage(batch);
   DeviceStepRule rule;
   rule.lr = lr;
   rule.momentum = momentum;
-  // With momentum 0 the velocity would only repeat the gradient: plain SGD, as cpu::StepRule.
-  rule.velocity = momentum != 0.0f ? m.velocity.data() : nullptr;
+  // With momentum 0 the velocity would only repeat the gradient: plain SGD, as cpu::StepRule,
+  // unless the first layer's Adagrad keeps its squares there (the other layers' v = 0 v + g is
+  // then the gradient itself, as on the CPU).
+  rule.input_adagrad = regularization.input_lr > 0.0f;
+  rule.input_lr = regularization.input_lr;
+  rule.velocity = momentum != 0.0f || rule.input_adagrad ? m.velocity.data() : nullptr;
+  rule.dropout = regularization.dropout;
+  rule.dropout_key = regularization.dropout_key;
   TrainStep(m.Context(), m.model, device_batch, rule, &m.workspace);
   XMLT_CUDA_CHECK(cudaMemcpyAsync(m.loss_host.data(), m.workspace.loss_sum.data(), sizeof(double),
                                   cudaMemcpyDeviceToHost, m.stream.get()));

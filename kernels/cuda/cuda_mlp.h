@@ -14,6 +14,14 @@
 
 namespace xmlt::kernels::cuda {
 
+// Dropout and the first layer's Adagrad of a training step (cf. cpu::StepRule); all 0: the plain
+// step.
+struct CudaStepRegularization {
+  float dropout = 0;
+  uint64_t dropout_key = 0;  // the masks' key for this step
+  float input_lr = 0;        // > 0: Adagrad on the first layer's weights at this rate
+};
+
 // What one CudaMlp allocates, part by part, in bytes as requested from cudaMalloc and
 // cudaMallocHost (the driver rounds each allocation up further: `allocations` of them).
 struct CudaMlpBytes {
@@ -79,10 +87,13 @@ class CudaMlp {
   void DownloadMomentum(float* host, size_t n) const;
 
   // One step of cpu::TrainStep semantics: plain SGD when momentum == 0, else heavy-ball momentum
-  // (lazy for first-layer rows). Copies the batch through pinned staging on the replica's stream,
-  // waits for its own work only (an event), and returns the batch's summed loss. Throws
-  // std::invalid_argument when the batch exceeds the bounds or is malformed.
-  cpu::LossResult TrainBatch(const data::SparseBatch& batch, float lr, float momentum);
+  // (lazy for first-layer rows), with `regularization`'s dropout and first-layer Adagrad (whose
+  // squares take the momentum buffer's first-layer weights). Copies the batch through pinned
+  // staging on the replica's stream, waits for its own work only (an event), and returns the
+  // batch's summed loss. Throws std::invalid_argument when the batch exceeds the bounds or is
+  // malformed.
+  cpu::LossResult TrainBatch(const data::SparseBatch& batch, float lr, float momentum,
+                             const CudaStepRegularization& regularization = {});
 
   // Forward pass: the k <= 32 best labels of each row into top_labels (host, rows x k, best
   // first, ties to the lower id) and, when non-null, the summed loss and the labeled row count.

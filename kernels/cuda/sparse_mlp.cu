@@ -12,6 +12,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/softmax_loss.h"
+#include "kernels/dropout_mask.h"
 
 namespace xmlt::kernels::cuda {
 namespace {
@@ -24,6 +25,9 @@ unsigned BlocksFor(uint64_t count, unsigned threads = kThreads) {
   return unsigned(std::max<uint64_t>(1, std::min<uint64_t>((count + threads - 1) / threads, kMaxBlocks)));
 }
 
+// Adagrad's epsilon, cpu::kAdagradEpsilon's value.
+constexpr float kAdagradEpsilon = 1e-10f;
+
 // The update of one parameter from its gradient g; one definition so that every tensor follows
 // cpu::StepRule exactly. Pointers are already offset to the tensor.
 struct Update {
@@ -32,10 +36,15 @@ struct Update {
   float* param;
   float* velocity;
   float* gradient;
+  float adagrad_lr = 0;  // > 0: Adagrad, its squares in `velocity` (the first layer's weights only)
 
   __device__ void Apply(uint64_t i, float g) const {
     if (gradient != nullptr) {
       gradient[i] = g;
+    } else if (adagrad_lr > 0.0f) {
+      const float squares = velocity[i] + g * g;
+      velocity[i] = squares;
+      param[i] -= adagrad_lr * g / (sqrtf(squares) + kAdagradEpsilon);
     } else if (velocity != nullptr) {
       const float v = momentum * velocity[i] + g;
       velocity[i] = v;
@@ -87,6 +96,25 @@ __global__ void ReluBackwardKernel(const float* activation, uint64_t count, floa
   for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count;
        i += uint64_t(gridDim.x) * blockDim.x)
     if (activation[i] <= 0.0f) delta[i] = 0.0f;
+}
+
+// Inverted dropout on a hidden layer's activations (rows x units, after the ReLU), in place, with
+// the CPU's masks.
+__global__ void DropoutKernel(float* activation, uint64_t count, uint32_t units, uint64_t key, uint32_t layer,
+                              uint64_t threshold, float scale) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count;
+       i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint64_t row_key = DropoutRowKey(key, layer, uint32_t(i / units));
+    activation[i] = DropoutKeepsUnit(row_key, i % units, threshold) ? activation[i] * scale : 0.0f;
+  }
+}
+
+// Dropout and ReLU backward together: the kept activation is positive exactly where the unit
+// passed the gradient, scaled by 1 / (1 - dropout).
+__global__ void DropoutReluBackwardKernel(const float* activation, uint64_t count, float scale, float* delta) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count;
+       i += uint64_t(gridDim.x) * blockDim.x)
+    delta[i] = activation[i] > 0.0f ? delta[i] * scale : 0.0f;
 }
 
 // w -= lr * v after a GEMM has accumulated v = momentum * v + g.
@@ -225,10 +253,11 @@ void SparseInputBackward(const CudaContext& ctx, const DeviceModel& model,
     XMLT_CUDA_CHECK_LAUNCH();
     const unsigned threads =
         unsigned(std::min<uint64_t>(kThreads, (uint64_t(units) + 31) / 32 * 32));
+    Update weight = UpdateFor(rule, model, model.layers[0].weight);
+    if (rule.input_adagrad && rule.gradient == nullptr) weight.adagrad_lr = rule.input_lr;
     XMLT_LAUNCH(SparseInputBackwardKernel, unsigned(entries), threads, 0, ctx.stream)(
         ws->sorted_feature.data(), ws->sorted_entry.data(), uint32_t(entries),
-        ws->entry_row.data(), batch.feature_val, delta, units,
-        UpdateFor(rule, model, model.layers[0].weight));
+        ws->entry_row.data(), batch.feature_val, delta, units, weight);
     XMLT_CUDA_CHECK_LAUNCH();
   }
   XMLT_LAUNCH(BiasBackwardKernel, BlocksFor(units), kThreads, 0, ctx.stream)(
@@ -236,10 +265,52 @@ void SparseInputBackward(const CudaContext& ctx, const DeviceModel& model,
   XMLT_CUDA_CHECK_LAUNCH();
 }
 
-void ReluBackward(const CudaContext& ctx, const float* activation, uint64_t count, float* delta) {
+// Back through a hidden layer's ReLU, and its dropout when the rule has one.
+void HiddenBackward(const CudaContext& ctx, const DeviceStepRule& rule, const float* activation, uint64_t count,
+                    float* delta) {
   if (count == 0) return;
-  XMLT_LAUNCH(ReluBackwardKernel, BlocksFor(count), kThreads, 0, ctx.stream)(activation, count, delta);
+  if (rule.dropout != 0.0f) {
+    XMLT_LAUNCH(DropoutReluBackwardKernel, BlocksFor(count), kThreads, 0, ctx.stream)(
+        activation, count, 1.0f / (1.0f - rule.dropout), delta);
+  } else {
+    XMLT_LAUNCH(ReluBackwardKernel, BlocksFor(count), kThreads, 0, ctx.stream)(activation, count, delta);
+  }
   XMLT_CUDA_CHECK_LAUNCH();
+}
+
+void DropOut(const CudaContext& ctx, const DeviceStepRule& rule, size_t layer, uint32_t rows, uint32_t units,
+             float* activation) {
+  const uint64_t count = uint64_t(rows) * units;
+  if (rule.dropout == 0.0f || count == 0) return;
+  XMLT_LAUNCH(DropoutKernel, BlocksFor(count), kThreads, 0, ctx.stream)(
+      activation, count, units, rule.dropout_key, uint32_t(layer), DropoutThreshold(double(rule.dropout)),
+      1.0f / (1.0f - rule.dropout));
+  XMLT_CUDA_CHECK_LAUNCH();
+}
+
+// Forward; with `rule`, each hidden layer's activations dropped out before the next layer reads them.
+void ForwardUnder(const CudaContext& ctx, const DeviceModel& model, const DeviceBatch& batch,
+                  const DeviceStepRule* rule, DeviceMlpWorkspace* ws) {
+  if (batch.num_rows > ws->max_rows || batch.num_entries > ws->max_entries)
+    throw std::logic_error("batch larger than the device workspace");
+  const uint32_t rows = batch.num_rows;
+  const uint32_t units = uint32_t(model.shape.LayerOutputs(0));
+  if (rows > 0) {
+    const dim3 grid(rows, unsigned(std::min<uint64_t>(
+                              (uint64_t(units) + kSparseUnits - 1) / kSparseUnits, kMaxGridY)));
+    XMLT_LAUNCH(SparseInputForwardKernel, grid, kSparseUnits, 0, ctx.stream)(
+        batch.feature_ptr, batch.feature_idx, batch.feature_val, model.Weight(0), model.Bias(0),
+        units, ws->activations[0].data());
+    XMLT_CUDA_CHECK_LAUNCH();
+  }
+  if (rule != nullptr) DropOut(ctx, *rule, 0, rows, units, ws->activations[0].data());
+  const size_t last = model.shape.num_layers() - 1;
+  for (size_t l = 1; l < last; ++l) {
+    DenseForward(ctx, model, l, ws->activations[l - 1].data(), rows, ws->activations[l].data(),
+                 true);
+    if (rule != nullptr) DropOut(ctx, *rule, l, rows, model.shape.hidden[l], ws->activations[l].data());
+  }
+  DenseForward(ctx, model, last, ws->activations[last - 1].data(), rows, ws->logits.data(), false);
 }
 
 int BitsFor(uint64_t num_features) {
@@ -323,28 +394,15 @@ DeviceMlpWorkspace::DeviceMlpWorkspace(const ModelShape& shape, uint32_t rows, u
 
 void Forward(const CudaContext& ctx, const DeviceModel& model, const DeviceBatch& batch,
              DeviceMlpWorkspace* ws) {
-  if (batch.num_rows > ws->max_rows || batch.num_entries > ws->max_entries)
-    throw std::logic_error("batch larger than the device workspace");
-  const uint32_t rows = batch.num_rows;
-  const uint32_t units = uint32_t(model.shape.LayerOutputs(0));
-  if (rows > 0) {
-    const dim3 grid(rows, unsigned(std::min<uint64_t>(
-                              (uint64_t(units) + kSparseUnits - 1) / kSparseUnits, kMaxGridY)));
-    XMLT_LAUNCH(SparseInputForwardKernel, grid, kSparseUnits, 0, ctx.stream)(
-        batch.feature_ptr, batch.feature_idx, batch.feature_val, model.Weight(0), model.Bias(0),
-        units, ws->activations[0].data());
-    XMLT_CUDA_CHECK_LAUNCH();
-  }
-  const size_t last = model.shape.num_layers() - 1;
-  for (size_t l = 1; l < last; ++l)
-    DenseForward(ctx, model, l, ws->activations[l - 1].data(), rows, ws->activations[l].data(),
-                 true);
-  DenseForward(ctx, model, last, ws->activations[last - 1].data(), rows, ws->logits.data(), false);
+  ForwardUnder(ctx, model, batch, nullptr, ws);
 }
 
 void TrainStep(const CudaContext& ctx, const DeviceModel& model, const DeviceBatch& batch,
                const DeviceStepRule& rule, DeviceMlpWorkspace* ws) {
-  Forward(ctx, model, batch, ws);
+  if (!(rule.dropout >= 0.0f && rule.dropout < 1.0f)) throw std::invalid_argument("dropout must be in [0, 1)");
+  if (rule.input_adagrad && rule.velocity == nullptr && rule.gradient == nullptr)
+    throw std::invalid_argument("the first layer's Adagrad keeps its squares in the velocity buffer");
+  ForwardUnder(ctx, model, batch, &rule, ws);
   const uint32_t rows = batch.num_rows;
   SoftmaxCrossEntropyBackward(ws->logits.data(), rows, model.shape.num_labels, batch.label_ptr,
                               batch.label_idx, batch.labeled_rows, ws->row_loss.data(),
@@ -355,12 +413,12 @@ void TrainStep(const CudaContext& ctx, const DeviceModel& model, const DeviceBat
   DenseBackward(ctx, model, last, rule, ws->activations[last - 1].data(), rows, ws->logits.data(),
                 delta_in);
   for (size_t l = last - 1; l >= 1; --l) {
-    ReluBackward(ctx, ws->activations[l].data(), uint64_t(rows) * model.shape.hidden[l], delta_in);
+    HiddenBackward(ctx, rule, ws->activations[l].data(), uint64_t(rows) * model.shape.hidden[l], delta_in);
     float* next = delta_in == ws->delta.data() ? ws->delta_prev.data() : ws->delta.data();
     DenseBackward(ctx, model, l, rule, ws->activations[l - 1].data(), rows, delta_in, next);
     delta_in = next;
   }
-  ReluBackward(ctx, ws->activations[0].data(), uint64_t(rows) * model.shape.hidden[0], delta_in);
+  HiddenBackward(ctx, rule, ws->activations[0].data(), uint64_t(rows) * model.shape.hidden[0], delta_in);
   SparseInputBackward(ctx, model, batch, rule, delta_in, ws);
 }
 

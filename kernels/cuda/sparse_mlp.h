@@ -74,18 +74,29 @@ struct DeviceMlpWorkspace {
 //  - gradient != nullptr: store it (first-layer rows outside the batch are not written);
 //  - velocity != nullptr: v = momentum * v + g; w -= lr * v (lazy for first-layer rows);
 //  - otherwise w -= lr * g.
+// With dropout and the first layer's Adagrad as cpu::StepRule's (no weight decay):
+//  - dropout: inverted dropout on every hidden layer's activations, with the CPU's masks for
+//    (dropout_key, layer, batch row, unit) (kernels/dropout_mask.h);
+//  - input_adagrad: the first layer's weights step s += g^2, w -= input_lr * g / (sqrt(s) + eps),
+//    s in the velocity's first-layer weights (which must then be given); its bias keeps the rule
+//    above.
 struct DeviceStepRule {
   float lr = 0;
   float momentum = 0;
   float* velocity = nullptr;
   float* gradient = nullptr;
+  float dropout = 0;
+  uint64_t dropout_key = 0;
+  bool input_adagrad = false;
+  float input_lr = 0;
 };
 
 // Fills workspace->activations and workspace->logits for the batch.
 void Forward(const CudaContext& context, const DeviceModel& model, const DeviceBatch& batch,
              DeviceMlpWorkspace* workspace);
 
-// Forward, loss (into workspace->loss_sum), backward, and the rule applied to the model.
+// Forward (under the rule's dropout), loss (into workspace->loss_sum), backward, and the rule
+// applied to the model.
 void TrainStep(const CudaContext& context, const DeviceModel& model, const DeviceBatch& batch,
                const DeviceStepRule& rule, DeviceMlpWorkspace* workspace);
 

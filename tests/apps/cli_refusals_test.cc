@@ -155,14 +155,15 @@ TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
       {{"--dropout", "1"}, "--dropout must be in [0, 1)"},
       {{"--dropout", "-0.1"}, "--dropout must be in [0, 1)"},
       {{"--algo", "adaptive", "--dropout", "1.5"}, "--dropout must be in [0, 1)"},
-      {{"--algo", "slide", "--local-momentum", "0", "--dropout", "0.5"},
-       "--dropout is implemented by the dense step of CPU devices only, not by --algo slide's sampled output layer"},
+      {{"--algo", "slide", "--weight-decay", "1e-5"},
+       "--weight-decay is implemented by the dense step of CPU devices only, not by --algo slide's sampled output layer"},
       {{"--algo", "adaptive", "--cpu-output", "sampled", "--weight-decay", "1e-5"},
        "--weight-decay is implemented by the dense step of CPU devices only, not by --cpu-output sampled's"},
       {{"--devices", "cuda:0", "--weight-decay", "1e-5", "--dropout", "0.2"},
-       "--weight-decay and --dropout are implemented by the dense step of CPU devices only, not by the CUDA backend "
-       "(device cuda:0): use --devices cpu:N"},
-      {{"--algo", "adaptive", "--devices", "cpu:1,cuda:0", "--dropout", "0.2"}, "not by the CUDA backend (device cuda:0)"},
+       "--weight-decay is implemented by the dense step of CPU devices only, not by the CUDA backend (device cuda:0): "
+       "use --devices cpu:N"},
+      {{"--algo", "adaptive", "--devices", "cpu:1,cuda:0", "--weight-decay", "1e-5"},
+       "not by the CUDA backend (device cuda:0)"},
       // Reliability, fourth round, row 14: flags that were taken and then ignored, and a GPU that
       // is not there, said only after the data had loaded.
       {{"--algo", "slide", "--merge-on", "host"}, "--merge-on: --algo slide trains one CPU device and has no merge"},

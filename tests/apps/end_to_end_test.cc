@@ -167,23 +167,24 @@ TEST(EndToEndTest, BibtexSlideWithDefaultFlagsLearns) {
   const std::string folder = xmlt::testing::SharedDataDir("bibtex");
   if (folder.empty())
     GTEST_SKIP() << "bibtex not found (set XMLT_DATA_DIR or provide ../shared/data/bibtex)";
+  // The final model within 3 points of the dense step's default (0.638): measured 0.644 with the
+  // first layer's Adagrad and dropout, 0.452 without them.
   const json summary = Train({"train", "--train", folder + "/train.txt", "--test", folder + "/test.txt", "--algo", "slide"});
-  ASSERT_TRUE(summary.contains("best_p1")) << summary.dump();
-  EXPECT_GE(summary["best_p1"].get<double>(), 0.42) << summary.dump();
+  ASSERT_TRUE(summary.contains("p1")) << summary.dump();
+  EXPECT_GE(summary["p1"].get<double>(), 0.608) << summary.dump();
 }
 
 // --algo slide with rows that really sample: active sets of 200 of Delicious's 983 labels (the
-// tables' candidates, the row's labels, weighted random padding). Measured: best P@1 0.641 in 20
-// epochs against 0.653 dense; with the padding unweighted (SLIDE's own softmax) 0.593, which this
-// bound catches.
+// tables' candidates, the row's labels, weighted random padding), at the default rate and step.
+// Measured: final P@1 0.657 in 20 epochs, against 0.668 for the dense default at 512 units.
 TEST(EndToEndTest, DeliciousSlideWithRealSamplingComesCloseToDense) {
   const std::string folder = xmlt::testing::SharedDataDir("delicious");
   if (folder.empty())
     GTEST_SKIP() << "delicious not found (set XMLT_DATA_DIR or provide ../shared/data/delicious)";
   const json summary = Train({"train", "--train", folder + "/train.txt", "--test", folder + "/test.txt", "--algo",
-                              "slide", "--lr", "3", "--slide-min-active", "200", "--hidden", "128"});
-  ASSERT_TRUE(summary.contains("best_p1")) << summary.dump();
-  EXPECT_GE(summary["best_p1"].get<double>(), 0.62) << summary.dump();
+                              "slide", "--slide-min-active", "200", "--hidden", "128"});
+  ASSERT_TRUE(summary.contains("p1")) << summary.dump();
+  EXPECT_GE(summary["p1"].get<double>(), 0.638) << summary.dump();
 }
 
 }  // namespace

@@ -264,17 +264,21 @@ TEST(CpuReplicaTest, InvalidRegularizationThrows) {
 }
 
 // Only the CPU's dense step regularizes: a GPU or a sampled CPU device refuses a regularization.
-TEST(MakeDeviceTest, RegularizationIsRefusedWhereNotImplemented) {
+// Weight decay is the CPU dense step's alone: a GPU and the sampled output layer refuse it;
+// dropout and the first layer's Adagrad every step takes.
+TEST(MakeDeviceTest, WeightDecayIsRefusedWhereNotImplemented) {
   const Model<float> model = kernels::InitModel<float>(Shape(), 1);
   const DeviceLimits limits{8, 64, 16};
   SampledOutputOptions sampled;
   sampled.enabled = true;
   EXPECT_THROW(MakeDevice(ParseDeviceList("cuda:0").at(0), model, limits, 0.9f, kernels::OutputMath::kFp32, {},
-                          {0, 0.5f, 1, 0}),
+                          {1e-4f, 0, 1, 0}),
                std::invalid_argument);
   EXPECT_THROW(MakeDevice(ParseDeviceList("cpu:1").at(0), model, limits, 0.0f, kernels::OutputMath::kFp32, sampled,
                           {1e-4f, 0, 1, 0}),
                std::invalid_argument);
+  EXPECT_NO_THROW(MakeDevice(ParseDeviceList("cpu:1").at(0), model, limits, 0.0f, kernels::OutputMath::kFp32, sampled,
+                             {0, 0.5f, 1, 0, 0.3f}));
   EXPECT_NO_THROW(MakeDevice(ParseDeviceList("cpu:1").at(0), model, limits, 0.9f, kernels::OutputMath::kFp32, {},
                              {1e-4f, 0.5f, 1, 0}));
 }

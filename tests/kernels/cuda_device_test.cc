@@ -84,11 +84,11 @@ void ExpectNear(const float* actual, const float* expected, size_t n, const std:
 
 // A CUDA device and a CPU device built alike from one model, and the rows both train on.
 struct DevicePair {
-  DevicePair(uint64_t data_seed, uint64_t model_seed, float momentum)
+  DevicePair(uint64_t data_seed, uint64_t model_seed, float momentum, const StepRegularization& regularization = {})
       : train(RandomDataset(kTrainRows, 501, 203, data_seed)), initial(kernels::InitModel<float>(kShape, model_seed)) {
     const DeviceLimits limits = LimitsFor(train, kMaxRows);
-    gpu = MakeDevice(CudaSpec(), initial, limits, momentum);
-    cpu = MakeDevice(CpuSpec(), initial, limits, momentum);
+    gpu = MakeDevice(CudaSpec(), initial, limits, momentum, kernels::OutputMath::kFp32, {}, regularization);
+    cpu = MakeDevice(CpuSpec(), initial, limits, momentum, kernels::OutputMath::kFp32, {}, regularization);
   }
   data::Dataset train;
   Model<float> initial;
@@ -176,6 +176,51 @@ TEST(CudaDevice, WithoutMomentumTrainsLikeCpuAndKeepsNoOptimizerState) {
   EXPECT_TRUE(gpu->SaveOptimizerState().empty());
   EXPECT_NO_THROW(gpu->RestoreOptimizerState({}));
   EXPECT_THROW(gpu->RestoreOptimizerState(std::vector<float>(n, 0.0f)), std::invalid_argument);
+}
+
+// Dropout and the first layer's Adagrad, as the command line's defaults give them: the CUDA device
+// draws the CPU device's masks for the same seed, device and step, and keeps Adagrad's squares in
+// its momentum buffer even without momentum. A resume carries the masks' step count (extra state)
+// and the squares; a weight decay is refused.
+TEST(CudaDevice, DropoutAndAdagradTrainLikeTheCpuAndResume) {
+  XMLT_SKIP_WITHOUT_GPU();
+  StepRegularization regularization;
+  regularization.dropout = 0.5f;
+  regularization.seed = 17;
+  regularization.stream = 1;
+  regularization.input_adagrad_ratio = 0.5f;
+  for (const float momentum : {0.0f, 0.9f}) {
+    SCOPED_TRACE(momentum == 0 ? "plain SGD" : "momentum");
+    DevicePair pair(4, 7, momentum, regularization);
+    auto& [train, initial, gpu, cpu] = pair;
+    const size_t n = initial.params.size();
+    ASSERT_NO_FATAL_FAILURE(TrainBoth(gpu.get(), cpu.get(), train, 0, 10, 0.1f));
+    gpu->PrepareMerge();
+    ExpectNear(gpu->HostParams(), cpu->HostParams(), n, "parameters");
+    const std::vector<float> squares = gpu->SaveOptimizerState();
+    ASSERT_EQ(squares.size(), n);
+    ExpectNear(squares.data(), cpu->SaveOptimizerState().data(), n, "squares and velocity");
+    EXPECT_EQ(gpu->SaveExtraState(), cpu->SaveExtraState()) << "the masks' step counts differ";
+
+    // A fresh GPU replica resumed from the CPU's state goes on as the CPU does.
+    std::unique_ptr<Device> resumed = MakeDevice(CudaSpec(), initial, LimitsFor(train, kMaxRows), momentum,
+                                                 kernels::OutputMath::kFp32, {}, regularization);
+    std::copy(cpu->HostParams(), cpu->HostParams() + n, resumed->HostParams());
+    resumed->FinishMerge();
+    resumed->RestoreOptimizerState(cpu->SaveOptimizerState());
+    resumed->RestoreExtraState(cpu->SaveExtraState());
+    ASSERT_NO_FATAL_FAILURE(TrainBoth(resumed.get(), cpu.get(), train, 10, 16, 0.1f));
+    resumed->PrepareMerge();
+    ExpectNear(resumed->HostParams(), cpu->HostParams(), n, "parameters after resuming");
+  }
+  DevicePair plain(4, 7, 0.0f);
+  EXPECT_TRUE(plain.gpu->SaveExtraState().empty());
+  StepRegularization decay;
+  decay.weight_decay = 1e-4f;
+  const data::Dataset train = RandomDataset(kTrainRows, 501, 203, 4);
+  EXPECT_THROW(MakeDevice(CudaSpec(), kernels::InitModel<float>(kShape, 7), LimitsFor(train, kMaxRows), 0.0f,
+                          kernels::OutputMath::kFp32, {}, decay),
+               std::invalid_argument);
 }
 
 // The device's share of an evaluation scores the model it is given (the global model, not its

@@ -1,7 +1,7 @@
 // The CUDA passes of the sparse MLP against kernels::cpu on the same model and batch: forward
 // activations, the stored gradient of every parameter (first-layer rows outside the batch left
 // untouched), also for a batch whose first-layer sort spans many of CUB's tiles, and the fused SGD
-// and lazy-momentum updates.
+// and lazy-momentum updates, with dropout and the first layer's Adagrad too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -273,6 +273,65 @@ TEST(CudaSparseMlp, SgdAndLazyMomentumStepsMatchCpu) {
       const std::string where = shape.ToString() + (momentum ? " momentum" : " sgd");
       ExpectClose(params.ToHost(), model.params, 1e-5, where + " params");
       if (momentum) ExpectClose(device_velocity.ToHost(), velocity.params, 1e-5, where + " velocity");
+    }
+  }
+}
+
+// Dropout on every hidden layer and the first layer's Adagrad, as the CPU's step under the same
+// rule: the same masks (one hash on both), the same squares in the velocity's first layer, with
+// and without momentum on the other layers, over steps that revisit features.
+TEST(CudaSparseMlp, DropoutAndFirstLayerAdagradStepsMatchCpu) {
+  XMLT_SKIP_WITHOUT_GPU();
+  CublasHandle blas;
+  const CudaContext context{nullptr, blas.get(), Math::kFp32};
+  for (const ModelShape& shape : kShapes) {
+    for (bool momentum : {false, true}) {
+      Model<float> model = xmlt::testing::RandomModel<float>(shape, 9);
+      DeviceBuffer<float> params = DeviceBuffer<float>::FromHost(model.params);
+      Model<float> velocity = ZeroModel<float>(shape);
+      DeviceBuffer<float> device_velocity = DeviceBuffer<float>::FromHost(velocity.params);
+      cpu::StepRule<float> rule;
+      rule.lr = 0.3f;
+      rule.momentum = momentum ? 0.9f : 0.0f;
+      rule.velocity = &velocity;
+      rule.input_adagrad = true;
+      rule.input_lr = 0.1f;
+      rule.dropout = 0.4f;
+      DeviceStepRule device_rule;
+      device_rule.lr = rule.lr;
+      device_rule.momentum = rule.momentum;
+      device_rule.velocity = device_velocity.data();
+      device_rule.input_adagrad = true;
+      device_rule.input_lr = rule.input_lr;
+      device_rule.dropout = rule.dropout;
+
+      const uint32_t max_rows = 13;
+      cpu::MlpWorkspace<float> cpu_ws(shape, max_rows);
+      DeviceMlpWorkspace ws(shape, max_rows, max_rows * 5);
+      for (uint32_t step = 0; step < 3; ++step) {
+        rule.dropout_key = device_rule.dropout_key = 1000 + step;
+        const data::SparseBatch batch = xmlt::testing::RandomBatch(
+            max_rows - 4 * step, uint32_t(shape.num_features), uint32_t(shape.num_labels), 60 + step);
+        cpu::TrainStep(&model, batch, rule, &cpu_ws);
+        BatchOnDevice device_batch(batch);
+        TrainStep(context, ViewOf(shape, &params), device_batch.view, device_rule, &ws);
+        XMLT_CUDA_CHECK(cudaDeviceSynchronize());
+        // The masks: the training activations agree, dropped units included.
+        for (size_t l = 0; l < shape.hidden.size(); ++l) {
+          std::vector<float> act = ws.activations[l].ToHost();
+          act.resize(size_t(batch.num_rows) * shape.hidden[l]);
+          const std::vector<float> expected(cpu_ws.activations[l].begin(),
+                                            cpu_ws.activations[l].begin() + int64_t(act.size()));
+          ExpectClose(act, expected, 1e-5, shape.ToString() + " dropped activations");
+        }
+      }
+      const std::string where = shape.ToString() + (momentum ? " momentum" : " sgd") + " + Adagrad, dropout";
+      ExpectClose(params.ToHost(), model.params, 1e-5, where + " params");
+      ExpectClose(device_velocity.ToHost(), velocity.params, 1e-5, where + " velocity and squares");
+      // Not a test of an unused rule: the squares moved and dropout zeroed units.
+      const std::vector<float> squares = device_velocity.ToHost();
+      EXPECT_GT(*std::max_element(squares.begin(), squares.begin() + int64_t(model.layers[0].weight.size())), 0.0f)
+          << where;
     }
   }
 }

@@ -1,7 +1,8 @@
 // --algo slide's device (engine/sampled_cpu_device.h) through the training loop: on one thread a
 // run stopped between or inside mega-batches and resumed from its checkpoint is the uninterrupted
 // run, record for record and bit for bit (the checkpoint keeps the LSH tables and the rehash
-// schedule's place); the run learns; the tables change what it trains (it is not the dense step).
+// schedule's place, and with dropout and Adagrad the step count and the squares); the run learns;
+// the tables change what it trains (it is not the dense step).
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
 
@@ -41,9 +42,20 @@ TrainOptions SlideOptions() {
   return options;
 }
 
+// The regularized step as the command line's defaults give it: dropout 0.5 (its masks follow the
+// step count, which the checkpoint keeps) and the first layer's Adagrad (its squares are the
+// device's optimizer state).
+TrainOptions RegularizedSlideOptions() {
+  TrainOptions options = SlideOptions();
+  options.dropout = 0.5f;
+  options.input_lr = 0.1f;
+  return options;
+}
+
 TEST(SlideResume, AStopBetweenOrInsideMegaBatchesResumesToTheUninterruptedRun) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
-  const TrainOptions options = SlideOptions();
+  for (const TrainOptions& options : {SlideOptions(), RegularizedSlideOptions()}) {
+  SCOPED_TRACE(options.dropout != 0 ? "dropout and Adagrad" : "plain SGD");
   const EngineOptions engine = SlideEngine();
   const Outcome full = TrainFor(options, &engine, {});
   ASSERT_GE(full.records.size(), 4u);
@@ -63,6 +75,7 @@ TEST(SlideResume, AStopBetweenOrInsideMegaBatchesResumesToTheUninterruptedRun) {
     EXPECT_EQ(resumed.result.stopped_by_signal, 0);
     ExpectSameRun(full, resumed, /*wall_clock_steps=*/true);
   }
+  }
 }
 
 TEST(SlideResume, ItLearnsAndTheTablesChangeWhatItTrains) {
@@ -74,6 +87,15 @@ TEST(SlideResume, ItLearnsAndTheTablesChangeWhatItTrains) {
   engine.sampled_output.enabled = false;  // the dense step at the same rate
   const Outcome dense = TrainFor(options, &engine, {});
   EXPECT_NE(slide.model.params, dense.model.params);
+}
+
+TEST(SlideResume, DropoutAndAdagradChangeTheStepAndItStillLearns) {
+  tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
+  const EngineOptions engine = SlideEngine();
+  const Outcome plain = TrainFor(SlideOptions(), &engine, {});
+  const Outcome regularized = TrainFor(RegularizedSlideOptions(), &engine, {});
+  EXPECT_LT(regularized.records.back().test.loss, 0.9 * regularized.records.front().test.loss);
+  EXPECT_NE(plain.model.params, regularized.model.params);
 }
 
 }  // namespace

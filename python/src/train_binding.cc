@@ -1,0 +1,111 @@
+// train(): `xmltrain train` on matrices in memory. The keywords arrive as the command line's
+// arguments and go through its parser and checks (apps/train_arguments.h); the run is the
+// command line's own (apps/train_run.h), with the data handed in instead of read from files.
+// The GIL is released while it runs. SIGINT/SIGTERM stop it at its next safe point (a checkpoint
+// when checkpoint_dir is given), after which train raises KeyboardInterrupt; an exception in the
+// Python callback stops it there too and is raised.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+#include <tbb/global_control.h>
+
+#include <chrono>
+#include <csignal>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "apps/stop_signals.h"
+#include "apps/train_arguments.h"
+#include "apps/train_run.h"
+#include "data/memory_dataset.h"
+#include "python/src/bindings.h"
+#include "python/src/csr_arguments.h"
+#include "python/src/model_holder.h"
+#include "run/metrics_log.h"
+
+namespace nb = nanobind;
+
+namespace xmlt::python {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// (model, summary JSON). `on_eval(line)` gets each evaluation's metrics line; `on_progress(done,
+// total, batch_loss)` the progress within a mega-batch, at most five times a second.
+nb::tuple Train(const std::vector<std::string>& args, nb::handle x_parts, nb::handle y_parts, nb::handle x_test_parts,
+                nb::handle y_test_parts, nb::object on_eval, nb::object on_progress) {
+  const CsrArguments x = CsrOf(x_parts, "X"), y = CsrOf(y_parts, "Y");
+  std::optional<CsrArguments> x_test, y_test;
+  if (!x_test_parts.is_none()) x_test = CsrOf(x_test_parts, "X_test");
+  if (!y_test_parts.is_none()) y_test = CsrOf(y_test_parts, "Y_test");
+  auto holder = std::make_unique<ModelHolder>();
+  apps::TrainSession session;
+  std::unique_ptr<nb::python_error> callback_error;  // made and freed with the GIL held
+  {
+    nb::gil_scoped_release release;
+    apps::TrainArguments arguments(args);
+    std::unique_ptr<tbb::global_control> limit;
+    if (arguments.threads() > 0)
+      limit = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                    size_t(arguments.threads()));
+    const data::Dataset train = data::DatasetFromMatrices(FeaturesOf(x, "X"), LabelsOf(y, "Y"), "X", "Y");
+    std::optional<data::Dataset> test;
+    if (x_test) test = data::DatasetFromMatrices(FeaturesOf(*x_test, "X_test"), LabelsOf(*y_test, "Y_test"), "X_test", "Y_test");
+    session.train = &train;
+    session.test = test ? &*test : nullptr;
+    session.print = false;
+    session.second_signal_exits = false;
+    session.model = &holder->model;
+    // A callback that raises stops the run at its next safe point, as a signal does.
+    const auto call = [&](auto&& function) {
+      nb::gil_scoped_acquire gil;
+      if (callback_error) return;
+      try {
+        function();
+      } catch (nb::python_error& e) {
+        callback_error = std::make_unique<nb::python_error>(std::move(e));
+        apps::StopSignals::Request(SIGINT);
+      }
+    };
+    if (!on_eval.is_none())
+      session.on_eval = [&](const scheduler::EvalRecord& record) {
+        const std::string line = scheduler::ToJson(record);
+        call([&] { on_eval(line); });
+      };
+    std::mutex progress_mutex;
+    Clock::time_point last_progress{};
+    if (!on_progress.is_none())
+      session.on_progress = [&](uint64_t done, uint64_t total, double loss) {
+        {
+          std::lock_guard<std::mutex> lock(progress_mutex);
+          if (Clock::now() - last_progress < std::chrono::milliseconds(200) && done < total) return;
+          last_progress = Clock::now();
+        }
+        call([&] { on_progress(done, total, loss); });
+      };
+    apps::RunTrain(arguments.flags(), session);
+  }
+  if (callback_error) {
+    callback_error->restore();
+    throw nb::python_error();
+  }
+  if (session.stopped_by_signal != 0) {
+    const std::string where = session.checkpoint.empty()
+                                  ? std::string("no checkpoint_dir, so the progress is lost")
+                                  : "checkpointed in " + session.checkpoint + "; resume with resume=<that folder>";
+    PyErr_SetString(PyExc_KeyboardInterrupt, ("training stopped by signal " + std::to_string(session.stopped_by_signal) +
+                                              " at a safe point; " + where)
+                                                 .c_str());
+    throw nb::python_error();
+  }
+  return nb::make_tuple(nb::cast(holder.release(), nb::rv_policy::take_ownership), session.summary.dump());
+}
+
+}  // namespace
+
+void BindTrain(nb::module_& m) {
+  m.def("train", &Train, nb::arg("args"), nb::arg("x"), nb::arg("y"), nb::arg("x_test").none(),
+        nb::arg("y_test").none(), nb::arg("on_eval").none(), nb::arg("on_progress").none());
+}
+
+}  // namespace xmlt::python
