@@ -36,8 +36,8 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
       ->capture_default_str();
   cmd->add_option("--input-optimizer", f->input_optimizer,
                   "The first layer's step: adagrad (per-coordinate rates over its sparse rows, at --input-lr) or "
-                  "sgd (the other layers' rule). auto: adagrad where every device is a CPU (its dense step or SLIDE's "
-                  "sampled one), sgd on GPUs")
+                  "sgd (the other layers' rule). auto: adagrad, on every device (CPU dense, SLIDE's sampled step, "
+                  "GPU)")
       ->capture_default_str();
   cmd->add_option("--input-lr", f->input_lr,
                   "Adagrad's rate for the first layer at --lr; it follows --lr's schedule, Algorithm 1's batch "
@@ -53,8 +53,8 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
       ->capture_default_str();
   cmd->add_option("--dropout", f->options.dropout,
                   "In training, zero each hidden unit's activation with this probability and scale the kept ones "
-                  "by 1 / (1 - it), masks drawn from --seed; in [0, 1), off in evaluation. CPU devices only, dense "
-                  "or sampled step (default: 0.5 where every device is a CPU, else 0)");
+                  "by 1 / (1 - it), masks drawn from --seed; in [0, 1), off in evaluation. Every device, dense or "
+                  "sampled step (default: 0.5)");
   cmd->add_option("--normalize", f->normalize, "Input rows: l2 (scaled to unit norm) or none")->capture_default_str();
   cmd->add_option("--hidden", f->hidden,
                   "Hidden layer sizes, comma separated (e.g. 256,128), or auto: one layer, the largest power of two "

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every CPU benchmark in one run, the figures behind docs/BENCHMARKS.md: text parsing and cache
+# Every CPU benchmark in one run, the figures of docs/benchmarks/2026-11-20-cpu.md: text parsing and cache
 # loading (bench_data), training steps on generated data (bench_train), and xmltrain against its
 # PyTorch peer (bench-train.sh). Results go to stdout and, as files, to $XMLT_BENCH_OUT (default
 # build/bench-results). Usage: scripts/bench-cpu.sh [--quick]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hash-quality tables of docs/BENCHMARKS.md (SLIDE section): builds benchmarks/hash_quality
+# The hash-quality tables of docs/benchmarks/slide.md: builds benchmarks/hash_quality
 # and reports, for SimHash and DWTA over K and L, the share of each activation's true top-5 logits
 # that SLIDE's tables put in its active set, against a random set of the same size, on
 #   - a model trained on Delicious (983 labels, hidden 128: 10 epochs of the dense default),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The projected merge times of docs/BENCHMARKS.md ("Merge time on GPUs: projections"): builds
+# The projected merge times of docs/benchmarks/merging.md ("Merge time on GPUs: projections"): builds
 # merge_projection (gpusim/tools/) in the simulated-GPU build, as scripts/test-gpu-sim.sh does,
 # runs it on 4 and on 8 simulated GPUs, one Amazon-670K-sized replica each, under the pcie4 and
 # nvlink4 link models, and writes $OUT (default docs/merge-projection/): merge_projection.csv,

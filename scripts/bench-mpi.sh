@@ -2,7 +2,7 @@
 # The cross-rank merge at the Amazon-670K model's size on this machine's loopback, under mpirun:
 # our rank sum and the whole hierarchical merge against a plain MPI_Allreduce of the same bytes,
 # in the same run (benchmarks/mpi_rank_merge.cc says what each line times). The figures behind
-# docs/BENCHMARKS.md's MPI section. Needs a build with MPI (XMLT_MPI=AUTO finds OpenMPI).
+# docs/benchmarks/merging.md's MPI section. Needs a build with MPI (XMLT_MPI=AUTO finds OpenMPI).
 # Usage: scripts/bench-mpi.sh [--repeats N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +12,7 @@ repeats=5
 XMLT_BUILD_DIR=$build_dir bash scripts/build.sh
 bench=$build_dir/benchmarks/mpi_rank_merge
 [[ -x $bench ]] || { echo "bench-mpi.sh: $bench was not built (no MPI found?)" >&2; exit 1; }
-# Root in a container needs these (see README, "Several servers").
+# Root in a container needs these (see docs/multi-server.md).
 if [[ $(id -u) == 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
 for transport in default none; do

@@ -8,7 +8,7 @@
 #             and 8 Amazon-670K replicas by the ring all-reduce against the copy floor of the
 #             measured peer copy rate (bench_cuda's CudaMerge), and Adasum's merge of the same
 #             replicas against the ring's in one run (CudaMergeAdasum): the measured figures that
-#             replace the projections of docs/BENCHMARKS.md ("Merge time on GPUs: projections")
+#             replace the projections of docs/benchmarks/merging.md ("Merge time on GPUs: projections")
 # No phase named: all three. Each phase builds first (incremental on a machine still warm).
 # $OUT (default gpu-results/) gets three files, whatever the phase and even when a step is cut
 # short: run.log (card, driver, CUDA version, commit; each step's outcome and figures), figures.json

@@ -41,7 +41,7 @@ for set in ${XMLT_SLIDE_SETS:-delicious eurlex57k}; do
       tr=$data/eurlex57k/train.txt.gz te=$data/eurlex57k/val.txt.gz
       # 20 epochs unless XMLT_SLIDE_EURLEX_EPOCHS says (minutes an epoch); 1 / (1 - 0.9) = 10. The
       # cosine schedule on both: with a constant rate SLIDE's plain SGD at 10 levels off 2.1 points
-      # below the dense run, with the decay it ends within 1.6 (docs/BENCHMARKS.md).
+      # below the dense run, with the decay it ends within 1.6 (docs/benchmarks/slide.md).
       epochs=${XMLT_SLIDE_EURLEX_EPOCHS:-20}
       dense=(--epochs "$epochs" --hidden 512 --lr 1 --lr-schedule cosine)
       slide=(--algo slide --epochs "$epochs" --hidden 512 --slide-min-active 600 --lr-schedule cosine) slide_lr=10 ;;

@@ -69,7 +69,7 @@ echo "measured dense row cost: $row_cost s" | tee "$out/row-cost.txt" >&2
 # SLIDE: DWTA K=8 L=50 (its Amazon-670K setting), active sets padded to 1,000 labels, plain SGD
 # at the dense run's rate in plain SGD terms, 0.3 / (1 - 0.9) = 3. The padding unweighted, as
 # SLIDE's softmax: at this shape (about 770 padding labels standing for 669,000) the weighted
-# padding made the rate-3 run collapse (P@1 0 from epoch 4; docs/BENCHMARKS.md).
+# padding made the rate-3 run collapse (P@1 0 from epoch 4; docs/benchmarks/slide.md).
 train slide --algo slide --lr 3 --slide-weight-padding false --epochs "$slide_epochs"
 emulated=(--devices cpu:4 --speed 1,1.1,1.2,1.32 --clock virtual --row-cost "$row_cost" --merge-cost 1e-9)
 train elastic --algo elastic --epochs "$epochs" "${emulated[@]}"

@@ -3,7 +3,7 @@
 # CUDA backend there: every CUDA test (ctest label kernels_cuda) with XMLT_REQUIRE_GPU=1, so that
 # a skip fails; the simulator's own tests and xmltrain on Bibtex against CPU devices (label gpusim);
 # the engine and scheduler tests, which see two simulated GPUs (XMLT_SIM_GPUS, XMLT_SIM_GPU_MEMORY:
-# see README); the Python package's GPU test (label python: python/tests/test_simulated_gpus.py).
+# see docs/gpus.md); the Python package's GPU test (label python: python/tests/test_simulated_gpus.py).
 # On the simulator the backend's logic runs, not its speed. Run by scripts/test.sh (after the
 # normal build) and by scripts/test.sh --gpu-sim.
 # Every test runs with racecheck, initcheck and synccheck on (gpusim/access_checks.h). Then a
