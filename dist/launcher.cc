@@ -12,12 +12,4 @@ bool LaunchedUnderMpi() {
   return false;
 }
 
-bool MpiBuilt() {
-#ifdef XMLT_HAVE_MPI
-  return true;
-#else
-  return false;
-#endif
-}
-
 }  // namespace xmlt::dist
