@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/model.h"
+#include "merge/global_model.h"
 #include "merge/merger.h"
 #include "scheduler/device_pool.h"
 #include "scheduler/train_options.h"

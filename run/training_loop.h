@@ -12,6 +12,7 @@
 
 #include "data/dataset.h"
 #include "kernels/model.h"
+#include "merge/global_model.h"
 #include "merge/merger.h"
 #include "run/mega_batch_work.h"
 #include "run/rollback.h"
