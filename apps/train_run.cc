@@ -32,12 +32,12 @@
 #include "data/folder_lock.h"
 #include "data/input_error.h"
 #include "data/row_normalization.h"
-#include "dist/rank_group.h"
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
 #include "engine/model_file.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/propensity.h"
+#include "ranks/rank_group.h"
 #include "run/checkpoint_file.h"
 #include "run/lr_search.h"
 #include "run/multi_device_run.h"
@@ -57,14 +57,14 @@ float LargestMagnitude(const data::CsrMatrix& features) {
   return largest;
 }
 
-int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks, TrainSession& session);
+int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& session);
 
 }  // namespace
 
 int RunTrain(TrainFlags& f, TrainSession& session) {
   if (!(f.rank_timeout_s > 0)) throw std::invalid_argument("--rank-timeout must be positive");
-  std::unique_ptr<dist::RankGroup> ranks =
-      dist::JoinRankGroup(std::chrono::milliseconds(int64_t(std::min(f.rank_timeout_s, 1e9) * 1000)));
+  std::unique_ptr<ranks::RankGroup> ranks =
+      xmlt::ranks::JoinRankGroup(std::chrono::milliseconds(int64_t(std::min(f.rank_timeout_s, 1e9) * 1000)));
   if (ranks->size() <= 1) return RunTrainOnRanks(f, ranks.get(), session);
   try {
     return RunTrainOnRanks(f, ranks.get(), session);
@@ -88,7 +88,7 @@ int RunTrain(TrainFlags& f, TrainSession& session) {
 
 namespace {
 
-int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks, TrainSession& session) {
+int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& session) {
   using Clock = std::chrono::steady_clock;
   ApplyAlgorithm(f);
   SpreadOverRanks(f, ranks);

@@ -376,7 +376,7 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling, std::optional<float> re
 // Under an MPI launcher one run spans every rank: --devices names each rank's own devices, the run
 // has all of them, rank after rank (--speed and --hetero cover them all, in that order), and rank
 // 0 alone writes the metrics, the model, the checkpoints and the summary.
-void SpreadOverRanks(TrainFlags& f, dist::RankGroup* ranks) {
+void SpreadOverRanks(TrainFlags& f, ranks::RankGroup* ranks) {
   if (ranks->size() <= 1) return;
   // The default --algo is one device in one process; say so rather than count the ranks' devices.
   if (OneDevice(f))

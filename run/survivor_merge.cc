@@ -5,10 +5,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "dist/rank_group.h"
 #include "merge/rank_sum_collective.h"
-#include "scheduler/settlement.h"
+#include "ranks/rank_group.h"
 #include "run/replica_exchange.h"
+#include "scheduler/settlement.h"
 #ifdef XMLT_HAVE_CUDA
 #include "merge/gpu/gpu_mergers.h"
 #endif
@@ -62,7 +62,7 @@ std::unique_ptr<merge::Merger> MakeGpuMerger(const scheduler::EngineOptions& eng
   merge::MergeOptions options = OptionsOf(engine);
   const auto collective = [&]() -> std::shared_ptr<merge::Collective> {
     if (!owners.empty()) {
-      dist::RankGroup* group = engine.ranks;
+      ranks::RankGroup* group = engine.ranks;
       // Rank 0's NCCL id reaches every rank through the rank group (its bytes overwrite the others').
       const auto from_rank0 = [group](uint8_t* bytes, size_t size) {
         const std::vector<std::vector<uint8_t>> all = group->AllGather(std::vector<uint8_t>(bytes, bytes + size));

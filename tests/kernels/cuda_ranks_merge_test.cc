@@ -1,4 +1,4 @@
-// A run over several ranks (threads playing them, dist::MakeThreadGroups) whose devices are all
+// A run over several ranks (threads playing them, ranks::MakeThreadGroups) whose devices are all
 // GPUs, with --collective nccl: its merges run on one NCCL communicator over every rank's GPUs, on
 // the replicas where they are (MergesOnGpus, the summary's merge_on). Against the same ranks merged
 // on the host mirrors (--merge-on host), for 2 ranks of 1 and of 2 GPUs and 3 ranks of 1 GPU (a
@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "data/synthetic_generator.h"
-#include "dist/rank_group.h"
 #include "kernels/cuda/device_count.h"
 #include "kernels/model.h"
+#include "ranks/rank_group.h"
 #include "run/multi_device_run.h"
 #include "tests/kernels/cuda_test_gate.h"
 #include "tests/scheduler/scheduler_test_support.h"
@@ -65,7 +65,8 @@ scheduler::EngineOptions RanksEngine(const std::string& algo, int ranks, int per
 // Every rank's outcome of the run `engine` describes, one thread per rank.
 std::vector<Outcome> TrainOnRanks(const scheduler::EngineOptions& engine, int ranks,
                                   const scheduler::TrainOptions& options, const RunControl& control = {}) {
-  std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(ranks, std::chrono::seconds(30));
+  std::vector<std::unique_ptr<xmlt::ranks::RankGroup>> groups =
+      xmlt::ranks::MakeThreadGroups(ranks, std::chrono::seconds(30));
   std::vector<Outcome> outcomes(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
@@ -117,7 +118,7 @@ TEST(CudaRanksMerge, NcclAcrossRanksEqualsTheHostMergeAndEveryRankHasTheSameMode
       scheduler::EngineOptions host = RanksEngine(algo, shape.ranks, shape.per_rank);
       host.merge_on = scheduler::EngineOptions::MergeOn::kHost;
       // What the summary's merge_on reports (apps/command_train.cc), on any rank.
-      auto group = dist::MakeThreadGroups(shape.ranks);
+      auto group = xmlt::ranks::MakeThreadGroups(shape.ranks);
       nccl.ranks = host.ranks = group[1].get();
       EXPECT_TRUE(scheduler::MergesOnGpus(nccl)) << where;
       EXPECT_FALSE(scheduler::MergesOnGpus(host)) << where;
@@ -171,7 +172,7 @@ TEST(CudaRanksMerge, NcclAcrossRanksIsRefusedForMergesThatReadEveryReplica) {
   for (const std::string algo : {"adasum", "crossbow"}) {
     scheduler::EngineOptions engine = RanksEngine(algo, 2, 1);
     engine.collective = merge::CollectiveKind::kNccl;
-    auto group = dist::MakeThreadGroups(2);
+    auto group = xmlt::ranks::MakeThreadGroups(2);
     engine.ranks = group[0].get();
     EXPECT_FALSE(scheduler::MergesOnGpus(engine)) << algo;
     try {

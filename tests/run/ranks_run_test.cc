@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "apps/train_presets.h"
-#include "dist/rank_group.h"
+#include "ranks/rank_group.h"
 #include "run/multi_device_run.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
@@ -57,7 +57,7 @@ Outcome Train(const scheduler::EngineOptions& engine, const RunControl& control 
 // `ranks` threads, each a rank with `per_rank` CPU devices; every rank's outcome.
 std::vector<Outcome> TrainOnRanks(scheduler::EngineOptions engine, int ranks, const std::string& per_rank,
                                   const RunControl& control = {}, const scheduler::TrainOptions& options = Options()) {
-  std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(ranks);
+  std::vector<std::unique_ptr<xmlt::ranks::RankGroup>> groups = xmlt::ranks::MakeThreadGroups(ranks);
   std::vector<Outcome> outcomes(ranks);
   std::vector<std::exception_ptr> errors(ranks);
   std::vector<std::thread> threads;

@@ -13,16 +13,16 @@
 #include <vector>
 
 #include "data/input_error.h"
-#include "dist/rank_group.h"
 #include "engine/device_spec.h"
+#include "ranks/rank_group.h"
 #include "run/checkpoint_file.h"
 #include "run/multi_device_run.h"
-#include "scheduler/memory_plan.h"
 #include "run/run_progress.h"
 #include "run/trainer.h"
+#include "scheduler/memory_plan.h"
+#include "tests/run/reliability_support.h"
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/test_support.h"
-#include "tests/run/reliability_support.h"
 
 namespace xmlt::run {
 namespace {
@@ -257,7 +257,7 @@ TEST(MemoryPlan, TheOtherRanksMirrorsCountOnlyWhereSomethingReadsThem) {
   const kernels::ModelShape shape{5000, {64}, 500};
   const engine::DeviceLimits limits{128, 128 * 100, 128 * 5};
   const scheduler::TrainOptions options;
-  std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(2);
+  std::vector<std::unique_ptr<ranks::RankGroup>> groups = ranks::MakeThreadGroups(2);
   scheduler::EngineOptions engine;
   engine.devices = engine::DevicesOfRanks(engine::ParseDeviceList("cpu:2"), 2, &engine.device_rank);
   engine.ranks = groups[0].get();

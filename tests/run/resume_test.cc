@@ -14,16 +14,16 @@
 #include <vector>
 
 #include "data/input_error.h"
-#include "dist/rank_group.h"
 #include "engine/device_spec.h"
+#include "ranks/rank_group.h"
 #include "run/checkpoint_file.h"
 #include "run/multi_device_run.h"
-#include "scheduler/memory_plan.h"
 #include "run/run_progress.h"
 #include "run/trainer.h"
+#include "scheduler/memory_plan.h"
+#include "tests/run/reliability_support.h"
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/test_support.h"
-#include "tests/run/reliability_support.h"
 
 namespace xmlt::run {
 namespace {

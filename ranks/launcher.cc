@@ -1,9 +1,9 @@
 // Whether an MPI launcher started this process; see rank_group.h.
 #include <cstdlib>
 
-#include "dist/rank_group.h"
+#include "ranks/rank_group.h"
 
-namespace xmlt::dist {
+namespace xmlt::ranks {
 
 bool LaunchedUnderMpi() {
   // OpenMPI's mpirun, and PMI / PMIx launchers (srun, MPICH's hydra).
@@ -12,4 +12,4 @@ bool LaunchedUnderMpi() {
   return false;
 }
 
-}  // namespace xmlt::dist
+}  // namespace xmlt::ranks

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace xmlt::dist {
+namespace xmlt::ranks {
 
 // A collective that did not complete within the thread groups' timeout: another rank died or
 // hangs. The message names this rank and the call.
@@ -67,4 +67,4 @@ bool LaunchedUnderMpi();
 // collective nor go on without the missing rank.
 std::unique_ptr<RankGroup> JoinRankGroup(std::chrono::milliseconds timeout);
 
-}  // namespace xmlt::dist
+}  // namespace xmlt::ranks
