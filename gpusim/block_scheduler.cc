@@ -7,17 +7,24 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "gpusim/access_checks.h"
+#include "gpusim/check_options.h"
+#include "gpusim/code_locations.h"
 
 namespace gpusim {
 namespace detail {
 
-thread_local ThreadView* current_thread = nullptr;
+__thread ThreadView* current_thread = nullptr;
 
 void OutsideKernel(const char* what) {
   std::fprintf(stderr, "gpusim: %s used outside a kernel\n", what);
@@ -108,7 +115,8 @@ class PooledStack {
   }
 };
 
-enum class Wait { kNone, kBarrier, kWarp, kDone };
+// kFaulted: stopped inside device code by an access check; its fiber is never resumed.
+enum class Wait { kNone, kBarrier, kWarp, kDone, kFaulted };
 
 // Thrown inside a simulated thread to end it after a fault it caused.
 struct KernelFault {};
@@ -118,6 +126,9 @@ struct SimThread : detail::ThreadView {
   bool started = false;
   unsigned warp_mask = 0;
   unsigned exchanges = 0;  // warp exchanges so far: selects the exchange buffer
+  bool at_syncwarp = false;          // waits in __syncwarp rather than in a shuffle
+  const char* barrier_file = nullptr;  // where it waits at __syncthreads, for synccheck
+  int barrier_line = 0;
   ctx::fiber fiber;        // this thread while it waits
   StackBounds stack;       // of the worker fiber it runs on
 };
@@ -129,6 +140,9 @@ struct Block {
   std::vector<unsigned char> dynamic_shared;
   std::string error;
   const std::function<void()>* body = nullptr;
+  bool checks = false;          // racecheck and initcheck
+  uint64_t order_seed = 0;      // with seeded = true: XMLT_SIM_ORDER's seed, mixed with the kernel
+  bool seeded = false;
   std::vector<unsigned> order;  // the turn order of this block
   unsigned turn = 0;            // the next turn of the current pass
   // Threads run on worker fibers. A worker whose thread ends takes the next turn's thread at once
@@ -166,6 +180,24 @@ void Suspend(SimThread& me, Wait wait) {
   if (!block.error.empty()) throw KernelFault{};
 }
 
+// Stops the running thread for good after an access check failed inside its device code. The
+// check is called from instrumented loads and stores, which the compiler takes for calls that
+// cannot throw, so the thread is not unwound: its fiber is left as it is (a stack's worth of
+// memory, once per failed launch).
+[[noreturn]] void Park(const std::string& what) {
+  SimThread& me = Me("an access check");
+  Block& block = *current_block;
+  if (block.error.empty()) block.error = what;
+  me.wait = Wait::kFaulted;
+  block.running = &me;
+  block.idle = false;
+  void* fake_stack = nullptr;
+  StartSwitch(&fake_stack, block.scheduler_stack);
+  block.scheduler = std::move(block.scheduler).resume();
+  std::fprintf(stderr, "gpusim: a thread stopped by an access check was resumed\n");
+  std::abort();
+}
+
 void Fail(const std::string& what) {
   Block& block = *current_block;
   if (block.error.empty()) block.error = what;
@@ -179,7 +211,7 @@ std::string Where(const SimThread& t) {
 
 // The thread of the pass's next turn, taken, if it has not started.
 SimThread* TakeUnstarted(Block& block) {
-  if (block.turn >= block.order.size()) return nullptr;
+  if (block.turn >= block.order.size() || !block.error.empty()) return nullptr;
   SimThread& t = block.threads[block.order[block.turn]];
   if (t.started) return nullptr;
   t.started = true;
@@ -242,8 +274,15 @@ bool ReleaseWarp(Block& block, unsigned warp) {
     }
     return false;
   }
-  for (unsigned l = first; l < last; ++l)
-    if (block.threads[l].wait == Wait::kWarp) block.threads[l].wait = Wait::kNone;
+  bool all_syncwarp = true;
+  for (unsigned l = first; l < last; ++l) {
+    SimThread& t = block.threads[l];
+    if (t.wait != Wait::kWarp) continue;
+    all_syncwarp &= t.at_syncwarp;
+    t.wait = Wait::kNone;
+    t.at_syncwarp = false;
+  }
+  if (all_syncwarp && block.checks) detail::WarpSynced(warp);
   return true;
 }
 
@@ -251,7 +290,7 @@ bool ReleaseWarp(Block& block, unsigned warp) {
 // Returns whether any ran.
 bool RunPass(Block& block) {
   bool ran = false;
-  for (block.turn = 0; block.turn < block.order.size();) {
+  for (block.turn = 0; block.turn < block.order.size() && block.error.empty();) {
     SimThread& t = block.threads[block.order[block.turn++]];
     if (t.wait != Wait::kNone) continue;
     ctx::fiber next;
@@ -286,6 +325,46 @@ bool RunPass(Block& block) {
   return ran;
 }
 
+std::string BarrierSite(const SimThread& t) {
+  return detail::SourcePath(t.barrier_file != nullptr ? t.barrier_file : "?") + ":" + std::to_string(t.barrier_line);
+}
+
+// Synccheck, when no thread of the block can run and every one waits at a __syncthreads or has
+// exited: they must all wait at the same one. A card would hang, or release a divergent barrier
+// with undefined results; here either is a failed launch.
+std::string SyncCheck(const Block& block) {
+  const SimThread* waiting = nullptr;
+  const SimThread* exited = nullptr;
+  for (const SimThread& t : block.threads) {
+    if (t.wait == Wait::kDone) {
+      if (exited == nullptr) exited = &t;
+      continue;
+    }
+    if (waiting == nullptr) {
+      waiting = &t;
+    } else if (t.barrier_line != waiting->barrier_line || std::strcmp(t.barrier_file, waiting->barrier_file) != 0) {
+      return "synccheck: divergent __syncthreads: " + Where(*waiting) + " waits at " + BarrierSite(*waiting) +
+             ", " + Where(t) + " at " + BarrierSite(t);
+    }
+  }
+  if (waiting != nullptr && exited != nullptr)
+    return "synccheck: __syncthreads at " + BarrierSite(*waiting) + " is not reached by every thread: " +
+           Where(*waiting) + " waits there, " + Where(*exited) + " has exited";
+  return {};
+}
+
+// The default order shuffled (Fisher-Yates) by a generator seeded with the seed and the block.
+void SeededTurnOrder(uint64_t seed, unsigned block_linear, std::vector<unsigned>* order) {
+  uint64_t state = seed ^ (uint64_t(block_linear) * 0x9E3779B97F4A7C15ull);
+  const auto next = [&state] {  // splitmix64
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  for (size_t i = order->size(); i > 1; --i) std::swap((*order)[i - 1], (*order)[next() % i]);
+}
+
 std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uint3& index,
                      unsigned block_linear) {
   const unsigned count = dims.x * dims.y * dims.z;
@@ -306,8 +385,12 @@ std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uin
     t.started = false;
     t.warp_mask = 0;
     t.exchanges = 0;
+    t.at_syncwarp = false;
+    t.barrier_file = nullptr;
     block.order[l] = TurnOrder(l, count, block_linear);
   }
+  if (block.seeded) SeededTurnOrder(block.order_seed, block_linear, &block.order);
+  if (block.checks) detail::BeginBlockChecks();
 
   for (;;) {
     const bool ran = RunPass(block);
@@ -323,8 +406,11 @@ std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uin
       for (const SimThread& t : block.threads)
         all_at_barrier &= t.wait == Wait::kBarrier || t.wait == Wait::kDone;
       if (all_at_barrier) {
+        block.error = SyncCheck(block);
+        if (!block.error.empty()) break;
         for (SimThread& t : block.threads)
           if (t.wait == Wait::kBarrier) t.wait = Wait::kNone;
+        if (block.checks) detail::BlockBarrierPassed();
         released = true;
       }
     }
@@ -339,9 +425,12 @@ std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uin
       break;
     }
   }
-  // Threads still waiting after an error are unwound when their fibers are destroyed.
+  // Threads still waiting after an error are unwound when their fibers are destroyed; one stopped
+  // by an access check is left as it is (Park).
   for (SimThread& t : block.threads) {
-    if (t.fiber) {
+    if (t.fiber && t.wait == Wait::kFaulted) {
+      new ctx::fiber(std::move(t.fiber));  // never resumed nor destroyed
+    } else if (t.fiber) {
       detail::current_thread = &t;
       void* fake_stack = nullptr;
       StartSwitch(&fake_stack, t.stack);
@@ -357,14 +446,22 @@ std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uin
 
 namespace detail {
 
-void SyncThreads() { Suspend(Me("__syncthreads"), Wait::kBarrier); }
+void SyncThreads(const char* file, int line) {
+  SimThread& me = Me("__syncthreads");
+  me.barrier_file = file;
+  me.barrier_line = line;
+  Suspend(me, Wait::kBarrier);
+}
 
 void SyncWarp(unsigned mask) {
   SimThread& me = Me("__syncwarp");
   me.warp_mask = mask;
+  me.at_syncwarp = true;
   ++me.exchanges;
   Suspend(me, Wait::kWarp);
 }
+
+void FaultInKernel(const std::string& what) { Park(what); }
 
 uint64_t WarpExchange(unsigned mask, uint64_t value, unsigned source_lane) {
   SimThread& me = Me("a warp exchange");
@@ -393,13 +490,30 @@ unsigned TurnOrder(unsigned turn, unsigned threads, unsigned block_linear) {
   return (threads / 2 + step) % threads;
 }
 
-std::string RunGrid(dim3 grid, dim3 block_dims, size_t dynamic_shared_bytes,
+namespace {
+
+uint64_t SeedFor(uint64_t seed, const char* kernel) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a of the kernel's name: each kernel its own orders
+  for (const char* c = kernel; *c != '\0'; ++c) h = (h ^ uint64_t(static_cast<unsigned char>(*c))) * 1099511628211ull;
+  return seed ^ h;
+}
+
+}  // namespace
+
+std::string RunGrid(const char* kernel, dim3 grid, dim3 block_dims, size_t dynamic_shared_bytes,
                     const std::function<void()>& thread_body) {
   Block block;
   block.body = &thread_body;
+  if (const std::optional<uint64_t> seed = TurnOrderSeed()) {
+    block.seeded = true;
+    block.order_seed = SeedFor(*seed, kernel);
+  }
   // Exactly the bytes asked for: ASan sees an access past the end of dynamic shared memory.
   block.dynamic_shared.resize(dynamic_shared_bytes);
-  block.exchange.resize((block_dims.x * block_dims.y * block_dims.z + kWarp - 1) / kWarp);
+  const unsigned threads = block_dims.x * block_dims.y * block_dims.z;
+  block.exchange.resize((threads + kWarp - 1) / kWarp);
+  block.checks = AccessChecksOn();
+  if (block.checks) detail::BeginGridChecks(block.dynamic_shared.data(), dynamic_shared_bytes, threads);
   Block* outer = current_block;
   current_block = &block;
   std::string error;
@@ -416,6 +530,7 @@ std::string RunGrid(dim3 grid, dim3 block_dims, size_t dynamic_shared_bytes,
     FinishSwitch(fake_stack, nullptr);
   }
   block.idle_workers.clear();
+  if (block.checks) detail::EndGridChecks();
   current_block = outer;
   return error;
 }

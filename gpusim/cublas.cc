@@ -177,6 +177,7 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa, cub
     cblas_sgemm(CblasColMajor, transa == CUBLAS_OP_N ? CblasNoTrans : CblasTrans,
                 transb == CUBLAS_OP_N ? CblasNoTrans : CblasTrans, m, n, k, a_scale, a_in, lda, b_in, ldb, b_scale, c,
                 ldc);
+    MarkDeviceWritten(c, Extent(m, n, ldc) * sizeof(float));
   });
 }
 
@@ -185,5 +186,8 @@ cublasStatus_t cublasSscal(cublasHandle_t handle, int n, const float* alpha, flo
   if (n <= 0 || incx <= 0) return CUBLAS_STATUS_SUCCESS;
   const float scale = *alpha;
   std::string misuse = CheckOperand("x", x, size_t(n - 1) * size_t(incx) + 1, handle->device);
-  return Submit(handle, "cublasSscal", std::move(misuse), [=] { cblas_sscal(n, scale, x, incx); });
+  return Submit(handle, "cublasSscal", std::move(misuse), [=] {
+    cblas_sscal(n, scale, x, incx);
+    MarkDeviceWritten(x, (size_t(n - 1) * size_t(incx) + 1) * sizeof(float));
+  });
 }

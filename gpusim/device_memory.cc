@@ -1,6 +1,7 @@
 // The allocation registry; see device_memory.h.
 #include "gpusim/device_memory.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -9,8 +10,10 @@
 #include <mutex>
 #include <vector>
 
+#include "gpusim/check_options.h"
 #include "gpusim/devices.h"
 #include "gpusim/faults.h"
+#include "gpusim/written_bits.h"
 
 namespace gpusim {
 namespace {
@@ -19,7 +22,17 @@ struct Registry {
   std::mutex mutex;
   std::map<uintptr_t, Region> regions;  // by base address
   std::vector<size_t> used;             // device bytes per GPU
+  // Counts the allocations made and gone: what the access checks remember of the registry (which
+  // addresses hold no allocation, which one does) is dropped when it changes.
+  std::atomic<uint64_t> generation{0};
 };
+
+void Changed(Registry& r) { r.generation.fetch_add(1, std::memory_order_release); }
+
+void Release(Registry& r, const Region& region) {
+  detail::DeleteWrittenBits(region.written);
+  Changed(r);
+}
 
 Registry& State() {
   static Registry* r = new Registry;
@@ -75,6 +88,41 @@ std::string Describe(const void* p) {
 
 namespace detail {
 
+void MarkDeviceWritten(const void* p, size_t bytes) {
+  if (bytes == 0) return;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  Registry& r = State();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  const Region* region = Find(r, a);
+  if (region == nullptr || region->written == nullptr) return;
+  const size_t from = a - region->base;
+  MarkWritten(region->written, from, std::min(region->size, from + bytes));
+}
+
+bool FindDeviceForChecks(uintptr_t a, Region* region, uintptr_t* gap_begin, uintptr_t* gap_end) {
+  Registry& r = State();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto next = r.regions.upper_bound(a);
+  *gap_begin = 0;
+  *gap_end = next == r.regions.end() ? UINTPTR_MAX : next->first;
+  if (next != r.regions.begin()) {
+    const Region& before = std::prev(next)->second;
+    if (a < before.base + before.size) {
+      if (before.space != Space::kDevice) {  // pinned memory: not checked, remembered as a gap
+        *gap_begin = before.base;
+        *gap_end = before.base + before.size;
+        return false;
+      }
+      *region = before;
+      return true;
+    }
+    *gap_begin = before.base + before.size;
+  }
+  return false;
+}
+
+uint64_t RegistryGeneration() { return State().generation.load(std::memory_order_acquire); }
+
 cudaError_t AllocateDevice(int device, size_t bytes, void** out) {
   *out = nullptr;
   if (bytes == 0) return cudaSuccess;
@@ -96,8 +144,10 @@ cudaError_t AllocateDevice(int device, size_t bytes, void** out) {
     return cudaErrorMemoryAllocation;
   }
   std::memset(p, 0xff, bytes);
+  uint64_t* written = AccessChecksOn() ? NewWrittenBits(bytes) : nullptr;
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.regions[reinterpret_cast<uintptr_t>(p)] = {Space::kDevice, device, reinterpret_cast<uintptr_t>(p), bytes};
+  r.regions[reinterpret_cast<uintptr_t>(p)] = {Space::kDevice, device, reinterpret_cast<uintptr_t>(p), bytes, written};
+  Changed(r);
   *out = p;
   return cudaSuccess;
 }
@@ -110,6 +160,7 @@ cudaError_t FreeDevice(void* p, int* device) {
     if (it == r.regions.end() || it->second.space != Space::kDevice) return cudaErrorInvalidValue;
     *device = it->second.device;
     r.used[size_t(*device)] -= it->second.size;
+    Release(r, it->second);
     r.regions.erase(it);
   }
   std::free(p);
@@ -124,6 +175,7 @@ cudaError_t AllocatePinned(size_t bytes, void** out) {
   Registry& r = State();
   std::lock_guard<std::mutex> lock(r.mutex);
   r.regions[reinterpret_cast<uintptr_t>(p)] = {Space::kPinned, -1, reinterpret_cast<uintptr_t>(p), bytes};
+  Changed(r);
   *out = p;
   return cudaSuccess;
 }
@@ -136,6 +188,7 @@ cudaError_t FreePinned(void* p) {
     auto it = r.regions.find(reinterpret_cast<uintptr_t>(p));
     if (it == r.regions.end() || it->second.space != Space::kPinned) return cudaErrorInvalidValue;
     r.regions.erase(it);
+    Changed(r);
   }
   std::free(p);
   return cudaSuccess;
@@ -155,6 +208,7 @@ void FreeAllOf(int device) {
     for (auto it = r.regions.begin(); it != r.regions.end();) {
       if (it->second.space == Space::kDevice && it->second.device == device) {
         freed.push_back(reinterpret_cast<void*>(it->first));
+        Release(r, it->second);
         it = r.regions.erase(it);
       } else {
         ++it;

@@ -142,12 +142,24 @@ void LoseContext(int ordinal, cudaError_t code, const std::string& why) {
   SimDevice* d = DeviceAt(ordinal);
   if (d == nullptr) return;
   int expected = cudaSuccess;
-  if (d->sticky.compare_exchange_strong(expected, code))
+  if (d->sticky.compare_exchange_strong(expected, code)) {
+    d->lost_why = why;
+    d->lost_why_ready = true;
     std::fprintf(stderr, "gpusim: GPU %d: %s; its context is lost (error %d)\n", ordinal, why.c_str(), int(code));
+  }
+}
+
+std::string ContextLossReason(int ordinal) {
+  SimDevice* d = DeviceAt(ordinal);
+  return d != nullptr && d->lost_why_ready.load() ? d->lost_why : std::string();
 }
 
 void ResetContext(int ordinal) {
-  if (SimDevice* d = DeviceAt(ordinal)) d->sticky = cudaSuccess;
+  if (SimDevice* d = DeviceAt(ordinal)) {
+    d->lost_why_ready = false;
+    d->lost_why.clear();
+    d->sticky = cudaSuccess;
+  }
 }
 
 }  // namespace detail

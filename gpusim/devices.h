@@ -20,6 +20,9 @@ struct SimDevice {
   size_t total_bytes = 0;
   // cudaSuccess, or the sticky error that lost this GPU's context.
   std::atomic<int> sticky{cudaSuccess};
+  // Why, once `sticky` is set (written once by the thread that set it, before `lost_why_ready`).
+  std::string lost_why;
+  std::atomic<bool> lost_why_ready{false};
   CUstream_st* legacy_stream = nullptr;  // the null stream of this GPU
   // Whether this process has opened the GPU's primary context: since CUDA 12, cudaSetDevice and
   // the first call that needs the device do, and on a card each context holds memory.
@@ -46,6 +49,9 @@ cudaError_t StickyError(int ordinal);
 cudaError_t ContextError(int ordinal);
 // Loses the context of GPU `ordinal` with `code`; `why` goes to stderr, as a card's error log would.
 void LoseContext(int ordinal, cudaError_t code, const std::string& why);
+// Why GPU `ordinal` lost its context ("" while it has not): what LoseContext printed, for tests
+// that check a failed launch's report.
+std::string ContextLossReason(int ordinal);
 // Gives GPU `ordinal` a fresh context (cudaDeviceReset).
 void ResetContext(int ordinal);
 

@@ -40,8 +40,10 @@ struct ThreadView {
   unsigned linear;  // thread index within the block
 };
 
-// The thread running on this host thread right now; null outside kernels.
-extern thread_local ThreadView* current_thread;
+// The thread running on this host thread right now; null outside kernels. __thread rather than
+// thread_local: without a dynamic initializer to guard against, the access checks read it on every
+// load and store of device code without a call.
+extern __thread ThreadView* current_thread;
 
 [[noreturn]] void OutsideKernel(const char* what);
 
@@ -49,7 +51,8 @@ extern thread_local ThreadView* current_thread;
 // inlined thread-local read may be kept across one.
 ThreadView& Current(const char* what);
 
-void SyncThreads();
+// `file` and `line` name the barrier for synccheck.
+void SyncThreads(const char* file, int line);
 void SyncWarp(unsigned mask);
 // Deposits `value` for the warp, waits until every lane in `mask` has deposited, and returns the
 // value of `source_lane`.
@@ -90,7 +93,8 @@ T AtomicUpdate(T* address, F update) {
 #define gridDim (::gpusim::detail::Current("gridDim").grid_dim)
 constexpr int warpSize = 32;
 
-inline void __syncthreads() { ::gpusim::detail::SyncThreads(); }
+// A macro, so that synccheck can tell one barrier from another without line tables.
+#define __syncthreads() ::gpusim::detail::SyncThreads(__FILE__, __LINE__)
 inline void __syncwarp(unsigned mask = 0xffffffffu) { ::gpusim::detail::SyncWarp(mask); }
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 

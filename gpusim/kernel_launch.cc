@@ -3,6 +3,7 @@
 #include "gpusim/kernel_launch.h"
 
 #include "gpusim/block_scheduler.h"
+#include "gpusim/check_options.h"
 #include "gpusim/device_memory.h"
 #include "gpusim/devices.h"
 #include "gpusim/faults.h"
@@ -51,8 +52,10 @@ void SubmitKernel(const char* name, dim3 grid, dim3 block, size_t shared_bytes, 
     } else {
       ChargeMemory(gpu, bytes);
     }
-    const std::string error = RunGrid(grid, block, shared_bytes, body);
-    if (!error.empty()) LoseContext(gpu, cudaErrorLaunchFailure, std::string("kernel ") + name + ": " + error);
+    const std::string error = RunGrid(name, grid, block, shared_bytes, body);
+    if (!error.empty())
+      LoseContext(gpu, cudaErrorLaunchFailure,
+                  std::string("kernel ") + name + ": " + error + " [" + DescribeTurnOrder() + "]");
   });
 }
 

@@ -247,7 +247,10 @@ void Collective::Move() {
   if (first.kind == Kind::kAllGather) {
     std::vector<T> gathered;
     for (const std::vector<T>& in : inputs) gathered.insert(gathered.end(), in.begin(), in.end());
-    for (const Call& c : calls) std::memcpy(c.recv, gathered.data(), gathered.size() * sizeof(T));
+    for (const Call& c : calls) {
+      std::memcpy(c.recv, gathered.data(), gathered.size() * sizeof(T));
+      MarkDeviceWritten(c.recv, gathered.size() * sizeof(T));
+    }
     return;
   }
   std::vector<T> reduced = inputs[0];  // in rank order
@@ -258,6 +261,7 @@ void Collective::Move() {
   for (size_t r = 0; r < n; ++r) {
     const bool scatter = first.kind == Kind::kReduceScatter;
     std::memcpy(calls[r].recv, reduced.data() + (scatter ? r * first.count : 0), first.count * sizeof(T));
+    MarkDeviceWritten(calls[r].recv, first.count * sizeof(T));
   }
 }
 

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "gpusim/device_memory.h"
 #include "gpusim/error_codes.h"
 
 struct CUstream_st;
@@ -74,6 +75,9 @@ cudaError_t SortPairs(void* temp, size_t& temp_bytes, const KeyT* keys_in, KeyT*
       std::memcpy(keys_out, keys, n * sizeof(KeyT));
       std::memcpy(values_out, values, n * sizeof(ValueT));
     }
+    detail::MarkDeviceWritten(keys_out, n * sizeof(KeyT));
+    detail::MarkDeviceWritten(values_out, n * sizeof(ValueT));
+    detail::MarkDeviceWritten(temp, needed);
   });
 }
 

@@ -276,6 +276,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
   Enqueue(stream, [dst, src, count, src_gpu, dst_gpu] {
     ChargeCopy(src_gpu, dst_gpu, count);
     std::memcpy(dst, src, count);
+    MarkDeviceWritten(dst, count);
   });
   const cudaError_t status = Flush(stream);
   HostAdvance(TimeAt(stream));
@@ -302,12 +303,14 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpy
     Enqueue(stream, [dst, staged, src_gpu, dst_gpu] {
       ChargeCopy(src_gpu, dst_gpu, staged->size());
       std::memcpy(dst, staged->data(), staged->size());
+      MarkDeviceWritten(dst, staged->size());
     });
     return cudaSuccess;
   }
   Enqueue(stream, [dst, src, count, src_gpu, dst_gpu] {
     ChargeCopy(src_gpu, dst_gpu, count);
     std::memcpy(dst, src, count);
+    MarkDeviceWritten(dst, count);
   });
   if (pageable_dst) {
     const cudaError_t status = Flush(stream);
@@ -338,6 +341,7 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int 
   Enqueue(stream, [dst, src, count, src_device, dst_device] {
     ChargeCopy(src_device, dst_device, count);
     std::memcpy(dst, src, count);
+    MarkDeviceWritten(dst, count);
   });
   return cudaSuccess;
 }
@@ -370,6 +374,7 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, size_t count, cudaStream_t han
   Enqueue(stream, [ptr, value, count, gpu = GpuOf(ptr)] {
     ChargeMemory(gpu, count);
     std::memset(ptr, value, count);
+    MarkDeviceWritten(ptr, count);
   });
   return cudaSuccess;
 }

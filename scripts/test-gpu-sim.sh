@@ -3,8 +3,18 @@
 # CUDA backend there: every CUDA test (ctest label kernels_cuda) with XMLT_REQUIRE_GPU=1, so that
 # a skip fails; the simulator's own tests and xmltrain on Bibtex against CPU devices (label gpusim);
 # the engine and scheduler tests, which see two simulated GPUs (XMLT_SIM_GPUS, XMLT_SIM_GPU_MEMORY:
-# see docs/gpus.md); the Python package's GPU test (label python: python/tests/test_simulated_gpus.py). On the simulator the backend's logic runs, not its speed. Run by scripts/test.sh
-# (after the normal build) and by scripts/test.sh --gpu-sim.
+# see docs/gpus.md); the Python package's GPU test (label python: python/tests/test_simulated_gpus.py).
+# On the simulator the backend's logic runs, not its speed. Run by scripts/test.sh (after the
+# normal build) and by scripts/test.sh --gpu-sim.
+# Every test runs with racecheck, initcheck and synccheck on (gpusim/access_checks.h). Then a
+# second, seeded pass (plain build only): the kernel-level CUDA tests and the simulator's own once
+# more, each block's threads in turn orders drawn from a seed (XMLT_SIM_ORDER, see
+# gpusim/check_options.h) that changes daily (the UTC date as YYYYMMDD; XMLT_SIM_ORDER_SEED sets
+# another) and is printed; a failed launch names it, and XMLT_SIM_ORDER=SEED replays it. Not in the
+# seeded pass, to keep it within about three minutes of CI: the end-to-end runs of xmltrain
+# (gpu_sim_*), the 4- and 8-GPU and no-peer-access variants, and the CUDA tests that run the
+# whole model at full label counts or over many sort tiles (their kernels run in the seeded pass
+# through the smaller tests).
 # Usage: scripts/test-gpu-sim.sh [--sanitize address] [extra cmake configure arguments]
 #   --sanitize address  the same build under ASan and UBSan in build-sim-asan/ (RelWithDebInfo),
 #                       with the CUDA tests and the simulator's: a kernel reading past a device
@@ -47,6 +57,16 @@ status=0
 XMLT_REQUIRE_GPU=1 ctest --test-dir "$build_dir" --output-on-failure -j"$(nproc)" -L "$labels" "${exclude[@]}" ||
   status=$?
 echo "test-gpu-sim: tests ran in $((SECONDS - start)) s" >&2
+if [[ -z "${logs:-}" ]]; then
+  seed=${XMLT_SIM_ORDER_SEED:-$(date -u +%Y%m%d)}
+  echo "test-gpu-sim: the seeded pass, XMLT_SIM_ORDER=$seed (replay a failure with XMLT_SIM_ORDER=$seed)" >&2
+  start=$SECONDS
+  XMLT_SIM_ORDER=$seed XMLT_REQUIRE_GPU=1 ctest --test-dir "$build_dir" --output-on-failure -j"$(nproc)" \
+    -L '^(kernels_cuda|gpusim)$' \
+    -E '^gpu_sim_|\.on_[48]_gpus$|\.without_peer_access$|^CudaMlpTable1Labels\.|^CudaDeviceAdasum\.EqualsTheHostMerger|^CudaSparseMlp\.(BiasGradientPast|GradientOfBatchSpanning|FirstLayerWider)' ||
+    { status=$?; echo "test-gpu-sim: the seeded pass failed with XMLT_SIM_ORDER=$seed" >&2; }
+  echo "test-gpu-sim: the seeded pass (XMLT_SIM_ORDER=$seed) ran in $((SECONDS - start)) s" >&2
+fi
 if [[ -n "${logs:-}" ]] && ! bash scripts/sanitizer-reports.sh "$logs" test-gpu-sim; then
   [[ $status -ne 0 ]] || status=1
 fi

@@ -1,9 +1,11 @@
-// Kernels on simulated threads: a missing __syncthreads changes the result on every run, shared
-// memory (static and dynamic) belongs to its block, warp exchanges, atomics and the turn order.
+// Kernels on simulated threads: with racecheck off, a missing __syncthreads still changes the
+// result on every run in the default turn order; shared memory (static and dynamic) belongs to its
+// block, warp exchanges, atomics, the default and the seeded turn orders.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -71,7 +73,11 @@ TEST_F(SimTest, TheBarrierSeparatesWritesFromReads) {
   EXPECT_EQ(RunNeighbour(NeighbourKernel<true>, 4), ExpectedNeighbours(4));
 }
 
+// What the default order is for: without racecheck (XMLT_SIM_CHECKS=0, a sanitized build), a
+// missing barrier still shows as a wrong result.
 TEST_F(SimTest, AMissingBarrierGivesAWrongResultOnEveryRun) {
+  ScopedAccessChecks off(false);
+  ScopedTurnOrder order(std::nullopt);
   const std::vector<int> expected = ExpectedNeighbours(4);
   for (int run = 0; run < 5; ++run) {
     const std::vector<int> got = RunNeighbour(NeighbourKernel<false>, 4);
@@ -86,6 +92,8 @@ TEST_F(SimTest, AMissingBarrierGivesAWrongResultOnEveryRun) {
 // Static shared memory keeps what the previous block left in it (as a card's may), so each run
 // uses new values: a read before the write then sees the previous run's.
 TEST_F(SimTest, AMissingBarrierFailsInASingleBlockBothWays) {
+  ScopedAccessChecks off(false);
+  ScopedTurnOrder order(std::nullopt);
   DeviceBuffer<int> out(kThreads);
   const auto sum_from = [](int base) { return int(kThreads) * base + int(kThreads * (kThreads - 1) / 2); };
   for (int run = 0; run < 3; ++run) {
@@ -119,6 +127,31 @@ TEST(TurnOrder, EveryPairRunsBothWaysInTwoNeighbouringBlocksAndThreadZeroIsInThe
       EXPECT_NE(even.back(), 0u);
     }
   }
+}
+
+// Each thread takes a ticket when its turn comes: the tickets are the block's turn order.
+__global__ void TicketKernel(unsigned* next, unsigned* ticket) {
+  ticket[blockIdx.x * blockDim.x + threadIdx.x] = atomicAdd(next + blockIdx.x, 1u);
+}
+
+std::vector<unsigned> Tickets(std::optional<uint64_t> seed, unsigned blocks) {
+  ScopedTurnOrder order(seed);
+  DeviceBuffer<unsigned> next(blocks), ticket(blocks * kThreads);
+  XMLT_CUDA_CHECK(cudaMemset(next.data(), 0, blocks * sizeof(unsigned)));
+  XMLT_LAUNCH(TicketKernel, blocks, kThreads, 0, nullptr)(next.data(), ticket.data());
+  return ticket.ToHost();
+}
+
+TEST_F(SimTest, ASeededTurnOrderIsReproducibleAndDiffersBySeedAndBlock) {
+  const std::vector<unsigned> seeded = Tickets(42, 2);
+  EXPECT_EQ(Tickets(42, 2), seeded);
+  EXPECT_NE(Tickets(43, 2), seeded);
+  EXPECT_NE(Tickets(std::nullopt, 2), seeded);
+  const std::vector<unsigned> block0(seeded.begin(), seeded.begin() + kThreads);
+  const std::vector<unsigned> block1(seeded.begin() + kThreads, seeded.end());
+  EXPECT_NE(block0, block1);
+  for (const std::vector<unsigned>* block : {&block0, &block1})  // each a permutation
+    EXPECT_EQ(std::set<unsigned>(block->begin(), block->end()).size(), size_t(kThreads));
 }
 
 // Static shared memory is the block's own: each block's thread 0 writes its block index.

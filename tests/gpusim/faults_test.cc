@@ -116,6 +116,7 @@ TEST(SimulatedFaults, ComeFromTheEnvironment) {
         cudaSetDevice(1);
         int* value = nullptr;
         if (cudaMalloc(reinterpret_cast<void**>(&value), 4) != cudaSuccess) std::_Exit(4);
+        if (cudaMemset(value, 0, 4) != cudaSuccess) std::_Exit(7);
         XMLT_LAUNCH(IncrementKernel, 1, 1, 0, nullptr)(value);
         if (cudaDeviceSynchronize() != cudaSuccess) std::_Exit(5);
         XMLT_LAUNCH(IncrementKernel, 1, 1, 0, nullptr)(value);

@@ -6,6 +6,11 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string>
+
+#include "gpusim/check_options.h"
+#include "gpusim/devices.h"
 #include "gpusim/faults.h"
 #include "kernels/cuda/launch.h"
 
@@ -28,5 +33,31 @@ class SimTest : public ::testing::Test {
     cudaGetLastError();
   }
 };
+
+// Racecheck and initcheck on or off for one test, whatever the environment says.
+class ScopedAccessChecks {
+ public:
+  explicit ScopedAccessChecks(bool on) : was_(AccessChecksOn()) { SetAccessChecks(on); }
+  ~ScopedAccessChecks() { SetAccessChecks(was_); }
+
+ private:
+  bool was_;
+};
+
+// The default turn order (nullopt) or a seeded one for one test, whatever XMLT_SIM_ORDER says.
+class ScopedTurnOrder {
+ public:
+  explicit ScopedTurnOrder(std::optional<uint64_t> seed) : was_(TurnOrderSeed()) { SetTurnOrderSeed(seed); }
+  ~ScopedTurnOrder() { SetTurnOrderSeed(was_); }
+
+ private:
+  std::optional<uint64_t> was_;
+};
+
+// Waits for GPU 0's work and returns why its context was lost, or "" if the launch succeeded.
+inline std::string LaunchFailure() {
+  cudaDeviceSynchronize();
+  return detail::ContextLossReason(0);
+}
 
 }  // namespace gpusim::testing

@@ -24,7 +24,8 @@ using xmlt::kernels::cuda::Event;
 using xmlt::kernels::cuda::PinnedBuffer;
 using xmlt::kernels::cuda::Stream;
 
-__global__ void TouchKernel(float* values) { values[threadIdx.x] += 1.0f; }
+// Writes without reading: the buffers are never filled, and initcheck fails a read of them.
+__global__ void TouchKernel(float* values) { values[threadIdx.x] = 1.0f; }
 
 constexpr uint64_t kBytes = 1000000;
 constexpr double kEps = 1e-12;

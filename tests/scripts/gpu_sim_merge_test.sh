@@ -11,17 +11,21 @@
 #   cuda:0,cuda:1,cuda:2,cuda:3 goes on with --resume on cuda:0,cuda:1,cuda:2 to the end;
 # - a GPU lost in training and in a merge (injected illegal addresses on GPU 1): the others go on;
 #   on two GPUs the lone survivor goes on, merging alone.
-# Two epochs each. Usage: gpu_sim_merge_test.sh XMLTRAIN BIBTEX_DIR
+# Usage: gpu_sim_merge_test.sh XMLTRAIN BIBTEX_DIR
 set -euo pipefail
 source "$(dirname "$0")/gpu_sim_common.sh" "$1" "$2" 2
 export XMLT_SIM_GPUS=4
+# The comparisons of two merges take one epoch (its every merge, then one evaluation); the restart
+# and the lost GPUs below take two.
+one_epoch=("${common[@]}")
+for i in "${!one_epoch[@]}"; do [[ ${one_epoch[$i]} != --epochs ]] || one_epoch[i + 1]=1; done
 
 for algo in adaptive elastic adasum sync crossbow; do
   for devices in cuda:0,cuda:1 cuda:0x4; do
     name=${algo}_${devices//[:,]/_}
-    "$xmltrain" train "${common[@]}" --algo "$algo" --devices "$devices" --merge-on host --metrics "${name}_host.jsonl" \
+    "$xmltrain" train "${one_epoch[@]}" --algo "$algo" --devices "$devices" --merge-on host --metrics "${name}_host.jsonl" \
       > "${name}_host.out"
-    "$xmltrain" train "${common[@]}" --algo "$algo" --devices "$devices" --metrics "${name}_gpus.jsonl" \
+    "$xmltrain" train "${one_epoch[@]}" --algo "$algo" --devices "$devices" --metrics "${name}_gpus.jsonl" \
       > "${name}_gpus.out"
     close_runs "${name}_host.jsonl" "${name}_gpus.jsonl" "$algo on $devices, host / GPU merges" 0.005 1e-4
     python3 - "${name}_gpus.out" "${name}_host.out" <<'PY' || fail "$algo on $devices: the summary does not say where it merged"
@@ -35,15 +39,15 @@ done
 for algo in adaptive sync; do
   for devices in cuda:0,cuda:1,cuda:2 cuda:0x2,cuda:1; do
     name=${algo}_nccl_${devices//[:,]/_}
-    "$xmltrain" train "${common[@]}" --algo "$algo" --devices "$devices" --metrics "${name}_ring.jsonl" > /dev/null
-    "$xmltrain" train "${common[@]}" --algo "$algo" --devices "$devices" --collective nccl \
+    "$xmltrain" train "${one_epoch[@]}" --algo "$algo" --devices "$devices" --metrics "${name}_ring.jsonl" > /dev/null
+    "$xmltrain" train "${one_epoch[@]}" --algo "$algo" --devices "$devices" --collective nccl \
       --metrics "${name}_nccl.jsonl" > /dev/null
     close_runs "${name}_ring.jsonl" "${name}_nccl.jsonl" "$algo on $devices, ring / nccl" 0.005 1e-4
   done
 done
 
-"$xmltrain" train "${common[@]}" --algo single --devices cuda:0 --merge-on host --metrics single_host.jsonl > /dev/null
-"$xmltrain" train "${common[@]}" --algo single --devices cuda:0 --metrics single_gpus.jsonl > /dev/null
+"$xmltrain" train "${one_epoch[@]}" --algo single --devices cuda:0 --merge-on host --metrics single_host.jsonl > /dev/null
+"$xmltrain" train "${one_epoch[@]}" --algo single --devices cuda:0 --metrics single_gpus.jsonl > /dev/null
 close_runs single_host.jsonl single_gpus.jsonl "single on cuda:0, host / GPU merge" 0.005 1e-4
 
 # An elastic restart: 4 GPUs, checkpointed after every mega-batch, stopped after two epochs; then 3 to four.

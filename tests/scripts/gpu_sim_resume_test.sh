@@ -52,12 +52,12 @@ assert abs(half["p1"] - whole["p1"]) <= 0.05, (half["p1"], whole["p1"])
 print(f"0.5 epochs extended to 2: {half['train_samples']} rows trained, P@1 {half['p1']:.4f} / {whole['p1']:.4f}")
 PY
 
-# The only GPU lost in the evaluation after mega-batch 1 (its 200th launch): a checkpoint, exit 1
+# The only GPU lost in the evaluation after mega-batch 1 (its 155th launch, halfway through it): a checkpoint, exit 1
 # naming cuda:0's lost context, the metrics left partial; resumed, the run trains to the end. It
 # once stopped with no checkpoint at all.
 lost=(train "${common[@]}" --algo single --devices cuda:0 --mega-batch 10 --eval-every 1)
 set +e
-XMLT_SIM_FAULT_LAUNCH=200@0 "$xmltrain" "${lost[@]}" --checkpoint-dir lost --metrics lost.jsonl > /dev/null 2> lost.err
+XMLT_SIM_FAULT_LAUNCH=155@0 "$xmltrain" "${lost[@]}" --checkpoint-dir lost --metrics lost.jsonl > /dev/null 2> lost.err
 status=$?
 set -e
 [[ $status -eq 1 ]] || { cat lost.err; fail "losing the only GPU in an evaluation gave exit $status, not 1"; }
