@@ -54,6 +54,18 @@ class ScopedTurnOrder {
   std::optional<uint64_t> was_;
 };
 
+// The tests of racecheck and initcheck: the checks on, in the default turn order (which thread
+// comes first is known); skipped in a sanitized build, which compiles them out.
+class AccessChecksTest : public SimTest {
+ protected:
+  void SetUp() override {
+    SimTest::SetUp();
+    if (!AccessChecksCompiled()) GTEST_SKIP() << "racecheck and initcheck are not compiled into a sanitized build";
+  }
+  ScopedAccessChecks checks_{true};
+  ScopedTurnOrder order_{std::nullopt};
+};
+
 // Waits for GPU 0's work and returns why its context was lost, or "" if the launch succeeded.
 inline std::string LaunchFailure() {
   cudaDeviceSynchronize();

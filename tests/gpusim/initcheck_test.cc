@@ -19,15 +19,7 @@ using ::testing::HasSubstr;
 
 constexpr unsigned kThreads = 64;
 
-class InitcheckTest : public SimTest {
- protected:
-  void SetUp() override {
-    SimTest::SetUp();
-    if (!AccessChecksCompiled()) GTEST_SKIP() << "initcheck is not compiled into a sanitized build";
-  }
-  ScopedAccessChecks checks_{true};
-  ScopedTurnOrder order_{std::nullopt};  // the default order: which thread reads first is known
-};
+class InitcheckTest : public AccessChecksTest {};
 
 // Only the first `writers` threads write their word; then every thread reads its own.
 __global__ void PartlyWrittenSharedKernel(unsigned writers, int* out) {

@@ -19,15 +19,7 @@ using ::testing::HasSubstr;
 
 constexpr unsigned kThreads = 64;
 
-class RacecheckTest : public SimTest {
- protected:
-  void SetUp() override {
-    SimTest::SetUp();
-    if (!AccessChecksCompiled()) GTEST_SKIP() << "racecheck is not compiled into a sanitized build";
-  }
-  ScopedAccessChecks checks_{true};
-  ScopedTurnOrder order_{std::nullopt};  // the default order: which thread comes first is known
-};
+class RacecheckTest : public AccessChecksTest {};
 
 // Thread 40 writes word 5, thread 1 (another warp) reads it; in the default order thread 40 runs
 // first (the order starts at thread 32).
