@@ -30,7 +30,7 @@ bool SameFolder(const std::string& a, const std::string& b) {
 void RefuseOutputsInCheckpointFolder(const std::string& folder_flag, const std::string& folder,
                                      const std::vector<std::pair<std::string, std::string>>& outputs) {
   if (folder.empty()) return;
-  const std::string checkpoint = fs::path(scheduler::CheckpointPath(folder)).filename().string();
+  const std::string checkpoint = fs::path(run::CheckpointPath(folder)).filename().string();
   const std::string lock = fs::path(data::FolderLock::PathIn(folder)).filename().string();
   for (const auto& [flag, path] : outputs) {
     if (path.empty()) continue;
@@ -46,9 +46,9 @@ void RefuseOutputsInCheckpointFolder(const std::string& folder_flag, const std::
 
 std::optional<float> CheckpointedLearningRate(const std::string& folder, const std::vector<engine::DeviceSpec>& devices) {
   try {
-    const nlohmann::json run = nlohmann::json::parse(scheduler::CheckpointReader::ReadMetaOnly(folder)).at("run");
-    if (run.at("devices").get<std::string>() != engine::DeviceListText(devices)) return std::nullopt;
-    return run.at("lr").get<float>();
+    const nlohmann::json saved = nlohmann::json::parse(run::CheckpointReader::ReadMetaOnly(folder)).at("run");
+    if (saved.at("devices").get<std::string>() != engine::DeviceListText(devices)) return std::nullopt;
+    return saved.at("lr").get<float>();
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -58,12 +58,12 @@ void RefuseReplacingAnotherRunsCheckpoint(const std::string& folder, const std::
   if (folder.empty()) return;
   if (!resume_dir.empty() && SameFolder(folder, resume_dir)) return;
   std::error_code error;
-  if (!fs::exists(scheduler::CheckpointPath(folder), error)) return;
+  if (!fs::exists(run::CheckpointPath(folder), error)) return;
   // No flag to overwrite it: removing the checkpoint file is as explicit and cannot be left in a
   // command line or a config file that is run again later.
   throw std::invalid_argument("--checkpoint-dir " + folder + " holds the checkpoint of an earlier run; pass --resume " +
                               folder + " to continue it, or choose another folder (or delete " +
-                              scheduler::CheckpointPath(folder) + " to start afresh)");
+                              run::CheckpointPath(folder) + " to start afresh)");
 }
 
 }  // namespace xmlt::apps

@@ -107,7 +107,7 @@ int RunCli(int argc, char** argv) {
     for (const Command& command : commands)
       if (command.app->parsed()) return command.run();
     return kExitOk;
-  } catch (const scheduler::RunMismatch& e) {
+  } catch (const run::RunMismatch& e) {
     std::cerr << "error: " << DescribeInFlags(e) << "\n";
     return kExitBadInput;
   } catch (const scheduler::OptionError& e) {
@@ -119,7 +119,7 @@ int RunCli(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     std::cerr << "error: " << e.what() << "\n";
     return kExitBadInput;
-  } catch (const scheduler::RunStopped& e) {
+  } catch (const run::RunStopped& e) {
     std::cerr << "error: " << DescribeInFlags(e) << "\n";
     return kExitFailure;
   } catch (const std::exception& e) {

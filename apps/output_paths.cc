@@ -35,7 +35,7 @@ OutputFile AtomicOutput(const std::string& flag, const std::string& path) {
 OutputFile MetricsOutput(const std::string& flag, const std::string& path) {
   if (path.empty()) return {flag, path, ""};
   const data::OutputTarget target = data::ResolveOutputTarget(path);
-  return {flag, path, target.stream ? "" : scheduler::MetricsLog::PartialPathFor(target.path)};
+  return {flag, path, target.stream ? "" : run::MetricsLog::PartialPathFor(target.path)};
 }
 
 void RefuseOutputsOverInputs(const std::vector<std::pair<std::string, std::string>>& inputs,

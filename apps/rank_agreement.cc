@@ -8,7 +8,7 @@
 
 namespace xmlt::apps {
 
-void CheckRanksAgree(dist::RankGroup* ranks, const nlohmann::json& settings) {
+void CheckRanksAgree(ranks::RankGroup* ranks, const nlohmann::json& settings) {
   if (ranks->size() <= 1) return;
   const std::string mine = settings.dump();
   const std::vector<std::vector<uint8_t>> all = ranks->AllGather(std::vector<uint8_t>(mine.begin(), mine.end()));

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "dist/rank_group.h"
+#include "ranks/rank_group.h"
 
 namespace xmlt::apps {
 
@@ -23,6 +23,6 @@ class RanksDisagree : public std::invalid_argument {
 // value, named as FlagOf knows them). A collective: every rank calls it once, at the same point.
 // Throws RanksDisagree on every rank, naming each flag or file and each rank that differs from
 // rank 0. Does nothing for one rank.
-void CheckRanksAgree(dist::RankGroup* ranks, const nlohmann::json& settings);
+void CheckRanksAgree(ranks::RankGroup* ranks, const nlohmann::json& settings);
 
 }  // namespace xmlt::apps

@@ -58,12 +58,12 @@ std::string FlagOf(const std::string& setting) {
   return it == flags.end() ? setting : it->second;
 }
 
-std::string DescribeInFlags(const scheduler::RunMismatch& mismatch) {
+std::string DescribeInFlags(const run::RunMismatch& mismatch) {
   std::string text = mismatch.file() +
                      ": this run's settings differ from the checkpointed run's (give the same flags; only --epochs, "
                      "--eval-every and a lower --lr may change (without --lr a resume goes on at the checkpoint's rate), "
                      "and on other --devices or ranks also --speed, --lr, --mega-batch and --collective):";
-  for (const scheduler::SettingDifference& d : mismatch.differences()) {
+  for (const run::SettingDifference& d : mismatch.differences()) {
     text += "\n  " + FlagOf(d.name) + ": checkpoint " + d.checkpoint + ", now " + d.now;
     if (d.name == "schedule" || d.name == "merge") text += " (set by --algo)";
   }
@@ -72,9 +72,9 @@ std::string DescribeInFlags(const scheduler::RunMismatch& mismatch) {
 
 std::string DescribeInFlags(const scheduler::OptionError& error) { return FlagOf(error.setting()) + " " + error.problem(); }
 
-std::string DescribeInFlags(const scheduler::RunStopped& stopped) {
+std::string DescribeInFlags(const run::RunStopped& stopped) {
   const std::string& dir = stopped.checkpoint_dir();
-  if (stopped.why() == scheduler::RunStopped::Why::kDiverged)
+  if (stopped.why() == run::RunStopped::Why::kDiverged)
     return std::string(stopped.what()) + " (--max-rollbacks); " +
            (dir.empty() ? std::string("lower --lr") : "--resume " + dir + " with a lower --lr");
   return std::string(stopped.what()) +

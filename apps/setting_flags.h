@@ -16,13 +16,13 @@ std::string FlagOf(const std::string& setting);
 
 // "FILE: this run's settings differ ...", one line per setting, each under its flag, with a hint
 // where --algo set it.
-std::string DescribeInFlags(const scheduler::RunMismatch& mismatch);
+std::string DescribeInFlags(const run::RunMismatch& mismatch);
 
 // "--batch must be positive".
 std::string DescribeInFlags(const scheduler::OptionError& error);
 
 // What stopped the run, and how to go on: "--resume DIR with a lower --lr", "(no --checkpoint-dir:
 // progress is lost)".
-std::string DescribeInFlags(const scheduler::RunStopped& stopped);
+std::string DescribeInFlags(const run::RunStopped& stopped);
 
 }  // namespace xmlt::apps

@@ -37,7 +37,7 @@ struct TrainFlags {
   bool given(const char* flag) const { return command->count(flag) > 0; }
   DataFlags data;
   scheduler::TrainOptions options;
-  scheduler::RunControl control;
+  run::RunControl control;
   std::vector<std::string> faults;
   double rank_timeout_s = 1800;  // across MPI ranks: how long a rank waits for the others
 };

@@ -11,7 +11,7 @@
 
 namespace xmlt::apps {
 
-void PrintEval(const scheduler::EvalRecord& r) {
+void PrintEval(const run::EvalRecord& r) {
   char line[512];
   int used = std::snprintf(line, sizeof line, "epoch %6.2f  megabatch %4llu  train %7.2fs  loss %.4f", r.epoch,
                            static_cast<unsigned long long>(r.megabatch), r.train_time_s, r.train_loss);
@@ -27,10 +27,10 @@ void PrintEval(const scheduler::EvalRecord& r) {
   WriteStdout(std::string(line) + "\n");
 }
 
-nlohmann::json ReportLrSearch(const scheduler::LrSearchResult& search, const engine::DeviceSpec& device, bool say) {
+nlohmann::json ReportLrSearch(const run::LrSearchResult& search, const engine::DeviceSpec& device, bool say) {
   std::ostringstream grid;
   nlohmann::json candidates = nlohmann::json::array();
-  for (const scheduler::LrCandidate& c : search.candidates) {
+  for (const run::LrCandidate& c : search.candidates) {
     grid << " " << c.lr << ":" << (c.diverged ? std::string("diverged") : std::to_string(c.heldout_p1).substr(0, 5));
     candidates.push_back({{"lr", c.lr}, {"heldout_p1", c.heldout_p1},
                           {"heldout_loss", c.diverged ? nlohmann::json(nullptr) : nlohmann::json(c.heldout_loss)},
@@ -60,9 +60,9 @@ nlohmann::json ReportLrSearch(const scheduler::LrSearchResult& search, const eng
           {"seconds", search.seconds}};
 }
 
-nlohmann::json TrainSummary(const kernels::ModelShape& shape, const scheduler::TrainResult& result, double load_seconds,
+nlohmann::json TrainSummary(const kernels::ModelShape& shape, const run::TrainResult& result, double load_seconds,
                             bool has_test) {
-  const scheduler::EvalRecord& last = result.last;
+  const run::EvalRecord& last = result.last;
   nlohmann::json summary = {
       {"summary", true},
       {"model_shape", shape.ToString()},

@@ -13,15 +13,15 @@
 namespace xmlt::apps {
 
 // One evaluation's line on stdout.
-void PrintEval(const scheduler::EvalRecord& r);
+void PrintEval(const run::EvalRecord& r);
 
 // --lr auto: the pick and every candidate's held-out P@1 on `device`, said on stderr when `say`
 // (rank 0); returns the same as the summary's "lr_search".
-nlohmann::json ReportLrSearch(const scheduler::LrSearchResult& search, const engine::DeviceSpec& device, bool say);
+nlohmann::json ReportLrSearch(const run::LrSearchResult& search, const engine::DeviceSpec& device, bool say);
 
 // The summary's figures of a finished run (`has_test`: with the last evaluation's test metrics);
 // the caller adds the files it wrote.
-nlohmann::json TrainSummary(const kernels::ModelShape& shape, const scheduler::TrainResult& result, double load_seconds,
+nlohmann::json TrainSummary(const kernels::ModelShape& shape, const run::TrainResult& result, double load_seconds,
                             bool has_test);
 
 }  // namespace xmlt::apps

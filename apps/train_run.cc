@@ -32,12 +32,12 @@
 #include "data/folder_lock.h"
 #include "data/input_error.h"
 #include "data/row_normalization.h"
-#include "dist/rank_group.h"
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
 #include "engine/model_file.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/propensity.h"
+#include "ranks/rank_group.h"
 #include "run/checkpoint_file.h"
 #include "run/lr_search.h"
 #include "run/multi_device_run.h"
@@ -57,14 +57,14 @@ float LargestMagnitude(const data::CsrMatrix& features) {
   return largest;
 }
 
-int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks, TrainSession& session);
+int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& session);
 
 }  // namespace
 
 int RunTrain(TrainFlags& f, TrainSession& session) {
   if (!(f.rank_timeout_s > 0)) throw std::invalid_argument("--rank-timeout must be positive");
-  std::unique_ptr<dist::RankGroup> ranks =
-      dist::JoinRankGroup(std::chrono::milliseconds(int64_t(std::min(f.rank_timeout_s, 1e9) * 1000)));
+  std::unique_ptr<ranks::RankGroup> ranks =
+      xmlt::ranks::JoinRankGroup(std::chrono::milliseconds(int64_t(std::min(f.rank_timeout_s, 1e9) * 1000)));
   if (ranks->size() <= 1) return RunTrainOnRanks(f, ranks.get(), session);
   try {
     return RunTrainOnRanks(f, ranks.get(), session);
@@ -79,8 +79,8 @@ int RunTrain(TrainFlags& f, TrainSession& session) {
                        dynamic_cast<const data::InputError*>(&e) != nullptr;
     std::string why = e.what();  // in flags, as one process says it
     if (const auto* option = dynamic_cast<const scheduler::OptionError*>(&e)) why = DescribeInFlags(*option);
-    if (const auto* mismatch = dynamic_cast<const scheduler::RunMismatch*>(&e)) why = DescribeInFlags(*mismatch);
-    if (const auto* stopped = dynamic_cast<const scheduler::RunStopped*>(&e)) why = DescribeInFlags(*stopped);
+    if (const auto* mismatch = dynamic_cast<const run::RunMismatch*>(&e)) why = DescribeInFlags(*mismatch);
+    if (const auto* stopped = dynamic_cast<const run::RunStopped*>(&e)) why = DescribeInFlags(*stopped);
     ranks->Abort(why, usage ? kExitBadInput : kExitFailure);
   }
   return kExitFailure;  // not reached: Abort ends the process
@@ -88,7 +88,7 @@ int RunTrain(TrainFlags& f, TrainSession& session) {
 
 namespace {
 
-int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks, TrainSession& session) {
+int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& session) {
   using Clock = std::chrono::steady_clock;
   ApplyAlgorithm(f);
   SpreadOverRanks(f, ranks);
@@ -103,7 +103,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks, TrainSession& session
   }
   for (const std::string& fault : f.faults) f.control.faults.push_back(ParseFaultInjection(fault));
   // Checked now, not once the data is loaded; and before the folder lock, which would create it.
-  if (!f.control.resume_dir.empty() && !std::filesystem::exists(scheduler::CheckpointPath(f.control.resume_dir)))
+  if (!f.control.resume_dir.empty() && !std::filesystem::exists(run::CheckpointPath(f.control.resume_dir)))
     throw std::invalid_argument("--resume " + f.control.resume_dir +
                                 ": no checkpoint here (resume from the folder the run wrote its checkpoints to)");
   // A resumed run keeps checkpointing where it resumed from unless told otherwise.
@@ -163,13 +163,13 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks, TrainSession& session
     return signal;
   };
   // A metrics file another run is writing is a usage error, as a checkpoint folder in use is.
-  std::unique_ptr<scheduler::MetricsLog> metrics_log;
+  std::unique_ptr<run::MetricsLog> metrics_log;
   try {
-    metrics_log = std::make_unique<scheduler::MetricsLog>(f.metrics);
+    metrics_log = std::make_unique<run::MetricsLog>(f.metrics);
   } catch (const std::runtime_error& e) {
     throw std::invalid_argument(std::string("--metrics ") + e.what());
   }
-  scheduler::MetricsLog& metrics = *metrics_log;
+  run::MetricsLog& metrics = *metrics_log;
 
   const Clock::time_point load_start = Clock::now();
   if (f.normalize != "l2" && f.normalize != "none") throw std::invalid_argument("--normalize must be l2 or none");
@@ -206,7 +206,7 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks, TrainSession& session
         train.labels, std::max<uint64_t>(test->num_labels(), shape.num_labels), propensity));
   if (ranks->size() > 1) {
     // Before anything is trained, the ranks compare what each is about to train.
-    nlohmann::json settings = scheduler::RunFingerprint(f.options, f.engine, shape, train, test.get());
+    nlohmann::json settings = run::RunFingerprint(f.options, f.engine, shape, train, test.get());
     settings["lr"] = f.lr;  // as given: 'auto' has no value yet, and the scaling is the same on every rank
     settings["epochs"] = f.options.epochs;
     settings["eval_every"] = f.eval_every;
@@ -226,10 +226,10 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks, TrainSession& session
           : std::nullopt;
   if (const int signal = stopped_before_training("while the data loaded")) return 128 + signal;
   if (lr_auto && !resumed_lr) {
-    const engine::DeviceSpec search_device = scheduler::LrSearchDevice(f.engine.devices, ranks->size());
+    const engine::DeviceSpec search_device = run::LrSearchDevice(f.engine.devices, ranks->size());
     // --algo slide searches with its sampled step; --cpu-output sampled with the dense step, whose
     // rate the run's dense devices take (its sampled devices scale it, ScaleLearningRate).
-    const scheduler::LrSearchResult search = scheduler::SearchLearningRate(
+    const run::LrSearchResult search = run::SearchLearningRate(
         train, shape, f.options, search_device,
         f.algo == "slide" ? f.engine.sampled_output : engine::SampledOutputOptions{});
     lr_search_json = ReportLrSearch(search, search_device, writer);
@@ -254,15 +254,15 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks, TrainSession& session
               << "; dropout " << f.options.dropout << "; weight decay " << f.options.weight_decay << "\n";
 
   const bool show_progress = writer && session.print && ::isatty(::fileno(stderr)) != 0;
-  scheduler::TrainCallbacks callbacks;
-  callbacks.on_resume = [&](const std::vector<scheduler::EvalRecord>& earlier) { metrics.Restart(earlier); };
+  run::TrainCallbacks callbacks;
+  callbacks.on_resume = [&](const std::vector<run::EvalRecord>& earlier) { metrics.Restart(earlier); };
   callbacks.on_event = [&](const std::string& text) {
     if (!writer) return;
     if (show_progress) std::cerr << "\r\033[K";
     std::cerr << text << "\n";
   };
   std::string stdout_error;  // why stdout could not be written, once it could not
-  callbacks.on_eval = [&](const scheduler::EvalRecord& record) {
+  callbacks.on_eval = [&](const run::EvalRecord& record) {
     if (!writer) return;
     if (show_progress) std::cerr << "\r\033[K";
     if (session.print) PrintEval(record);
@@ -287,13 +287,13 @@ int RunTrainOnRanks(TrainFlags& f, dist::RankGroup* ranks, TrainSession& session
   f.control.stop_signal = &signals.requested();
   // A resumed run's log restarts from the checkpoint's records once the checkpoint is accepted.
   if (f.control.resume_dir.empty()) metrics.Begin();
-  const scheduler::TrainResult result = [&] {
+  const run::TrainResult result = [&] {
     try {
-      return scheduler::RunMultiDevice(train, test.get(), f.options, f.engine, &model, callbacks, f.control);
-    } catch (const scheduler::RunStopped& e) {
+      return run::RunMultiDevice(train, test.get(), f.options, f.engine, &model, callbacks, f.control);
+    } catch (const run::RunStopped& e) {
       // "A lower --lr" is the advice for a rate too high; for raw values this large the data is the
       // cause, and --normalize, which a resume cannot change, the fix.
-      if (e.why() == scheduler::RunStopped::Why::kDiverged && largest_raw_value > kLargeRawValue) {
+      if (e.why() == run::RunStopped::Why::kDiverged && largest_raw_value > kLargeRawValue) {
         std::ostringstream text;
         text << e.what() << ": the training rows hold feature values up to " << largest_raw_value
              << " and --normalize none passes them on as they are; a new run with --normalize l2 (the default) "

@@ -24,7 +24,7 @@ struct TrainSession {
   // on a terminal. false: nothing on stdout; the caller takes the records from on_eval and the
   // summary from `summary`.
   bool print = true;
-  std::function<void(const scheduler::EvalRecord&)> on_eval;  // after the record is in --metrics
+  std::function<void(const run::EvalRecord&)> on_eval;  // after the record is in --metrics
   std::function<void(uint64_t done, uint64_t total, double batch_loss)> on_progress;
   // A second SIGINT/SIGTERM ends the process at once (the command line); false: it changes
   // nothing, the run still stops at its safe point (an interpreter must outlive its call).

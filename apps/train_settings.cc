@@ -147,7 +147,7 @@ void ApplyAlgorithm(TrainFlags& f) {
                                   "not on " + f.devices);
     if (f.given("--merge-on"))
       throw std::invalid_argument("--merge-on: --algo slide trains one CPU device and has no merge; drop it");
-    f.engine = scheduler::SingleDeviceEngine(engine::DeviceSpec{});
+    f.engine = run::SingleDeviceEngine(engine::DeviceSpec{});
     f.engine.sampled_output = f.sampled_output;
     f.engine.sampled_output.enabled = true;
     if (!f.given("--local-momentum")) f.options.local_momentum = 0;
@@ -162,7 +162,7 @@ void ApplyAlgorithm(TrainFlags& f) {
       throw std::invalid_argument("--algo single trains on one device; use --algo adaptive, elastic, adasum, "
                                   "sync or crossbow for " + f.devices);
     const Engine::MergeOn merge_on = f.engine.merge_on;
-    f.engine = scheduler::SingleDeviceEngine(f.given("--devices") ? f.engine.devices[0] : engine::DeviceSpec{});
+    f.engine = run::SingleDeviceEngine(f.given("--devices") ? f.engine.devices[0] : engine::DeviceSpec{});
     // Its one replica becomes the global model after every mega-batch, on the GPU or on the host.
     f.engine.merge_on = merge_on;
     if (merge_on == Engine::MergeOn::kGpus && f.engine.devices[0].kind != engine::DeviceKind::kCuda)
@@ -376,7 +376,7 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling, std::optional<float> re
 // Under an MPI launcher one run spans every rank: --devices names each rank's own devices, the run
 // has all of them, rank after rank (--speed and --hetero cover them all, in that order), and rank
 // 0 alone writes the metrics, the model, the checkpoints and the summary.
-void SpreadOverRanks(TrainFlags& f, dist::RankGroup* ranks) {
+void SpreadOverRanks(TrainFlags& f, ranks::RankGroup* ranks) {
   if (ranks->size() <= 1) return;
   // The default --algo is one device in one process; say so rather than count the ranks' devices.
   if (OneDevice(f))

@@ -10,10 +10,10 @@
 #include "apps/train_flags.h"
 #include "apps/train_presets.h"
 #include "data/dataset.h"
-#include "dist/rank_group.h"
 #include "engine/device_spec.h"
 #include "kernels/model.h"
 #include "kernels/output_math.h"
+#include "ranks/rank_group.h"
 
 namespace xmlt::apps {
 
@@ -67,7 +67,7 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling, std::optional<float> re
 // Under an MPI launcher one run spans every rank: --devices names each rank's own devices, the run
 // has all of them, rank after rank (--speed and --hetero cover them all, in that order), and rank
 // 0 alone writes the metrics, the model, the checkpoints and the summary.
-void SpreadOverRanks(TrainFlags& f, dist::RankGroup* ranks);
+void SpreadOverRanks(TrainFlags& f, ranks::RankGroup* ranks);
 
 // Before the model and the replicas are allocated: fails now, with the numbers, when the run does
 // not fit this machine (a usage error: a smaller --batch, fewer devices, or the data's declared

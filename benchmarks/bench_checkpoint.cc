@@ -31,7 +31,7 @@ void BM_CheckpointWrite(benchmark::State& state) {
   const std::string dir = BenchDir();
   const std::vector<float> params = Params(state.range(0));
   for (auto _ : state) {
-    xmlt::scheduler::CheckpointWriter writer("{}");
+    xmlt::run::CheckpointWriter writer("{}");
     writer.Add("params", params);
     writer.Write(dir);
   }
@@ -58,12 +58,12 @@ void BM_PlainWriteWithFsync(benchmark::State& state) {
 void BM_CheckpointLoad(benchmark::State& state) {
   const std::string dir = BenchDir();
   const std::vector<float> params = Params(state.range(0));
-  xmlt::scheduler::CheckpointWriter writer("{}");
+  xmlt::run::CheckpointWriter writer("{}");
   writer.Add("params", params);
   writer.Write(dir);
   std::vector<float> loaded(params.size());  // as the training loops do: into the replica's memory
   for (auto _ : state) {
-    const auto reader = xmlt::scheduler::CheckpointReader::Open(dir);
+    const auto reader = xmlt::run::CheckpointReader::Open(dir);
     reader.ReadInto("params", loaded.data(), loaded.size());
     benchmark::DoNotOptimize(loaded.data());
   }
@@ -75,10 +75,10 @@ void BM_CheckpointLoad(benchmark::State& state) {
 void BM_PlainRead(benchmark::State& state) {
   const std::string dir = BenchDir();
   const std::vector<float> params = Params(state.range(0));
-  xmlt::scheduler::CheckpointWriter writer("{}");
+  xmlt::run::CheckpointWriter writer("{}");
   writer.Add("params", params);
   writer.Write(dir);
-  const std::string path = xmlt::scheduler::CheckpointPath(dir);
+  const std::string path = xmlt::run::CheckpointPath(dir);
   for (auto _ : state) {
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     std::vector<char> bytes(size_t(in.tellg()));

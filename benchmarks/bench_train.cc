@@ -143,7 +143,7 @@ void EngineOneDevice(benchmark::State& state, const std::string& preset, double 
   kernels::Model<float> model = kernels::InitModel<float>(shape, 1);
   uint64_t rows = 0;
   for (auto _ : state) {
-    const scheduler::TrainResult result = scheduler::Train(train, nullptr, options, &model);
+    const run::TrainResult result = run::Train(train, nullptr, options, &model);
     rows += result.last.train_samples;
   }
   state.SetItemsProcessed(int64_t(rows));

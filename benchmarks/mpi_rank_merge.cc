@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "dist/rank_group.h"
 #include "kernels/model.h"
 #include "merge/collective.h"
 #include "merge/global_momentum.h"
 #include "merge/rank_sum_collective.h"
+#include "ranks/rank_group.h"
 
 namespace {
 
@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mpi_rank_merge: --local and --repeats must be positive, --floats in 1..2^31-1\n");
     return 2;
   }
-  std::unique_ptr<xmlt::dist::RankGroup> group = xmlt::dist::JoinRankGroup(std::chrono::seconds(600));
+  std::unique_ptr<xmlt::ranks::RankGroup> group = xmlt::ranks::JoinRankGroup(std::chrono::seconds(600));
   const int rank = group->rank(), ranks = group->size();
 
   // This rank's replicas, then the other ranks' (never touched by the hierarchical merge: they

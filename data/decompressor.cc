@@ -32,14 +32,6 @@ const char* UnsupportedCompression(std::string_view head) {
   return nullptr;
 }
 
-const char* CompressionName(Compression compression) {
-  switch (compression) {
-    case Compression::kGzip: return "gzip";
-    case Compression::kZstd: return "zstd";
-    default: return "none";
-  }
-}
-
 std::unique_ptr<Decompressor> OpenDecompressor(std::shared_ptr<const MappedFile> file, const std::string& path,
                                                Compression compression) {
   switch (compression) {

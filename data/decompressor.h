@@ -16,7 +16,6 @@ enum class Compression { kNone, kGzip, kZstd };
 
 // gzip (1f 8b) or zstd (28 b5 2f fd) by the first bytes of a file; kNone otherwise.
 Compression DetectCompression(std::string_view head);
-const char* CompressionName(Compression compression);  // "gzip", "zstd", "none"
 // The name of a compression told by the first bytes that this reader does not decode (bzip2, xz,
 // lz4, lzma, zip, 7z), or nullptr: such a file is refused as what it is, not parsed as text.
 const char* UnsupportedCompression(std::string_view head);

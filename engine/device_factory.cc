@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "engine/cpu_replica.h"
+#include "engine/cpu_device.h"
 #include "engine/device.h"
 #include "engine/device_query.h"
 #include "engine/sampled_cpu_device.h"
@@ -15,29 +15,6 @@
 
 namespace xmlt::engine {
 namespace {
-
-class CpuDevice final : public Device {
- public:
-  CpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, uint32_t max_rows,
-            float momentum, kernels::OutputMath math, const StepRegularization& regularization)
-      : spec_(spec), replica_(initial, max_rows, momentum, math, regularization) {}
-
-  const DeviceSpec& spec() const override { return spec_; }
-  kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows,
-                                      size_t count, float lr) override {
-    return replica_.TrainBatch(dataset, rows, count, lr);
-  }
-  float* HostParams() override { return replica_.model().params.data(); }
-  size_t NumParams() const override { return replica_.model().params.size(); }
-  std::vector<float> SaveOptimizerState() override { return replica_.velocity(); }
-  void RestoreOptimizerState(const std::vector<float>& state) override { replica_.RestoreVelocity(state); }
-  std::vector<uint8_t> SaveExtraState() override { return replica_.SaveStepCount(); }
-  void RestoreExtraState(const std::vector<uint8_t>& state) override { replica_.RestoreStepCount(state); }
-
- private:
-  DeviceSpec spec_;
-  CpuReplica replica_;
-};
 
 // The sum of the `count` largest row sizes of a CSR matrix.
 uint64_t LargestRowsSum(const data::CsrMatrix& m, uint32_t count) {
@@ -78,7 +55,7 @@ std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<
     if (math == kernels::OutputMath::kTf32)
       throw std::invalid_argument("device " + spec.id + ": --math tf32 is for CUDA devices; a CPU computes in fp32 "
                                   "or bf16");
-    return std::make_unique<CpuDevice>(spec, initial, limits.max_rows, local_momentum, math, regularization);
+    return MakeCpuDevice(spec, initial, limits.max_rows, local_momentum, math, regularization);
   }
   const int gpus = CudaDeviceCount();
   if (spec.ordinal >= gpus) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "merge/global_model.h"
 #include "merge/replica_set.h"
 
 namespace xmlt::merge {

@@ -1,7 +1,7 @@
-// The global model's host and GPU copies; see replica_set.h.
+// The global model's host and GPU copies; see global_model.h.
 #include <cmath>
 
-#include "merge/replica_set.h"
+#include "merge/global_model.h"
 
 namespace xmlt::merge {
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "merge/collective.h"
+#include "merge/global_model.h"
 #include "merge/merger.h"
 #include "merge/replica_set.h"
 

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "merge/global_model.h"
 #include "merge/merger.h"
 #include "merge/replica_set.h"
 

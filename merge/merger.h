@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "merge/collective.h"
+#include "merge/global_model.h"
 #include "merge/replica_set.h"
 
 namespace xmlt::merge {

@@ -20,7 +20,7 @@ constexpr size_t kBlock = 4096;
 
 class RankSumCollective : public Collective {
  public:
-  RankSumCollective(std::unique_ptr<Collective> local, dist::RankGroup& ranks, std::vector<bool> is_local)
+  RankSumCollective(std::unique_ptr<Collective> local, ranks::RankGroup& ranks, std::vector<bool> is_local)
       : local_(std::move(local)), ranks_(ranks), is_local_(std::move(is_local)) {
     if (!local_) throw std::invalid_argument("rank sum collective: no local collective");
   }
@@ -91,14 +91,14 @@ class RankSumCollective : public Collective {
   }
 
   std::unique_ptr<Collective> local_;
-  dist::RankGroup& ranks_;
+  ranks::RankGroup& ranks_;
   std::vector<bool> is_local_;
   std::vector<float> no_replicas_;
 };
 
 }  // namespace
 
-std::unique_ptr<Collective> MakeRankSumCollective(std::unique_ptr<Collective> local, dist::RankGroup& ranks,
+std::unique_ptr<Collective> MakeRankSumCollective(std::unique_ptr<Collective> local, ranks::RankGroup& ranks,
                                                   std::vector<bool> is_local) {
   return std::make_unique<RankSumCollective>(std::move(local), ranks, std::move(is_local));
 }

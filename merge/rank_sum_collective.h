@@ -1,5 +1,5 @@
 // The hierarchical collective of a run over several ranks: each rank sums its own devices'
-// replicas on its local collective, the ranks add their partial sums (dist::RankGroup, a
+// replicas on its local collective, the ranks add their partial sums (ranks::RankGroup, a
 // reduce-scatter then an all-gather), and every rank finishes the total (the global momentum) and
 // writes it into its own replicas. A replica of another rank's device is neither read nor written
 // (its pointer may be null), so the model crosses the network once per merge as one partial sum,
@@ -9,8 +9,8 @@
 #include <memory>
 #include <vector>
 
-#include "dist/rank_group.h"
 #include "merge/collective.h"
+#include "ranks/rank_group.h"
 
 namespace xmlt::merge {
 
@@ -20,7 +20,7 @@ namespace xmlt::merge {
 // replicas; every rank gets the same bits. SquaredNorms gives each replica's norm as `local`
 // computes it, from the rank that holds it. Throws std::invalid_argument on a replica count other
 // than is_local.size(). `ranks` must outlive the collective.
-std::unique_ptr<Collective> MakeRankSumCollective(std::unique_ptr<Collective> local, dist::RankGroup& ranks,
+std::unique_ptr<Collective> MakeRankSumCollective(std::unique_ptr<Collective> local, ranks::RankGroup& ranks,
                                                   std::vector<bool> is_local);
 
 }  // namespace xmlt::merge

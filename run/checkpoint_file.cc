@@ -14,7 +14,7 @@
 #include "data/byte_writer.h"
 #include "data/input_error.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 constexpr char kMagic[8] = {'X', 'M', 'L', 'T', 'C', 'K', 'P', 'T'};
@@ -192,4 +192,4 @@ void CheckpointReader::CopyOut(const Span& span, void* out) const {
   if (span.bytes != 0) std::memcpy(out, data_ + span.offset, span.bytes);
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

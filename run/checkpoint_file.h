@@ -17,7 +17,7 @@
 
 #include "data/mapped_file.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 // The file a checkpoint directory holds.
 std::string CheckpointPath(const std::string& directory);
@@ -99,4 +99,4 @@ class CheckpointReader {
   std::vector<std::pair<std::string, Span>> sections_;
 };
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -9,11 +9,11 @@
 #include "scheduler/rank_exchange.h"
 #include "scheduler/settlement.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
-std::optional<engine::Evaluation> EvaluateOnDevices(DevicePool& pool, const kernels::Model<float>& model,
+std::optional<engine::Evaluation> EvaluateOnDevices(scheduler::DevicePool& pool, const kernels::Model<float>& model,
                                                     const data::Dataset& test, const std::vector<uint64_t>& rows) {
-  dist::RankGroup* ranks = pool.engine().ranks;
+  ranks::RankGroup* ranks = pool.engine().ranks;
   for (;;) {
     const std::vector<size_t> devices = pool.alive();
     if (devices.empty()) return std::nullopt;
@@ -43,11 +43,11 @@ std::optional<engine::Evaluation> EvaluateOnDevices(DevicePool& pool, const kern
       if (ranks != nullptr) std::rethrow_exception(errors[k]);
       failed = true;
       if (pool.dropped(devices[k])) continue;  // lost already with another device of its GPU
-      pool.Drop(devices[k], FaultText(errors[k]));
+      pool.Drop(devices[k], scheduler::FaultText(errors[k]));
       try {
         std::rethrow_exception(errors[k]);
       } catch (const kernels::ContextLost&) {
-        DropContextSharers(pool, devices[k]);
+        scheduler::DropContextSharers(pool, devices[k]);
       } catch (...) {
       }
     }
@@ -55,7 +55,7 @@ std::optional<engine::Evaluation> EvaluateOnDevices(DevicePool& pool, const kern
     if (ranks != nullptr) {
       std::vector<int> owner;
       for (size_t i : devices) owner.push_back(pool.owner(i));
-      ShareEvaluations(*ranks, owner, &parts);
+      scheduler::ShareEvaluations(*ranks, owner, &parts);
     }
     engine::EvaluationSums sums;
     for (const engine::EvaluationSums& part : parts) sums.Add(part);
@@ -63,4 +63,4 @@ std::optional<engine::Evaluation> EvaluateOnDevices(DevicePool& pool, const kern
   }
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -6,7 +6,7 @@
 #include "run/replica_exchange.h"
 #include "run/training_loop.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 std::string DevicesOf(const nlohmann::json& meta) {
@@ -118,7 +118,7 @@ void TrainingLoop::TryWriteEndCheckpoint() {
 // take memory only on rank 0 while it writes a checkpoint (Adasum and CROSSBOW keep theirs,
 // which every merge refills; a resume or rollback touches local devices only).
 void TrainingLoop::ReleaseIdleMirrors() {
-  if (engine_.ranks != nullptr && MergesByWeightedSum(engine_)) ReleaseMirrors(pool_);
+  if (engine_.ranks != nullptr && scheduler::MergesByWeightedSum(engine_)) ReleaseMirrors(pool_);
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

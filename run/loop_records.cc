@@ -6,11 +6,11 @@
 #include "scheduler/batch_size_scaling.h"
 #include "scheduler/rank_exchange.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 // Counters, clocks, per-device records and Algorithm 1 after a good mega-batch.
 void TrainingLoop::Account(const MegaBatchWork& trained) {
-  const MegaBatchRun& run = trained.run;
+  const scheduler::MegaBatchRun& run = trained.run;
   const std::vector<size_t> alive = pool_.alive();
   progress_.rows_done += run.rows;
   ++progress_.megabatches;
@@ -22,7 +22,7 @@ void TrainingLoop::Account(const MegaBatchWork& trained) {
   // Merges cost time too: measured on the wall clock; on the virtual clock a cost per parameter
   // and replica (given, or calibrated on the first merge), so that algorithms merging every
   // step (sync, crossbow) pay for it deterministically.
-  if (engine_.clock == EngineOptions::Clock::kWall) {
+  if (engine_.clock == scheduler::EngineOptions::Clock::kWall) {
     progress_.train_seconds += run.span_s + trained.merge_s;
   } else if (trained.merges > 0) {
     const double units = double(global_.current.size()) * double(alive.size());
@@ -30,13 +30,14 @@ void TrainingLoop::Account(const MegaBatchWork& trained) {
       progress_.merge_cost_s =
           engine_.merge_cost_s > 0 ? engine_.merge_cost_s : trained.merge_s / double(trained.merges) / units;
       // Measured, it differs from rank to rank; rank 0's holds for all.
-      if (engine_.ranks != nullptr) progress_.merge_cost_s = FromRank(*engine_.ranks, progress_.merge_cost_s, 0);
+      if (engine_.ranks != nullptr)
+        progress_.merge_cost_s = scheduler::FromRank(*engine_.ranks, progress_.merge_cost_s, 0);
     }
     progress_.train_seconds += run.span_s + double(trained.merges) * units * progress_.merge_cost_s;
   }
   for (size_t i = 0; i < pool_.size(); ++i) {
     DeviceRecord& d = progress_.since_eval[i];
-    d.batch = RowsForBatch(pool_.states()[i].batch);
+    d.batch = scheduler::RowsForBatch(pool_.states()[i].batch);
     d.lr = pool_.states()[i].lr;
     d.updates += run.updates[i];
     d.rows += run.rows_of[i];
@@ -46,12 +47,12 @@ void TrainingLoop::Account(const MegaBatchWork& trained) {
     d.dropped = pool_.dropped(i);
     d.fault = pool_.fault(i);
   }
-  if (engine_.scale_batches && engine_.schedule == EngineOptions::Schedule::kDynamic) {
+  if (engine_.scale_batches && engine_.schedule == scheduler::EngineOptions::Schedule::kDynamic) {
     // Algorithm 1 over the devices still alive (a dropped one's zero updates would skew the mean).
     std::vector<uint64_t> updates;
-    std::vector<BatchSizeAndLr> states;
+    std::vector<scheduler::BatchSizeAndLr> states;
     for (size_t i : alive) updates.push_back(run.updates[i]), states.push_back(pool_.states()[i]);
-    ScaleBatchSizes(updates, pool_.bounds(), &states);
+    scheduler::ScaleBatchSizes(updates, pool_.bounds(), &states);
     for (size_t k = 0; k < alive.size(); ++k) pool_.states()[alive[k]] = states[k];
   }
 }
@@ -59,9 +60,10 @@ void TrainingLoop::Account(const MegaBatchWork& trained) {
 // On the schedule; the run's end adds its own evaluation (Train).
 bool TrainingLoop::EvaluationDue(uint64_t epoch_before) const {
   switch (options_.eval.kind) {
-    case EvalSchedule::Kind::kEachEpoch: return progress_.rows_done / rows_per_epoch_ > epoch_before;
-    case EvalSchedule::Kind::kEnd: return false;
-    case EvalSchedule::Kind::kEveryMegaBatches: return progress_.megabatches % options_.eval.mega_batches == 0;
+    case scheduler::EvalSchedule::Kind::kEachEpoch: return progress_.rows_done / rows_per_epoch_ > epoch_before;
+    case scheduler::EvalSchedule::Kind::kEnd: return false;
+    case scheduler::EvalSchedule::Kind::kEveryMegaBatches:
+      return progress_.megabatches % options_.eval.mega_batches == 0;
   }
   return false;
 }
@@ -110,4 +112,4 @@ void TrainingLoop::Evaluate() {
   if (callbacks_.on_eval) callbacks_.on_eval(record);
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

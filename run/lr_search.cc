@@ -15,7 +15,7 @@
 #include "run/run_control.h"
 #include "run/trainer.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 namespace {
 
@@ -58,7 +58,7 @@ engine::DeviceSpec LrSearchDevice(const std::vector<engine::DeviceSpec>& devices
 }
 
 LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::ModelShape& shape,
-                                  const TrainOptions& options, const engine::DeviceSpec& device,
+                                  const scheduler::TrainOptions& options, const engine::DeviceSpec& device,
                                   const engine::SampledOutputOptions& sampled) {
   const auto start = std::chrono::steady_clock::now();
   const LrSearchSplit split = SplitForLrSearch(train.num_rows(), options.seed);
@@ -80,14 +80,14 @@ LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::Mod
 
   const uint64_t batches_per_pass = (result.search_rows + options.batch - 1) / options.batch;
   result.batches_per_candidate = std::min<uint64_t>(2 * batches_per_pass, 100);
-  TrainOptions trial = options;
+  scheduler::TrainOptions trial = options;
   trial.epochs = double(result.batches_per_candidate * options.batch) / double(result.search_rows);
-  trial.eval = EvalSchedule{EvalSchedule::Kind::kEnd, 0};
+  trial.eval = scheduler::EvalSchedule{scheduler::EvalSchedule::Kind::kEnd, 0};
   trial.eval_rows = 0;
   trial.final_eval_full = true;
   RunControl control;
   control.max_rollbacks = 0;  // a candidate that diverges is out, not rescued at half the rate
-  EngineOptions engine = SingleDeviceEngine(device);
+  scheduler::EngineOptions engine = SingleDeviceEngine(device);
   engine.sampled_output = sampled;
   engine.sampled_output.report_active_sets = false;  // the run reports its own
 
@@ -132,4 +132,4 @@ LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::Mod
   return result;
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

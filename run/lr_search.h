@@ -19,7 +19,7 @@
 #include "kernels/model.h"
 #include "scheduler/train_options.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 struct LrCandidate {
   double lr = 0;
@@ -63,7 +63,7 @@ engine::DeviceSpec LrSearchDevice(const std::vector<engine::DeviceSpec>& devices
 // candidate whose run fails otherwise (a device error: out of memory, a lost GPU) ends the search
 // with a std::runtime_error naming the device, the rate and the error.
 LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::ModelShape& shape,
-                                  const TrainOptions& options, const engine::DeviceSpec& device = {},
+                                  const scheduler::TrainOptions& options, const engine::DeviceSpec& device = {},
                                   const engine::SampledOutputOptions& sampled = {});
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -4,10 +4,10 @@
 #include <stdexcept>
 #include <string>
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 nlohmann::json OpenMegaBatchToJson(const MegaBatchWork& t) {
-  const MegaBatchRun& r = t.run;
+  const scheduler::MegaBatchRun& r = t.run;
   return {{"updates", r.updates},       {"rows_of", r.rows_of},   {"busy_s", r.busy_s},
           {"loss_of", r.loss_of},       {"span_s", r.span_s},     {"batches", r.batches},
           {"rows", r.rows},             {"merge_s", t.merge_s},   {"merges", t.merges},
@@ -15,7 +15,7 @@ nlohmann::json OpenMegaBatchToJson(const MegaBatchWork& t) {
           {"weights", t.merged.weights}, {"perturbed", t.merged.perturbed}};
 }
 
-MegaBatchWork OpenMegaBatchFromJson(const nlohmann::json& j, MegaBatchRun empty) {
+MegaBatchWork OpenMegaBatchFromJson(const nlohmann::json& j, scheduler::MegaBatchRun empty) {
   MegaBatchWork t;
   t.run = std::move(empty);
   const size_t n = t.run.updates.size();
@@ -41,4 +41,4 @@ MegaBatchWork OpenMegaBatchFromJson(const nlohmann::json& j, MegaBatchRun empty)
   return t;
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

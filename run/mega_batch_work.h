@@ -8,12 +8,12 @@
 #include "merge/merger.h"
 #include "scheduler/device_pool.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 // Whole, unless the run's end or a stop cut it (planned < mega_batch_rows): then the checkpoint
 // keeps it open, and a resumed or extended run completes it.
 struct MegaBatchWork {
-  MegaBatchRun run;
+  scheduler::MegaBatchRun run;
   merge::MergeOutcome merged;  // the last merge's outcome
   double merge_s = 0;          // measured time of the merges
   uint64_t merges = 0;
@@ -28,7 +28,7 @@ struct MegaBatchWork {
 nlohmann::json OpenMegaBatchToJson(const MegaBatchWork& work);
 // `empty` is the pool's empty run, which sizes the per-device counts; throws std::invalid_argument
 // (or nlohmann's exceptions) for counts of another shape.
-MegaBatchWork OpenMegaBatchFromJson(const nlohmann::json& json, MegaBatchRun empty);
+MegaBatchWork OpenMegaBatchFromJson(const nlohmann::json& json, scheduler::MegaBatchRun empty);
 
 // A mega-batch ends at the end of an epoch at the latest, so that evaluations fall on epoch ends
 // and a run of whole epochs ends with a whole mega-batch; and it runs on to the epoch's end rather
@@ -37,4 +37,4 @@ inline uint64_t MegaBatchRowsHere(uint64_t mega_batch_rows, uint64_t rows_to_epo
   return rows_to_epoch_end <= mega_batch_rows + mega_batch_rows / 2 ? rows_to_epoch_end : mega_batch_rows;
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

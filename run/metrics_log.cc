@@ -13,7 +13,7 @@
 
 #include "data/output_target.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 std::string ToJson(const EvalRecord& r) {
   nlohmann::json j;
@@ -183,4 +183,4 @@ void MetricsLog::Finish() {
   if (failed) throw std::runtime_error(partial + ": cannot finish metrics file: " + std::strerror(error));
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

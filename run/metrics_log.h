@@ -10,7 +10,7 @@
 
 #include "engine/evaluator.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 // What each device did since the previous evaluation (the record's `devices` array).
 struct DeviceRecord {
@@ -75,4 +75,4 @@ class MetricsLog {
   bool stream_ = false;   // FILE is a character device or FIFO
 };
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

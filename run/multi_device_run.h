@@ -20,12 +20,12 @@
 #include "run/train_result.h"
 #include "scheduler/train_options.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 // Trains `model` (the initial global model) in place; records carry per-device statistics.
 TrainResult RunMultiDevice(const data::Dataset& train, const data::Dataset* test,
-                           const TrainOptions& options, const EngineOptions& engine,
+                           const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
                            kernels::Model<float>* model, const TrainCallbacks& callbacks = {},
                            const RunControl& control = {});
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

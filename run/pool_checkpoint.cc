@@ -8,15 +8,15 @@
 
 #include "data/input_error.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 std::string SectionPrefix(size_t device) { return "device." + std::to_string(device) + "."; }
 
 // The state of the data, common to every device set.
-void RestoreDataState(DevicePool& pool, const CheckpointReader& reader, const nlohmann::json& meta) {
+void RestoreDataState(scheduler::DevicePool& pool, const CheckpointReader& reader, const nlohmann::json& meta) {
   const std::string& source = reader.source();
-  RowQueue& rows = pool.rows();
+  scheduler::RowQueue& rows = pool.rows();
   rows.sampler().Restore(reader.Read<uint64_t>("sampler.order"), meta.at("sampler_cursor").get<uint64_t>(),
                          meta.at("sampler_rng").get<std::string>());
   std::vector<uint64_t>& returned = rows.returned();
@@ -34,17 +34,17 @@ void RestoreDataState(DevicePool& pool, const CheckpointReader& reader, const nl
   pool.loss_watch().Restore(meta.value("loss_reference", 0.0));
 }
 
-std::vector<FaultInjection> ReadPendingFaults(const nlohmann::json& meta, size_t devices) {
-  std::vector<FaultInjection> pending;
+std::vector<scheduler::FaultInjection> ReadPendingFaults(const nlohmann::json& meta, size_t devices) {
+  std::vector<scheduler::FaultInjection> pending;
   for (const nlohmann::json& f : meta.at("pending_faults")) {
-    FaultInjection fault;
+    scheduler::FaultInjection fault;
     fault.device = f.at(0).get<size_t>();
     fault.megabatch = f.at(1).get<uint64_t>();
     const int kind = f.at(2).get<int>();
-    if (kind != int(FaultInjection::Kind::kFail) && kind != int(FaultInjection::Kind::kNaN) &&
-        kind != int(FaultInjection::Kind::kLost))
+    if (kind != int(scheduler::FaultInjection::Kind::kFail) && kind != int(scheduler::FaultInjection::Kind::kNaN) &&
+        kind != int(scheduler::FaultInjection::Kind::kLost))
       throw std::invalid_argument("pending fault of unknown kind " + std::to_string(kind));
-    fault.kind = FaultInjection::Kind(kind);
+    fault.kind = scheduler::FaultInjection::Kind(kind);
     if (fault.device >= devices) throw std::invalid_argument("pending fault for a device that does not exist");
     pending.push_back(fault);
   }
@@ -52,12 +52,12 @@ std::vector<FaultInjection> ReadPendingFaults(const nlohmann::json& meta, size_t
 }
 
 // Device i's batch size and learning rate as the checkpoint has them.
-void RestoreDeviceState(DevicePool& pool, size_t i, const nlohmann::json& saved, const std::string& source) {
+void RestoreDeviceState(scheduler::DevicePool& pool, size_t i, const nlohmann::json& saved, const std::string& source) {
   const std::string& id = pool.device(i).spec().id;
   if (saved.at("id").get<std::string>() != id)
     throw data::InputError(source, 0, "checkpoint device " + std::to_string(i) + " is " +
                                           saved.at("id").get<std::string>() + "; this run has " + id);
-  BatchSizeAndLr& state = pool.states()[i];
+  scheduler::BatchSizeAndLr& state = pool.states()[i];
   state = {saved.at("batch").get<double>(), saved.at("lr").get<double>()};
   // Above b_max (--batch) its batches would not fit the replica's buffers, sized for --batch rows.
   if (!(state.batch > 0 && state.batch <= pool.bounds().b_max && std::isfinite(state.lr) && state.lr > 0))
@@ -66,7 +66,7 @@ void RestoreDeviceState(DevicePool& pool, size_t i, const nlohmann::json& saved,
 
 }  // namespace
 
-nlohmann::json SavePoolMeta(const DevicePool& pool) {
+nlohmann::json SavePoolMeta(const scheduler::DevicePool& pool) {
   nlohmann::json devices = nlohmann::json::array();
   for (size_t i = 0; i < pool.size(); ++i) {
     devices.push_back({{"id", pool.device(i).spec().id},
@@ -76,9 +76,9 @@ nlohmann::json SavePoolMeta(const DevicePool& pool) {
   }
   nlohmann::json pending = nlohmann::json::array();
   // A process's end is not the device's state: a resumed run must not end again.
-  for (const FaultInjection& f : pool.faults().pending())
-    if (f.kind != FaultInjection::Kind::kExit) pending.push_back({f.device, f.megabatch, int(f.kind)});
-  const EpochSampler& sampler = pool.rows().sampler();
+  for (const scheduler::FaultInjection& f : pool.faults().pending())
+    if (f.kind != scheduler::FaultInjection::Kind::kExit) pending.push_back({f.device, f.megabatch, int(f.kind)});
+  const scheduler::EpochSampler& sampler = pool.rows().sampler();
   nlohmann::json meta = {{"devices", devices},
                          {"sampler_cursor", sampler.cursor()},
                          {"sampler_rng", sampler.GeneratorState()},
@@ -89,7 +89,8 @@ nlohmann::json SavePoolMeta(const DevicePool& pool) {
   return meta;
 }
 
-void AddPoolSections(DevicePool& pool, CheckpointWriter* writer, std::vector<std::vector<float>>* momentum_storage,
+void AddPoolSections(scheduler::DevicePool& pool, CheckpointWriter* writer,
+                     std::vector<std::vector<float>>* momentum_storage,
                      std::vector<std::vector<uint8_t>>* extra_storage) {
   writer->Add("sampler.order", pool.rows().sampler().order());
   writer->Add("requeued", pool.rows().returned());
@@ -106,11 +107,11 @@ void AddPoolSections(DevicePool& pool, CheckpointWriter* writer, std::vector<std
   }
 }
 
-void RestorePool(DevicePool& pool, const CheckpointReader& reader, const nlohmann::json& meta,
+void RestorePool(scheduler::DevicePool& pool, const CheckpointReader& reader, const nlohmann::json& meta,
                  const std::vector<float>& global, bool replan) {
   const std::string& source = reader.source();
   try {
-    std::vector<FaultInjection> pending;
+    std::vector<scheduler::FaultInjection> pending;
     if (!replan) {
       const size_t saved = meta.at("devices").size();
       if (saved != pool.size())
@@ -154,8 +155,8 @@ void RestorePool(DevicePool& pool, const CheckpointReader& reader, const nlohman
   }
 }
 
-void ResetLearningRates(DevicePool& pool, double lr) {
-  for (BatchSizeAndLr& state : pool.states()) state.lr = lr * state.batch / double(pool.options().batch);
+void ResetLearningRates(scheduler::DevicePool& pool, double lr) {
+  for (scheduler::BatchSizeAndLr& state : pool.states()) state.lr = lr * state.batch / double(pool.options().batch);
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -9,12 +9,13 @@
 #include "run/checkpoint_file.h"
 #include "scheduler/device_pool.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
-nlohmann::json SavePoolMeta(const DevicePool& pool);
+nlohmann::json SavePoolMeta(const scheduler::DevicePool& pool);
 // `momentum_storage` and `extra_storage` hold the momenta and the devices' other state (their
 // SaveExtraState) until the writer has written them.
-void AddPoolSections(DevicePool& pool, CheckpointWriter* writer, std::vector<std::vector<float>>* momentum_storage,
+void AddPoolSections(scheduler::DevicePool& pool, CheckpointWriter* writer,
+                     std::vector<std::vector<float>>* momentum_storage,
                      std::vector<std::vector<uint8_t>>* extra_storage);
 
 // Restores the pool from a checkpoint; throws data::InputError naming the file. The data's state
@@ -24,11 +25,11 @@ void AddPoolSections(DevicePool& pool, CheckpointWriter* writer, std::vector<std
 // checkpoint is revived from `global`). Other devices (`replan`, an elastic restart) all start
 // from `global` with no momentum and the initial batch size and learning rate, the dispatch plan
 // afresh, and the old devices' injected faults dropped.
-void RestorePool(DevicePool& pool, const CheckpointReader& reader, const nlohmann::json& meta,
+void RestorePool(scheduler::DevicePool& pool, const CheckpointReader& reader, const nlohmann::json& meta,
                  const std::vector<float>& global, bool replan);
 
 // Every device's learning rate from `lr` for b_max rows, linearly scaled to its batch (a resume
 // with a lower --lr: earlier rollback halvings are dropped).
-void ResetLearningRates(DevicePool& pool, double lr);
+void ResetLearningRates(scheduler::DevicePool& pool, double lr);
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -3,23 +3,23 @@
 
 #include "scheduler/rank_exchange.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
-void ShareReplicas(DevicePool& pool) {
+void ShareReplicas(scheduler::DevicePool& pool) {
   if (pool.engine().ranks == nullptr) return;
   const std::vector<size_t> ids = pool.alive();
-  ShareReplicas(*pool.engine().ranks, pool.owners(), ids, pool.DevicesAt(ids));
+  scheduler::ShareReplicas(*pool.engine().ranks, pool.owners(), ids, pool.DevicesAt(ids));
 }
 
-void GatherReplicas(DevicePool& pool, int root) {
+void GatherReplicas(scheduler::DevicePool& pool, int root) {
   if (pool.engine().ranks == nullptr) return;
   const std::vector<size_t> ids = pool.alive();
-  GatherReplicas(*pool.engine().ranks, root, pool.owners(), ids, pool.DevicesAt(ids));
+  scheduler::GatherReplicas(*pool.engine().ranks, root, pool.owners(), ids, pool.DevicesAt(ids));
 }
 
-void ReleaseMirrors(DevicePool& pool) {
+void ReleaseMirrors(scheduler::DevicePool& pool) {
   for (size_t i = 0; i < pool.size(); ++i)
     if (!pool.local(i)) pool.device(i).ReleaseMirror();
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

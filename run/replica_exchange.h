@@ -5,15 +5,15 @@
 
 #include "scheduler/device_pool.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 // Before a merge that reads every replica: every alive device's replica from its owner into the
 // other ranks' mirrors.
-void ShareReplicas(DevicePool& pool);
+void ShareReplicas(scheduler::DevicePool& pool);
 // Before `root` writes a checkpoint: every alive device's replica and local momentum from its
 // owner into root's mirror; the other ranks make no mirror.
-void GatherReplicas(DevicePool& pool, int root);
+void GatherReplicas(scheduler::DevicePool& pool, int root);
 // Frees the mirrors of the other ranks' replicas (until a merge or checkpoint asks again).
-void ReleaseMirrors(DevicePool& pool);
+void ReleaseMirrors(scheduler::DevicePool& pool);
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

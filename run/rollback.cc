@@ -3,14 +3,14 @@
 
 #include <algorithm>
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
-PoolSnapshot TakeSnapshot(const DevicePool& pool) {
+PoolSnapshot TakeSnapshot(const scheduler::DevicePool& pool) {
   return PoolSnapshot{pool.rows().sampler(), pool.states(), pool.rows().returned(), pool.row_cost_s(),
                       pool.planner()};
 }
 
-void RollBack(DevicePool& pool, const PoolSnapshot& snapshot, const std::vector<float>& model) {
+void RollBack(scheduler::DevicePool& pool, const PoolSnapshot& snapshot, const std::vector<float>& model) {
   pool.rows().sampler() = snapshot.sampler;
   pool.rows().returned() = snapshot.returned;
   pool.row_cost_s() = snapshot.row_cost_s;
@@ -25,4 +25,4 @@ void RollBack(DevicePool& pool, const PoolSnapshot& snapshot, const std::vector<
   }
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

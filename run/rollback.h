@@ -11,20 +11,20 @@
 #include "run/run_progress.h"
 #include "scheduler/device_pool.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 // The pool's part: what dealing has used up (the rows, the plan) and the devices' settings.
 struct PoolSnapshot {
-  EpochSampler sampler;
-  std::vector<BatchSizeAndLr> states;
+  scheduler::EpochSampler sampler;
+  std::vector<scheduler::BatchSizeAndLr> states;
   std::vector<uint64_t> returned;
   double row_cost_s;
-  DispatchPlanner planner;
+  scheduler::DispatchPlanner planner;
 };
-PoolSnapshot TakeSnapshot(const DevicePool& pool);
+PoolSnapshot TakeSnapshot(const scheduler::DevicePool& pool);
 // Back to `snapshot` with every surviving replica reset to `model`, its momentum zeroed and its
 // learning rate halved.
-void RollBack(DevicePool& pool, const PoolSnapshot& snapshot, const std::vector<float>& model);
+void RollBack(scheduler::DevicePool& pool, const PoolSnapshot& snapshot, const std::vector<float>& model);
 
 struct SavedState {
   PoolSnapshot pool;
@@ -52,4 +52,4 @@ class TrustedStates {
   std::optional<SavedState> trusted_, latest_;
 };
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -10,7 +10,7 @@
 
 #include "scheduler/fault_injections.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 // A run that could not go on (a divergence past the rollbacks, or no device left), after
 // checkpointing its last good state where RunControl::checkpoint_dir says (empty: nowhere). The
@@ -33,10 +33,10 @@ struct RunControl {
   uint32_t checkpoint_every = 0;   // mega-batches between checkpoints; 0: only at the end and on a stop
   std::string resume_dir;          // continue the run checkpointed there
   uint32_t max_rollbacks = 3;      // divergences this process survives before the run stops
-  std::vector<FaultInjection> faults;
+  std::vector<scheduler::FaultInjection> faults;
   // Set (to the signal's number) by a signal handler: the run stops at the next safe point, after
   // a checkpoint when checkpoint_dir is set.
   const std::atomic<int>* stop_signal = nullptr;
 };
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -8,7 +8,7 @@
 
 #include "data/input_error.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 template <class T>
@@ -84,28 +84,28 @@ TrainResult ResultOf(const RunProgress& progress) {
 namespace {
 
 // Values by the names the flags take, so that a refused --resume says what changed.
-const char* ScheduleName(EngineOptions::Schedule schedule) {
+const char* ScheduleName(scheduler::EngineOptions::Schedule schedule) {
   switch (schedule) {
-    case EngineOptions::Schedule::kStatic: return "static";
-    case EngineOptions::Schedule::kSync: return "sync";
+    case scheduler::EngineOptions::Schedule::kStatic: return "static";
+    case scheduler::EngineOptions::Schedule::kSync: return "sync";
     default: return "dynamic";
   }
 }
 
-const char* MergeName(EngineOptions::Merge merge) {
+const char* MergeName(scheduler::EngineOptions::Merge merge) {
   switch (merge) {
-    case EngineOptions::Merge::kAverage: return "average";
-    case EngineOptions::Merge::kAdasum: return "adasum";
-    case EngineOptions::Merge::kCrossbow: return "crossbow";
-    case EngineOptions::Merge::kGradient: return "gradient";
-    case EngineOptions::Merge::kCopy: return "copy";
+    case scheduler::EngineOptions::Merge::kAverage: return "average";
+    case scheduler::EngineOptions::Merge::kAdasum: return "adasum";
+    case scheduler::EngineOptions::Merge::kCrossbow: return "crossbow";
+    case scheduler::EngineOptions::Merge::kGradient: return "gradient";
+    case scheduler::EngineOptions::Merge::kCopy: return "copy";
     default: return "normalized";
   }
 }
 
 }  // namespace
 
-nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& engine,
+nlohmann::json RunFingerprint(const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
                               const kernels::ModelShape& shape, const data::Dataset& train,
                               const data::Dataset* test) {
   nlohmann::json j = {{"model", shape.ToString()},
@@ -129,7 +129,8 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& 
   if (test != nullptr && (options.propensity.a != kernels::PropensityModel{}.a ||
                           options.propensity.b != kernels::PropensityModel{}.b))
     j["propensity"] = {options.propensity.a, options.propensity.b};
-  if (options.lr_schedule != LrSchedule::kConstant) j["lr_schedule"] = LrScheduleName(options.lr_schedule);
+  if (options.lr_schedule != scheduler::LrSchedule::kConstant)
+    j["lr_schedule"] = scheduler::LrScheduleName(options.lr_schedule);
   if (options.math != kernels::OutputMath::kFp32) j["math"] = kernels::OutputMathName(options.math);
   if (options.weight_decay != 0) j["weight_decay"] = options.weight_decay;
   if (options.dropout != 0) j["dropout"] = options.dropout;
@@ -157,7 +158,7 @@ nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& 
   j["hetero"] = engine.heterogeneity.cvb ? nlohmann::json{{"vmach", engine.heterogeneity.vmach},
                                                              {"vtask", engine.heterogeneity.vtask}}
                                            : nlohmann::json("none");
-  j["clock"] = engine.clock == EngineOptions::Clock::kWall ? "wall" : "virtual";
+  j["clock"] = engine.clock == scheduler::EngineOptions::Clock::kWall ? "wall" : "virtual";
   j["row_cost"] = engine.row_cost_s;
   if (engine.measure_clock_costs) j["clock_costs"] = "measured";  // only when set, as above
   j["merge_cost"] = engine.merge_cost_s;
@@ -239,4 +240,4 @@ nlohmann::json ParseCheckpointMeta(const std::string& text, const std::string& s
   }
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -14,7 +14,7 @@
 #include "run/train_result.h"
 #include "scheduler/train_options.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 struct RunProgress {
   uint64_t rows_done = 0, megabatches = 0, batches = 0;
@@ -40,7 +40,7 @@ TrainResult ResultOf(const RunProgress& progress);
 // (the command line maps them to its flags): model shape, devices, algorithm settings, batch,
 // learning rate, seed, and checksums of the training data and of the test data (`test` may be
 // null: no test set). The epochs and the evaluation schedule may change.
-nlohmann::json RunFingerprint(const TrainOptions& options, const EngineOptions& engine,
+nlohmann::json RunFingerprint(const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
                               const kernels::ModelShape& shape, const data::Dataset& train,
                               const data::Dataset* test);
 
@@ -86,4 +86,4 @@ const std::vector<std::string>& DeviceDependentSettings();
 // a clear error when it is not JSON.
 nlohmann::json ParseCheckpointMeta(const std::string& text, const std::string& source);
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

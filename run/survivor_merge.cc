@@ -5,30 +5,30 @@
 #include <stdexcept>
 #include <string>
 
-#include "dist/rank_group.h"
 #include "merge/rank_sum_collective.h"
-#include "scheduler/settlement.h"
+#include "ranks/rank_group.h"
 #include "run/replica_exchange.h"
+#include "scheduler/settlement.h"
 #ifdef XMLT_HAVE_CUDA
 #include "merge/gpu/gpu_mergers.h"
 #endif
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
-merge::MergeOptions OptionsOf(const EngineOptions& engine);
+merge::MergeOptions OptionsOf(const scheduler::EngineOptions& engine);
 
 // The merge over `devices` alive devices; `is_local` (one per alive device) is given across ranks.
-std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t devices,
+std::unique_ptr<merge::Merger> MakeMerger(const scheduler::EngineOptions& engine, size_t devices,
                                           const std::vector<bool>& is_local) {
   const merge::MergeOptions options = OptionsOf(engine);
   std::shared_ptr<merge::Collective> collective = merge::MakeCollective(engine.collective, devices);
-  if (!is_local.empty() && MergesByWeightedSum(engine)) {
+  if (!is_local.empty() && scheduler::MergesByWeightedSum(engine)) {
     // The rank's own collective keeps the one-process partitioning: norms are the same bits.
     collective = merge::MakeRankSumCollective(merge::MakeCollective(engine.collective, devices),
                                               *engine.ranks, is_local);
   }
-  using Merge = EngineOptions::Merge;
+  using Merge = scheduler::EngineOptions::Merge;
   switch (engine.merge) {
     case Merge::kNormalized: return merge::MakeNormalizedMerger(options, collective);
     case Merge::kAverage:
@@ -42,7 +42,7 @@ std::unique_ptr<merge::Merger> MakeMerger(const EngineOptions& engine, size_t de
   throw std::logic_error("unknown merge");
 }
 
-merge::MergeOptions OptionsOf(const EngineOptions& engine) {
+merge::MergeOptions OptionsOf(const scheduler::EngineOptions& engine) {
   merge::MergeOptions options;
   options.momentum = engine.momentum;
   options.momentum_mode = engine.nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy;
@@ -56,13 +56,13 @@ merge::MergeOptions OptionsOf(const EngineOptions& engine) {
 // The merge on the GPUs, over `replicas` (on GPUs): the same rules as MakeMerger's, on device
 // buffers (merge/gpu/). Across ranks (`owners` given: the rank of each replica) the weighted sums
 // run on one NCCL communicator over every rank's GPUs, the other ranks' replicas null here.
-std::unique_ptr<merge::Merger> MakeGpuMerger(const EngineOptions& engine, const merge::ReplicaSet& replicas,
+std::unique_ptr<merge::Merger> MakeGpuMerger(const scheduler::EngineOptions& engine, const merge::ReplicaSet& replicas,
                                              const std::vector<int>& owners) {
 #ifdef XMLT_HAVE_CUDA
   merge::MergeOptions options = OptionsOf(engine);
   const auto collective = [&]() -> std::shared_ptr<merge::Collective> {
     if (!owners.empty()) {
-      dist::RankGroup* group = engine.ranks;
+      ranks::RankGroup* group = engine.ranks;
       // Rank 0's NCCL id reaches every rank through the rank group (its bytes overwrite the others').
       const auto from_rank0 = [group](uint8_t* bytes, size_t size) {
         const std::vector<std::vector<uint8_t>> all = group->AllGather(std::vector<uint8_t>(bytes, bytes + size));
@@ -74,7 +74,7 @@ std::unique_ptr<merge::Merger> MakeGpuMerger(const EngineOptions& engine, const 
                                                                                       : merge::GpuCollectiveKind::kRing,
                                     replicas);
   };
-  using Merge = EngineOptions::Merge;
+  using Merge = scheduler::EngineOptions::Merge;
   switch (engine.merge) {
     case Merge::kNormalized: return merge::MakeNormalizedMerger(options, collective());
     case Merge::kAverage:
@@ -100,15 +100,16 @@ std::unique_ptr<merge::Merger> MakeGpuMerger(const EngineOptions& engine, const 
 
 }  // namespace
 
-SurvivorMerge::SurvivorMerge(const EngineOptions& engine, const kernels::Model<float>& model)
-    : engine_(engine), on_gpus_(MergesOnGpus(engine)) {
+SurvivorMerge::SurvivorMerge(const scheduler::EngineOptions& engine, const kernels::Model<float>& model)
+    : engine_(engine), on_gpus_(scheduler::MergesOnGpus(engine)) {
   for (const kernels::LayerView& layer : model.layers) {
     tensors_.push_back(layer.weight.offset);
     tensors_.push_back(layer.bias.offset);
   }
 }
 
-merge::MergeOutcome SurvivorMerge::Run(DevicePool& pool, const MegaBatchRun& part, merge::GlobalModel* global) {
+merge::MergeOutcome SurvivorMerge::Run(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part,
+                                       merge::GlobalModel* global) {
   const bool across_ranks = engine_.ranks != nullptr && engine_.ranks->size() > 1;
   try {
     return RunOnce(pool, part, global);
@@ -121,18 +122,18 @@ merge::MergeOutcome SurvivorMerge::Run(DevicePool& pool, const MegaBatchRun& par
   }
 }
 
-bool SurvivorMerge::DropLostDevices(DevicePool& pool) {
+bool SurvivorMerge::DropLostDevices(scheduler::DevicePool& pool) {
   bool found = false;
   for (size_t i : pool.alive()) {
     if (!pool.device(i).Lost()) continue;
     pool.Drop(i, "its GPU context was lost during a merge");
-    DropContextSharers(pool, i);
+    scheduler::DropContextSharers(pool, i);
     found = true;
   }
   return found;
 }
 
-merge::MergeOutcome SurvivorMerge::GoOnFromTheHostCopy(DevicePool& pool, merge::GlobalModel* global) {
+merge::MergeOutcome SurvivorMerge::GoOnFromTheHostCopy(scheduler::DevicePool& pool, merge::GlobalModel* global) {
   // The merge was cut: the replicas, and on the GPUs w and w_p, are half merged. The host's copy of
   // w and w_p is whole (a host merge writes it only after every mirror was read; a merge on the
   // GPUs leaves the copy made after the last mega-batch), so every survivor restarts from it.
@@ -151,7 +152,8 @@ merge::MergeOutcome SurvivorMerge::GoOnFromTheHostCopy(DevicePool& pool, merge::
   return outcome;
 }
 
-merge::MergeOutcome SurvivorMerge::RunOnce(DevicePool& pool, const MegaBatchRun& part, merge::GlobalModel* global) {
+merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part,
+                                           merge::GlobalModel* global) {
   const std::vector<size_t> alive = pool.alive();
   const bool across_ranks = engine_.ranks != nullptr && engine_.ranks->size() > 1;
   merge::ReplicaSet replicas;
@@ -167,7 +169,7 @@ merge::MergeOutcome SurvivorMerge::RunOnce(DevicePool& pool, const MegaBatchRun&
   }
   merge::MergeInput input;
   // A hierarchical merge reads this rank's replicas only: the others' mirrors are not even made.
-  const bool local_only = across_ranks && MergesByWeightedSum(engine_);
+  const bool local_only = across_ranks && scheduler::MergesByWeightedSum(engine_);
   // Every GPU's copy to its mirror is queued before the first is waited for (in HostParams).
   for (size_t i : alive) pool.device(i).PrepareMerge();
   for (size_t i : alive) {
@@ -179,14 +181,15 @@ merge::MergeOutcome SurvivorMerge::RunOnce(DevicePool& pool, const MegaBatchRun&
   // Across ranks a weighted sum is hierarchical (the rank sum collective reads local replicas
   // only); the other merges read every replica on every rank, so the mirrors of the other ranks'
   // devices are filled first. Either way every rank ends with the same bits.
-  if (across_ranks && !MergesByWeightedSum(engine_)) ShareReplicas(pool);
+  if (across_ranks && !scheduler::MergesByWeightedSum(engine_)) ShareReplicas(pool);
   merge::MergeOutcome outcome = merger_->Merge(replicas, input, global);
   for (size_t i : alive) pool.device(i).FinishMerge();
   return PerDevice(pool, alive, std::move(outcome));
 }
 
-merge::MergeOutcome SurvivorMerge::RunOnGpus(DevicePool& pool, const MegaBatchRun& part, const std::vector<size_t>& alive,
-                                            merge::ReplicaSet& replicas, merge::GlobalModel* global) {
+merge::MergeOutcome SurvivorMerge::RunOnGpus(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part,
+                                             const std::vector<size_t>& alive, merge::ReplicaSet& replicas,
+                                             merge::GlobalModel* global) {
   const bool across_ranks = engine_.ranks != nullptr && engine_.ranks->size() > 1;
   merge::MergeInput input;
   std::vector<int> owners;  // across ranks: each replica's rank
@@ -242,7 +245,7 @@ merge::MergeOutcome SurvivorMerge::RunOnGpus(DevicePool& pool, const MegaBatchRu
   return PerDevice(pool, alive, merger_->Merge(replicas, input, global));
 }
 
-merge::MergeOutcome SurvivorMerge::PerDevice(const DevicePool& pool, const std::vector<size_t>& alive,
+merge::MergeOutcome SurvivorMerge::PerDevice(const scheduler::DevicePool& pool, const std::vector<size_t>& alive,
                                             merge::MergeOutcome outcome) {
   std::vector<double> weights(pool.size(), 0.0);
   for (size_t k = 0; k < alive.size(); ++k) weights[alive[k]] = outcome.weights[k];
@@ -250,4 +253,4 @@ merge::MergeOutcome SurvivorMerge::PerDevice(const DevicePool& pool, const std::
   return outcome;
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -9,19 +9,20 @@
 #include <vector>
 
 #include "kernels/model.h"
+#include "merge/global_model.h"
 #include "merge/merger.h"
 #include "scheduler/device_pool.h"
 #include "scheduler/train_options.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 class SurvivorMerge {
  public:
-  SurvivorMerge(const EngineOptions& engine, const kernels::Model<float>& model);
+  SurvivorMerge(const scheduler::EngineOptions& engine, const kernels::Model<float>& model);
 
   // Merges the alive devices' replicas into `global`, `part` holding their updates; returns alpha_i
   // per device (0 if dropped).
-  merge::MergeOutcome Run(DevicePool& pool, const MegaBatchRun& part, merge::GlobalModel* global);
+  merge::MergeOutcome Run(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part, merge::GlobalModel* global);
 
   // How many times a lost GPU cut a merge or took its share of the global model with it, so that
   // the run went on from the host's copy of w and w_p (made after the last mega-batch). A GPU lost
@@ -29,15 +30,17 @@ class SurvivorMerge {
   uint64_t global_models_lost() const { return global_models_lost_; }
 
  private:
-  merge::MergeOutcome RunOnce(DevicePool& pool, const MegaBatchRun& part, merge::GlobalModel* global);
-  bool DropLostDevices(DevicePool& pool);
-  merge::MergeOutcome GoOnFromTheHostCopy(DevicePool& pool, merge::GlobalModel* global);
-  merge::MergeOutcome RunOnGpus(DevicePool& pool, const MegaBatchRun& part, const std::vector<size_t>& alive,
-                                merge::ReplicaSet& replicas, merge::GlobalModel* global);
-  static merge::MergeOutcome PerDevice(const DevicePool& pool, const std::vector<size_t>& alive,
+  merge::MergeOutcome RunOnce(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part,
+                              merge::GlobalModel* global);
+  bool DropLostDevices(scheduler::DevicePool& pool);
+  merge::MergeOutcome GoOnFromTheHostCopy(scheduler::DevicePool& pool, merge::GlobalModel* global);
+  merge::MergeOutcome RunOnGpus(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part,
+                                const std::vector<size_t>& alive, merge::ReplicaSet& replicas,
+                                merge::GlobalModel* global);
+  static merge::MergeOutcome PerDevice(const scheduler::DevicePool& pool, const std::vector<size_t>& alive,
                                        merge::MergeOutcome outcome);
 
-  const EngineOptions& engine_;
+  const scheduler::EngineOptions& engine_;
   std::vector<size_t> tensors_;
   std::vector<size_t> devices_;
   std::unique_ptr<merge::Merger> merger_;
@@ -45,4 +48,4 @@ class SurvivorMerge {
   uint64_t global_models_lost_ = 0;
 };
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -8,7 +8,7 @@
 
 #include "run/metrics_log.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 struct TrainResult {
   EvalRecord last;   // the final evaluation
@@ -30,4 +30,4 @@ struct TrainCallbacks {
   std::function<void(const std::string&)> on_event;               // rollbacks, dropped devices, checkpoints
 };
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

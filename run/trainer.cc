@@ -3,24 +3,24 @@
 
 #include "run/multi_device_run.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
-EngineOptions SingleDeviceEngine(const engine::DeviceSpec& device) {
-  EngineOptions engine;
+scheduler::EngineOptions SingleDeviceEngine(const engine::DeviceSpec& device) {
+  scheduler::EngineOptions engine;
   engine.devices = {device};
-  engine.schedule = EngineOptions::Schedule::kDynamic;
+  engine.schedule = scheduler::EngineOptions::Schedule::kDynamic;
   engine.scale_batches = false;
-  engine.merge = EngineOptions::Merge::kCopy;
+  engine.merge = scheduler::EngineOptions::Merge::kCopy;
   engine.momentum = 0;
   engine.elastic_alpha = 0;
   engine.heterogeneity = {};
-  engine.clock = EngineOptions::Clock::kWall;
+  engine.clock = scheduler::EngineOptions::Clock::kWall;
   return engine;
 }
 
-TrainResult Train(const data::Dataset& train, const data::Dataset* test, const TrainOptions& options,
+TrainResult Train(const data::Dataset& train, const data::Dataset* test, const scheduler::TrainOptions& options,
                   kernels::Model<float>* model, const TrainCallbacks& callbacks, const RunControl& control) {
   return RunMultiDevice(train, test, options, SingleDeviceEngine(), model, callbacks, control);
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -8,18 +8,18 @@
 #include "run/train_result.h"
 #include "scheduler/train_options.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 // --algo single on `device` (the first CPU worker unless told otherwise): dynamic dispatch to the
 // one device on the wall clock, no batch scaling, and a merge that takes the replica as the global
 // model.
-EngineOptions SingleDeviceEngine(const engine::DeviceSpec& device = {});
+scheduler::EngineOptions SingleDeviceEngine(const engine::DeviceSpec& device = {});
 
 // Trains `model` in place on one CPU device (RunMultiDevice with SingleDeviceEngine()). `test` may
 // be null (no evaluation; records carry only training data). `control` adds checkpoints, resuming,
 // stopping on a signal and divergence rollbacks.
-TrainResult Train(const data::Dataset& train, const data::Dataset* test, const TrainOptions& options,
+TrainResult Train(const data::Dataset& train, const data::Dataset* test, const scheduler::TrainOptions& options,
                   kernels::Model<float>* model, const TrainCallbacks& callbacks = {},
                   const RunControl& control = {});
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

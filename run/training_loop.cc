@@ -9,16 +9,16 @@
 #include "scheduler/rank_exchange.h"
 #include "scheduler/virtual_clock_costs.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 }  // namespace
 
-TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test, const TrainOptions& options,
-                           const EngineOptions& engine, kernels::Model<float>* model, const TrainCallbacks& callbacks,
-                           const RunControl& control)
+TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test,
+                           const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
+                           kernels::Model<float>* model, const TrainCallbacks& callbacks, const RunControl& control)
     : test_(test),
       options_(options),
       engine_(engine),
@@ -26,13 +26,13 @@ TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test
       callbacks_(callbacks),
       control_(control),
       pool_(train, options, engine, *model, control.faults),
-      dealer_(MakeDealer(pool_)),
+      dealer_(scheduler::MakeDealer(pool_)),
       global_{model->params, model->params},
       fingerprint_(RunFingerprint(options, engine, model->shape, train, test)),
       survivor_merge_(engine, *model),
       rows_per_epoch_(pool_.rows_per_epoch()),
-      total_rows_(TotalTrainingRows(options, rows_per_epoch_, train.source)),
-      eval_rows_(test == nullptr ? std::vector<uint64_t>{} : EvalSample(test->num_rows(), options)),
+      total_rows_(scheduler::TotalTrainingRows(options, rows_per_epoch_, train.source)),
+      eval_rows_(test == nullptr ? std::vector<uint64_t>{} : scheduler::EvalSample(test->num_rows(), options)),
       all_test_rows_(test == nullptr ? std::vector<uint64_t>{} : engine::SampleEvalRows(test->num_rows(), 0, 0)) {
   progress_.since_eval.resize(pool_.size());
   pool_.OnBatch([this](const engine::BatchResult& result) {
@@ -44,12 +44,13 @@ TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test
   for (size_t i = 0; i < pool_.size(); ++i) progress_.since_eval[i].id = pool_.device(i).spec().id;
   // The virtual clock's costs not given: the cost model's, unless measuring was asked for (then
   // the first mega-batch and merge calibrate them, settlement.cc and loop_records.cc).
-  if (engine.clock == EngineOptions::Clock::kVirtual && !engine.measure_clock_costs) {
+  if (engine.clock == scheduler::EngineOptions::Clock::kVirtual && !engine.measure_clock_costs) {
     const bool every_device_sampled =
         engine.sampled_output.enabled && std::all_of(engine.devices.begin(), engine.devices.end(), [](const auto& d) {
           return d.kind == engine::DeviceKind::kCpu;
         });
-    const ClockCosts costs = ModelClockCosts(model->shape, train, engine.sampled_output, every_device_sampled);
+    const scheduler::ClockCosts costs =
+        scheduler::ModelClockCosts(model->shape, train, engine.sampled_output, every_device_sampled);
     if (engine.row_cost_s == 0) pool_.row_cost_s() = costs.row_cost_s;
     if (engine.merge_cost_s == 0) progress_.merge_cost_s = costs.merge_cost_s;
   }
@@ -128,7 +129,7 @@ TrainResult TrainingLoop::Train() {
   result.stopped_by_signal = stopped_by_signal_;
   result.checkpoint = checkpoint_;
   result.end_checkpoint_error = end_checkpoint_error_;
-  if (engine_.clock == EngineOptions::Clock::kVirtual) {
+  if (engine_.clock == scheduler::EngineOptions::Clock::kVirtual) {
     result.row_cost_s = pool_.row_cost_s();
     result.merge_cost_s = progress_.merge_cost_s;
   }
@@ -142,7 +143,7 @@ MegaBatchWork TrainingLoop::TrainMegaBatch(uint64_t index) {
   pool_.BeginMegaBatch(index);
   // The schedule's factor from the rows merged before this mega-batch: the open one a resumed run
   // goes on with trains at the factor it started with.
-  pool_.SetLrScale(LrScale(options_.lr_schedule, progress_.rows_done, total_rows_));
+  pool_.SetLrScale(scheduler::LrScale(options_.lr_schedule, progress_.rows_done, total_rows_));
   rows_reported_ = TrainedRows();
   const bool continues = open_.open();
   MegaBatchWork trained = continues ? open_ : MegaBatchWork{};
@@ -153,13 +154,13 @@ MegaBatchWork TrainingLoop::TrainMegaBatch(uint64_t index) {
   }
   const uint64_t left = trained.mega_batch_rows > trained.planned ? trained.mega_batch_rows - trained.planned : 0;
   const uint64_t to_end = total_rows_ - std::min(total_rows_, progress_.rows_done + trained.run.rows);
-  DealRequest request;
+  scheduler::DealRequest request;
   request.budget = std::min(left, to_end);
   request.cap = to_end;
   request.continues = continues;
   request.stop = StopWithinMegaBatch();
-  request.merge_round = [&](const MegaBatchRun& round) { MergeAfterRound(round, &trained); };
-  const Dealt dealt = dealer_->Deal(request, &trained.run);
+  request.merge_round = [&](const scheduler::MegaBatchRun& round) { MergeAfterRound(round, &trained); };
+  const scheduler::Dealt dealt = dealer_->Deal(request, &trained.run);
   trained.planned += dealt.rows;
   trained.stopped = dealt.stopped;
   // A stop keeps the mega-batch open (it is checkpointed before its merge and goes on after a
@@ -169,7 +170,7 @@ MegaBatchWork TrainingLoop::TrainMegaBatch(uint64_t index) {
   return trained;
 }
 
-void TrainingLoop::MergeAfterRound(const MegaBatchRun& round, MegaBatchWork* trained) {
+void TrainingLoop::MergeAfterRound(const scheduler::MegaBatchRun& round, MegaBatchWork* trained) {
   if (pool_.alive().empty()) return;
   const Clock::time_point merge_start = Clock::now();
   const uint64_t lost_before = survivor_merge_.global_models_lost();
@@ -184,7 +185,7 @@ void TrainingLoop::MergeAfterRound(const MegaBatchRun& round, MegaBatchWork* tra
 // Back to the trusted state, learning rates halved; the global momentum goes too (w_p = w), as
 // the replicas' does, since both may carry the divergence. The clock keeps the lost time, and
 // the evaluations made since stay on record (they were reported).
-void TrainingLoop::RollBack(uint64_t index, const MegaBatchRun& run) {
+void TrainingLoop::RollBack(uint64_t index, const scheduler::MegaBatchRun& run) {
   const std::string what = !run.diverged_on.empty() ? run.divergence + " on " + run.diverged_on
                                                     : std::string("non-finite merged model");
   const uint32_t rollbacks = progress_.rollbacks + 1;  // the whole run's, in the metrics
@@ -212,7 +213,7 @@ void TrainingLoop::RollBack(uint64_t index, const MegaBatchRun& run) {
     open_.planned = planned;
     open_.mega_batch_rows = rows;
   }
-  scheduler::RollBack(pool_, trusted.pool, global_.current);
+  xmlt::run::RollBack(pool_, trusted.pool, global_.current);
   if (rollbacks_here_ > control_.max_rollbacks) {
     WriteCheckpoint("last good state");
     throw RunStopped(RunStopped::Why::kDiverged,
@@ -230,7 +231,7 @@ void TrainingLoop::RollBack(uint64_t index, const MegaBatchRun& run) {
 // mega-batches (within one, each rank's plan must go on to the same end).
 int TrainingLoop::StopSignal() const {
   const int signal = control_.stop_signal != nullptr ? control_.stop_signal->load() : 0;
-  return engine_.ranks != nullptr ? AgreeOnMax(*engine_.ranks, signal) : signal;
+  return engine_.ranks != nullptr ? scheduler::AgreeOnMax(*engine_.ranks, signal) : signal;
 }
 
 const std::atomic<int>* TrainingLoop::StopWithinMegaBatch() const {
@@ -255,12 +256,12 @@ void TrainingLoop::Event(const std::string& text) const {
 double TrainingLoop::WallSeconds() const { return wall_before_ + Seconds(Clock::now() - start_); }
 
 TrainResult RunMultiDevice(const data::Dataset& train, const data::Dataset* test,
-                           const TrainOptions& options, const EngineOptions& engine,
+                           const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
                            kernels::Model<float>* model, const TrainCallbacks& callbacks,
                            const RunControl& control) {
-  ValidateTrainOptions(options);
-  ValidateEngineOptions(engine);
+  scheduler::ValidateTrainOptions(options);
+  scheduler::ValidateEngineOptions(engine);
   return TrainingLoop(train, test, options, engine, model, callbacks, control).Train();
 }
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -12,6 +12,7 @@
 
 #include "data/dataset.h"
 #include "kernels/model.h"
+#include "merge/global_model.h"
 #include "merge/merger.h"
 #include "run/mega_batch_work.h"
 #include "run/rollback.h"
@@ -21,12 +22,12 @@
 #include "scheduler/dealer.h"
 #include "scheduler/device_pool.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 
 class TrainingLoop {
  public:
-  TrainingLoop(const data::Dataset& train, const data::Dataset* test, const TrainOptions& options,
-               const EngineOptions& engine, kernels::Model<float>* model, const TrainCallbacks& callbacks,
+  TrainingLoop(const data::Dataset& train, const data::Dataset* test, const scheduler::TrainOptions& options,
+               const scheduler::EngineOptions& engine, kernels::Model<float>* model, const TrainCallbacks& callbacks,
                const RunControl& control);
 
   TrainResult Train();
@@ -36,9 +37,9 @@ class TrainingLoop {
 
   // training_loop.cc
   MegaBatchWork TrainMegaBatch(uint64_t index);
-  void MergeAfterRound(const MegaBatchRun& round, MegaBatchWork* trained);
+  void MergeAfterRound(const scheduler::MegaBatchRun& round, MegaBatchWork* trained);
   void MergeInto(MegaBatchWork* trained) { MergeAfterRound(trained->run, trained); }
-  void RollBack(uint64_t index, const MegaBatchRun& run);
+  void RollBack(uint64_t index, const scheduler::MegaBatchRun& run);
   // The rollback target needs w on the host: after a merge on the GPUs, one copy back per
   // mega-batch (which is also the copy a lost GPU's share of w falls back to).
   SavedState Capture() {
@@ -66,13 +67,13 @@ class TrainingLoop {
   void Evaluate();
 
   const data::Dataset* test_;
-  const TrainOptions& options_;
-  const EngineOptions& engine_;
+  const scheduler::TrainOptions& options_;
+  const scheduler::EngineOptions& engine_;
   kernels::Model<float>* model_;
   const TrainCallbacks& callbacks_;
   const RunControl& control_;
-  DevicePool pool_;
-  std::unique_ptr<Dealer> dealer_;  // the way batches are dealt, picked for the engine options
+  scheduler::DevicePool pool_;
+  std::unique_ptr<scheduler::Dealer> dealer_;  // the way batches are dealt, picked for the engine options
   merge::GlobalModel global_;
   const nlohmann::json fingerprint_;
   SurvivorMerge survivor_merge_;
@@ -90,4 +91,4 @@ class TrainingLoop {
   std::string end_checkpoint_error_;  // why the end checkpoint failed, if it did
 };
 
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

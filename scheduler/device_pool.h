@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "data/dataset.h"
-#include "dist/rank_group.h"
 #include "engine/device.h"
 #include "engine/worker.h"
 #include "kernels/model.h"
+#include "ranks/rank_group.h"
 #include "scheduler/batch_size_scaling.h"
 #include "scheduler/dispatch_planner.h"
 #include "scheduler/fault_injections.h"

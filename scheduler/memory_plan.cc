@@ -9,11 +9,11 @@
 #include <thread>
 #include <utility>
 
-#include "dist/rank_group.h"
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
 #include "engine/evaluator.h"
 #include "kernels/cpu/output_layer.h"
+#include "ranks/rank_group.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -153,7 +153,7 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   // Across ranks, the cross-rank sum's receive buffer (a chunk of the model at a time).
   if (engine.ranks != nullptr && engine.ranks->size() > 1)
     plan.scheduler = Add(plan.scheduler,
-                         Mul(std::min<uint64_t>(shape.NumParameters(), dist::kSumChunk), sizeof(float)));
+                         Mul(std::min<uint64_t>(shape.NumParameters(), ranks::kSumChunk), sizeof(float)));
   // Writing copies each device's momentum out; reading holds the whole file once.
   if (checkpoints) plan.checkpoint = Mul(params, specs.size() * 2 + 2);
   return plan;

@@ -16,7 +16,7 @@ namespace {
 
 // The largest of every rank's `value`, a trivially copyable number.
 template <class T>
-T MaxOverRanks(dist::RankGroup& ranks, T value) {
+T MaxOverRanks(ranks::RankGroup& ranks, T value) {
   std::vector<uint8_t> mine(sizeof(T));
   std::memcpy(mine.data(), &value, sizeof(T));
   T result = value;
@@ -30,7 +30,7 @@ T MaxOverRanks(dist::RankGroup& ranks, T value) {
 
 }  // namespace
 
-void ShareBatchResults(dist::RankGroup& ranks, const std::vector<int>& device_rank,
+void ShareBatchResults(ranks::RankGroup& ranks, const std::vector<int>& device_rank,
                        const std::vector<size_t>& devices, std::vector<engine::BatchResult>* results) {
   if (devices.size() != results->size()) throw std::logic_error("ShareBatchResults: plan and results differ");
   // Only this rank's batches travel, each with its index in the plan.
@@ -76,13 +76,13 @@ void ShareBatchResults(dist::RankGroup& ranks, const std::vector<int>& device_ra
   }
 }
 
-void ShareReplicas(dist::RankGroup& ranks, const std::vector<int>& device_rank, const std::vector<size_t>& ids,
+void ShareReplicas(ranks::RankGroup& ranks, const std::vector<int>& device_rank, const std::vector<size_t>& ids,
                    const std::vector<engine::Device*>& devices) {
   for (size_t k = 0; k < devices.size(); ++k)
     ranks.Broadcast(devices[k]->HostParams(), devices[k]->NumParams(), device_rank.at(ids[k]));
 }
 
-void GatherReplicas(dist::RankGroup& ranks, int root, const std::vector<int>& device_rank,
+void GatherReplicas(ranks::RankGroup& ranks, int root, const std::vector<int>& device_rank,
                     const std::vector<size_t>& ids, const std::vector<engine::Device*>& devices) {
   const int me = ranks.rank();
   for (size_t k = 0; k < devices.size(); ++k) {
@@ -134,7 +134,7 @@ void GatherReplicas(dist::RankGroup& ranks, int root, const std::vector<int>& de
   }
 }
 
-void ShareEvaluations(dist::RankGroup& ranks, const std::vector<int>& owner,
+void ShareEvaluations(ranks::RankGroup& ranks, const std::vector<int>& owner,
                       std::vector<engine::EvaluationSums>* parts) {
   static_assert(std::is_trivially_copyable_v<engine::EvaluationSums>, "evaluation sums travel as bytes");
   std::vector<uint8_t> mine;
@@ -157,7 +157,7 @@ void ShareEvaluations(dist::RankGroup& ranks, const std::vector<int>& owner,
   }
 }
 
-std::vector<RankDeal> ShareDeals(dist::RankGroup& ranks, const RankDeal& mine) {
+std::vector<RankDeal> ShareDeals(ranks::RankGroup& ranks, const RankDeal& mine) {
   data::ByteWriter out;
   out.Append<uint64_t>(mine.dealt_to);
   out.Append<double>(mine.span_s);
@@ -192,10 +192,10 @@ std::vector<RankDeal> ShareDeals(dist::RankGroup& ranks, const RankDeal& mine) {
   return deals;
 }
 
-int AgreeOnMax(dist::RankGroup& ranks, int value) { return MaxOverRanks(ranks, value); }
-double AgreeOnMax(dist::RankGroup& ranks, double value) { return MaxOverRanks(ranks, value); }
+int AgreeOnMax(ranks::RankGroup& ranks, int value) { return MaxOverRanks(ranks, value); }
+double AgreeOnMax(ranks::RankGroup& ranks, double value) { return MaxOverRanks(ranks, value); }
 
-double FromRank(dist::RankGroup& ranks, double value, int root) {
+double FromRank(ranks::RankGroup& ranks, double value, int root) {
   double sum = ranks.rank() == root ? value : 0.0;
   ranks.SumInPlace(&sum, 1);
   return sum;

@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "dist/rank_group.h"
 #include "engine/device.h"
 #include "engine/evaluator.h"
 #include "engine/worker.h"
+#include "ranks/rank_group.h"
 
 namespace xmlt::scheduler {
 
@@ -18,21 +18,21 @@ namespace xmlt::scheduler {
 // its own devices' batches (device_rank[d] == its rank) and placeholders for the others. Afterwards
 // every rank holds every result: counts, losses, times, and failures (as a std::runtime_error
 // carrying the owner's message).
-void ShareBatchResults(dist::RankGroup& ranks, const std::vector<int>& device_rank,
+void ShareBatchResults(ranks::RankGroup& ranks, const std::vector<int>& device_rank,
                        const std::vector<size_t>& devices, std::vector<engine::BatchResult>* results);
 
 // The parameters of devices[k] (device ids[k]), copied from its owner into every other rank's
 // mirror of it: for the merges that read every replica on every rank.
-void ShareReplicas(dist::RankGroup& ranks, const std::vector<int>& device_rank, const std::vector<size_t>& ids,
+void ShareReplicas(ranks::RankGroup& ranks, const std::vector<int>& device_rank, const std::vector<size_t>& ids,
                    const std::vector<engine::Device*>& devices);
 
 // The parameters, local momentum and extra state of devices[k], copied from its owner into rank
 // `root`'s mirror of it, for a checkpoint that `root` writes; no other rank makes or fills a mirror.
-void GatherReplicas(dist::RankGroup& ranks, int root, const std::vector<int>& device_rank,
+void GatherReplicas(ranks::RankGroup& ranks, int root, const std::vector<int>& device_rank,
                     const std::vector<size_t>& ids, const std::vector<engine::Device*>& devices);
 
 // parts[k] is filled on the rank that owns owner[k]; afterwards every rank holds all of them.
-void ShareEvaluations(dist::RankGroup& ranks, const std::vector<int>& owner,
+void ShareEvaluations(ranks::RankGroup& ranks, const std::vector<int>& owner,
                       std::vector<engine::EvaluationSums>* parts);
 
 // The batches one rank dealt to its own devices in a mega-batch on the wall clock, where each
@@ -46,13 +46,13 @@ struct RankDeal {
   uint64_t dealt_to = 0;            // the arena position its share was dealt up to
   double span_s = 0;                // how long its devices took, on its wall clock
 };
-std::vector<RankDeal> ShareDeals(dist::RankGroup& ranks, const RankDeal& mine);
+std::vector<RankDeal> ShareDeals(ranks::RankGroup& ranks, const RankDeal& mine);
 
 // The largest of every rank's `value` (a stop signal seen by any rank stops them all).
-int AgreeOnMax(dist::RankGroup& ranks, int value);
+int AgreeOnMax(ranks::RankGroup& ranks, int value);
 // The largest of every rank's `value` (a wall-clock time every rank must book alike).
-double AgreeOnMax(dist::RankGroup& ranks, double value);
+double AgreeOnMax(ranks::RankGroup& ranks, double value);
 // Rank `root`'s value on every rank (a measured cost that must be the same everywhere).
-double FromRank(dist::RankGroup& ranks, double value, int root);
+double FromRank(ranks::RankGroup& ranks, double value, int root);
 
 }  // namespace xmlt::scheduler

@@ -29,7 +29,7 @@ class RankShareDealer : public Dealer {
 
   Dealt Deal(const DealRequest& request, MegaBatchRun* run) override {
     if (!request.continues) pool_.planner().BeginMegaBatch();
-    dist::RankGroup& ranks = *pool_.engine().ranks;
+    ranks::RankGroup& ranks = *pool_.engine().ranks;
     const size_t me = size_t(ranks.rank()), rank_count = size_t(ranks.size());
     const Clock::time_point start = Clock::now();
     const std::vector<size_t> begin = TakeShares(RankShares(std::min(request.budget, request.cap)));

@@ -6,8 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "dist/rank_group.h"
 #include "engine/evaluator.h"
+#include "ranks/rank_group.h"
 
 namespace xmlt::scheduler {
 

@@ -14,7 +14,7 @@
 #include "merge/collective.h"
 #include "scheduler/lr_schedule.h"
 
-namespace xmlt::dist {
+namespace xmlt::ranks {
 class RankGroup;
 }
 
@@ -85,7 +85,7 @@ struct EngineOptions {
   // rank, rank after rank, device_rank[i] is the rank that owns device i, and `ranks` is the group
   // in which every rank's scheduler runs the same plan. Empty and null: one process owns them all.
   std::vector<int> device_rank;
-  dist::RankGroup* ranks = nullptr;
+  ranks::RankGroup* ranks = nullptr;
 };
 
 // A setting no run can use, under the name the options give it ("batch", "pert_threshold"); the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The projected merge times of docs/benchmarks/merging.md ("Merge time on GPUs: projections"): builds
-# merge_projection (gpusim/tools/) in the simulated-GPU build, as scripts/test-gpu-sim.sh does,
+# merge_projection (benchmarks/) in the simulated-GPU build, as scripts/test-gpu-sim.sh does,
 # runs it on 4 and on 8 simulated GPUs, one Amazon-670K-sized replica each, under the pcie4 and
 # nvlink4 link models, and writes $OUT (default docs/merge-projection/): merge_projection.csv,
 # table.md and merge_time.png. These are projections from the model of gpusim/timing.h, not
@@ -19,7 +19,7 @@ mkdir -p "$out"
 runs=()
 for gpus in 4 8; do
   start=$SECONDS
-  XMLT_SIM_GPUS=$gpus nice -n 10 "$build/gpusim/merge_projection" "$@" > "$out/run-$gpus.csv"
+  XMLT_SIM_GPUS=$gpus nice -n 10 "$build/benchmarks/merge_projection" "$@" > "$out/run-$gpus.csv"
   echo "bench-merge-projection: $gpus GPUs simulated in $((SECONDS - start)) s" >&2
   runs+=("$out/run-$gpus.csv")
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The markdown table and the chart of the projected merge times (gpusim/tools/merge_projection.cc,
+"""The markdown table and the chart of the projected merge times (benchmarks/merge_projection.cc,
 run by scripts/bench-merge-projection.sh) from its CSV.
 
 Usage: scripts/merge-projection-figures.py CSV --table TABLE.md --chart CHART.png

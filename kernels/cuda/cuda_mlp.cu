@@ -226,7 +226,6 @@ CudaMlp& CudaMlp::operator=(CudaMlp&& other) noexcept {
 }
 
 const ModelShape& CudaMlp::shape() const { return impl_->shape; }
-uint64_t CudaMlp::num_parameters() const { return impl_->params.size(); }
 
 void CudaMlp::UploadParamsAsync(const float* host, size_t n) {
   if (n != impl_->params.size())

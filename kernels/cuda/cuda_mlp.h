@@ -57,7 +57,6 @@ class CudaMlp {
   CudaMlp& operator=(const CudaMlp&) = delete;
 
   const ModelShape& shape() const;
-  uint64_t num_parameters() const;
 
   // Before building one: what it would allocate on GPU `gpu` for these bounds (CUB's scratch and
   // the cuBLAS workspace depend on the GPU). The constructor checks that it holds exactly that.

@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "merge/global_model.h"
 #include "merge/merger.h"
 #include "merge/replica_set.h"
 

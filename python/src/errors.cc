@@ -19,7 +19,7 @@ void BindErrors(nb::module_& m) {
       PyErr_SetString(PyExc_TypeError, e.what());
     } catch (const CLI::ParseError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const scheduler::RunMismatch& e) {
+    } catch (const run::RunMismatch& e) {
       PyErr_SetString(PyExc_ValueError, apps::DescribeInFlags(e).c_str());
     } catch (const scheduler::OptionError& e) {
       PyErr_SetString(PyExc_ValueError, apps::DescribeInFlags(e).c_str());
@@ -27,7 +27,7 @@ void BindErrors(nb::module_& m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const std::invalid_argument& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const scheduler::RunStopped& e) {
+    } catch (const run::RunStopped& e) {
       PyErr_SetString(PyExc_RuntimeError, apps::DescribeInFlags(e).c_str());
     }
     // Anything else goes on to nanobind's own translation (std::bad_alloc: MemoryError; others:

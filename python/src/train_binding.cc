@@ -68,8 +68,8 @@ nb::tuple Train(const std::vector<std::string>& args, nb::handle x_parts, nb::ha
       }
     };
     if (!on_eval.is_none())
-      session.on_eval = [&](const scheduler::EvalRecord& record) {
-        const std::string line = scheduler::ToJson(record);
+      session.on_eval = [&](const run::EvalRecord& record) {
+        const std::string line = run::ToJson(record);
         call([&] { on_eval(line); });
       };
     std::mutex progress_mutex;

@@ -46,7 +46,7 @@ TEST(CheckpointFolder, ARunWithoutResumeDoesNotReplaceAnotherRunsCheckpoint) {
   const std::string folder = p.dir.File("ck"), other = p.dir.File("other");
   ASSERT_EQ(Cli(p.Run({"--checkpoint-dir", folder, "--seed", "1"})).code, 0);
   ASSERT_EQ(Cli(p.Run({"--checkpoint-dir", other, "--seed", "3"})).code, 0);
-  const std::string before = ReadFile(scheduler::CheckpointPath(folder));
+  const std::string before = ReadFile(run::CheckpointPath(folder));
 
   const CliResult again = Cli(p.Run({"--checkpoint-dir", folder, "--seed", "2"}));
   EXPECT_EQ(again.code, 2) << Describe(again);
@@ -59,7 +59,7 @@ TEST(CheckpointFolder, ARunWithoutResumeDoesNotReplaceAnotherRunsCheckpoint) {
   const CliResult elsewhere = Cli(p.Run({"--checkpoint-dir", folder, "--seed", "3", "--resume", other, "--epochs", "2"}));
   EXPECT_EQ(elsewhere.code, 2) << Describe(elsewhere);
   EXPECT_NE(elsewhere.err.find("holds the checkpoint of an earlier run"), std::string::npos) << Describe(elsewhere);
-  EXPECT_TRUE(ReadFile(scheduler::CheckpointPath(folder)) == before) << "the checkpoint was replaced";
+  EXPECT_TRUE(ReadFile(run::CheckpointPath(folder)) == before) << "the checkpoint was replaced";
 
   // Continuing the run is what the folder is for; an empty folder (or one holding only its lock)
   // takes a new run.
@@ -84,12 +84,12 @@ TEST(CheckpointFolder, OutputsOnTheCheckpointFolderOrItsFilesAreRefusedBeforeTra
   }
   // A resumed run checkpoints into its --resume folder: the same holds there.
   ASSERT_EQ(Cli(p.Run({"--checkpoint-dir", folder})).code, 0);
-  const std::string before = ReadFile(scheduler::CheckpointPath(folder));
-  const CliResult r = Cli(p.Run({"--resume", folder, "--epochs", "2", "--model", scheduler::CheckpointPath(folder)}));
+  const std::string before = ReadFile(run::CheckpointPath(folder));
+  const CliResult r = Cli(p.Run({"--resume", folder, "--epochs", "2", "--model", run::CheckpointPath(folder)}));
   EXPECT_EQ(r.code, 2) << Describe(r);
-  EXPECT_NE(r.err.find("--model " + scheduler::CheckpointPath(folder) + " is in the --resume folder"), std::string::npos)
+  EXPECT_NE(r.err.find("--model " + run::CheckpointPath(folder) + " is in the --resume folder"), std::string::npos)
       << Describe(r);
-  EXPECT_TRUE(ReadFile(scheduler::CheckpointPath(folder)) == before) << "the checkpoint was replaced";
+  EXPECT_TRUE(ReadFile(run::CheckpointPath(folder)) == before) << "the checkpoint was replaced";
   // Other files in the folder are the user's to choose.
   const CliResult beside = Cli(p.Run({"--resume", folder, "--epochs", "2", "--model", folder + "/model.xmlt"}));
   EXPECT_EQ(beside.code, 0) << Describe(beside);

@@ -245,7 +245,7 @@ TEST(CliTest, ACheckpointFolderOrMetricsFileInUseIsRefused) {
   }
   EXPECT_EQ(Cli({"train", "--train", d.train, "--epochs", "1", "--checkpoint-dir", folder}).code, 0);
   const std::string metrics = d.dir.File("m.jsonl");
-  scheduler::MetricsLog other(metrics);
+  run::MetricsLog other(metrics);
   const CliResult r = Cli({"train", "--train", d.train, "--epochs", "1", "--metrics", metrics});
   EXPECT_NE(r.code, 0) << Describe(r);
   EXPECT_NE(r.err.find("is being written by another run"), std::string::npos) << Describe(r);
@@ -257,9 +257,9 @@ TEST(CliTest, ACheckpointFolderOrMetricsFileInUseIsRefused) {
 TEST(CliTest, ASecondRunOnTheMetricsFileOfARunningOneIsRefusedAndTheFileStaysWhole) {
   Data d;
   const std::string metrics = d.dir.File("m.jsonl");
-  scheduler::EvalRecord record;
+  run::EvalRecord record;
   record.megabatch = 7;
-  scheduler::MetricsLog running(metrics);
+  run::MetricsLog running(metrics);
   running.Begin();
   running.Append(record);
   const CliResult r = Cli({"train", "--train", d.train, "--epochs", "1", "--metrics", metrics});

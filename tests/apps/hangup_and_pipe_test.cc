@@ -41,40 +41,40 @@ struct LongRun {
 };
 
 TEST(HangupAndPipe, SighupCheckpointsAndExits129AndTheRunResumes) {
-  LongRun run;
-  const pid_t child = testing::SpawnCli(run.Args(), run.dir.File("out.txt"), run.err);
-  ASSERT_TRUE(testing::WaitForFile(scheduler::CheckpointPath(run.checkpoints)));
+  LongRun long_run;
+  const pid_t child = testing::SpawnCli(long_run.Args(), long_run.dir.File("out.txt"), long_run.err);
+  ASSERT_TRUE(testing::WaitForFile(run::CheckpointPath(long_run.checkpoints)));
   kill(child, SIGHUP);
   const int code = testing::WaitForExit(child);
-  const std::string err = ReadFile(run.err);
+  const std::string err = ReadFile(long_run.err);
   if (code == 0) GTEST_SKIP() << "the run finished before the signal arrived";
   ASSERT_EQ(code, 128 + SIGHUP) << err;
-  EXPECT_NE(err.find("stopped by signal 1; resume with --resume " + run.checkpoints), std::string::npos) << err;
-  EXPECT_NO_THROW(scheduler::CheckpointReader::Open(run.checkpoints));
-  EXPECT_FALSE(std::filesystem::exists(run.model));
-  std::vector<std::string> resume = run.Args();
-  resume.insert(resume.end(), {"--resume", run.checkpoints});
+  EXPECT_NE(err.find("stopped by signal 1; resume with --resume " + long_run.checkpoints), std::string::npos) << err;
+  EXPECT_NO_THROW(run::CheckpointReader::Open(long_run.checkpoints));
+  EXPECT_FALSE(std::filesystem::exists(long_run.model));
+  std::vector<std::string> resume = long_run.Args();
+  resume.insert(resume.end(), {"--resume", long_run.checkpoints});
   const CliResult resumed = Cli(resume);
   EXPECT_EQ(resumed.code, 0) << resumed.err;
-  EXPECT_TRUE(std::filesystem::exists(run.model));
+  EXPECT_TRUE(std::filesystem::exists(long_run.model));
 }
 
 TEST(HangupAndPipe, AClosedStdoutPipeStopsTrainingWithACheckpoint) {
-  LongRun run;
+  LongRun long_run;
   int pipe_ends[2];
   ASSERT_EQ(pipe2(pipe_ends, O_CLOEXEC), 0);
-  const pid_t child = testing::SpawnCliWritingTo(pipe_ends[1], run.Args(), run.err);
+  const pid_t child = testing::SpawnCliWritingTo(pipe_ends[1], long_run.Args(), long_run.err);
   close(pipe_ends[1]);
   close(pipe_ends[0]);  // the reader is gone before the first line: `| head -0`
   const int code = testing::WaitForExit(child);
-  const std::string err = ReadFile(run.err);
+  const std::string err = ReadFile(long_run.err);
   ASSERT_EQ(code, 1) << "exit " << code << " (1013 is death by SIGPIPE)\n" << err;
   EXPECT_NE(err.find("error: stdout: write failed: Broken pipe; the run stopped at a safe point; resume with --resume " +
-                     run.checkpoints),
+                     long_run.checkpoints),
             std::string::npos)
       << err;
-  EXPECT_NO_THROW(scheduler::CheckpointReader::Open(run.checkpoints));
-  EXPECT_FALSE(std::filesystem::exists(run.model));
+  EXPECT_NO_THROW(run::CheckpointReader::Open(long_run.checkpoints));
+  EXPECT_FALSE(std::filesystem::exists(long_run.model));
 }
 
 }  // namespace

@@ -54,17 +54,17 @@ TEST(OutputErrors, EvalPredictAndInfoWithAFullStdoutFailNamingIt) {
 TEST(OutputErrors, TrainWithAFullStdoutStopsWithACheckpointAndResumes) {
   Trained t;
   const std::string checkpoints = t.dir.File("ckpt"), model = t.dir.File("run.xmlt"), err = t.dir.File("err.txt");
-  std::vector<std::string> run = {"train", "--train", t.train, "--test", t.test, "--epochs", "3", "--hidden", "8",
-                                  "--checkpoint-dir", checkpoints, "--model", model};
-  const int code = testing::WaitForExit(testing::SpawnCli(run, "/dev/full", err));
+  std::vector<std::string> args = {"train", "--train", t.train, "--test", t.test, "--epochs", "3", "--hidden", "8",
+                                   "--checkpoint-dir", checkpoints, "--model", model};
+  const int code = testing::WaitForExit(testing::SpawnCli(args, "/dev/full", err));
   const std::string text = ReadFile(err);
   EXPECT_EQ(code, 1) << text;
   EXPECT_NE(text.find("error: stdout: write failed: No space left on device"), std::string::npos) << text;
   EXPECT_NE(text.find("resume with --resume " + checkpoints), std::string::npos) << text;
-  EXPECT_NO_THROW(scheduler::CheckpointReader::Open(checkpoints));
+  EXPECT_NO_THROW(run::CheckpointReader::Open(checkpoints));
   EXPECT_FALSE(std::filesystem::exists(model));
-  run.insert(run.end(), {"--resume", checkpoints});
-  const CliResult resumed = Cli(run);
+  args.insert(args.end(), {"--resume", checkpoints});
+  const CliResult resumed = Cli(args);
   EXPECT_EQ(resumed.code, 0) << resumed.err;
   EXPECT_TRUE(std::filesystem::exists(model));
 }

@@ -13,7 +13,7 @@ namespace {
 
 // What CheckRanksAgree said on each rank: "" when it let the run go on.
 std::vector<std::string> Check(const std::vector<nlohmann::json>& settings) {
-  std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(int(settings.size()));
+  std::vector<std::unique_ptr<ranks::RankGroup>> groups = ranks::MakeThreadGroups(int(settings.size()));
   std::vector<std::string> said(settings.size());
   std::vector<std::thread> threads;
   for (size_t r = 0; r < settings.size(); ++r)

@@ -53,7 +53,7 @@ TEST(Signals, SigtermCheckpointsAndExits143AndResumeFinishesTheRun) {
   xmlt::testing::TempDir work;
   const std::string checkpoints = work.File("ckpt"), metrics = work.File("metrics.jsonl");
   const pid_t child = Spawn(LongRun(data, checkpoints, metrics), work.path());
-  ASSERT_TRUE(testing::WaitForFile(scheduler::CheckpointPath(checkpoints)));
+  ASSERT_TRUE(testing::WaitForFile(run::CheckpointPath(checkpoints)));
   kill(child, SIGTERM);
   const int code = testing::WaitForExit(child);
   const std::string err = xmlt::testing::ReadFile(work.File("child.err"));
@@ -61,7 +61,7 @@ TEST(Signals, SigtermCheckpointsAndExits143AndResumeFinishesTheRun) {
   // two seconds after it on two cores: a run that ends with 0 ignored the signal.
   ASSERT_EQ(code, 143) << "SIGTERM did not stop the run\n" << err;
   EXPECT_NE(err.find("resume with --resume"), std::string::npos) << err;
-  EXPECT_NO_THROW(scheduler::CheckpointReader::Open(checkpoints));
+  EXPECT_NO_THROW(run::CheckpointReader::Open(checkpoints));
   EXPECT_TRUE(std::filesystem::exists(metrics + ".partial"));
   EXPECT_FALSE(std::filesystem::exists(metrics));  // an unfinished run has no final metrics
 
@@ -89,12 +89,12 @@ TEST(Signals, ASecondSignalExitsAtOnceAndTheCheckpointStaysLoadable) {
   xmlt::testing::TempDir work;
   const std::string checkpoints = work.File("ckpt");
   const pid_t child = Spawn(LongRun(data, checkpoints, work.File("m.jsonl")), work.path());
-  ASSERT_TRUE(testing::WaitForFile(scheduler::CheckpointPath(checkpoints)));
+  ASSERT_TRUE(testing::WaitForFile(run::CheckpointPath(checkpoints)));
   kill(child, SIGINT);
   kill(child, SIGINT);
   const int code = testing::WaitForExit(child);
   EXPECT_EQ(code, 130) << "two SIGINTs did not end the run at once\n" << xmlt::testing::ReadFile(work.File("child.err"));
-  EXPECT_NO_THROW(scheduler::CheckpointReader::Open(checkpoints));
+  EXPECT_NO_THROW(run::CheckpointReader::Open(checkpoints));
 }
 
 TEST(ReliabilityFlags, BadValuesExitTwoWithTheFlagNamed) {

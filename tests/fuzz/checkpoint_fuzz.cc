@@ -40,16 +40,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<char> file(reinterpret_cast<const char*>(data), reinterpret_cast<const char*>(data) + size);
   Reseal(&file);
   try {
-    const scheduler::CheckpointReader reader = scheduler::CheckpointReader::Parse(file, "input");
+    const run::CheckpointReader reader = run::CheckpointReader::Parse(file, "input");
     for (const char* name : {"global.current", "params", "momentum", "device.0.params"})
       if (reader.Has(name)) {
         const std::vector<float> values = reader.Read<float>(name);
         if (values.size() * sizeof(float) > file.size()) Violation("a section larger than the file");
       }
     if (reader.Has("sampler.order")) reader.Read<uint64_t>("sampler.order");
-    const nlohmann::json meta = scheduler::ParseCheckpointMeta(reader.meta(), reader.source());
-    const scheduler::RunProgress progress = scheduler::ProgressFromJson(meta.at("progress"));
-    (void)scheduler::ResultOf(progress);
+    const nlohmann::json meta = run::ParseCheckpointMeta(reader.meta(), reader.source());
+    const run::RunProgress progress = run::ProgressFromJson(meta.at("progress"));
+    (void)run::ResultOf(progress);
   } catch (const data::InputError&) {
   } catch (const nlohmann::json::exception&) {
   } catch (const std::invalid_argument&) {

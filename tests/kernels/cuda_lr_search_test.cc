@@ -10,7 +10,7 @@
 #include "run/lr_search.h"
 #include "tests/kernels/cuda_test_gate.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 TEST(LrSearchDevice, TheFirstGpuWhenEveryDeviceIsAGpuElseTheCpu) {
@@ -35,7 +35,7 @@ TEST(CudaLrSearch, OnAGpuScoresTheGridAsTheCpuDoesAndPicksTheSameRate) {
   config.nnz_per_row = 12;
   config.labels_per_row = 2;
   const data::Dataset train = data::NormalizeRowsL2(data::Generate(config).train);
-  TrainOptions options;
+  scheduler::TrainOptions options;
   options.batch = 64;
   const kernels::ModelShape shape{train.num_features(), {16}, train.num_labels()};
   const LrSearchResult cpu = SearchLearningRate(train, shape, options, engine::DeviceSpec{});
@@ -54,4 +54,4 @@ TEST(CudaLrSearch, OnAGpuScoresTheGridAsTheCpuDoesAndPicksTheSameRate) {
 }
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -1,5 +1,5 @@
 // NcclAllReduce across processes (NcclRanks), with threads playing the ranks
-// (dist::MakeThreadGroups, which also carries rank 0's NCCL id to the others): one communicator
+// (ranks::MakeThreadGroups, which also carries rank 0's NCCL id to the others): one communicator
 // over every rank's GPUs, each rank holding the replicas of its own GPUs. For 1 to 8 GPUs in all
 // (as many as there are) split over 1 to 3 ranks, 1 or 2 replicas per GPU, model sizes below the
 // GPU count and not divisible by it, weights that do not sum to 1: every rank's replicas, global
@@ -17,12 +17,12 @@
 #include <thread>
 #include <vector>
 
-#include "dist/rank_group.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_count.h"
 #include "kernels/cuda/nccl_all_reduce.h"
 #include "merge/collective.h"
 #include "merge/global_momentum.h"
+#include "ranks/rank_group.h"
 #include "tests/kernels/cuda_test_gate.h"
 #include "tests/kernels/gpu_replicas_support.h"
 #ifdef XMLT_GPUSIM
@@ -41,7 +41,7 @@ using Replicas = testing::TwinReplicas;
 int RankOfGpu(int gpu, int gpus, int ranks) { return gpu * ranks / gpus; }
 
 // How rank 0's bytes reach every rank, over a rank group.
-std::function<void(uint8_t*, size_t)> FromRank0(dist::RankGroup& group) {
+std::function<void(uint8_t*, size_t)> FromRank0(xmlt::ranks::RankGroup& group) {
   return [&group](uint8_t* bytes, size_t size) {
     const std::vector<std::vector<uint8_t>> all =
         group.AllGather(std::vector<uint8_t>(bytes, bytes + size));
@@ -50,9 +50,9 @@ std::function<void(uint8_t*, size_t)> FromRank0(dist::RankGroup& group) {
 }
 
 // Runs `each_rank(rank, group)` on one thread per rank; rethrows the first failure.
-void OnRanks(int ranks, const std::function<void(int, dist::RankGroup&)>& each_rank) {
-  std::vector<std::unique_ptr<dist::RankGroup>> groups =
-      dist::MakeThreadGroups(ranks, std::chrono::seconds(60));
+void OnRanks(int ranks, const std::function<void(int, xmlt::ranks::RankGroup&)>& each_rank) {
+  std::vector<std::unique_ptr<xmlt::ranks::RankGroup>> groups =
+      xmlt::ranks::MakeThreadGroups(ranks, std::chrono::seconds(60));
   std::vector<std::exception_ptr> failures(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
@@ -130,7 +130,7 @@ TEST(CudaNcclAcrossRanks, EveryRankEqualsTheHostRuleWithTheSameBits) {
           std::vector<std::vector<float>> got_current(static_cast<size_t>(ranks)),
               got_previous(static_cast<size_t>(ranks));
           std::vector<std::vector<double>> got_norms(static_cast<size_t>(ranks));
-          OnRanks(ranks, [&](int rank, dist::RankGroup& group) {
+          OnRanks(ranks, [&](int rank, xmlt::ranks::RankGroup& group) {
             NcclAllReduce nccl(ViewOf(replicas, owners, rank), count,
                                NcclRanks{rank, owners, FromRank0(group)});
             EXPECT_EQ(nccl.gpus(), size_t(gpus)) << where;
@@ -186,7 +186,7 @@ TEST(CudaNcclAcrossRanks, TheFiniteCheckSeesEveryRanksShard) {
     std::vector<float> current(count, 1.0f), previous(count, 1.0f);
     current[bad] = std::numeric_limits<float>::quiet_NaN();
     std::vector<int> finite(2, -1);
-    OnRanks(2, [&](int rank, dist::RankGroup& group) {
+    OnRanks(2, [&](int rank, xmlt::ranks::RankGroup& group) {
       NcclAllReduce nccl(ViewOf(replicas, owners, rank), count,
                          NcclRanks{rank, owners, FromRank0(group)});
       nccl.SetGlobalModel(current.data(), previous.data());
@@ -222,7 +222,7 @@ TEST(CudaNcclAcrossRanksSim, AGpuLostOnOneRankFailsTheMergeOnEveryRank) {
     std::vector<int> owners;
     for (const int g : replicas.gpus) owners.push_back(RankOfGpu(g, gpus, 2));
     const std::vector<double> w = RandomWeights(replicas.gpus.size(), 5);
-    OnRanks(2, [&](int rank, dist::RankGroup& group) {
+    OnRanks(2, [&](int rank, xmlt::ranks::RankGroup& group) {
       NcclAllReduce nccl(ViewOf(replicas, owners, rank), count,
                          NcclRanks{rank, owners, FromRank0(group)});
       nccl.WeightedAllReduce(w);

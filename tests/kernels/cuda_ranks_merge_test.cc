@@ -1,4 +1,4 @@
-// A run over several ranks (threads playing them, dist::MakeThreadGroups) whose devices are all
+// A run over several ranks (threads playing them, ranks::MakeThreadGroups) whose devices are all
 // GPUs, with --collective nccl: its merges run on one NCCL communicator over every rank's GPUs, on
 // the replicas where they are (MergesOnGpus, the summary's merge_on). Against the same ranks merged
 // on the host mirrors (--merge-on host), for 2 ranks of 1 and of 2 GPUs and 3 ranks of 1 GPU (a
@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "data/synthetic_generator.h"
-#include "dist/rank_group.h"
 #include "kernels/cuda/device_count.h"
 #include "kernels/model.h"
+#include "ranks/rank_group.h"
 #include "run/multi_device_run.h"
 #include "tests/kernels/cuda_test_gate.h"
 #include "tests/scheduler/scheduler_test_support.h"
@@ -33,7 +33,7 @@
 #include "gpusim/traffic.h"
 #endif
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 const data::GeneratedData& Data() {
@@ -48,13 +48,13 @@ struct Outcome {
 };
 
 // `ranks` ranks of `per_rank` GPUs each, rank r on GPUs r * per_rank ..., on the virtual clock.
-EngineOptions RanksEngine(const std::string& algo, int ranks, int per_rank) {
+scheduler::EngineOptions RanksEngine(const std::string& algo, int ranks, int per_rank) {
   std::string devices, speeds;
   for (int g = 0; g < ranks * per_rank; ++g) {
     devices += (g == 0 ? "" : ",") + std::string("cuda:") + std::to_string(g);
     speeds += (g == 0 ? "" : ",") + std::to_string(1 + 0.1 * g);
   }
-  EngineOptions engine = xmlt::testing::WithAlgo(xmlt::testing::VirtualClockEngine(devices, speeds), algo);
+  scheduler::EngineOptions engine = xmlt::testing::WithAlgo(xmlt::testing::VirtualClockEngine(devices, speeds), algo);
   for (int g = 0; g < ranks * per_rank; ++g) {
     engine.devices[size_t(g)].id += "@r" + std::to_string(g / per_rank);
     engine.device_rank.push_back(g / per_rank);
@@ -63,16 +63,17 @@ EngineOptions RanksEngine(const std::string& algo, int ranks, int per_rank) {
 }
 
 // Every rank's outcome of the run `engine` describes, one thread per rank.
-std::vector<Outcome> TrainOnRanks(const EngineOptions& engine, int ranks, const TrainOptions& options,
-                                  const RunControl& control = {}) {
-  std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(ranks, std::chrono::seconds(30));
+std::vector<Outcome> TrainOnRanks(const scheduler::EngineOptions& engine, int ranks,
+                                  const scheduler::TrainOptions& options, const RunControl& control = {}) {
+  std::vector<std::unique_ptr<xmlt::ranks::RankGroup>> groups =
+      xmlt::ranks::MakeThreadGroups(ranks, std::chrono::seconds(30));
   std::vector<Outcome> outcomes(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       Outcome& outcome = outcomes[size_t(r)];
       try {
-        EngineOptions mine = engine;
+        scheduler::EngineOptions mine = engine;
         mine.ranks = groups[size_t(r)].get();
         const data::GeneratedData& data = Data();
         kernels::Model<float> model = kernels::InitModel<float>(
@@ -90,7 +91,7 @@ std::vector<Outcome> TrainOnRanks(const EngineOptions& engine, int ranks, const 
   return outcomes;
 }
 
-size_t ModelSize(const TrainOptions& options) {
+size_t ModelSize(const scheduler::TrainOptions& options) {
   const data::GeneratedData& data = Data();
   return kernels::InitModel<float>({data.train.num_features(), options.hidden, data.train.num_labels()}, 1)
       .params.size();
@@ -99,7 +100,7 @@ size_t ModelSize(const TrainOptions& options) {
 TEST(CudaRanksMerge, NcclAcrossRanksEqualsTheHostMergeAndEveryRankHasTheSameModel) {
   XMLT_SKIP_WITHOUT_GPU();
   const int gpus = kernels::cuda::CudaDeviceCountOrZero();
-  const TrainOptions options = xmlt::testing::ShortRunOptions(2);
+  const scheduler::TrainOptions options = xmlt::testing::ShortRunOptions(2);
   struct Shape {
     int ranks, per_rank;
   };
@@ -112,20 +113,20 @@ TEST(CudaRanksMerge, NcclAcrossRanksEqualsTheHostMergeAndEveryRankHasTheSameMode
     for (const std::string algo : {"adaptive", "sync"}) {
       const std::string where = algo + " on " + std::to_string(shape.ranks) + " ranks of " +
                                 std::to_string(shape.per_rank) + " GPUs";
-      EngineOptions nccl = RanksEngine(algo, shape.ranks, shape.per_rank);
+      scheduler::EngineOptions nccl = RanksEngine(algo, shape.ranks, shape.per_rank);
       nccl.collective = merge::CollectiveKind::kNccl;
-      EngineOptions host = RanksEngine(algo, shape.ranks, shape.per_rank);
-      host.merge_on = EngineOptions::MergeOn::kHost;
+      scheduler::EngineOptions host = RanksEngine(algo, shape.ranks, shape.per_rank);
+      host.merge_on = scheduler::EngineOptions::MergeOn::kHost;
       // What the summary's merge_on reports (apps/command_train.cc), on any rank.
-      auto group = dist::MakeThreadGroups(shape.ranks);
+      auto group = xmlt::ranks::MakeThreadGroups(shape.ranks);
       nccl.ranks = host.ranks = group[1].get();
-      EXPECT_TRUE(MergesOnGpus(nccl)) << where;
-      EXPECT_FALSE(MergesOnGpus(host)) << where;
+      EXPECT_TRUE(scheduler::MergesOnGpus(nccl)) << where;
+      EXPECT_FALSE(scheduler::MergesOnGpus(host)) << where;
       nccl.ranks = host.ranks = nullptr;
 
       // The command line's momenta (apps/train_presets.cc): adaptive the replicas' only, sync the
       // merge's only (a momentum on a momentum oscillates here; see ranks_run_test.cc).
-      TrainOptions run = options;
+      scheduler::TrainOptions run = options;
       nccl.momentum = host.momentum = algo == "sync" ? 0.9 : 0.0;
       run.local_momentum = algo == "sync" ? 0.0f : 0.9f;
 #ifdef XMLT_GPUSIM
@@ -169,20 +170,20 @@ TEST(CudaRanksMerge, NcclAcrossRanksEqualsTheHostMergeAndEveryRankHasTheSameMode
 
 TEST(CudaRanksMerge, NcclAcrossRanksIsRefusedForMergesThatReadEveryReplica) {
   for (const std::string algo : {"adasum", "crossbow"}) {
-    EngineOptions engine = RanksEngine(algo, 2, 1);
+    scheduler::EngineOptions engine = RanksEngine(algo, 2, 1);
     engine.collective = merge::CollectiveKind::kNccl;
-    auto group = dist::MakeThreadGroups(2);
+    auto group = xmlt::ranks::MakeThreadGroups(2);
     engine.ranks = group[0].get();
-    EXPECT_FALSE(MergesOnGpus(engine)) << algo;
+    EXPECT_FALSE(scheduler::MergesOnGpus(engine)) << algo;
     try {
-      ValidateEngineOptions(engine);
+      scheduler::ValidateEngineOptions(engine);
       ADD_FAILURE() << algo << " with nccl across ranks was accepted";
-    } catch (const OptionError& e) {
+    } catch (const scheduler::OptionError& e) {
       EXPECT_NE(std::string(e.what()).find("across ranks"), std::string::npos) << e.what();
     }
     // The ring across ranks merges on the host mirrors, as before.
     engine.collective = merge::CollectiveKind::kPartitionedSum;
-    EXPECT_FALSE(MergesOnGpus(engine)) << algo;
+    EXPECT_FALSE(scheduler::MergesOnGpus(engine)) << algo;
   }
 }
 
@@ -192,10 +193,10 @@ TEST(CudaRanksMerge, NcclAcrossRanksIsRefusedForMergesThatReadEveryReplica) {
 TEST(CudaRanksMerge, ACheckpointedAndResumedRunEndsWhereTheWholeRunDoes) {
   XMLT_SKIP_WITHOUT_GPU();
   if (kernels::cuda::CudaDeviceCountOrZero() < 2) GTEST_SKIP() << "needs two GPUs";
-  EngineOptions engine = RanksEngine("adaptive", 2, 1);
+  scheduler::EngineOptions engine = RanksEngine("adaptive", 2, 1);
   engine.collective = merge::CollectiveKind::kNccl;
   engine.momentum = 0;
-  TrainOptions whole_run = xmlt::testing::ShortRunOptions(2), first_half = xmlt::testing::ShortRunOptions(1);
+  scheduler::TrainOptions whole_run = xmlt::testing::ShortRunOptions(2), first_half = xmlt::testing::ShortRunOptions(1);
   const std::vector<Outcome> whole = TrainOnRanks(engine, 2, whole_run);
   xmlt::testing::TempDir dir;
   RunControl checkpointed;
@@ -225,7 +226,7 @@ TEST(CudaRanksMergeSim, AGpuLostOnOneRankStopsEveryRank) {
   if (gpus < 2) GTEST_SKIP() << "needs two GPUs";
   for (const int per_rank : {1, 2}) {
     if (2 * per_rank > gpus) continue;
-    EngineOptions engine = RanksEngine("adaptive", 2, per_rank);
+    scheduler::EngineOptions engine = RanksEngine("adaptive", 2, per_rank);
     engine.collective = merge::CollectiveKind::kNccl;
     const int lost = 2 * per_rank - 1;
     const std::string lost_id = "cuda:" + std::to_string(lost) + "@r1";
@@ -258,4 +259,4 @@ TEST(CudaRanksMergeSim, AGpuLostOnOneRankStopsEveryRank) {
 #endif
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -19,7 +19,7 @@
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/test_support.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 const data::GeneratedData& Data() {
@@ -27,7 +27,7 @@ const data::GeneratedData& Data() {
   return data;
 }
 
-TrainOptions Options() { return testing::ShortRunOptions(1); }
+scheduler::TrainOptions Options() { return testing::ShortRunOptions(1); }
 
 struct Outcome {
   std::vector<EvalRecord> records;
@@ -37,9 +37,9 @@ struct Outcome {
 
 // Trains (or resumes); `stop_at_rows` > 0 raises the stop flag once a batch brings the rows
 // trained to that many.
-Outcome TrainFor(const EngineOptions& engine, RunControl control, uint64_t stop_at_rows) {
+Outcome TrainFor(const scheduler::EngineOptions& engine, RunControl control, uint64_t stop_at_rows) {
   const data::GeneratedData& data = Data();
-  const TrainOptions options = Options();
+  const scheduler::TrainOptions options = Options();
   Outcome out;
   out.model = kernels::InitModel<float>({data.train.num_features(), options.hidden, data.train.num_labels()}, 1);
   std::atomic<int> stop{0};
@@ -58,7 +58,8 @@ class CudaResumeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaResumeTest, AStopInsideAMegaBatchResumesToTheUninterruptedRun) {
   XMLT_SKIP_WITHOUT_GPU();
-  EngineOptions engine = testing::WithAlgo(testing::VirtualClockEngine("cuda:0,cuda:1,cpu:1", "1,1.3,1.8"), GetParam());
+  scheduler::EngineOptions engine =
+      testing::WithAlgo(testing::VirtualClockEngine("cuda:0,cuda:1,cpu:1", "1,1.3,1.8"), GetParam());
   engine.momentum = 0.5;
   const Outcome full = TrainFor(engine, {}, 0);
   ASSERT_GE(full.records.size(), 2u);
@@ -96,15 +97,16 @@ INSTANTIATE_TEST_SUITE_P(Merges, CudaResumeTest, ::testing::Values("adaptive", "
 TEST(CudaRollback, ADivergenceRollsTheGpuReplicasBackWithTheCpus) {
   XMLT_SKIP_WITHOUT_GPU();
   RunControl control;
-  FaultInjection nan;
-  nan.kind = FaultInjection::Kind::kNaN;
+  scheduler::FaultInjection nan;
+  nan.kind = scheduler::FaultInjection::Kind::kNaN;
   nan.device = 1;
   nan.megabatch = 3;
   control.faults = {nan};
   Outcome runs[2];
   const char* devices[2] = {"cpu:3", "cuda:0,cuda:1,cpu:1"};
   for (int k = 0; k < 2; ++k) {
-    EngineOptions engine = testing::WithAlgo(testing::VirtualClockEngine(devices[k], "1,1.3,1.8"), "adaptive");
+    scheduler::EngineOptions engine =
+        testing::WithAlgo(testing::VirtualClockEngine(devices[k], "1,1.3,1.8"), "adaptive");
     engine.momentum = 0.5;
     runs[k] = TrainFor(engine, control, 0);
     EXPECT_EQ(runs[k].result.rollbacks, 1u) << devices[k];
@@ -120,4 +122,4 @@ TEST(CudaRollback, ADivergenceRollsTheGpuReplicasBackWithTheCpus) {
 }
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -1,4 +1,4 @@
-// GlobalModel (merge/replica_set.h): where w and w_p are newest, and the copies between the host
+// GlobalModel (merge/global_model.h): where w and w_p are newest, and the copies between the host
 // and a merge that keeps them elsewhere, against a stand-in for such a merge.
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "merge/collective.h"
+#include "merge/global_model.h"
 #include "merge/global_momentum.h"
 #include "merge/merger.h"
 #include "merge/replica_set.h"

@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "dist/rank_group.h"
 #include "merge/collective.h"
 #include "merge/rank_sum_collective.h"
+#include "ranks/rank_group.h"
 #include "tests/merge/merge_test_support.h"
 #include "tests/test_support.h"
 
@@ -29,7 +29,7 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 // Runs body(rank, group) on `ranks` threads and rethrows the first failure.
 template <class Body>
 void OnRanks(int ranks, Body body) {
-  std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(ranks);
+  std::vector<std::unique_ptr<xmlt::ranks::RankGroup>> groups = xmlt::ranks::MakeThreadGroups(ranks);
   std::vector<std::exception_ptr> errors(ranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
@@ -83,7 +83,7 @@ TEST(RankSumCollective, SumsEveryRanksReplicasWithoutReadingOrWritingTheOthers) 
         }
       std::vector<Replicas> after(c.ranks);
       std::vector<std::vector<int>> finished(c.ranks, std::vector<int>(size, 0));
-      OnRanks(c.ranks, [&](int rank, dist::RankGroup& group) {
+      OnRanks(c.ranks, [&](int rank, xmlt::ranks::RankGroup& group) {
         Replicas mine = ViewOfRank(all, c, rank);
         std::vector<int>& seen = finished[rank];
         FinishBlock negate = [&seen](size_t begin, size_t end, float* values) {
@@ -119,7 +119,7 @@ TEST(RankSumCollective, SquaredNormsAreEachOwnersBits) {
     const Replicas all = RandomReplicas(n, 10007, uint32_t(n));
     Replicas copy = all;
     const std::vector<double> expected = MakeCollective("ring", n)->SquaredNorms(copy.View());
-    OnRanks(c.ranks, [&](int rank, dist::RankGroup& group) {
+    OnRanks(c.ranks, [&](int rank, xmlt::ranks::RankGroup& group) {
       Replicas mine = ViewOfRank(all, c, rank);
       const std::vector<double> norms =
           MakeRankSumCollective(MakeCollective("ring", n), group, IsLocal(c, rank))->SquaredNorms(mine.View());
@@ -134,7 +134,7 @@ TEST(RankSumCollective, TheOtherRanksReplicasMayBeNull) {
   const Case c{2, {0, 1, 1, 0, 1}};
   const Replicas all = RandomReplicas(c.owner.size(), 1003, 7);
   const std::vector<double> weights{0.1, 0.3, 0.2, 0.25, 0.4};
-  OnRanks(c.ranks, [&](int rank, dist::RankGroup& group) {
+  OnRanks(c.ranks, [&](int rank, xmlt::ranks::RankGroup& group) {
     Replicas present = ViewOfRank(all, c, rank), absent = present;
     ReplicaSet with_nulls = absent.View();
     for (size_t i = 0; i < c.owner.size(); ++i)
@@ -157,7 +157,7 @@ TEST(RankSumCollective, TheOtherRanksReplicasMayBeNull) {
 }
 
 TEST(RankSumCollective, RefusesAReplicaCountOtherThanItsDevices) {
-  OnRanks(1, [](int, dist::RankGroup& group) {
+  OnRanks(1, [](int, xmlt::ranks::RankGroup& group) {
     Replicas r = RandomReplicas(3, 10, 1);
     auto collective = MakeRankSumCollective(MakeCollective("ring", 2), group, {true, true});
     EXPECT_THROW(collective->WeightedAllReduce(r.View(), {0.3, 0.3, 0.4}, nullptr), std::invalid_argument);

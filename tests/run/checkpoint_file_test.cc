@@ -15,7 +15,7 @@
 #include "data/input_error.h"
 #include "tests/test_support.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 std::vector<char> FileBytes(const std::string& path) {
@@ -140,4 +140,4 @@ TEST(CheckpointFile, AKillDuringWritingLeavesThePreviousCheckpointLoadable) {
 }
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -18,15 +18,15 @@
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/test_support.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 using namespace reliability;
 
 // Adaptive SGD on two CPU devices 1.5x apart, both sampled: 500 labels, active sets of at least
 // 24, rehashes inside each mega-batch (as tests/run/slide_resume_test.cc).
-EngineOptions SampledCpus() {
-  EngineOptions engine = OnDevices(Engine("adaptive"), "cpu:2", "1,1.5");
+scheduler::EngineOptions SampledCpus() {
+  scheduler::EngineOptions engine = OnDevices(Engine("adaptive"), "cpu:2", "1,1.5");
   engine.sampled_output.enabled = true;
   engine.sampled_output.hash = "dwta";
   engine.sampled_output.k = 2;
@@ -40,8 +40,8 @@ EngineOptions SampledCpus() {
 
 // The run's local momentum stays 0.9: the sampled devices step without it (the device pool gives
 // them none) rather than refuse the run, at 10 x the rate: 1, as tests/run/slide_resume_test.cc.
-TrainOptions SampledOptions() {
-  TrainOptions options = Options();
+scheduler::TrainOptions SampledOptions() {
+  scheduler::TrainOptions options = Options();
   options.local_momentum = 0.9f;
   options.lr = 0.1f;
   return options;
@@ -49,8 +49,8 @@ TrainOptions SampledOptions() {
 
 TEST(CpuSampledRun, TwoSampledCpuDevicesResumeToTheUninterruptedRun) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
-  const TrainOptions options = SampledOptions();
-  const EngineOptions engine = SampledCpus();
+  const scheduler::TrainOptions options = SampledOptions();
+  const scheduler::EngineOptions engine = SampledCpus();
   const Outcome full = TrainFor(options, &engine, {});
   ASSERT_GE(full.records.size(), 4u);
   const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
@@ -78,8 +78,8 @@ TEST(CpuSampledRun, TwoSampledCpuDevicesResumeToTheUninterruptedRun) {
 TEST(CpuSampledRun, BesideAGpuOnlyTheCpuDeviceIsSampledAndTheResumeIsExact) {
   if (engine::CudaDeviceCount() == 0) GTEST_SKIP() << "no GPU (a CUDA or -DXMLT_CUDA=SIM build with a GPU)";
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
-  const TrainOptions options = SampledOptions();
-  EngineOptions engine = SampledCpus();
+  const scheduler::TrainOptions options = SampledOptions();
+  scheduler::EngineOptions engine = SampledCpus();
   engine.devices = engine::ParseDeviceList("cuda:0,cpu:1");
   const Outcome full = TrainFor(options, &engine, {});
   EXPECT_LT(full.records.back().test.loss, 0.9 * full.records.front().test.loss);
@@ -99,8 +99,8 @@ TEST(CpuSampledRun, BesideAGpuOnlyTheCpuDeviceIsSampledAndTheResumeIsExact) {
 
 TEST(CpuSampledRun, ItLearnsAndIsNotTheDenseRun) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
-  TrainOptions options = SampledOptions();
-  EngineOptions engine = SampledCpus();
+  scheduler::TrainOptions options = SampledOptions();
+  scheduler::EngineOptions engine = SampledCpus();
   const Outcome sampled = TrainFor(options, &engine, {});
   EXPECT_LT(sampled.records.back().test.loss, 0.9 * sampled.records.front().test.loss);
   engine.sampled_output.enabled = false;  // dense devices, plain SGD at the sampled devices' rate
@@ -113,12 +113,14 @@ TEST(CpuSampledRun, ItLearnsAndIsNotTheDenseRun) {
 TEST(CpuSampledRun, TheMemoryPlanCountsTheTablesOfTheCpuDevicesOnly) {
   const data::GeneratedData& data = Data();
   const kernels::ModelShape shape{data.train.num_features(), {16}, data.train.num_labels()};
-  const TrainOptions options = SampledOptions();
-  EngineOptions engine = SampledCpus();
+  const scheduler::TrainOptions options = SampledOptions();
+  scheduler::EngineOptions engine = SampledCpus();
   const engine::DeviceLimits limits = engine::LimitsFor(data.train, options.batch);
-  const MemoryPlan sampled = PlanMemory(shape, options, engine, limits, data.train.num_rows(), false);
+  const scheduler::MemoryPlan sampled =
+      scheduler::PlanMemory(shape, options, engine, limits, data.train.num_rows(), false);
   engine.sampled_output.enabled = false;
-  const MemoryPlan dense = PlanMemory(shape, options, engine, limits, data.train.num_rows(), false);
+  const scheduler::MemoryPlan dense =
+      scheduler::PlanMemory(shape, options, engine, limits, data.train.num_rows(), false);
   ASSERT_EQ(sampled.devices.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_GE(sampled.devices[i].workspace, engine.sampled_output.TableBytes(shape.num_labels));
@@ -136,14 +138,14 @@ TEST(CpuSampledRun, BibtexTwoSampledCpuDevicesLearn) {
   if (folder.empty()) GTEST_SKIP() << "bibtex not found (set XMLT_DATA_DIR or provide ../shared/data/bibtex)";
   const data::Dataset train = data::LoadDataset(folder + "/train.txt");
   const data::Dataset test = data::LoadDataset(folder + "/test.txt");
-  TrainOptions options;
+  scheduler::TrainOptions options;
   options.epochs = 5;
   options.batch = 128;
   options.hidden = {128};
   options.lr = 0.6f;
   options.local_momentum = 0.9f;
   options.mega_batch = 19;  // the preset: half an epoch
-  EngineOptions engine = testing::VirtualClockEngine("cpu:2", "1,1");
+  scheduler::EngineOptions engine = testing::VirtualClockEngine("cpu:2", "1,1");
   engine.sampled_output = engine::SampledOutputOptions::PresetFor(std::max(train.num_labels(), test.num_labels()));
   engine.sampled_output.enabled = true;
   const kernels::ModelShape shape{std::max(train.num_features(), test.num_features()), options.hidden,
@@ -162,4 +164,4 @@ TEST(CpuSampledRun, BibtexTwoSampledCpuDevicesLearn) {
 }
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

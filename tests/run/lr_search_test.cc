@@ -17,7 +17,7 @@
 #include "data/synthetic_generator.h"
 #include "engine/sampled_output.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 data::Dataset SmallSet(uint64_t rows) {
@@ -32,7 +32,7 @@ data::Dataset SmallSet(uint64_t rows) {
 }
 
 LrSearchResult Search(const data::Dataset& train, uint32_t hidden, uint32_t batch) {
-  TrainOptions options;
+  scheduler::TrainOptions options;
   options.batch = batch;
   return SearchLearningRate(train, {train.num_features(), {hidden}, train.num_labels()}, options);
 }
@@ -82,7 +82,7 @@ TEST(LrSearch, TheSplitIsSeededAndHoldsOutATenthOfTheRowsOnce) {
 // Scored on its own rows it would score about 1.
 TEST(LrSearch, CandidatesAreScoredOnTheHeldOutRowsOnly) {
   const uint64_t rows = 1500;
-  const LrSearchSplit split = SplitForLrSearch(rows, TrainOptions{}.seed);
+  const LrSearchSplit split = SplitForLrSearch(rows, scheduler::TrainOptions{}.seed);
   std::vector<bool> heldout(rows, false);
   for (const uint64_t r : split.heldout) heldout[r] = true;
   std::mt19937_64 rng(3);
@@ -109,7 +109,7 @@ TEST(LrSearch, CandidatesAreScoredOnTheHeldOutRowsOnly) {
 // or a pick among candidates that all scored zero.
 TEST(LrSearch, LabelsOnOneSideOfTheSplitOnlyAreRefusedSayingWhich) {
   const uint64_t rows = 200;
-  const LrSearchSplit split = SplitForLrSearch(rows, TrainOptions{}.seed);
+  const LrSearchSplit split = SplitForLrSearch(rows, scheduler::TrainOptions{}.seed);
   std::vector<bool> heldout(rows, false);
   for (const uint64_t r : split.heldout) heldout[r] = true;
   for (const bool label_heldout : {true, false}) {
@@ -135,7 +135,7 @@ TEST(LrSearch, BudgetIsCappedAtOneHundredBatchesAndTheSliceAtFiveThousandRows) {
 
 TEST(LrSearch, RefusesFewerThanTwoRows) {
   const data::Dataset one = data::SelectRows(SmallSet(10), {0});
-  EXPECT_THROW(SearchLearningRate(one, {one.num_features(), {4}, one.num_labels()}, TrainOptions{}),
+  EXPECT_THROW(SearchLearningRate(one, {one.num_features(), {4}, one.num_labels()}, scheduler::TrainOptions{}),
                std::invalid_argument);
 }
 
@@ -146,7 +146,7 @@ TEST(LrSearch, WithTheSampledOutputLayerTheCandidatesTrainWithTheSampledStep) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
   const data::Dataset train = SmallSet(800);
   const kernels::ModelShape shape{train.num_features(), {16}, train.num_labels()};
-  TrainOptions options;
+  scheduler::TrainOptions options;
   options.batch = 64;
   options.local_momentum = 0;  // as --algo slide: plain SGD either way, so only the step differs
   engine::SampledOutputOptions sampled = engine::SampledOutputOptions::PresetFor(shape.num_labels);
@@ -168,4 +168,4 @@ TEST(LrSearch, WithTheSampledOutputLayerTheCandidatesTrainWithTheSampledStep) {
 }
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -15,7 +15,7 @@
 
 #include "tests/test_support.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 namespace fs = std::filesystem;
@@ -263,4 +263,4 @@ TEST(MetricsLogTest, UnwritablePathThrowsNamingIt) {
 }
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -12,7 +12,7 @@
 #include "engine/device_spec.h"
 #include "tests/run/reliability_support.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 using namespace reliability;
@@ -27,7 +27,7 @@ TEST_P(MixedDevicesRepeat, TwoRunsGiveTheSameModel) {
   if (engine::CudaDeviceCount() < gpus_needed)
     GTEST_SKIP() << "needs " << gpus_needed << " GPUs (a CUDA or -DXMLT_CUDA=SIM build)";
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
-  const EngineOptions engine = OnDevices(Engine("adaptive"), GetParam(), "1,1.3,1.8");
+  const scheduler::EngineOptions engine = OnDevices(Engine("adaptive"), GetParam(), "1,1.3,1.8");
   const Outcome first = TrainFor(Options(), &engine, {});
   const Outcome second = TrainFor(Options(), &engine, {});
   ExpectSameRun(first, second, /*wall_clock_steps=*/false);
@@ -37,4 +37,4 @@ INSTANTIATE_TEST_SUITE_P(Lists, MixedDevicesRepeat,
                          ::testing::Values("cuda:0,cpu:2", "cuda:0x2,cpu:1", "cuda:0,cuda:1,cpu:1"));
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -12,7 +12,7 @@
 #include "run/metrics_log.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 const data::GeneratedData& Data() {
@@ -20,26 +20,26 @@ const data::GeneratedData& Data() {
   return data;
 }
 
-TrainOptions Options() {
-  TrainOptions options;
+scheduler::TrainOptions Options() {
+  scheduler::TrainOptions options;
   options.epochs = 3;
   options.batch = 32;
   options.mega_batch = 10;
   options.hidden = {16};
-  options.eval.kind = EvalSchedule::Kind::kEveryMegaBatches;
+  options.eval.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
   options.eval.mega_batches = 1;
   return options;
 }
 
-EngineOptions Adaptive(const std::string& devices, const std::string& speed) {
+scheduler::EngineOptions Adaptive(const std::string& devices, const std::string& speed) {
   return testing::VirtualClockEngine(devices, speed);
 }
 
-EngineOptions Elastic(const std::string& devices, const std::string& speed) {
+scheduler::EngineOptions Elastic(const std::string& devices, const std::string& speed) {
   return testing::WithAlgo(testing::VirtualClockEngine(devices, speed), "elastic");
 }
 
-std::vector<EvalRecord> TrainRun(const TrainOptions& options, const EngineOptions& engine,
+std::vector<EvalRecord> TrainRun(const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
                             kernels::Model<float>* model_out = nullptr) {
   const data::GeneratedData& data = Data();
   kernels::ModelShape shape{data.train.num_features(), options.hidden, data.train.num_labels()};
@@ -59,9 +59,9 @@ uint64_t TotalRows(const std::vector<EvalRecord>& records, size_t device) {
 }
 
 TEST(MultiDeviceRun, ATwiceSlowerDeviceGetsAboutHalfTheRowsWithoutBatchScaling) {
-  EngineOptions engine = Adaptive("cpu:2", "1,2");
+  scheduler::EngineOptions engine = Adaptive("cpu:2", "1,2");
   engine.scale_batches = false;
-  TrainOptions options = Options();
+  scheduler::TrainOptions options = Options();
   options.mega_batch = 60;  // long enough that the 2:1 split is not rounded to whole batches
   const std::vector<EvalRecord> records = TrainRun(options, engine);
   const double fast = double(TotalRows(records, 0)), slow = double(TotalRows(records, 1));
@@ -70,7 +70,7 @@ TEST(MultiDeviceRun, ATwiceSlowerDeviceGetsAboutHalfTheRowsWithoutBatchScaling) 
 }
 
 TEST(MultiDeviceRun, AdaptiveBatchScalingEqualizesTheUpdates) {
-  TrainOptions options = Options();
+  scheduler::TrainOptions options = Options();
   options.epochs = 6;
   const std::vector<EvalRecord> records = TrainRun(options, Adaptive("cpu:4", "1,1.1,1.2,1.32"));
   const auto spread = [](const EvalRecord& r) {
@@ -107,7 +107,7 @@ TEST(MultiDeviceRun, ElasticFastDevicesIdleMoreWhenTheGapGrows) {
 
 TEST(MultiDeviceRun, SameSeedGivesIdenticalMetricsAndModels) {
   kernels::Model<float> a, b;
-  const EngineOptions engine = Adaptive("cpu:3", "1,1.5,2");
+  const scheduler::EngineOptions engine = Adaptive("cpu:3", "1,1.5,2");
   const std::vector<EvalRecord> first = TrainRun(Options(), engine, &a);
   const std::vector<EvalRecord> second = TrainRun(Options(), engine, &b);
   ASSERT_EQ(first.size(), second.size());
@@ -117,7 +117,7 @@ TEST(MultiDeviceRun, SameSeedGivesIdenticalMetricsAndModels) {
     EXPECT_EQ(ToJson(x), ToJson(y)) << "evaluation " << k;
   }
   EXPECT_EQ(a.params, b.params);
-  TrainOptions other = Options();
+  scheduler::TrainOptions other = Options();
   other.seed = 2;
   kernels::Model<float> c;
   TrainRun(other, engine, &c);
@@ -128,7 +128,7 @@ TEST(MultiDeviceRun, TrainsEveryRowOnceAnEpochAndLearns) {
   // Merging every 10 batches, 57 times: the global momentum compounds on top of the replicas'
   // local momentum and, with the paper's gamma 0.9, overshoots (see README, "Adaptive SGD in
   // practice"); this run checks the engine's bookkeeping and learning without it.
-  EngineOptions engine = Adaptive("cpu:4", "1,1.1,1.2,1.32");
+  scheduler::EngineOptions engine = Adaptive("cpu:4", "1,1.1,1.2,1.32");
   engine.momentum = 0;
   const std::vector<EvalRecord> records = TrainRun(Options(), engine);
   uint64_t labeled = 0;
@@ -151,7 +151,7 @@ TEST(MultiDeviceRun, RejectsMismatchedSpeedsAndUnknownDevices) {
 // --eval-rows: every evaluation but the last scores the same seeded sample, on every device at
 // once; the sums equal one evaluation of the sample on one thread. The last covers the whole set.
 TEST(MultiDeviceRun, EvalRowsScoresAFixedSampleOnEveryDeviceAndTheWholeSetLast) {
-  TrainOptions options = Options();
+  scheduler::TrainOptions options = Options();
   options.epochs = 1;
   options.eval_rows = 101;  // not divisible by the 3 devices
   kernels::Model<float> model;
@@ -162,7 +162,7 @@ TEST(MultiDeviceRun, EvalRowsScoresAFixedSampleOnEveryDeviceAndTheWholeSetLast) 
   const engine::Evaluation whole = engine::Evaluate(model, Data().test);
   EXPECT_NEAR(records.back().test.metrics.p1, whole.metrics.p1, 1e-12);
   EXPECT_NEAR(records.back().test.loss, whole.loss, 1e-9);
-  const std::vector<uint64_t> sample = EvalSample(Data().test.num_rows(), options);
+  const std::vector<uint64_t> sample = scheduler::EvalSample(Data().test.num_rows(), options);
   ASSERT_EQ(sample.size(), 101u);
   const engine::Evaluation on_sample = engine::EvaluateRows(model, Data().test, sample.data(), sample.size()).Mean();
   options.final_eval_full = false;
@@ -178,15 +178,15 @@ TEST(MultiDeviceRun, EvalRowsScoresAFixedSampleOnEveryDeviceAndTheWholeSetLast) 
 // single with plain SGD, to the bit. (With momentum they part: single's first layer keeps the
 // velocity of features absent from a batch for later, the global momentum moves every weight.)
 TEST(MultiDeviceRun, OneDeviceSyncIsSingleDeviceSgd) {
-  TrainOptions options = Options();
+  scheduler::TrainOptions options = Options();
   options.epochs = 0.5;
   options.local_momentum = 0;
   kernels::Model<float> single;
   TrainRun(options, SingleDeviceEngine(), &single);
 
-  EngineOptions sync = SingleDeviceEngine();
-  sync.schedule = EngineOptions::Schedule::kSync;
-  sync.merge = EngineOptions::Merge::kGradient;
+  scheduler::EngineOptions sync = SingleDeviceEngine();
+  sync.schedule = scheduler::EngineOptions::Schedule::kSync;
+  sync.merge = scheduler::EngineOptions::Merge::kGradient;
   sync.momentum = 0;
   kernels::Model<float> synchronous;
   TrainRun(options, sync, &synchronous);
@@ -197,4 +197,4 @@ TEST(MultiDeviceRun, OneDeviceSyncIsSingleDeviceSgd) {
 }
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -9,11 +9,11 @@
 #include <thread>
 
 #include "apps/train_presets.h"
-#include "dist/rank_group.h"
+#include "ranks/rank_group.h"
 #include "run/multi_device_run.h"
 #include "tests/scheduler/scheduler_test_support.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 const data::GeneratedData& Data() {
@@ -21,15 +21,15 @@ const data::GeneratedData& Data() {
   return data;
 }
 
-TrainOptions Options() { return testing::ShortRunOptions(2); }
+scheduler::TrainOptions Options() { return testing::ShortRunOptions(2); }
 
 // The global and local momentum the command line gives `algo` on four devices. Without them sync
 // would run with both at 0.9, a momentum on top of a momentum that no run of the command line
 // uses: there training oscillates (P@1 between 0.04 and 0.17) and multiplies any rounding
 // difference by about 1.3 a merge, so whether two summation orders stay within a bound depends
 // on the instruction set the BLAS picks, not on the merge.
-TrainOptions OptionsFor(const std::string& algo, EngineOptions* engine) {
-  TrainOptions options = Options();
+scheduler::TrainOptions OptionsFor(const std::string& algo, scheduler::EngineOptions* engine) {
+  scheduler::TrainOptions options = Options();
   const apps::PresetValues preset = apps::DefaultPreset(algo, 4, Data().train.num_rows() / options.batch);
   engine->momentum = preset.momentum;
   options.local_momentum = preset.local_momentum;
@@ -41,7 +41,8 @@ struct Outcome {
   std::vector<float> model;
 };
 
-Outcome Train(const EngineOptions& engine, const RunControl& control = {}, const TrainOptions& options = Options()) {
+Outcome Train(const scheduler::EngineOptions& engine, const RunControl& control = {},
+              const scheduler::TrainOptions& options = Options()) {
   const data::GeneratedData& data = Data();
   kernels::ModelShape shape{data.train.num_features(), options.hidden, data.train.num_labels()};
   kernels::Model<float> model = kernels::InitModel<float>(shape, options.seed);
@@ -54,16 +55,16 @@ Outcome Train(const EngineOptions& engine, const RunControl& control = {}, const
 }
 
 // `ranks` threads, each a rank with `per_rank` CPU devices; every rank's outcome.
-std::vector<Outcome> TrainOnRanks(EngineOptions engine, int ranks, const std::string& per_rank,
-                                  const RunControl& control = {}, const TrainOptions& options = Options()) {
-  std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(ranks);
+std::vector<Outcome> TrainOnRanks(scheduler::EngineOptions engine, int ranks, const std::string& per_rank,
+                                  const RunControl& control = {}, const scheduler::TrainOptions& options = Options()) {
+  std::vector<std::unique_ptr<xmlt::ranks::RankGroup>> groups = xmlt::ranks::MakeThreadGroups(ranks);
   std::vector<Outcome> outcomes(ranks);
   std::vector<std::exception_ptr> errors(ranks);
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       try {
-        EngineOptions mine = engine;
+        scheduler::EngineOptions mine = engine;
         mine.devices = engine::DevicesOfRanks(engine::ParseDeviceList(per_rank), ranks, &mine.device_rank);
         mine.ranks = groups[r].get();
         outcomes[r] = Train(mine, control, options);
@@ -105,8 +106,8 @@ double Distance(const Outcome& a, const Outcome& b) {
 
 TEST(RanksRun, TwoRanksOfTwoDevicesTrainTheRunOfFourDevicesForEveryAlgo) {
   for (const std::string algo : {"adaptive", "elastic", "adasum", "sync", "crossbow"}) {
-    EngineOptions engine = testing::WithAlgo(testing::VirtualClockEngine("cpu:4", "1,1.1,1.2,1.32"), algo);
-    const TrainOptions options = OptionsFor(algo, &engine);
+    scheduler::EngineOptions engine = testing::WithAlgo(testing::VirtualClockEngine("cpu:4", "1,1.1,1.2,1.32"), algo);
+    const scheduler::TrainOptions options = OptionsFor(algo, &engine);
     const Outcome one = Train(engine, {}, options);
     const std::vector<Outcome> spread = TrainOnRanks(engine, 2, "cpu:2", {}, options);
     // Adaptive, elastic and sync merge hierarchically (each rank's devices, then across ranks): the
@@ -128,7 +129,7 @@ TEST(RanksRun, TwoRanksOfTwoDevicesTrainTheRunOfFourDevicesForEveryAlgo) {
       // of two rounding drifts of the same run holds on every instruction set, where a fixed
       // bound holds only where it was measured. Measured: 1.00x (sync and elastic, whose weights
       // are exact, even sum ((r0+r1)+(r2+r3)) as the tree does, to the bit) and 1.00x (adaptive).
-      EngineOptions tree = engine, naive = engine;
+      scheduler::EngineOptions tree = engine, naive = engine;
       tree.collective = merge::CollectiveKind::kTree;
       naive.collective = merge::CollectiveKind::kNaive;
       const double order_drift =
@@ -144,7 +145,7 @@ TEST(RanksRun, TwoRanksOfTwoDevicesTrainTheRunOfFourDevicesForEveryAlgo) {
 // Three ranks of one device each against one process with three: a rank count that divides
 // nothing evenly.
 TEST(RanksRun, ThreeRanksOfOneDeviceTrainTheRunOfThreeDevices) {
-  const EngineOptions engine = testing::VirtualClockEngine("cpu:3", "1,1.2,1.5");
+  const scheduler::EngineOptions engine = testing::VirtualClockEngine("cpu:3", "1,1.2,1.5");
   const Outcome one = Train(engine);
   const std::vector<Outcome> spread = TrainOnRanks(engine, 3, "cpu:1");
   for (size_t r = 0; r < spread.size(); ++r) ExpectSameRun(one, spread[r], "rank " + std::to_string(r));
@@ -157,8 +158,8 @@ TEST(RanksRun, ThreeRanksOfOneDeviceTrainTheRunOfThreeDevices) {
 // two epochs must be trained once.
 TEST(RanksRun, OnTheWallClockEachRankDealsItsShareAndTheRanksAgree) {
   for (const char* algo : {"adaptive", "elastic"}) {
-    EngineOptions engine = testing::WithAlgo(testing::VirtualClockEngine("cpu:4", "1,1,3,3"), algo);
-    engine.clock = EngineOptions::Clock::kWall;
+    scheduler::EngineOptions engine = testing::WithAlgo(testing::VirtualClockEngine("cpu:4", "1,1,3,3"), algo);
+    engine.clock = scheduler::EngineOptions::Clock::kWall;
     const std::vector<Outcome> spread = TrainOnRanks(engine, 2, "cpu:2");
     uint64_t rows = 0, fast = 0, slow = 0;
     for (const EvalRecord& record : spread[0].records) {
@@ -196,10 +197,10 @@ TEST(RanksRun, OnTheWallClockEachRankDealsItsShareAndTheRanksAgree) {
 // A device of rank 1 fails mid-run on the wall clock: every rank drops it, its rows are trained by
 // the others, and the run ends with every row trained.
 TEST(RanksRun, OnTheWallClockAFailedDeviceIsDroppedOnEveryRank) {
-  EngineOptions engine = testing::VirtualClockEngine("cpu:4", "1,1.1,1.2,1.32");
-  engine.clock = EngineOptions::Clock::kWall;
+  scheduler::EngineOptions engine = testing::VirtualClockEngine("cpu:4", "1,1.1,1.2,1.32");
+  engine.clock = scheduler::EngineOptions::Clock::kWall;
   RunControl control;
-  control.faults.push_back(FaultInjection{FaultInjection::Kind::kFail, 3, 3});
+  control.faults.push_back(scheduler::FaultInjection{scheduler::FaultInjection::Kind::kFail, 3, 3});
   const std::vector<Outcome> spread = TrainOnRanks(engine, 2, "cpu:2", control);
   for (const Outcome& outcome : spread) {
     EXPECT_EQ(outcome.records.back().train_samples, 2 * Data().train.num_rows());
@@ -210,4 +211,4 @@ TEST(RanksRun, OnTheWallClockAFailedDeviceIsDroppedOnEveryRank) {
 }
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

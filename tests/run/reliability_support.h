@@ -15,27 +15,27 @@
 #include <vector>
 
 #include "data/input_error.h"
-#include "dist/rank_group.h"
 #include "engine/device_spec.h"
+#include "ranks/rank_group.h"
 #include "run/checkpoint_file.h"
 #include "run/multi_device_run.h"
-#include "scheduler/memory_plan.h"
 #include "run/run_progress.h"
 #include "run/trainer.h"
+#include "scheduler/memory_plan.h"
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/test_support.h"
 
-namespace xmlt::scheduler::reliability {
+namespace xmlt::run::reliability {
 
 inline const data::GeneratedData& Data() {
   static const data::GeneratedData data = testing::NormalizedData(3000, 300, 500, 40, 15, 5);
   return data;
 }
 
-inline TrainOptions Options() { return testing::ShortRunOptions(2); }
+inline scheduler::TrainOptions Options() { return testing::ShortRunOptions(2); }
 
-inline EngineOptions Engine(const std::string& algo) {
-  EngineOptions engine = testing::VirtualClockEngine("cpu:3", "1,1.3,1.8");
+inline scheduler::EngineOptions Engine(const std::string& algo) {
+  scheduler::EngineOptions engine = testing::VirtualClockEngine("cpu:3", "1,1.3,1.8");
   engine.momentum = 0.5;
   if (algo == "adaptive-nesterov-cvb") {
     engine.nesterov = true;
@@ -56,8 +56,8 @@ struct Outcome {
 
 // Trains (or resumes); `stop_after` > 0 raises the stop flag once that many evaluations are done,
 // `stop_at_rows` > 0 once a batch brings the rows trained to that many.
-inline Outcome TrainFor(const TrainOptions& options, const EngineOptions* engine, RunControl control, size_t stop_after = 0,
-                        uint64_t stop_at_rows = 0) {
+inline Outcome TrainFor(const scheduler::TrainOptions& options, const scheduler::EngineOptions* engine,
+                        RunControl control, size_t stop_after = 0, uint64_t stop_at_rows = 0) {
   const data::GeneratedData& data = Data();
   kernels::ModelShape shape{data.train.num_features(), options.hidden, data.train.num_labels()};
   Outcome out;
@@ -110,7 +110,7 @@ inline const auto kEveryAlgo = ::testing::Values("adaptive", "adaptive-nesterov-
 // A run in which `device` fails in mega-batch `megabatch`.
 inline RunControl FailingDevice(size_t device, uint64_t megabatch) {
   RunControl control;
-  FaultInjection fail;
+  scheduler::FaultInjection fail;
   fail.device = device;
   fail.megabatch = megabatch;
   control.faults = {fail};
@@ -126,10 +126,11 @@ inline uint64_t RowsTrained(const std::vector<EvalRecord>& records) {
 }
 
 // `engine` on other devices: an elastic restart resumes a checkpoint there.
-inline EngineOptions OnDevices(EngineOptions engine, const std::string& devices, const std::string& speed) {
+inline scheduler::EngineOptions OnDevices(scheduler::EngineOptions engine, const std::string& devices,
+                                          const std::string& speed) {
   engine.devices = engine::ParseDeviceList(devices);
   if (!engine.heterogeneity.speed.empty()) engine.heterogeneity.speed = engine::ParseSpeeds(speed);
   return engine;
 }
 
-}  // namespace xmlt::scheduler::reliability
+}  // namespace xmlt::run::reliability

@@ -13,28 +13,28 @@
 #include <vector>
 
 #include "data/input_error.h"
-#include "dist/rank_group.h"
 #include "engine/device_spec.h"
+#include "ranks/rank_group.h"
 #include "run/checkpoint_file.h"
 #include "run/multi_device_run.h"
-#include "scheduler/memory_plan.h"
 #include "run/run_progress.h"
 #include "run/trainer.h"
+#include "scheduler/memory_plan.h"
+#include "tests/run/reliability_support.h"
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/test_support.h"
-#include "tests/run/reliability_support.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 using namespace reliability;
 
 TEST(Rollback, ANaNLossRollsBackAndHalvesTheLearningRates) {
-  const TrainOptions options = Options();
-  const EngineOptions engine = Engine("adaptive");
+  const scheduler::TrainOptions options = Options();
+  const scheduler::EngineOptions engine = Engine("adaptive");
   RunControl control;
-  FaultInjection nan;
-  nan.kind = FaultInjection::Kind::kNaN;
+  scheduler::FaultInjection nan;
+  nan.kind = scheduler::FaultInjection::Kind::kNaN;
   nan.device = 1;
   nan.megabatch = 3;
   control.faults = {nan};
@@ -54,11 +54,11 @@ TEST(Rollback, TooManyDivergencesStopWithACheckpointOfTheLastGoodState) {
   RunControl control;
   control.checkpoint_dir = dir.path();
   control.max_rollbacks = 2;
-  FaultInjection nan;
-  nan.kind = FaultInjection::Kind::kNaN;
+  scheduler::FaultInjection nan;
+  nan.kind = scheduler::FaultInjection::Kind::kNaN;
   nan.megabatch = 2;
   control.faults = {nan, nan, nan};  // mega-batch 2 diverges three times over
-  const EngineOptions engine = Engine("adaptive");
+  const scheduler::EngineOptions engine = Engine("adaptive");
   try {
     TrainFor(Options(), &engine, control);
     FAIL() << "expected the run to stop";
@@ -77,7 +77,7 @@ TEST(Rollback, TooManyDivergencesStopWithACheckpointOfTheLastGoodState) {
 }
 
 TEST(Rollback, OneDeviceStopsWhenHalvingDoesNotHelp) {
-  TrainOptions options = Options();
+  scheduler::TrainOptions options = Options();
   options.lr = 1e30f;
   RunControl control;
   control.max_rollbacks = 2;
@@ -92,7 +92,7 @@ TEST(Rollback, OneDeviceStopsWhenHalvingDoesNotHelp) {
 TEST(DeviceFaults, AFailedDeviceIsDroppedAndTheOthersTrainEveryRow) {
   for (const std::string algo : {"adaptive", "elastic", "sync"}) {
     SCOPED_TRACE(algo);
-    const EngineOptions engine = Engine(algo);
+    const scheduler::EngineOptions engine = Engine(algo);
     const Outcome out = TrainFor(Options(), &engine, FailingDevice(1, 2));
     const EvalRecord& last = out.records.back();
     EXPECT_TRUE(last.devices[1].dropped);
@@ -117,10 +117,10 @@ TEST(DeviceFaults, AFailedDeviceIsDroppedAndTheOthersTrainEveryRow) {
 // whole epochs held a cut mega-batch, refused on other devices.
 TEST(DeviceFaults, AFaultInAnEpochsLastMegaBatchKeepsTheEvaluationsAndTheEndOnEpochEnds) {
   testing::TempDir dir;
-  TrainOptions options = Options();
+  scheduler::TrainOptions options = Options();
   options.epochs = 3;
-  options.eval.kind = EvalSchedule::Kind::kEachEpoch;
-  const EngineOptions engine = Engine("adaptive");
+  options.eval.kind = scheduler::EvalSchedule::Kind::kEachEpoch;
+  const scheduler::EngineOptions engine = Engine("adaptive");
   // The first epoch's last mega-batch (Algorithm 1 sizes the batches), from the run without fault.
   const uint64_t last_of_first_epoch = TrainFor(options, &engine, RunControl{}).records.at(0).megabatch;
   RunControl control = FailingDevice(0, last_of_first_epoch);
@@ -135,7 +135,7 @@ TEST(DeviceFaults, AFaultInAnEpochsLastMegaBatchKeepsTheEvaluationsAndTheEndOnEp
   control.faults.clear();
   control.resume_dir = dir.path();
   options.epochs = 4;
-  const EngineOptions fewer = OnDevices(engine, "cpu:2", "1,1.3");
+  const scheduler::EngineOptions fewer = OnDevices(engine, "cpu:2", "1,1.3");
   const Outcome extended = TrainFor(options, &fewer, control);
   EXPECT_EQ(extended.records.back().epoch, 4.0);
 }
@@ -143,8 +143,8 @@ TEST(DeviceFaults, AFaultInAnEpochsLastMegaBatchKeepsTheEvaluationsAndTheEndOnEp
 // The wall clock's dynamic dispatch (the most concurrent path: each result frees its device for
 // the next batch) with a device failing mid-run: every row is still trained, by the others.
 TEST(DeviceFaults, TheWallClockDispatchDropsAFailedDeviceToo) {
-  EngineOptions engine = Engine("adaptive");
-  engine.clock = EngineOptions::Clock::kWall;
+  scheduler::EngineOptions engine = Engine("adaptive");
+  engine.clock = scheduler::EngineOptions::Clock::kWall;
   engine.heterogeneity.speed = {1, 2, 1};
   const Outcome out = TrainFor(Options(), &engine, FailingDevice(2, 3));
   const EvalRecord& last = out.records.back();
@@ -156,12 +156,12 @@ TEST(DeviceFaults, TheWallClockDispatchDropsAFailedDeviceToo) {
 
 TEST(DeviceFaults, WithNoDeviceLeftTheRunStopsWithACheckpointThatResumes) {
   testing::TempDir dir;
-  EngineOptions engine = Engine("adaptive");
+  scheduler::EngineOptions engine = Engine("adaptive");
   engine.devices = engine::ParseDeviceList("cpu:2");
   engine.heterogeneity.speed = {1, 1.5};
   RunControl control;
   control.checkpoint_dir = dir.path();
-  FaultInjection a, b;
+  scheduler::FaultInjection a, b;
   a.device = 0, b.device = 1;
   a.megabatch = b.megabatch = 3;
   control.faults = {a, b};
@@ -184,12 +184,12 @@ TEST(DeviceFaults, WithNoDeviceLeftTheRunStopsWithACheckpointThatResumes) {
 // workers share none, so here only the injected device goes. The injection still pending at a
 // stop is kept in the checkpoint as what it is, and fires after the resume.
 TEST(DeviceFaults, ALostContextPendingAtAStopFiresAfterTheResumeAndTakesOnlyItsCpuWorker) {
-  const EngineOptions engine = Engine("adaptive");
+  const scheduler::EngineOptions engine = Engine("adaptive");
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  FaultInjection lost;
-  lost.kind = FaultInjection::Kind::kLost;
+  scheduler::FaultInjection lost;
+  lost.kind = scheduler::FaultInjection::Kind::kLost;
   lost.device = 1;
   lost.megabatch = 8;
   control.faults = {lost};
@@ -211,16 +211,16 @@ TEST(DeviceFaults, ALostContextPendingAtAStopFiresAfterTheResumeAndTakesOnlyItsC
 
 TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   kernels::ModelShape shape{670091, {4096}, 670091};
-  TrainOptions options;
-  EngineOptions engine;
+  scheduler::TrainOptions options;
+  scheduler::EngineOptions engine;
   engine.devices = engine::ParseDeviceList("cpu:4");
   const engine::DeviceLimits limits{128, 128 * 100, 128 * 5};
-  const MemoryPlan plan = PlanMemory(shape, options, engine, limits, 490449, true);
+  const scheduler::MemoryPlan plan = scheduler::PlanMemory(shape, options, engine, limits, 490449, true);
   ASSERT_EQ(plan.devices.size(), 4u);
   EXPECT_EQ(plan.devices[0].params, shape.NumParameters() * 4);
   EXPECT_EQ(plan.devices[0].momentum, shape.NumParameters() * 4);
   try {
-    CheckMemoryFits(plan, uint64_t(16) << 30, {});
+    scheduler::CheckMemoryFits(plan, uint64_t(16) << 30, {});
     FAIL() << "expected not enough memory";
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
@@ -229,24 +229,25 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
     EXPECT_NE(what.find("16384 MiB are available"), std::string::npos) << what;
   }
   const kernels::ModelShape small{5000, {64}, 500};
-  EXPECT_NO_THROW(CheckMemoryFits(PlanMemory(small, options, engine, limits, 10000, true), uint64_t(16) << 30, {}));
+  EXPECT_NO_THROW(scheduler::CheckMemoryFits(scheduler::PlanMemory(small, options, engine, limits, 10000, true),
+                                             uint64_t(16) << 30, {}));
   // Plain SGD keeps no buffer on a CPU device; the first layer's Adagrad keeps its squares in one.
-  TrainOptions plain = options;
+  scheduler::TrainOptions plain = options;
   plain.local_momentum = 0;
-  EXPECT_EQ(PlanMemory(shape, plain, engine, limits, 490449, false).devices[0].momentum, 0u);
+  EXPECT_EQ(scheduler::PlanMemory(shape, plain, engine, limits, 490449, false).devices[0].momentum, 0u);
   plain.input_lr = 0.1f;
-  EXPECT_EQ(PlanMemory(shape, plain, engine, limits, 490449, false).devices[0].momentum,
+  EXPECT_EQ(scheduler::PlanMemory(shape, plain, engine, limits, 490449, false).devices[0].momentum,
             shape.NumParameters() * sizeof(float));
   // GPU replicas are checked against the GPU's free memory.
   engine.devices = engine::ParseDeviceList("cuda:0x2");
-  const MemoryPlan gpu = PlanMemory(shape, options, engine, limits, 490449, false);
+  const scheduler::MemoryPlan gpu = scheduler::PlanMemory(shape, options, engine, limits, 490449, false);
   EXPECT_TRUE(gpu.devices[0].gpu);
-  TrainOptions plain_sgd = options;
+  scheduler::TrainOptions plain_sgd = options;
   plain_sgd.local_momentum = 0;
-  EXPECT_EQ(PlanMemory(shape, plain_sgd, engine, limits, 490449, false).devices[0].momentum,
+  EXPECT_EQ(scheduler::PlanMemory(shape, plain_sgd, engine, limits, 490449, false).devices[0].momentum,
             shape.NumParameters() * sizeof(float))
       << "a CUDA replica allocates its velocity even for plain SGD";
-  EXPECT_THROW(CheckMemoryFits(gpu, 0, {uint64_t(8) << 30}), std::runtime_error);
+  EXPECT_THROW(scheduler::CheckMemoryFits(gpu, 0, {uint64_t(8) << 30}), std::runtime_error);
 }
 
 // Across ranks another rank's device is a host mirror here: hierarchical merges (adaptive, elastic,
@@ -255,14 +256,14 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
 TEST(MemoryPlan, TheOtherRanksMirrorsCountOnlyWhereSomethingReadsThem) {
   const kernels::ModelShape shape{5000, {64}, 500};
   const engine::DeviceLimits limits{128, 128 * 100, 128 * 5};
-  const TrainOptions options;
-  std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(2);
-  EngineOptions engine;
+  const scheduler::TrainOptions options;
+  std::vector<std::unique_ptr<ranks::RankGroup>> groups = ranks::MakeThreadGroups(2);
+  scheduler::EngineOptions engine;
   engine.devices = engine::DevicesOfRanks(engine::ParseDeviceList("cpu:2"), 2, &engine.device_rank);
   engine.ranks = groups[0].get();
   uint64_t replica = 0;  // parameters and momentum, as rank 0's own device holds them
   auto mirror = [&](bool checkpoints) {
-    const MemoryPlan plan = PlanMemory(shape, options, engine, limits, 10000, checkpoints);
+    const scheduler::MemoryPlan plan = scheduler::PlanMemory(shape, options, engine, limits, 10000, checkpoints);
     replica = plan.devices[0].params + plan.devices[0].momentum;
     EXPECT_EQ(plan.devices[0].params, shape.NumParameters() * sizeof(float)) << "rank 0's own device";
     EXPECT_EQ(plan.devices[2].total(), 0u) << "another rank's device trains nothing here";
@@ -271,13 +272,13 @@ TEST(MemoryPlan, TheOtherRanksMirrorsCountOnlyWhereSomethingReadsThem) {
   EXPECT_EQ(mirror(false), 0u) << "adaptive without checkpoints makes no mirror";
   EXPECT_EQ(mirror(true), replica) << "a checkpoint brings the replica and its momentum to rank 0";
   engine.ranks = groups[1].get();
-  EXPECT_EQ(PlanMemory(shape, options, engine, limits, 10000, true).devices[0].host_mirror, 0u)
+  EXPECT_EQ(scheduler::PlanMemory(shape, options, engine, limits, 10000, true).devices[0].host_mirror, 0u)
       << "rank 1 only sends its own replicas to rank 0's checkpoint";
   engine.ranks = groups[0].get();
-  engine.merge = EngineOptions::Merge::kAdasum;
-  engine.schedule = EngineOptions::Schedule::kStatic;
+  engine.merge = scheduler::EngineOptions::Merge::kAdasum;
+  engine.schedule = scheduler::EngineOptions::Schedule::kStatic;
   EXPECT_EQ(mirror(false), replica) << "Adasum reads every replica";
 }
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -14,18 +14,18 @@
 #include <vector>
 
 #include "data/input_error.h"
-#include "dist/rank_group.h"
 #include "engine/device_spec.h"
+#include "ranks/rank_group.h"
 #include "run/checkpoint_file.h"
 #include "run/multi_device_run.h"
-#include "scheduler/memory_plan.h"
 #include "run/run_progress.h"
 #include "run/trainer.h"
+#include "scheduler/memory_plan.h"
+#include "tests/run/reliability_support.h"
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/test_support.h"
-#include "tests/run/reliability_support.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 using namespace reliability;
@@ -33,8 +33,8 @@ using namespace reliability;
 class ResumeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
-  const TrainOptions options = Options();
-  const EngineOptions engine = Engine(GetParam());
+  const scheduler::TrainOptions options = Options();
+  const scheduler::EngineOptions engine = Engine(GetParam());
   const bool single = GetParam() == "single";
   const Outcome full = TrainFor(options, single ? nullptr : &engine, {});
   ASSERT_GE(full.records.size(), 4u);
@@ -58,8 +58,8 @@ TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
 // the mega-batch open (replicas before their merge, the plan where it stood), and the resumed run
 // equals the uninterrupted one all the same.
 TEST_P(ResumeTest, AStopInsideAMegaBatchEndsItThereAndResumesExactly) {
-  const TrainOptions options = Options();
-  const EngineOptions engine = Engine(GetParam());
+  const scheduler::TrainOptions options = Options();
+  const scheduler::EngineOptions engine = Engine(GetParam());
   const bool single = GetParam() == "single";
   const Outcome full = TrainFor(options, single ? nullptr : &engine, {});
 
@@ -89,16 +89,16 @@ INSTANTIATE_TEST_SUITE_P(EveryMerge, ResumeTest,
 class ExtendTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ExtendTest, AFinishedRunExtendedWithMoreEpochsEqualsTheLongerRun) {
-  const EngineOptions engine = Engine(GetParam());
+  const scheduler::EngineOptions engine = Engine(GetParam());
   const bool single = GetParam() == "single";
-  const EngineOptions* devices = single ? nullptr : &engine;
+  const scheduler::EngineOptions* devices = single ? nullptr : &engine;
   // Whole epochs: exactly the longer run. A fractional end (0.9 epochs, mega-batches of 1,280
   // rows: the end falls inside the third) cuts a mega-batch, kept open, and a batch, which a
   // longer run trains whole: the same rows, a close model.
   for (const double first_epochs : {1.0, 0.9}) {
     SCOPED_TRACE(::testing::Message() << "first run of " << first_epochs << " epochs");
     const bool whole = first_epochs == 1.0;
-    TrainOptions options = Options();
+    scheduler::TrainOptions options = Options();
     options.epochs = 2;
     if (!whole) options.mega_batch = 40;
     const Outcome longer = TrainFor(options, devices, {});
@@ -106,7 +106,7 @@ TEST_P(ExtendTest, AFinishedRunExtendedWithMoreEpochsEqualsTheLongerRun) {
     testing::TempDir dir;
     RunControl control;
     control.checkpoint_dir = dir.path();
-    TrainOptions shorter = options;
+    scheduler::TrainOptions shorter = options;
     shorter.epochs = first_epochs;
     const Outcome first = TrainFor(shorter, devices, control);
     EXPECT_NEAR(first.records.back().epoch, first_epochs, 1e-12);
@@ -144,8 +144,8 @@ INSTANTIATE_TEST_SUITE_P(EveryMerge, ExtendTest,
 class ElasticRestartTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ElasticRestartTest, ACheckpointOfOtherDevicesResumesReplanned) {
-  const TrainOptions options = Options();
-  const EngineOptions engine = Engine(GetParam());
+  const scheduler::TrainOptions options = Options();
+  const scheduler::EngineOptions engine = Engine(GetParam());
   const Outcome full = TrainFor(options, &engine, {});
   for (const auto& [devices, speed] : {std::pair{"cpu:2", "1,1.3"}, std::pair{"cpu:4", "1,1.3,1.8,1.1"}}) {
     SCOPED_TRACE(devices);
@@ -158,7 +158,7 @@ TEST_P(ElasticRestartTest, ACheckpointOfOtherDevicesResumesReplanned) {
     const testing::TempDir copy;
     std::filesystem::copy(dir.path(), copy.path(), std::filesystem::copy_options::recursive);
 
-    const EngineOptions other = OnDevices(engine, devices, speed);
+    const scheduler::EngineOptions other = OnDevices(engine, devices, speed);
     control.resume_dir = dir.path();
     const Outcome replanned = TrainFor(options, &other, control);
     EXPECT_EQ(replanned.result.stopped_by_signal, 0);
@@ -194,16 +194,16 @@ INSTANTIATE_TEST_SUITE_P(EveryMerge, ElasticRestartTest,
 // What the old devices alone hold is refused on others: a mega-batch cut by a stop lives in their
 // replicas. Settings that do not follow the devices must still match.
 TEST(ElasticRestart, RefusesAMegaBatchCutInsideAndOtherSettings) {
-  const EngineOptions engine = Engine("adaptive");
-  const EngineOptions fewer = OnDevices(engine, "cpu:2", "1,1.3");
+  const scheduler::EngineOptions engine = Engine("adaptive");
+  const scheduler::EngineOptions fewer = OnDevices(engine, "cpu:2", "1,1.3");
   {
     testing::TempDir dir;
     RunControl control;
     control.checkpoint_dir = dir.path();
     // 0.9 epochs in mega-batches of 1,280 rows: the end falls inside the third, kept open.
-    TrainOptions options = Options();
+    scheduler::TrainOptions options = Options();
     options.mega_batch = 40;
-    TrainOptions shorter = options;
+    scheduler::TrainOptions shorter = options;
     shorter.epochs = 0.9;
     TrainFor(shorter, &engine, control);
     ASSERT_TRUE(nlohmann::json::parse(CheckpointReader::Open(dir.path()).meta()).contains("open_mega_batch"));
@@ -219,7 +219,7 @@ TEST(ElasticRestart, RefusesAMegaBatchCutInsideAndOtherSettings) {
   RunControl control;
   control.checkpoint_dir = dir.path();
   TrainFor(Options(), &engine, control, 1);
-  TrainOptions other = Options();
+  scheduler::TrainOptions other = Options();
   other.batch = 64;
   other.lr = 2 * Options().lr;
   control.resume_dir = dir.path();
@@ -236,9 +236,9 @@ TEST(Resume, ADifferentSettingIsRefusedNamingTheSetting) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  const EngineOptions engine = Engine("adaptive");
+  const scheduler::EngineOptions engine = Engine("adaptive");
   TrainFor(Options(), &engine, control, 1);
-  TrainOptions other = Options();
+  scheduler::TrainOptions other = Options();
   other.batch = 64;
   control.resume_dir = dir.path();
   try {
@@ -261,7 +261,7 @@ TEST(Resume, ADeviceBatchAboveTheBatchFlagIsRefused) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  const EngineOptions engine = Engine("adaptive");
+  const scheduler::EngineOptions engine = Engine("adaptive");
   TrainFor(Options(), &engine, control, 1);
   {
     const CheckpointReader reader = CheckpointReader::Open(dir.path());
@@ -294,8 +294,8 @@ TEST(Resume, MoreEpochsContinueAFinishedRun) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  const EngineOptions engine = Engine("adaptive");
-  TrainOptions options = Options();
+  const scheduler::EngineOptions engine = Engine("adaptive");
+  scheduler::TrainOptions options = Options();
   options.epochs = 1;
   const Outcome first = TrainFor(options, &engine, control);
   control.resume_dir = dir.path();
@@ -307,8 +307,8 @@ TEST(Resume, MoreEpochsContinueAFinishedRun) {
 
 // Stopped between mega-batches (after 2 records) and inside one (in the fourth), each run resumed
 // from its checkpoint equals `full`, the uninterrupted run of the same options.
-void ExpectStoppedAndResumedRunsEqual(const Outcome& full, const TrainOptions& options, const EngineOptions* devices,
-                                      bool single) {
+void ExpectStoppedAndResumedRunsEqual(const Outcome& full, const scheduler::TrainOptions& options,
+                                      const scheduler::EngineOptions* devices, bool single) {
   for (const bool inside : {false, true}) {
     SCOPED_TRACE(inside ? "stopped inside a mega-batch" : "stopped between mega-batches");
     testing::TempDir dir;
@@ -331,10 +331,10 @@ TEST(Resume, ACosineScheduleResumesExactly) {
   for (const std::string algo : {"single", "adaptive"}) {
     SCOPED_TRACE(algo);
     const bool single = algo == "single";
-    const EngineOptions engine = Engine(algo);
-    const EngineOptions* devices = single ? nullptr : &engine;
-    TrainOptions options = Options();
-    options.lr_schedule = LrSchedule::kCosine;
+    const scheduler::EngineOptions engine = Engine(algo);
+    const scheduler::EngineOptions* devices = single ? nullptr : &engine;
+    scheduler::TrainOptions options = Options();
+    options.lr_schedule = scheduler::LrSchedule::kCosine;
     const Outcome full = TrainFor(options, devices, {});
     ASSERT_GE(full.records.size(), 4u);
     // The schedule is in force: the factor falls record by record, and the model is another than
@@ -357,9 +357,9 @@ TEST(Resume, DropoutAndWeightDecayResumeExactly) {
   for (const std::string algo : {"single", "adaptive"}) {
     SCOPED_TRACE(algo);
     const bool single = algo == "single";
-    const EngineOptions engine = Engine(algo);
-    const EngineOptions* devices = single ? nullptr : &engine;
-    TrainOptions options = Options();
+    const scheduler::EngineOptions engine = Engine(algo);
+    const scheduler::EngineOptions* devices = single ? nullptr : &engine;
+    scheduler::TrainOptions options = Options();
     options.dropout = 0.3f;
     options.weight_decay = 1e-3f;
     const Outcome full = TrainFor(options, devices, {});
@@ -373,7 +373,7 @@ TEST(Resume, AnotherDropoutIsRefused) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  TrainOptions options = Options();
+  scheduler::TrainOptions options = Options();
   options.dropout = 0.3f;
   TrainFor(options, nullptr, control, 1);
   options.dropout = 0.5f;
@@ -392,8 +392,8 @@ TEST(Resume, AnotherLrScheduleIsRefused) {
   RunControl control;
   control.checkpoint_dir = dir.path();
   TrainFor(Options(), nullptr, control, 1);
-  TrainOptions cosine = Options();
-  cosine.lr_schedule = LrSchedule::kCosine;
+  scheduler::TrainOptions cosine = Options();
+  cosine.lr_schedule = scheduler::LrSchedule::kCosine;
   control.resume_dir = dir.path();
   try {
     TrainFor(cosine, nullptr, control);
@@ -407,4 +407,4 @@ TEST(Resume, AnotherLrScheduleIsRefused) {
 }
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

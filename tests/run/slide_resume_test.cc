@@ -15,15 +15,15 @@
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/test_support.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 using namespace reliability;
 
 // 500 labels, active sets of at least 24: the tables decide most of each row's labels; rehashes
 // after 5 updates, then every 6, 7, ...: several in each 8-batch mega-batch.
-EngineOptions SlideEngine() {
-  EngineOptions engine = SingleDeviceEngine(engine::DeviceSpec{});
+scheduler::EngineOptions SlideEngine() {
+  scheduler::EngineOptions engine = SingleDeviceEngine(engine::DeviceSpec{});
   engine.sampled_output.enabled = true;
   engine.sampled_output.hash = "dwta";
   engine.sampled_output.k = 2;
@@ -35,8 +35,8 @@ EngineOptions SlideEngine() {
   return engine;
 }
 
-TrainOptions SlideOptions() {
-  TrainOptions options = Options();
+scheduler::TrainOptions SlideOptions() {
+  scheduler::TrainOptions options = Options();
   options.local_momentum = 0;
   options.lr = 1;
   return options;
@@ -45,8 +45,8 @@ TrainOptions SlideOptions() {
 // The regularized step as the command line's defaults give it: dropout 0.5 (its masks follow the
 // step count, which the checkpoint keeps) and the first layer's Adagrad (its squares are the
 // device's optimizer state).
-TrainOptions RegularizedSlideOptions() {
-  TrainOptions options = SlideOptions();
+scheduler::TrainOptions RegularizedSlideOptions() {
+  scheduler::TrainOptions options = SlideOptions();
   options.dropout = 0.5f;
   options.input_lr = 0.1f;
   return options;
@@ -54,9 +54,9 @@ TrainOptions RegularizedSlideOptions() {
 
 TEST(SlideResume, AStopBetweenOrInsideMegaBatchesResumesToTheUninterruptedRun) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
-  for (const TrainOptions& options : {SlideOptions(), RegularizedSlideOptions()}) {
+  for (const scheduler::TrainOptions& options : {SlideOptions(), RegularizedSlideOptions()}) {
   SCOPED_TRACE(options.dropout != 0 ? "dropout and Adagrad" : "plain SGD");
-  const EngineOptions engine = SlideEngine();
+  const scheduler::EngineOptions engine = SlideEngine();
   const Outcome full = TrainFor(options, &engine, {});
   ASSERT_GE(full.records.size(), 4u);
   const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
@@ -80,8 +80,8 @@ TEST(SlideResume, AStopBetweenOrInsideMegaBatchesResumesToTheUninterruptedRun) {
 
 TEST(SlideResume, ItLearnsAndTheTablesChangeWhatItTrains) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
-  const TrainOptions options = SlideOptions();
-  EngineOptions engine = SlideEngine();
+  const scheduler::TrainOptions options = SlideOptions();
+  scheduler::EngineOptions engine = SlideEngine();
   const Outcome slide = TrainFor(options, &engine, {});
   EXPECT_LT(slide.records.back().test.loss, 0.9 * slide.records.front().test.loss);
   engine.sampled_output.enabled = false;  // the dense step at the same rate
@@ -91,7 +91,7 @@ TEST(SlideResume, ItLearnsAndTheTablesChangeWhatItTrains) {
 
 TEST(SlideResume, DropoutAndAdagradChangeTheStepAndItStillLearns) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
-  const EngineOptions engine = SlideEngine();
+  const scheduler::EngineOptions engine = SlideEngine();
   const Outcome plain = TrainFor(SlideOptions(), &engine, {});
   const Outcome regularized = TrainFor(RegularizedSlideOptions(), &engine, {});
   EXPECT_LT(regularized.records.back().test.loss, 0.9 * regularized.records.front().test.loss);
@@ -99,4 +99,4 @@ TEST(SlideResume, DropoutAndAdagradChangeTheStepAndItStillLearns) {
 }
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

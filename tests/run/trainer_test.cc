@@ -19,7 +19,7 @@
 #include "tests/test_support.h"
 #include "tests/make_dataset.h"
 
-namespace xmlt::scheduler {
+namespace xmlt::run {
 namespace {
 
 using kernels::Model;
@@ -72,8 +72,8 @@ Model<float> NewModel(uint64_t seed = 7) {
   return kernels::InitModel<float>(shape, seed);
 }
 
-TrainOptions Options() {
-  TrainOptions o;
+scheduler::TrainOptions Options() {
+  scheduler::TrainOptions o;
   o.epochs = 3;
   o.batch = 16;  // 100 % 16 = 4: every epoch ends with a 4-row batch
   o.lr = 0.3f;
@@ -92,7 +92,7 @@ struct TrainRun {
   std::vector<double> progress_loss;
 };
 
-TrainRun DoTrain(const TrainOptions& options, const data::Dataset* test = &TestSet(),
+TrainRun DoTrain(const scheduler::TrainOptions& options, const data::Dataset* test = &TestSet(),
                  const data::Dataset& train = TrainSet()) {
   TrainRun run;
   run.model = NewModel();
@@ -120,7 +120,7 @@ TEST(TrainerTest, SameSeedGivesIdenticalParametersAndMetrics) {
 }
 
 TEST(TrainerTest, DifferentSeedShufflesDifferently) {
-  TrainOptions other = Options();
+  scheduler::TrainOptions other = Options();
   other.seed = 2;
   const TrainRun a = DoTrain(Options());
   const TrainRun b = DoTrain(other);  // same initial model: only the batch order differs
@@ -155,9 +155,9 @@ TEST(TrainerTest, EpochsCountLabeledRowsWithShorterTailBatches) {
 // at epoch ends, and run on to the end rather than leave less than half of one there: each epoch
 // of 7 batches is one mega-batch of 3 and one of 4, and with --mega-batch 5 a single one of 7.
 TEST(TrainerTest, EveryMegaBatchHasItsOwnNumberAndEndsAtTheEpochsEnd) {
-  TrainOptions options = Options();
+  scheduler::TrainOptions options = Options();
   options.mega_batch = 3;
-  options.eval = EvalSchedule{EvalSchedule::Kind::kEveryMegaBatches, 1};
+  options.eval = scheduler::EvalSchedule{scheduler::EvalSchedule::Kind::kEveryMegaBatches, 1};
   TrainRun run = DoTrain(options);
   ASSERT_EQ(run.result.batches, 21u);
   std::vector<uint64_t> numbers, updates;
@@ -211,7 +211,7 @@ TEST(TrainerTest, AFailedPeriodicCheckpointIsReportedAndTrainingGoesOn) {
 }
 
 TEST(TrainerTest, FractionalEpochsStopMidEpoch) {
-  TrainOptions options = Options();
+  scheduler::TrainOptions options = Options();
   options.epochs = 2.5;
   const TrainRun run = DoTrain(options);
   EXPECT_EQ(run.result.last.train_samples, 250u);
@@ -231,7 +231,7 @@ TEST(TrainerTest, FractionalEpochsStopMidEpoch) {
 TEST(TrainerTest, RowsWithoutLabelsAreNeverTrainedOn) {
   // With one row per batch, a batch holding an unlabeled row would have a loss of exactly 0 (a
   // labeled row's cross-entropy is always positive), and it would add to the sample count.
-  TrainOptions options = Options();
+  scheduler::TrainOptions options = Options();
   options.batch = 1;
   options.epochs = 2;
   const TrainRun run = DoTrain(options, nullptr);
@@ -274,8 +274,8 @@ TEST(TrainerTest, EachEpochScheduleEvaluatesOncePerEpoch) {
 }
 
 TEST(TrainerTest, EndScheduleEvaluatesOnce) {
-  TrainOptions options = Options();
-  options.eval.kind = EvalSchedule::Kind::kEnd;
+  scheduler::TrainOptions options = Options();
+  options.eval.kind = scheduler::EvalSchedule::Kind::kEnd;
   const TrainRun run = DoTrain(options);
   ASSERT_EQ(run.records.size(), 1u);
   EXPECT_EQ(run.records[0].train_samples, 3 * kLabeledRows);
@@ -284,8 +284,8 @@ TEST(TrainerTest, EndScheduleEvaluatesOnce) {
 }
 
 TEST(TrainerTest, EveryMegaBatchesScheduleEvaluatesOnTheMegaBatchCount) {
-  TrainOptions options = Options();
-  options.eval.kind = EvalSchedule::Kind::kEveryMegaBatches;
+  scheduler::TrainOptions options = Options();
+  options.eval.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
   options.eval.mega_batches = 2;
   const TrainRun run = DoTrain(options);
   // Each epoch is mega-batches of 2, 2 and 3 batches (9 in all): evaluated after mega-batches 2,
@@ -318,7 +318,7 @@ TEST(TrainerTest, WithoutATestSetRecordsCarryTrainingData) {
 
 TEST(TrainerTest, LossDecreasesAndAccuracyRisesOnASeparableProblem) {
   const double initial_loss = engine::Evaluate(NewModel(), TestSet()).loss;
-  TrainOptions options = Options();
+  scheduler::TrainOptions options = Options();
   options.epochs = 10;
   const TrainRun run = DoTrain(options);
   ASSERT_EQ(run.records.size(), 10u);
@@ -331,7 +331,7 @@ TEST(TrainerTest, LossDecreasesAndAccuracyRisesOnASeparableProblem) {
 }
 
 TEST(TrainerTest, HugeLearningRateRaisesAClearDivergenceError) {
-  TrainOptions options = Options();
+  scheduler::TrainOptions options = Options();
   options.lr = 1e30f;
   options.local_momentum = 0;
   try {
@@ -346,14 +346,14 @@ TEST(TrainerTest, HugeLearningRateRaisesAClearDivergenceError) {
 }
 
 TEST(TrainerTest, InvalidOptionsAreRejected) {
-  for (auto mutate : std::vector<void (*)(TrainOptions&)>{
-           [](TrainOptions& o) { o.batch = 0; },
-           [](TrainOptions& o) { o.epochs = 0; },
-           [](TrainOptions& o) { o.epochs = -1; },
-           [](TrainOptions& o) { o.epochs = std::numeric_limits<double>::quiet_NaN(); },
-           [](TrainOptions& o) { o.mega_batch = 0; },
+  for (auto mutate : std::vector<void (*)(scheduler::TrainOptions&)>{
+           [](scheduler::TrainOptions& o) { o.batch = 0; },
+           [](scheduler::TrainOptions& o) { o.epochs = 0; },
+           [](scheduler::TrainOptions& o) { o.epochs = -1; },
+           [](scheduler::TrainOptions& o) { o.epochs = std::numeric_limits<double>::quiet_NaN(); },
+           [](scheduler::TrainOptions& o) { o.mega_batch = 0; },
        }) {
-    TrainOptions options = Options();
+    scheduler::TrainOptions options = Options();
     mutate(options);
     Model<float> model = NewModel();
     EXPECT_THROW(Train(TrainSet(), nullptr, options, &model), std::invalid_argument);
@@ -363,7 +363,7 @@ TEST(TrainerTest, InvalidOptionsAreRejected) {
 // The next two run Train in a child process (a death test) so that a crash or a never-ending
 // run fails the test instead of the whole test program. The child exits 0 only when Train
 // throws std::invalid_argument.
-void ExpectRejectedInChild(const TrainOptions& options) {
+void ExpectRejectedInChild(const scheduler::TrainOptions& options) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
@@ -384,8 +384,8 @@ void ExpectRejectedInChild(const TrainOptions& options) {
 // Regression: an every-0-mega-batches schedule divided by zero (SIGFPE). The CLI never builds it
 // ("0" means "end"), but Train validates it like the other options.
 TEST(TrainerTest, EveryZeroMegaBatchesIsRejected) {
-  TrainOptions options = Options();
-  options.eval.kind = EvalSchedule::Kind::kEveryMegaBatches;
+  scheduler::TrainOptions options = Options();
+  options.eval.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
   options.eval.mega_batches = 0;
   ExpectRejectedInChild(options);
 }
@@ -393,10 +393,10 @@ TEST(TrainerTest, EveryZeroMegaBatchesIsRejected) {
 // Regression: `!(epochs > 0)` let +infinity through and `std::llround(inf * rows)` is 2^63 on
 // x86-64, so `train --epochs inf` trained practically forever.
 TEST(TrainerTest, InfiniteEpochsAreRejected) {
-  TrainOptions options = Options();
+  scheduler::TrainOptions options = Options();
   options.epochs = std::numeric_limits<double>::infinity();
   ExpectRejectedInChild(options);
 }
 
 }  // namespace
-}  // namespace xmlt::scheduler
+}  // namespace xmlt::run

@@ -9,9 +9,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "dist/rank_group.h"
 #include "engine/device_spec.h"
 #include "engine/worker.h"
+#include "ranks/rank_group.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -45,7 +45,7 @@ TEST(GatherReplicas, BringsEveryReplicaAndItsMomentumToTheRootOnly) {
   // Devices 0-3 on ranks 0, 1, 2, 1; device 3 keeps no momentum; device 2 was dropped (not alive).
   const std::vector<int> device_rank{0, 1, 2, 1};
   const std::vector<size_t> alive{0, 1, 3};
-  std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(3, std::chrono::seconds(30));
+  std::vector<std::unique_ptr<ranks::RankGroup>> groups = ranks::MakeThreadGroups(3, std::chrono::seconds(30));
   std::vector<std::vector<Replica>> replicas(3);
   std::vector<std::exception_ptr> errors(3);
   std::vector<std::thread> threads;
@@ -90,7 +90,7 @@ TEST(ShareBatchResults, EveryRankGetsEveryResultWithItsErrorAndLostContext) {
   // in batch 3, device 2 (rank 2) failed plainly.
   const std::vector<int> device_rank{0, 1, 2};
   const std::vector<size_t> plan_devices{0, 1, 2, 1};
-  std::vector<std::unique_ptr<dist::RankGroup>> groups = dist::MakeThreadGroups(3, std::chrono::seconds(30));
+  std::vector<std::unique_ptr<ranks::RankGroup>> groups = ranks::MakeThreadGroups(3, std::chrono::seconds(30));
   std::vector<std::vector<engine::BatchResult>> results(3, std::vector<engine::BatchResult>(4));
   std::vector<std::exception_ptr> errors(3);
   std::vector<std::thread> threads;

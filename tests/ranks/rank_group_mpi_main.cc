@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "dist/rank_group.h"
+#include "ranks/rank_group.h"
 
 namespace {
 
@@ -32,7 +32,7 @@ T ValueAt(int rank, uint64_t j) {
 
 // Every rank's copy of `values` is byte-for-byte the same as rank 0's.
 template <class T>
-bool SameOnEveryRank(xmlt::dist::RankGroup& group, const std::vector<T>& values) {
+bool SameOnEveryRank(xmlt::ranks::RankGroup& group, const std::vector<T>& values) {
   const auto* begin = reinterpret_cast<const uint8_t*>(values.data());
   const std::vector<uint8_t> mine(begin, begin + values.size() * sizeof(T));
   for (const std::vector<uint8_t>& other : group.AllGather(mine))
@@ -41,7 +41,7 @@ bool SameOnEveryRank(xmlt::dist::RankGroup& group, const std::vector<T>& values)
 }
 
 template <class T>
-void CheckSum(xmlt::dist::RankGroup& group, uint64_t count, const char* type) {
+void CheckSum(xmlt::ranks::RankGroup& group, uint64_t count, const char* type) {
   // Every rank's input, computed once here, so that the reference adds the very bits the ranks
   // sent (ValueAt inlined in two loops may contract differently).
   std::vector<std::vector<T>> inputs(group.size(), std::vector<T>(count));
@@ -72,13 +72,13 @@ int main(int argc, char** argv) {
   if (argc == 2 && std::string(argv[1]) == "--hang") {
     // Rank 1 never joins a sum: rank 0 must end the run within its timeout, naming itself (the
     // ctest checks the message and the exit code); rank 1 must not be the one to end it.
-    std::unique_ptr<xmlt::dist::RankGroup> hasty = xmlt::dist::JoinRankGroup(300ms);
+    std::unique_ptr<xmlt::ranks::RankGroup> hasty = xmlt::ranks::JoinRankGroup(300ms);
     float x = 1;
     if (hasty->rank() == 0) hasty->SumInPlace(&x, 1);
     std::this_thread::sleep_for(60s);
     return 0;
   }
-  std::unique_ptr<xmlt::dist::RankGroup> group = xmlt::dist::JoinRankGroup(60s);
+  std::unique_ptr<xmlt::ranks::RankGroup> group = xmlt::ranks::JoinRankGroup(60s);
   const int rank = group->rank(), size = group->size();
   Check(size >= 2, rank, "started with fewer than 2 ranks: run it under mpirun -np 2 or more");
 

@@ -1,9 +1,9 @@
 // Whether an MPI launcher started this process; see rank_group.h.
 #include <cstdlib>
 
-#include "dist/rank_group.h"
+#include "ranks/rank_group.h"
 
-namespace xmlt::dist {
+namespace xmlt::ranks {
 
 bool LaunchedUnderMpi() {
   // OpenMPI's mpirun, and PMI / PMIx launchers (srun, MPICH's hydra).
@@ -12,12 +12,4 @@ bool LaunchedUnderMpi() {
   return false;
 }
 
-bool MpiBuilt() {
-#ifdef XMLT_HAVE_MPI
-  return true;
-#else
-  return false;
-#endif
-}
-
-}  // namespace xmlt::dist
+}  // namespace xmlt::ranks

@@ -7,9 +7,9 @@
 #include <mutex>
 #include <string>
 
-#include "dist/rank_group.h"
+#include "ranks/rank_group.h"
 
-namespace xmlt::dist {
+namespace xmlt::ranks {
 namespace {
 
 using Bytes = std::vector<uint8_t>;
@@ -128,4 +128,4 @@ std::vector<std::unique_ptr<RankGroup>> MakeThreadGroups(int ranks, std::chrono:
   return groups;
 }
 
-}  // namespace xmlt::dist
+}  // namespace xmlt::ranks

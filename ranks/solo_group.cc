@@ -2,9 +2,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "dist/rank_group.h"
+#include "ranks/rank_group.h"
 
-namespace xmlt::dist {
+namespace xmlt::ranks {
 namespace {
 
 class SoloGroup : public RankGroup {
@@ -31,4 +31,4 @@ class SoloGroup : public RankGroup {
 
 std::unique_ptr<RankGroup> MakeSoloGroup() { return std::make_unique<SoloGroup>(); }
 
-}  // namespace xmlt::dist
+}  // namespace xmlt::ranks

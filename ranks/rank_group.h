@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace xmlt::dist {
+namespace xmlt::ranks {
 
 // A collective that did not complete within the thread groups' timeout: another rank died or
 // hangs. The message names this rank and the call.
@@ -60,8 +60,6 @@ std::vector<std::unique_ptr<RankGroup>> MakeThreadGroups(int ranks,
 
 // True when this process was started by an MPI launcher (mpirun, srun with PMI/PMIx).
 bool LaunchedUnderMpi();
-// True when this build has MPI.
-bool MpiBuilt();
 // Under an MPI launcher, the MPI group of all ranks (MPI initialized once; finalized at exit);
 // otherwise the solo group. Throws std::runtime_error when launched under MPI by a build without
 // it. `timeout` bounds every collective: past it the MPI group ends the whole run (MPI_Abort,
@@ -69,4 +67,4 @@ bool MpiBuilt();
 // collective nor go on without the missing rank.
 std::unique_ptr<RankGroup> JoinRankGroup(std::chrono::milliseconds timeout);
 
-}  // namespace xmlt::dist
+}  // namespace xmlt::ranks

@@ -7,9 +7,9 @@
 #include <functional>
 #include <thread>
 
-#include "dist/rank_group.h"
+#include "ranks/rank_group.h"
 
-namespace xmlt::dist {
+namespace xmlt::ranks {
 namespace {
 
 // Runs body(group) on one thread per rank; rethrows the first failure.
@@ -129,4 +129,4 @@ TEST(SoloGroup, IsRankZeroOfOneAndLeavesValuesAsTheyAre) {
 }
 
 }  // namespace
-}  // namespace xmlt::dist
+}  // namespace xmlt::ranks

@@ -14,9 +14,9 @@
 #include <string>
 #include <thread>
 
-#include "dist/rank_group.h"
+#include "ranks/rank_group.h"
 
-namespace xmlt::dist {
+namespace xmlt::ranks {
 namespace {
 
 // Elements per round of a sum or broadcast: bounded scratch memory, and counts within int.
@@ -199,4 +199,4 @@ std::unique_ptr<RankGroup> JoinRankGroup(std::chrono::milliseconds timeout) {
   return std::make_unique<MpiGroup>(timeout);
 }
 
-}  // namespace xmlt::dist
+}  // namespace xmlt::ranks

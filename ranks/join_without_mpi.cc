@@ -1,9 +1,9 @@
 // JoinRankGroup in a build without MPI: this process alone, or a clear refusal under a launcher.
 #include <stdexcept>
 
-#include "dist/rank_group.h"
+#include "ranks/rank_group.h"
 
-namespace xmlt::dist {
+namespace xmlt::ranks {
 
 std::unique_ptr<RankGroup> JoinRankGroup(std::chrono::milliseconds) {
   if (LaunchedUnderMpi())
@@ -13,4 +13,4 @@ std::unique_ptr<RankGroup> JoinRankGroup(std::chrono::milliseconds) {
   return MakeSoloGroup();
 }
 
-}  // namespace xmlt::dist
+}  // namespace xmlt::ranks

@@ -1,0 +1,44 @@
+// The CPU device with the dense step; see cpu_device.h.
+#include "engine/cpu_device.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/cpu_replica.h"
+
+namespace xmlt::engine {
+namespace {
+
+class CpuDevice final : public Device {
+ public:
+  CpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, uint32_t max_rows,
+            float momentum, kernels::OutputMath math, const StepRegularization& regularization)
+      : spec_(spec), replica_(initial, max_rows, momentum, math, regularization) {}
+
+  const DeviceSpec& spec() const override { return spec_; }
+  kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows,
+                                      size_t count, float lr) override {
+    return replica_.TrainBatch(dataset, rows, count, lr);
+  }
+  float* HostParams() override { return replica_.model().params.data(); }
+  size_t NumParams() const override { return replica_.model().params.size(); }
+  std::vector<float> SaveOptimizerState() override { return replica_.velocity(); }
+  void RestoreOptimizerState(const std::vector<float>& state) override { replica_.RestoreVelocity(state); }
+  std::vector<uint8_t> SaveExtraState() override { return replica_.SaveStepCount(); }
+  void RestoreExtraState(const std::vector<uint8_t>& state) override { replica_.RestoreStepCount(state); }
+
+ private:
+  DeviceSpec spec_;
+  CpuReplica replica_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> MakeCpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, uint32_t max_rows,
+                                      float local_momentum, kernels::OutputMath math,
+                                      const StepRegularization& regularization) {
+  return std::make_unique<CpuDevice>(spec, initial, max_rows, local_momentum, math, regularization);
+}
+
+}  // namespace xmlt::engine
