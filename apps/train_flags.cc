@@ -72,9 +72,10 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "The run's last evaluation: 'full' (the whole test set) or 'sample' (the --eval-rows sample)")
       ->capture_default_str();
   cmd->add_option("--math", f->math,
-                  "The output layer's products in training: fp32; bf16 (bfloat16 inputs, fp32 sums; GPUs, and "
-                  "CPUs with AMX or AVX-512 BF16, several times faster with AMX); or tf32 (GPUs only). On a GPU "
-                  "it is every dense product's cuBLAS compute type")
+                  "The output layer's products in training: auto (bf16 where every device is a CPU with AMX or "
+                  "AVX-512 BF16 and the step is the dense one, else fp32); fp32; bf16 (bfloat16 inputs, fp32 sums; "
+                  "GPUs, and CPUs with AMX or AVX-512 BF16); or tf32 (GPUs only). On a GPU it is every dense "
+                  "product's cuBLAS compute type")
       ->capture_default_str();
   AddPropensityFlag(cmd, &f->propensity);
   cmd->add_option("--seed", f->options.seed, "Seed for initialization and shuffling")->capture_default_str()->check(kNotNegative);

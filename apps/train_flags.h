@@ -19,7 +19,7 @@ struct TrainFlags {
   std::string eval_every = "epoch";
   std::string normalize = "l2";
   std::string final_eval = "full";
-  std::string math = "fp32";
+  std::string math = "auto";
   std::string lr = "0.3";
   std::string lr_schedule = "cosine";
   std::string input_optimizer = "auto";  // adagrad where every device runs the CPU's dense local step

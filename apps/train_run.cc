@@ -35,7 +35,9 @@
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
 #include "engine/model_file.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/cpu_isa.h"
+#include "kernels/output_math.h"
 #include "kernels/propensity.h"
 #include "ranks/rank_group.h"
 #include "run/checkpoint_file.h"
@@ -119,7 +121,8 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
     throw std::invalid_argument("--final-eval sample scores the --eval-rows sample; give --eval-rows N");
   if (f.given("--propensity") && f.test.empty())
     throw std::invalid_argument("--propensity weighs the PSP@k of the --test evaluations; give --test");
-  f.options.math = ParseOutputMath(f.math, f.engine.devices);
+  const bool sampled_output = f.algo == "slide" || (f.cpu_output == "sampled" && f.algo != "single");
+  f.options.math = ParseOutputMath(f.math, f.engine.devices, sampled_output);
   const kernels::PropensityModel propensity = ParsePropensity(f.propensity);
   f.options.propensity = propensity;
   const bool lr_auto = f.lr == "auto";
@@ -247,11 +250,17 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
               << engine::DeviceListText(f.engine.devices) << " (" << engine::CudaDeviceSummary()
               << (ranks->size() > 1 ? " on rank 0; " + std::to_string(ranks->size()) + " ranks" : std::string())
               << ")\n";
+  const bool cpu_devices =
+      std::any_of(f.engine.devices.begin(), f.engine.devices.end(),
+                  [](const engine::DeviceSpec& spec) { return spec.kind == engine::DeviceKind::kCpu; });
   if (writer)
     std::cerr << "step: SGD at lr " << f.options.lr << " (" << f.lr_schedule << "), local momentum "
               << f.options.local_momentum << "; first layer "
               << (f.options.input_lr > 0 ? "Adagrad at " + std::to_string(f.options.input_lr) : std::string("the same"))
-              << "; dropout " << f.options.dropout << "; weight decay " << f.options.weight_decay << "\n";
+              << "; dropout " << f.options.dropout << "; weight decay " << f.options.weight_decay
+              << "; output products in " << kernels::OutputMathName(f.options.math)
+              << (f.options.math == kernels::OutputMath::kBf16 && cpu_devices ? " (" + kernels::cpu::Bf16Isa() + ")" : "")
+              << "\n";
 
   const bool show_progress = writer && session.print && ::isatty(::fileno(stderr)) != 0;
   run::TrainCallbacks callbacks;

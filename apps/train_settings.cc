@@ -76,13 +76,22 @@ float ParsePositive(const char* flag, const std::string& text) {
 
 // --math: refused here, before the data is loaded, where this build, CPU or device list cannot do
 // it. GPUs take fp32, tf32 and bf16 (cuBLAS's compute types); CPUs fp32, and bf16 where they have
-// native bf16.
-kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<engine::DeviceSpec>& devices) {
-  if (text == "fp32") return kernels::OutputMath::kFp32;
-  if (text != "bf16" && text != "tf32")
-    throw std::invalid_argument("--math must be fp32, bf16 or tf32, not '" + text + "'");
+// native bf16. auto is bf16 on CPU-only runs of the dense step whose CPU has it (the output
+// layer's products are most of an epoch, and they run 2 to 3x faster; docs/training.md), and fp32
+// elsewhere: on GPUs, and for the sampled step, which computes in fp32.
+kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<engine::DeviceSpec>& devices,
+                                    bool sampled_output) {
   const auto cpu = std::find_if(devices.begin(), devices.end(),
                                 [](const engine::DeviceSpec& spec) { return spec.kind == engine::DeviceKind::kCpu; });
+  if (text == "auto") {
+    const bool cpus_only = std::all_of(devices.begin(), devices.end(),
+                                       [](const engine::DeviceSpec& spec) { return spec.kind == engine::DeviceKind::kCpu; });
+    const bool bf16 = cpus_only && !sampled_output && kernels::cpu::Bf16Available(nullptr);
+    return bf16 ? kernels::OutputMath::kBf16 : kernels::OutputMath::kFp32;
+  }
+  if (text == "fp32") return kernels::OutputMath::kFp32;
+  if (text != "bf16" && text != "tf32")
+    throw std::invalid_argument("--math must be auto, fp32, bf16 or tf32, not '" + text + "'");
   if (text == "tf32") {
     if (cpu != devices.end())
       throw std::invalid_argument("--math tf32 is for CUDA devices; " + cpu->id + " computes in fp32 or bf16");
@@ -91,8 +100,6 @@ kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<e
   if (cpu != devices.end()) {
     std::string why;
     if (!kernels::cpu::Bf16Available(&why)) throw std::invalid_argument("--math bf16 on " + cpu->id + ": " + why);
-    std::cerr << "output layer products in bf16 on " << kernels::cpu::Bf16Isa()
-              << (kernels::cpu::Bf16HasTiles() ? "" : " (no AMX tiles: no faster than fp32 here)") << "\n";
   }
   return kernels::OutputMath::kBf16;
 }
@@ -289,7 +296,7 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
       throw std::invalid_argument("--slide-rehash-growth must be a finite number of at least 1");
     if (f.algo == "slide" && f.options.local_momentum != 0)
       throw std::invalid_argument("--algo slide steps with plain SGD; --local-momentum must be 0");
-    if (f.math != "fp32")
+    if (f.math != "fp32" && f.math != "auto")
       throw std::invalid_argument(std::string(f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
                                   " computes its output layer in fp32; drop --math");
   }

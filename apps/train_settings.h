@@ -38,8 +38,9 @@ float ParsePositive(const char* flag, const std::string& text);
 
 // --math: refused here, before the data is loaded, where this build, CPU or device list cannot do
 // it. GPUs take fp32, tf32 and bf16 (cuBLAS's compute types); CPUs fp32, and bf16 where they have
-// native bf16.
-kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<engine::DeviceSpec>& devices);
+// native bf16. auto: bf16 where every device is such a CPU and the output is dense, else fp32.
+kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<engine::DeviceSpec>& devices,
+                                    bool sampled_output);
 
 // --algo presets set how batches are dispatched and merged; --schedule, --merge and
 // --local-momentum given explicitly override them, so any combination can be swept.

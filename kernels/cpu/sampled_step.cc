@@ -11,6 +11,7 @@
 
 #include "kernels/dropout_mask.h"
 #include "kernels/cpu/sparse_mlp.h"
+#include "kernels/cpu/vector_ops.h"
 
 namespace xmlt::kernels::cpu {
 
@@ -227,12 +228,8 @@ double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint
     float* w = w0 + uint64_t(feature) * units0;
     if (adagrad) {
       float* squares = regularization.input_squares + uint64_t(feature) * units0;
-      const float scale = x * regularization.gradient_scale;
-      for (uint32_t u = 0; u < units0; ++u) {
-        const float g = scale * delta[u];
-        squares[u] += g * g;
-        w[u] -= regularization.input_lr * g / (std::sqrt(squares[u]) + float(kAdagradEpsilon));
-      }
+      vector_ops::Adagrad(w, squares, delta.data(), x * regularization.gradient_scale, regularization.input_lr,
+                          float(kAdagradEpsilon), units0);
     } else {
       for (uint32_t u = 0; u < units0; ++u) w[u] -= lr * x * delta[u];
     }

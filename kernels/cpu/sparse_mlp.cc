@@ -12,6 +12,7 @@
 
 #include "kernels/dropout_mask.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/vector_ops.h"
 
 namespace xmlt::kernels::cpu {
 namespace {
@@ -69,7 +70,7 @@ void SparseInputForward(const Model<T>& model, const data::SparseBatch& batch, T
                             PrefetchRow(w + uint64_t(batch.feature_idx[e + kPrefetchAhead]) * units, units, false);
                           const T x = T(batch.feature_val[e]);
                           const T* row = w + uint64_t(batch.feature_idx[e]) * units;
-                          for (uint64_t u = 0; u < units; ++u) z[u] += x * row[u];
+                          vector_ops::Axpy(z, row, x, units);
                         }
                         ReluInPlace(z, units);
                       }
@@ -216,27 +217,20 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
         const uint32_t e = entry(i);
         const T x = T(batch.feature_val[e]);
         const T* d = delta + uint64_t(ws->entry_row[e]) * units;
-        for (uint64_t u = 0; u < units; ++u) g[u] += x * d[u];
+        vector_ops::Axpy(g.data(), d, x, units);
       }
       const uint64_t offset = uint64_t(feature_at(ws->group_begin[k])) * units;
       // Lazy weight decay: the rows of the batch's features, the only ones this step touches.
       if (decay != T(0))
-        for (uint64_t u = 0; u < units; ++u) g[u] += decay * w[offset + u];
+        vector_ops::Axpy(g.data(), w + offset, decay, units);
       if (grad != nullptr) {
         std::copy(g.begin(), g.end(), grad + offset);
       } else if (rule.input_adagrad) {
-        T* squares = velocity + offset;
-        for (uint64_t u = 0; u < units; ++u) {
-          squares[u] += g[u] * g[u];
-          w[offset + u] -= rule.input_lr * g[u] / (std::sqrt(squares[u]) + T(kAdagradEpsilon));
-        }
+        vector_ops::Adagrad(w + offset, velocity + offset, g.data(), T(1), rule.input_lr, T(kAdagradEpsilon), units);
       } else if (velocity != nullptr) {
-        for (uint64_t u = 0; u < units; ++u) {
-          velocity[offset + u] = rule.momentum * velocity[offset + u] + g[u];
-          w[offset + u] -= rule.lr * velocity[offset + u];
-        }
+        vector_ops::Momentum(w + offset, velocity + offset, g.data(), rule.momentum, rule.lr, units);
       } else {
-        for (uint64_t u = 0; u < units; ++u) w[offset + u] -= rule.lr * g[u];
+        vector_ops::Sgd(w + offset, g.data(), rule.lr, units);
       }
     }
   });

@@ -34,6 +34,12 @@ struct VectorKernels {
   void (*sgd)(float* w, const float* g, float lr, uint64_t n);
   // v[j] = momentum * v[j] + g[j]; w[j] -= lr * v[j].
   void (*momentum)(float* w, float* v, const float* g, float momentum, float lr, uint64_t n);
+  // y[j] += a * x[j]: the first layer's rows, summed into a row's units (forward) or a feature's
+  // gradient (backward).
+  void (*axpy)(float* y, const float* x, float a, uint64_t n);
+  // Adagrad on a first-layer row, with g[j] = scale * d[j]: squares[j] += g[j]^2, then
+  // w[j] -= lr * g[j] / (sqrt(squares[j]) + epsilon).
+  void (*adagrad)(float* w, float* squares, const float* d, float scale, float lr, float epsilon, uint64_t n);
   // DWTA's codes (SLIDE's hash, kernels/lsh): for each function f < functions, the position p <
   // positions of the largest v[coordinate[p * stride + f]], the first of equals, or `positions`
   // when every one is absent (a query's zeros, when query). stride is a multiple of

@@ -209,6 +209,22 @@ void Momentum(float* __restrict w, float* __restrict v, const float* __restrict 
   }
 }
 
+void Axpy(float* __restrict y, const float* __restrict x, float a, uint64_t n) {
+#pragma omp simd
+  for (uint64_t j = 0; j < n; ++j) y[j] += a * x[j];
+}
+
+// The square root vectorizes because these files are compiled with -fno-math-errno.
+void Adagrad(float* __restrict w, float* __restrict squares, const float* __restrict d, float scale, float lr,
+             float epsilon, uint64_t n) {
+#pragma omp simd
+  for (uint64_t j = 0; j < n; ++j) {
+    const float g = scale * d[j];
+    squares[j] += g * g;
+    w[j] -= lr * g / (__builtin_sqrtf(squares[j]) + epsilon);
+  }
+}
+
 // A chunk of functions at a time, position by position: gathers across functions, and the
 // chunk's running maxima and codes in registers over the positions. Selects written with & so
 // that no branch depends on the data (an argmax over random values mispredicts often).
@@ -249,6 +265,8 @@ const VectorKernels XMLT_VECTOR_KERNELS_TABLE = {
     XMLT_VECTOR_KERNELS_NS::ScaleAdd,
     XMLT_VECTOR_KERNELS_NS::Sgd,
     XMLT_VECTOR_KERNELS_NS::Momentum,
+    XMLT_VECTOR_KERNELS_NS::Axpy,
+    XMLT_VECTOR_KERNELS_NS::Adagrad,
     XMLT_VECTOR_KERNELS_NS::DwtaCodes,
 };
 

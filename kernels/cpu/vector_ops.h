@@ -2,6 +2,7 @@
 // CPU's ISA (cpu_isa.h), double (the gradient checks' models) to the plain loops here.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -115,6 +116,30 @@ void Momentum(T* w, T* v, const G* g, T momentum, T lr, uint64_t n) {
     for (uint64_t j = 0; j < n; ++j) {
       v[j] = momentum * v[j] + g[j];
       w[j] -= lr * v[j];
+    }
+  }
+}
+
+// y[j] += a * x[j].
+template <class T>
+void Axpy(T* y, const T* x, T a, uint64_t n) {
+  if constexpr (kVectorized<T>) {
+    Vec().axpy(y, x, a, n);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) y[j] += a * x[j];
+  }
+}
+
+// Adagrad with g[j] = scale * d[j]: squares[j] += g[j]^2; w[j] -= lr * g[j] / (sqrt(squares[j]) + epsilon).
+template <class T>
+void Adagrad(T* w, T* squares, const T* d, T scale, T lr, T epsilon, uint64_t n) {
+  if constexpr (kVectorized<T>) {
+    Vec().adagrad(w, squares, d, scale, lr, epsilon, n);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) {
+      const T g = scale * d[j];
+      squares[j] += g * g;
+      w[j] -= lr * g / (std::sqrt(squares[j]) + epsilon);
     }
   }
 }

@@ -123,7 +123,7 @@ TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
       {{"--algo", "adaptive", "--preset", "fast"}, "--preset must be default or paper"},
       {{"--algo", "adaptive", "--lr-scaling", "cubic"}, "--lr-scaling must be none, sqrt or linear"},
       {{"--algo", "adaptive", "--pert-weights", "half"}, "--pert-weights must be normalized or raw"},
-      {{"--math", "fp16"}, "--math must be fp32, bf16 or tf32, not 'fp16'"},
+      {{"--math", "fp16"}, "--math must be auto, fp32, bf16 or tf32, not 'fp16'"},
       {{"--math", "tf32"}, "--math tf32 is for CUDA devices; cpu:0 computes in fp32 or bf16"},
       {{"--algo", "adaptive", "--slide-k", "4"}, "--slide-k applies to --algo slide"},
       {{"--algo", "slide", "--devices", "cpu:2"}, "--algo slide trains on one CPU device"},

@@ -170,6 +170,26 @@ TEST_P(VectorKernelsOnIsa, ElementwiseKernelsMatchTheReference) {
   }
 }
 
+TEST_P(VectorKernelsOnIsa, AxpyAndAdagradMatchTheReference) {
+  for (uint64_t n : kLengths) {
+    const std::vector<float> x = Uniform(n, -1, 1, n + 21), d = Uniform(n, -1, 1, n + 22);
+    std::vector<float> y = Uniform(n, -1, 1, n + 23), w = Uniform(n, -1, 1, n + 24);
+    // Squares as Adagrad leaves them: non-negative, some zero (a coordinate's first step).
+    std::vector<float> squares = Uniform(n, 0, 2, n + 25);
+    for (uint64_t j = 0; j < n; j += 3) squares[j] = 0;
+    const std::vector<float> y0 = y, w0 = w, squares0 = squares;
+    vec_->axpy(y.data(), x.data(), 0.375f, n);
+    vec_->adagrad(w.data(), squares.data(), d.data(), 0.5f, 0.1f, 1e-10f, n);
+    for (uint64_t j = 0; j < n; ++j) {
+      EXPECT_NEAR(y[j], double(y0[j]) + 0.375 * double(x[j]), kUlps * 2) << j;
+      const double g = 0.5 * double(d[j]), s = double(squares0[j]) + g * g;
+      EXPECT_NEAR(squares[j], s, kUlps * 4) << j;
+      const double step = 0.1 * g / (std::sqrt(s) + 1e-10);
+      EXPECT_NEAR(w[j], double(w0[j]) - step, kUlps * 4) << j;
+    }
+  }
+}
+
 // DWTA's codes against the plain argmax: function counts around the chunk of 16, bins whose
 // values tie (the first of equals wins), and queries whose zeros are absent, some bins wholly.
 TEST_P(VectorKernelsOnIsa, DwtaCodesMatchTheReference) {

@@ -28,8 +28,9 @@ close_runs adaptive_cpu.jsonl adaptive_logical.jsonl "adaptive cpu:2 / cuda:0x2"
 close_runs adaptive_cpu.jsonl adaptive_mixed.jsonl "adaptive cpu:2 / cuda:0,cpu:1" 0.02 1e-3
 
 "$xmltrain" train "${common[@]}" --algo single --devices cpu:1 --metrics single_cpu.jsonl > /dev/null
+any_math=("${common[@]:0:${#common[@]}-2}")  # common without its closing --math fp32
 for math in tf32 bf16; do
-  "$xmltrain" train "${common[@]}" --algo single --devices cuda:0 --math "$math" --metrics "single_$math.jsonl" \
+  "$xmltrain" train "${any_math[@]}" --algo single --devices cuda:0 --math "$math" --metrics "single_$math.jsonl" \
     > /dev/null
   close_runs single_cpu.jsonl "single_$math.jsonl" "single cpu:1 fp32 / cuda:0 $math" 0.03 0.02
 done
@@ -53,7 +54,7 @@ PY
 
 # A CPU has no TF32: said before anything is loaded, with exit 2.
 set +e
-"$xmltrain" train "${common[@]}" --devices cuda:0,cpu:1 --algo adaptive --math tf32 > tf32_cpu.out 2> tf32_cpu.err
+"$xmltrain" train "${any_math[@]}" --devices cuda:0,cpu:1 --algo adaptive --math tf32 > tf32_cpu.out 2> tf32_cpu.err
 status=$?
 set -e
 [[ $status -eq 2 ]] || fail "--math tf32 with a CPU device gave exit $status, not 2"
