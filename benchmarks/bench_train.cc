@@ -267,6 +267,13 @@ BENCHMARK_CAPTURE(TrainSteps, amazon670k_full_cpu_defaults, std::string("amazon6
 BENCHMARK_CAPTURE(TrainSteps, delicious200k_full_cpu_defaults, std::string("delicious200k"), 1.0,
                   kernels::OutputMath::kFp32, true)
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+// The defaults where the CPU has native bf16 (--math auto takes it there).
+BENCHMARK_CAPTURE(TrainSteps, amazon670k_full_cpu_defaults_bf16, std::string("amazon670k"), 1.0,
+                  kernels::OutputMath::kBf16, true)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+BENCHMARK_CAPTURE(TrainSteps, delicious200k_full_cpu_defaults_bf16, std::string("delicious200k"), 1.0,
+                  kernels::OutputMath::kBf16, true)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
 BENCHMARK(OutputGemms)->Args({256, 128, 670091})->Args({256, 128, 205443})
     ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
 // SLIDE at the full shapes: against TrainSteps' samples/s at the same Args (issue: 10x or more).

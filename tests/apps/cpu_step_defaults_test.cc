@@ -1,5 +1,6 @@
-// The defaults that depend on the data's shape and on the devices: --hidden auto, dropout 0.5 and
-// the first layer's Adagrad on every device's step (CPU dense, SLIDE's sampled, GPU), and their refusals.
+// The defaults that depend on the data's shape and on the devices: --hidden auto, dropout 0.5,
+// the first layer's Adagrad on every device's step (CPU dense, SLIDE's sampled, GPU), --math auto,
+// and their refusals.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -7,6 +8,9 @@
 #include <vector>
 
 #include "apps/train_settings.h"
+#include "engine/device_spec.h"
+#include "kernels/cpu/bf16_gemm.h"
+#include "kernels/output_math.h"
 #include "tests/apps/cli_runner.h"
 #include "tests/apps/cli_test_support.h"
 
@@ -83,6 +87,27 @@ TEST(CpuStepDefaults, CpuDenseRunsTakeAdagradAndDropoutUnlessTold) {
   const Settled sampled = TrainAndRead(d, {"--algo", "adaptive", "--devices", "cpu:2", "--cpu-output", "sampled"});
   EXPECT_NE(sampled.step.find("first layer Adagrad at 0.1"), std::string::npos) << sampled.step;
   EXPECT_NE(sampled.step.find("dropout 0.5;"), std::string::npos) << sampled.step;
+}
+
+// --math auto: bf16 only where every device is a CPU with native bf16 and the step is dense; the
+// run's step line names what it took.
+TEST(CpuStepDefaults, OutputMathAutoIsBf16OnlyOnCpuOnlyDenseRuns) {
+  const bool native = kernels::cpu::Bf16Available(nullptr);
+  const kernels::OutputMath cpu_choice = native ? kernels::OutputMath::kBf16 : kernels::OutputMath::kFp32;
+  EXPECT_EQ(ParseOutputMath("auto", engine::ParseDeviceList("cpu:1"), false), cpu_choice);
+  EXPECT_EQ(ParseOutputMath("auto", engine::ParseDeviceList("cpu:3"), false), cpu_choice);
+  EXPECT_EQ(ParseOutputMath("auto", engine::ParseDeviceList("cpu:2"), true), kernels::OutputMath::kFp32);
+  EXPECT_EQ(ParseOutputMath("auto", engine::ParseDeviceList("cuda:0"), false), kernels::OutputMath::kFp32);
+  EXPECT_EQ(ParseOutputMath("auto", engine::ParseDeviceList("cuda:0,cpu:1"), false), kernels::OutputMath::kFp32);
+  EXPECT_EQ(ParseOutputMath("fp32", engine::ParseDeviceList("cpu:1"), false), kernels::OutputMath::kFp32);
+  Data d;
+  const Settled plain = TrainAndRead(d, {});
+  EXPECT_NE(plain.step.find(native ? "output products in bf16" : "output products in fp32"), std::string::npos)
+      << plain.step;
+  const Settled slide = TrainAndRead(d, {"--algo", "slide"});
+  EXPECT_NE(slide.step.find("output products in fp32"), std::string::npos) << slide.step;
+  const Settled told = TrainAndRead(d, {"--math", "fp32"});
+  EXPECT_NE(told.step.find("output products in fp32"), std::string::npos) << told.step;
 }
 
 TEST(CpuStepDefaults, AdagradWhereItCannotRunIsAUsageError) {
