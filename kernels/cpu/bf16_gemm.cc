@@ -135,8 +135,6 @@ std::string Bf16Isa() {
   }
 }
 
-bool Bf16HasTiles() { return dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::avx512_core_amx; }
-
 void Bf16GemmOneThread(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, const Bf16* a,
                        int64_t lda, const Bf16* b, int64_t ldb, bool accumulate, float* c,
                        int64_t ldc) {
@@ -160,8 +158,6 @@ bool Bf16Available(std::string* why) {
 }
 
 std::string Bf16Isa() { return "none (built without oneDNN)"; }
-
-bool Bf16HasTiles() { return false; }
 
 void Bf16GemmOneThread(Op, Op, int64_t, int64_t, int64_t, const Bf16*, int64_t, const Bf16*,
                        int64_t, bool, float*, int64_t) {

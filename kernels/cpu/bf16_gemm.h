@@ -24,9 +24,6 @@ bool Bf16Available(std::string* why);
 // The instruction set oneDNN uses for them ("avx512_core_amx", "avx512_core_bf16", ...).
 std::string Bf16Isa();
 
-// Whether that instruction set has AMX tiles: without them bf16 is no faster than fp32.
-bool Bf16HasTiles();
-
 // Row-major C = op(A) * op(B) + (accumulate ? C : 0), A m x k and B k x n after op, A and B in
 // bfloat16, C in fp32; lda/ldb/ldc are the stored row strides. Runs on the calling thread: callers
 // parallelize over blocks. Throws std::runtime_error when Bf16Available is false.
