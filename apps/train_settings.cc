@@ -81,11 +81,10 @@ float ParsePositive(const char* flag, const std::string& text) {
 // elsewhere: on GPUs, and for the sampled step, which computes in fp32.
 kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<engine::DeviceSpec>& devices,
                                     bool sampled_output) {
-  const auto cpu = std::find_if(devices.begin(), devices.end(),
-                                [](const engine::DeviceSpec& spec) { return spec.kind == engine::DeviceKind::kCpu; });
+  const auto is_cpu = [](const engine::DeviceSpec& spec) { return spec.kind == engine::DeviceKind::kCpu; };
+  const auto cpu = std::find_if(devices.begin(), devices.end(), is_cpu);
   if (text == "auto") {
-    const bool cpus_only = std::all_of(devices.begin(), devices.end(),
-                                       [](const engine::DeviceSpec& spec) { return spec.kind == engine::DeviceKind::kCpu; });
+    const bool cpus_only = std::all_of(devices.begin(), devices.end(), is_cpu);
     const bool bf16 = cpus_only && !sampled_output && kernels::cpu::Bf16Available(nullptr);
     return bf16 ? kernels::OutputMath::kBf16 : kernels::OutputMath::kFp32;
   }

@@ -44,6 +44,7 @@
 #include "kernels/cuda/nccl_all_reduce.h"
 #include "kernels/cuda/replica_kernels.h"
 #include "kernels/cuda/ring_all_reduce.h"
+#include "kernels/cuda/ring_pieces.h"
 #include "kernels/model.h"
 #include "merge/adasum.h"
 
@@ -59,16 +60,6 @@ struct Options {
   size_t slice_bytes = size_t{512} << 10;  // NCCL's ring step with its default 4 MiB buffer in 8 slots
   std::string only;  // run only the schedules whose names start with this
 };
-
-// [begin, end) of piece `index` of `count` near-equal pieces of [lo, hi), as the ring cuts.
-struct Range {
-  size_t begin, end;
-  size_t size() const { return end - begin; }
-};
-Range Piece(size_t lo, size_t hi, size_t index, size_t count) {
-  const size_t n = hi - lo;
-  return {lo + n * index / count, lo + n * (index + 1) / count};
-}
 
 // One replica per GPU, each starting at its ordinal + 1.
 struct Replicas {

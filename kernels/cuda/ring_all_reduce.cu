@@ -10,21 +10,9 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/replica_kernels.h"
+#include "kernels/cuda/ring_pieces.h"
 
 namespace xmlt::kernels::cuda {
-namespace {
-
-// [begin, end) of piece `index` of `count` near-equal pieces of [lo, hi).
-struct Range {
-  size_t begin, end;
-  size_t size() const { return end - begin; }
-};
-Range Piece(size_t lo, size_t hi, size_t index, size_t count) {
-  const size_t n = hi - lo;
-  return {lo + n * index / count, lo + n * (index + 1) / count};
-}
-
-}  // namespace
 
 struct RingAllReduce::Impl {
   struct Gpu {
