@@ -88,7 +88,9 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
       const uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
       d.workspace = Add(engine.sampled_output.TableBytes(shape.num_labels),
                         Mul(threads, Mul(shape.num_labels, 2 * sizeof(uint32_t))));
-      d.momentum = 0;  // plain SGD whatever the local momentum of the run's other devices
+      // Plain SGD whatever the local momentum of the run's other devices: its one optimizer state is
+      // the first layer's Adagrad squares, one per first-layer weight.
+      d.momentum = options.input_lr > 0 ? Mul(Mul(shape.num_features, shape.hidden[0]), sizeof(float)) : 0;
     }
     if (d.gpu) {
       // A CUDA replica allocates its velocity whatever the local momentum. Where the GPU is here,

@@ -127,6 +127,14 @@ TEST(CpuSampledRun, TheMemoryPlanCountsTheTablesOfTheCpuDevicesOnly) {
     EXPECT_EQ(sampled.devices[i].momentum, 0u) << "plain SGD: no velocity";
     EXPECT_GT(dense.devices[i].momentum, 0u);
   }
+  // With the first layer's Adagrad, a sampled device holds its squares: one per first-layer weight.
+  scheduler::TrainOptions adagrad = options;
+  adagrad.input_lr = 0.1f;
+  engine.sampled_output.enabled = true;
+  const scheduler::MemoryPlan with_squares =
+      scheduler::PlanMemory(shape, adagrad, engine, limits, data.train.num_rows(), false);
+  for (const scheduler::DeviceMemory& d : with_squares.devices)
+    EXPECT_EQ(d.momentum, uint64_t(shape.num_features) * shape.hidden[0] * sizeof(float));
 }
 
 // Bibtex (159 labels, fewer than the active-set minimum of 1000: every row trains on all of its
