@@ -19,13 +19,13 @@
 #include "apps/checkpoint_folder.h"
 #include "apps/cli.h"
 #include "apps/fault_flag.h"
-#include "apps/output_paths.h"
 #include "apps/propensity_flag.h"
 #include "apps/rank_agreement.h"
 #include "apps/setting_flags.h"
 #include "apps/stdout_check.h"
 #include "apps/stop_signals.h"
 #include "apps/train_flags.h"
+#include "apps/train_outputs.h"
 #include "apps/train_presets.h"
 #include "apps/train_report.h"
 #include "apps/train_settings.h"
@@ -128,33 +128,8 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
   const bool lr_auto = f.lr == "auto";
   if (!lr_auto) f.options.lr = ParsePositive("--lr", f.lr);
   f.options.lr_schedule = scheduler::ParseLrSchedule(f.lr_schedule);
-  // The checkpoint a run resumes from and the one it writes are no other output's to replace.
-  // (Their temporary names, FILE.partial and FILE.tmp.PID, are the checkpoint's own only when
-  // FILE is, which this refuses.)
-  RefuseOutputsInCheckpointFolder("--resume", f.control.resume_dir, {{"--model", f.model_out}, {"--metrics", f.metrics}});
-  RefuseOutputsInCheckpointFolder("--checkpoint-dir", f.control.checkpoint_dir,
-                                  {{"--model", f.model_out}, {"--metrics", f.metrics}});
-  // Output files are opened before the long work, so that a bad path fails now, not at the end.
-  ProbeOutputFile("--model", f.model_out);
-  ProbeOutputFile("--metrics", f.metrics);
-  if (writer) ProbeOutputDir("--checkpoint-dir", f.control.checkpoint_dir);
-  // Every name an output writes is its own: no input, no other output, nor their temporary names.
-  // (Data handed in from memory has no file to protect.)
-  const std::string train_file = session.train ? std::string() : f.train;
-  const std::string test_file = session.test ? std::string() : f.test;
-  RefuseOutputsOverInputs({{"--train", train_file}, {"--train-labels", session.train ? std::string() : f.train_labels},
-                           {"--test", test_file}, {"--test-labels", session.test ? std::string() : f.test_labels}},
-                          {AtomicOutput("--model", f.model_out), MetricsOutput("--metrics", f.metrics)});
-  // Held until the run ends: one run at a time writes a checkpoint folder (across ranks, rank 0).
-  std::unique_ptr<data::FolderLock> checkpoint_lock;
-  if (writer && !f.control.checkpoint_dir.empty()) {
-    try {
-      checkpoint_lock = std::make_unique<data::FolderLock>(f.control.checkpoint_dir);
-    } catch (const std::runtime_error& e) {
-      throw std::invalid_argument(std::string("--checkpoint-dir ") + e.what());
-    }
-    RefuseReplacingAnotherRunsCheckpoint(f.control.checkpoint_dir, f.control.resume_dir);
-  }
+  // Held until the run ends: one run at a time writes a checkpoint folder.
+  const std::unique_ptr<data::FolderLock> checkpoint_lock = ClaimTrainOutputs(f, session, writer);
   // From here a signal asks for a stop: before training (loading, the --lr auto search) it is
   // taken at the next step with a message, and a second one exits at once, as in training.
   StopSignals signals(session.second_signal_exits);
@@ -165,13 +140,7 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
       std::cerr << "stopped by signal " << signal << " " << during << ", before training began: nothing was trained\n";
     return signal;
   };
-  // A metrics file another run is writing is a usage error, as a checkpoint folder in use is.
-  std::unique_ptr<run::MetricsLog> metrics_log;
-  try {
-    metrics_log = std::make_unique<run::MetricsLog>(f.metrics);
-  } catch (const std::runtime_error& e) {
-    throw std::invalid_argument(std::string("--metrics ") + e.what());
-  }
+  const std::unique_ptr<run::MetricsLog> metrics_log = OpenMetricsLog(f.metrics);
   run::MetricsLog& metrics = *metrics_log;
 
   const Clock::time_point load_start = Clock::now();
