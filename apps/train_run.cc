@@ -1,7 +1,6 @@
 // One `xmltrain train` run from its parsed flags; see train_run.h. It settles the flags before
 // the data is loaded and again after (train_settling.h), claims its outputs (train_outputs.h),
-// loads the data (train_data.h), trains, and says what it did (train_report.h, and here the model
-// and step lines and the summary's additions).
+// loads the data (train_data.h), trains, and says what it did (train_report.h).
 #include "apps/train_run.h"
 
 #include <unistd.h>
@@ -27,11 +26,7 @@
 #include "apps/train_settling.h"
 #include "data/folder_lock.h"
 #include "data/input_error.h"
-#include "engine/device_query.h"
 #include "engine/model_file.h"
-#include "kernels/cpu/bf16_gemm.h"
-#include "kernels/cpu/cpu_isa.h"
-#include "kernels/output_math.h"
 #include "ranks/rank_group.h"
 #include "run/metrics_log.h"
 #include "run/multi_device_run.h"
@@ -180,27 +175,7 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
   const AfterLoading settled = SettleAfterLoading(f, ranks, data, stopped_before_training);
   if (settled.stopped_by_signal != 0) return 128 + settled.stopped_by_signal;
   kernels::Model<float> model = kernels::InitModel<float>(data.shape, f.options.seed);
-  const kernels::ModelShape& shape = data.shape;
-  if (writer)
-    std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "
-              << data.train.num_rows() << " training rows, loaded in " << data.load_seconds
-              << " s; planned host memory " << ((settled.planned_host_bytes + (1 << 20) - 1) >> 20) << " MiB"
-              << (ranks->size() > 1 ? " on rank 0 (the most of any rank: it alone writes checkpoints)" : "")
-              << "; training on "
-              << engine::DeviceListText(f.engine.devices) << " (" << engine::CudaDeviceSummary()
-              << (ranks->size() > 1 ? " on rank 0; " + std::to_string(ranks->size()) + " ranks" : std::string())
-              << ")\n";
-  const bool cpu_devices =
-      std::any_of(f.engine.devices.begin(), f.engine.devices.end(),
-                  [](const engine::DeviceSpec& spec) { return spec.kind == engine::DeviceKind::kCpu; });
-  if (writer)
-    std::cerr << "step: SGD at lr " << f.options.lr << " (" << f.lr_schedule << "), local momentum "
-              << f.options.local_momentum << "; first layer "
-              << (f.options.input_lr > 0 ? "Adagrad at " + std::to_string(f.options.input_lr) : std::string("the same"))
-              << "; dropout " << f.options.dropout << "; weight decay " << f.options.weight_decay
-              << "; output products in " << kernels::OutputMathName(f.options.math)
-              << (f.options.math == kernels::OutputMath::kBf16 && cpu_devices ? " (" + kernels::cpu::Bf16Isa() + ")" : "")
-              << "\n";
+  if (writer) SayModelAndStep(f, data, settled.planned_host_bytes, ranks->size());
 
   std::string stdout_error;  // why stdout could not be written, once it could not
   const run::TrainResult result = Train(f, session, data, writer, signals, *metrics, &model, &stdout_error);
@@ -210,31 +185,7 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
   if (!f.model_out.empty()) engine::SaveModel(model, f.model_out);
   metrics->Finish();
   if (!writer) return kExitOk;
-  nlohmann::json summary = TrainSummary(shape, result, data.load_seconds, data.test != nullptr);
-  // What the virtual clock charged, and where that came from: its times compare only between
-  // runs that charged the same.
-  if (f.engine.clock == scheduler::EngineOptions::Clock::kVirtual)
-    summary["virtual_clock"] = {{"row_cost_s", result.row_cost_s},
-                                {"merge_cost_s", result.merge_cost_s},
-                                {"costs", f.engine.row_cost_s > 0 && f.engine.merge_cost_s > 0 ? "given"
-                                          : f.engine.measure_clock_costs                         ? "measured"
-                                                                                                 : "model"}};
-  if (!f.model_out.empty()) summary["model"] = f.model_out;
-  if (!result.checkpoint.empty()) summary["checkpoint"] = result.checkpoint;
-  if (!result.end_checkpoint_error.empty()) summary["checkpoint_error"] = result.end_checkpoint_error;
-  if (!settled.lr_search.is_null()) summary["lr_search"] = settled.lr_search;
-  summary["merge_on"] = scheduler::MergesOnGpus(f.engine) ? "gpus" : "host";
-  // The CPU step's vector kernels: XMLT_CPU_ISA's, or the widest this CPU runs.
-  summary["cpu_isa"] = kernels::cpu::CpuIsaName(kernels::cpu::ActiveCpuIsa());
-  // Which devices stepped with the sampled output layer, and so without local momentum.
-  if (f.algo != "slide" && f.engine.sampled_output.enabled) {
-    summary["cpu_output"] = "sampled";
-    nlohmann::json sampled = nlohmann::json::array();
-    for (const engine::DeviceSpec& spec : f.engine.devices)
-      if (spec.kind == engine::DeviceKind::kCpu) sampled.push_back(spec.id);
-    summary["sampled_devices"] = sampled;
-  }
-  session.summary = summary;
+  session.summary = TrainSummary(f, data, result, settled.lr_search);
   if (session.model != nullptr) *session.model = std::move(model);
   if (!session.print) return kExitOk;  // the summary names a failed end-of-run checkpoint
   return PrintSummary(session.summary, result, stdout_error);
