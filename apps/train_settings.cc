@@ -248,8 +248,6 @@ void SettleStepDefaults(TrainFlags& f) {
   f.options.input_lr = adagrad ? f.input_lr : 0.0f;
 }
 
-// Flags that need no data are checked before the data is loaded (minutes at full size): the
-// training options as given, the multi-device ones, and flags that --algo single would ignore.
 void CheckGpusExist(const TrainFlags& f) {
   for (size_t i = 0; i < f.engine.devices.size(); ++i) {
     const engine::DeviceSpec& d = f.engine.devices[i];
@@ -261,6 +259,8 @@ void CheckGpusExist(const TrainFlags& f) {
   }
 }
 
+// Flags that need no data are checked before the data is loaded (minutes at full size): the
+// training options as given, the multi-device ones, and flags that --algo single would ignore.
 void CheckFlagsBeforeLoading(TrainFlags& f) {
   SettleStepDefaults(f);
   scheduler::ValidateTrainOptions(f.options);

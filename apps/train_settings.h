@@ -48,10 +48,11 @@ bool OneDevice(const TrainFlags& f);
 // --local-momentum given explicitly override them, so any combination can be swept.
 void ApplyAlgorithm(TrainFlags& f);
 
-// Flags that need no data are checked before the data is loaded (minutes at full size): the
-// training options as given, the multi-device ones, and flags that --algo single would ignore.
 // A GPU of this rank's that is not there, said before the data is loaded (minutes at full size).
 void CheckGpusExist(const TrainFlags& f);
+
+// Flags that need no data are checked before the data is loaded (minutes at full size): the
+// training options as given, the multi-device ones, and flags that --algo single would ignore.
 void CheckFlagsBeforeLoading(TrainFlags& f);
 
 // --algo slide's hash family, K and L where not given: SLIDE's published settings for an output
