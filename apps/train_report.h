@@ -1,9 +1,13 @@
-// What `xmltrain train` says: a line on stdout per evaluation, the learning-rate search on stderr,
-// and the run's summary, one JSON line on stdout.
+// What `xmltrain train` says: the model and the step it trains with on stderr, a line on stdout per
+// evaluation, the learning-rate search on stderr, and the run's summary, one JSON line on stdout.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
+#include "apps/train_data.h"
+#include "apps/train_flags.h"
 #include "engine/device_spec.h"
 #include "kernels/model.h"
 #include "run/lr_search.h"
@@ -19,9 +23,14 @@ void PrintEval(const run::EvalRecord& r);
 // (rank 0); returns the same as the summary's "lr_search".
 nlohmann::json ReportLrSearch(const run::LrSearchResult& search, const engine::DeviceSpec& device, bool say);
 
-// The summary's figures of a finished run (`has_test`: with the last evaluation's test metrics);
-// the caller adds the files it wrote.
-nlohmann::json TrainSummary(const kernels::ModelShape& shape, const run::TrainResult& result, double load_seconds,
-                            bool has_test);
+// The run's first lines on stderr, once its model is made (the caller's rank 0 says them): the
+// model, the data and the planned host memory, the devices; then the step it trains with.
+void SayModelAndStep(const TrainFlags& f, const TrainingData& data, uint64_t planned_host_bytes, size_t ranks);
+
+// The summary of a finished run: its figures (with the last evaluation's test metrics when it has
+// a test set), the files it wrote, the learning-rate search (`lr_search`, when not null) and how
+// it trained.
+nlohmann::json TrainSummary(const TrainFlags& f, const TrainingData& data, const run::TrainResult& result,
+                            const nlohmann::json& lr_search);
 
 }  // namespace xmlt::apps

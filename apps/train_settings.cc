@@ -157,10 +157,7 @@ void ApplyAlgorithm(TrainFlags& f) {
     f.engine.sampled_output = f.sampled_output;
     f.engine.sampled_output.enabled = true;
     if (!f.given("--local-momentum")) f.options.local_momentum = 0;
-    // Plain SGD needs a larger step than the momentum the other algorithms use: on Bibtex, 1 reaches
-    // P@1 0.565 in 40 epochs (0.3: 0.23 in 10, 2 and more overfit).
-    if (!f.given("--lr")) f.lr = "1";
-    return;
+    return;  // its --lr default, 1, is GivenLearningRate's
   }
   if (f.algo == "single") {
     // The engine with one device, of any kind: the CPU unless --devices names another.
@@ -251,8 +248,6 @@ void SettleStepDefaults(TrainFlags& f) {
   f.options.input_lr = adagrad ? f.input_lr : 0.0f;
 }
 
-// Flags that need no data are checked before the data is loaded (minutes at full size): the
-// training options as given, the multi-device ones, and flags that --algo single would ignore.
 void CheckGpusExist(const TrainFlags& f) {
   for (size_t i = 0; i < f.engine.devices.size(); ++i) {
     const engine::DeviceSpec& d = f.engine.devices[i];
@@ -264,6 +259,8 @@ void CheckGpusExist(const TrainFlags& f) {
   }
 }
 
+// Flags that need no data are checked before the data is loaded (minutes at full size): the
+// training options as given, the multi-device ones, and flags that --algo single would ignore.
 void CheckFlagsBeforeLoading(TrainFlags& f) {
   SettleStepDefaults(f);
   scheduler::ValidateTrainOptions(f.options);
@@ -348,35 +345,6 @@ LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
   // Their spellings were checked before loading (CheckFlagsBeforeLoading).
   f.engine.pert_renormalize = f.given("--pert-weights") ? f.pert_weights == "normalized" : values.pert_renormalize;
   return scaling;
-}
-
-// --lr (given or found) is for one device's batch; several devices train with it scaled. Said on
-// stderr with the preset's values, so that every run shows what it trains with.
-void ScaleLearningRate(TrainFlags& f, LrScaling scaling, std::optional<float> resumed_lr) {
-  if (resumed_lr) f.options.lr = *resumed_lr;  // scaled already, for these devices
-  if (OneDevice(f)) return;
-  const size_t devices = f.engine.devices.size();
-  const float base_lr = f.options.lr;
-  if (!resumed_lr) f.options.lr = float(double(base_lr) * LrScale(scaling, devices));
-  // The first layer's Adagrad rate is not scaled with the devices: its steps are per-coordinate
-  // sizes, not a share of a gradient (Bibtex, 4 devices, best P@1: adaptive 0.647 and elastic 0.644
-  // unscaled, 0.617 and 0.611 with the rate x 4; one device 0.638). A global momentum gamma
-  // amplifies every merged step 1 / (1 - gamma), Adagrad's too, which has no momentum on one
-  // device: it takes (1 - gamma) of the rate (sync 0.643 and Adasum 0.631 at gamma 0.9; Adasum at
-  // the full rate 0.340).
-  f.options.input_lr = float(double(f.options.input_lr) * (1.0 - f.engine.momentum));
-  if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;  // rank 0 speaks for the run
-  std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
-            << f.engine.momentum << " --local-momentum " << f.options.local_momentum
-            << (f.engine.sampled_output.enabled ? " (none on the sampled CPU devices: plain SGD at lr / (1 - it))" : "")
-            << " --mega-batch "
-            << f.options.mega_batch << " --lr " << f.options.lr;
-  if (resumed_lr)
-    std::cerr << " (the checkpoint's)";
-  else
-    std::cerr << " (" << base_lr << " scaled " << LrScalingName(scaling) << ")";
-  std::cerr << " --pert-weights " << (f.engine.pert_renormalize ? "normalized" : "raw")
-            << "\n";
 }
 
 // Under an MPI launcher one run spans every rank: --devices names each rank's own devices, the run

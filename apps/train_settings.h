@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,14 +41,18 @@ float ParsePositive(const char* flag, const std::string& text);
 kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<engine::DeviceSpec>& devices,
                                     bool sampled_output);
 
+// --algo single and slide train one device; the others several.
+bool OneDevice(const TrainFlags& f);
+
 // --algo presets set how batches are dispatched and merged; --schedule, --merge and
 // --local-momentum given explicitly override them, so any combination can be swept.
 void ApplyAlgorithm(TrainFlags& f);
 
-// Flags that need no data are checked before the data is loaded (minutes at full size): the
-// training options as given, the multi-device ones, and flags that --algo single would ignore.
 // A GPU of this rank's that is not there, said before the data is loaded (minutes at full size).
 void CheckGpusExist(const TrainFlags& f);
+
+// Flags that need no data are checked before the data is loaded (minutes at full size): the
+// training options as given, the multi-device ones, and flags that --algo single would ignore.
 void CheckFlagsBeforeLoading(TrainFlags& f);
 
 // --algo slide's hash family, K and L where not given: SLIDE's published settings for an output
@@ -57,13 +60,8 @@ void CheckFlagsBeforeLoading(TrainFlags& f);
 void ApplySampledOutputPreset(TrainFlags& f, uint64_t labels);
 
 // The multi-device knobs the user left unset, from --preset; returns how the learning rate scales
-// with the device count (ScaleLearningRate applies it once the base rate is known).
+// with the device count (train_learning_rate.h's ScaleLearningRate applies it once the base rate is known).
 LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows);
-
-// --lr (given or found) is for one device's batch; several devices train with it scaled. Said on
-// stderr with the preset's values, so that every run shows what it trains with.
-// `resumed_lr`: the rate a resumed run goes on at, scaled already (CheckpointedLearningRate).
-void ScaleLearningRate(TrainFlags& f, LrScaling scaling, std::optional<float> resumed_lr = std::nullopt);
 
 // Under an MPI launcher one run spans every rank: --devices names each rank's own devices, the run
 // has all of them, rank after rank (--speed and --hetero cover them all, in that order), and rank

@@ -1,0 +1,26 @@
+// The data of one `xmltrain train` run: the training rows, the model's shape they decide, and the
+// test rows as that model's input; loaded from files, or taken from the caller's memory.
+#pragma once
+
+#include <memory>
+
+#include "apps/train_flags.h"
+#include "apps/train_run.h"
+#include "data/dataset.h"
+#include "kernels/model.h"
+
+namespace xmlt::apps {
+
+struct TrainingData {
+  data::Dataset train;                  // L2-normalized rows under --normalize l2
+  std::unique_ptr<data::Dataset> test;  // null without --test; with its inverse propensities
+  kernels::ModelShape shape;            // SettleShape's, from the training rows alone
+  double load_seconds = 0;
+  float largest_raw_value = 0;  // --normalize none: the training rows' largest |value| (else 0)
+};
+
+// Loads --train and --test (or takes the session's data), rank 0 (`writer`) saying the readers'
+// warnings. Throws data::InputError for a test set without a label.
+TrainingData LoadTrainingData(TrainFlags& f, const TrainSession& session, bool writer);
+
+}  // namespace xmlt::apps

@@ -1,0 +1,69 @@
+// The learning rate of `xmltrain train`; see train_learning_rate.h.
+#include "apps/train_learning_rate.h"
+
+#include <iostream>
+
+#include "apps/checkpoint_folder.h"
+#include "apps/train_report.h"
+#include "apps/train_settings.h"
+#include "engine/device_spec.h"
+#include "engine/sampled_output.h"
+#include "run/lr_search.h"
+
+namespace xmlt::apps {
+
+std::optional<float> GivenLearningRate(const TrainFlags& f) {
+  if (f.lr == "auto") return std::nullopt;
+  // --algo slide steps with plain SGD, which needs a larger step than the momentum the other
+  // algorithms use: on Bibtex, 1 reaches P@1 0.565 in 40 epochs (0.3: 0.23 in 10, 2 and more overfit).
+  if (f.algo == "slide" && !f.given("--lr")) return 1.0f;
+  return ParsePositive("--lr", f.lr);
+}
+
+std::optional<float> ResumedLearningRate(const TrainFlags& f) {
+  // A resume goes on at the checkpoint's rate unless --lr gives a number (checkpoint_folder.h).
+  if (f.control.resume_dir.empty() || (f.lr != "auto" && f.given("--lr"))) return std::nullopt;
+  return CheckpointedLearningRate(f.control.resume_dir, f.engine.devices);
+}
+
+LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const data::Dataset& train, const kernels::ModelShape& shape,
+                                    size_t ranks, bool say) {
+  const engine::DeviceSpec search_device = run::LrSearchDevice(f.engine.devices, ranks);
+  // --algo slide searches with its sampled step; --cpu-output sampled with the dense step, whose
+  // rate the run's dense devices take (its sampled devices scale it, ScaleLearningRate).
+  const run::LrSearchResult search =
+      run::SearchLearningRate(train, shape, f.options, search_device,
+                              f.algo == "slide" ? f.engine.sampled_output : engine::SampledOutputOptions{});
+  LrSearchPick pick;
+  pick.report = ReportLrSearch(search, search_device, say);
+  pick.lr = float(search.picked);
+  return pick;
+}
+
+void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resumed) {
+  const size_t devices = f.engine.devices.size();
+  const bool scaled = !resumed && !OneDevice(f);
+  f.options.lr = scaled ? float(double(rate) * LrScale(scaling, devices)) : rate;
+  if (OneDevice(f)) return;
+  // The first layer's Adagrad rate is not scaled with the devices: its steps are per-coordinate
+  // sizes, not a share of a gradient (Bibtex, 4 devices, best P@1: adaptive 0.647 and elastic 0.644
+  // unscaled, 0.617 and 0.611 with the rate x 4; one device 0.638). A global momentum gamma
+  // amplifies every merged step 1 / (1 - gamma), Adagrad's too, which has no momentum on one
+  // device: it takes (1 - gamma) of the rate (sync 0.643 and Adasum 0.631 at gamma 0.9; Adasum at
+  // the full rate 0.340).
+  f.options.input_lr = float(double(f.options.input_lr) * (1.0 - f.engine.momentum));
+  if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;  // rank 0 speaks for the run
+  std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
+            << f.engine.momentum << " --local-momentum " << f.options.local_momentum
+            << (f.engine.sampled_output.enabled ? " (none on the sampled CPU devices: plain SGD at lr / (1 - it))" : "")
+            << " --mega-batch "
+            << f.options.mega_batch << " --lr " << f.options.lr;
+  if (resumed)
+    std::cerr << " (the checkpoint's)";
+  else
+    std::cerr << " (" << rate << " scaled " << LrScalingName(scaling) << ")";
+  std::cerr << " --pert-weights " << (f.engine.pert_renormalize ? "normalized" : "raw")
+            << "\n";
+}
+
+}  // namespace xmlt::apps

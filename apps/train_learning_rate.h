@@ -1,0 +1,41 @@
+// The learning rate of `xmltrain train`. A bad --lr is refused before the data is loaded; once it
+// is loaded, the run's rate is written once (ScaleLearningRate): a resumed run's checkpointed rate,
+// or --lr's number (its default for the algorithm) or the --lr auto search's pick, scaled for the
+// device count.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "apps/train_flags.h"
+#include "apps/train_presets.h"
+#include "data/dataset.h"
+#include "kernels/model.h"
+
+namespace xmlt::apps {
+
+// --lr's number, or the algorithm's default when it is not given; nullopt for 'auto'. Anything
+// else is refused with std::invalid_argument naming --lr.
+std::optional<float> GivenLearningRate(const TrainFlags& f);
+
+// The rate a resumed run goes on at, scaled already for the devices it trained on; nullopt when
+// the run is not resumed, when --lr gives a number, or when the checkpoint has none for these
+// devices (CheckpointedLearningRate).
+std::optional<float> ResumedLearningRate(const TrainFlags& f);
+
+// --lr auto: the rate short runs on a slice of the training rows pick, for one device's batch,
+// with what the summary reports of the search ("lr_search"); said on stderr when `say` (rank 0).
+struct LrSearchPick {
+  float lr = 0;
+  nlohmann::json report;
+};
+LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const data::Dataset& train, const kernels::ModelShape& shape,
+                                    size_t ranks, bool say);
+
+// The one write of options.lr. `rate` is a resumed run's (`resumed`: scaled already, for these
+// devices), or --lr's or the search's, which is for one device's batch: several devices train with
+// it scaled. Said on stderr with the preset's values, so that every run shows what it trains with.
+void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resumed);
+
+}  // namespace xmlt::apps
