@@ -17,7 +17,7 @@ struct StepRegularization {
   uint64_t stream = 0;
   // > 0: the first layer's weights step with Adagrad at this multiple of the step's learning rate
   // (so that a schedule, Algorithm 1's batch rescaling and a rollback's lowering move both rates
-  // alike; the command line sets the ratio from the run's rates, train_settings.cc).
+  // alike; the device pool sets the ratio from the run's two rates, scheduler/device_pool.cc).
   float input_adagrad_ratio = 0;
   bool on() const { return weight_decay != 0 || dropout != 0 || input_adagrad_ratio != 0; }
 };
