@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Mutation probe: do the fast test tiers catch one-line faults in the core logic?
 
-Usage: scripts/mutation_probe.py [--only REGEX] [--list] [--keep] [--mutants FILE]
+Usage: scripts/mutation_probe.py [--only REGEX] [--list] [--check] [--keep] [--mutants FILE]
 
 Copies the checkout (tracked and untracked files, not ignored ones) to a temporary folder, builds
 it once (Release, CUDA and benchmarks off), checks that every mutant's tests pass unmutated, then
@@ -74,6 +74,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", default="", help="run only the mutants whose name matches this regular expression")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--check", action="store_true",
+                        help="only check that each mutant's text occurs exactly once in its file of the checkout "
+                             "(a test runs it, so that moving code cannot leave a mutant behind)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy and its logs")
     parser.add_argument("--mutants", default=os.path.join(ROOT, "scripts", "mutants.json"))
     options = parser.parse_args()
@@ -85,6 +88,19 @@ def main():
         return 0
     if not mutants:
         raise SystemExit("mutation_probe: no mutant matches --only")
+    if options.check:
+        stale = []
+        for m in mutants:
+            path = os.path.join(ROOT, m["file"])
+            count = open(path).read().count(m["from"]) if os.path.isfile(path) else -1
+            if count != 1:
+                where = "no such file" if count < 0 else f"its text occurs {count} times"
+                stale.append(f"  '{m['name']}': {m['file']}: {where} (need exactly once)")
+        if stale:
+            print("mutation_probe: scripts/mutants.json no longer matches the source:\n" + "\n".join(stale))
+            return 1
+        print(f"mutation_probe: the text of each of the {len(mutants)} mutants occurs once in its file")
+        return 0
 
     work = tempfile.mkdtemp(prefix="xmlt-mutation-")
     src, build, log = os.path.join(work, "src"), os.path.join(work, "build"), os.path.join(work, "log.txt")
