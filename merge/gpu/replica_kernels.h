@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-#include "kernels/cuda/device_collective.h"
+#include "merge/gpu/device_collective.h"
 
 namespace xmlt::kernels::cuda {
 

@@ -1,5 +1,5 @@
 // The weighted all-reduce over GPU replicas on NCCL; see nccl_all_reduce.h.
-#include "kernels/cuda/nccl_all_reduce.h"
+#include "merge/gpu/nccl_all_reduce.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -11,7 +11,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/replica_kernels.h"
+#include "merge/gpu/replica_kernels.h"
 
 namespace xmlt::kernels::cuda {
 namespace {

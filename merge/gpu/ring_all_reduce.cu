@@ -1,5 +1,5 @@
 // The ring all-reduce over GPU replicas; see ring_all_reduce.h.
-#include "kernels/cuda/ring_all_reduce.h"
+#include "merge/gpu/ring_all_reduce.h"
 
 #include <cuda_runtime.h>
 
@@ -9,8 +9,8 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/replica_kernels.h"
-#include "kernels/cuda/ring_pieces.h"
+#include "merge/gpu/replica_kernels.h"
+#include "merge/gpu/ring_pieces.h"
 
 namespace xmlt::kernels::cuda {
 

@@ -1,5 +1,5 @@
 // The elastic force merge on the GPUs; see elastic_force.h.
-#include "kernels/cuda/elastic_force.h"
+#include "merge/gpu/elastic_force.h"
 
 #include <cuda_runtime.h>
 
@@ -10,8 +10,8 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/launch.h"
-#include "kernels/cuda/replica_kernels.h"
-#include "kernels/cuda/ring_all_reduce.h"
+#include "merge/gpu/replica_kernels.h"
+#include "merge/gpu/ring_all_reduce.h"
 
 namespace xmlt::kernels::cuda {
 namespace {

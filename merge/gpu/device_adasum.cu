@@ -1,5 +1,5 @@
 // The Adasum merge on GPU replicas; see device_adasum.h.
-#include "kernels/cuda/device_adasum.h"
+#include "merge/gpu/device_adasum.h"
 
 #include <cuda_runtime.h>
 
@@ -13,8 +13,8 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/launch.h"
-#include "kernels/cuda/replica_kernels.h"
 #include "merge/adasum.h"
+#include "merge/gpu/replica_kernels.h"
 
 namespace xmlt::kernels::cuda {
 namespace {

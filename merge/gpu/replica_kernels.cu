@@ -1,5 +1,5 @@
 // The element-wise kernels of the device merges; see replica_kernels.h.
-#include "kernels/cuda/replica_kernels.h"
+#include "merge/gpu/replica_kernels.h"
 
 #include <algorithm>
 
