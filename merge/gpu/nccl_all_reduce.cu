@@ -266,16 +266,7 @@ void NcclAllReduce::Impl::Merge(const std::vector<double>& weights, const Device
     if (gpu.replicas.size() == 1) {
       scalar = float(weights[gpu.replicas[0]]);
     } else {
-      for (size_t first = 0; first < gpu.replicas.size(); first += kTermsPerPass) {
-        WeightedTerms terms{};
-        terms.count = int(std::min<size_t>(kTermsPerPass, gpu.replicas.size() - first));
-        for (int t = 0; t < terms.count; ++t) {
-          const size_t i = gpu.replicas[first + size_t(t)];
-          terms.params[t] = replicas[i].params;
-          terms.weight[t] = float(weights[i]);
-        }
-        LaunchWeightedSum(stream, work, 0, count, terms, first > 0);
-      }
+      LaunchWeightedSumOfReplicas(stream, work, 0, count, replicas, gpu.replicas, weights);
     }
     ncclRedOp_t op = ncclSum;
     XMLT_NCCL_CHECK(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, gpu.comm));

@@ -101,6 +101,21 @@ void LaunchWeightedSum(cudaStream_t stream, float* acc, size_t offset, size_t n,
   XMLT_CUDA_CHECK_LAUNCH();
 }
 
+void LaunchWeightedSumOfReplicas(cudaStream_t stream, float* acc, size_t offset, size_t n,
+                                 const std::vector<GpuReplica>& replicas, const std::vector<size_t>& chosen,
+                                 const std::vector<double>& weights) {
+  for (size_t first = 0; first < chosen.size() && n > 0; first += kTermsPerPass) {
+    WeightedTerms terms{};
+    terms.count = int(std::min<size_t>(kTermsPerPass, chosen.size() - first));
+    for (int t = 0; t < terms.count; ++t) {
+      const size_t i = chosen[first + size_t(t)];
+      terms.params[t] = replicas[i].params;
+      terms.weight[t] = float(weights[i]);
+    }
+    LaunchWeightedSum(stream, acc, offset, n, terms, first > 0);
+  }
+}
+
 void LaunchAdd(cudaStream_t stream, float* acc, const float* received, size_t n) {
   if (n == 0) return;
   XMLT_SIM_KERNEL_BYTES(3 * n * sizeof(float));

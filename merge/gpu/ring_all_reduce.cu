@@ -98,16 +98,7 @@ struct RingAllReduce::Impl {
     const Range part = PartitionRange(p);
     const cudaStream_t stream = gpu.streams[p].get();
     DeviceGuard guard(gpu.ordinal);
-    for (size_t first = 0; first < gpu.replicas.size() && part.size() > 0; first += kTermsPerPass) {
-      WeightedTerms terms{};
-      terms.count = int(std::min<size_t>(kTermsPerPass, gpu.replicas.size() - first));
-      for (int t = 0; t < terms.count; ++t) {
-        const size_t i = gpu.replicas[first + size_t(t)];
-        terms.params[t] = replicas[i].params;
-        terms.weight[t] = float(weights[i]);
-      }
-      LaunchWeightedSum(stream, gpu.acc.data(), part.begin, part.size(), terms, first > 0);
-    }
+    LaunchWeightedSumOfReplicas(stream, gpu.acc.data(), part.begin, part.size(), replicas, gpu.replicas, weights);
     EventOf(g, p, 0).Record(stream);
   }
 
