@@ -22,10 +22,10 @@
 #include "data/synthetic_generator.h"
 #include "engine/device.h"
 #include "kernels/cuda/cuda_mlp.h"
-#include "kernels/cuda/device_adasum.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/ring_all_reduce.h"
 #include "kernels/model.h"
+#include "merge/gpu/device_adasum.h"
+#include "merge/gpu/ring_all_reduce.h"
 
 namespace {
 

@@ -3,14 +3,14 @@
 // measurements. Every schedule really runs here, on the simulator's public API, and its result is
 // checked (each replica starts at its GPU's ordinal + 1, so the sum is exact in floats; the
 // momentum's gamma is 0, which leaves the sum and takes as long as any other):
-//   ring        our RingAllReduce (kernels/cuda/ring_all_reduce.h), local weighted sum and the
+//   ring        our RingAllReduce (merge/gpu/ring_all_reduce.h), local weighted sum and the
 //               copies back into the replicas included, with 1 and with N partitions
 //   ring_momentum  the same with the global momentum, as training merges (N partitions, the
 //               rule applied by each chunk's owner between the reduce-scatter and the all-gather)
-//   nccl_all_reduce[_momentum]  our NcclAllReduce (kernels/cuda/nccl_all_reduce.h) over the
+//   nccl_all_reduce[_momentum]  our NcclAllReduce (merge/gpu/nccl_all_reduce.h) over the
 //               simulator's NCCL, which times a collective as NCCL's ring moves it (gpusim/nccl.cc);
 //               with the momentum a reduce-scatter, the rule, an all-gather
-//   adasum      our DeviceAdasum (kernels/cuda/device_adasum.h): deltas, a pairwise tree of Adasum
+//   adasum      our DeviceAdasum (merge/gpu/device_adasum.h): deltas, a pairwise tree of Adasum
 //               combinations per tensor of the model, the result down a binomial tree, the update
 //   tree        a binary tree (GPU 0 the root, heap order): each node adds its children's chunks
 //               into its own, then the sum comes back down; pipelined in chunks, a node copying
@@ -39,14 +39,14 @@
 #include <vector>
 
 #include "gpusim/timing.h"
-#include "kernels/cuda/device_adasum.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/nccl_all_reduce.h"
-#include "kernels/cuda/replica_kernels.h"
-#include "kernels/cuda/ring_all_reduce.h"
-#include "kernels/cuda/ring_pieces.h"
 #include "kernels/model.h"
 #include "merge/adasum.h"
+#include "merge/gpu/device_adasum.h"
+#include "merge/gpu/nccl_all_reduce.h"
+#include "merge/gpu/replica_kernels.h"
+#include "merge/gpu/ring_all_reduce.h"
+#include "merge/gpu/ring_pieces.h"
 
 namespace {
 

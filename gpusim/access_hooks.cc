@@ -1,9 +1,9 @@
 // The entry points of the compiler's thread-sanitizer instrumentation, implemented by the
-// simulator instead of the TSan runtime: device code (kernels/cuda/*.cu and the simulator's own
-// test kernels) is compiled with -fsanitize=thread but linked without that runtime, so that every
-// load, store and atomic it makes reaches the access checks (access_checks.h). Outside a grid run
-// each hook is one thread-local test. Host code of the same files goes through them too, and is
-// not checked.
+// simulator instead of the TSan runtime: device code (kernels/cuda/*.cu, merge/gpu/*.cu and the
+// simulator's own test kernels) is compiled with -fsanitize=thread but linked without that runtime,
+// so that every load, store and atomic it makes reaches the access checks (access_checks.h).
+// Outside a grid run each hook is one thread-local test. Host code of the same files goes through
+// them too, and is not checked.
 //
 // Only in a build without a sanitizer of its own (the CMake option XMLT_SANITIZE): ASan's and
 // TSan's instrumentation cannot be combined with this one, and TSan's runtime defines these names.

@@ -13,7 +13,7 @@ namespace gpusim::detail {
 // `path` relative to the source tree the build was made from, when it lies in it.
 std::string SourcePath(const std::string& path);
 
-// "kernels/cuda/device_adasum.cu:61", with the lines it was inlined into; or the module and
+// "merge/gpu/device_adasum.cu:61", with the lines it was inlined into; or the module and
 // offset when no line table says.
 std::string DescribeCode(const void* pc);
 

@@ -4,7 +4,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cuda/device_adasum.h"
+#include "merge/gpu/device_adasum.h"
 #include "merge/gpu/gpu_mergers.h"
 #include "merge/gpu/gpu_replicas.h"
 #include "merge/gpu/shared_merger.h"

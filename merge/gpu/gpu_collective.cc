@@ -4,10 +4,10 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cuda/nccl_all_reduce.h"
-#include "kernels/cuda/ring_all_reduce.h"
 #include "merge/gpu/gpu_mergers.h"
 #include "merge/gpu/gpu_replicas.h"
+#include "merge/gpu/nccl_all_reduce.h"
+#include "merge/gpu/ring_all_reduce.h"
 #include "merge/gpu/shared_merger.h"
 
 namespace xmlt::merge {

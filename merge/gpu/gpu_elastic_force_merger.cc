@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/elastic_force.h"
+#include "merge/gpu/elastic_force.h"
 #include "merge/gpu/gpu_mergers.h"
 #include "merge/gpu/gpu_replicas.h"
 #include "merge/gpu/shared_merger.h"

@@ -9,15 +9,15 @@
 #include <memory>
 #include <string>
 
-#include "kernels/cuda/nccl_all_reduce.h"
 #include "merge/collective.h"
+#include "merge/gpu/nccl_all_reduce.h"
 #include "merge/merger.h"
 #include "merge/replica_set.h"
 
 namespace xmlt::merge {
 
-// The device collectives: our multi-stream ring (kernels/cuda/ring_all_reduce.h) or NCCL
-// (kernels/cuda/nccl_all_reduce.h). Weighted merges (normalized, average, gradient) run on them
+// The device collectives: our multi-stream ring (merge/gpu/ring_all_reduce.h) or NCCL
+// (merge/gpu/nccl_all_reduce.h). Weighted merges (normalized, average, gradient) run on them
 // through the usual skeleton; the global momentum is applied on the GPUs by each shard's owner.
 // Throws std::invalid_argument when the replicas are not on GPUs.
 enum class GpuCollectiveKind { kRing, kNccl };
@@ -28,11 +28,11 @@ std::shared_ptr<Collective> MakeGpuCollective(GpuCollectiveKind kind, const Repl
 // owns each and carries rank 0's NCCL id. Every rank makes it, and every call on it, together.
 std::shared_ptr<Collective> MakeGpuCollectiveAcrossRanks(const ReplicaSet& replicas, kernels::cuda::NcclRanks ranks);
 
-// The elastic force merge (EASGD, CROSSBOW) on the GPUs (kernels/cuda/elastic_force.h); the same
+// The elastic force merge (EASGD, CROSSBOW) on the GPUs (merge/gpu/elastic_force.h); the same
 // rule and checks as MakeElasticForceMerger.
 std::unique_ptr<Merger> MakeGpuElasticForceMerger(const MergeOptions& options, const ReplicaSet& replicas);
 
-// Adasum on the GPUs (kernels/cuda/device_adasum.h): the host merge's tree, per tensor
+// Adasum on the GPUs (merge/gpu/device_adasum.h): the host merge's tree, per tensor
 // (replicas.tensors), its dot products in double, for any number of replicas.
 std::unique_ptr<Merger> MakeGpuAdasumMerger(const MergeOptions& options, const ReplicaSet& replicas);
 

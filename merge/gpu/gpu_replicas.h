@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernels/cuda/device_collective.h"
+#include "merge/gpu/device_collective.h"
 #include "merge/replica_set.h"
 
 namespace xmlt::merge {

@@ -23,7 +23,7 @@
 #include "gpusim/faults.h"
 #include "kernels/cuda/cuda_mlp.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/replica_kernels.h"
+#include "merge/gpu/replica_kernels.h"
 #include "tests/kernels/kernel_test_util.h"
 #endif
 

@@ -1,5 +1,5 @@
 // The elastic force merge on the GPUs; see elastic_force.h.
-#include "kernels/cuda/elastic_force.h"
+#include "merge/gpu/elastic_force.h"
 
 #include <cuda_runtime.h>
 
@@ -10,8 +10,9 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/launch.h"
-#include "kernels/cuda/replica_kernels.h"
-#include "kernels/cuda/ring_all_reduce.h"
+#include "merge/gpu/device_global_model.h"
+#include "merge/gpu/replica_kernels.h"
+#include "merge/gpu/ring_all_reduce.h"
 
 namespace xmlt::kernels::cuda {
 namespace {
@@ -46,15 +47,13 @@ struct DeviceElasticForce::Impl {
   struct Gpu {
     int ordinal = 0;
     std::vector<float*> replicas;
-    DeviceBuffer<float> pulls, center, center_previous;
+    DeviceBuffer<float> pulls;
     Stream stream;
-    DeviceBuffer<unsigned long long> non_finite;
-    PinnedBuffer<unsigned long long> non_finite_host;
   };
   size_t count = 0;
   float alpha = 0, gamma = 0;
-  bool center_set = false;
   std::vector<Gpu> gpus;
+  DeviceGlobalModel center;  // x and x_prev, whole on every GPU
   std::unique_ptr<RingAllReduce> ring;  // over the GPUs' pull sums
 };
 
@@ -77,13 +76,18 @@ DeviceElasticForce::DeviceElasticForce(std::vector<GpuReplica> replicas, size_t 
       it = m.gpus.end() - 1;
       it->ordinal = replicas[i].gpu;
       it->pulls = DeviceBuffer<float>(count);
-      it->center = DeviceBuffer<float>(count);
-      it->center_previous = DeviceBuffer<float>(count);
-      it->non_finite = DeviceBuffer<unsigned long long>(1);
-      it->non_finite_host = PinnedBuffer<unsigned long long>(1);
     }
     it->replicas.push_back(replicas[i].params);
   }
+  // The copies of the center stay equal: the host's comes back from the first GPU, and the finite
+  // check counts the first GPU's only.
+  std::vector<DeviceGlobalModel::Layout> layouts;
+  for (size_t g = 0; g < m.gpus.size(); ++g) {
+    layouts.push_back({m.gpus[g].ordinal, count, {{0, 0, count, g == 0}}, {}});
+    if (g == 0) layouts.back().checked.push_back({0, count});
+  }
+  m.center = DeviceGlobalModel(std::move(layouts));
+  m.center.Allocate();
   std::vector<GpuReplica> sums;
   for (Impl::Gpu& gpu : m.gpus) sums.push_back({gpu.ordinal, gpu.pulls.data()});
   if (count > 0) m.ring = std::make_unique<RingAllReduce>(sums, count);
@@ -93,61 +97,45 @@ DeviceElasticForce::~DeviceElasticForce() = default;
 
 void DeviceElasticForce::Merge() {
   Impl& m = *impl_;
-  if (!m.center_set) throw std::logic_error("DeviceElasticForce: the center needs SetGlobalModel first");
+  if (!m.center.set()) throw std::logic_error("DeviceElasticForce: the center needs SetGlobalModel first");
   if (m.count == 0) return;
-  for (Impl::Gpu& gpu : m.gpus) {
+  for (size_t g = 0; g < m.gpus.size(); ++g) {
+    Impl::Gpu& gpu = m.gpus[g];
     DeviceGuard guard(gpu.ordinal);
     for (size_t r = 0; r < gpu.replicas.size(); ++r) {
       XMLT_LAUNCH(PullKernel, BlocksFor(m.count), kThreads, 0, gpu.stream.get())(
-          gpu.replicas[r], gpu.center.data(), gpu.pulls.data(), m.count, m.alpha, r == 0);
+          gpu.replicas[r], m.center.current(g), gpu.pulls.data(), m.count, m.alpha, r == 0);
       XMLT_CUDA_CHECK_LAUNCH();
     }
   }
   // The ring runs on its own streams: every GPU's pulls must be summed first.
   for (Impl::Gpu& gpu : m.gpus) gpu.stream.Synchronize();
   m.ring->WeightedSumToEveryGpu(std::vector<double>(m.gpus.size(), 1.0));
-  for (Impl::Gpu& gpu : m.gpus) {
+  for (size_t g = 0; g < m.gpus.size(); ++g) {
+    Impl::Gpu& gpu = m.gpus[g];
     DeviceGuard guard(gpu.ordinal);
     XMLT_LAUNCH(CenterKernel, BlocksFor(m.count), kThreads, 0, gpu.stream.get())(
-        gpu.center.data(), gpu.center_previous.data(), m.ring->Sum(gpu.ordinal), m.count, m.gamma);
+        m.center.current(g), m.center.previous(g), m.ring->Sum(gpu.ordinal), m.count, m.gamma);
     XMLT_CUDA_CHECK_LAUNCH();
   }
   for (Impl::Gpu& gpu : m.gpus) gpu.stream.Synchronize();
 }
 
 void DeviceElasticForce::SetGlobalModel(const float* current, const float* previous) {
-  Impl& m = *impl_;
-  for (Impl::Gpu& gpu : m.gpus) {
-    if (m.count == 0) break;
-    DeviceGuard guard(gpu.ordinal);
-    XMLT_CUDA_CHECK(cudaMemcpy(gpu.center.data(), current, m.count * sizeof(float), cudaMemcpyHostToDevice));
-    XMLT_CUDA_CHECK(
-        cudaMemcpy(gpu.center_previous.data(), previous, m.count * sizeof(float), cudaMemcpyHostToDevice));
-  }
-  m.center_set = true;
+  impl_->center.Upload(current, previous);
 }
 
 void DeviceElasticForce::GetGlobalModel(float* current, float* previous) {
-  Impl& m = *impl_;
-  if (!m.center_set) throw std::logic_error("DeviceElasticForce: no center was set");
-  if (m.count == 0) return;
-  Impl::Gpu& gpu = m.gpus.front();
-  DeviceGuard guard(gpu.ordinal);
-  XMLT_CUDA_CHECK(cudaMemcpy(current, gpu.center.data(), m.count * sizeof(float), cudaMemcpyDeviceToHost));
-  XMLT_CUDA_CHECK(cudaMemcpy(previous, gpu.center_previous.data(), m.count * sizeof(float), cudaMemcpyDeviceToHost));
+  if (!impl_->center.set()) throw std::logic_error("DeviceElasticForce: no center was set");
+  impl_->center.Download(current, previous);
 }
 
 bool DeviceElasticForce::GlobalModelFinite() {
   Impl& m = *impl_;
-  if (!m.center_set) throw std::logic_error("DeviceElasticForce: no center was set");
-  Impl::Gpu& gpu = m.gpus.front();
-  DeviceGuard guard(gpu.ordinal);
-  XMLT_CUDA_CHECK(cudaMemsetAsync(gpu.non_finite.data(), 0, sizeof(unsigned long long), gpu.stream.get()));
-  LaunchCountNonFinite(gpu.stream.get(), gpu.center.data(), m.count, gpu.non_finite.data());
-  XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.non_finite_host.data(), gpu.non_finite.data(), sizeof(unsigned long long),
-                                  cudaMemcpyDeviceToHost, gpu.stream.get()));
-  gpu.stream.Synchronize();
-  return gpu.non_finite_host.data()[0] == 0;
+  if (!m.center.set()) throw std::logic_error("DeviceElasticForce: no center was set");
+  std::vector<cudaStream_t> streams;
+  for (Impl::Gpu& gpu : m.gpus) streams.push_back(gpu.stream.get());
+  return m.center.CountNonFinite(streams) == 0;
 }
 
 }  // namespace xmlt::kernels::cuda

@@ -1,5 +1,5 @@
 // The ring all-reduce over GPU replicas; see ring_all_reduce.h.
-#include "kernels/cuda/ring_all_reduce.h"
+#include "merge/gpu/ring_all_reduce.h"
 
 #include <cuda_runtime.h>
 
@@ -9,8 +9,9 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/replica_kernels.h"
-#include "kernels/cuda/ring_pieces.h"
+#include "merge/gpu/device_global_model.h"
+#include "merge/gpu/replica_kernels.h"
+#include "merge/gpu/ring_pieces.h"
 
 namespace xmlt::kernels::cuda {
 
@@ -24,9 +25,6 @@ struct RingAllReduce::Impl {
     std::vector<Event> events;                  // per partition, two each: alternate steps
     DeviceBuffer<double> partial;               // the norms' per-block sums, then the totals
     PinnedBuffer<double> norms;                 // the totals on the host
-    DeviceBuffer<unsigned long long> non_finite;  // GlobalModelFinite's count
-    PinnedBuffer<unsigned long long> non_finite_host;
-    DeviceBuffer<float> current, previous;      // w and w_p, valid on the chunks this GPU owns
   };
 
   std::vector<GpuReplica> replicas;
@@ -34,6 +32,10 @@ struct RingAllReduce::Impl {
   size_t partitions = 0;
   bool peer_access = true;
   std::vector<Gpu> gpus;  // in order of first appearance
+  DeviceGlobalModel global;  // w and w_p, each GPU's copy valid on the chunks it owns
+
+  // Whether w and w_p are on the GPUs (always, for an empty model).
+  bool GlobalSet() const { return count == 0 || global.set(); }
 
   Event& EventOf(size_t g, size_t p, size_t step) { return gpus[g].events[2 * p + step % 2]; }
 
@@ -82,29 +84,9 @@ struct RingAllReduce::Impl {
     if (r.size() > 0) {
       DeviceGuard guard(gpu.ordinal);
       const cudaStream_t stream = gpu.streams[p].get();
-      LaunchMomentum(stream, gpu.acc.data() + r.begin, gpu.current.data() + r.begin, gpu.previous.data() + r.begin,
+      LaunchMomentum(stream, gpu.acc.data() + r.begin, global.current(g) + r.begin, global.previous(g) + r.begin,
                      r.size(), momentum);
       EventOf(g, p, last).Record(stream);
-    }
-  }
-
-  // Copies between each owner's chunks of w, w_p and host memory (to_device: host to GPUs).
-  void MoveGlobal(float* current, float* previous, bool to_device) {
-    for (size_t p = 0; p < partitions; ++p) {
-      for (size_t k = 0; k < gpus.size(); ++k) {
-        Gpu& gpu = gpus[At(p, k)];
-        const Range r = Owned(p, k);
-        if (r.size() == 0) continue;
-        DeviceGuard guard(gpu.ordinal);
-        const size_t bytes = r.size() * sizeof(float);
-        for (auto [host, device] : {std::pair{current, gpu.current.data()}, std::pair{previous, gpu.previous.data()}}) {
-          if (to_device) {
-            XMLT_CUDA_CHECK(cudaMemcpy(device + r.begin, host + r.begin, bytes, cudaMemcpyHostToDevice));
-          } else {
-            XMLT_CUDA_CHECK(cudaMemcpy(host + r.begin, device + r.begin, bytes, cudaMemcpyDeviceToHost));
-          }
-        }
-      }
     }
   }
 
@@ -116,16 +98,7 @@ struct RingAllReduce::Impl {
     const Range part = PartitionRange(p);
     const cudaStream_t stream = gpu.streams[p].get();
     DeviceGuard guard(gpu.ordinal);
-    for (size_t first = 0; first < gpu.replicas.size() && part.size() > 0; first += kTermsPerPass) {
-      WeightedTerms terms{};
-      terms.count = int(std::min<size_t>(kTermsPerPass, gpu.replicas.size() - first));
-      for (int t = 0; t < terms.count; ++t) {
-        const size_t i = gpu.replicas[first + size_t(t)];
-        terms.params[t] = replicas[i].params;
-        terms.weight[t] = float(weights[i]);
-      }
-      LaunchWeightedSum(stream, gpu.acc.data(), part.begin, part.size(), terms, first > 0);
-    }
+    LaunchWeightedSumOfReplicas(stream, gpu.acc.data(), part.begin, part.size(), replicas, gpu.replicas, weights);
     EventOf(g, p, 0).Record(stream);
   }
 
@@ -167,9 +140,23 @@ RingAllReduce::RingAllReduce(std::vector<GpuReplica> replicas, size_t count, siz
     }
     gpu.partial = DeviceBuffer<double>(kSquaresScratch + gpu.replicas.size());
     gpu.norms = PinnedBuffer<double>(gpu.replicas.size());
-    gpu.non_finite = DeviceBuffer<unsigned long long>(1);
-    gpu.non_finite_host = PinnedBuffer<unsigned long long>(1);
   }
+  // Each GPU keeps w and w_p whole-sized, valid on the chunks it owns after the reduce-scatter;
+  // the finite check counts those.
+  std::vector<DeviceGlobalModel::Layout> layouts;
+  for (size_t g = 0; g < n; ++g) {
+    DeviceGlobalModel::Layout& layout = layouts.emplace_back();
+    layout.ordinal = m.gpus[g].ordinal;
+    layout.size = count;
+    for (size_t p = 0; p < m.partitions; ++p)
+      for (size_t k = 0; k < n; ++k) {
+        if (m.At(p, k) != g) continue;
+        const Range r = m.Owned(p, k);
+        layout.parts.push_back({r.begin, r.begin, r.size(), true});
+        layout.checked.push_back({r.begin, r.size()});
+      }
+  }
+  m.global = DeviceGlobalModel(std::move(layouts));
   // Each GPU copies from its left neighbour in every partition's ring (rotations keep neighbours).
   for (size_t k = 0; k < n && n > 1; ++k) {
     const int receiver = m.gpus[k].ordinal, sender = m.gpus[(k + n - 1) % n].ordinal;
@@ -218,8 +205,7 @@ void RingAllReduce::Impl::Run(const std::vector<double>& weights, const DeviceMo
 void RingAllReduce::WeightedAllReduce(const std::vector<double>& weights) { impl_->Run(weights, nullptr, true); }
 
 void RingAllReduce::WeightedAllReduce(const std::vector<double>& weights, const DeviceMomentum& momentum) {
-  if (impl_->gpus.front().current.size() != impl_->count)
-    throw std::logic_error("RingAllReduce: the global momentum needs SetGlobalModel first");
+  if (!impl_->GlobalSet()) throw std::logic_error("RingAllReduce: the global momentum needs SetGlobalModel first");
   impl_->Run(weights, &momentum, true);
 }
 
@@ -233,44 +219,19 @@ const float* RingAllReduce::Sum(int gpu) const {
 
 bool RingAllReduce::GlobalModelFinite() {
   Impl& m = *impl_;
-  if (m.gpus.front().current.size() != m.count) throw std::logic_error("RingAllReduce: no global model was set");
-  for (size_t g = 0; g < m.gpus.size(); ++g) {
-    Impl::Gpu& gpu = m.gpus[g];
-    DeviceGuard guard(gpu.ordinal);
-    const cudaStream_t stream = gpu.streams[0].get();
-    XMLT_CUDA_CHECK(cudaMemsetAsync(gpu.non_finite.data(), 0, sizeof(unsigned long long), stream));
-    for (size_t p = 0; p < m.partitions; ++p)
-      for (size_t k = 0; k < m.gpus.size(); ++k) {
-        if (m.At(p, k) != g) continue;
-        const Range r = m.Owned(p, k);
-        LaunchCountNonFinite(stream, gpu.current.data() + r.begin, r.size(), gpu.non_finite.data());
-      }
-    XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.non_finite_host.data(), gpu.non_finite.data(), sizeof(unsigned long long),
-                                    cudaMemcpyDeviceToHost, stream));
-  }
-  bool finite = true;
-  for (Impl::Gpu& gpu : m.gpus) {
-    gpu.streams[0].Synchronize();
-    finite = finite && gpu.non_finite_host.data()[0] == 0;
-  }
-  return finite;
+  if (!m.GlobalSet()) throw std::logic_error("RingAllReduce: no global model was set");
+  std::vector<cudaStream_t> streams;
+  for (Impl::Gpu& gpu : m.gpus) streams.push_back(gpu.streams[0].get());
+  return m.global.CountNonFinite(streams) == 0;
 }
 
 void RingAllReduce::SetGlobalModel(const float* current, const float* previous) {
-  Impl& m = *impl_;
-  for (Impl::Gpu& gpu : m.gpus) {
-    if (gpu.current.size() == m.count) continue;
-    DeviceGuard guard(gpu.ordinal);
-    gpu.current = DeviceBuffer<float>(m.count);
-    gpu.previous = DeviceBuffer<float>(m.count);
-  }
-  m.MoveGlobal(const_cast<float*>(current), const_cast<float*>(previous), true);
+  impl_->global.Upload(current, previous);
 }
 
 void RingAllReduce::GetGlobalModel(float* current, float* previous) {
-  if (impl_->gpus.front().current.size() != impl_->count)
-    throw std::logic_error("RingAllReduce: no global model was set");
-  impl_->MoveGlobal(current, previous, false);
+  if (!impl_->GlobalSet()) throw std::logic_error("RingAllReduce: no global model was set");
+  impl_->global.Download(current, previous);
 }
 
 std::vector<double> RingAllReduce::SquaredNorms() {

@@ -1,5 +1,5 @@
 // The weighted all-reduce over GPU replicas on NCCL; see nccl_all_reduce.h.
-#include "kernels/cuda/nccl_all_reduce.h"
+#include "merge/gpu/nccl_all_reduce.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -11,7 +11,8 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/replica_kernels.h"
+#include "merge/gpu/device_global_model.h"
+#include "merge/gpu/replica_kernels.h"
 
 namespace xmlt::kernels::cuda {
 namespace {
@@ -43,10 +44,6 @@ struct NcclAllReduce::Impl {
     DeviceBuffer<float> acc;       // only on a GPU with several replicas: their weighted sum
     DeviceBuffer<double> partial;  // the norms' per-block sums, then one total per replica (all replicas)
     PinnedBuffer<double> norms;    // one per replica (all replicas)
-    DeviceBuffer<unsigned long long> non_finite;
-    PinnedBuffer<unsigned long long> non_finite_host;
-    // This GPU's shard of w and w_p, then the tail (every GPU keeps it): shard + tail values.
-    DeviceBuffer<float> current, previous;
   };
 
   std::vector<GpuReplica> replicas;
@@ -55,9 +52,10 @@ struct NcclAllReduce::Impl {
   size_t main = 0;   // shard * GPUs: what the reduce-scatter takes
   size_t tail = 0;   // count - main (< GPUs): summed apart by an all-reduce
   std::vector<Gpu> gpus;  // this process's, in rank order
+  // Each GPU's shard of w and w_p, then the tail (every GPU keeps it): shard + tail values.
+  DeviceGlobalModel global;
   size_t ranks = 0;       // NCCL ranks: GPUs of every process
   bool across_processes = false;
-  bool global_model = false;
   bool aborted = false;
   bool failed = false;  // a merge threw: its collectives may never finish
 
@@ -97,7 +95,6 @@ struct NcclAllReduce::Impl {
   void MakeBuffers();
   void Run(const std::vector<double>& weights, const DeviceMomentum* momentum);
   void Merge(const std::vector<double>& weights, const DeviceMomentum* momentum);
-  void MoveGlobal(float* current, float* previous, bool to_device);
   void GatherGlobal(float* current, float* previous);
   void TearDown(bool abort);
 };
@@ -152,9 +149,16 @@ void NcclAllReduce::Impl::MakeBuffers() {
     if (gpu.replicas.size() > 1) gpu.acc = DeviceBuffer<float>(count);
     gpu.partial = DeviceBuffer<double>(kSquaresScratch + replicas.size());
     gpu.norms = PinnedBuffer<double>(replicas.size());
-    gpu.non_finite = DeviceBuffer<unsigned long long>(1);
-    gpu.non_finite_host = PinnedBuffer<unsigned long long>(1);
   }
+  // Each GPU's shard of w and w_p, then the tail: onto every GPU, back from the first; the finite
+  // check counts both (every GPU's copy of the tail is the same).
+  std::vector<DeviceGlobalModel::Layout> layouts;
+  for (size_t r = 0; r < gpus.size(); ++r)
+    layouts.push_back({gpus[r].ordinal,
+                       shard + tail,
+                       {{gpus[r].rank * shard, 0, shard, true}, {main, shard, tail, r == 0}},
+                       {{0, shard + tail}}});
+  global = DeviceGlobalModel(std::move(layouts));
 }
 
 NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count) : impl_(std::make_unique<Impl>()) {
@@ -230,7 +234,7 @@ void NcclAllReduce::Impl::Run(const std::vector<double>& weights, const DeviceMo
   if (weights.size() != replicas.size())
     throw std::invalid_argument("NcclAllReduce: " + std::to_string(weights.size()) + " weights for " +
                                 std::to_string(replicas.size()) + " replicas");
-  if (momentum != nullptr && !global_model)
+  if (momentum != nullptr && !global.set())
     throw std::logic_error("NcclAllReduce: the global momentum needs SetGlobalModel first");
   if (count == 0) return;
   try {
@@ -262,16 +266,7 @@ void NcclAllReduce::Impl::Merge(const std::vector<double>& weights, const Device
     if (gpu.replicas.size() == 1) {
       scalar = float(weights[gpu.replicas[0]]);
     } else {
-      for (size_t first = 0; first < gpu.replicas.size(); first += kTermsPerPass) {
-        WeightedTerms terms{};
-        terms.count = int(std::min<size_t>(kTermsPerPass, gpu.replicas.size() - first));
-        for (int t = 0; t < terms.count; ++t) {
-          const size_t i = gpu.replicas[first + size_t(t)];
-          terms.params[t] = replicas[i].params;
-          terms.weight[t] = float(weights[i]);
-        }
-        LaunchWeightedSum(stream, work, 0, count, terms, first > 0);
-      }
+      LaunchWeightedSumOfReplicas(stream, work, 0, count, replicas, gpu.replicas, weights);
     }
     ncclRedOp_t op = ncclSum;
     XMLT_NCCL_CHECK(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, gpu.comm));
@@ -305,10 +300,10 @@ void NcclAllReduce::Impl::Merge(const std::vector<double>& weights, const Device
       DeviceGuard guard(gpu.ordinal);
       float* work = Work(gpu);
       if (shard > 0)
-        LaunchMomentum(gpu.stream->get(), work + gpu.rank * shard, gpu.current.data(), gpu.previous.data(), shard,
+        LaunchMomentum(gpu.stream->get(), work + gpu.rank * shard, global.current(r), global.previous(r), shard,
                        *momentum);
       if (tail > 0)
-        LaunchMomentum(gpu.stream->get(), work + main, gpu.current.data() + shard, gpu.previous.data() + shard, tail,
+        LaunchMomentum(gpu.stream->get(), work + main, global.current(r) + shard, global.previous(r) + shard, tail,
                        *momentum);
     }
     if (shard > 0)
@@ -338,43 +333,9 @@ void NcclAllReduce::WeightedAllReduce(const std::vector<double>& weights, const 
   impl_->Run(weights, &momentum);
 }
 
-// Copies between each rank's shard of w, w_p and host memory (to_device: host to GPUs), and the
-// tail: onto every GPU, back from the first.
-void NcclAllReduce::Impl::MoveGlobal(float* current, float* previous, bool to_device) {
-  for (size_t r = 0; r < gpus.size(); ++r) {
-    Gpu& gpu = gpus[r];
-    DeviceGuard guard(gpu.ordinal);
-    for (const auto& host_and_device : {std::pair{current, gpu.current.data()}, std::pair{previous, gpu.previous.data()}}) {
-      // Named copies, not structured bindings: a lambda may capture those only from C++20.
-      float* const host = host_and_device.first;
-      float* const device = host_and_device.second;
-      const auto move = [&](size_t host_offset, size_t device_offset, size_t n) {
-        if (n == 0) return;
-        if (to_device) {
-          XMLT_CUDA_CHECK(
-              cudaMemcpy(device + device_offset, host + host_offset, n * sizeof(float), cudaMemcpyHostToDevice));
-        } else {
-          XMLT_CUDA_CHECK(
-              cudaMemcpy(host + host_offset, device + device_offset, n * sizeof(float), cudaMemcpyDeviceToHost));
-        }
-      };
-      move(gpu.rank * shard, 0, shard);
-      if (to_device || r == 0) move(main, shard, tail);
-    }
-  }
-}
-
 void NcclAllReduce::SetGlobalModel(const float* current, const float* previous) {
-  Impl& m = *impl_;
-  m.CheckUsable("SetGlobalModel");
-  for (Impl::Gpu& gpu : m.gpus) {
-    if (m.global_model) break;
-    DeviceGuard guard(gpu.ordinal);
-    gpu.current = DeviceBuffer<float>(m.shard + m.tail);
-    gpu.previous = DeviceBuffer<float>(m.shard + m.tail);
-  }
-  m.global_model = true;
-  m.MoveGlobal(const_cast<float*>(current), const_cast<float*>(previous), true);
+  impl_->CheckUsable("SetGlobalModel");
+  impl_->global.Upload(current, previous);
 }
 
 // Across processes: each of w and w_p all-gathered on every GPU (into its accumulator, or a buffer
@@ -392,13 +353,14 @@ void NcclAllReduce::Impl::GatherGlobal(float* current, float* previous) {
       into[g] = made[g].data();
     }
   }
-  for (const auto& host_and_which : {std::pair{current, &Gpu::current}, std::pair{previous, &Gpu::previous}}) {
+  for (const auto& host_and_which :
+       {std::pair{current, &DeviceGlobalModel::current}, std::pair{previous, &DeviceGlobalModel::previous}}) {
     float* const host = host_and_which.first;
     const auto which = host_and_which.second;
     if (shard > 0)
       Grouped([&] {
         for (size_t g = 0; g < gpus.size(); ++g)
-          XMLT_NCCL_CHECK(ncclAllGather((gpus[g].*which).data(), into[g], shard, ncclFloat32, gpus[g].comm,
+          XMLT_NCCL_CHECK(ncclAllGather((global.*which)(g), into[g], shard, ncclFloat32, gpus[g].comm,
                                         gpus[g].stream->get()));
       });
     Gpu& first = gpus[0];
@@ -407,41 +369,29 @@ void NcclAllReduce::Impl::GatherGlobal(float* current, float* previous) {
       XMLT_CUDA_CHECK(
           cudaMemcpyAsync(host, into[0], main * sizeof(float), cudaMemcpyDeviceToHost, first.stream->get()));
     if (tail > 0)
-      XMLT_CUDA_CHECK(cudaMemcpyAsync(host + main, (first.*which).data() + shard, tail * sizeof(float),
+      XMLT_CUDA_CHECK(cudaMemcpyAsync(host + main, (global.*which)(0) + shard, tail * sizeof(float),
                                       cudaMemcpyDeviceToHost, first.stream->get()));
     Finish();
   }
 }
 
 void NcclAllReduce::GetGlobalModel(float* current, float* previous) {
-  if (!impl_->global_model) throw std::logic_error("NcclAllReduce: no global model was set");
+  if (!impl_->global.set()) throw std::logic_error("NcclAllReduce: no global model was set");
   impl_->CheckUsable("GetGlobalModel");
   if (impl_->across_processes) {
     impl_->GatherGlobal(current, previous);
   } else {
-    impl_->MoveGlobal(current, previous, false);
+    impl_->global.Download(current, previous);
   }
 }
 
 bool NcclAllReduce::GlobalModelFinite() {
   Impl& m = *impl_;
-  if (!m.global_model) throw std::logic_error("NcclAllReduce: no global model was set");
+  if (!m.global.set()) throw std::logic_error("NcclAllReduce: no global model was set");
   m.CheckUsable("GlobalModelFinite");
-  for (size_t r = 0; r < m.gpus.size(); ++r) {
-    Impl::Gpu& gpu = m.gpus[r];
-    DeviceGuard guard(gpu.ordinal);
-    const cudaStream_t stream = gpu.stream->get();
-    XMLT_CUDA_CHECK(cudaMemsetAsync(gpu.non_finite.data(), 0, sizeof(unsigned long long), stream));
-    // The tail too: every GPU's copy of it is the same.
-    LaunchCountNonFinite(stream, gpu.current.data(), m.shard + m.tail, gpu.non_finite.data());
-    XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.non_finite_host.data(), gpu.non_finite.data(), sizeof(unsigned long long),
-                                    cudaMemcpyDeviceToHost, stream));
-  }
-  double non_finite = 0;
-  for (Impl::Gpu& gpu : m.gpus) {
-    gpu.stream->Synchronize();
-    non_finite += double(gpu.non_finite_host.data()[0]);
-  }
+  std::vector<cudaStream_t> streams;
+  for (Impl::Gpu& gpu : m.gpus) streams.push_back(gpu.stream->get());
+  const double non_finite = double(m.global.CountNonFinite(streams));
   if (!m.across_processes) return non_finite == 0;
   // The other processes' counts: summed by NCCL, in one double on each GPU (its norms' scratch).
   std::vector<double*> slot;

@@ -26,7 +26,7 @@
 #include "merge/gpu/gpu_mergers.h"
 #include "merge/merger.h"
 #include "tests/kernels/cuda_test_gate.h"
-#include "tests/kernels/gpu_replicas_support.h"
+#include "tests/merge/gpu/gpu_replicas_support.h"
 #ifdef XMLT_GPUSIM
 #include "gpusim/traffic.h"
 #endif

@@ -1,4 +1,4 @@
-// The NCCL all-reduce over GPU replicas (kernels/cuda/nccl_all_reduce.h) against a double-precision
+// The NCCL all-reduce over GPU replicas (merge/gpu/nccl_all_reduce.h) against a double-precision
 // weighted sum on the CPU: every layout of 1 to 8 GPUs (as many as there are) with 1 or 3 replicas
 // each, or interleaved, model sizes below the GPU count and not divisible by it, weights that do
 // not sum to 1. The global momentum on the shards' owners equals the host rule, and NCCL and the
@@ -19,12 +19,12 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_count.h"
-#include "kernels/cuda/nccl_all_reduce.h"
-#include "kernels/cuda/ring_all_reduce.h"
 #include "merge/collective.h"
 #include "merge/global_momentum.h"
+#include "merge/gpu/nccl_all_reduce.h"
+#include "merge/gpu/ring_all_reduce.h"
 #include "tests/kernels/cuda_test_gate.h"
-#include "tests/kernels/gpu_replicas_support.h"
+#include "tests/merge/gpu/gpu_replicas_support.h"
 #ifdef XMLT_GPUSIM
 #include "gpusim/faults.h"
 #include "gpusim/traffic.h"

@@ -7,8 +7,9 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <vector>
 
-#include "kernels/cuda/device_collective.h"
+#include "merge/gpu/device_collective.h"
 
 namespace xmlt::kernels::cuda {
 
@@ -25,6 +26,12 @@ struct WeightedTerms {
 // j < n.
 void LaunchWeightedSum(cudaStream_t stream, float* acc, size_t offset, size_t n, const WeightedTerms& terms,
                        bool accumulate);
+// acc[offset + j] = sum over i in `chosen` of weights[i] * replicas[i].params[offset + j], j < n:
+// the replicas of one GPU summed into its accumulator, kTermsPerPass at a time (the first pass
+// writes, the others add).
+void LaunchWeightedSumOfReplicas(cudaStream_t stream, float* acc, size_t offset, size_t n,
+                                 const std::vector<GpuReplica>& replicas, const std::vector<size_t>& chosen,
+                                 const std::vector<double>& weights);
 // acc[j] += received[j], j < n.
 void LaunchAdd(cudaStream_t stream, float* acc, const float* received, size_t n);
 // The global momentum rule on n values: `values` holds the weighted sum and becomes what the

@@ -1,5 +1,5 @@
 // The element-wise kernels of the device merges; see replica_kernels.h.
-#include "kernels/cuda/replica_kernels.h"
+#include "merge/gpu/replica_kernels.h"
 
 #include <algorithm>
 
@@ -99,6 +99,21 @@ void LaunchWeightedSum(cudaStream_t stream, float* acc, size_t offset, size_t n,
   XMLT_SIM_KERNEL_BYTES(n * sizeof(float) * (size_t(terms.count) + (accumulate ? 2 : 1)));
   XMLT_LAUNCH(WeightedSumKernel, BlocksFor(n), kThreads, 0, stream)(acc, offset, n, terms, accumulate);
   XMLT_CUDA_CHECK_LAUNCH();
+}
+
+void LaunchWeightedSumOfReplicas(cudaStream_t stream, float* acc, size_t offset, size_t n,
+                                 const std::vector<GpuReplica>& replicas, const std::vector<size_t>& chosen,
+                                 const std::vector<double>& weights) {
+  for (size_t first = 0; first < chosen.size() && n > 0; first += kTermsPerPass) {
+    WeightedTerms terms{};
+    terms.count = int(std::min<size_t>(kTermsPerPass, chosen.size() - first));
+    for (int t = 0; t < terms.count; ++t) {
+      const size_t i = chosen[first + size_t(t)];
+      terms.params[t] = replicas[i].params;
+      terms.weight[t] = float(weights[i]);
+    }
+    LaunchWeightedSum(stream, acc, offset, n, terms, first > 0);
+  }
 }
 
 void LaunchAdd(cudaStream_t stream, float* acc, const float* received, size_t n) {

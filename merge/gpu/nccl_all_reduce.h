@@ -32,7 +32,7 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/cuda/device_collective.h"
+#include "merge/gpu/device_collective.h"
 
 namespace xmlt::kernels::cuda {
 

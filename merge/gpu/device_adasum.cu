@@ -1,5 +1,5 @@
 // The Adasum merge on GPU replicas; see device_adasum.h.
-#include "kernels/cuda/device_adasum.h"
+#include "merge/gpu/device_adasum.h"
 
 #include <cuda_runtime.h>
 
@@ -13,8 +13,9 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/launch.h"
-#include "kernels/cuda/replica_kernels.h"
 #include "merge/adasum.h"
+#include "merge/gpu/device_global_model.h"
+#include "merge/gpu/replica_kernels.h"
 
 namespace xmlt::kernels::cuda {
 namespace {
@@ -167,9 +168,6 @@ struct DeviceAdasum::Impl {
     Event gathered;                  // every slice pulled
     DeviceBuffer<float> staged;      // the next start of the first replica's own slice
     DeviceBuffer<double> partial;    // the dots' per-block sums
-    DeviceBuffer<float> current, previous;  // w and w_p, whole
-    DeviceBuffer<unsigned long long> non_finite;
-    PinnedBuffer<unsigned long long> non_finite_host;
   };
   struct Rank {                      // per replica
     DeviceBuffer<float> received[2];  // the partner's values when it lives on another GPU, by level parity
@@ -196,7 +194,7 @@ struct DeviceAdasum::Impl {
   std::vector<std::pair<size_t, size_t>> first_sent;  // per replica: what the first level pulls from it
   std::vector<bool> works_first;  // per replica: whether it combines at the first level
   bool peer_access = true;
-  bool global_set = false;
+  DeviceGlobalModel global;  // w and w_p, whole on every GPU
 
   size_t tensors() const { return bounds.size() - 1; }
   float* First(Gpu& gpu) { return replicas[gpu.replicas.front()].params; }
@@ -204,7 +202,7 @@ struct DeviceAdasum::Impl {
 
   void Schedule();
   void EnablePeerAccess(int from, int to);
-  void Deltas(Gpu& gpu, bool sent);
+  void Deltas(size_t g, bool sent);
   void RecordAll();
   void Exchange(const AdasumStep& step, size_t level);
   void CombineStep(const AdasumStep& step, size_t level);
@@ -298,15 +296,16 @@ void DeviceAdasum::Impl::EnablePeerAccess(int from, int to) {
 
 // The deltas of this GPU's replicas: first (`sent`) the range that each one's partner on another
 // GPU pulls at the first level, so that the pull can start while the rest is computed.
-void DeviceAdasum::Impl::Deltas(Gpu& gpu, bool sent) {
+void DeviceAdasum::Impl::Deltas(size_t g, bool sent) {
+  Gpu& gpu = gpus[g];
   DeviceGuard guard(gpu.ordinal);
   const cudaStream_t stream = gpu.stream.get();
   auto delta = [&](size_t i, size_t lo, size_t hi) {
     if (hi <= lo) return;
     // The replica read and written, w read; w_p only by Nesterov's look-ahead (its sole use).
     XMLT_SIM_KERNEL_BYTES((hi - lo) * sizeof(float) * (momentum.nesterov ? 4 : 3));
-    XMLT_LAUNCH(DeltaKernel, BlocksFor(hi - lo), kThreads, 0, stream)(replicas[i].params + lo, gpu.current.data() + lo,
-                                                                      gpu.previous.data() + lo, hi - lo,
+    XMLT_LAUNCH(DeltaKernel, BlocksFor(hi - lo), kThreads, 0, stream)(replicas[i].params + lo, global.current(g) + lo,
+                                                                      global.previous(g) + lo, hi - lo,
                                                                       float(momentum.gamma), momentum.nesterov);
     XMLT_CUDA_CHECK_LAUNCH();
   };
@@ -484,8 +483,8 @@ void DeviceAdasum::Impl::Update(size_t g) {
   auto update = [&](size_t lo, size_t hi, float* start) {
     if (hi == lo) return;
     XMLT_SIM_KERNEL_BYTES(6 * (hi - lo) * sizeof(float));  // D in and the start out, w and w_p each read and written
-    XMLT_LAUNCH(UpdateKernel, BlocksFor(hi - lo), kThreads, 0, stream)(result + lo, start, gpu.current.data() + lo,
-                                                                       gpu.previous.data() + lo, hi - lo,
+    XMLT_LAUNCH(UpdateKernel, BlocksFor(hi - lo), kThreads, 0, stream)(result + lo, start, global.current(g) + lo,
+                                                                       global.previous(g) + lo, hi - lo,
                                                                        float(momentum.gamma), momentum.nesterov);
     XMLT_CUDA_CHECK_LAUNCH();
   };
@@ -573,21 +572,27 @@ DeviceAdasum::DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::
     for (const Impl::Slice& slice : m.slices)
       if (slice.replica == gpu.replicas.front() && slice.end > slice.begin)
         gpu.staged = DeviceBuffer<float>(slice.end - slice.begin);
-    gpu.non_finite = DeviceBuffer<unsigned long long>(1);
-    gpu.non_finite_host = PinnedBuffer<unsigned long long>(1);
   }
+  // Every GPU keeps w and w_p whole (the same bits everywhere): the host's copy comes back from the
+  // first; each GPU's finite check counts a slice of its own.
+  std::vector<DeviceGlobalModel::Layout> layouts;
+  for (size_t g = 0; g < m.gpus.size(); ++g) {
+    const auto [begin, end] = Piece(count, g, m.gpus.size());
+    layouts.push_back({m.gpus[g].ordinal, count, {{0, 0, count, g == 0}}, {{begin, end - begin}}});
+  }
+  m.global = DeviceGlobalModel(std::move(layouts));
 }
 
 DeviceAdasum::~DeviceAdasum() = default;
 
 void DeviceAdasum::Merge() {
   Impl& m = *impl_;
-  if (!m.global_set) throw std::logic_error("DeviceAdasum: the merge needs SetGlobalModel first");
+  if (!m.global.set()) throw std::logic_error("DeviceAdasum: the merge needs SetGlobalModel first");
   if (m.count == 0) return;
   // The model's pulls wait for the sender's `sendable` record; the dots' pulls and the gather wait
   // for the GPUs' events, recorded after each phase.
-  for (Impl::Gpu& gpu : m.gpus) m.Deltas(gpu, true);
-  for (Impl::Gpu& gpu : m.gpus) m.Deltas(gpu, false);
+  for (size_t g = 0; g < m.gpus.size(); ++g) m.Deltas(g, true);
+  for (size_t g = 0; g < m.gpus.size(); ++g) m.Deltas(g, false);
   for (size_t l = 0; l < m.levels.size(); ++l) {
     for (const AdasumStep& step : m.levels[l]) m.Exchange(step, l);
     m.RecordAll();
@@ -604,49 +609,20 @@ void DeviceAdasum::Merge() {
 }
 
 void DeviceAdasum::SetGlobalModel(const float* current, const float* previous) {
-  Impl& m = *impl_;
-  for (Impl::Gpu& gpu : m.gpus) {
-    DeviceGuard guard(gpu.ordinal);
-    if (gpu.current.size() != m.count) {
-      gpu.current = DeviceBuffer<float>(m.count);
-      gpu.previous = DeviceBuffer<float>(m.count);
-    }
-    if (m.count == 0) continue;
-    XMLT_CUDA_CHECK(cudaMemcpy(gpu.current.data(), current, m.count * sizeof(float), cudaMemcpyHostToDevice));
-    XMLT_CUDA_CHECK(cudaMemcpy(gpu.previous.data(), previous, m.count * sizeof(float), cudaMemcpyHostToDevice));
-  }
-  m.global_set = true;
+  impl_->global.Upload(current, previous);
 }
 
 void DeviceAdasum::GetGlobalModel(float* current, float* previous) {
-  Impl& m = *impl_;
-  if (!m.global_set) throw std::logic_error("DeviceAdasum: no global model was set");
-  if (m.count == 0) return;
-  Impl::Gpu& gpu = m.gpus.front();  // every GPU holds the same bits
-  DeviceGuard guard(gpu.ordinal);
-  XMLT_CUDA_CHECK(cudaMemcpy(current, gpu.current.data(), m.count * sizeof(float), cudaMemcpyDeviceToHost));
-  XMLT_CUDA_CHECK(cudaMemcpy(previous, gpu.previous.data(), m.count * sizeof(float), cudaMemcpyDeviceToHost));
+  if (!impl_->global.set()) throw std::logic_error("DeviceAdasum: no global model was set");
+  impl_->global.Download(current, previous);
 }
 
 bool DeviceAdasum::GlobalModelFinite() {
   Impl& m = *impl_;
-  if (!m.global_set) throw std::logic_error("DeviceAdasum: no global model was set");
-  for (size_t g = 0; g < m.gpus.size(); ++g) {
-    Impl::Gpu& gpu = m.gpus[g];
-    DeviceGuard guard(gpu.ordinal);
-    const cudaStream_t stream = gpu.stream.get();
-    const auto [begin, end] = Piece(m.count, g, m.gpus.size());
-    XMLT_CUDA_CHECK(cudaMemsetAsync(gpu.non_finite.data(), 0, sizeof(unsigned long long), stream));
-    LaunchCountNonFinite(stream, gpu.current.data() + begin, end - begin, gpu.non_finite.data());
-    XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.non_finite_host.data(), gpu.non_finite.data(), sizeof(unsigned long long),
-                                    cudaMemcpyDeviceToHost, stream));
-  }
-  bool finite = true;
-  for (Impl::Gpu& gpu : m.gpus) {
-    gpu.stream.Synchronize();
-    finite = finite && gpu.non_finite_host.data()[0] == 0;
-  }
-  return finite;
+  if (!m.global.set()) throw std::logic_error("DeviceAdasum: no global model was set");
+  std::vector<cudaStream_t> streams;
+  for (Impl::Gpu& gpu : m.gpus) streams.push_back(gpu.stream.get());
+  return m.global.CountNonFinite(streams) == 0;
 }
 
 size_t DeviceAdasum::gpus() const { return impl_->gpus.size(); }

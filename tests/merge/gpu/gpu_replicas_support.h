@@ -11,8 +11,8 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/device_collective.h"
 #include "kernels/cuda/device_count.h"
+#include "merge/gpu/device_collective.h"
 
 namespace xmlt::kernels::cuda::testing {
 

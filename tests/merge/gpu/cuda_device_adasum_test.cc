@@ -1,4 +1,4 @@
-// The Adasum merge on GPU replicas (kernels/cuda/device_adasum.h) against the host's Adasum merger
+// The Adasum merge on GPU replicas (merge/gpu/device_adasum.h) against the host's Adasum merger
 // (merge::MakeAdasumMerger) on host copies of the same replicas: 1 to 8 replicas over 1 to 8 GPUs
 // (as many as there are), several replicas per GPU and interleaved, model sizes 1, 7 and 1003 (below
 // the GPU count and not divisible by it) in 1 or 3 tensors, heavy-ball and Nesterov momentum, three
@@ -29,13 +29,13 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/device_adasum.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_count.h"
 #include "merge/adasum.h"
+#include "merge/gpu/device_adasum.h"
 #include "merge/merger.h"
 #include "tests/kernels/cuda_test_gate.h"
-#include "tests/kernels/gpu_replicas_support.h"
+#include "tests/merge/gpu/gpu_replicas_support.h"
 #ifdef XMLT_GPUSIM
 #include "gpusim/traffic.h"
 #endif

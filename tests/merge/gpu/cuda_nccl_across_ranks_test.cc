@@ -19,12 +19,12 @@
 
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_count.h"
-#include "kernels/cuda/nccl_all_reduce.h"
 #include "merge/collective.h"
 #include "merge/global_momentum.h"
+#include "merge/gpu/nccl_all_reduce.h"
 #include "ranks/rank_group.h"
 #include "tests/kernels/cuda_test_gate.h"
-#include "tests/kernels/gpu_replicas_support.h"
+#include "tests/merge/gpu/gpu_replicas_support.h"
 #ifdef XMLT_GPUSIM
 #include "gpusim/faults.h"
 #endif
