@@ -30,11 +30,13 @@ interpreter lacks it, the script runs itself again under $PYTHON or /usr/bin/pyt
 those has it.
 """
 import argparse
-import json
 import os
 import statistics
 import sys
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sweep_index  # noqa: E402  (scripts/sweep_index.py: the sweep folder's files)
 
 KINDS = {
     "time": {"x": "time", "group_by": None, "title": "Time to accuracy"},
@@ -95,28 +97,14 @@ def pyplot():
 # Runs: from a sweep's index, or from metrics files
 
 
-def read_jsonl(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def index_path(study):
-    """The index of a sweep folder, or the index file itself."""
-    path = Path(study)
-    return path / "index.jsonl" if path.is_dir() else path
-
-
 def load_index(study):
-    """The ok runs of a sweep, the last line of each id winning; each gets 'metrics' (its file)."""
-    path = index_path(study)
+    """The runs of a sweep, the last line of each id winning; each gets 'metrics' (its file)."""
+    path = sweep_index.index_path(study)
     if not path.exists():
         sys.exit(f"plot: {path} not found (run scripts/sweep.py first)")
-    latest = {}
-    for record in read_jsonl(path):
-        latest[record["id"]] = record
     runs = []
-    for record in latest.values():
-        record["metrics"] = path.parent / "runs" / f"{record['id']}.jsonl"
+    for record in sweep_index.read_index(path).values():
+        record["metrics"] = sweep_index.metrics_file(sweep_index.runs_folder(path.parent), record["id"])
         runs.append(record)
     return runs
 
@@ -137,7 +125,7 @@ def records_of(run):
     """The run's evaluations (metrics lines), read once."""
     if "records" not in run:
         try:
-            run["records"] = read_jsonl(run["metrics"])
+            run["records"] = sweep_index.read_jsonl(run["metrics"])
         except OSError:
             print(f"plot: {run['metrics']} is missing; run {run['id']} left out", file=sys.stderr)
             run["records"] = []
@@ -369,7 +357,7 @@ def main(argv=None):
     ensure_matplotlib()
     runs = load_metrics_files(args.metrics) if args.metrics else load_index(args.study)
     runs = select(runs, args.where)
-    default_out = (index_path(args.study).parent / "figures" if args.study else Path(".")) / f"{args.kind}.png"
+    default_out = (sweep_index.index_path(args.study).parent / "figures" if args.study else Path(".")) / f"{args.kind}.png"
     group_by = parse_group_by(args.group_by, runs, args.kind)
     path = make_figure(runs, args.kind, args.out or default_out, group_by, args.x, args.metric, args.run, args.title)
     print(path)

@@ -26,7 +26,6 @@ need matplotlib (see scripts/plot.py: $PYTHON or /usr/bin/python3 is used when t
 interpreter lacks it); --no-figures writes the tables alone with the standard library.
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -34,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402  (scripts/plot.py)
+import sweep_index  # noqa: E402  (scripts/sweep_index.py: the sweep folder's files)
 
 FIGURE_FLAGS = {"devices": ("devices",), "mega-batch-size": ("mega-batch",), "batch-beta": ("batch", "beta"),
                 "perturbation": ("pert-thr", "pert-delta")}
@@ -48,7 +48,7 @@ def run_numbers(run, target):
     evaluated = [r for r in plot.records_of(run) if "p1" in r]
     if not evaluated:
         return None
-    reached = next((r for r in evaluated if r["p1"] >= target), None) if target is not None else None
+    reached = sweep_index.first_reaching(evaluated, target) if target is not None else None
     return {"p1": max(r["p1"] for r in evaluated), "p3": max(r["p3"] for r in evaluated),
             "p5": max(r["p5"] for r in evaluated), "final_p1": evaluated[-1]["p1"],
             "train_time_s": evaluated[-1]["train_time_s"],
@@ -166,11 +166,6 @@ def table(rows, baselines, multi_seed):
     return lines
 
 
-def study_description(folder):
-    path = Path(folder) / "study.json"
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
 def header(study, folder, runs, target, target_text):
     lines = [f"# {study.get('name') or Path(folder).resolve().name}", ""]
     if study.get("dataset") or study.get("data"):
@@ -250,11 +245,11 @@ def main(argv=None):
     args = parse_args(argv)
     if not args.no_figures:
         plot.ensure_matplotlib()
-    folder = plot.index_path(args.study).parent
+    folder = sweep_index.index_path(args.study).parent
     all_runs = plot.load_index(args.study)
     runs = plot.select(all_runs, [])
     if not runs:
-        sys.exit(f"report: no finished runs in {plot.index_path(args.study)}")
+        sys.exit(f"report: no finished runs in {sweep_index.index_path(args.study)}")
     group_by = args.group_by.split(",") if args.group_by else plot.default_group_by(runs)
     target, target_text = args.target, "given"
     if target is None:
@@ -269,7 +264,7 @@ def main(argv=None):
     rows.sort(key=lambda row: row["comparison"])  # stable: index order within a group
     baselines = find_baseline(rows, group_by, args.baseline)
     out = args.out or folder / "report.md"
-    lines = header(study_description(folder), folder, all_runs, target, target_text)
+    lines = header(sweep_index.read_study(folder), folder, all_runs, target, target_text)
     lines += ["## Results", ""] + table(rows, baselines, any(r["seeds"] > 1 for r in rows)) + [""]
     lines += slide_note(rows)
     if baselines:

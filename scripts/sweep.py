@@ -58,457 +58,19 @@ refused by xmltrain with its own usage error, e.g. --hidden 0).
 Python 3.11 standard library only.
 """
 import argparse
-import concurrent.futures
-import hashlib
-import itertools
-import json
 import os
-import re
 import shlex
-import shutil
-import signal
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-# Flags the sweep sets itself for every run.
-RESERVED = {"train", "test", "train-labels", "test-labels", "seed", "metrics", "model", "help"}
-DATA_KEYS = ("train", "test", "train-labels", "test-labels")
-STUDY_KEYS = {"name", "dataset", "seeds", "target", "fixed", "grid", "variant"} | set(DATA_KEYS)
-ERROR_TAIL_LINES = 15
-# The flags xmltrain refuses for --algo slide (one CPU device, apps/train_settings.cc), left out of
-# its runs when they come from the study's fixed flags.
-ONE_DEVICE_DROPS = ("devices", "speed", "hetero", "clock", "row-cost", "merge-cost", "batch-min", "beta", "momentum",
-                    "pert-thr", "pert-delta", "pert-weights", "schedule", "merge", "collective", "momentum-mode",
-                    "elastic-alpha", "lr-scaling", "preset")
-
-
-class UsageError(Exception):
-    """A problem with the sweep's arguments or study file (exit code 2)."""
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sweep_index  # noqa: E402  (scripts/sweep_index.py: the sweep folder's files)
+from sweep_runs import Runner, refresh_targets, reuse_runs, run_all, train_command  # noqa: E402
+from sweep_study import REPO, UsageError, check_study, expand_runs, load_study_file  # noqa: E402
+from sweep_study import merge_command_line, read_train_flags, resolve_data  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
-# The flags xmltrain train accepts
-
-
-def read_train_flags(xmltrain):
-    """Returns {flag: type} from `xmltrain train --help`; type is FLOAT, UINT, TEXT or SWITCH."""
-    try:
-        help_text = subprocess.run([xmltrain, "train", "--help"], capture_output=True, text=True,
-                                   timeout=30).stdout
-    except OSError as e:
-        raise UsageError(f"cannot run {xmltrain}: {e.strerror}") from None
-    flags = {}
-    for line in help_text.splitlines():
-        match = re.match(r"\s+(?:-\w,)?--([\w-]+)(?: ([A-Z]+)(?=[\s=]|$))?", line)
-        if match and match.group(1) not in flags:  # the option list comes first; later lines are prose
-            flags[match.group(1)] = match.group(2) or "SWITCH"
-    if "epochs" not in flags:
-        raise UsageError(f"{xmltrain} train --help lists no flags: is it xmltrain?")
-    return flags
-
-
-def normalize_key(key):
-    """'--pert_thr' -> 'pert-thr'."""
-    return key.strip().lstrip("-").replace("_", "-")
-
-
-def normalize_value(flag, value, kind):
-    """Returns the value as xmltrain will be given it: a string, or a bool for a switch."""
-    if kind == "SWITCH":
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in ("", "true", "1", "yes", "on"):
-            return True
-        if text in ("false", "0", "no", "off"):
-            return False
-        raise UsageError(f"--{flag} is a switch: give true or false, not {value!r}")
-    if isinstance(value, bool):
-        raise UsageError(f"--{flag} takes a value, not {str(value).lower()}")
-    text = str(value).strip()
-    if text == "":
-        raise UsageError(f"--{flag} has an empty value")
-    try:
-        if kind == "FLOAT":
-            number = float(text)
-            text = repr(number)[:-2] if repr(number).endswith(".0") else repr(number)
-        elif kind == "UINT":
-            number = float(text)
-            if number < 0 or number != int(number):
-                raise ValueError
-            text = str(int(number))
-    except ValueError:
-        raise UsageError(f"--{flag} takes a {'number' if kind == 'FLOAT' else 'non-negative integer'}, "
-                         f"not {value!r}") from None
-    return text
-
-
-def check_flag(flag, known):
-    if flag in RESERVED:
-        hint = "--seeds" if flag == "seed" else "--dataset/--train/--test" if flag in DATA_KEYS else "the sweep"
-        raise UsageError(f"--{flag} is set by the sweep itself (use {hint})")
-    if flag not in known:
-        close = [k for k in known if k.startswith(flag[:3])]
-        hint = f" (did you mean {', '.join('--' + k for k in close)}?)" if close else ""
-        raise UsageError(f"unknown xmltrain train flag --{flag}{hint}")
-
-
-# ---------------------------------------------------------------------------------------------
-# The study: fixed flags, grid, variants, seeds, data
-
-
-def parse_assignment(text, option):
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise UsageError(f"{option} {text!r}: expected FLAG=VALUE")
-    return normalize_key(key), value
-
-
-def split_grid_values(text):
-    separator = "|" if "|" in text else ","
-    values = [v.strip() for v in text.split(separator)]
-    if any(v == "" for v in values):
-        raise UsageError(f"--grid values {text!r} hold an empty entry")
-    return values
-
-
-def load_study_file(path):
-    """Reads a TOML study file into the same shape as the command line's options."""
-    try:
-        import tomllib
-    except ImportError:
-        raise UsageError(f"reading {path} needs Python 3.11 or later (tomllib); this is {sys.version.split()[0]}") from None
-    try:
-        with open(path, "rb") as f:
-            study = tomllib.load(f)
-    except OSError as e:
-        raise UsageError(f"{path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: {e}") from None
-    unknown = set(study) - STUDY_KEYS
-    if unknown:
-        raise UsageError(f"{path}: unknown top-level keys {sorted(unknown)} (flags go in [fixed], [grid] "
-                         f"or [[variant]])")
-    fixed = {normalize_key(k): v for k, v in study.get("fixed", {}).items()}
-    grid = {}
-    for key, values in study.get("grid", {}).items():
-        if not isinstance(values, list) or not values:
-            raise UsageError(f"{path}: [grid] {key} must be a non-empty list")
-        grid[normalize_key(key)] = values
-    variants = []
-    for i, table in enumerate(study.get("variant", [])):
-        table = dict(table)
-        name = table.pop("name", None)
-        if not isinstance(name, str) or not name:
-            raise UsageError(f"{path}: [[variant]] number {i + 1} has no name")
-        variants.append((name, {normalize_key(k): v for k, v in table.items()}))
-    seeds = study.get("seeds")
-    if seeds is not None and (not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds)):
-        raise UsageError(f"{path}: seeds must be a list of integers")
-    data = {key: study[key] for key in DATA_KEYS if key in study}
-    return {"name": study.get("name"), "dataset": study.get("dataset"), "data": data, "seeds": seeds,
-            "target": study.get("target"), "fixed": fixed, "grid": grid, "variants": variants}
-
-
-def merge_command_line(study, args):
-    """Applies the command line's options over the study file's."""
-    cli_fixed = dict(parse_assignment(t, "--fixed") for t in args.fixed)
-    cli_grid = {}
-    for text in args.grid:
-        key, values = parse_assignment(text, "--grid")
-        if key in cli_grid:
-            raise UsageError(f"--grid {key} given twice")
-        cli_grid[key] = split_grid_values(values)
-    both = set(cli_fixed) & set(cli_grid)
-    if both:
-        raise UsageError(f"--{sorted(both)[0]} is both --fixed and --grid")
-    for key in cli_fixed:
-        study["grid"].pop(key, None)
-    for key in cli_grid:
-        study["fixed"].pop(key, None)
-    study["fixed"].update(cli_fixed)
-    study["grid"].update(cli_grid)
-    if args.seeds is not None:
-        study["seeds"] = parse_seeds(args.seeds)
-    if args.target is not None:
-        study["target"] = args.target
-    if args.name:
-        study["name"] = args.name
-    if args.dataset or args.train:
-        study["dataset"] = args.dataset
-        study["data"] = {}
-    for key in DATA_KEYS:
-        value = getattr(args, key.replace("-", "_"))
-        if value:
-            study["data"][key] = value
-    return study
-
-
-def parse_seeds(text):
-    try:
-        seeds = [int(s) for s in text.split(",")]
-    except ValueError:
-        raise UsageError(f"--seeds {text!r}: expected integers separated by commas") from None
-    if any(s < 0 for s in seeds):
-        raise UsageError("--seeds must be non-negative")
-    return seeds
-
-
-def resolve_data(study):
-    """Returns ({flag: path}, identity): the data files and what of them goes into run ids."""
-    data = dict(study["data"])
-    identity = {key: os.path.normpath(path) for key, path in data.items()}
-    if study["dataset"]:
-        # Ids name the dataset rather than its path, so that they hold on another machine.
-        data_dir = Path(os.environ.get("XMLT_DATA_DIR", REPO.parent / "shared" / "data"))
-        data.setdefault("train", str(data_dir / study["dataset"] / "train.txt"))
-        test = data_dir / study["dataset"] / "test.txt"
-        if "test" not in data and test.exists():
-            data["test"] = str(test)
-        identity["dataset"] = study["dataset"]
-    if "train" not in data:
-        raise UsageError("no training data: give --dataset NAME or --train FILE (or dataset/train in the study file)")
-    for key, path in data.items():
-        if not Path(path).exists():
-            raise UsageError(f"--{key} {path}: no such file")
-    return data, identity
-
-
-def check_study(study, known):
-    """Validates flag names and values; returns the study with values normalized."""
-    fixed = {}
-    for flag, value in study["fixed"].items():
-        check_flag(flag, known)
-        fixed[flag] = normalize_value(flag, value, known[flag])
-    grid = {}
-    for flag, values in study["grid"].items():
-        check_flag(flag, known)
-        normalized = [normalize_value(flag, v, known[flag]) for v in values]
-        if len(set(map(str, normalized))) != len(normalized):
-            raise UsageError(f"--grid {flag} repeats a value")
-        grid[flag] = normalized
-    variants, names = [], set()
-    for name, flags in study["variants"]:
-        if name in names:
-            raise UsageError(f"two variants are named {name!r}")
-        names.add(name)
-        checked = {}
-        for flag, value in flags.items():
-            check_flag(flag, known)
-            if flag in grid:
-                raise UsageError(f"--{flag} is both in the grid and in variant {name!r}")
-            checked[flag] = normalize_value(flag, value, known[flag])
-        variants.append((name, checked))
-    seeds = study["seeds"] or [1]
-    if len(set(seeds)) != len(seeds):
-        raise UsageError("--seeds repeats a seed")
-    return dict(study, fixed=fixed, grid=grid, variants=variants or [(None, {})], seeds=seeds)
-
-
-# ---------------------------------------------------------------------------------------------
-# Runs
-
-
-def expand_runs(study, data_identity):
-    """Every run of the study, in order: variants x grid x seeds."""
-    keys = list(study["grid"])
-    runs = []
-    for variant, variant_flags in study["variants"]:
-        for point in itertools.product(*(study["grid"][k] for k in keys)):
-            grid = dict(zip(keys, point))
-            for seed in study["seeds"]:
-                fixed = study["fixed"]
-                if {**fixed, **variant_flags, **grid}.get("algo") == "slide":
-                    fixed = {k: v for k, v in fixed.items() if k not in ONE_DEVICE_DROPS}
-                flags = {**fixed, **variant_flags, **grid, "seed": str(seed)}
-                runs.append({"id": run_id(data_identity, flags), "variant": variant, "grid": grid,
-                             "flags": flags, "label": run_label(variant, grid, seed)})
-    ids = [r["id"] for r in runs]
-    if len(set(ids)) != len(ids):
-        raise UsageError("two runs of the study have the same flags (a variant repeats another?)")
-    return runs
-
-
-def run_id(data_identity, flags):
-    text = json.dumps({"data": data_identity, "flags": flags}, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def run_label(variant, grid, seed):
-    parts = [variant] if variant else []
-    parts += [str(v) if k == "algo" else f"{k}={v}" for k, v in grid.items()]
-    return " ".join(parts + [f"seed={seed}"])
-
-
-def train_command(xmltrain, threads, data, flags, metrics_path):
-    command = [xmltrain]
-    if threads is not None:
-        command += ["--threads", str(threads)]
-    command.append("train")
-    for key, path in data.items():
-        command += [f"--{key}", str(path)]
-    for flag, value in flags.items():
-        if value is True:
-            command.append(f"--{flag}")
-        elif value is not False:
-            command += [f"--{flag}", value]
-    return command + ["--metrics", str(metrics_path)]
-
-
-def read_jsonl(path):
-    records = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                records.append(json.loads(line))
-    return records
-
-
-def read_summary_line(log_path):
-    """The final JSON summary that xmltrain train prints on stdout, or {}."""
-    summary = {}
-    with open(log_path, errors="replace") as f:
-        for line in f:
-            if line.startswith("{") and '"summary"' in line:
-                try:
-                    summary = json.loads(line)
-                except json.JSONDecodeError:
-                    pass
-    return summary
-
-
-def summarize(records, summary, target):
-    """The index's summary numbers from a run's metrics records and its stdout summary."""
-    evaluated = [r for r in records if "p1" in r]
-    last = evaluated[-1] if evaluated else (records[-1] if records else {})
-    # The best among the evaluations on as many test rows as the last, as the summary's best_p1:
-    # an --eval-rows sample's P@1 is not comparable with the whole test set's.
-    comparable = [r for r in evaluated if r.get("test_rows") == last.get("test_rows")]
-    best = max(comparable, key=lambda r: r["p1"]) if comparable else {}
-    result = {
-        "best_p1": summary.get("best_p1", best.get("p1")),
-        "best_megabatch": best.get("megabatch"),
-        "p1": last.get("p1"), "p3": last.get("p3"), "p5": last.get("p5"),
-        "train_time_s": summary.get("train_time_s", last.get("train_time_s")),
-        "megabatches": records[-1].get("megabatch") if records else None,
-        "evaluations": len(evaluated),
-        "perturbations": sum(1 for r in records if r.get("perturbed")),
-    }
-    if target is not None:
-        reached = next((r for r in evaluated if r["p1"] >= target), None)
-        result.update(target=target, time_to_target_s=reached["train_time_s"] if reached else None,
-                      megabatches_to_target=reached["megabatch"] if reached else None)
-    return result
-
-
-def error_tail(log_path):
-    try:
-        with open(log_path, errors="replace") as f:
-            lines = [line.rstrip() for line in f if line.strip()]
-    except OSError:
-        return ""
-    return "\n".join(lines[-ERROR_TAIL_LINES:])
-
-
-class Runner:
-    """Runs xmltrain processes, tracking them so that an interrupt can stop them all."""
-
-    def __init__(self, xmltrain, threads, data, runs_dir, timeout):
-        self.xmltrain, self.threads, self.data = xmltrain, threads, data
-        self.runs_dir, self.timeout = runs_dir, timeout
-        self.processes, self.lock, self.stopping = set(), threading.Lock(), False
-
-    def run(self, run, target):
-        metrics = self.runs_dir / f"{run['id']}.jsonl"
-        log = self.runs_dir / f"{run['id']}.log"
-        for stale in (metrics, Path(f"{metrics}.partial")):
-            stale.unlink(missing_ok=True)
-        command = train_command(self.xmltrain, self.threads, self.data, run["flags"], metrics)
-        started = time.monotonic()
-        with open(log, "w") as log_file:
-            log_file.write("$ " + " ".join(command) + "\n")
-            log_file.flush()
-            code = self.execute(command, log_file)
-        record = {"id": run["id"], "variant": run["variant"], "grid": run["grid"], "flags": run["flags"],
-                  "threads": self.threads, "wall_s": round(time.monotonic() - started, 3)}
-        if code == 0 and metrics.exists():
-            record["status"] = "ok"
-            record.update(summarize(read_jsonl(metrics), read_summary_line(log), target))
-        else:
-            record.update(status="failed", exit_code=code, error=error_tail(log) or "no metrics file written")
-        return record
-
-    def execute(self, command, log_file):
-        with self.lock:
-            if self.stopping:
-                return -signal.SIGTERM
-            process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL)
-            self.processes.add(process)
-        try:
-            return process.wait(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-            log_file.write(f"\nsweep: killed after the --timeout of {self.timeout} s\n")
-            return 124
-        finally:
-            with self.lock:
-                self.processes.discard(process)
-
-    def stop_all(self):
-        with self.lock:
-            self.stopping = True
-            for process in self.processes:
-                process.terminate()
-
-
-def reuse_runs(pending, reuse_dirs, runs_dir, target):
-    """Index records for the pending runs that another sweep (reuse_dirs) finished with the same id,
-    their metrics and log copied into runs_dir; returns {id: record}."""
-    reused = {}
-    for folder in reuse_dirs:
-        others = read_index(Path(folder) / "index.jsonl")
-        for run in pending:
-            other = others.get(run["id"])
-            source = Path(folder) / "runs"
-            if run["id"] in reused or not other or other.get("status") != "ok":
-                continue
-            metrics, log = source / f"{run['id']}.jsonl", source / f"{run['id']}.log"
-            if not (metrics.exists() and log.exists()) or metrics.resolve() == (runs_dir / metrics.name).resolve():
-                continue
-            shutil.copyfile(metrics, runs_dir / metrics.name)
-            shutil.copyfile(log, runs_dir / log.name)
-            record = dict(other, variant=run["variant"], grid=run["grid"], flags=run["flags"])
-            record.update(summarize(read_jsonl(metrics), read_summary_line(log), target))
-            if target is None:
-                for key in ("target", "time_to_target_s", "megabatches_to_target"):
-                    record.pop(key, None)
-            reused[run["id"]] = record
-    return reused
-
-
-# ---------------------------------------------------------------------------------------------
-# The index
-
-
-def read_index(path):
-    """{id: record}, the last line of each id winning."""
-    records = {}
-    if path.exists():
-        for number, line in enumerate(path.read_text().splitlines(), 1):
-            if line.strip():
-                try:
-                    record = json.loads(line)
-                    records[record["id"]] = record
-                except (json.JSONDecodeError, KeyError):
-                    print(f"sweep: {path}:{number}: ignoring a malformed line", file=sys.stderr)
-    return records
+# The index, in the study's order, and what the study asked
 
 
 def in_study_order(records, runs):
@@ -518,65 +80,13 @@ def in_study_order(records, runs):
     return ordered
 
 
-def write_index(path, records):
-    temporary = path.with_suffix(".jsonl.tmp")
-    with open(temporary, "w") as f:
-        for record in records.values():
-            f.write(json.dumps(record, sort_keys=True) + "\n")
-    os.replace(temporary, path)
-
-
-def refresh_targets(records, runs_dir, target):
-    """Recomputes time to target of indexed ok runs when --target changed since they ran."""
-    for record in records.values():
-        if record.get("status") == "ok" and target is not None and record.get("target") != target:
-            metrics = runs_dir / f"{record['id']}.jsonl"
-            if metrics.exists():
-                record.update(summarize(read_jsonl(metrics), read_summary_line(runs_dir / f"{record['id']}.log"),
-                                        target))
-
-
 def write_study(out, study, data, command_line):
     """OUT/study.json: what was asked, for the report."""
     description = {"name": study["name"] or out.resolve().name, "dataset": study["dataset"],
                    "data": {k: str(v) for k, v in data.items()}, "fixed": study["fixed"],
                    "grid": study["grid"], "variants": [{"name": n, "flags": f} for n, f in study["variants"] if n],
                    "seeds": study["seeds"], "target": study["target"], "command": command_line}
-    (out / "study.json").write_text(json.dumps(description, indent=2) + "\n")
-
-
-def progress_text(record, label):
-    if record["status"] == "ok":
-        best = record.get("best_p1")
-        text = f"done {label}: best P@1 {best:.4f}" if best is not None else f"done {label}"
-        if record.get("time_to_target_s") is not None:
-            text += f", target at {record['time_to_target_s']:.3g} s"
-        return text
-    last = record["error"].splitlines()[-1] if record["error"] else ""
-    return f"FAILED (exit {record['exit_code']}) {label}: {last}"
-
-
-def run_all(pending, runner, index_path, records, jobs, target):
-    """Runs the pending runs on a pool of jobs, appending each result to the index; returns failures."""
-    failures = []
-    with open(index_path, "a") as index, concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        futures = {pool.submit(runner.run, run, target): run for run in pending}
-        try:
-            for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
-                run = futures[future]
-                record = future.result()
-                records[record["id"]] = record
-                index.write(json.dumps(record, sort_keys=True) + "\n")
-                index.flush()
-                if record["status"] != "ok":
-                    failures.append(record)
-                print(f"[{done}/{len(pending)}] {progress_text(record, run['label'])}", file=sys.stderr, flush=True)
-        except KeyboardInterrupt:
-            runner.stop_all()
-            for future in futures:
-                future.cancel()
-            raise
-    return failures
+    sweep_index.write_study(out, description)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -640,18 +150,18 @@ def main(argv=None):
     except UsageError as e:
         print(f"sweep: {e}", file=sys.stderr)
         return 2
-    runs_dir = args.out / "runs"
-    index_path = args.out / "index.jsonl"
-    records = read_index(index_path)
+    runs_dir = sweep_index.runs_folder(args.out)
+    index_path = sweep_index.index_file(args.out)
+    records = sweep_index.read_index(index_path, skip_malformed_as="sweep")
     if not args.dry_run:
         runs_dir.mkdir(parents=True, exist_ok=True)
         refresh_targets(records, runs_dir, study["target"])
-        write_index(index_path, in_study_order(records, runs))
+        sweep_index.write_index(index_path, in_study_order(records, runs))
     pending = [r for r in runs if records.get(r["id"], {}).get("status") != "ok"]
     reused = {} if args.dry_run else reuse_runs(pending, args.reuse, runs_dir, study["target"])
     if reused:
         records.update(reused)
-        write_index(index_path, in_study_order(records, runs))
+        sweep_index.write_index(index_path, in_study_order(records, runs))
         pending = [r for r in pending if r["id"] not in reused]
     threads = args.threads if args.threads is not None else max(1, (os.cpu_count() or 1) // args.jobs)
     skipped = len(runs) - len(pending)
@@ -660,7 +170,8 @@ def main(argv=None):
           + (f", {args.jobs} at a time" if pending else ""), file=sys.stderr)
     if args.dry_run:
         for run in pending:
-            print(shlex.join(train_command(xmltrain, threads, data, run["flags"], runs_dir / f"{run['id']}.jsonl")))
+            metrics = sweep_index.metrics_file(runs_dir, run["id"])
+            print(shlex.join(train_command(xmltrain, threads, data, run["flags"], metrics)))
         return 0
     write_study(args.out, study, data, sys.argv)
     runner = Runner(xmltrain, threads, data, runs_dir, args.timeout)
@@ -669,7 +180,7 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("sweep: interrupted; finished runs are in the index", file=sys.stderr)
         return 130
-    write_index(index_path, in_study_order(records, runs))
+    sweep_index.write_index(index_path, in_study_order(records, runs))
     if not failures:
         return 0
     print(f"sweep: {len(failures)} of {len(pending)} runs failed (see their logs in {runs_dir}); "
