@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "apps/checkpoint_folder.h"
+#include "apps/train_algorithm.h"
 #include "apps/train_report.h"
 #include "apps/train_settings.h"
 #include "engine/device_spec.h"

@@ -1,4 +1,4 @@
-// From the flags of `xmltrain train` to checked, typed options; see train_settings.h.
+// The flags' parsers, and the settings the loaded data decides; see train_settings.h.
 #include "apps/train_settings.h"
 
 #include <algorithm>
@@ -6,12 +6,13 @@
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
+#include <string>
 
+#include "apps/train_algorithm.h"
+#include "engine/device.h"
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
-#include "engine/heterogeneity.h"
 #include "kernels/cpu/bf16_gemm.h"
-#include "run/trainer.h"
 #include "scheduler/memory_limit.h"
 #include "scheduler/memory_plan.h"
 
@@ -103,122 +104,6 @@ kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<e
   return kernels::OutputMath::kBf16;
 }
 
-bool OneDevice(const TrainFlags& f) { return f.algo == "single" || f.algo == "slide"; }
-
-// --algo presets set how batches are dispatched and merged; --schedule, --merge and
-// --local-momentum given explicitly override them, so any combination can be swept.
-void ApplyAlgorithm(TrainFlags& f) {
-  f.engine.devices = engine::ParseDeviceList(f.devices);
-  f.engine.heterogeneity = engine::ParseHetero(f.hetero);
-  f.engine.heterogeneity.speed = engine::ParseSpeeds(f.speed);
-  try {
-    f.engine.collective = merge::ParseCollectiveKind(f.collective);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("--collective: ") + e.what());
-  }
-  using Engine = scheduler::EngineOptions;
-  if (f.clock == "wall") {
-    f.engine.clock = Engine::Clock::kWall;
-  } else if (f.clock == "virtual") {
-    f.engine.clock = Engine::Clock::kVirtual;
-  } else {
-    throw std::invalid_argument("--clock must be wall or virtual");
-  }
-  if (f.clock_costs != "model" && f.clock_costs != "measured")
-    throw std::invalid_argument("--clock-costs must be model or measured, not '" + f.clock_costs + "'");
-  if (f.given("--clock-costs") && f.clock == "wall")
-    throw std::invalid_argument("--clock-costs is for the virtual clock; --clock wall measures real time");
-  f.engine.measure_clock_costs = f.clock_costs == "measured";
-  if (f.momentum_mode == "heavy" || f.momentum_mode == "nesterov") {
-    f.engine.nesterov = f.momentum_mode == "nesterov";
-  } else {
-    throw std::invalid_argument("--momentum-mode must be heavy or nesterov");
-  }
-  if (f.merge_on == "auto") {
-    f.engine.merge_on = Engine::MergeOn::kAuto;
-  } else if (f.merge_on == "host") {
-    f.engine.merge_on = Engine::MergeOn::kHost;
-  } else if (f.merge_on == "gpus") {
-    f.engine.merge_on = Engine::MergeOn::kGpus;
-  } else {
-    throw std::invalid_argument("--merge-on must be auto, host or gpus");
-  }
-  std::string schedule, merge;
-  bool plain_local_sgd = false;  // the synchronous algorithms step each replica with plain SGD
-  if (f.algo == "slide") {
-    // SLIDE: one CPU device whose threads share its model, with the sampled output layer; plain
-    // SGD (its step has no momentum buffer to update sparsely).
-    if (f.given("--devices") && (f.engine.devices.size() != 1 || f.engine.devices[0].kind != engine::DeviceKind::kCpu))
-      throw std::invalid_argument("--algo slide trains on one CPU device, whose threads share the model (--threads); "
-                                  "not on " + f.devices);
-    if (f.given("--merge-on"))
-      throw std::invalid_argument("--merge-on: --algo slide trains one CPU device and has no merge; drop it");
-    f.engine = run::SingleDeviceEngine(engine::DeviceSpec{});
-    f.engine.sampled_output = f.sampled_output;
-    f.engine.sampled_output.enabled = true;
-    if (!f.given("--local-momentum")) f.options.local_momentum = 0;
-    return;  // its --lr default, 1, is GivenLearningRate's
-  }
-  if (f.algo == "single") {
-    // The engine with one device, of any kind: the CPU unless --devices names another.
-    if (f.given("--devices") && f.engine.devices.size() != 1)
-      throw std::invalid_argument("--algo single trains on one device; use --algo adaptive, elastic, adasum, "
-                                  "sync or crossbow for " + f.devices);
-    const Engine::MergeOn merge_on = f.engine.merge_on;
-    f.engine = run::SingleDeviceEngine(f.given("--devices") ? f.engine.devices[0] : engine::DeviceSpec{});
-    // Its one replica becomes the global model after every mega-batch, on the GPU or on the host.
-    f.engine.merge_on = merge_on;
-    if (merge_on == Engine::MergeOn::kGpus && f.engine.devices[0].kind != engine::DeviceKind::kCuda)
-      throw std::invalid_argument("--merge-on gpus needs a GPU; --algo single trains on " + f.engine.devices[0].id);
-    return;
-  } else if (f.algo == "adaptive") {
-    schedule = "dynamic", merge = "normalized";
-  } else if (f.algo == "elastic") {
-    schedule = "static", merge = "average";
-  } else if (f.algo == "adasum") {
-    schedule = "static", merge = "adasum";
-  } else if (f.algo == "sync") {
-    schedule = "sync", merge = "gradient", plain_local_sgd = true;
-  } else if (f.algo == "crossbow") {
-    schedule = "sync", merge = "crossbow", plain_local_sgd = true;
-  } else {
-    throw std::invalid_argument("--algo must be single, slide, adaptive, elastic, adasum, sync or crossbow");
-  }
-  if (f.given("--schedule")) schedule = f.schedule;
-  if (f.given("--merge")) merge = f.merge;
-  (void)plain_local_sgd;  // the presets set the local momentum (ApplyPreset)
-
-  if (schedule == "dynamic") {
-    f.engine.schedule = Engine::Schedule::kDynamic;
-  } else if (schedule == "static") {
-    f.engine.schedule = Engine::Schedule::kStatic;
-  } else if (schedule == "sync") {
-    f.engine.schedule = Engine::Schedule::kSync;
-  } else {
-    throw std::invalid_argument("--schedule must be dynamic, static or sync");
-  }
-  f.engine.scale_batches = f.engine.schedule == Engine::Schedule::kDynamic;
-  if (merge == "normalized") {
-    f.engine.merge = Engine::Merge::kNormalized;
-  } else if (merge == "average") {
-    f.engine.merge = Engine::Merge::kAverage;
-  } else if (merge == "adasum") {
-    f.engine.merge = Engine::Merge::kAdasum;
-  } else if (merge == "crossbow") {
-    f.engine.merge = Engine::Merge::kCrossbow;
-  } else if (merge == "gradient") {
-    f.engine.merge = Engine::Merge::kGradient;
-  } else {
-    throw std::invalid_argument("--merge must be normalized, average, adasum, crossbow or gradient");
-  }
-  // The CPU devices of the list train with SLIDE's output layer (the device pool makes them); the
-  // merges see the same parameters either way.
-  if (f.cpu_output == "sampled") {
-    f.engine.sampled_output = f.sampled_output;
-    f.engine.sampled_output.enabled = true;
-  }
-}
-
 uint32_t DefaultHidden(uint64_t features, uint64_t labels) {
   // Wider hidden layers fitted every real set better up to 1024 (docs/experiments/peers.md), and a
   // layer wider than the input adds nothing the input can fill (Delicious' 500 features: 512
@@ -228,106 +113,6 @@ uint32_t DefaultHidden(uint64_t features, uint64_t labels) {
   while (hidden > 128 && (features + labels) * hidden > kParameterBound) hidden /= 2;
   while (hidden > 128 && hidden / 2 >= features) hidden /= 2;
   return hidden;
-}
-
-// Dropout 0.5 and the first layer's Adagrad by default: every device's step implements both (the
-// CPU's dense and sampled steps and the CUDA replica; engine/step_regularization.h).
-void SettleStepDefaults(TrainFlags& f) {
-  // Dropout 0.5 on the hidden layer: the wide default layer overfits without it (peers.md).
-  if (!f.given("--dropout")) f.options.dropout = 0.5f;
-  bool adagrad = false;
-  if (f.input_optimizer == "auto" || f.input_optimizer == "adagrad") {
-    adagrad = true;
-  } else if (f.input_optimizer != "sgd") {
-    throw std::invalid_argument("--input-optimizer must be auto, adagrad or sgd, not '" + f.input_optimizer + "'");
-  }
-  if (f.given("--input-lr") && !adagrad)
-    throw std::invalid_argument("--input-lr is the first layer's Adagrad rate: it needs --input-optimizer adagrad");
-  if (adagrad && !(f.input_lr > 0 && std::isfinite(f.input_lr)))
-    throw std::invalid_argument("--input-lr must be a positive number");
-  f.options.input_lr = adagrad ? f.input_lr : 0.0f;
-}
-
-void CheckGpusExist(const TrainFlags& f) {
-  for (size_t i = 0; i < f.engine.devices.size(); ++i) {
-    const engine::DeviceSpec& d = f.engine.devices[i];
-    const bool local = f.engine.ranks == nullptr || i >= f.engine.device_rank.size() ||
-                       f.engine.device_rank[i] == f.engine.ranks->rank();
-    if (local && d.kind == engine::DeviceKind::kCuda && d.ordinal >= engine::CudaDeviceCount())
-      throw std::invalid_argument("device " + d.id + " does not exist (" + engine::CudaDeviceSummary() +
-                                  "); use --devices cpu:N");
-  }
-}
-
-// Flags that need no data are checked before the data is loaded (minutes at full size): the
-// training options as given, the multi-device ones, and flags that --algo single would ignore.
-void CheckFlagsBeforeLoading(TrainFlags& f) {
-  SettleStepDefaults(f);
-  scheduler::ValidateTrainOptions(f.options);
-  if (f.cpu_output != "dense" && f.cpu_output != "sampled")
-    throw std::invalid_argument("--cpu-output must be dense or sampled, not '" + f.cpu_output + "'");
-  if (f.given("--cpu-output") && OneDevice(f))
-    throw std::invalid_argument("--cpu-output applies to the CPU devices of a multi-device run (--algo adaptive, "
-                                "elastic, adasum, sync or crossbow); --algo " + f.algo +
-                                (f.algo == "slide" ? " is the sampled output layer on one CPU device already"
-                                                   : " trains one dense device: use --algo slide for SLIDE's"));
-  const bool cpu_sampled = f.cpu_output == "sampled" && !OneDevice(f);
-  if (cpu_sampled && std::none_of(f.engine.devices.begin(), f.engine.devices.end(), [](const engine::DeviceSpec& d) {
-        return d.kind == engine::DeviceKind::kCpu;
-      }))
-    throw std::invalid_argument("--cpu-output sampled: --devices " + f.devices + " has no CPU device to sample on");
-  if (f.algo != "slide" && !cpu_sampled)
-    for (const char* flag : {"--slide-hash", "--slide-k", "--slide-l", "--slide-bucket", "--slide-min-active",
-                             "--slide-weight-padding", "--slide-rehash-first", "--slide-rehash-growth"})
-      if (f.given(flag))
-        throw std::invalid_argument(std::string(flag) + " applies to --algo slide or --cpu-output sampled");
-  if (f.algo == "slide" || cpu_sampled) {
-    const engine::SampledOutputOptions& s = f.sampled_output;
-    if (f.given("--slide-hash") && s.hash != "dwta" && s.hash != "simhash")
-      throw std::invalid_argument("--slide-hash must be dwta or simhash, not '" + s.hash + "'");
-    if (s.k == 0 || s.l == 0 || s.bucket_cap == 0 || s.first_rebuild == 0)
-      throw std::invalid_argument("--slide-k, --slide-l, --slide-bucket and --slide-rehash-first must be at least 1");
-    if (s.k > 32) throw std::invalid_argument("--slide-k must be at most 32");
-    if (!(s.rebuild_growth >= 1.0) || !std::isfinite(s.rebuild_growth))
-      throw std::invalid_argument("--slide-rehash-growth must be a finite number of at least 1");
-    if (f.algo == "slide" && f.options.local_momentum != 0)
-      throw std::invalid_argument("--algo slide steps with plain SGD; --local-momentum must be 0");
-    if (f.math != "fp32" && f.math != "auto")
-      throw std::invalid_argument(std::string(f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
-                                  " computes its output layer in fp32; drop --math");
-  }
-  // Weight decay is the CPU dense step's alone (engine/step_regularization.h).
-  if (f.options.weight_decay != 0 && (f.algo == "slide" || cpu_sampled))
-    throw std::invalid_argument("--weight-decay is implemented by the dense step of CPU devices only, not by " +
-                                std::string(f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
-                                "'s sampled output layer");
-  if (f.options.weight_decay != 0)
-    for (const engine::DeviceSpec& d : f.engine.devices)
-      if (d.kind != engine::DeviceKind::kCpu)
-        throw std::invalid_argument("--weight-decay is implemented by the dense step of CPU devices only, not by the "
-                                    "CUDA backend (device " + d.id + "): use --devices cpu:N");
-  if (OneDevice(f)) {
-    for (const char* flag : {"--speed", "--hetero", "--clock", "--clock-costs", "--row-cost", "--merge-cost",
-                             "--batch-min", "--beta", "--momentum", "--pert-thr", "--pert-delta", "--pert-weights",
-                             "--schedule", "--merge", "--collective", "--momentum-mode", "--elastic-alpha",
-                             "--lr-scaling", "--preset"})
-      if (f.given(flag))
-        throw std::invalid_argument(std::string(flag) + " applies to several devices and --algo " + f.algo +
-                                    " would ignore it: drop it, or choose --algo adaptive, elastic, adasum, sync or "
-                                    "crossbow");
-    return;
-  }
-  if (f.preset != "default" && f.preset != "paper")
-    throw std::invalid_argument("--preset must be default or paper, not '" + f.preset + "'");
-  if (f.given("--lr-scaling")) ParseLrScaling(f.lr_scaling);
-  if (f.given("--pert-weights") && f.pert_weights != "normalized" && f.pert_weights != "raw")
-    throw std::invalid_argument("--pert-weights must be normalized or raw, not '" + f.pert_weights + "'");
-  scheduler::ValidateEngineOptions(f.engine);
-  if (f.engine.batch_min > double(f.options.batch)) {
-    std::ostringstream text;
-    text << "--batch-min " << f.engine.batch_min << " is above --batch " << f.options.batch << " (b_max)";
-    throw std::invalid_argument(text.str());
-  }
 }
 
 // The multi-device knobs the user left unset, from --preset; returns how the learning rate scales
@@ -345,24 +130,6 @@ LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
   // Their spellings were checked before loading (CheckFlagsBeforeLoading).
   f.engine.pert_renormalize = f.given("--pert-weights") ? f.pert_weights == "normalized" : values.pert_renormalize;
   return scaling;
-}
-
-// Under an MPI launcher one run spans every rank: --devices names each rank's own devices, the run
-// has all of them, rank after rank (--speed and --hetero cover them all, in that order), and rank
-// 0 alone writes the metrics, the model, the checkpoints and the summary.
-void SpreadOverRanks(TrainFlags& f, ranks::RankGroup* ranks) {
-  if (ranks->size() <= 1) return;
-  // The default --algo is one device in one process; say so rather than count the ranks' devices.
-  if (OneDevice(f))
-    throw std::invalid_argument("--algo " + f.algo + " trains one device in one process; a run over " +
-                                std::to_string(ranks->size()) +
-                                " MPI ranks needs a multi-device --algo (adaptive, elastic, adasum, sync, crossbow)");
-  f.engine.devices = engine::DevicesOfRanks(f.engine.devices, ranks->size(), &f.engine.device_rank);
-  f.engine.ranks = ranks;
-  if (ranks->rank() != 0) {
-    f.model_out.clear();
-    f.metrics.clear();
-  }
 }
 
 // Before the model and the replicas are allocated: fails now, with the numbers, when the run does

@@ -9,6 +9,8 @@
 #include "apps/fault_flag.h"
 #include "apps/propensity_flag.h"
 #include "apps/rank_agreement.h"
+#include "apps/train_algorithm.h"
+#include "apps/train_flag_checks.h"
 #include "apps/train_learning_rate.h"
 #include "apps/train_presets.h"
 #include "apps/train_settings.h"

@@ -3,7 +3,7 @@
 // size); once it is loaded, what the data's size decides: the presets, the memory plan, the
 // learning rate. The model's shape is settled between the training and the test rows' loading,
 // since the test rows are read as its input (train_data.h). The parsers and checks these call are
-// train_settings.h's.
+// train_algorithm.h's, train_flag_checks.h's and train_settings.h's.
 #pragma once
 
 #include <cstdint>

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 RESERVED = {"train", "test", "train-labels", "test-labels", "seed", "metrics", "model", "help"}
 DATA_KEYS = ("train", "test", "train-labels", "test-labels")
 STUDY_KEYS = {"name", "dataset", "seeds", "target", "fixed", "grid", "variant"} | set(DATA_KEYS)
-# The flags xmltrain refuses for --algo slide (one CPU device, apps/train_settings.cc), left out of
+# The flags xmltrain refuses for --algo slide (one CPU device, apps/train_flag_checks.cc), left out of
 # its runs when they come from the study's fixed flags.
 ONE_DEVICE_DROPS = ("devices", "speed", "hetero", "clock", "row-cost", "merge-cost", "batch-min", "beta", "momentum",
                     "pert-thr", "pert-delta", "pert-weights", "schedule", "merge", "collective", "momentum-mode",

@@ -1,0 +1,118 @@
+// The flags that need no data, checked before it is loaded; see train_flag_checks.h.
+#include "apps/train_flag_checks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "apps/train_algorithm.h"
+#include "apps/train_presets.h"
+#include "engine/device_query.h"
+#include "engine/device_spec.h"
+#include "scheduler/train_options.h"
+
+namespace xmlt::apps {
+
+// Dropout 0.5 and the first layer's Adagrad by default: every device's step implements both (the
+// CPU's dense and sampled steps and the CUDA replica; engine/step_regularization.h).
+void SettleStepDefaults(TrainFlags& f) {
+  // Dropout 0.5 on the hidden layer: the wide default layer overfits without it (peers.md).
+  if (!f.given("--dropout")) f.options.dropout = 0.5f;
+  bool adagrad = false;
+  if (f.input_optimizer == "auto" || f.input_optimizer == "adagrad") {
+    adagrad = true;
+  } else if (f.input_optimizer != "sgd") {
+    throw std::invalid_argument("--input-optimizer must be auto, adagrad or sgd, not '" + f.input_optimizer + "'");
+  }
+  if (f.given("--input-lr") && !adagrad)
+    throw std::invalid_argument("--input-lr is the first layer's Adagrad rate: it needs --input-optimizer adagrad");
+  if (adagrad && !(f.input_lr > 0 && std::isfinite(f.input_lr)))
+    throw std::invalid_argument("--input-lr must be a positive number");
+  f.options.input_lr = adagrad ? f.input_lr : 0.0f;
+}
+
+void CheckGpusExist(const TrainFlags& f) {
+  for (size_t i = 0; i < f.engine.devices.size(); ++i) {
+    const engine::DeviceSpec& d = f.engine.devices[i];
+    const bool local = f.engine.ranks == nullptr || i >= f.engine.device_rank.size() ||
+                       f.engine.device_rank[i] == f.engine.ranks->rank();
+    if (local && d.kind == engine::DeviceKind::kCuda && d.ordinal >= engine::CudaDeviceCount())
+      throw std::invalid_argument("device " + d.id + " does not exist (" + engine::CudaDeviceSummary() +
+                                  "); use --devices cpu:N");
+  }
+}
+
+// Flags that need no data are checked before the data is loaded (minutes at full size): the
+// training options as given, the multi-device ones, and flags that --algo single would ignore.
+void CheckFlagsBeforeLoading(TrainFlags& f) {
+  SettleStepDefaults(f);
+  scheduler::ValidateTrainOptions(f.options);
+  if (f.cpu_output != "dense" && f.cpu_output != "sampled")
+    throw std::invalid_argument("--cpu-output must be dense or sampled, not '" + f.cpu_output + "'");
+  if (f.given("--cpu-output") && OneDevice(f))
+    throw std::invalid_argument("--cpu-output applies to the CPU devices of a multi-device run (--algo adaptive, "
+                                "elastic, adasum, sync or crossbow); --algo " + f.algo +
+                                (f.algo == "slide" ? " is the sampled output layer on one CPU device already"
+                                                   : " trains one dense device: use --algo slide for SLIDE's"));
+  const bool cpu_sampled = f.cpu_output == "sampled" && !OneDevice(f);
+  if (cpu_sampled && std::none_of(f.engine.devices.begin(), f.engine.devices.end(), [](const engine::DeviceSpec& d) {
+        return d.kind == engine::DeviceKind::kCpu;
+      }))
+    throw std::invalid_argument("--cpu-output sampled: --devices " + f.devices + " has no CPU device to sample on");
+  if (f.algo != "slide" && !cpu_sampled)
+    for (const char* flag : {"--slide-hash", "--slide-k", "--slide-l", "--slide-bucket", "--slide-min-active",
+                             "--slide-weight-padding", "--slide-rehash-first", "--slide-rehash-growth"})
+      if (f.given(flag))
+        throw std::invalid_argument(std::string(flag) + " applies to --algo slide or --cpu-output sampled");
+  if (f.algo == "slide" || cpu_sampled) {
+    const engine::SampledOutputOptions& s = f.sampled_output;
+    if (f.given("--slide-hash") && s.hash != "dwta" && s.hash != "simhash")
+      throw std::invalid_argument("--slide-hash must be dwta or simhash, not '" + s.hash + "'");
+    if (s.k == 0 || s.l == 0 || s.bucket_cap == 0 || s.first_rebuild == 0)
+      throw std::invalid_argument("--slide-k, --slide-l, --slide-bucket and --slide-rehash-first must be at least 1");
+    if (s.k > 32) throw std::invalid_argument("--slide-k must be at most 32");
+    if (!(s.rebuild_growth >= 1.0) || !std::isfinite(s.rebuild_growth))
+      throw std::invalid_argument("--slide-rehash-growth must be a finite number of at least 1");
+    if (f.algo == "slide" && f.options.local_momentum != 0)
+      throw std::invalid_argument("--algo slide steps with plain SGD; --local-momentum must be 0");
+    if (f.math != "fp32" && f.math != "auto")
+      throw std::invalid_argument(std::string(f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
+                                  " computes its output layer in fp32; drop --math");
+  }
+  // Weight decay is the CPU dense step's alone (engine/step_regularization.h).
+  if (f.options.weight_decay != 0 && (f.algo == "slide" || cpu_sampled))
+    throw std::invalid_argument("--weight-decay is implemented by the dense step of CPU devices only, not by " +
+                                std::string(f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
+                                "'s sampled output layer");
+  if (f.options.weight_decay != 0)
+    for (const engine::DeviceSpec& d : f.engine.devices)
+      if (d.kind != engine::DeviceKind::kCpu)
+        throw std::invalid_argument("--weight-decay is implemented by the dense step of CPU devices only, not by the "
+                                    "CUDA backend (device " + d.id + "): use --devices cpu:N");
+  if (OneDevice(f)) {
+    for (const char* flag : {"--speed", "--hetero", "--clock", "--clock-costs", "--row-cost", "--merge-cost",
+                             "--batch-min", "--beta", "--momentum", "--pert-thr", "--pert-delta", "--pert-weights",
+                             "--schedule", "--merge", "--collective", "--momentum-mode", "--elastic-alpha",
+                             "--lr-scaling", "--preset"})
+      if (f.given(flag))
+        throw std::invalid_argument(std::string(flag) + " applies to several devices and --algo " + f.algo +
+                                    " would ignore it: drop it, or choose --algo adaptive, elastic, adasum, sync or "
+                                    "crossbow");
+    return;
+  }
+  if (f.preset != "default" && f.preset != "paper")
+    throw std::invalid_argument("--preset must be default or paper, not '" + f.preset + "'");
+  if (f.given("--lr-scaling")) ParseLrScaling(f.lr_scaling);
+  if (f.given("--pert-weights") && f.pert_weights != "normalized" && f.pert_weights != "raw")
+    throw std::invalid_argument("--pert-weights must be normalized or raw, not '" + f.pert_weights + "'");
+  scheduler::ValidateEngineOptions(f.engine);
+  if (f.engine.batch_min > double(f.options.batch)) {
+    std::ostringstream text;
+    text << "--batch-min " << f.engine.batch_min << " is above --batch " << f.options.batch << " (b_max)";
+    throw std::invalid_argument(text.str());
+  }
+}
+
+}  // namespace xmlt::apps

@@ -1,0 +1,21 @@
+// The flags of `xmltrain train` that need no data, checked before it is loaded (minutes at full
+// size): each refusal is a std::invalid_argument naming its flag.
+#pragma once
+
+#include "apps/train_flags.h"
+
+namespace xmlt::apps {
+
+// The step's defaults, which every device implements: dropout 0.5 unless --dropout is given, and
+// --input-optimizer auto as adagrad (into options.input_lr); refuses a bad --input-optimizer, or
+// --input-lr without Adagrad.
+void SettleStepDefaults(TrainFlags& f);
+
+// A GPU of this rank's that is not there, said before the data is loaded (minutes at full size).
+void CheckGpusExist(const TrainFlags& f);
+
+// Flags that need no data are checked before the data is loaded (minutes at full size): the
+// training options as given, the multi-device ones, and flags that --algo single would ignore.
+void CheckFlagsBeforeLoading(TrainFlags& f);
+
+}  // namespace xmlt::apps
