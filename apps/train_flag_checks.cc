@@ -8,6 +8,7 @@
 #include <string>
 
 #include "apps/train_algorithm.h"
+#include "apps/train_learning_rate.h"
 #include "apps/train_presets.h"
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
@@ -20,17 +21,7 @@ namespace xmlt::apps {
 void SettleStepDefaults(TrainFlags& f) {
   // Dropout 0.5 on the hidden layer: the wide default layer overfits without it (peers.md).
   if (!f.given("--dropout")) f.options.dropout = 0.5f;
-  bool adagrad = false;
-  if (f.input_optimizer == "auto" || f.input_optimizer == "adagrad") {
-    adagrad = true;
-  } else if (f.input_optimizer != "sgd") {
-    throw std::invalid_argument("--input-optimizer must be auto, adagrad or sgd, not '" + f.input_optimizer + "'");
-  }
-  if (f.given("--input-lr") && !adagrad)
-    throw std::invalid_argument("--input-lr is the first layer's Adagrad rate: it needs --input-optimizer adagrad");
-  if (adagrad && !(f.input_lr > 0 && std::isfinite(f.input_lr)))
-    throw std::invalid_argument("--input-lr must be a positive number");
-  f.options.input_lr = adagrad ? f.input_lr : 0.0f;
+  GivenInputLearningRate(f);  // refused now; written after loading (ScaleLearningRate)
 }
 
 void CheckGpusExist(const TrainFlags& f) {

@@ -7,8 +7,8 @@
 namespace xmlt::apps {
 
 // The step's defaults, which every device implements: dropout 0.5 unless --dropout is given, and
-// --input-optimizer auto as adagrad (into options.input_lr); refuses a bad --input-optimizer, or
-// --input-lr without Adagrad.
+// --input-optimizer auto as adagrad (its rate written after loading, by ScaleLearningRate); refuses
+// a bad --input-optimizer, or --input-lr without Adagrad.
 void SettleStepDefaults(TrainFlags& f);
 
 // A GPU of this rank's that is not there, said before the data is loaded (minutes at full size).

@@ -1,7 +1,10 @@
-// The learning rate of `xmltrain train`; see train_learning_rate.h.
+// The learning rates of `xmltrain train`; see train_learning_rate.h.
 #include "apps/train_learning_rate.h"
 
+#include <cmath>
 #include <iostream>
+#include <stdexcept>
+#include <string>
 
 #include "apps/checkpoint_folder.h"
 #include "apps/train_algorithm.h"
@@ -21,6 +24,26 @@ std::optional<float> GivenLearningRate(const TrainFlags& f) {
   return ParsePositive("--lr", f.lr);
 }
 
+float GivenInputLearningRate(const TrainFlags& f) {
+  bool adagrad = false;
+  if (f.input_optimizer == "auto" || f.input_optimizer == "adagrad") {
+    adagrad = true;
+  } else if (f.input_optimizer != "sgd") {
+    throw std::invalid_argument("--input-optimizer must be auto, adagrad or sgd, not '" + f.input_optimizer + "'");
+  }
+  if (f.given("--input-lr") && !adagrad)
+    throw std::invalid_argument("--input-lr is the first layer's Adagrad rate: it needs --input-optimizer adagrad");
+  if (adagrad && !(f.input_lr > 0 && std::isfinite(f.input_lr)))
+    throw std::invalid_argument("--input-lr must be a positive number");
+  return adagrad ? f.input_lr : 0.0f;
+}
+
+scheduler::TrainOptions OptionsWithGivenInputRate(const TrainFlags& f) {
+  scheduler::TrainOptions options = f.options;
+  options.input_lr = GivenInputLearningRate(f);
+  return options;
+}
+
 std::optional<float> ResumedLearningRate(const TrainFlags& f) {
   // A resume goes on at the checkpoint's rate unless --lr gives a number (checkpoint_folder.h).
   if (f.control.resume_dir.empty() || (f.lr != "auto" && f.given("--lr"))) return std::nullopt;
@@ -33,7 +56,7 @@ LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const data::Dataset& tr
   // --algo slide searches with its sampled step; --cpu-output sampled with the dense step, whose
   // rate the run's dense devices take (its sampled devices scale it, ScaleLearningRate).
   const run::LrSearchResult search =
-      run::SearchLearningRate(train, shape, f.options, search_device,
+      run::SearchLearningRate(train, shape, OptionsWithGivenInputRate(f), search_device,
                               f.algo == "slide" ? f.engine.sampled_output : engine::SampledOutputOptions{});
   LrSearchPick pick;
   pick.report = ReportLrSearch(search, search_device, say);
@@ -45,14 +68,15 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resume
   const size_t devices = f.engine.devices.size();
   const bool scaled = !resumed && !OneDevice(f);
   f.options.lr = scaled ? float(double(rate) * LrScale(scaling, devices)) : rate;
-  if (OneDevice(f)) return;
   // The first layer's Adagrad rate is not scaled with the devices: its steps are per-coordinate
   // sizes, not a share of a gradient (Bibtex, 4 devices, best P@1: adaptive 0.647 and elastic 0.644
   // unscaled, 0.617 and 0.611 with the rate x 4; one device 0.638). A global momentum gamma
   // amplifies every merged step 1 / (1 - gamma), Adagrad's too, which has no momentum on one
   // device: it takes (1 - gamma) of the rate (sync 0.643 and Adasum 0.631 at gamma 0.9; Adasum at
   // the full rate 0.340).
-  f.options.input_lr = float(double(f.options.input_lr) * (1.0 - f.engine.momentum));
+  const float input_lr = GivenInputLearningRate(f);
+  f.options.input_lr = OneDevice(f) ? input_lr : float(double(input_lr) * (1.0 - f.engine.momentum));
+  if (OneDevice(f)) return;
   if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;  // rank 0 speaks for the run
   std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
             << f.engine.momentum << " --local-momentum " << f.options.local_momentum

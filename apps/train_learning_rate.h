@@ -1,7 +1,8 @@
-// The learning rate of `xmltrain train`. A bad --lr is refused before the data is loaded; once it
-// is loaded, the run's rate is written once (ScaleLearningRate): a resumed run's checkpointed rate,
-// or --lr's number (its default for the algorithm) or the --lr auto search's pick, scaled for the
-// device count.
+// The learning rates of `xmltrain train`. A bad --lr or --input-lr is refused before the data is
+// loaded; once it is loaded, the run's rates are written once (ScaleLearningRate): a resumed run's
+// checkpointed rate, or --lr's number (its default for the algorithm) or the --lr auto search's
+// pick, scaled for the device count; and the first layer's Adagrad rate, damped by the global
+// momentum.
 #pragma once
 
 #include <cstddef>
@@ -12,12 +13,23 @@
 #include "apps/train_presets.h"
 #include "data/dataset.h"
 #include "kernels/model.h"
+#include "scheduler/train_options.h"
 
 namespace xmlt::apps {
 
 // --lr's number, or the algorithm's default when it is not given; nullopt for 'auto'. Anything
 // else is refused with std::invalid_argument naming --lr.
 std::optional<float> GivenLearningRate(const TrainFlags& f);
+
+// The first layer's Adagrad rate as given: --input-lr with --input-optimizer auto or adagrad, 0
+// with sgd. Refuses a bad --input-optimizer, or an --input-lr that is not positive or has no
+// Adagrad to set, with std::invalid_argument naming the flag.
+float GivenInputLearningRate(const TrainFlags& f);
+
+// f.options with the first layer's rate as given, for what reads the options before
+// ScaleLearningRate writes the rates: the ranks' agreement, the memory plan and the --lr auto
+// search (on one device, whose Adagrad rate is not damped).
+scheduler::TrainOptions OptionsWithGivenInputRate(const TrainFlags& f);
 
 // The rate a resumed run goes on at, scaled already for the devices it trained on; nullopt when
 // the run is not resumed, when --lr gives a number, or when the checkpoint has none for these
@@ -33,9 +45,11 @@ struct LrSearchPick {
 LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const data::Dataset& train, const kernels::ModelShape& shape,
                                     size_t ranks, bool say);
 
-// The one write of options.lr. `rate` is a resumed run's (`resumed`: scaled already, for these
-// devices), or --lr's or the search's, which is for one device's batch: several devices train with
-// it scaled. Said on stderr with the preset's values, so that every run shows what it trains with.
+// The one write of options.lr and options.input_lr. `rate` is a resumed run's (`resumed`: scaled
+// already, for these devices), or --lr's or the search's, which is for one device's batch: several
+// devices train with it scaled. The first layer's rate is GivenInputLearningRate's, damped on
+// several devices by the global momentum. Said on stderr with the preset's values, so that every
+// run shows what it trains with.
 void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resumed);
 
 }  // namespace xmlt::apps

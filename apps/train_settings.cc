@@ -9,6 +9,7 @@
 #include <string>
 
 #include "apps/train_algorithm.h"
+#include "apps/train_learning_rate.h"
 #include "engine/device.h"
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
@@ -137,7 +138,7 @@ LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
 // sizes, a header's D and L, are the fix). Returns the planned host memory.
 uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train) {
   const scheduler::MemoryPlan plan =
-      scheduler::PlanMemory(shape, f.options, f.engine,
+      scheduler::PlanMemory(shape, OptionsWithGivenInputRate(f), f.engine,
                             engine::LimitsFor(train, f.options.batch), train.num_rows(),
                             !f.control.checkpoint_dir.empty() || !f.control.resume_dir.empty());
   // Only the GPUs the run uses: asking a GPU opens a context on it, which holds its memory.

@@ -25,7 +25,8 @@ namespace {
 // What the ranks compare before anything is trained: the run's fingerprint, and the flags that
 // steer the loop.
 nlohmann::json RankSettings(const TrainFlags& f, const TrainingData& data) {
-  nlohmann::json settings = run::RunFingerprint(f.options, f.engine, data.shape, data.train, data.test.get());
+  nlohmann::json settings =
+      run::RunFingerprint(OptionsWithGivenInputRate(f), f.engine, data.shape, data.train, data.test.get());
   settings["lr"] = f.lr;  // as given: 'auto' has no value yet, and the scaling is the same on every rank
   settings["epochs"] = f.options.epochs;
   settings["eval_every"] = f.eval_every;
