@@ -1,6 +1,6 @@
-// What the command-line tests share (cli_test.cc, cli_refusals_test.cc, cli_resume_test.cc): a
-// learnable generated train/test pair, train arguments with small settings, and readings of a
-// command's output.
+// What the command-line tests share (cli_test.cc, cli_predict_and_data_test.cc, cli_refusals_test.cc,
+// cli_output_refusals_test.cc, cli_resume_test.cc): a learnable generated train/test pair, train
+// arguments with small settings, and readings of a command's output.
 #pragma once
 
 #include <algorithm>
