@@ -68,7 +68,7 @@ std::unique_ptr<merge::Merger> MakeGpuMerger(const scheduler::EngineOptions& eng
         const std::vector<std::vector<uint8_t>> all = group->AllGather(std::vector<uint8_t>(bytes, bytes + size));
         std::copy(all[0].begin(), all[0].end(), bytes);
       };
-      return merge::MakeGpuCollectiveAcrossRanks(replicas, kernels::cuda::NcclRanks{group->rank(), owners, from_rank0});
+      return merge::MakeGpuCollectiveAcrossRanks(replicas, merge::gpu::NcclRanks{group->rank(), owners, from_rank0});
     }
     return merge::MakeGpuCollective(engine.collective == merge::CollectiveKind::kNccl ? merge::GpuCollectiveKind::kNccl
                                                                                       : merge::GpuCollectiveKind::kRing,

@@ -17,7 +17,13 @@
 #include "merge/gpu/device_global_model.h"
 #include "merge/gpu/replica_kernels.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
+
+using kernels::cuda::DeviceBuffer;
+using kernels::cuda::DeviceGuard;
+using kernels::cuda::Event;
+using kernels::cuda::Stream;
+
 namespace {
 
 constexpr unsigned kThreads = 256;
@@ -628,4 +634,4 @@ bool DeviceAdasum::GlobalModelFinite() {
 size_t DeviceAdasum::gpus() const { return impl_->gpus.size(); }
 bool DeviceAdasum::peer_access() const { return impl_->peer_access; }
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

@@ -50,7 +50,7 @@
 
 #include "merge/gpu/device_collective.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 
 class DeviceAdasum {
  public:
@@ -90,4 +90,4 @@ class DeviceAdasum {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

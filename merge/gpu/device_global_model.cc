@@ -6,7 +6,11 @@
 #include "kernels/cuda/cuda_check.h"
 #include "merge/gpu/replica_kernels.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
+
+using kernels::cuda::DeviceBuffer;
+using kernels::cuda::DeviceGuard;
+using kernels::cuda::PinnedBuffer;
 
 DeviceGlobalModel::DeviceGlobalModel(std::vector<Layout> gpus) {
   for (Layout& layout : gpus) {
@@ -77,4 +81,4 @@ unsigned long long DeviceGlobalModel::CountNonFinite(const std::vector<cudaStrea
   return non_finite;
 }
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

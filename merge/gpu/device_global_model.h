@@ -13,7 +13,7 @@
 
 #include "kernels/cuda/device_buffer.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 
 class DeviceGlobalModel {
  public:
@@ -62,12 +62,12 @@ class DeviceGlobalModel {
  private:
   struct Gpu {
     Layout layout;
-    DeviceBuffer<float> current, previous;
-    DeviceBuffer<unsigned long long> non_finite;
-    PinnedBuffer<unsigned long long> non_finite_host;
+    kernels::cuda::DeviceBuffer<float> current, previous;
+    kernels::cuda::DeviceBuffer<unsigned long long> non_finite;
+    kernels::cuda::PinnedBuffer<unsigned long long> non_finite_host;
   };
   std::vector<Gpu> gpus_;
   bool set_ = false;
 };
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

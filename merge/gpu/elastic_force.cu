@@ -14,7 +14,12 @@
 #include "merge/gpu/replica_kernels.h"
 #include "merge/gpu/ring_all_reduce.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
+
+using kernels::cuda::DeviceBuffer;
+using kernels::cuda::DeviceGuard;
+using kernels::cuda::Stream;
+
 namespace {
 
 constexpr unsigned kThreads = 256;
@@ -138,4 +143,4 @@ bool DeviceElasticForce::GlobalModelFinite() {
   return m.center.CountNonFinite(streams) == 0;
 }
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

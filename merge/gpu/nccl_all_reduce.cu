@@ -14,7 +14,13 @@
 #include "merge/gpu/device_global_model.h"
 #include "merge/gpu/replica_kernels.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
+
+using kernels::cuda::DeviceBuffer;
+using kernels::cuda::DeviceGuard;
+using kernels::cuda::PinnedBuffer;
+using kernels::cuda::Stream;
+
 namespace {
 
 // Makes `each_rank`'s NCCL calls, one per rank, as one group; the group is closed even when a call
@@ -456,4 +462,4 @@ size_t NcclAllReduce::gpus() const { return impl_->ranks; }
 size_t NcclAllReduce::shard_count() const { return impl_->shard; }
 size_t NcclAllReduce::tail_count() const { return impl_->tail; }
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

@@ -13,7 +13,13 @@
 #include "merge/gpu/replica_kernels.h"
 #include "merge/gpu/ring_pieces.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
+
+using kernels::cuda::DeviceBuffer;
+using kernels::cuda::DeviceGuard;
+using kernels::cuda::Event;
+using kernels::cuda::PinnedBuffer;
+using kernels::cuda::Stream;
 
 struct RingAllReduce::Impl {
   struct Gpu {
@@ -259,4 +265,4 @@ size_t RingAllReduce::gpus() const { return impl_->gpus.size(); }
 size_t RingAllReduce::partitions() const { return impl_->partitions; }
 bool RingAllReduce::peer_access() const { return impl_->peer_access; }
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 
 // [begin, end) of a piece.
 struct Range {
@@ -18,4 +18,4 @@ inline Range Piece(size_t lo, size_t hi, size_t index, size_t count) {
   return {lo + n * index / count, lo + n * (index + 1) / count};
 }
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu
