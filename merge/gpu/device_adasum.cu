@@ -586,14 +586,14 @@ DeviceAdasum::DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::
     const auto [begin, end] = Piece(count, g, m.gpus.size());
     layouts.push_back({m.gpus[g].ordinal, count, {{0, 0, count, g == 0}}, {{begin, end - begin}}});
   }
-  m.global = DeviceGlobalModel(std::move(layouts));
+  m.global = DeviceGlobalModel("DeviceAdasum", std::move(layouts));
 }
 
 DeviceAdasum::~DeviceAdasum() = default;
 
 void DeviceAdasum::Merge() {
   Impl& m = *impl_;
-  if (!m.global.set()) throw std::logic_error("DeviceAdasum: the merge needs SetGlobalModel first");
+  m.global.CheckSetBefore("the merge");
   if (m.count == 0) return;
   // The model's pulls wait for the sender's `sendable` record; the dots' pulls and the gather wait
   // for the GPUs' events, recorded after each phase.
@@ -618,14 +618,10 @@ void DeviceAdasum::SetGlobalModel(const float* current, const float* previous) {
   impl_->global.Upload(current, previous);
 }
 
-void DeviceAdasum::GetGlobalModel(float* current, float* previous) {
-  if (!impl_->global.set()) throw std::logic_error("DeviceAdasum: no global model was set");
-  impl_->global.Download(current, previous);
-}
+void DeviceAdasum::GetGlobalModel(float* current, float* previous) { impl_->global.Download(current, previous); }
 
 bool DeviceAdasum::GlobalModelFinite() {
   Impl& m = *impl_;
-  if (!m.global.set()) throw std::logic_error("DeviceAdasum: no global model was set");
   std::vector<cudaStream_t> streams;
   for (Impl::Gpu& gpu : m.gpus) streams.push_back(gpu.stream.get());
   return m.global.CountNonFinite(streams) == 0;

@@ -1,6 +1,7 @@
 // The global model of a merge on GPUs, where the GPUs hold it; see device_global_model.h.
 #include "merge/gpu/device_global_model.h"
 
+#include <stdexcept>
 #include <utility>
 
 #include "kernels/cuda/cuda_check.h"
@@ -12,7 +13,8 @@ using kernels::cuda::DeviceBuffer;
 using kernels::cuda::DeviceGuard;
 using kernels::cuda::PinnedBuffer;
 
-DeviceGlobalModel::DeviceGlobalModel(std::vector<Layout> gpus) {
+DeviceGlobalModel::DeviceGlobalModel(std::string owner, std::vector<Layout> gpus, std::string noun)
+    : owner_(std::move(owner)), noun_(std::move(noun)) {
   for (Layout& layout : gpus) {
     Gpu& gpu = gpus_.emplace_back();
     DeviceGuard guard(layout.ordinal);
@@ -46,7 +48,16 @@ void DeviceGlobalModel::Upload(const float* current, const float* previous) {
   set_ = true;
 }
 
+void DeviceGlobalModel::CheckSet() const {
+  if (!set_) throw std::logic_error(owner_ + ": no " + noun_ + " was set");
+}
+
+void DeviceGlobalModel::CheckSetBefore(const std::string& step) const {
+  if (!set_) throw std::logic_error(owner_ + ": " + step + " needs SetGlobalModel first");
+}
+
 void DeviceGlobalModel::Download(float* current, float* previous) const {
+  CheckSet();
   for (const Gpu& gpu : gpus_) {
     DeviceGuard guard(gpu.layout.ordinal);
     for (const Part& part : gpu.layout.parts) {
@@ -60,6 +71,7 @@ void DeviceGlobalModel::Download(float* current, float* previous) const {
 }
 
 unsigned long long DeviceGlobalModel::CountNonFinite(const std::vector<cudaStream_t>& streams) {
+  CheckSet();
   // Every GPU's count enqueued before any is waited for, so the GPUs count side by side.
   for (size_t g = 0; g < gpus_.size(); ++g) {
     Gpu& gpu = gpus_[g];

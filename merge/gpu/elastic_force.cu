@@ -91,7 +91,7 @@ DeviceElasticForce::DeviceElasticForce(std::vector<GpuReplica> replicas, size_t 
     layouts.push_back({m.gpus[g].ordinal, count, {{0, 0, count, g == 0}}, {}});
     if (g == 0) layouts.back().checked.push_back({0, count});
   }
-  m.center = DeviceGlobalModel(std::move(layouts));
+  m.center = DeviceGlobalModel("DeviceElasticForce", std::move(layouts), "center");
   m.center.Allocate();
   std::vector<GpuReplica> sums;
   for (Impl::Gpu& gpu : m.gpus) sums.push_back({gpu.ordinal, gpu.pulls.data()});
@@ -102,7 +102,7 @@ DeviceElasticForce::~DeviceElasticForce() = default;
 
 void DeviceElasticForce::Merge() {
   Impl& m = *impl_;
-  if (!m.center.set()) throw std::logic_error("DeviceElasticForce: the center needs SetGlobalModel first");
+  m.center.CheckSetBefore("the center");
   if (m.count == 0) return;
   for (size_t g = 0; g < m.gpus.size(); ++g) {
     Impl::Gpu& gpu = m.gpus[g];
@@ -131,13 +131,11 @@ void DeviceElasticForce::SetGlobalModel(const float* current, const float* previ
 }
 
 void DeviceElasticForce::GetGlobalModel(float* current, float* previous) {
-  if (!impl_->center.set()) throw std::logic_error("DeviceElasticForce: no center was set");
   impl_->center.Download(current, previous);
 }
 
 bool DeviceElasticForce::GlobalModelFinite() {
   Impl& m = *impl_;
-  if (!m.center.set()) throw std::logic_error("DeviceElasticForce: no center was set");
   std::vector<cudaStream_t> streams;
   for (Impl::Gpu& gpu : m.gpus) streams.push_back(gpu.stream.get());
   return m.center.CountNonFinite(streams) == 0;

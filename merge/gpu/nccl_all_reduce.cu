@@ -164,7 +164,7 @@ void NcclAllReduce::Impl::MakeBuffers() {
                        shard + tail,
                        {{gpus[r].rank * shard, 0, shard, true}, {main, shard, tail, r == 0}},
                        {{0, shard + tail}}});
-  global = DeviceGlobalModel(std::move(layouts));
+  global = DeviceGlobalModel("NcclAllReduce", std::move(layouts));
 }
 
 NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count) : impl_(std::make_unique<Impl>()) {
@@ -240,8 +240,7 @@ void NcclAllReduce::Impl::Run(const std::vector<double>& weights, const DeviceMo
   if (weights.size() != replicas.size())
     throw std::invalid_argument("NcclAllReduce: " + std::to_string(weights.size()) + " weights for " +
                                 std::to_string(replicas.size()) + " replicas");
-  if (momentum != nullptr && !global.set())
-    throw std::logic_error("NcclAllReduce: the global momentum needs SetGlobalModel first");
+  if (momentum != nullptr) global.CheckSetBefore("the global momentum");
   if (count == 0) return;
   try {
     Merge(weights, momentum);
@@ -382,7 +381,7 @@ void NcclAllReduce::Impl::GatherGlobal(float* current, float* previous) {
 }
 
 void NcclAllReduce::GetGlobalModel(float* current, float* previous) {
-  if (!impl_->global.set()) throw std::logic_error("NcclAllReduce: no global model was set");
+  impl_->global.CheckSet();  // here, not in Download: across processes the model is gathered
   impl_->CheckUsable("GetGlobalModel");
   if (impl_->across_processes) {
     impl_->GatherGlobal(current, previous);
@@ -393,7 +392,7 @@ void NcclAllReduce::GetGlobalModel(float* current, float* previous) {
 
 bool NcclAllReduce::GlobalModelFinite() {
   Impl& m = *impl_;
-  if (!m.global.set()) throw std::logic_error("NcclAllReduce: no global model was set");
+  m.global.CheckSet();
   m.CheckUsable("GlobalModelFinite");
   std::vector<cudaStream_t> streams;
   for (Impl::Gpu& gpu : m.gpus) streams.push_back(gpu.stream->get());

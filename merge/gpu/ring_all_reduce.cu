@@ -41,8 +41,6 @@ struct RingAllReduce::Impl {
   DeviceGlobalModel global;  // w and w_p, each GPU's copy valid on the chunks it owns
 
   // Whether w and w_p are on the GPUs (always, for an empty model).
-  bool GlobalSet() const { return count == 0 || global.set(); }
-
   Event& EventOf(size_t g, size_t p, size_t step) { return gpus[g].events[2 * p + step % 2]; }
 
   // The GPU at ring position k of partition p: each partition's ring starts at another GPU.
@@ -162,7 +160,8 @@ RingAllReduce::RingAllReduce(std::vector<GpuReplica> replicas, size_t count, siz
         layout.checked.push_back({r.begin, r.size()});
       }
   }
-  m.global = DeviceGlobalModel(std::move(layouts));
+  m.global = DeviceGlobalModel("RingAllReduce", std::move(layouts));
+  if (count == 0) m.global.Upload(nullptr, nullptr);  // an empty model has nothing to set: it is set
   // Each GPU copies from its left neighbour in every partition's ring (rotations keep neighbours).
   for (size_t k = 0; k < n && n > 1; ++k) {
     const int receiver = m.gpus[k].ordinal, sender = m.gpus[(k + n - 1) % n].ordinal;
@@ -211,7 +210,7 @@ void RingAllReduce::Impl::Run(const std::vector<double>& weights, const DeviceMo
 void RingAllReduce::WeightedAllReduce(const std::vector<double>& weights) { impl_->Run(weights, nullptr, true); }
 
 void RingAllReduce::WeightedAllReduce(const std::vector<double>& weights, const DeviceMomentum& momentum) {
-  if (!impl_->GlobalSet()) throw std::logic_error("RingAllReduce: the global momentum needs SetGlobalModel first");
+  impl_->global.CheckSetBefore("the global momentum");
   impl_->Run(weights, &momentum, true);
 }
 
@@ -225,7 +224,6 @@ const float* RingAllReduce::Sum(int gpu) const {
 
 bool RingAllReduce::GlobalModelFinite() {
   Impl& m = *impl_;
-  if (!m.GlobalSet()) throw std::logic_error("RingAllReduce: no global model was set");
   std::vector<cudaStream_t> streams;
   for (Impl::Gpu& gpu : m.gpus) streams.push_back(gpu.streams[0].get());
   return m.global.CountNonFinite(streams) == 0;
@@ -236,7 +234,6 @@ void RingAllReduce::SetGlobalModel(const float* current, const float* previous) 
 }
 
 void RingAllReduce::GetGlobalModel(float* current, float* previous) {
-  if (!impl_->GlobalSet()) throw std::logic_error("RingAllReduce: no global model was set");
   impl_->global.Download(current, previous);
 }
 
