@@ -10,6 +10,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "merge/gpu/device_global_model.h"
+#include "merge/gpu/peer_access.h"
 #include "merge/gpu/replica_kernels.h"
 #include "merge/gpu/ring_pieces.h"
 
@@ -164,20 +165,7 @@ RingAllReduce::RingAllReduce(std::vector<GpuReplica> replicas, size_t count, siz
   if (count == 0) m.global.Upload(nullptr, nullptr);  // an empty model has nothing to set: it is set
   // Each GPU copies from its left neighbour in every partition's ring (rotations keep neighbours).
   for (size_t k = 0; k < n && n > 1; ++k) {
-    const int receiver = m.gpus[k].ordinal, sender = m.gpus[(k + n - 1) % n].ordinal;
-    int can = 0;
-    XMLT_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, receiver, sender));
-    if (!can) {
-      m.peer_access = false;
-      continue;
-    }
-    DeviceGuard guard(receiver);
-    const cudaError_t status = cudaDeviceEnablePeerAccess(sender, 0);
-    if (status == cudaErrorPeerAccessAlreadyEnabled) {
-      cudaGetLastError();  // enabled by an earlier ring: fine
-    } else {
-      XMLT_CUDA_CHECK(status);
-    }
+    if (!EnablePeerAccess(m.gpus[k].ordinal, m.gpus[(k + n - 1) % n].ordinal)) m.peer_access = false;
   }
 }
 

@@ -1,5 +1,6 @@
 // How the ring all-reduce cuts a range into near-equal pieces (host code): ring_all_reduce.cu's
-// chunks, and the merge projection's model of them (benchmarks/merge_projection.cc).
+// chunks, and the merge projection's model of them (benchmarks/merge_projection.cc); Adasum's
+// pipeline chunks and finite-check slices (device_adasum.cu) too.
 #pragma once
 
 #include <cstddef>
