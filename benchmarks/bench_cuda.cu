@@ -209,9 +209,9 @@ double PeerCopyGBps(int from, int to) {
 
 // `replicas` zeroed model-sized buffers dealt round-robin over the first `gpus` GPUs (replica i on
 // GPU i % gpus), kept in `buffers`; returns where each one is.
-std::vector<kernels::cuda::GpuReplica> ZeroReplicas(int replicas, int gpus, size_t count,
+std::vector<merge::gpu::GpuReplica> ZeroReplicas(int replicas, int gpus, size_t count,
                                                     std::vector<kernels::cuda::DeviceBuffer<float>>* buffers) {
-  std::vector<kernels::cuda::GpuReplica> view;
+  std::vector<merge::gpu::GpuReplica> view;
   for (int i = 0; i < replicas; ++i) {
     kernels::cuda::DeviceGuard guard(i % gpus);
     buffers->emplace_back(count);
@@ -240,9 +240,9 @@ void CudaMerge(benchmark::State& state) {
   const size_t count = shape.NumParameters();
   const double bytes = double(count) * sizeof(float);
   std::vector<kernels::cuda::DeviceBuffer<float>> buffers;
-  const std::vector<kernels::cuda::GpuReplica> view = ZeroReplicas(replicas, gpus, count, &buffers);
+  const std::vector<merge::gpu::GpuReplica> view = ZeroReplicas(replicas, gpus, count, &buffers);
   const double peer_gbps = gpus > 1 ? PeerCopyGBps(1, 0) : 0;
-  kernels::cuda::RingAllReduce ring(view, count, partitions);
+  merge::gpu::RingAllReduce ring(view, count, partitions);
   const std::vector<double> weights(size_t(replicas), 1.0 / replicas);
   ring.WeightedAllReduce(weights);  // warm-up: peer paths, first launches
   double total = 0;
@@ -287,8 +287,8 @@ void CudaMergeAdasum(benchmark::State& state) {
     for (const kernels::TensorView& t : {layer.weight, layer.bias}) tensors.push_back(t.offset);
   std::sort(tensors.begin(), tensors.end());
   std::vector<kernels::cuda::DeviceBuffer<float>> buffers;
-  const std::vector<kernels::cuda::GpuReplica> view = ZeroReplicas(replicas, gpus, count, &buffers);
-  kernels::cuda::DeviceAdasum adasum(view, count, tensors, kernels::cuda::DeviceMomentum{0.9, false});
+  const std::vector<merge::gpu::GpuReplica> view = ZeroReplicas(replicas, gpus, count, &buffers);
+  merge::gpu::DeviceAdasum adasum(view, count, tensors, merge::gpu::DeviceMomentum{0.9, false});
   const std::vector<float> zeros(count, 0.0f);
   adasum.SetGlobalModel(zeros.data(), zeros.data());
   adasum.Merge();  // warm-up: peer paths, first launches
@@ -301,7 +301,7 @@ void CudaMergeAdasum(benchmark::State& state) {
     total += seconds;
   }
   const double mean = total / double(state.iterations());
-  kernels::cuda::RingAllReduce ring(view, count, 0);
+  merge::gpu::RingAllReduce ring(view, count, 0);
   const std::vector<double> weights(size_t(replicas), 1.0 / replicas);
   ring.WeightedAllReduce(weights);  // warm-up
   double ring_total = 0;

@@ -51,6 +51,7 @@
 namespace {
 
 using namespace xmlt::kernels::cuda;
+using namespace xmlt::merge::gpu;
 
 struct Options {
   size_t floats = 0;  // 0: the Amazon-670K model's parameters

@@ -1,16 +1,16 @@
 // The Adasum all-reduce on the CPU: one parallel pass over the model per tree level, each pass
 // combining the previous level's pairs and measuring the next level's dot products while the
-// chunk is still in cache.
+// chunk is still in cache. And the pairwise tree, for both, as the GPUs' reduce-scatter schedule.
 #include "merge/adasum.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
-#include <cfloat>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace xmlt::merge {
 namespace {
@@ -61,9 +61,6 @@ std::vector<size_t> TensorBounds(const ReplicaSet& vectors) {
   return bounds;
 }
 
-// The coefficient of `a` in Adasum(a, b); a (numerically) zero operand keeps its own scale, 1.
-double Coefficient(double ab, double aa) { return aa >= DBL_MIN ? 1.0 - ab / (2.0 * aa) : 1.0; }
-
 }  // namespace
 
 std::vector<std::vector<TreePair>> PairwiseTreeLevels(size_t n) {
@@ -91,6 +88,60 @@ std::vector<std::vector<TreePair>> PairwiseTreeLevels(size_t n) {
     operands = std::move(next);
   }
   return levels;
+}
+
+AdasumSchedule AdasumReduceScatter(size_t n, size_t count) {
+  AdasumSchedule schedule;
+  std::vector<std::vector<AdasumStep>>& levels = schedule.levels;
+  const std::vector<std::vector<TreePair>> tree = PairwiseTreeLevels(n);
+  if (tree.empty()) {  // one replica: it holds the whole result
+    schedule.slices.push_back({0, 0, count});
+    return schedule;
+  }
+  size_t power = 1;
+  while (power <= n / 2) power *= 2;
+  const bool folds = n > power;
+  if (folds) {
+    levels.emplace_back();
+    for (const TreePair& pair : tree[0]) levels.back().push_back({pair.left, pair.right, true, 0, count, {pair.left}});
+  }
+  std::vector<size_t> holder;  // o_j's replica
+  for (const TreePair& pair : tree[folds ? 1 : 0]) {
+    holder.push_back(pair.left);
+    holder.push_back(pair.right);
+  }
+  if (holder.size() != power) throw std::logic_error("DeviceAdasum: the tree does not halve to a power of two");
+  std::vector<std::pair<size_t, size_t>> range(power, {0, count});
+  size_t tree_level = folds ? 1 : 0;
+  for (size_t d = 1; d < power; d *= 2, ++tree_level) {
+    for (size_t p = 0; p < tree.at(tree_level).size(); ++p)
+      if (tree[tree_level][p].left != holder[2 * d * p] || tree[tree_level][p].right != holder[2 * d * p + d])
+        throw std::logic_error("DeviceAdasum: the tree's level " + std::to_string(tree_level) +
+                               " is not distance doubling");
+    levels.emplace_back();
+    std::vector<std::pair<size_t, size_t>> next = range;
+    for (size_t j = 0; j < power; ++j) {
+      const bool left = (j / d) % 2 == 0;
+      const auto [lo, hi] = range[j];
+      const size_t mid = lo + (hi - lo) / 2;
+      next[j] = left ? std::pair{lo, mid} : std::pair{mid, hi};
+      AdasumStep step{holder[j], holder[left ? j + d : j - d], left, next[j].first, next[j].second, {}};
+      const size_t j0 = j / (2 * d) * (2 * d);
+      for (size_t k = j0; k < j0 + 2 * d; ++k) step.group.push_back(holder[k]);
+      levels.back().push_back(std::move(step));
+    }
+    range = std::move(next);
+  }
+  for (size_t j = 0; j < power; ++j) schedule.slices.push_back({holder[j], range[j].first, range[j].second});
+  // What each replica gives away at the next level: its range less the half it keeps there.
+  for (size_t l = 0; l + 1 < levels.size(); ++l)
+    for (AdasumStep& step : levels[l])
+      for (const AdasumStep& next : levels[l + 1])
+        if (next.replica == step.replica) {
+          step.sent_begin = next.left ? next.end : step.begin;
+          step.sent_end = next.left ? step.end : next.begin;
+        }
+  return schedule;
 }
 
 void AdasumAllReduce(const ReplicaSet& vectors, const PrepareBlock& prepare,
@@ -152,8 +203,8 @@ void AdasumAllReduce(const ReplicaSet& vectors, const PrepareBlock& prepare,
     }
     coef.assign(tensors * measured * 2, 1.0f);
     for (size_t q = 0; q < sums.size(); ++q) {
-      coef[2 * q] = static_cast<float>(Coefficient(sums[q].ab, sums[q].aa));
-      coef[2 * q + 1] = static_cast<float>(Coefficient(sums[q].ab, sums[q].bb));
+      coef[2 * q] = static_cast<float>(AdasumCoefficient(sums[q].ab, sums[q].aa));
+      coef[2 * q + 1] = static_cast<float>(AdasumCoefficient(sums[q].ab, sums[q].bb));
     }
   }
 }

@@ -5,100 +5,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "merge/rank_sum_collective.h"
 #include "ranks/rank_group.h"
+#include "run/merge_factory.h"
 #include "run/replica_exchange.h"
 #include "scheduler/settlement.h"
-#ifdef XMLT_HAVE_CUDA
-#include "merge/gpu/gpu_mergers.h"
-#endif
 
 namespace xmlt::run {
-namespace {
-
-merge::MergeOptions OptionsOf(const scheduler::EngineOptions& engine);
-
-// The merge over `devices` alive devices; `is_local` (one per alive device) is given across ranks.
-std::unique_ptr<merge::Merger> MakeMerger(const scheduler::EngineOptions& engine, size_t devices,
-                                          const std::vector<bool>& is_local) {
-  const merge::MergeOptions options = OptionsOf(engine);
-  std::shared_ptr<merge::Collective> collective = merge::MakeCollective(engine.collective, devices);
-  if (!is_local.empty() && scheduler::MergesByWeightedSum(engine)) {
-    // The rank's own collective keeps the one-process partitioning: norms are the same bits.
-    collective = merge::MakeRankSumCollective(merge::MakeCollective(engine.collective, devices),
-                                              *engine.ranks, is_local);
-  }
-  using Merge = scheduler::EngineOptions::Merge;
-  switch (engine.merge) {
-    case Merge::kNormalized: return merge::MakeNormalizedMerger(options, collective);
-    case Merge::kAverage:
-      return engine.elastic_alpha > 0 ? merge::MakeElasticForceMerger(options, collective)
-                                      : merge::MakeAverageMerger(options, collective);
-    case Merge::kAdasum: return merge::MakeAdasumMerger(options);
-    case Merge::kCrossbow: return merge::MakeElasticForceMerger(options, collective);
-    case Merge::kGradient: return merge::MakeGradientMerger(options, collective);
-    case Merge::kCopy: return merge::MakeCopyMerger();
-  }
-  throw std::logic_error("unknown merge");
-}
-
-merge::MergeOptions OptionsOf(const scheduler::EngineOptions& engine) {
-  merge::MergeOptions options;
-  options.momentum = engine.momentum;
-  options.momentum_mode = engine.nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy;
-  options.pert_threshold = engine.pert_threshold;
-  options.pert_delta = engine.pert_delta;
-  options.renormalize_perturbed = engine.pert_renormalize;
-  options.elastic_alpha = engine.elastic_alpha;
-  return options;
-}
-
-// The merge on the GPUs, over `replicas` (on GPUs): the same rules as MakeMerger's, on device
-// buffers (merge/gpu/). Across ranks (`owners` given: the rank of each replica) the weighted sums
-// run on one NCCL communicator over every rank's GPUs, the other ranks' replicas null here.
-std::unique_ptr<merge::Merger> MakeGpuMerger(const scheduler::EngineOptions& engine, const merge::ReplicaSet& replicas,
-                                             const std::vector<int>& owners) {
-#ifdef XMLT_HAVE_CUDA
-  merge::MergeOptions options = OptionsOf(engine);
-  const auto collective = [&]() -> std::shared_ptr<merge::Collective> {
-    if (!owners.empty()) {
-      ranks::RankGroup* group = engine.ranks;
-      // Rank 0's NCCL id reaches every rank through the rank group (its bytes overwrite the others').
-      const auto from_rank0 = [group](uint8_t* bytes, size_t size) {
-        const std::vector<std::vector<uint8_t>> all = group->AllGather(std::vector<uint8_t>(bytes, bytes + size));
-        std::copy(all[0].begin(), all[0].end(), bytes);
-      };
-      return merge::MakeGpuCollectiveAcrossRanks(replicas, kernels::cuda::NcclRanks{group->rank(), owners, from_rank0});
-    }
-    return merge::MakeGpuCollective(engine.collective == merge::CollectiveKind::kNccl ? merge::GpuCollectiveKind::kNccl
-                                                                                      : merge::GpuCollectiveKind::kRing,
-                                    replicas);
-  };
-  using Merge = scheduler::EngineOptions::Merge;
-  switch (engine.merge) {
-    case Merge::kNormalized: return merge::MakeNormalizedMerger(options, collective());
-    case Merge::kAverage:
-      return engine.elastic_alpha > 0 ? merge::MakeGpuElasticForceMerger(options, replicas)
-                                      : merge::MakeAverageMerger(options, collective());
-    case Merge::kAdasum: return merge::MakeGpuAdasumMerger(options, replicas);
-    case Merge::kCrossbow: return merge::MakeGpuElasticForceMerger(options, replicas);
-    case Merge::kGradient: return merge::MakeGradientMerger(options, collective());
-    case Merge::kCopy:
-      // The one replica taken as w, w_p <- w: an average of one with no momentum, on the GPU.
-      options.momentum = 0;
-      options.momentum_mode = merge::MomentumMode::kHeavy;
-      return merge::MakeAverageMerger(options, collective());
-  }
-  throw std::logic_error("unknown merge");
-#else
-  (void)engine;
-  (void)replicas;
-  (void)owners;
-  throw std::logic_error("merges on GPUs need the CUDA backend");
-#endif
-}
-
-}  // namespace
 
 SurvivorMerge::SurvivorMerge(const scheduler::EngineOptions& engine, const kernels::Model<float>& model)
     : engine_(engine), on_gpus_(scheduler::MergesOnGpus(engine)) {
@@ -165,7 +77,7 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
     std::vector<bool> is_local;
     if (across_ranks)
       for (size_t i : alive) is_local.push_back(pool.local(i));
-    merger_ = MakeMerger(engine_, alive.size(), is_local);
+    merger_ = CreateMerger(engine_, {MergePlace::kHost, alive.size(), is_local});
   }
   merge::MergeInput input;
   // A hierarchical merge reads this rank's replicas only: the others' mirrors are not even made.
@@ -240,7 +152,7 @@ merge::MergeOutcome SurvivorMerge::RunOnGpus(scheduler::DevicePool& pool, const 
     }
     global->HostWritten();
     merger_.reset();  // its buffers go before the new ones are allocated
-    merger_ = MakeGpuMerger(engine_, replicas, owners);
+    merger_ = CreateMerger(engine_, {MergePlace::kGpus, 0, {}, &replicas, owners});
   }
   return PerDevice(pool, alive, merger_->Merge(replicas, input, global));
 }

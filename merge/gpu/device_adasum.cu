@@ -5,155 +5,24 @@
 
 #include <algorithm>
 #include <array>
-#include <cfloat>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
-#include "kernels/cuda/launch.h"
 #include "merge/adasum.h"
+#include "merge/gpu/adasum_kernels.h"
 #include "merge/gpu/device_global_model.h"
-#include "merge/gpu/replica_kernels.h"
+#include "merge/gpu/peer_access.h"
+#include "merge/gpu/ring_pieces.h"
 
-namespace xmlt::kernels::cuda {
-namespace {
+namespace xmlt::merge::gpu {
 
-constexpr unsigned kThreads = 256;
-// Enough blocks to fill a GPU; the loops stride over larger tensors. Bounds the dots' scratch.
-constexpr unsigned kMaxBlocks = 1024;
-
-unsigned BlocksFor(size_t count) {
-  return unsigned(std::clamp<size_t>((count + kThreads - 1) / kThreads, 1, kMaxBlocks));
-}
-
-// The round's starting point, one expression for the deltas and the update so that both see the
-// same bits (merge/adasum_merger.cc does the same on the host).
-__device__ __forceinline__ float Start(float current, float previous, float gamma, bool nesterov) {
-  return nesterov ? current + gamma * (current - previous) : current;
-}
-
-__global__ void __launch_bounds__(kThreads)
-    DeltaKernel(float* params, const float* current, const float* previous, size_t n, float gamma, bool nesterov) {
-  for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += size_t(gridDim.x) * blockDim.x)
-    params[j] -= Start(current[j], previous[j], gamma, nesterov);
-}
-
-// partial[3 * block + {0, 1, 2}] = the block's share of a.b, |a|^2, |b|^2, in double.
-__global__ void __launch_bounds__(kThreads) DotsKernel(const float* a, const float* b, size_t n, double* partial) {
-  __shared__ double ab[kThreads];
-  __shared__ double aa[kThreads];
-  __shared__ double bb[kThreads];
-  double sab = 0, saa = 0, sbb = 0;
-  for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += size_t(gridDim.x) * blockDim.x) {
-    const double x = a[j], y = b[j];
-    sab += x * y;
-    saa += x * x;
-    sbb += y * y;
-  }
-  ab[threadIdx.x] = sab;
-  aa[threadIdx.x] = saa;
-  bb[threadIdx.x] = sbb;
-  __syncthreads();
-  for (unsigned half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      ab[threadIdx.x] += ab[threadIdx.x + half];
-      aa[threadIdx.x] += aa[threadIdx.x + half];
-      bb[threadIdx.x] += bb[threadIdx.x + half];
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    partial[3 * blockIdx.x] = ab[0];
-    partial[3 * blockIdx.x + 1] = aa[0];
-    partial[3 * blockIdx.x + 2] = bb[0];
-  }
-}
-
-// dots[k] = sum over the blocks of partial[3 * block + k], k < 3 (one block, one warp per sum).
-__global__ void __launch_bounds__(kThreads) SumDotsKernel(const double* partial, unsigned blocks, double* dots) {
-  __shared__ double sums[3][kThreads];
-  for (unsigned k = 0; k < 3; ++k) {
-    double local = 0;
-    for (unsigned j = threadIdx.x; j < blocks; j += kThreads) local += partial[3 * j + k];
-    sums[k][threadIdx.x] = local;
-  }
-  __syncthreads();
-  for (unsigned half = kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half)
-      for (unsigned k = 0; k < 3; ++k) sums[k][threadIdx.x] += sums[k][threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x < 3) dots[threadIdx.x] = sums[threadIdx.x][0];
-}
-
-// The coefficient of `a` in Adasum(a, b), as merge/adasum.cc: a (numerically) zero operand keeps
-// its own scale, 1.
-__device__ __forceinline__ double Coefficient(double ab, double aa) { return aa >= DBL_MIN ? 1.0 - ab / (2.0 * aa) : 1.0; }
-
-// out[j] = ca a[j] + cb b[j]; out is a or b (element-wise, so in place is fine).
-__global__ void __launch_bounds__(kThreads)
-    CombineKernel(float* out, const float* a, const float* b, size_t n, const float* coefficients) {
-  const float ca = coefficients[0], cb = coefficients[1];
-  for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += size_t(gridDim.x) * blockDim.x)
-    out[j] = ca * a[j] + cb * b[j];
-}
-
-// sum: Adasum's result D in; start: the next start out (may be sum); w and w_p advance
-// (merge/adasum_merger.cc's rule, value for value).
-__global__ void __launch_bounds__(kThreads) UpdateKernel(const float* sum, float* start, float* current,
-                                                         float* previous, size_t n, float gamma, bool nesterov) {
-  for (size_t j = size_t(blockIdx.x) * blockDim.x + threadIdx.x; j < n; j += size_t(gridDim.x) * blockDim.x) {
-    const float w = current[j], d = sum[j];
-    if (nesterov) {
-      const float next = Start(w, previous[j], gamma, true) + d;
-      start[j] = Start(next, w, gamma, true);
-      current[j] = next;
-    } else {
-      const float next = w + d + gamma * (w - previous[j]);
-      start[j] = next;
-      current[j] = next;
-    }
-    previous[j] = w;
-  }
-}
-
-// [begin, end) of piece `index` of `count` near-equal pieces of [0, n).
-std::pair<size_t, size_t> Piece(size_t n, size_t index, size_t count) {
-  return {n * index / count, n * (index + 1) / count};
-}
-
-// coefficients[2t], [2t + 1]: those of a and b in tensor t, from the `members` rows of the group's
-// partial dots (row k: 3 doubles per tensor), summed in row order: every member of a group sums
-// the same rows in the same order and gets the same bits.
-__global__ void __launch_bounds__(kThreads)
-    GroupCoefficientsKernel(const double* rows, size_t members, size_t tensors, float* coefficients) {
-  for (size_t t = threadIdx.x; t < tensors; t += blockDim.x) {
-    double ab = 0, aa = 0, bb = 0;
-    for (size_t k = 0; k < members; ++k) {
-      ab += rows[3 * (k * tensors + t)];
-      aa += rows[3 * (k * tensors + t) + 1];
-      bb += rows[3 * (k * tensors + t) + 2];
-    }
-    coefficients[2 * t] = float(Coefficient(ab, aa));
-    coefficients[2 * t + 1] = float(Coefficient(ab, bb));
-  }
-}
-
-}  // namespace
-
-// One replica's share of one level of the tree: it combines the level's left operand a and right
-// operand b on [begin, end) of the model into its own buffer there, its own values being a (left)
-// or b (right) and the partner's pulled over (or read in place on the same GPU). The dots are
-// summed over `group`, the replicas that hold the rest of the same two operands.
-struct AdasumStep {
-  size_t replica, partner;
-  bool left;
-  size_t begin, end;
-  std::vector<size_t> group;  // ascending operand order, the replica itself included
-  size_t sent_begin = 0, sent_end = 0;  // the part that the next level's partner pulls
-};
+using kernels::cuda::DeviceBuffer;
+using kernels::cuda::DeviceGuard;
+using kernels::cuda::Event;
+using kernels::cuda::Stream;
 
 constexpr size_t kChunks = DeviceAdasum::kPipelineChunks;
 
@@ -178,16 +47,13 @@ struct DeviceAdasum::Impl {
     DeviceBuffer<double> rows;       // its group's dots, gathered
     DeviceBuffer<float> coefficients;  // two per tensor
   };
-  struct Slice {                     // a piece of the final result and the replica that holds it
-    size_t replica, begin, end;
-  };
 
   std::vector<GpuReplica> replicas;
   size_t count = 0;
   std::vector<size_t> bounds;  // tensor t spans [bounds[t], bounds[t + 1])
   DeviceMomentum momentum;
-  std::vector<std::vector<AdasumStep>> levels;
-  std::vector<Slice> slices;   // the reduce-scatter's result, in operand order
+  std::vector<std::vector<AdasumStep>> levels;  // the reduce-scatter (merge::AdasumReduceScatter)
+  std::vector<AdasumSlice> slices;              // its result, in operand order
   std::vector<size_t> gpu_of;  // replica -> index into `gpus`
   std::vector<Gpu> gpus;       // in order of first appearance
   std::vector<Rank> ranks;
@@ -200,8 +66,6 @@ struct DeviceAdasum::Impl {
   float* First(Gpu& gpu) { return replicas[gpu.replicas.front()].params; }
   bool Remote(size_t a, size_t b) const { return gpu_of[a] != gpu_of[b]; }
 
-  void Schedule();
-  void EnablePeerAccess(int from, int to);
   void Deltas(size_t g, bool sent);
   void RecordAll();
   void Exchange(const AdasumStep& step, size_t level);
@@ -212,88 +76,6 @@ struct DeviceAdasum::Impl {
   void Update(size_t gpu);
 };
 
-// The reduce-scatter schedule of merge::PairwiseTreeLevels(n) (merge/adasum.h), read off that
-// tree. With n = 2^k + m, the tree's first level folds (2i, 2i + 1), i < m: these pairs are
-// combined whole, replica 2i + 1's values pulled to replica 2i, which combines all of them (the
-// folded right operand then sits out, as in the tree). The tree's next level pairs the 2^k operands
-// left, (o_0, o_1), (o_2, o_3), ..., each o_j held by one replica; from there on vector halving,
-// distance doubling: at level l (d = 2^l) the holders of o_j and o_(j XOR d) hold the same range
-// [lo, hi) of their two operands; the one with (j / d) even holds the left operand a, keeps
-// [lo, mid) and combines a and b there, the other keeps [mid, hi), mid = lo + (hi - lo) / 2. The
-// pair's dots are the sums over the 2d holders of o_j0 .. o_(j0 + 2d - 1) (j0: j rounded down to a
-// multiple of 2d), which hold the disjoint ranges of both operands: level l is the tree's pairs
-// (o_j0, o_(j0 + d)), combined over whole tensors as the host does. After k levels each holder has
-// the final result on its own range. std::logic_error if the tree ever stops matching this.
-void DeviceAdasum::Impl::Schedule() {
-  const std::vector<std::vector<merge::TreePair>> tree = merge::PairwiseTreeLevels(replicas.size());
-  if (tree.empty()) {  // one replica: it holds the whole result
-    slices.push_back({0, 0, count});
-    return;
-  }
-  size_t power = 1;
-  while (power <= replicas.size() / 2) power *= 2;
-  const bool folds = replicas.size() > power;
-  if (folds) {
-    levels.emplace_back();
-    for (const merge::TreePair& pair : tree[0])
-      levels.back().push_back({pair.left, pair.right, true, 0, count, {pair.left}});
-  }
-  std::vector<size_t> holder;  // o_j's replica
-  for (const merge::TreePair& pair : tree[folds ? 1 : 0]) {
-    holder.push_back(pair.left);
-    holder.push_back(pair.right);
-  }
-  if (holder.size() != power) throw std::logic_error("DeviceAdasum: the tree does not halve to a power of two");
-  std::vector<std::pair<size_t, size_t>> range(power, {0, count});
-  size_t tree_level = folds ? 1 : 0;
-  for (size_t d = 1; d < power; d *= 2, ++tree_level) {
-    for (size_t p = 0; p < tree.at(tree_level).size(); ++p)
-      if (tree[tree_level][p].left != holder[2 * d * p] || tree[tree_level][p].right != holder[2 * d * p + d])
-        throw std::logic_error("DeviceAdasum: the tree's level " + std::to_string(tree_level) +
-                               " is not distance doubling");
-    levels.emplace_back();
-    std::vector<std::pair<size_t, size_t>> next = range;
-    for (size_t j = 0; j < power; ++j) {
-      const bool left = (j / d) % 2 == 0;
-      const auto [lo, hi] = range[j];
-      const size_t mid = lo + (hi - lo) / 2;
-      next[j] = left ? std::pair{lo, mid} : std::pair{mid, hi};
-      AdasumStep step{holder[j], holder[left ? j + d : j - d], left, next[j].first, next[j].second, {}};
-      const size_t j0 = j / (2 * d) * (2 * d);
-      for (size_t k = j0; k < j0 + 2 * d; ++k) step.group.push_back(holder[k]);
-      levels.back().push_back(std::move(step));
-    }
-    range = std::move(next);
-  }
-  for (size_t j = 0; j < power; ++j) slices.push_back({holder[j], range[j].first, range[j].second});
-  // What each replica gives away at the next level: its range less the half it keeps there.
-  for (size_t l = 0; l + 1 < levels.size(); ++l)
-    for (AdasumStep& step : levels[l])
-      for (const AdasumStep& next : levels[l + 1])
-        if (next.replica == step.replica) {
-          step.sent_begin = next.left ? next.end : step.begin;
-          step.sent_end = next.left ? step.end : next.begin;
-        }
-}
-
-void DeviceAdasum::Impl::EnablePeerAccess(int from, int to) {
-  for (auto [device, peer] : {std::pair{from, to}, std::pair{to, from}}) {
-    int can = 0;
-    XMLT_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, device, peer));
-    if (!can) {
-      peer_access = false;
-      continue;
-    }
-    DeviceGuard guard(device);
-    const cudaError_t status = cudaDeviceEnablePeerAccess(peer, 0);
-    if (status == cudaErrorPeerAccessAlreadyEnabled) {
-      cudaGetLastError();  // enabled by an earlier pair or collective: fine
-    } else {
-      XMLT_CUDA_CHECK(status);
-    }
-  }
-}
-
 // The deltas of this GPU's replicas: first (`sent`) the range that each one's partner on another
 // GPU pulls at the first level, so that the pull can start while the rest is computed.
 void DeviceAdasum::Impl::Deltas(size_t g, bool sent) {
@@ -301,13 +83,9 @@ void DeviceAdasum::Impl::Deltas(size_t g, bool sent) {
   DeviceGuard guard(gpu.ordinal);
   const cudaStream_t stream = gpu.stream.get();
   auto delta = [&](size_t i, size_t lo, size_t hi) {
-    if (hi <= lo) return;
-    // The replica read and written, w read; w_p only by Nesterov's look-ahead (its sole use).
-    XMLT_SIM_KERNEL_BYTES((hi - lo) * sizeof(float) * (momentum.nesterov ? 4 : 3));
-    XMLT_LAUNCH(DeltaKernel, BlocksFor(hi - lo), kThreads, 0, stream)(replicas[i].params + lo, global.current(g) + lo,
-                                                                      global.previous(g) + lo, hi - lo,
-                                                                      float(momentum.gamma), momentum.nesterov);
-    XMLT_CUDA_CHECK_LAUNCH();
+    if (hi > lo)
+      LaunchAdasumDeltas(stream, replicas[i].params + lo, global.current(g) + lo, global.previous(g) + lo, hi - lo,
+                         momentum);
   };
   for (const size_t i : gpu.replicas) {
     const auto [lo, hi] = first_sent[i];
@@ -351,7 +129,7 @@ void DeviceAdasum::Impl::Exchange(const AdasumStep& step, size_t level) {
     XMLT_CUDA_CHECK(cudaStreamWaitEvent(copies, ranks[step.partner].sendable.get(), 0));
     XMLT_CUDA_CHECK(cudaStreamWaitEvent(copies, rank.consumed[level % 2].get(), 0));
     for (size_t c = 0; c < kChunks; ++c) {
-      const auto [lo, hi] = Piece(n, c, kChunks);
+      const auto [lo, hi] = Piece(0, n, c, kChunks);
       if (hi > lo)
         XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(buffer + lo, gpu.ordinal, from_values + lo, from.ordinal,
                                             (hi - lo) * sizeof(float), copies));
@@ -363,18 +141,12 @@ void DeviceAdasum::Impl::Exchange(const AdasumStep& step, size_t level) {
   const float* b = step.left ? other : own;
   for (size_t c = 0; c < kChunks; ++c) {
     if (pulled) XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, rank.arrived[c].get(), 0));
-    const auto [chunk_lo, chunk_hi] = Piece(n, c, kChunks);
-    for (size_t t = 0; t < tensors(); ++t) {
+    const auto [chunk_lo, chunk_hi] = Piece(0, n, c, kChunks);
+    for (size_t t = 0; t < tensors(); ++t) {  // an empty overlap still writes its zero dots
       const size_t lo = std::clamp(bounds[t], step.begin + chunk_lo, step.begin + chunk_hi) - step.begin;
       const size_t hi = std::clamp(bounds[t + 1], step.begin + chunk_lo, step.begin + chunk_hi) - step.begin;
-      const unsigned blocks = BlocksFor(hi - lo);  // an empty overlap still writes its zero dots
-      XMLT_SIM_KERNEL_BYTES(2 * (hi - lo) * sizeof(float) + 3 * blocks * sizeof(double));
-      XMLT_LAUNCH(DotsKernel, blocks, kThreads, 0, stream)(a + lo, b + lo, hi - lo, gpu.partial.data());
-      XMLT_CUDA_CHECK_LAUNCH();
-      XMLT_SIM_KERNEL_BYTES(3 * (blocks + 1) * sizeof(double));  // the blocks' sums read, the 3 dots written
-      XMLT_LAUNCH(SumDotsKernel, 1, kThreads, 0, stream)(
-          gpu.partial.data(), blocks, rank.dots.data() + 3 * ((level * kChunks + c) * tensors() + t));
-      XMLT_CUDA_CHECK_LAUNCH();
+      LaunchAdasumDots(stream, a + lo, b + lo, hi - lo, gpu.partial.data(),
+                       rank.dots.data() + 3 * ((level * kChunks + c) * tensors() + t));
     }
   }
 }
@@ -392,11 +164,8 @@ void DeviceAdasum::Impl::CombineRange(const AdasumStep& step, size_t level, size
   for (size_t t = 0; t < tensors(); ++t) {
     const size_t tlo = std::clamp(bounds[t], step.begin + lo, step.begin + hi) - step.begin;
     const size_t thi = std::clamp(bounds[t + 1], step.begin + lo, step.begin + hi) - step.begin;
-    if (thi == tlo) continue;
-    XMLT_SIM_KERNEL_BYTES(3 * (thi - tlo) * sizeof(float) + 2 * sizeof(float));  // a, b, the result; coefficients
-    XMLT_LAUNCH(CombineKernel, BlocksFor(thi - tlo), kThreads, 0, stream)(own + tlo, a + tlo, b + tlo, thi - tlo,
-                                                                          rank.coefficients.data() + 2 * t);
-    XMLT_CUDA_CHECK_LAUNCH();
+    if (thi > tlo)
+      LaunchAdasumCombine(stream, own + tlo, a + tlo, b + tlo, thi - tlo, rank.coefficients.data() + 2 * t);
   }
 }
 
@@ -421,10 +190,7 @@ void DeviceAdasum::Impl::CombineStep(const AdasumStep& step, size_t level) {
       XMLT_CUDA_CHECK(cudaMemcpyAsync(dst, src, row * sizeof(double), cudaMemcpyDeviceToDevice, stream));
     }
   }
-  XMLT_SIM_KERNEL_BYTES(step.group.size() * row * sizeof(double) + 2 * tensors() * sizeof(float));
-  XMLT_LAUNCH(GroupCoefficientsKernel, 1, kThreads, 0, stream)(rank.rows.data(), step.group.size() * kChunks,
-                                                               tensors(), rank.coefficients.data());
-  XMLT_CUDA_CHECK_LAUNCH();
+  LaunchAdasumCoefficients(stream, rank.rows.data(), step.group.size() * kChunks, tensors(), rank.coefficients.data());
   const bool sends = step.sent_end > step.sent_begin;
   const size_t sent_lo = sends ? step.sent_begin - step.begin : 0;
   const size_t sent_hi = sends ? step.sent_end - step.begin : 0;
@@ -450,10 +216,10 @@ void DeviceAdasum::Impl::Gather(size_t g) {
   const size_t first = gpu.replicas.front();
   for (size_t turn = 0; turn < slices.size(); ++turn) {
     const size_t j = SliceInTurn(g, turn);
-    const Slice& slice = slices[j];
+    const AdasumSlice& slice = slices[j];
     if (slice.replica == first) continue;
     for (size_t c = 0; c < kChunks; ++c) {
-      const auto [lo, hi] = Piece(slice.end - slice.begin, c, kChunks);
+      const auto [lo, hi] = Piece(0, slice.end - slice.begin, c, kChunks);
       if (hi > lo) {
         float* dst = replicas[first].params + slice.begin + lo;
         const float* src = replicas[slice.replica].params + slice.begin + lo;
@@ -481,28 +247,25 @@ void DeviceAdasum::Impl::Update(size_t g) {
   const cudaStream_t stream = gpu.stream.get();
   float* const result = First(gpu);
   auto update = [&](size_t lo, size_t hi, float* start) {
-    if (hi == lo) return;
-    XMLT_SIM_KERNEL_BYTES(6 * (hi - lo) * sizeof(float));  // D in and the start out, w and w_p each read and written
-    XMLT_LAUNCH(UpdateKernel, BlocksFor(hi - lo), kThreads, 0, stream)(result + lo, start, global.current(g) + lo,
-                                                                       global.previous(g) + lo, hi - lo,
-                                                                       float(momentum.gamma), momentum.nesterov);
-    XMLT_CUDA_CHECK_LAUNCH();
+    if (hi > lo)
+      LaunchAdasumUpdate(stream, result + lo, start, global.current(g) + lo, global.previous(g) + lo, hi - lo,
+                         momentum);
   };
   const size_t first = gpu.replicas.front();
-  for (const Slice& slice : slices)
+  for (const AdasumSlice& slice : slices)
     if (slice.replica == first) update(slice.begin, slice.end, gpu.staged.data());
   for (size_t turn = 0; turn < slices.size(); ++turn) {
     const size_t j = SliceInTurn(g, turn);
-    const Slice& slice = slices[j];
+    const AdasumSlice& slice = slices[j];
     if (slice.replica == first) continue;
     for (size_t c = 0; c < kChunks; ++c) {
       XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, gpu.pulled[j * kChunks + c].get(), 0));
-      const auto [lo, hi] = Piece(slice.end - slice.begin, c, kChunks);
+      const auto [lo, hi] = Piece(0, slice.end - slice.begin, c, kChunks);
       update(slice.begin + lo, slice.begin + hi, result + slice.begin + lo);
     }
   }
   for (Gpu& other : gpus) XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, other.gathered.get(), 0));
-  for (const Slice& slice : slices)
+  for (const AdasumSlice& slice : slices)
     if (slice.replica == first && slice.end > slice.begin)
       XMLT_CUDA_CHECK(cudaMemcpyAsync(result + slice.begin, gpu.staged.data(),
                                       (slice.end - slice.begin) * sizeof(float), cudaMemcpyDeviceToDevice, stream));
@@ -535,7 +298,9 @@ DeviceAdasum::DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::
   m.gpu_of.resize(m.replicas.size());
   for (size_t g = 0; g < m.gpus.size(); ++g)
     for (const size_t i : m.gpus[g].replicas) m.gpu_of[i] = g;
-  m.Schedule();
+  merge::AdasumSchedule schedule = merge::AdasumReduceScatter(m.replicas.size(), count);
+  m.levels = std::move(schedule.levels);
+  m.slices = std::move(schedule.slices);
   m.first_sent.assign(m.replicas.size(), {0, 0});
   m.works_first.assign(m.replicas.size(), false);
   if (!m.levels.empty())
@@ -545,7 +310,11 @@ DeviceAdasum::DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::
     }
   // Every GPU pulls slices from every other in the all-gather.
   for (size_t g = 0; g < m.gpus.size(); ++g)
-    for (size_t h = g + 1; h < m.gpus.size(); ++h) m.EnablePeerAccess(m.gpus[g].ordinal, m.gpus[h].ordinal);
+    for (size_t h = g + 1; h < m.gpus.size(); ++h) {
+      const int a = m.gpus[g].ordinal, b = m.gpus[h].ordinal;
+      if (!EnablePeerAccess(a, b)) m.peer_access = false;
+      if (!EnablePeerAccess(b, a)) m.peer_access = false;
+    }
   std::vector<std::array<size_t, 2>> received(m.replicas.size(), {0, 0});  // by level parity
   size_t group = 1;
   for (size_t l = 0; l < m.levels.size(); ++l)
@@ -567,9 +336,9 @@ DeviceAdasum::DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::
   }
   for (Impl::Gpu& gpu : m.gpus) {
     DeviceGuard guard(gpu.ordinal);
-    gpu.partial = DeviceBuffer<double>(3 * kMaxBlocks);
+    gpu.partial = DeviceBuffer<double>(kAdasumDotsScratch);
     gpu.pulled = std::vector<Event>(m.slices.size() * kChunks);
-    for (const Impl::Slice& slice : m.slices)
+    for (const AdasumSlice& slice : m.slices)
       if (slice.replica == gpu.replicas.front() && slice.end > slice.begin)
         gpu.staged = DeviceBuffer<float>(slice.end - slice.begin);
   }
@@ -577,17 +346,17 @@ DeviceAdasum::DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::
   // first; each GPU's finite check counts a slice of its own.
   std::vector<DeviceGlobalModel::Layout> layouts;
   for (size_t g = 0; g < m.gpus.size(); ++g) {
-    const auto [begin, end] = Piece(count, g, m.gpus.size());
+    const auto [begin, end] = Piece(0, count, g, m.gpus.size());
     layouts.push_back({m.gpus[g].ordinal, count, {{0, 0, count, g == 0}}, {{begin, end - begin}}});
   }
-  m.global = DeviceGlobalModel(std::move(layouts));
+  m.global = DeviceGlobalModel("DeviceAdasum", std::move(layouts));
 }
 
 DeviceAdasum::~DeviceAdasum() = default;
 
 void DeviceAdasum::Merge() {
   Impl& m = *impl_;
-  if (!m.global.set()) throw std::logic_error("DeviceAdasum: the merge needs SetGlobalModel first");
+  m.global.CheckSetBefore("the merge");
   if (m.count == 0) return;
   // The model's pulls wait for the sender's `sendable` record; the dots' pulls and the gather wait
   // for the GPUs' events, recorded after each phase.
@@ -612,14 +381,10 @@ void DeviceAdasum::SetGlobalModel(const float* current, const float* previous) {
   impl_->global.Upload(current, previous);
 }
 
-void DeviceAdasum::GetGlobalModel(float* current, float* previous) {
-  if (!impl_->global.set()) throw std::logic_error("DeviceAdasum: no global model was set");
-  impl_->global.Download(current, previous);
-}
+void DeviceAdasum::GetGlobalModel(float* current, float* previous) { impl_->global.Download(current, previous); }
 
 bool DeviceAdasum::GlobalModelFinite() {
   Impl& m = *impl_;
-  if (!m.global.set()) throw std::logic_error("DeviceAdasum: no global model was set");
   std::vector<cudaStream_t> streams;
   for (Impl::Gpu& gpu : m.gpus) streams.push_back(gpu.stream.get());
   return m.global.CountNonFinite(streams) == 0;
@@ -628,4 +393,4 @@ bool DeviceAdasum::GlobalModelFinite() {
 size_t DeviceAdasum::gpus() const { return impl_->gpus.size(); }
 bool DeviceAdasum::peer_access() const { return impl_->peer_access; }
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

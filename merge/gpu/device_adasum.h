@@ -8,7 +8,7 @@
 //   under heavy momentum), w_p = w, w = w', every replica -> the next start.
 // The tree runs as a reduce-scatter, vector halving with distance doubling (Maleki et al.,
 // "Scaling Distributed Training with Adaptive Summation", Algorithm 1, as in Horovod), extended to
-// any replica count by the host tree's own first level (device_adasum.cu, Schedule): with
+// any replica count by the host tree's own first level (merge::AdasumReduceScatter): with
 // n = 2^k + m, the m pairs (2i, 2i + 1) of that level are combined whole on replica 2i, the right
 // operand pulled over; then at each of k levels every remaining replica swaps half of its current
 // range with its partner at distance 2^l among the 2^k operands, computes the per-tensor partial
@@ -50,7 +50,7 @@
 
 #include "merge/gpu/device_collective.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 
 class DeviceAdasum {
  public:
@@ -90,4 +90,4 @@ class DeviceAdasum {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

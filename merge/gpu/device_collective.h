@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 
 // A replica: `params` points to the model's parameters in the memory of GPU `gpu`.
 struct GpuReplica {
@@ -69,4 +69,4 @@ class DeviceCollective {
   virtual std::vector<double> SquaredNorms() = 0;
 };
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

@@ -1,14 +1,20 @@
 // The global model of a merge on GPUs, where the GPUs hold it; see device_global_model.h.
 #include "merge/gpu/device_global_model.h"
 
+#include <stdexcept>
 #include <utility>
 
 #include "kernels/cuda/cuda_check.h"
 #include "merge/gpu/replica_kernels.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 
-DeviceGlobalModel::DeviceGlobalModel(std::vector<Layout> gpus) {
+using kernels::cuda::DeviceBuffer;
+using kernels::cuda::DeviceGuard;
+using kernels::cuda::PinnedBuffer;
+
+DeviceGlobalModel::DeviceGlobalModel(std::string owner, std::vector<Layout> gpus, std::string noun)
+    : owner_(std::move(owner)), noun_(std::move(noun)) {
   for (Layout& layout : gpus) {
     Gpu& gpu = gpus_.emplace_back();
     DeviceGuard guard(layout.ordinal);
@@ -42,7 +48,16 @@ void DeviceGlobalModel::Upload(const float* current, const float* previous) {
   set_ = true;
 }
 
+void DeviceGlobalModel::CheckSet() const {
+  if (!set_) throw std::logic_error(owner_ + ": no " + noun_ + " was set");
+}
+
+void DeviceGlobalModel::CheckSetBefore(const std::string& step) const {
+  if (!set_) throw std::logic_error(owner_ + ": " + step + " needs SetGlobalModel first");
+}
+
 void DeviceGlobalModel::Download(float* current, float* previous) const {
+  CheckSet();
   for (const Gpu& gpu : gpus_) {
     DeviceGuard guard(gpu.layout.ordinal);
     for (const Part& part : gpu.layout.parts) {
@@ -56,6 +71,7 @@ void DeviceGlobalModel::Download(float* current, float* previous) const {
 }
 
 unsigned long long DeviceGlobalModel::CountNonFinite(const std::vector<cudaStream_t>& streams) {
+  CheckSet();
   // Every GPU's count enqueued before any is waited for, so the GPUs count side by side.
   for (size_t g = 0; g < gpus_.size(); ++g) {
     Gpu& gpu = gpus_[g];
@@ -77,4 +93,4 @@ unsigned long long DeviceGlobalModel::CountNonFinite(const std::vector<cudaStrea
   return non_finite;
 }
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

@@ -9,11 +9,12 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/device_buffer.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 
 class DeviceGlobalModel {
  public:
@@ -38,36 +39,43 @@ class DeviceGlobalModel {
 
   DeviceGlobalModel() = default;
   // The GPUs in the merge's order; makes each GPU's counter of non-finite values. w and w_p are
-  // allocated by Allocate or the first Upload.
-  explicit DeviceGlobalModel(std::vector<Layout> gpus);
+  // allocated by Allocate or the first Upload. `owner` (the merge) and `noun` (what it calls w and
+  // w_p) name them in the errors of a model used before it was set, as the user sees them.
+  DeviceGlobalModel(std::string owner, std::vector<Layout> gpus, std::string noun = "global model");
 
   // w and w_p on every GPU, if not there yet.
   void Allocate();
   // w and w_p (host memory, the whole model each) onto the GPUs, each GPU taking its parts; then
   // set() holds.
   void Upload(const float* current, const float* previous);
-  // Each value of w and w_p back from the GPU that downloads it.
+  // Each value of w and w_p back from the GPU that downloads it. CheckSet first.
   void Download(float* current, float* previous) const;
   // Whether Upload was called.
   bool set() const { return set_; }
+  // std::logic_error "<owner>: no <noun> was set" unless set().
+  void CheckSet() const;
+  // std::logic_error "<owner>: <step> needs SetGlobalModel first" unless set(): for a merge that
+  // reads w and w_p.
+  void CheckSetBefore(const std::string& step) const;
 
   // GPU g's w and w_p (g: index in the merge's order), where the merge's kernels update them.
   float* current(size_t g) { return gpus_[g].current.data(); }
   float* previous(size_t g) { return gpus_[g].previous.data(); }
 
   // The non-finite values among the checked spans of every GPU's w, counted on `streams[g]` (one
-  // per GPU, in order); returns when every count has reached the host.
+  // per GPU, in order); returns when every count has reached the host. CheckSet first.
   unsigned long long CountNonFinite(const std::vector<cudaStream_t>& streams);
 
  private:
   struct Gpu {
     Layout layout;
-    DeviceBuffer<float> current, previous;
-    DeviceBuffer<unsigned long long> non_finite;
-    PinnedBuffer<unsigned long long> non_finite_host;
+    kernels::cuda::DeviceBuffer<float> current, previous;
+    kernels::cuda::DeviceBuffer<unsigned long long> non_finite;
+    kernels::cuda::PinnedBuffer<unsigned long long> non_finite_host;
   };
+  std::string owner_, noun_;
   std::vector<Gpu> gpus_;
   bool set_ = false;
 };
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

@@ -14,7 +14,12 @@
 #include "merge/gpu/replica_kernels.h"
 #include "merge/gpu/ring_all_reduce.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
+
+using kernels::cuda::DeviceBuffer;
+using kernels::cuda::DeviceGuard;
+using kernels::cuda::Stream;
+
 namespace {
 
 constexpr unsigned kThreads = 256;
@@ -86,7 +91,7 @@ DeviceElasticForce::DeviceElasticForce(std::vector<GpuReplica> replicas, size_t 
     layouts.push_back({m.gpus[g].ordinal, count, {{0, 0, count, g == 0}}, {}});
     if (g == 0) layouts.back().checked.push_back({0, count});
   }
-  m.center = DeviceGlobalModel(std::move(layouts));
+  m.center = DeviceGlobalModel("DeviceElasticForce", std::move(layouts), "center");
   m.center.Allocate();
   std::vector<GpuReplica> sums;
   for (Impl::Gpu& gpu : m.gpus) sums.push_back({gpu.ordinal, gpu.pulls.data()});
@@ -97,7 +102,7 @@ DeviceElasticForce::~DeviceElasticForce() = default;
 
 void DeviceElasticForce::Merge() {
   Impl& m = *impl_;
-  if (!m.center.set()) throw std::logic_error("DeviceElasticForce: the center needs SetGlobalModel first");
+  m.center.CheckSetBefore("the center");
   if (m.count == 0) return;
   for (size_t g = 0; g < m.gpus.size(); ++g) {
     Impl::Gpu& gpu = m.gpus[g];
@@ -126,16 +131,14 @@ void DeviceElasticForce::SetGlobalModel(const float* current, const float* previ
 }
 
 void DeviceElasticForce::GetGlobalModel(float* current, float* previous) {
-  if (!impl_->center.set()) throw std::logic_error("DeviceElasticForce: no center was set");
   impl_->center.Download(current, previous);
 }
 
 bool DeviceElasticForce::GlobalModelFinite() {
   Impl& m = *impl_;
-  if (!m.center.set()) throw std::logic_error("DeviceElasticForce: no center was set");
   std::vector<cudaStream_t> streams;
   for (Impl::Gpu& gpu : m.gpus) streams.push_back(gpu.stream.get());
   return m.center.CountNonFinite(streams) == 0;
 }
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

@@ -13,7 +13,7 @@
 
 #include "merge/gpu/device_collective.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 
 class DeviceElasticForce {
  public:
@@ -39,4 +39,4 @@ class DeviceElasticForce {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

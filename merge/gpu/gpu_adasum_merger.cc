@@ -40,7 +40,7 @@ class GpuAdasumMerger final : public Merger,
 
  private:
   std::vector<float*> replicas_;
-  kernels::cuda::DeviceAdasum device_;
+  gpu::DeviceAdasum device_;
 };
 
 }  // namespace

@@ -17,7 +17,7 @@ class GpuCollective final : public Collective,
                             public GlobalModelOnGpus,
                             public std::enable_shared_from_this<GpuCollective> {
  public:
-  GpuCollective(std::unique_ptr<kernels::cuda::DeviceCollective> device, const ReplicaSet& replicas)
+  GpuCollective(std::unique_ptr<gpu::DeviceCollective> device, const ReplicaSet& replicas)
       : device_(std::move(device)), replicas_(replicas.params), size_(replicas.size) {}
 
   std::vector<double> SquaredNorms(const ReplicaSet& replicas) override {
@@ -50,7 +50,7 @@ class GpuCollective final : public Collective,
       throw std::invalid_argument("GPU collective: built for other replicas");
   }
 
-  std::unique_ptr<kernels::cuda::DeviceCollective> device_;
+  std::unique_ptr<gpu::DeviceCollective> device_;
   std::vector<float*> replicas_;
   size_t size_;
 };
@@ -58,21 +58,21 @@ class GpuCollective final : public Collective,
 }  // namespace
 
 std::shared_ptr<Collective> MakeGpuCollective(GpuCollectiveKind kind, const ReplicaSet& replicas) {
-  const std::vector<kernels::cuda::GpuReplica> on_gpus = GpuReplicas(replicas);
-  std::unique_ptr<kernels::cuda::DeviceCollective> device;
+  const std::vector<gpu::GpuReplica> on_gpus = GpuReplicas(replicas);
+  std::unique_ptr<gpu::DeviceCollective> device;
   switch (kind) {
     case GpuCollectiveKind::kRing:
-      device = std::make_unique<kernels::cuda::RingAllReduce>(on_gpus, replicas.size);
+      device = std::make_unique<gpu::RingAllReduce>(on_gpus, replicas.size);
       break;
     case GpuCollectiveKind::kNccl:
-      device = std::make_unique<kernels::cuda::NcclAllReduce>(on_gpus, replicas.size);
+      device = std::make_unique<gpu::NcclAllReduce>(on_gpus, replicas.size);
       break;
   }
   return std::make_shared<GpuCollective>(std::move(device), replicas);
 }
 
-std::shared_ptr<Collective> MakeGpuCollectiveAcrossRanks(const ReplicaSet& replicas, kernels::cuda::NcclRanks ranks) {
-  auto device = std::make_unique<kernels::cuda::NcclAllReduce>(GpuReplicas(replicas), replicas.size, std::move(ranks));
+std::shared_ptr<Collective> MakeGpuCollectiveAcrossRanks(const ReplicaSet& replicas, gpu::NcclRanks ranks) {
+  auto device = std::make_unique<gpu::NcclAllReduce>(GpuReplicas(replicas), replicas.size, std::move(ranks));
   return std::make_shared<GpuCollective>(std::move(device), replicas);
 }
 

@@ -44,7 +44,7 @@ class GpuElasticForceMerger final : public Merger,
  private:
   double alpha_;
   std::vector<float*> replicas_;
-  kernels::cuda::DeviceElasticForce device_;
+  gpu::DeviceElasticForce device_;
 };
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Merges of replicas that live in GPU memory, run on the GPUs (kernels/cuda/): the replicas never
+// Merges of replicas that live in GPU memory, run on the GPUs (the device code beside this file): the replicas never
 // go through the host, and the global model w and its previous value w_p stay on the GPUs
 // (GlobalModel::on_gpus) until an evaluation, a checkpoint or the rollback target asks for them.
 // Built only with the CUDA backend. Each takes a ReplicaSet whose `gpus` says where each replica
@@ -26,7 +26,7 @@ std::shared_ptr<Collective> MakeGpuCollective(GpuCollectiveKind kind, const Repl
 // NCCL over every rank's GPUs (the hierarchical merge across ranks): `replicas` lists every
 // rank's replicas, the other ranks' with null pointers and their GPU ordinals; `ranks` says who
 // owns each and carries rank 0's NCCL id. Every rank makes it, and every call on it, together.
-std::shared_ptr<Collective> MakeGpuCollectiveAcrossRanks(const ReplicaSet& replicas, kernels::cuda::NcclRanks ranks);
+std::shared_ptr<Collective> MakeGpuCollectiveAcrossRanks(const ReplicaSet& replicas, gpu::NcclRanks ranks);
 
 // The elastic force merge (EASGD, CROSSBOW) on the GPUs (merge/gpu/elastic_force.h); the same
 // rule and checks as MakeElasticForceMerger.

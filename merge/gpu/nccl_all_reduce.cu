@@ -1,103 +1,26 @@
-// The weighted all-reduce over GPU replicas on NCCL; see nccl_all_reduce.h.
+// The weighted all-reduce over GPU replicas on NCCL: its set-up, teardown and merge; see
+// nccl_all_reduce.h. What the host reads of it: nccl_host_reads.cu.
 #include "merge/gpu/nccl_all_reduce.h"
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <algorithm>
-#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "merge/gpu/device_global_model.h"
+#include "merge/gpu/nccl_all_reduce_impl.h"
 #include "merge/gpu/replica_kernels.h"
 
-namespace xmlt::kernels::cuda {
-namespace {
+namespace xmlt::merge::gpu {
 
-// Makes `each_rank`'s NCCL calls, one per rank, as one group; the group is closed even when a call
-// fails, or this thread's later NCCL calls would all join it.
-template <class F>
-void Grouped(F&& each_rank) {
-  XMLT_NCCL_CHECK(ncclGroupStart());
-  try {
-    each_rank();
-  } catch (...) {
-    ncclGroupEnd();
-    throw;
-  }
-  XMLT_NCCL_CHECK(ncclGroupEnd());
-}
-
-}  // namespace
-
-struct NcclAllReduce::Impl {
-  // One of this process's GPUs.
-  struct Gpu {
-    int ordinal = 0;
-    size_t rank = 0;               // its NCCL rank: which shard it owns
-    std::vector<size_t> replicas;  // indices into `replicas`, in order
-    ncclComm_t comm = nullptr;
-    std::optional<Stream> stream;  // made with this GPU current
-    DeviceBuffer<float> acc;       // only on a GPU with several replicas: their weighted sum
-    DeviceBuffer<double> partial;  // the norms' per-block sums, then one total per replica (all replicas)
-    PinnedBuffer<double> norms;    // one per replica (all replicas)
-  };
-
-  std::vector<GpuReplica> replicas;
-  size_t count = 0;
-  size_t shard = 0;  // count / GPUs: what each rank owns after the reduce-scatter
-  size_t main = 0;   // shard * GPUs: what the reduce-scatter takes
-  size_t tail = 0;   // count - main (< GPUs): summed apart by an all-reduce
-  std::vector<Gpu> gpus;  // this process's, in rank order
-  // Each GPU's shard of w and w_p, then the tail (every GPU keeps it): shard + tail values.
-  DeviceGlobalModel global;
-  size_t ranks = 0;       // NCCL ranks: GPUs of every process
-  bool across_processes = false;
-  bool aborted = false;
-  bool failed = false;  // a merge threw: its collectives may never finish
-
-  // What a GPU hands to NCCL: its one replica where it has one, else its accumulator.
-  float* Work(Gpu& gpu) {
-    if (gpu.replicas.size() == 1) return replicas[gpu.replicas[0]].params;
-    return gpu.acc.data();
-  }
-
-  void CheckUsable(const char* what) const {
-    if (aborted) throw std::logic_error(std::string("NcclAllReduce: ") + what + " after Abort()");
-  }
-
-  // Waits for every GPU's stream, then throws if NCCL reports a failed collective: a GPU lost here
-  // fails the synchronization, one lost in another process only the communicator's async error.
-  void Finish() {
-    for (Gpu& gpu : gpus) gpu.stream->Synchronize();
-    for (Gpu& gpu : gpus) {
-      ncclResult_t async = ncclSuccess;
-      XMLT_NCCL_CHECK(ncclCommGetAsyncError(gpu.comm, &async));
-      if (async != ncclSuccess)
-        throw std::runtime_error("NcclAllReduce: NCCL's collective failed on GPU " + std::to_string(gpu.ordinal) +
-                                 " (a GPU of another rank was lost, or its communicator aborted): " +
-                                 ncclGetErrorString(async));
-    }
-  }
-  // Sums `n` doubles at `values` (on each GPU) over every NCCL rank, in place.
-  void SumDoubles(const std::vector<double*>& values, size_t n) {
-    Grouped([&] {
-      for (size_t g = 0; g < gpus.size(); ++g)
-        XMLT_NCCL_CHECK(
-            ncclAllReduce(values[g], values[g], n, ncclFloat64, ncclSum, gpus[g].comm, gpus[g].stream->get()));
-    });
-  }
-
-  void MakeGroups(const std::vector<GpuReplica>& all, const NcclRanks* processes);
-  void MakeBuffers();
-  void Run(const std::vector<double>& weights, const DeviceMomentum* momentum);
-  void Merge(const std::vector<double>& weights, const DeviceMomentum* momentum);
-  void GatherGlobal(float* current, float* previous);
-  void TearDown(bool abort);
-};
+using kernels::cuda::DeviceBuffer;
+using kernels::cuda::DeviceGuard;
+using kernels::cuda::PinnedBuffer;
 
 // The GPUs of this process and the NCCL rank of each: (process, GPU) pairs in order of first
 // appearance among the replicas; all of them in one process.
@@ -158,7 +81,7 @@ void NcclAllReduce::Impl::MakeBuffers() {
                        shard + tail,
                        {{gpus[r].rank * shard, 0, shard, true}, {main, shard, tail, r == 0}},
                        {{0, shard + tail}}});
-  global = DeviceGlobalModel(std::move(layouts));
+  global = DeviceGlobalModel("NcclAllReduce", std::move(layouts));
 }
 
 NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count) : impl_(std::make_unique<Impl>()) {
@@ -234,8 +157,7 @@ void NcclAllReduce::Impl::Run(const std::vector<double>& weights, const DeviceMo
   if (weights.size() != replicas.size())
     throw std::invalid_argument("NcclAllReduce: " + std::to_string(weights.size()) + " weights for " +
                                 std::to_string(replicas.size()) + " replicas");
-  if (momentum != nullptr && !global.set())
-    throw std::logic_error("NcclAllReduce: the global momentum needs SetGlobalModel first");
+  if (momentum != nullptr) global.CheckSetBefore("the global momentum");
   if (count == 0) return;
   try {
     Merge(weights, momentum);
@@ -245,18 +167,26 @@ void NcclAllReduce::Impl::Run(const std::vector<double>& weights, const DeviceMo
   }
 }
 
+// One merge, step by step as NCCL's runRing labels its own: each rank's local sum, then without
+// momentum one all-reduce; with it a reduce-scatter, the momentum on each rank's shard and an
+// all-gather; then the result copied back into the replicas that did not take part.
 void NcclAllReduce::Impl::Merge(const std::vector<double>& weights, const DeviceMomentum* momentum) {
-  const bool sharded = momentum != nullptr;
-  // The ops may go as soon as the calls given them have returned.
-  struct Ops {
-    std::vector<Gpu>& gpus;
-    std::vector<ncclRedOp_t> made;  // by rank
-    ~Ops() {
-      for (size_t r = 0; r < made.size(); ++r) ncclRedOpDestroy(made[r], gpus[r].comm);
-    }
-  } ops{gpus, {}};
-  // Each rank's input: its one replica pre-multiplied by its weight, or its replicas' weighted sum
-  // pre-multiplied by 1.
+  WeightedSumOps ops{gpus, {}};
+  LocalSum(weights, ops);
+  if (momentum == nullptr) {
+    AllReduce(ops);
+  } else {
+    ReduceScatter(ops);
+    MomentumOnShard(*momentum);
+    AllGather();
+  }
+  CopyBack();
+  Finish();
+}
+
+// Each rank's input: its one replica pre-multiplied by its weight, or its replicas' weighted sum
+// pre-multiplied by 1.
+void NcclAllReduce::Impl::LocalSum(const std::vector<double>& weights, WeightedSumOps& ops) {
   for (size_t r = 0; r < gpus.size(); ++r) {
     Gpu& gpu = gpus[r];
     DeviceGuard guard(gpu.ordinal);
@@ -270,52 +200,67 @@ void NcclAllReduce::Impl::Merge(const std::vector<double>& weights, const Device
     }
     ncclRedOp_t op = ncclSum;
     XMLT_NCCL_CHECK(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, gpu.comm));
-    ops.made.push_back(op);
+    ops.by_rank.push_back(op);
   }
+}
 
-  if (!sharded) {
-    Grouped([&] {
-      for (size_t r = 0; r < gpus.size(); ++r) {
-        float* work = Work(gpus[r]);
-        XMLT_NCCL_CHECK(
-            ncclAllReduce(work, work, count, ncclFloat32, ops.made[r], gpus[r].comm, gpus[r].stream->get()));
-      }
-    });
-  } else {
-    // Every rank makes the same calls (shard and tail are the same everywhere), so the j-th call of
-    // each rank is the same collective.
-    Grouped([&] {
-      for (size_t r = 0; r < gpus.size(); ++r) {
-        float* work = Work(gpus[r]);
-        if (shard > 0)
-          XMLT_NCCL_CHECK(ncclReduceScatter(work, work + gpus[r].rank * shard, shard, ncclFloat32, ops.made[r],
-                                            gpus[r].comm, gpus[r].stream->get()));
-        if (tail > 0)
-          XMLT_NCCL_CHECK(ncclAllReduce(work + main, work + main, tail, ncclFloat32, ops.made[r], gpus[r].comm,
-                                        gpus[r].stream->get()));
-      }
-    });
+// Without momentum: the whole sum on every rank, in place.
+void NcclAllReduce::Impl::AllReduce(const WeightedSumOps& ops) {
+  Grouped([&] {
     for (size_t r = 0; r < gpus.size(); ++r) {
-      Gpu& gpu = gpus[r];
-      DeviceGuard guard(gpu.ordinal);
-      float* work = Work(gpu);
-      if (shard > 0)
-        LaunchMomentum(gpu.stream->get(), work + gpu.rank * shard, global.current(r), global.previous(r), shard,
-                       *momentum);
-      if (tail > 0)
-        LaunchMomentum(gpu.stream->get(), work + main, global.current(r) + shard, global.previous(r) + shard, tail,
-                       *momentum);
+      float* work = Work(gpus[r]);
+      XMLT_NCCL_CHECK(
+          ncclAllReduce(work, work, count, ncclFloat32, ops.by_rank[r], gpus[r].comm, gpus[r].stream->get()));
     }
+  });
+}
+
+// With momentum: each rank's shard of the sum, and the tail summed apart on every rank. Every rank
+// makes the same calls (shard and tail are the same everywhere), so the j-th call of each rank is
+// the same collective.
+void NcclAllReduce::Impl::ReduceScatter(const WeightedSumOps& ops) {
+  Grouped([&] {
+    for (size_t r = 0; r < gpus.size(); ++r) {
+      float* work = Work(gpus[r]);
+      if (shard > 0)
+        XMLT_NCCL_CHECK(ncclReduceScatter(work, work + gpus[r].rank * shard, shard, ncclFloat32, ops.by_rank[r],
+                                          gpus[r].comm, gpus[r].stream->get()));
+      if (tail > 0)
+        XMLT_NCCL_CHECK(ncclAllReduce(work + main, work + main, tail, ncclFloat32, ops.by_rank[r], gpus[r].comm,
+                                      gpus[r].stream->get()));
+    }
+  });
+}
+
+// The momentum rule on the shard each rank owns and on the tail, where it keeps w and w_p.
+void NcclAllReduce::Impl::MomentumOnShard(const DeviceMomentum& momentum) {
+  for (size_t r = 0; r < gpus.size(); ++r) {
+    Gpu& gpu = gpus[r];
+    DeviceGuard guard(gpu.ordinal);
+    float* work = Work(gpu);
     if (shard > 0)
-      Grouped([&] {
-        for (size_t r = 0; r < gpus.size(); ++r) {
-          float* work = Work(gpus[r]);
-          XMLT_NCCL_CHECK(ncclAllGather(work + gpus[r].rank * shard, work, shard, ncclFloat32, gpus[r].comm,
-                                        gpus[r].stream->get()));
-        }
-      });
+      LaunchMomentum(gpu.stream->get(), work + gpu.rank * shard, global.current(r), global.previous(r), shard,
+                     momentum);
+    if (tail > 0)
+      LaunchMomentum(gpu.stream->get(), work + main, global.current(r) + shard, global.previous(r) + shard, tail,
+                     momentum);
   }
-  // The result into every replica that did not take part itself (copies within the GPU).
+}
+
+// Every rank's finished shard to every rank.
+void NcclAllReduce::Impl::AllGather() {
+  if (shard == 0) return;
+  Grouped([&] {
+    for (size_t r = 0; r < gpus.size(); ++r) {
+      float* work = Work(gpus[r]);
+      XMLT_NCCL_CHECK(ncclAllGather(work + gpus[r].rank * shard, work, shard, ncclFloat32, gpus[r].comm,
+                                    gpus[r].stream->get()));
+    }
+  });
+}
+
+// The result into every replica that did not take part itself (copies within the GPU).
+void NcclAllReduce::Impl::CopyBack() {
   for (Gpu& gpu : gpus) {
     DeviceGuard guard(gpu.ordinal);
     const float* work = Work(gpu);
@@ -324,7 +269,6 @@ void NcclAllReduce::Impl::Merge(const std::vector<double>& weights, const Device
         XMLT_CUDA_CHECK(cudaMemcpyAsync(replicas[i].params, work, count * sizeof(float), cudaMemcpyDeviceToDevice,
                                         gpu.stream->get()));
   }
-  Finish();
 }
 
 void NcclAllReduce::WeightedAllReduce(const std::vector<double>& weights) { impl_->Run(weights, nullptr); }
@@ -333,127 +277,8 @@ void NcclAllReduce::WeightedAllReduce(const std::vector<double>& weights, const 
   impl_->Run(weights, &momentum);
 }
 
-void NcclAllReduce::SetGlobalModel(const float* current, const float* previous) {
-  impl_->CheckUsable("SetGlobalModel");
-  impl_->global.Upload(current, previous);
-}
-
-// Across processes: each of w and w_p all-gathered on every GPU (into its accumulator, or a buffer
-// made for the call), then copied down from this process's first GPU, with the tail, which every
-// GPU holds.
-void NcclAllReduce::Impl::GatherGlobal(float* current, float* previous) {
-  std::vector<DeviceBuffer<float>> made(gpus.size());
-  std::vector<float*> into(gpus.size());
-  for (size_t g = 0; g < gpus.size(); ++g) {
-    DeviceGuard guard(gpus[g].ordinal);
-    if (gpus[g].acc.size() >= main) {
-      into[g] = gpus[g].acc.data();
-    } else {
-      made[g] = DeviceBuffer<float>(main);
-      into[g] = made[g].data();
-    }
-  }
-  for (const auto& host_and_which :
-       {std::pair{current, &DeviceGlobalModel::current}, std::pair{previous, &DeviceGlobalModel::previous}}) {
-    float* const host = host_and_which.first;
-    const auto which = host_and_which.second;
-    if (shard > 0)
-      Grouped([&] {
-        for (size_t g = 0; g < gpus.size(); ++g)
-          XMLT_NCCL_CHECK(ncclAllGather((global.*which)(g), into[g], shard, ncclFloat32, gpus[g].comm,
-                                        gpus[g].stream->get()));
-      });
-    Gpu& first = gpus[0];
-    DeviceGuard guard(first.ordinal);
-    if (shard > 0)
-      XMLT_CUDA_CHECK(
-          cudaMemcpyAsync(host, into[0], main * sizeof(float), cudaMemcpyDeviceToHost, first.stream->get()));
-    if (tail > 0)
-      XMLT_CUDA_CHECK(cudaMemcpyAsync(host + main, (global.*which)(0) + shard, tail * sizeof(float),
-                                      cudaMemcpyDeviceToHost, first.stream->get()));
-    Finish();
-  }
-}
-
-void NcclAllReduce::GetGlobalModel(float* current, float* previous) {
-  if (!impl_->global.set()) throw std::logic_error("NcclAllReduce: no global model was set");
-  impl_->CheckUsable("GetGlobalModel");
-  if (impl_->across_processes) {
-    impl_->GatherGlobal(current, previous);
-  } else {
-    impl_->global.Download(current, previous);
-  }
-}
-
-bool NcclAllReduce::GlobalModelFinite() {
-  Impl& m = *impl_;
-  if (!m.global.set()) throw std::logic_error("NcclAllReduce: no global model was set");
-  m.CheckUsable("GlobalModelFinite");
-  std::vector<cudaStream_t> streams;
-  for (Impl::Gpu& gpu : m.gpus) streams.push_back(gpu.stream->get());
-  const double non_finite = double(m.global.CountNonFinite(streams));
-  if (!m.across_processes) return non_finite == 0;
-  // The other processes' counts: summed by NCCL, in one double on each GPU (its norms' scratch).
-  std::vector<double*> slot;
-  for (Impl::Gpu& gpu : m.gpus) {
-    DeviceGuard guard(gpu.ordinal);
-    const double mine = &gpu == &m.gpus[0] ? non_finite : 0.0;
-    XMLT_CUDA_CHECK(cudaMemcpy(gpu.partial.data(), &mine, sizeof(double), cudaMemcpyHostToDevice));
-    slot.push_back(gpu.partial.data());
-  }
-  m.SumDoubles(slot, 1);
-  double total = 0;
-  DeviceGuard guard(m.gpus[0].ordinal);
-  XMLT_CUDA_CHECK(cudaMemcpyAsync(&total, slot[0], sizeof(double), cudaMemcpyDeviceToHost, m.gpus[0].stream->get()));
-  m.Finish();
-  return total == 0;
-}
-
-std::vector<double> NcclAllReduce::SquaredNorms() {
-  Impl& m = *impl_;
-  m.CheckUsable("SquaredNorms");
-  std::vector<double> norms(m.replicas.size(), 0.0);
-  if (m.count == 0) return norms;
-  // Each replica's norm in its own slot; across processes the slots of the others' replicas are
-  // zeros, and NCCL's sum of the slots gives every process every norm (x + 0 is exact).
-  const size_t n = m.replicas.size();
-  std::vector<double*> slots;
-  for (Impl::Gpu& gpu : m.gpus) {
-    DeviceGuard guard(gpu.ordinal);
-    const cudaStream_t stream = gpu.stream->get();
-    double* slot = gpu.partial.data() + kSquaresScratch;
-    if (m.across_processes) XMLT_CUDA_CHECK(cudaMemsetAsync(slot, 0, n * sizeof(double), stream));
-    for (const size_t i : gpu.replicas)
-      LaunchSquaredNorm(stream, m.replicas[i].params, m.count, gpu.partial.data(), slot + i);
-    slots.push_back(slot);
-  }
-  // Only the norms reach the host: every slot from the first GPU across processes, each GPU's own
-  // replicas' slots here.
-  if (m.across_processes) m.SumDoubles(slots, n);
-  for (size_t g = 0; g < m.gpus.size(); ++g) {
-    Impl::Gpu& gpu = m.gpus[g];
-    DeviceGuard guard(gpu.ordinal);
-    if (m.across_processes && g == 0)
-      XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.norms.data(), slots[g], n * sizeof(double), cudaMemcpyDeviceToHost,
-                                      gpu.stream->get()));
-    if (!m.across_processes)
-      for (const size_t i : gpu.replicas)
-        XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.norms.data() + i, slots[g] + i, sizeof(double), cudaMemcpyDeviceToHost,
-                                        gpu.stream->get()));
-  }
-  m.Finish();
-  for (Impl::Gpu& gpu : m.gpus) {
-    if (m.across_processes) {
-      for (size_t i = 0; i < n; ++i) norms[i] = m.gpus[0].norms.data()[i];
-    } else {
-      for (const size_t i : gpu.replicas) norms[i] = gpu.norms.data()[i];
-    }
-  }
-  return norms;
-}
-
 size_t NcclAllReduce::gpus() const { return impl_->ranks; }
 size_t NcclAllReduce::shard_count() const { return impl_->shard; }
 size_t NcclAllReduce::tail_count() const { return impl_->tail; }
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

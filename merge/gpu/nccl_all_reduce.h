@@ -34,7 +34,7 @@
 
 #include "merge/gpu/device_collective.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 
 // The processes of a merge across processes: this one's rank, the process that holds each replica
 // (the others' replicas are never read here; their pointers may be null), and how rank 0's
@@ -85,4 +85,4 @@ class NcclAllReduce final : public DeviceCollective {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

@@ -6,7 +6,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 namespace {
 
 constexpr unsigned kThreads = 256;
@@ -149,4 +149,4 @@ void LaunchCountNonFinite(cudaStream_t stream, const float* values, size_t n, un
   XMLT_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

@@ -11,7 +11,7 @@
 
 #include "merge/gpu/device_collective.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 
 // Up to kTermsPerPass replicas and their weights, passed by value as kernel arguments (nothing to
 // copy from the host before a merge).
@@ -44,4 +44,4 @@ void LaunchSquaredNorm(cudaStream_t stream, const float* params, size_t n, doubl
 // *count += the number of non-finite values among values[0, n) (count is zeroed by the caller).
 void LaunchCountNonFinite(cudaStream_t stream, const float* values, size_t n, unsigned long long* count);
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

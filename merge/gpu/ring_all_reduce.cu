@@ -10,10 +10,17 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "merge/gpu/device_global_model.h"
+#include "merge/gpu/peer_access.h"
 #include "merge/gpu/replica_kernels.h"
 #include "merge/gpu/ring_pieces.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
+
+using kernels::cuda::DeviceBuffer;
+using kernels::cuda::DeviceGuard;
+using kernels::cuda::Event;
+using kernels::cuda::PinnedBuffer;
+using kernels::cuda::Stream;
 
 struct RingAllReduce::Impl {
   struct Gpu {
@@ -35,8 +42,6 @@ struct RingAllReduce::Impl {
   DeviceGlobalModel global;  // w and w_p, each GPU's copy valid on the chunks it owns
 
   // Whether w and w_p are on the GPUs (always, for an empty model).
-  bool GlobalSet() const { return count == 0 || global.set(); }
-
   Event& EventOf(size_t g, size_t p, size_t step) { return gpus[g].events[2 * p + step % 2]; }
 
   // The GPU at ring position k of partition p: each partition's ring starts at another GPU.
@@ -156,23 +161,11 @@ RingAllReduce::RingAllReduce(std::vector<GpuReplica> replicas, size_t count, siz
         layout.checked.push_back({r.begin, r.size()});
       }
   }
-  m.global = DeviceGlobalModel(std::move(layouts));
+  m.global = DeviceGlobalModel("RingAllReduce", std::move(layouts));
+  if (count == 0) m.global.Upload(nullptr, nullptr);  // an empty model has nothing to set: it is set
   // Each GPU copies from its left neighbour in every partition's ring (rotations keep neighbours).
   for (size_t k = 0; k < n && n > 1; ++k) {
-    const int receiver = m.gpus[k].ordinal, sender = m.gpus[(k + n - 1) % n].ordinal;
-    int can = 0;
-    XMLT_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, receiver, sender));
-    if (!can) {
-      m.peer_access = false;
-      continue;
-    }
-    DeviceGuard guard(receiver);
-    const cudaError_t status = cudaDeviceEnablePeerAccess(sender, 0);
-    if (status == cudaErrorPeerAccessAlreadyEnabled) {
-      cudaGetLastError();  // enabled by an earlier ring: fine
-    } else {
-      XMLT_CUDA_CHECK(status);
-    }
+    if (!EnablePeerAccess(m.gpus[k].ordinal, m.gpus[(k + n - 1) % n].ordinal)) m.peer_access = false;
   }
 }
 
@@ -205,7 +198,7 @@ void RingAllReduce::Impl::Run(const std::vector<double>& weights, const DeviceMo
 void RingAllReduce::WeightedAllReduce(const std::vector<double>& weights) { impl_->Run(weights, nullptr, true); }
 
 void RingAllReduce::WeightedAllReduce(const std::vector<double>& weights, const DeviceMomentum& momentum) {
-  if (!impl_->GlobalSet()) throw std::logic_error("RingAllReduce: the global momentum needs SetGlobalModel first");
+  impl_->global.CheckSetBefore("the global momentum");
   impl_->Run(weights, &momentum, true);
 }
 
@@ -219,7 +212,6 @@ const float* RingAllReduce::Sum(int gpu) const {
 
 bool RingAllReduce::GlobalModelFinite() {
   Impl& m = *impl_;
-  if (!m.GlobalSet()) throw std::logic_error("RingAllReduce: no global model was set");
   std::vector<cudaStream_t> streams;
   for (Impl::Gpu& gpu : m.gpus) streams.push_back(gpu.streams[0].get());
   return m.global.CountNonFinite(streams) == 0;
@@ -230,7 +222,6 @@ void RingAllReduce::SetGlobalModel(const float* current, const float* previous) 
 }
 
 void RingAllReduce::GetGlobalModel(float* current, float* previous) {
-  if (!impl_->GlobalSet()) throw std::logic_error("RingAllReduce: no global model was set");
   impl_->global.Download(current, previous);
 }
 
@@ -259,4 +250,4 @@ size_t RingAllReduce::gpus() const { return impl_->gpus.size(); }
 size_t RingAllReduce::partitions() const { return impl_->partitions; }
 bool RingAllReduce::peer_access() const { return impl_->peer_access; }
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

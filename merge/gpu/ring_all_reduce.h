@@ -21,7 +21,7 @@
 
 #include "merge/gpu/device_collective.h"
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 
 class RingAllReduce final : public DeviceCollective {
  public:
@@ -58,4 +58,4 @@ class RingAllReduce final : public DeviceCollective {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

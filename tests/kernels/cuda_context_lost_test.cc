@@ -205,7 +205,7 @@ TEST(CudaContextLostSim, AnErrorHandledOnceDoesNotFailTheNextLaunchOnALiveGpu) {
   const DeviceBuffer<float> received = DeviceBuffer<float>::FromHost(ones);
   Stream live;
   const auto launch_on_gpu0 = [&] {
-    LaunchAdd(live.get(), acc.data(), received.data(), ones.size());
+    merge::gpu::LaunchAdd(live.get(), acc.data(), received.data(), ones.size());
     live.Synchronize();
   };
   {
@@ -213,7 +213,7 @@ TEST(CudaContextLostSim, AnErrorHandledOnceDoesNotFailTheNextLaunchOnALiveGpu) {
     DeviceBuffer<float> lost_acc = DeviceBuffer<float>::FromHost(ones);
     Stream lost;
     gpusim::InjectStickyErrorAtLaunch(1, cudaErrorIllegalAddress, 1);
-    LaunchAdd(lost.get(), lost_acc.data(), lost_acc.data(), ones.size());
+    merge::gpu::LaunchAdd(lost.get(), lost_acc.data(), lost_acc.data(), ones.size());
     EXPECT_THROW(lost.Synchronize(), ContextLost);
   }  // GPU 1's buffer and stream released, on GPU 0 again
   EXPECT_NO_THROW(launch_on_gpu0()) << "after a lost GPU's error was thrown and its buffers released";

@@ -40,7 +40,7 @@
 #include "gpusim/traffic.h"
 #endif
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 namespace {
 
 constexpr double kGamma = 0.9;
@@ -418,4 +418,4 @@ TEST(CudaDeviceAdasumSim, OneReplicaPerGpuMovesTwoNMinusOneOverNOfTheModelPlusSc
 #endif
 
 }  // namespace
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

@@ -37,9 +37,9 @@ namespace {
 using kernels::cuda::DeviceBuffer;
 using kernels::cuda::DeviceGuard;
 
-using kernels::cuda::testing::FewestGpus;
-using kernels::cuda::testing::Gpus;
-using kernels::cuda::testing::Layout;
+using gpu::testing::FewestGpus;
+using gpu::testing::Gpus;
+using gpu::testing::Layout;
 
 // The same replicas on the host and on the GPUs.
 struct Twins {

@@ -29,9 +29,10 @@
 #include "gpusim/faults.h"
 #endif
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 namespace {
 
+using kernels::cuda::CudaDeviceCountOrZero;
 using testing::Gpus;
 using testing::Layout;
 using testing::RandomWeights;
@@ -260,4 +261,4 @@ TEST(CudaNcclAcrossRanksSim, AGpuLostOnOneRankFailsTheMergeOnEveryRank) {
 #endif
 
 }  // namespace
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

@@ -30,9 +30,10 @@
 #include "gpusim/traffic.h"
 #endif
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 namespace {
 
+using kernels::cuda::CudaDeviceCountOrZero;
 using testing::FewestGpus;
 using testing::Gpus;
 using testing::Layout;
@@ -330,4 +331,4 @@ TEST(CudaNcclAllReduceSim, ALostGpuIsTornDownByAbortWithoutAHang) {
 #endif
 
 }  // namespace
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

@@ -26,9 +26,10 @@
 #include "gpusim/traffic.h"
 #endif
 
-namespace xmlt::kernels::cuda {
+namespace xmlt::merge::gpu {
 namespace {
 
+using kernels::cuda::DeviceGuard;
 using testing::FewestGpus;
 using testing::Gpus;
 using testing::Layout;
@@ -185,4 +186,4 @@ TEST(CudaRingAllReduceSim, EachGpuMovesTwoNMinusOneOverNOfTheModelAndNothingTouc
 #endif
 
 }  // namespace
-}  // namespace xmlt::kernels::cuda
+}  // namespace xmlt::merge::gpu

@@ -14,10 +14,10 @@
 #include "kernels/cuda/device_count.h"
 #include "merge/gpu/device_collective.h"
 
-namespace xmlt::kernels::cuda::testing {
+namespace xmlt::merge::gpu::testing {
 
 // Up to 8 of this machine's (or the simulator's) GPUs.
-inline int Gpus() { return std::min(CudaDeviceCountOrZero(), 8); }
+inline int Gpus() { return std::min(kernels::cuda::CudaDeviceCountOrZero(), 8); }
 
 // The fewest GPUs a layout of the grids below spans: XMLT_TEST_FEWEST_GPUS, or 1. The simulated
 // build runs these grids again on 8 GPUs and on 4 that refuse peer access (tests/CMakeLists.txt);
@@ -60,13 +60,13 @@ inline std::vector<double> RandomWeights(size_t n, uint64_t seed) {
 struct TwinReplicas {
   std::vector<int> gpus;
   std::vector<std::vector<float>> host;
-  std::vector<DeviceBuffer<float>> device;
+  std::vector<kernels::cuda::DeviceBuffer<float>> device;
 
   TwinReplicas(std::vector<int> gpu_of, std::vector<std::vector<float>> values)
       : gpus(std::move(gpu_of)), host(std::move(values)) {
     for (size_t i = 0; i < gpus.size(); ++i) {
-      DeviceGuard guard(gpus[i]);
-      device.push_back(DeviceBuffer<float>::FromHost(host[i]));
+      kernels::cuda::DeviceGuard guard(gpus[i]);
+      device.push_back(kernels::cuda::DeviceBuffer<float>::FromHost(host[i]));
     }
   }
   // Normal values of standard deviation `sigma`.
@@ -79,13 +79,13 @@ struct TwinReplicas {
     return view;
   }
   std::vector<float> Read(size_t i) const {
-    DeviceGuard guard(gpus[i]);
+    kernels::cuda::DeviceGuard guard(gpus[i]);
     return device[i].ToHost();
   }
   // Replica i becomes `values` on both sides.
   void Write(size_t i, const std::vector<float>& values) {
     host[i] = values;
-    DeviceGuard guard(gpus[i]);
+    kernels::cuda::DeviceGuard guard(gpus[i]);
     if (!values.empty())
       XMLT_CUDA_CHECK(
           cudaMemcpy(device[i].data(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice));
@@ -107,4 +107,4 @@ struct TwinReplicas {
   }
 };
 
-}  // namespace xmlt::kernels::cuda::testing
+}  // namespace xmlt::merge::gpu::testing
