@@ -8,7 +8,7 @@
 //   ring_momentum  the same with the global momentum, as training merges (N partitions, the
 //               rule applied by each chunk's owner between the reduce-scatter and the all-gather)
 //   nccl_all_reduce[_momentum]  our NcclAllReduce (merge/gpu/nccl_all_reduce.h) over the
-//               simulator's NCCL, which times a collective as NCCL's ring moves it (gpusim/nccl.cc);
+//               simulator's NCCL, which times a collective as NCCL's ring moves it (gpusim/nccl_ring_cost.cc);
 //               with the momentum a reduce-scatter, the rule, an all-gather
 //   adasum      our DeviceAdasum (merge/gpu/device_adasum.h): deltas, a pairwise tree of Adasum
 //               combinations per tensor of the model, the result down a binomial tree, the update
