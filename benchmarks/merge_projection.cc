@@ -8,7 +8,7 @@
 //   ring_momentum  the same with the global momentum, as training merges (N partitions, the
 //               rule applied by each chunk's owner between the reduce-scatter and the all-gather)
 //   nccl_all_reduce[_momentum]  our NcclAllReduce (merge/gpu/nccl_all_reduce.h) over the
-//               simulator's NCCL, which times a collective as NCCL's ring moves it (gpusim/nccl.cc);
+//               simulator's NCCL, which times a collective as NCCL's ring moves it (gpusim/nccl_ring_cost.cc);
 //               with the momentum a reduce-scatter, the rule, an all-gather
 //   adasum      our DeviceAdasum (merge/gpu/device_adasum.h): deltas, a pairwise tree of Adasum
 //               combinations per tensor of the model, the result down a binomial tree, the update
@@ -23,6 +23,8 @@
 // and, from formulas: the copy floor, 2(N-1)/N of the model through each GPU's port, and NCCL's
 // ring estimate, the floor plus 2(N-1) link latencies (nccl-tests' busBW = algBW * 2(N-1)/N with
 // busBW at the link's bandwidth). Prints CSV on stdout, progress on stderr.
+// The replicas and the waits the schedules share are in merge_projection_replicas.h, the tree and
+// the NCCL-style ring in merge_projection_reference_schedules.h.
 // Usage: XMLT_SIM_GPUS=N merge_projection [--floats COUNT] [--links pcie4,nvlink4]
 //        [--tree-chunks 64] [--channels 8] [--slice-bytes 524288] [--only SCHEDULE_PREFIX]
 #include <cuda_runtime.h>
@@ -38,20 +40,22 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/merge_projection_reference_schedules.h"
+#include "benchmarks/merge_projection_replicas.h"
 #include "gpusim/timing.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/model.h"
 #include "merge/adasum.h"
 #include "merge/gpu/device_adasum.h"
 #include "merge/gpu/nccl_all_reduce.h"
-#include "merge/gpu/replica_kernels.h"
 #include "merge/gpu/ring_all_reduce.h"
-#include "merge/gpu/ring_pieces.h"
 
 namespace {
 
 using namespace xmlt::kernels::cuda;
 using namespace xmlt::merge::gpu;
+
+using namespace merge_projection;
 
 struct Options {
   size_t floats = 0;  // 0: the Amazon-670K model's parameters
@@ -60,43 +64,6 @@ struct Options {
   size_t channels = 8;
   size_t slice_bytes = size_t{512} << 10;  // NCCL's ring step with its default 4 MiB buffer in 8 slots
   std::string only;  // run only the schedules whose names start with this
-};
-
-// One replica per GPU, each starting at its ordinal + 1.
-struct Replicas {
-  size_t count = 0;
-  std::vector<DeviceBuffer<float>> params;
-
-  Replicas(int gpus, size_t floats) : count(floats) {
-    for (int g = 0; g < gpus; ++g) {
-      DeviceGuard guard(g);
-      params.emplace_back(floats);
-    }
-  }
-  int gpus() const { return int(params.size()); }
-  void Fill() {
-    std::vector<float> host(count);
-    for (int g = 0; g < gpus(); ++g) {
-      std::fill(host.begin(), host.end(), float(g + 1));
-      DeviceGuard guard(g);
-      XMLT_CUDA_CHECK(cudaMemcpy(params[g].data(), host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
-    }
-  }
-  std::vector<GpuReplica> View() {
-    std::vector<GpuReplica> view;
-    for (int g = 0; g < gpus(); ++g) view.push_back({g, params[g].data()});
-    return view;
-  }
-  // Whether every value of every replica is `expected`, within `tolerance` of it.
-  bool HoldEverywhere(float expected, float tolerance = 0) const {
-    for (int g = 0; g < gpus(); ++g) {
-      DeviceGuard guard(g);
-      const std::vector<float> host = params[g].ToHost();
-      if (std::any_of(host.begin(), host.end(), [&](float v) { return !(std::abs(v - expected) <= tolerance); }))
-        return false;
-    }
-    return true;
-  }
 };
 
 // The sum 1 + 2 + ... + N that the summing schedules leave.
@@ -113,23 +80,6 @@ double AdasumOfOrdinals(int gpus) {
       v[p.left] = (1 - a * b / (2 * a * a)) * a + (1 - a * b / (2 * b * b)) * b;
     }
   return v[0];
-}
-
-void SynchronizeAll(int gpus) {
-  for (int g = 0; g < gpus; ++g) {
-    DeviceGuard guard(g);
-    XMLT_CUDA_CHECK(cudaDeviceSynchronize());
-  }
-}
-
-// Runs the issued work by waiting for `events` in this order. The simulator runs work when it is
-// waited for, and gives a port to copies in the order it runs them (timing.h): waiting in the
-// order the work would reach the ports on a card (chunk by chunk, wave by wave) keeps that order
-// from favouring one stream's copies over another's, and the projection from depending on which
-// stream the simulator happens to run first. Everything was issued before: the host's clock
-// moving on with these waits changes no operation's time.
-void RunInOrder(const std::vector<Event*>& events) {
-  for (Event* e : events) e->Synchronize();
 }
 
 // The global momentum (heavy ball) with gamma 0: the rule's reads and writes, the sum's values.
@@ -173,160 +123,6 @@ double OurAdasum(Replicas& r, const std::vector<size_t>& tensors) {
 }
 
 // Events in a flat table, created on their GPU.
-std::vector<Event> EventsOn(int gpu, size_t count) {
-  DeviceGuard guard(gpu);
-  std::vector<Event> events(count);
-  return events;
-}
-
-// NCCL's ring, pipelined: channel p's ring starts at GPU p mod N; step s (1 .. 2N-2) at ring
-// position k of slice j receives from position k - 1 once that has done step s - 1 of slice j.
-// Issued wave by wave (j + s), so that each stream's order lets slice j + 1 follow slice j.
-double NcclStyleRing(Replicas& r, size_t channels, size_t slice_floats) {
-  const size_t n = size_t(r.gpus());
-  const size_t chunk_floats = (r.count + channels * n - 1) / (channels * n);
-  const size_t slices = std::max<size_t>(1, (chunk_floats + slice_floats - 1) / slice_floats);
-  const size_t steps = 2 * n - 2;
-  std::vector<std::vector<Stream>> streams(n);     // [gpu][channel]
-  std::vector<std::vector<DeviceBuffer<float>>> staged(n);
-  std::vector<std::vector<Event>> done(n);         // [gpu][(channel * slices + j) * (steps + 1) + s]
-  for (size_t g = 0; g < n; ++g) {
-    DeviceGuard guard{int(g)};
-    for (size_t p = 0; p < channels; ++p) {
-      streams[g].emplace_back();
-      staged[g].emplace_back((chunk_floats + slices - 1) / slices + 1);
-    }
-    done[g] = EventsOn(int(g), channels * slices * (steps + 1));
-  }
-  auto event = [&](size_t g, size_t p, size_t j, size_t s) -> Event& {
-    return done[g][(p * slices + j) * (steps + 1) + s];
-  };
-  gpusim::ResetProjection();
-  std::vector<Event*> order;
-  for (size_t wave = 1; wave < slices + steps; ++wave)
-    for (size_t s = 1; s <= steps; ++s) {
-      if (wave < s || wave - s >= slices) continue;
-      const size_t j = wave - s;
-      for (size_t p = 0; p < channels; ++p) {
-        const Range part = Piece(0, r.count, p, channels);
-        for (size_t k = 0; k < n; ++k) {
-          const size_t to = (k + p) % n, from = (k + n - 1 + p) % n;
-          const bool reduce = s <= n - 1;
-          const size_t within = reduce ? s - 1 : s - n;
-          const size_t c = reduce ? (k + 2 * n - 1 - within) % n : (k + n - within) % n;
-          const Range chunk = Piece(part.begin, part.end, c, n);
-          const Range slice = Piece(chunk.begin, chunk.end, j, slices);
-          DeviceGuard guard{int(to)};
-          const cudaStream_t stream = streams[to][p].get();
-          if (s > 1) XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, event(from, p, j, s - 1).get(), 0));
-          if (slice.size() > 0) {
-            float* destination = reduce ? staged[to][p].data() : r.params[to].data() + slice.begin;
-            XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(destination, int(to), r.params[from].data() + slice.begin, int(from),
-                                                slice.size() * sizeof(float), stream));
-            if (reduce) LaunchAdd(stream, r.params[to].data() + slice.begin, staged[to][p].data(), slice.size());
-          }
-          event(to, p, j, s).Record(stream);
-          order.push_back(&event(to, p, j, s));
-        }
-      }
-    }
-  RunInOrder(order);
-  SynchronizeAll(r.gpus());
-  return gpusim::ProjectedTime();
-}
-
-// A binary tree in heap order (the children of i are 2i + 1 and 2i + 2), pipelined in chunks.
-// Each node copies its children's chunk c on one stream, one child after the other, into two
-// slots per child, and adds them on another: its incoming port takes the chunks in chunk order
-// (timing.h gives a port to copies in the order the simulator runs them, stream by stream, not
-// by fair share), and runs at most two chunks ahead of its parent. It sends the sum's chunks to each child on a stream per child, so that a child
-// whose port is still busy with its own subtree does not hold up the other.
-double Tree(Replicas& r, size_t chunks) {
-  const size_t n = size_t(r.gpus());
-  auto children = [&](size_t i) {
-    std::vector<size_t> out;
-    for (size_t c : {2 * i + 1, 2 * i + 2})
-      if (c < n) out.push_back(c);
-    return out;
-  };
-  const size_t largest = (r.count + chunks - 1) / chunks;
-  struct Node {
-    Stream copies, adds;
-    std::vector<Stream> sends;  // per child
-    std::vector<DeviceBuffer<float>> slots;  // [child * 2 + c % 2]
-    std::vector<Event> copied, reduced;  // per chunk
-    std::vector<Event> final_sum;         // per chunk, on the parent's GPU, which records them
-  };
-  std::vector<Node> nodes(n);
-  for (size_t i = 0; i < n; ++i) {
-    DeviceGuard guard{int(i)};
-    Node& node = nodes[i];
-    node.copies = Stream();
-    node.adds = Stream();
-    for (size_t k = 0; k < children(i).size(); ++k) node.sends.emplace_back();
-    for (size_t k = 0; k < 2 * children(i).size(); ++k) node.slots.emplace_back(largest);
-    node.copied = EventsOn(int(i), chunks);
-    node.reduced = EventsOn(int(i), chunks);
-    if (i > 0) node.final_sum = EventsOn(int((i - 1) / 2), chunks);
-  }
-  gpusim::ResetProjection();
-  for (size_t c = 0; c < chunks; ++c) {
-    const Range range = Piece(0, r.count, c, chunks);
-    for (size_t i = n; i-- > 0;) {  // children before parents: their events are recorded first
-      const std::vector<size_t> kids = children(i);
-      if (kids.empty()) continue;
-      DeviceGuard guard{int(i)};
-      Node& node = nodes[i];
-      if (c >= 2) XMLT_CUDA_CHECK(cudaStreamWaitEvent(node.copies.get(), node.reduced[c - 2].get(), 0));
-      // Flow control, as a pipelined tree's bounded buffers impose: a node runs at most two chunks
-      // ahead of its parent, which leaves its port time for the sum coming down.
-      if (i > 0 && c >= 2)
-        XMLT_CUDA_CHECK(cudaStreamWaitEvent(node.copies.get(), nodes[(i - 1) / 2].copied[c - 2].get(), 0));
-      for (size_t e = 0; e < kids.size(); ++e) {
-        if (!children(kids[e]).empty())
-          XMLT_CUDA_CHECK(cudaStreamWaitEvent(node.copies.get(), nodes[kids[e]].reduced[c].get(), 0));
-        XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(node.slots[2 * e + c % 2].data(), int(i),
-                                            r.params[kids[e]].data() + range.begin, int(kids[e]),
-                                            range.size() * sizeof(float), node.copies.get()));
-      }
-      node.copied[c].Record(node.copies.get());
-      XMLT_CUDA_CHECK(cudaStreamWaitEvent(node.adds.get(), node.copied[c].get(), 0));
-      for (size_t e = 0; e < kids.size(); ++e)
-        LaunchAdd(node.adds.get(), r.params[i].data() + range.begin, node.slots[2 * e + c % 2].data(), range.size());
-      node.reduced[c].Record(node.adds.get());
-    }
-  }
-  // The sum comes down: each parent sends chunk c to its children once it holds the final chunk.
-  for (size_t c = 0; c < chunks; ++c) {
-    const Range range = Piece(0, r.count, c, chunks);
-    for (size_t i = 0; i < n; ++i) {
-      const std::vector<size_t> kids = children(i);
-      if (kids.empty()) continue;
-      DeviceGuard guard{int(i)};
-      Node& node = nodes[i];
-      Event& ready = i == 0 ? node.reduced[c] : node.final_sum[c];
-      for (size_t e = 0; e < kids.size(); ++e) {
-        const cudaStream_t stream = node.sends[e].get();
-        XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, ready.get(), 0));
-        XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(r.params[kids[e]].data() + range.begin, int(kids[e]),
-                                            r.params[i].data() + range.begin, int(i), range.size() * sizeof(float),
-                                            stream));
-        // The child holds the final chunk c once this copy is done (a leaf's event is not waited for).
-        nodes[kids[e]].final_sum[c].Record(stream);
-      }
-    }
-  }
-  std::vector<Event*> order;  // chunk by chunk: its sums up the tree, then down
-  for (size_t c = 0; c < chunks; ++c) {
-    for (size_t i = n; i-- > 0;)
-      if (!children(i).empty()) order.push_back(&nodes[i].reduced[c]);
-    for (size_t i = 1; i < n; ++i) order.push_back(&nodes[i].final_sum[c]);
-  }
-  RunInOrder(order);
-  SynchronizeAll(r.gpus());
-  return gpusim::ProjectedTime();
-}
-
 std::vector<std::string> Split(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream in(text);

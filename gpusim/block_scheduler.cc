@@ -1,11 +1,9 @@
 // Fibers of Boost.Context (a stack switch without a system call, unlike ucontext) for the
-// simulated CUDA threads; see block_scheduler.h.
+// simulated CUDA threads; see block_scheduler.h. The calls device code makes into a block are in
+// kernel_builtins.cc, the fibers' stacks in fiber_stacks.cc, the turn orders in turn_orders.cc.
 #include "gpusim/block_scheduler.h"
 
 #include <boost/context/fiber.hpp>
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#endif
 
 #include <algorithm>
 #include <array>
@@ -18,144 +16,17 @@
 #include <vector>
 
 #include "gpusim/access_checks.h"
+#include "gpusim/block_state.h"
 #include "gpusim/check_options.h"
 #include "gpusim/code_locations.h"
+#include "gpusim/fiber_stacks.h"
+#include "gpusim/turn_orders.h"
 
 namespace gpusim {
-namespace detail {
-
-__thread ThreadView* current_thread = nullptr;
-
-void OutsideKernel(const char* what) {
-  std::fprintf(stderr, "gpusim: %s used outside a kernel\n", what);
-  std::abort();
-}
-
-ThreadView& Current(const char* what) {
-  ThreadView* thread = current_thread;
-  if (thread == nullptr) OutsideKernel(what);
-  return *thread;
-}
-
-}  // namespace detail
-
-namespace {
 
 namespace ctx = boost::context;
 
-constexpr unsigned kWarp = 32;
-#if defined(__SANITIZE_ADDRESS__)
-constexpr size_t kStackBytes = size_t(256) << 10;  // ASan's redzones make frames larger
-#else
-constexpr size_t kStackBytes = size_t(64) << 10;
-#endif
-
-// Where a fiber's stack lies. Under ASan every switch between stacks is announced to it
-// (__sanitizer_start/finish_switch_fiber): an exception thrown on a fiber's stack would otherwise
-// be unwound against the wrong stack's bounds. Elsewhere these cost nothing.
-struct StackBounds {
-  const void* bottom = nullptr;
-  size_t size = 0;
-};
-
-thread_local StackBounds last_allocated_stack;  // by PooledStack, read right after a fiber is made
-
-void StartSwitch(void** fake_stack, const StackBounds& to) {
-#if defined(__SANITIZE_ADDRESS__)
-  __sanitizer_start_switch_fiber(fake_stack, to.bottom, to.size);
-#endif
-}
-
-void FinishSwitch(void* fake_stack, StackBounds* from) {
-#if defined(__SANITIZE_ADDRESS__)
-  __sanitizer_finish_switch_fiber(fake_stack, from != nullptr ? &from->bottom : nullptr,
-                                  from != nullptr ? &from->size : nullptr);
-#endif
-}
-
-// Fiber stacks are reused across blocks and launches: a grid may run millions of threads.
-class PooledStack {
- public:
-  ctx::stack_context allocate() {
-    std::vector<void*>& pool = Pool();
-    void* base;
-    if (pool.empty()) {
-      base = std::malloc(kStackBytes);
-      if (base == nullptr) throw std::bad_alloc();
-    } else {
-      base = pool.back();
-      pool.pop_back();
-    }
-    ctx::stack_context stack;
-    stack.size = kStackBytes;
-    stack.sp = static_cast<char*>(base) + kStackBytes;
-    last_allocated_stack = {base, kStackBytes};
-    return stack;
-  }
-  void deallocate(ctx::stack_context& stack) noexcept {
-    void* base = static_cast<char*>(stack.sp) - stack.size;
-#if defined(__SANITIZE_ADDRESS__)
-    // Frames left on a fiber's stack never return, so ASan's poison of their redzones stays
-    // behind; the next fiber on this stack starts clean.
-    ASAN_UNPOISON_MEMORY_REGION(base, stack.size);
-#endif
-    Pool().push_back(base);
-  }
-
- private:
-  struct Stacks {
-    std::vector<void*> free;
-    ~Stacks() {
-      for (void* p : free) std::free(p);
-    }
-  };
-  static std::vector<void*>& Pool() {
-    static thread_local Stacks stacks;
-    return stacks.free;
-  }
-};
-
-// kFaulted: stopped inside device code by an access check; its fiber is never resumed.
-enum class Wait { kNone, kBarrier, kWarp, kDone, kFaulted };
-
-// Thrown inside a simulated thread to end it after a fault it caused.
-struct KernelFault {};
-
-struct SimThread : detail::ThreadView {
-  Wait wait = Wait::kNone;
-  bool started = false;
-  unsigned warp_mask = 0;
-  unsigned exchanges = 0;  // warp exchanges so far: selects the exchange buffer
-  bool at_syncwarp = false;          // waits in __syncwarp rather than in a shuffle
-  const char* barrier_file = nullptr;  // where it waits at __syncthreads, for synccheck
-  int barrier_line = 0;
-  ctx::fiber fiber;        // this thread while it waits
-  StackBounds stack;       // of the worker fiber it runs on
-};
-
-// One block at a time; reused for every block of a grid.
-struct Block {
-  std::vector<SimThread> threads;
-  std::vector<std::array<std::array<uint64_t, kWarp>, 2>> exchange;  // [warp][buffer][lane]
-  std::vector<unsigned char> dynamic_shared;
-  std::string error;
-  const std::function<void()>* body = nullptr;
-  bool checks = false;          // racecheck and initcheck
-  uint64_t order_seed = 0;      // with seeded = true: XMLT_SIM_ORDER's seed, mixed with the kernel
-  bool seeded = false;
-  std::vector<unsigned> order;  // the turn order of this block
-  unsigned turn = 0;            // the next turn of the current pass
-  // Threads run on worker fibers. A worker whose thread ends takes the next turn's thread at once
-  // if it has not started yet, without a stack switch, so a grid of threads that never wait costs
-  // a switch per block rather than three per thread. A thread that waits keeps its worker.
-  ctx::fiber scheduler;                // the scheduler, while a worker runs
-  SimThread* running = nullptr;        // the thread on the worker that ran last
-  bool idle = false;                   // the worker came back without a thread
-  bool quitting = false;               // idle workers are told to end
-  std::vector<std::pair<ctx::fiber, StackBounds>> idle_workers;
-  StackBounds scheduler_stack;         // learnt by the first worker to run
-  StackBounds next_worker_stack;       // the stack of the worker about to start
-};
+namespace detail {
 
 thread_local Block* current_block = nullptr;
 
@@ -180,6 +51,35 @@ void Suspend(SimThread& me, Wait wait) {
   if (!block.error.empty()) throw KernelFault{};
 }
 
+void Fail(const std::string& what) {
+  Block& block = *current_block;
+  if (block.error.empty()) block.error = what;
+  throw KernelFault{};
+}
+
+std::string Where(const SimThread& t) {
+  return "block (" + std::to_string(t.block_idx.x) + "," + std::to_string(t.block_idx.y) + "," +
+         std::to_string(t.block_idx.z) + ") thread " + std::to_string(t.linear);
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::Block;
+using detail::current_block;
+using detail::FinishSwitch;
+using detail::kWarp;
+using detail::KernelFault;
+using detail::last_allocated_stack;
+using detail::Me;
+using detail::PooledStack;
+using detail::SimThread;
+using detail::StackBounds;
+using detail::StartSwitch;
+using detail::Wait;
+using detail::Where;
+
 // Stops the running thread for good after an access check failed inside its device code. The
 // check is called from instrumented loads and stores, which the compiler takes for calls that
 // cannot throw, so the thread is not unwound: its fiber is left as it is (a stack's worth of
@@ -196,17 +96,6 @@ void Suspend(SimThread& me, Wait wait) {
   block.scheduler = std::move(block.scheduler).resume();
   std::fprintf(stderr, "gpusim: a thread stopped by an access check was resumed\n");
   std::abort();
-}
-
-void Fail(const std::string& what) {
-  Block& block = *current_block;
-  if (block.error.empty()) block.error = what;
-  throw KernelFault{};
-}
-
-std::string Where(const SimThread& t) {
-  return "block (" + std::to_string(t.block_idx.x) + "," + std::to_string(t.block_idx.y) + "," +
-         std::to_string(t.block_idx.z) + ") thread " + std::to_string(t.linear);
 }
 
 // The thread of the pass's next turn, taken, if it has not started.
@@ -353,18 +242,6 @@ std::string SyncCheck(const Block& block) {
   return {};
 }
 
-// The default order shuffled (Fisher-Yates) by a generator seeded with the seed and the block.
-void SeededTurnOrder(uint64_t seed, unsigned block_linear, std::vector<unsigned>* order) {
-  uint64_t state = seed ^ (uint64_t(block_linear) * 0x9E3779B97F4A7C15ull);
-  const auto next = [&state] {  // splitmix64
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  };
-  for (size_t i = order->size(); i > 1; --i) std::swap((*order)[i - 1], (*order)[next() % i]);
-}
-
 std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uint3& index,
                      unsigned block_linear) {
   const unsigned count = dims.x * dims.y * dims.z;
@@ -446,59 +323,9 @@ std::string RunBlock(Block& block, const dim3& grid, const dim3& dims, const uin
 
 namespace detail {
 
-void SyncThreads(const char* file, int line) {
-  SimThread& me = Me("__syncthreads");
-  me.barrier_file = file;
-  me.barrier_line = line;
-  Suspend(me, Wait::kBarrier);
-}
-
-void SyncWarp(unsigned mask) {
-  SimThread& me = Me("__syncwarp");
-  me.warp_mask = mask;
-  me.at_syncwarp = true;
-  ++me.exchanges;
-  Suspend(me, Wait::kWarp);
-}
-
 void FaultInKernel(const std::string& what) { Park(what); }
 
-uint64_t WarpExchange(unsigned mask, uint64_t value, unsigned source_lane) {
-  SimThread& me = Me("a warp exchange");
-  const unsigned lane = me.linear % kWarp, warp = me.linear / kWarp;
-  if (!(mask >> lane & 1u)) Fail(Where(me) + " takes part in a warp exchange whose mask leaves it out");
-  if (source_lane >= kWarp || !(mask >> source_lane & 1u))
-    Fail(Where(me) + " reads lane " + std::to_string(source_lane) + " outside the exchange's mask");
-  // Two buffers: a lane may deposit its next value before a slower lane has read this one, but
-  // never two ahead, since the next exchange waits for every lane.
-  auto& buffer = current_block->exchange[warp][me.exchanges++ % 2];
-  buffer[lane] = value;
-  me.warp_mask = mask;
-  Suspend(me, Wait::kWarp);
-  return buffer[source_lane];
-}
-
-void* DynamicSharedMemory() {
-  Me("extern __shared__ memory");
-  return current_block->dynamic_shared.data();
-}
-
 }  // namespace detail
-
-unsigned TurnOrder(unsigned turn, unsigned threads, unsigned block_linear) {
-  const unsigned step = block_linear % 2 == 0 ? turn : threads - 1 - turn;
-  return (threads / 2 + step) % threads;
-}
-
-namespace {
-
-uint64_t SeedFor(uint64_t seed, const char* kernel) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a of the kernel's name: each kernel its own orders
-  for (const char* c = kernel; *c != '\0'; ++c) h = (h ^ uint64_t(static_cast<unsigned char>(*c))) * 1099511628211ull;
-  return seed ^ h;
-}
-
-}  // namespace
 
 std::string RunGrid(const char* kernel, dim3 grid, dim3 block_dims, size_t dynamic_shared_bytes,
                     const std::function<void()>& thread_body) {
@@ -506,7 +333,7 @@ std::string RunGrid(const char* kernel, dim3 grid, dim3 block_dims, size_t dynam
   block.body = &thread_body;
   if (const std::optional<uint64_t> seed = TurnOrderSeed()) {
     block.seeded = true;
-    block.order_seed = SeedFor(*seed, kernel);
+    block.order_seed = detail::KernelOrderSeed(*seed, kernel);
   }
   // Exactly the bytes asked for: ASan sees an access past the end of dynamic shared memory.
   block.dynamic_shared.resize(dynamic_shared_bytes);

@@ -2,31 +2,19 @@
 // fiber. Within a block the threads take turns, each running to its next synchronization point
 // (__syncthreads, a warp exchange, or its end) before the next one starts, in an order that
 // differs between neighbouring blocks, or (XMLT_SIM_ORDER=SEED, check_options.h) in a seeded
-// shuffle of it. A missing barrier is caught by racecheck (access_checks.h) whatever the order;
-// the order still decides which wrong value a kernel computes when the checks are off.
+// shuffle of it (turn_orders.h). A missing barrier is caught by racecheck (access_checks.h)
+// whatever the order; the order still decides which wrong value a kernel computes when the checks
+// are off.
 // Synccheck is here: a __syncthreads that not every thread of the block reaches fails the launch.
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <functional>
 #include <string>
-#include <vector>
 
 #include "gpusim/kernel_builtins.h"
 
 namespace gpusim {
-
-// The order of turns within block `block_linear` of `threads` threads: starting from the middle
-// thread upward and wrapping around, reversed in odd blocks. Every ordered pair of threads runs
-// one way round in a block and the other way round in the next; and in a single-block kernel
-// thread 0 neither goes first nor last, so both "thread 0 writes, all read" and "all write,
-// thread 0 reads" fail without their barrier.
-unsigned TurnOrder(unsigned turn, unsigned threads, unsigned block_linear);
-
-// With a seed, block `block_linear`'s order is the default one shuffled by a generator seeded
-// with `seed` and the block: the same seed gives the same orders on every run.
-void SeededTurnOrder(uint64_t seed, unsigned block_linear, std::vector<unsigned>* order);
 
 // Runs every block of the grid; `thread_body` is the kernel with its arguments bound. Returns an
 // empty string, or what went wrong inside the kernel (a deadlock at a barrier, a warp exchange

@@ -1,7 +1,7 @@
 // Device code on the host (XMLT_CUDA=SIM): the CUDA keywords, the thread and block builtins,
 // __syncthreads, warp exchanges and atomics. Each simulated CUDA thread runs as its own fiber
 // (gpusim/block_scheduler.cc); the builtins read the fiber's own indices, and every
-// synchronization point hands control back to the block's scheduler.
+// synchronization point hands control back to the block's scheduler (kernel_builtins.cc).
 #pragma once
 
 #include <cstdint>

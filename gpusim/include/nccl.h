@@ -1,4 +1,4 @@
-// The NCCL calls the CUDA backend makes, over the simulated GPUs (gpusim/nccl.cc): communicators
+// The NCCL calls the CUDA backend makes, over the simulated GPUs (gpusim/nccl_*.cc): communicators
 // of one process (ncclCommInitAll, or ncclCommInitRank from the threads that play ranks), groups,
 // all-reduce, reduce-scatter, all-gather and the pre-multiplied sum. Types and codes carry NCCL's own values.
 #pragma once

@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "gpusim/block_scheduler.h"
+#include "gpusim/turn_orders.h"
 #include "kernels/cuda/device_buffer.h"
 #include "tests/gpusim/gpusim_test_support.h"
 
