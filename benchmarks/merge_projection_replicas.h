@@ -15,6 +15,7 @@
 namespace merge_projection {
 
 using namespace xmlt::kernels::cuda;
+using namespace xmlt::merge::gpu;
 
 // One replica per GPU, each starting at its ordinal + 1.
 struct Replicas {
