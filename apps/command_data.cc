@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "apps/cli.h"
+#include "apps/command_input.h"
 #include "apps/output_paths.h"
 #include "apps/stdout_check.h"
 #include "data/binary_cache.h"

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "apps/command_input.h"
 #include "data/dataset.h"
 #include "kernels/model.h"
 #include "kernels/propensity.h"

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "apps/cli.h"
+#include "apps/command_input.h"
 #include "apps/train_settling.h"
 #include "data/input_error.h"
 #include "data/row_normalization.h"

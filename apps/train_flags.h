@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "apps/cli.h"
+#include "apps/command_input.h"
 #include "engine/sampled_output.h"
 #include "run/run_control.h"
 #include "scheduler/train_options.h"

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "apps/cli.h"
+#include "apps/command_input.h"
 #include "apps/model_evaluation.h"
 #include "apps/output_paths.h"
 #include "apps/propensity_flag.h"

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "apps/cli.h"
+#include "apps/command_input.h"
 #include "data/dataset_loader.h"
 #include "python/src/bindings.h"
 
