@@ -77,7 +77,7 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
     std::vector<bool> is_local;
     if (across_ranks)
       for (size_t i : alive) is_local.push_back(pool.local(i));
-    merger_ = CreateMerger(engine_, {MergePlace::kHost, alive.size(), is_local});
+    merger_ = CreateMerger(engine_, {MergePlace::kHost, alive.size(), is_local, nullptr, {}});
   }
   merge::MergeInput input;
   // A hierarchical merge reads this rank's replicas only: the others' mirrors are not even made.
