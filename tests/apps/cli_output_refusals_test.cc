@@ -33,16 +33,7 @@ using xmlt::testing::ReadFile;
 using xmlt::testing::TempDir;
 using xmlt::testing::WriteFile;
 
-using testing::CliResult;
-using testing::Cli;
-using testing::Data;
-using testing::Describe;
-using testing::kFeatures;
-using testing::kLabels;
-using testing::LastJsonLine;
-using testing::Lines;
-using testing::MakeText;
-using testing::TrainArgs;
+using namespace testing;  // the shared pieces of cli_test_support.h and cli_runner.h
 
 // Issue: reliability, second round, row 1. A FIFO given as data, config or model is refused at
 // once (exit 2), not waited on. Blocking here would hang the test: the fix is what keeps it short.

@@ -33,16 +33,7 @@ using xmlt::testing::ReadFile;
 using xmlt::testing::TempDir;
 using xmlt::testing::WriteFile;
 
-using testing::CliResult;
-using testing::Cli;
-using testing::Data;
-using testing::Describe;
-using testing::kFeatures;
-using testing::kLabels;
-using testing::LastJsonLine;
-using testing::Lines;
-using testing::MakeText;
-using testing::TrainArgs;
+using namespace testing;  // the shared pieces of cli_test_support.h and cli_runner.h
 
 // XMLT_CPU_ISA is read once per process, so its refusal runs in a child process: a name that is
 // no instruction set is a usage error naming the variable, before any data is read.

@@ -32,16 +32,7 @@ using xmlt::testing::ReadFile;
 using xmlt::testing::TempDir;
 using xmlt::testing::WriteFile;
 
-using testing::CliResult;
-using testing::Cli;
-using testing::Data;
-using testing::Describe;
-using testing::kFeatures;
-using testing::kLabels;
-using testing::LastJsonLine;
-using testing::Lines;
-using testing::MakeText;
-using testing::TrainArgs;
+using namespace testing;  // the shared pieces of cli_test_support.h and cli_runner.h
 
 // Issue: reliability, second round, row 14: a refused --resume keeps the interrupted run's metrics.
 TEST(CliTest, ARefusedResumeKeepsThePartialMetrics) {

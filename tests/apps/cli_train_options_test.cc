@@ -32,16 +32,7 @@ using xmlt::testing::ReadFile;
 using xmlt::testing::TempDir;
 using xmlt::testing::WriteFile;
 
-using testing::CliResult;
-using testing::Cli;
-using testing::Data;
-using testing::Describe;
-using testing::kFeatures;
-using testing::kLabels;
-using testing::LastJsonLine;
-using testing::Lines;
-using testing::MakeText;
-using testing::TrainArgs;
+using namespace testing;  // the shared pieces of cli_test_support.h and cli_runner.h
 
 // --lr auto end to end: the search's report on stderr and in the summary, the pick one grid step
 // below the held-out winner, a tenth of the training rows held out, and the run trained at the
