@@ -1,0 +1,177 @@
+// The linear ranker over the MLP's shortlist; see linear_ranker.h.
+#include "kernels/linear_ranker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cpu/sparse_mlp.h"
+
+namespace xmlt::kernels {
+
+int64_t LinearRanker::PairOf(uint64_t feature, uint32_t label) const {
+  if (feature >= num_features) return -1;
+  const uint32_t* begin = pair_label.data() + feature_ptr[feature];
+  const uint32_t* end = pair_label.data() + feature_ptr[feature + 1];
+  const uint32_t* it = std::lower_bound(begin, end, label);
+  return it != end && *it == label ? int64_t(it - pair_label.data()) : -1;
+}
+
+namespace {
+
+// Calls visit(feature, label) once for every distinct pair of a feature and a label sharing a row
+// of `train`, feature by feature, each feature's labels in the order first met. The rows of each
+// feature come from a transposed index; `seen` marks a label already visited for this feature.
+template <class Visit>
+void ForEachPair(const data::Dataset& train, Visit visit) {
+  const data::CsrMatrix& x = train.features;
+  const data::CsrMatrix& y = train.labels;
+  std::vector<uint64_t> rows_ptr(x.num_cols + 1, 0);
+  for (uint64_t i = 0; i < x.nnz(); ++i) ++rows_ptr[x.col_idx[i] + 1];
+  for (uint64_t f = 0; f < x.num_cols; ++f) rows_ptr[f + 1] += rows_ptr[f];
+  std::vector<uint64_t> rows_of(x.nnz());
+  std::vector<uint64_t> next(rows_ptr.begin(), rows_ptr.end() - 1);
+  for (uint64_t r = 0; r < x.num_rows; ++r)
+    for (uint64_t i = x.RowBegin(r); i < x.RowEnd(r); ++i) rows_of[next[x.col_idx[i]]++] = r;
+  // The feature (plus one) that last visited each label: no clearing between features.
+  std::vector<uint64_t> seen(y.num_cols, 0);
+  for (uint64_t f = 0; f < x.num_cols; ++f)
+    for (uint64_t k = rows_ptr[f]; k < rows_ptr[f + 1]; ++k) {
+      const uint64_t r = rows_of[k];
+      for (uint64_t j = y.RowBegin(r); j < y.RowEnd(r); ++j) {
+        const uint32_t label = y.col_idx[j];
+        if (seen[label] == f + 1) continue;
+        seen[label] = f + 1;
+        visit(f, label);
+      }
+    }
+}
+
+}  // namespace
+
+LinearRanker BuildLinearRanker(const data::Dataset& train, uint64_t max_pairs) {
+  LinearRanker ranker;
+  ranker.num_features = train.num_features();
+  ranker.num_labels = train.num_labels();
+  // Counted first, so that the limit is checked before the pairs are allocated.
+  std::vector<uint64_t>& ptr = ranker.feature_ptr;
+  ptr.assign(ranker.num_features + 1, 0);
+  ForEachPair(train, [&](uint64_t f, uint32_t) { ++ptr[f + 1]; });
+  for (uint64_t f = 0; f < ranker.num_features; ++f) ptr[f + 1] += ptr[f];
+  const uint64_t pairs = ptr[ranker.num_features];
+  if (pairs > max_pairs)
+    throw std::length_error("the linear ranker would hold " + std::to_string(pairs) +
+                            " (feature, label) pairs, more than the limit of " + std::to_string(max_pairs));
+  ranker.pair_label.resize(pairs);
+  std::vector<uint64_t> next(ptr.begin(), ptr.end() - 1);
+  ForEachPair(train, [&](uint64_t f, uint32_t label) { ranker.pair_label[next[f]++] = label; });
+  for (uint64_t f = 0; f < ranker.num_features; ++f)
+    std::sort(ranker.pair_label.begin() + int64_t(ptr[f]), ranker.pair_label.begin() + int64_t(ptr[f + 1]));
+  ranker.weight.assign(pairs, 0.0f);
+  ranker.square.assign(pairs, 0.0f);
+  ranker.bias.assign(ranker.num_labels, kRankerInitialBias);
+  ranker.bias_square.assign(ranker.num_labels, 0.0f);
+  return ranker;
+}
+
+RankerCandidates CandidatesOf(const data::CsrMatrix& labels, uint64_t row, const uint32_t* shortlist,
+                              uint32_t shortlist_size, uint64_t num_labels) {
+  RankerCandidates c;
+  for (uint64_t j = labels.RowBegin(row); j < labels.RowEnd(row); ++j)
+    if (labels.col_idx[j] < num_labels) c.labels.push_back(labels.col_idx[j]), c.positive.push_back(1);
+  const size_t own = c.labels.size();
+  for (uint32_t i = 0; i < shortlist_size; ++i) {
+    const uint32_t label = shortlist[i];
+    if (label >= num_labels) continue;
+    // The row's labels are sorted (data/csr_matrix.h); the shortlist is short, so a scan of what
+    // it added suffices for its own repeats.
+    if (std::binary_search(c.labels.begin(), c.labels.begin() + int64_t(own), label)) continue;
+    if (std::find(c.labels.begin() + int64_t(own), c.labels.end(), label) != c.labels.end()) continue;
+    c.labels.push_back(label), c.positive.push_back(0);
+  }
+  return c;
+}
+
+void MatchRankerPairs(const LinearRanker& ranker, const data::CsrMatrix& features, uint64_t row,
+                      const uint32_t* labels, size_t count, RankerScratch* scratch) {
+  std::vector<int32_t>& slot = scratch->slot;
+  if (slot.size() != ranker.num_labels) slot.assign(ranker.num_labels, -1);
+  for (size_t i = 0; i < count; ++i)
+    if (labels[i] < ranker.num_labels) slot[labels[i]] = int32_t(i);
+  scratch->matches.clear();
+  // Per feature the cheaper of a scan of its labels against the slots and a binary search per
+  // candidate: a frequent feature met thousands of labels, a rare one a few.
+  const uint64_t search_cost = count * 12;
+  for (uint64_t k = features.RowBegin(row); k < features.RowEnd(row); ++k) {
+    const uint64_t f = features.col_idx[k];
+    if (f >= ranker.num_features) continue;
+    const float value = features.values[k];
+    const uint64_t begin = ranker.feature_ptr[f], end = ranker.feature_ptr[f + 1];
+    if (end - begin <= search_cost) {
+      for (uint64_t p = begin; p < end; ++p) {
+        const int32_t s = slot[ranker.pair_label[p]];
+        if (s >= 0) scratch->matches.push_back({p, uint32_t(s), value});
+      }
+    } else {
+      for (size_t i = 0; i < count; ++i) {
+        const int64_t p = ranker.PairOf(f, labels[i]);
+        if (p >= 0) scratch->matches.push_back({uint64_t(p), uint32_t(i), value});
+      }
+    }
+  }
+  for (size_t i = 0; i < count; ++i)
+    if (labels[i] < ranker.num_labels) slot[labels[i]] = -1;
+}
+
+void RankerScores(const LinearRanker& ranker, const data::CsrMatrix& features, uint64_t row,
+                  const uint32_t* labels, size_t count, float* scores, RankerScratch* scratch) {
+  MatchRankerPairs(ranker, features, row, labels, count, scratch);
+  for (size_t i = 0; i < count; ++i) scores[i] = labels[i] < ranker.num_labels ? ranker.bias[labels[i]] : 0.0f;
+  for (const RankerMatch& m : scratch->matches) scores[m.candidate] += m.value * ranker.weight[m.pair];
+}
+
+void RankerRowLossAndGradient(const LinearRanker& ranker, const data::CsrMatrix& features, uint64_t row,
+                              const RankerCandidates& candidates, RankerRowGradient* g) {
+  const size_t count = candidates.labels.size();
+  g->score_gradient.resize(count);
+  RankerScores(ranker, features, row, candidates.labels.data(), count, g->score_gradient.data(), &g->scratch);
+  g->loss = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const float y = candidates.positive[i] ? 1.0f : -1.0f;
+    const float margin = std::max(0.0f, 1.0f - y * g->score_gradient[i]);
+    g->loss += double(margin) * margin;
+    g->score_gradient[i] = -2.0f * y * margin;
+  }
+  g->pairs.clear();
+  g->pair_gradients.clear();
+  for (const RankerMatch& m : g->scratch.matches) {
+    const float d = g->score_gradient[m.candidate];
+    if (d == 0.0f) continue;
+    g->pairs.push_back(m.pair);
+    g->pair_gradients.push_back(m.value * d);
+  }
+}
+
+double RankerTrainRow(LinearRanker* ranker, const data::CsrMatrix& features, uint64_t row,
+                      const RankerCandidates& candidates, float lr, RankerRowGradient* g) {
+  RankerRowLossAndGradient(*ranker, features, row, candidates, g);
+  const float eps = float(cpu::kAdagradEpsilon);
+  // A row's features are distinct (csr_matrix.h), so each pair appears once in g->pairs.
+  for (size_t i = 0; i < g->pairs.size(); ++i) {
+    const uint64_t p = g->pairs[i];
+    const float d = g->pair_gradients[i];
+    ranker->square[p] += d * d;
+    ranker->weight[p] -= lr * d / (std::sqrt(ranker->square[p]) + eps);
+  }
+  for (size_t i = 0; i < candidates.labels.size(); ++i) {
+    const float d = g->score_gradient[i];
+    if (d == 0.0f) continue;
+    const uint32_t label = candidates.labels[i];
+    ranker->bias_square[label] += d * d;
+    ranker->bias[label] -= lr * d / (std::sqrt(ranker->bias_square[label]) + eps);
+  }
+  return g->loss;
+}
+
+}  // namespace xmlt::kernels

@@ -1,0 +1,96 @@
+// A one-vs-all linear model over the sparse features that re-scores the MLP's shortlist: the
+// squared hinge per label, as the XML field's linear models train, on each row's labels and the
+// labels the MLP ranks highest for it (docs/experiments/peers.md: on EURLEX57K it lifts the MLP's
+// P@1 by two points, where the same hinge on the MLP itself does not train).
+//
+// A label has a weight only on the features it met in a training row: 2% of the dense table on
+// EURLEX57K at a loss of 0.2 points, and what keeps the ranker possible at 670,091 labels, where
+// features x labels is not. The pairs are stored by feature, each feature's labels sorted.
+//
+// Not yet part of training: the engine does not build or use it. Its step is one thread, and
+// finding a row's pairs is most of it (on EURLEX57K's slice, 50 s an epoch, two thirds in the
+// binary searches over the lists of frequent features, which met thousands of labels).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "data/csr_matrix.h"
+#include "data/dataset.h"
+
+namespace xmlt::kernels {
+
+struct LinearRanker {
+  uint64_t num_features = 0, num_labels = 0;
+  std::vector<uint64_t> feature_ptr;  // num_features + 1 offsets into the pairs
+  std::vector<uint32_t> pair_label;   // per pair: its label, ascending within a feature
+  std::vector<float> weight, square;  // per pair: the weight and its Adagrad sum of squares
+  std::vector<float> bias, bias_square;  // per label
+
+  uint64_t num_pairs() const { return pair_label.size(); }
+  // The pair of (feature, label), or -1 when they never met (a feature beyond the model has none).
+  int64_t PairOf(uint64_t feature, uint32_t label) const;
+};
+
+// The output biases start here: every negative at the hinge's margin, so that the first steps do
+// not push on all labels at once.
+inline constexpr float kRankerInitialBias = -1.0f;
+
+// The ranker of `train`'s (feature, label) pairs that share a row, weights 0. Throws
+// std::length_error, before allocating them, when there are more than `max_pairs`.
+LinearRanker BuildLinearRanker(const data::Dataset& train, uint64_t max_pairs);
+
+// One row's candidates and their targets: `labels[i]` is scored, and `positive[i]` says whether it
+// is one of the row's labels.
+struct RankerCandidates {
+  std::vector<uint32_t> labels;
+  std::vector<uint8_t> positive;
+};
+
+// The row's labels, then the shortlist's labels that are not among them, in shortlist order
+// (labels at or beyond num_labels skipped).
+RankerCandidates CandidatesOf(const data::CsrMatrix& labels, uint64_t row, const uint32_t* shortlist,
+                              uint32_t shortlist_size, uint64_t num_labels);
+
+// A pair of one of the row's features with one of the candidates, and the feature's value there.
+struct RankerMatch {
+  uint64_t pair = 0;
+  uint32_t candidate = 0;  // index into the candidates
+  float value = 0;
+};
+
+// What a row's scoring reuses: the row's matches, and each label's candidate index (-1 between
+// rows; num_labels entries once used).
+struct RankerScratch {
+  std::vector<RankerMatch> matches;
+  std::vector<int32_t> slot;
+};
+
+// Fills scratch->matches with every existing pair of the row's features and `labels`, feature by
+// feature (labels at or beyond num_labels never match).
+void MatchRankerPairs(const LinearRanker& ranker, const data::CsrMatrix& features, uint64_t row,
+                      const uint32_t* labels, size_t count, RankerScratch* scratch);
+
+// scores[i] = bias + sum over the row's features f of x_f w(f, labels[i]), the pairs that exist.
+void RankerScores(const LinearRanker& ranker, const data::CsrMatrix& features, uint64_t row,
+                  const uint32_t* labels, size_t count, float* scores, RankerScratch* scratch);
+
+// The row's squared hinge, sum over the candidates of max(0, 1 - y z)^2 with y = +1 for a positive
+// and -1 otherwise, and its gradient: per candidate dL/dz, and per existing pair of a row feature
+// and a candidate x_f dL/dz (pair ids in `pairs`, gradients in `pair_gradients`, same order).
+struct RankerRowGradient {
+  double loss = 0;
+  std::vector<float> score_gradient;  // per candidate: dL/dz = dL/dbias
+  std::vector<uint64_t> pairs;
+  std::vector<float> pair_gradients;
+  RankerScratch scratch;
+};
+void RankerRowLossAndGradient(const LinearRanker& ranker, const data::CsrMatrix& features, uint64_t row,
+                              const RankerCandidates& candidates, RankerRowGradient* gradient);
+
+// One Adagrad step on the row's gradient, every weight and bias at rate `lr`; returns the row's
+// loss before the step.
+double RankerTrainRow(LinearRanker* ranker, const data::CsrMatrix& features, uint64_t row,
+                      const RankerCandidates& candidates, float lr, RankerRowGradient* gradient);
+
+}  // namespace xmlt::kernels
