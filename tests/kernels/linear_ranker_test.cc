@@ -152,28 +152,20 @@ TEST(LinearRanker, GradientMatchesFiniteDifferences) {
       RankerRowLossAndGradient(ranker, d.features, r, c, &h);
       return h.loss;
     };
-    const float step = 1e-3f;
-    for (size_t i = 0; i < g.pairs.size(); ++i) {
-      float& w = ranker.weight[g.pairs[i]];
-      const float saved = w;
-      w = saved + step;
+    // (loss(p + h) - loss(p - h)) / 2h, p left as it was.
+    auto central = [&](float* p) {
+      const float saved = *p, step = 1e-3f;
+      *p = saved + step;
       const double plus = loss();
-      w = saved - step;
+      *p = saved - step;
       const double minus = loss();
-      w = saved;
-      EXPECT_NEAR(g.pair_gradients[i], (plus - minus) / (2 * step), 2e-2) << "row " << r << " pair " << i;
-      ++checked;
-    }
-    for (size_t i = 0; i < c.labels.size(); ++i) {
-      float& b = ranker.bias[c.labels[i]];
-      const float saved = b;
-      b = saved + step;
-      const double plus = loss();
-      b = saved - step;
-      const double minus = loss();
-      b = saved;
-      EXPECT_NEAR(g.score_gradient[i], (plus - minus) / (2 * step), 2e-2) << "row " << r << " label " << i;
-    }
+      *p = saved;
+      return (plus - minus) / (2 * step);
+    };
+    for (size_t i = 0; i < g.pairs.size(); ++i, ++checked)
+      EXPECT_NEAR(g.pair_gradients[i], central(&ranker.weight[g.pairs[i]]), 2e-2) << "row " << r << " pair " << i;
+    for (size_t i = 0; i < c.labels.size(); ++i)
+      EXPECT_NEAR(g.score_gradient[i], central(&ranker.bias[c.labels[i]]), 2e-2) << "row " << r << " label " << i;
   }
   EXPECT_GT(checked, 200u);
 }
