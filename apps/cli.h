@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-
 namespace xmlt::apps {
 
 constexpr int kExitOk = 0;

@@ -20,27 +20,35 @@ int64_t LinearRanker::PairOf(uint64_t feature, uint32_t label) const {
 
 namespace {
 
-// Calls visit(feature, label) once for every distinct pair of a feature and a label sharing a row
-// of `train`, feature by feature, each feature's labels in the order first met. The rows of each
-// feature come from a transposed index; `seen` marks a label already visited for this feature.
-template <class Visit>
-void ForEachPair(const data::Dataset& train, Visit visit) {
-  const data::CsrMatrix& x = train.features;
-  const data::CsrMatrix& y = train.labels;
-  std::vector<uint64_t> rows_ptr(x.num_cols + 1, 0);
-  for (uint64_t i = 0; i < x.nnz(); ++i) ++rows_ptr[x.col_idx[i] + 1];
-  for (uint64_t f = 0; f < x.num_cols; ++f) rows_ptr[f + 1] += rows_ptr[f];
-  std::vector<uint64_t> rows_of(x.nnz());
-  std::vector<uint64_t> next(rows_ptr.begin(), rows_ptr.end() - 1);
+// The rows each feature occurs in, feature by feature: a transposed index of the features.
+struct RowsByFeature {
+  std::vector<uint64_t> begin;  // num_features + 1 offsets into rows
+  std::vector<uint64_t> rows;
+};
+
+RowsByFeature IndexRowsByFeature(const data::CsrMatrix& x) {
+  RowsByFeature index;
+  index.begin.assign(x.num_cols + 1, 0);
+  for (uint64_t i = 0; i < x.nnz(); ++i) ++index.begin[x.col_idx[i] + 1];
+  for (uint64_t f = 0; f < x.num_cols; ++f) index.begin[f + 1] += index.begin[f];
+  index.rows.resize(x.nnz());
+  std::vector<uint64_t> next(index.begin.begin(), index.begin.end() - 1);
   for (uint64_t r = 0; r < x.num_rows; ++r)
-    for (uint64_t i = x.RowBegin(r); i < x.RowEnd(r); ++i) rows_of[next[x.col_idx[i]]++] = r;
+    for (uint64_t i = x.RowBegin(r); i < x.RowEnd(r); ++i) index.rows[next[x.col_idx[i]]++] = r;
+  return index;
+}
+
+// Calls visit(feature, label) once for every distinct pair of a feature and a label sharing a row
+// of `labels`, feature by feature, each feature's labels in the order first met.
+template <class Visit>
+void ForEachPair(const RowsByFeature& index, const data::CsrMatrix& labels, Visit visit) {
   // The feature (plus one) that last visited each label: no clearing between features.
-  std::vector<uint64_t> seen(y.num_cols, 0);
-  for (uint64_t f = 0; f < x.num_cols; ++f)
-    for (uint64_t k = rows_ptr[f]; k < rows_ptr[f + 1]; ++k) {
-      const uint64_t r = rows_of[k];
-      for (uint64_t j = y.RowBegin(r); j < y.RowEnd(r); ++j) {
-        const uint32_t label = y.col_idx[j];
+  std::vector<uint64_t> seen(labels.num_cols, 0);
+  for (uint64_t f = 0; f + 1 < index.begin.size(); ++f)
+    for (uint64_t k = index.begin[f]; k < index.begin[f + 1]; ++k) {
+      const uint64_t r = index.rows[k];
+      for (uint64_t j = labels.RowBegin(r); j < labels.RowEnd(r); ++j) {
+        const uint32_t label = labels.col_idx[j];
         if (seen[label] == f + 1) continue;
         seen[label] = f + 1;
         visit(f, label);
@@ -57,7 +65,8 @@ LinearRanker BuildLinearRanker(const data::Dataset& train, uint64_t max_pairs) {
   // Counted first, so that the limit is checked before the pairs are allocated.
   std::vector<uint64_t>& ptr = ranker.feature_ptr;
   ptr.assign(ranker.num_features + 1, 0);
-  ForEachPair(train, [&](uint64_t f, uint32_t) { ++ptr[f + 1]; });
+  const RowsByFeature index = IndexRowsByFeature(train.features);
+  ForEachPair(index, train.labels, [&](uint64_t f, uint32_t) { ++ptr[f + 1]; });
   for (uint64_t f = 0; f < ranker.num_features; ++f) ptr[f + 1] += ptr[f];
   const uint64_t pairs = ptr[ranker.num_features];
   if (pairs > max_pairs)
@@ -65,7 +74,7 @@ LinearRanker BuildLinearRanker(const data::Dataset& train, uint64_t max_pairs) {
                             " (feature, label) pairs, more than the limit of " + std::to_string(max_pairs));
   ranker.pair_label.resize(pairs);
   std::vector<uint64_t> next(ptr.begin(), ptr.end() - 1);
-  ForEachPair(train, [&](uint64_t f, uint32_t label) { ranker.pair_label[next[f]++] = label; });
+  ForEachPair(index, train.labels, [&](uint64_t f, uint32_t label) { ranker.pair_label[next[f]++] = label; });
   for (uint64_t f = 0; f < ranker.num_features; ++f)
     std::sort(ranker.pair_label.begin() + int64_t(ptr[f]), ranker.pair_label.begin() + int64_t(ptr[f + 1]));
   ranker.weight.assign(pairs, 0.0f);
