@@ -4,7 +4,7 @@
 #include "apps/config_check.h"
 #include "apps/config_reader.h"
 
-
+#include <CLI/CLI.hpp>
 #include <tbb/global_control.h>
 
 #include <iostream>

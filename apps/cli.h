@@ -2,7 +2,7 @@
 // Exit codes: 0 success, 2 bad usage or bad input, 1 anything else.
 #pragma once
 
-#include <CLI/CLI.hpp>
+#include "apps/cli_app.h"
 #include <functional>
 #include <string>
 #include <vector>

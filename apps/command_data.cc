@@ -1,4 +1,5 @@
 // `xmltrain gen`, `convert` and `info`: making, caching and inspecting datasets.
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 #include <memory>

@@ -1,4 +1,5 @@
 // `xmltrain eval` and `xmltrain predict`: use a saved model on a data file.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <iostream>

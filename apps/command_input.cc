@@ -1,6 +1,7 @@
 // The data a command reads; see command_input.h.
 #include "apps/command_input.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <iostream>
 #include <stdexcept>

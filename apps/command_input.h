@@ -2,7 +2,7 @@
 // into a model's input.
 #pragma once
 
-#include <CLI/CLI.hpp>
+#include "apps/cli_app.h"
 #include <string>
 
 #include "data/dataset_loader.h"

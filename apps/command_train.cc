@@ -1,5 +1,6 @@
 // `xmltrain train`: loads the data, trains the model, logs metrics, saves the model; the run
 // itself is train_run.h's.
+#include <CLI/CLI.hpp>
 #include <memory>
 
 #include "apps/cli.h"

@@ -1,6 +1,7 @@
 // Line-by-line check of --config files; see config_check.h.
 #include "apps/config_check.h"
 
+#include <CLI/CLI.hpp>
 #include <sys/stat.h>
 
 #include <algorithm>

@@ -2,7 +2,7 @@
 // unknown keys, unknown sections, broken section headers and lines without '='.
 #pragma once
 
-#include <CLI/CLI.hpp>
+#include "apps/cli_app.h"
 #include <string>
 
 namespace xmlt::apps {

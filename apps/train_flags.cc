@@ -1,9 +1,14 @@
 // The flags of `xmltrain train`; see train_flags.h.
 #include "apps/train_flags.h"
 
+#include <CLI/CLI.hpp>
+
 #include "apps/propensity_flag.h"
 
 namespace xmlt::apps {
+
+bool TrainFlags::given(const char* flag) const { return command->count(flag) > 0; }
+
 namespace {
 
 // For unsigned flags: CLI11 would wrap "-1" to 2^64 - 1. No description, so that --help keeps

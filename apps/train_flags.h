@@ -2,7 +2,7 @@
 // train_settings.h turns the rest into options and checks them.
 #pragma once
 
-#include <CLI/CLI.hpp>
+#include "apps/cli_app.h"
 #include <string>
 #include <vector>
 
@@ -35,7 +35,7 @@ struct TrainFlags {
   scheduler::EngineOptions engine;
   std::string schedule = "dynamic", merge = "normalized", momentum_mode = "heavy";
   CLI::App* command = nullptr;
-  bool given(const char* flag) const { return command->count(flag) > 0; }
+  bool given(const char* flag) const;  // whether the command line named `flag`
   DataFlags data;
   scheduler::TrainOptions options;
   run::RunControl control;
