@@ -5,8 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${XMLT_BUILD_DIR:-build}
+# shellcheck source=scripts/compiler-cache.sh
+source scripts/compiler-cache.sh
 if [[ ! -f $build_dir/CMakeCache.txt ]]; then
   bash scripts/setup.sh
-  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  source scripts/compiler-cache.sh  # ccache may have just been installed
+  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "${compiler_cache_args[@]}" >/dev/null
 fi
 cmake --build "$build_dir" -j"$(nproc)" --target "$@" >/dev/null

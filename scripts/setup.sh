@@ -8,7 +8,7 @@ set -euo pipefail
 
 packages=(build-essential cmake libtbb-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
           nlohmann-json3-dev libxxhash-dev libopenblas-dev libdnnl-dev zlib1g-dev libisal-dev libzstd-dev
-          python3-dev python3-matplotlib libopenmpi-dev openmpi-bin libboost-context-dev)
+          python3-dev python3-matplotlib libopenmpi-dev openmpi-bin libboost-context-dev ccache)
 for option in "$@"; do
   case $option in
     --with-peers) packages+=(python3-torch python3-numpy) ;;

@@ -48,7 +48,10 @@ if [[ "${1:-}" == "--sanitize" ]]; then
 else
   build_dir=${XMLT_SIM_BUILD_DIR:-build-sim}
 fi
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DXMLT_CUDA=SIM -DXMLT_BUILD_BENCHMARKS=OFF "$@" >/dev/null
+# shellcheck source=scripts/compiler-cache.sh
+source scripts/compiler-cache.sh  # after build/, most of this build's objects are build/'s
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DXMLT_CUDA=SIM -DXMLT_BUILD_BENCHMARKS=OFF \
+  "${compiler_cache_args[@]}" "$@" >/dev/null
 start=$SECONDS
 cmake --build "$build_dir" -j"$(nproc)" --target "${targets[@]}"
 echo "test-gpu-sim: built in $((SECONDS - start)) s" >&2
