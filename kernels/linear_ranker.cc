@@ -10,15 +10,14 @@
 
 namespace xmlt::kernels {
 
-int64_t LinearRanker::PairOf(uint64_t feature, uint32_t label) const {
-  if (feature >= num_features) return -1;
-  const uint32_t* begin = pair_label.data() + feature_ptr[feature];
-  const uint32_t* end = pair_label.data() + feature_ptr[feature + 1];
-  const uint32_t* it = std::lower_bound(begin, end, label);
-  return it != end && *it == label ? int64_t(it - pair_label.data()) : -1;
-}
-
 namespace {
+
+// The pair of `label` among the pairs [begin, end) of one feature's sorted list, or -1.
+int64_t FindPair(const std::vector<uint32_t>& pair_label, uint64_t begin, uint64_t end, uint32_t label) {
+  const uint32_t* list = pair_label.data();
+  const uint32_t* it = std::lower_bound(list + begin, list + end, label);
+  return it != list + end && *it == label ? int64_t(it - list) : -1;
+}
 
 // The rows each feature occurs in, feature by feature: a transposed index of the features.
 struct RowsByFeature {
@@ -57,6 +56,11 @@ void ForEachPair(const RowsByFeature& index, const data::CsrMatrix& labels, Visi
 }
 
 }  // namespace
+
+int64_t LinearRanker::PairOf(uint64_t feature, uint32_t label) const {
+  if (feature >= num_features) return -1;
+  return FindPair(pair_label, feature_ptr[feature], feature_ptr[feature + 1], label);
+}
 
 LinearRanker BuildLinearRanker(const data::Dataset& train, uint64_t max_pairs) {
   LinearRanker ranker;
@@ -102,29 +106,72 @@ RankerCandidates CandidatesOf(const data::CsrMatrix& labels, uint64_t row, const
   return c;
 }
 
+uint64_t AddDenseLookups(LinearRanker* ranker, uint64_t max_bytes) {
+  const uint64_t row_bytes = ranker->num_labels * sizeof(uint32_t);
+  const uint64_t rows = row_bytes == 0 ? 0 : max_bytes / row_bytes;
+  std::vector<uint64_t> longest;  // the features worth a row, longest list first
+  for (uint64_t f = 0; f < ranker->num_features; ++f)
+    if (ranker->feature_ptr[f + 1] - ranker->feature_ptr[f] >= kMinDenseLookupLabels) longest.push_back(f);
+  auto length = [&](uint64_t f) { return ranker->feature_ptr[f + 1] - ranker->feature_ptr[f]; };
+  std::stable_sort(longest.begin(), longest.end(), [&](uint64_t a, uint64_t b) { return length(a) > length(b); });
+  if (longest.size() > rows) longest.resize(rows);
+  ranker->dense_row.assign(longest.empty() ? 0 : ranker->num_features, -1);
+  ranker->dense_offset.assign(longest.size() * ranker->num_labels, 0);
+  for (size_t row = 0; row < longest.size(); ++row) {
+    const uint64_t f = longest[row];
+    ranker->dense_row[f] = int32_t(row);
+    uint32_t* offsets = ranker->dense_offset.data() + row * ranker->num_labels;
+    for (uint64_t p = ranker->feature_ptr[f]; p < ranker->feature_ptr[f + 1]; ++p)
+      offsets[ranker->pair_label[p]] = uint32_t(p - ranker->feature_ptr[f] + 1);
+  }
+  return longest.size();
+}
+
 void MatchRankerPairs(const LinearRanker& ranker, const data::CsrMatrix& features, uint64_t row,
                       const uint32_t* labels, size_t count, RankerScratch* scratch) {
   std::vector<int32_t>& slot = scratch->slot;
   if (slot.size() != ranker.num_labels) slot.assign(ranker.num_labels, -1);
+  uint32_t lowest = UINT32_MAX, highest = 0;
   for (size_t i = 0; i < count; ++i)
-    if (labels[i] < ranker.num_labels) slot[labels[i]] = int32_t(i);
+    if (labels[i] < ranker.num_labels) {
+      slot[labels[i]] = int32_t(i);
+      lowest = std::min(lowest, labels[i]);
+      highest = std::max(highest, labels[i]);
+    }
   scratch->matches.clear();
-  // Per feature the cheaper of a scan of its labels against the slots and a binary search per
-  // candidate: a frequent feature met thousands of labels, a rare one a few.
+  if (lowest > highest) return;  // no label the ranker has
+  // Past this many labels in the part of a list a scan would read, a binary search per candidate
+  // is cheaper: a frequent feature met thousands of labels, a rare one a few.
   const uint64_t search_cost = count * 12;
+  const bool dense = !ranker.dense_row.empty();
   for (uint64_t k = features.RowBegin(row); k < features.RowEnd(row); ++k) {
     const uint64_t f = features.col_idx[k];
     if (f >= ranker.num_features) continue;
     const float value = features.values[k];
-    const uint64_t begin = ranker.feature_ptr[f], end = ranker.feature_ptr[f + 1];
+    const uint64_t first = ranker.feature_ptr[f];
+    if (dense && ranker.dense_row[f] >= 0) {
+      const uint32_t* offsets = ranker.dense_offset.data() + uint64_t(ranker.dense_row[f]) * ranker.num_labels;
+      for (size_t i = 0; i < count; ++i)
+        if (labels[i] < ranker.num_labels && offsets[labels[i]] != 0)
+          scratch->matches.push_back({first + offsets[labels[i]] - 1, uint32_t(i), value});
+      continue;
+    }
+    const uint32_t* list = ranker.pair_label.data();
+    uint64_t begin = first, end = ranker.feature_ptr[f + 1];
+    // Only the labels from the lowest to the highest asked: all of a shard's (linear_ranker_epoch.h)
+    // lie in its own range.
+    if (end - begin > 16) {
+      begin = uint64_t(std::lower_bound(list + begin, list + end, lowest) - list);
+      end = uint64_t(std::upper_bound(list + begin, list + end, highest) - list);
+    }
     if (end - begin <= search_cost) {
       for (uint64_t p = begin; p < end; ++p) {
-        const int32_t s = slot[ranker.pair_label[p]];
+        const int32_t s = slot[list[p]];
         if (s >= 0) scratch->matches.push_back({p, uint32_t(s), value});
       }
     } else {
       for (size_t i = 0; i < count; ++i) {
-        const int64_t p = ranker.PairOf(f, labels[i]);
+        const int64_t p = labels[i] < ranker.num_labels ? FindPair(ranker.pair_label, begin, end, labels[i]) : -1;
         if (p >= 0) scratch->matches.push_back({uint64_t(p), uint32_t(i), value});
       }
     }

@@ -5,11 +5,11 @@
 //
 // A label has a weight only on the features it met in a training row: 2% of the dense table on
 // EURLEX57K at a loss of 0.2 points, and what keeps the ranker possible at 670,091 labels, where
-// features x labels is not. The pairs are stored by feature, each feature's labels sorted.
+// features x labels is not. The pairs are stored by feature, each feature's labels sorted; the
+// features that met the most labels also get a dense row of their labels (AddDenseLookups), since
+// searching their long lists was two thirds of an epoch. Epochs: linear_ranker_epoch.h.
 //
-// Not yet part of training: the engine does not build or use it. Its step is one thread, and
-// finding a row's pairs is most of it (on EURLEX57K's slice, 50 s an epoch, two thirds in the
-// binary searches over the lists of frequent features, which met thousands of labels).
+// Not yet part of training: the engine does not build or use it.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,12 @@ struct LinearRanker {
   std::vector<float> weight, square;  // per pair: the weight and its Adagrad sum of squares
   std::vector<float> bias, bias_square;  // per label
 
+  // Dense lookups (AddDenseLookups): dense_row[f] is feature f's row of dense_offset, or -1;
+  // dense_offset[row * num_labels + label] is the pair's offset in the feature's list plus one, 0
+  // where the two never met. Both empty when no feature has one.
+  std::vector<int32_t> dense_row;
+  std::vector<uint32_t> dense_offset;
+
   uint64_t num_pairs() const { return pair_label.size(); }
   // The pair of (feature, label), or -1 when they never met (a feature beyond the model has none).
   int64_t PairOf(uint64_t feature, uint32_t label) const;
@@ -39,6 +45,14 @@ inline constexpr float kRankerInitialBias = -1.0f;
 // The ranker of `train`'s (feature, label) pairs that share a row, weights 0. Throws
 // std::length_error, before allocating them, when there are more than `max_pairs`.
 LinearRanker BuildLinearRanker(const data::Dataset& train, uint64_t max_pairs);
+
+// Below this many labels a feature's list is scanned or searched: a dense row would not pay.
+inline constexpr uint64_t kMinDenseLookupLabels = 64;
+
+// Gives dense lookups to the features that met the most labels, longest list first, while their
+// rows (num_labels x 4 bytes each) fit in `max_bytes`. Scores and training are the same with or
+// without them. Returns how many features got one.
+uint64_t AddDenseLookups(LinearRanker* ranker, uint64_t max_bytes);
 
 // One row's candidates and their targets: `labels[i]` is scored, and `positive[i]` says whether it
 // is one of the row's labels.
@@ -66,8 +80,10 @@ struct RankerScratch {
   std::vector<int32_t> slot;
 };
 
-// Fills scratch->matches with every existing pair of the row's features and `labels`, feature by
-// feature (labels at or beyond num_labels never match).
+// Fills scratch->matches with every existing pair of the row's features and `labels` (distinct, as
+// CandidatesOf's are), feature by feature (labels at or beyond num_labels never match). Each feature's pairs are found in its
+// dense row if it has one, else by a scan of the part of its list between the smallest and the
+// largest label asked, or by a binary search per label where that part is long.
 void MatchRankerPairs(const LinearRanker& ranker, const data::CsrMatrix& features, uint64_t row,
                       const uint32_t* labels, size_t count, RankerScratch* scratch);
 

@@ -116,17 +116,24 @@ TEST(LinearRanker, ScoresMatchADenseTableOfItsPairs) {
         sum += double(d.features.values[i]) * dense[d.features.col_idx[i] * 29 + l];
       return sum;
     };
-    // Every label at once (each feature's labels scanned), then one at a time (a feature that met
-    // more than a dozen labels searched instead).
+    // Every label at once (each feature's labels scanned); one at a time (a scan of the one label's
+    // part of each list); each with label 28 (a feature that met more than 24 labels from the
+    // first to label 28 is searched, two labels being asked).
     RankerScores(ranker, d.features, r, labels.data(), labels.size(), scores.data(), &scratch);
     for (uint32_t l = 0; l < 29; ++l) ASSERT_NEAR(scores[l], expected(l), 1e-5) << "row " << r << " label " << l;
     for (uint32_t l = 0; l < 29; ++l) {
       RankerScores(ranker, d.features, r, &l, 1, scores.data(), &scratch);
       ASSERT_NEAR(scores[0], expected(l), 1e-5) << "row " << r << " label " << l << " alone";
     }
+    for (uint32_t l = 0; l < 28; ++l) {
+      const uint32_t two[] = {l, 28};
+      RankerScores(ranker, d.features, r, two, 2, scores.data(), &scratch);
+      ASSERT_NEAR(scores[0], expected(l), 1e-5) << "row " << r << " label " << l << " with 28";
+      ASSERT_NEAR(scores[1], expected(28), 1e-5) << "row " << r << " label 28 with " << l;
+    }
     for (uint64_t i = d.features.RowBegin(r); i < d.features.RowEnd(r); ++i) {
       const uint64_t f = d.features.col_idx[i];
-      searched += ranker.feature_ptr[f + 1] - ranker.feature_ptr[f] > 12;
+      searched += ranker.feature_ptr[f + 1] - ranker.feature_ptr[f] > 24;
     }
   }
   EXPECT_GT(searched, 100u);

@@ -1,0 +1,61 @@
+// Label-sharded epochs of the linear ranker; see linear_ranker_epoch.h.
+#include "kernels/linear_ranker_epoch.h"
+
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace xmlt::kernels {
+
+std::vector<uint32_t> RankerShardBorders(const LinearRanker& ranker, uint32_t shards) {
+  if (shards == 0) throw std::invalid_argument("the linear ranker needs at least one shard");
+  // A label's work: its pairs, and one for its bias.
+  std::vector<uint64_t> work(ranker.num_labels, 1);
+  for (const uint32_t label : ranker.pair_label) ++work[label];
+  uint64_t total = 0;
+  for (const uint64_t w : work) total += w;
+  std::vector<uint32_t> borders(shards + 1, uint32_t(ranker.num_labels));
+  borders[0] = 0;
+  uint64_t done = 0;
+  uint32_t shard = 1;
+  for (uint64_t label = 0; label < ranker.num_labels && shard < shards; ++label) {
+    done += work[label];
+    // Shard `shard` begins after the label that brings the work past its share.
+    while (shard < shards && done * shards >= total * shard) borders[shard++] = uint32_t(label + 1);
+  }
+  return borders;
+}
+
+double RankerTrainEpoch(LinearRanker* ranker, const data::CsrMatrix& features, const data::CsrMatrix& labels,
+                        const uint32_t* shortlists, uint32_t shortlist_size, float lr, uint32_t shards) {
+  if (features.num_rows != labels.num_rows)
+    throw std::invalid_argument("the linear ranker's features and labels differ in their rows");
+  const std::vector<uint32_t> borders = RankerShardBorders(*ranker, shards);
+  std::vector<double> losses(shards, 0.0);
+  tbb::parallel_for(uint32_t(0), shards, [&](uint32_t shard) {
+    const uint32_t lo = borders[shard], hi = borders[shard + 1];
+    if (lo == hi) return;
+    RankerRowGradient gradient;
+    RankerCandidates mine;
+    double loss = 0;
+    for (uint64_t row = 0; row < features.num_rows; ++row) {
+      const uint32_t* shortlist = shortlist_size == 0 ? nullptr : shortlists + row * shortlist_size;
+      const RankerCandidates all = CandidatesOf(labels, row, shortlist, shortlist_size, ranker->num_labels);
+      mine.labels.clear();
+      mine.positive.clear();
+      for (size_t i = 0; i < all.labels.size(); ++i)
+        if (all.labels[i] >= lo && all.labels[i] < hi) {
+          mine.labels.push_back(all.labels[i]);
+          mine.positive.push_back(all.positive[i]);
+        }
+      if (!mine.labels.empty()) loss += RankerTrainRow(ranker, features, row, mine, lr, &gradient);
+    }
+    losses[shard] = loss;
+  });
+  double loss = 0;
+  for (const double l : losses) loss += l;
+  return loss;
+}
+
+}  // namespace xmlt::kernels
