@@ -186,13 +186,22 @@ void Collective::Run(size_t rank) {
     return;
   }
   done = true;
-  for (size_t r = 0; r < calls.size(); ++r)
-    if (injected[r] != cudaSuccess)
-      LoseContext(calls[r].comm->device, injected[r], "injected fault in " + name);
   bool lost = false;
-  for (const Call& c : calls) lost = lost || StickyError(c.comm->device) != cudaSuccess ||
-                                     c.comm->state == ncclComm::State::kAborted;
+  for (size_t r = 0; r < calls.size(); ++r)
+    lost = lost || injected[r] != cudaSuccess || StickyError(calls[r].comm->device) != cudaSuccess ||
+           calls[r].comm->state == ncclComm::State::kAborted;
   if (lost) {
+    // Every communicator holds its error before an injected fault loses its GPU's context: the
+    // rank of that GPU may be on another thread, whose synchronize returns the lost context at once
+    // without waiting for this collective, and reads its communicator's error next.
+    for (size_t r = 0; r < calls.size(); ++r) {
+      const bool gpu_lost = injected[r] != cudaSuccess || StickyError(calls[r].comm->device) != cudaSuccess;
+      ncclResult_t none = ncclSuccess;
+      calls[r].comm->async_error.compare_exchange_strong(none, gpu_lost ? ncclUnhandledCudaError : ncclRemoteError);
+    }
+    for (size_t r = 0; r < calls.size(); ++r)
+      if (injected[r] != cudaSuccess)
+        LoseContext(calls[r].comm->device, injected[r], "injected fault in " + name);
     Fail(ncclRemoteError, name + ": a rank's GPU was lost or its communicator aborted; nothing moved");
     return;
   }
