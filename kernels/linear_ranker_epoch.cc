@@ -8,20 +8,34 @@
 
 namespace xmlt::kernels {
 
-std::vector<uint32_t> RankerShardBorders(const LinearRanker& ranker, uint32_t shards) {
+std::vector<uint64_t> RankerLabelWork(uint64_t num_labels, const data::CsrMatrix& features,
+                                      const data::CsrMatrix& labels, const uint32_t* shortlists,
+                                      uint32_t shortlist_size) {
+  std::vector<uint64_t> work(num_labels, 1);
+  for (uint64_t row = 0; row < features.num_rows; ++row) {
+    const uint64_t row_features = features.RowEnd(row) - features.RowBegin(row);
+    for (uint64_t j = labels.RowBegin(row); j < labels.RowEnd(row); ++j)
+      if (labels.col_idx[j] < num_labels) work[labels.col_idx[j]] += row_features;
+    for (uint32_t i = 0; i < shortlist_size; ++i) {
+      const uint32_t label = shortlists[row * shortlist_size + i];
+      if (label < num_labels) work[label] += row_features;
+    }
+  }
+  return work;
+}
+
+std::vector<uint32_t> RankerShardBorders(const std::vector<uint64_t>& work, uint32_t shards) {
   if (shards == 0) throw std::invalid_argument("the linear ranker needs at least one shard");
-  // A label's work: its pairs, and one for its bias.
-  std::vector<uint64_t> work(ranker.num_labels, 1);
-  for (const uint32_t label : ranker.pair_label) ++work[label];
-  uint64_t total = 0;
-  for (const uint64_t w : work) total += w;
-  std::vector<uint32_t> borders(shards + 1, uint32_t(ranker.num_labels));
+  const uint64_t num_labels = work.size();
+  double total = 0;
+  for (const uint64_t w : work) total += double(w);
+  std::vector<uint32_t> borders(shards + 1, uint32_t(num_labels));
   borders[0] = 0;
-  uint64_t done = 0;
+  double done = 0;
   uint32_t shard = 1;
-  for (uint64_t label = 0; label < ranker.num_labels && shard < shards; ++label) {
-    done += work[label];
-    // Shard `shard` begins after the label that brings the work past its share.
+  for (uint64_t label = 0; label < num_labels && shard < shards; ++label) {
+    done += double(work[label]);
+    // Shard `shard` begins after the label that brings the work to its share.
     while (shard < shards && done * shards >= total * shard) borders[shard++] = uint32_t(label + 1);
   }
   return borders;
@@ -31,7 +45,8 @@ double RankerTrainEpoch(LinearRanker* ranker, const data::CsrMatrix& features, c
                         const uint32_t* shortlists, uint32_t shortlist_size, float lr, uint32_t shards) {
   if (features.num_rows != labels.num_rows)
     throw std::invalid_argument("the linear ranker's features and labels differ in their rows");
-  const std::vector<uint32_t> borders = RankerShardBorders(*ranker, shards);
+  const std::vector<uint32_t> borders =
+      RankerShardBorders(RankerLabelWork(ranker->num_labels, features, labels, shortlists, shortlist_size), shards);
   std::vector<double> losses(shards, 0.0);
   tbb::parallel_for(uint32_t(0), shards, [&](uint32_t shard) {
     const uint32_t lo = borders[shard], hi = borders[shard + 1];

@@ -16,15 +16,22 @@
 
 namespace xmlt::kernels {
 
-// Where the shards of the labels begin: shards + 1 ascending labels from 0 to num_labels, cut so
-// that each shard holds about as many pairs (its labels' weights, the work of an epoch) as the
-// others.
-std::vector<uint32_t> RankerShardBorders(const LinearRanker& ranker, uint32_t shards);
+// Each label's share of an epoch's work: 1, plus the features of every row that has the label
+// among its candidates (its own labels and its shortlist, shortlists + row * shortlist_size):
+// about the pairs the epoch matches for it. Labels at or beyond num_labels are not counted.
+std::vector<uint64_t> RankerLabelWork(uint64_t num_labels, const data::CsrMatrix& features,
+                                      const data::CsrMatrix& labels, const uint32_t* shortlists,
+                                      uint32_t shortlist_size);
+
+// Where the shards of the labels begin: shards + 1 ascending labels from 0 to work.size(), cut so
+// that each shard holds about as much of `work` as the others (a frequent label weighs more than
+// its pairs say: it meets the same features again in many rows).
+std::vector<uint32_t> RankerShardBorders(const std::vector<uint64_t>& work, uint32_t shards);
 
 // One epoch: for every row in order, RankerTrainRow on its candidates, the row's labels then the
-// shortlist at shortlists + row * shortlist_size (CandidatesOf), at rate `lr`, split into
-// `shards` tasks (RankerShardBorders) that the threads run together. Returns the epoch's loss,
-// the sum of the rows' losses before their steps.
+// shortlist at shortlists + row * shortlist_size (CandidatesOf), at rate `lr`, split into `shards`
+// tasks (RankerShardBorders of RankerLabelWork) that the threads run together. Returns the
+// epoch's loss, the sum of the rows' losses before their steps.
 double RankerTrainEpoch(LinearRanker* ranker, const data::CsrMatrix& features, const data::CsrMatrix& labels,
                         const uint32_t* shortlists, uint32_t shortlist_size, float lr, uint32_t shards);
 

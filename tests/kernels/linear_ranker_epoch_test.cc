@@ -107,29 +107,45 @@ TEST(LinearRankerDense, ScoresAreTheSameWithAndWithoutLookups) {
   EXPECT_GT(matched, 1000u);
 }
 
+// A label's work is the features of the rows that have it among their candidates, counted by hand.
+TEST(LinearRankerEpoch, LabelWorkCountsTheFeaturesOfEveryRowThatAsksTheLabel) {
+  const data::Dataset d = FrequentFeatureDataset(200, 40, 31, 9);
+  std::vector<uint32_t> shortlists = RandomShortlists(d.num_rows(), 4, 31, 10);
+  shortlists[5] = 31;  // beyond the labels: not counted
+  std::vector<uint64_t> expected(31, 1);
+  for (uint64_t r = 0; r < d.num_rows(); ++r) {
+    const uint64_t nnz = d.features.RowEnd(r) - d.features.RowBegin(r);
+    for (uint64_t j = d.labels.RowBegin(r); j < d.labels.RowEnd(r); ++j) expected[d.labels.col_idx[j]] += nnz;
+    for (uint32_t i = 0; i < 4; ++i)
+      if (shortlists[r * 4 + i] < 31) expected[shortlists[r * 4 + i]] += nnz;
+  }
+  EXPECT_EQ(RankerLabelWork(31, d.features, d.labels, shortlists.data(), 4), expected);
+  // No shortlist: the rows' own labels alone.
+  const std::vector<uint64_t> own = RankerLabelWork(31, d.features, d.labels, nullptr, 0);
+  EXPECT_LT(own[0], expected[0]);
+}
+
 TEST(LinearRankerEpoch, ShardsCoverTheLabelsOnceWithBalancedWork) {
-  const data::Dataset d = FrequentFeatureDataset(500, 70, 97, 4);
-  const LinearRanker ranker = BuildLinearRanker(d, UINT64_MAX);
+  std::mt19937_64 rng(4);
+  std::vector<uint64_t> work(97);
+  for (size_t l = 0; l < work.size(); ++l) work[l] = 1 + (l < 5 ? 500 : rng() % 40);  // a few heavy labels first
+  const uint64_t heaviest = *std::max_element(work.begin(), work.end());
+  uint64_t total = 0;
+  for (const uint64_t w : work) total += w;
   for (uint32_t shards : {1u, 2u, 3u, 7u, 96u, 97u, 200u}) {
-    const std::vector<uint32_t> borders = RankerShardBorders(ranker, shards);
+    const std::vector<uint32_t> borders = RankerShardBorders(work, shards);
     ASSERT_EQ(borders.size(), shards + 1);
     EXPECT_EQ(borders.front(), 0u);
     EXPECT_EQ(borders.back(), 97u);
     EXPECT_TRUE(std::is_sorted(borders.begin(), borders.end())) << shards << " shards";
-    if (shards > 7) continue;
     // A shard's work is within one label's of its share.
-    std::vector<uint64_t> work(97, 1);
-    for (const uint32_t label : ranker.pair_label) ++work[label];
-    const uint64_t heaviest = *std::max_element(work.begin(), work.end());
-    uint64_t total = 0;
-    for (const uint64_t w : work) total += w;
     for (uint32_t s = 0; s < shards; ++s) {
       uint64_t mine = 0;
       for (uint32_t l = borders[s]; l < borders[s + 1]; ++l) mine += work[l];
       EXPECT_LE(mine, total / shards + heaviest) << shards << " shards, shard " << s;
     }
   }
-  EXPECT_THROW(RankerShardBorders(ranker, 0), std::invalid_argument);
+  EXPECT_THROW(RankerShardBorders(work, 0), std::invalid_argument);
 }
 
 // Two epochs from 1, 2, 3 and 7 shards (97 labels: none divides them) and with dense lookups give
