@@ -9,7 +9,6 @@
 // 50 labels drawn by frequency (a label as often as it occurs in the rows), as an MLP's top 50 leans
 // to the frequent labels. Run: build/benchmarks/bench_ranker [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
-#include <tbb/global_control.h>
 #include <tbb/info.h>
 
 #include <cmath>
@@ -74,7 +73,7 @@ void Epoch(benchmark::State& state) {
 }
 
 // The floor: the Adagrad updates of one epoch's matched pairs (every row's pairs with its
-// candidates), the ids and gradients found beforehand, on one thread.
+// candidates), the pair ids found beforehand and one gradient for all, on one thread.
 void UpdatesOnly(benchmark::State& state) {
   const RankerData& d = Data();
   LinearRanker ranker = d.fresh;

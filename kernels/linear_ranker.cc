@@ -109,10 +109,10 @@ RankerCandidates CandidatesOf(const data::CsrMatrix& labels, uint64_t row, const
 uint64_t AddDenseLookups(LinearRanker* ranker, uint64_t max_bytes) {
   const uint64_t row_bytes = ranker->num_labels * sizeof(uint32_t);
   const uint64_t rows = row_bytes == 0 ? 0 : max_bytes / row_bytes;
+  auto length = [&](uint64_t f) { return ranker->feature_ptr[f + 1] - ranker->feature_ptr[f]; };
   std::vector<uint64_t> longest;  // the features worth a row, longest list first
   for (uint64_t f = 0; f < ranker->num_features; ++f)
-    if (ranker->feature_ptr[f + 1] - ranker->feature_ptr[f] >= kMinDenseLookupLabels) longest.push_back(f);
-  auto length = [&](uint64_t f) { return ranker->feature_ptr[f + 1] - ranker->feature_ptr[f]; };
+    if (length(f) >= kMinDenseLookupLabels) longest.push_back(f);
   std::stable_sort(longest.begin(), longest.end(), [&](uint64_t a, uint64_t b) { return length(a) > length(b); });
   if (longest.size() > rows) longest.resize(rows);
   ranker->dense_row.assign(longest.empty() ? 0 : ranker->num_features, -1);
