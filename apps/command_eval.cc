@@ -33,7 +33,7 @@ struct EvalFlags {
 void RunEval(const EvalFlags& f) {
   const kernels::PropensityModel propensity = ParsePropensity(f.propensity);
   if (f.train.empty() && !f.train_labels.empty()) throw std::invalid_argument("--train-labels needs --train");
-  const kernels::Model<float> model = engine::LoadModel(f.model);
+  const engine::TrainedModel model = engine::LoadModel(f.model);
   const data::Dataset test = LoadWithWarnings(f.test, f.test_labels, f.data);
   data::Dataset train;
   if (!f.train.empty()) {
@@ -52,15 +52,17 @@ struct PredictFlags {
   DataFlags data;
 };
 
-// One line per input row: "label:probability" pairs, best first.
+// One line per input row: "label:score" pairs, best first: the MLP's probabilities, or with a
+// ranker the blend it ranks by.
 void RunPredict(const PredictFlags& f) {
   if (f.top_k == 0 || f.top_k > 1000) throw std::invalid_argument("--top-k must be in 1..1000");
   ProbeOutputFile("--output", f.output);  // now, not after the whole prediction
   RefuseOutputsOverInputs({{"--model", f.model}, {"--input", f.input}, {"--input-labels", f.input_labels}},
                           {AtomicOutput("--output", f.output)});
-  const kernels::Model<float> model = engine::LoadModel(f.model);
-  const data::Dataset input = AsModelInput(LoadWithWarnings(f.input, f.input_labels, f.data), model.shape, f.input);
-  const uint32_t k = uint32_t(std::min<uint64_t>(f.top_k, model.shape.num_labels));
+  const engine::TrainedModel model = engine::LoadModel(f.model);
+  const data::Dataset input =
+      AsModelInput(LoadWithWarnings(f.input, f.input_labels, f.data), model.mlp.shape, f.input);
+  const uint32_t k = uint32_t(std::min<uint64_t>(f.top_k, model.mlp.shape.num_labels));
   const engine::Prediction prediction = engine::Predict(model, input, k);
   std::unique_ptr<data::AtomicFile> file;
   if (!f.output.empty()) file = std::make_unique<data::AtomicFile>(f.output);

@@ -32,10 +32,10 @@ void WarnUnseenTestLabels(const data::CsrMatrix& train_labels, const data::Datas
 
 }  // namespace
 
-nlohmann::json EvaluateModel(const kernels::Model<float>& model, const data::Dataset& rows,
+nlohmann::json EvaluateModel(const engine::TrainedModel& model, const data::Dataset& rows,
                              const std::string& test_name, const data::CsrMatrix* train_labels,
                              const std::string& train_name, const kernels::PropensityModel& propensity) {
-  data::Dataset test = AsModelInput(rows, model.shape, test_name);
+  data::Dataset test = AsModelInput(rows, model.mlp.shape, test_name);
   // Scores of rows without labels would be means over nothing, printed as zeros.
   if (test.labels.nnz() == 0)
     throw data::InputError(test_name, 0, "no row has a label: nothing to evaluate (predict labels rows that have none)");
@@ -44,14 +44,14 @@ nlohmann::json EvaluateModel(const kernels::Model<float>& model, const data::Dat
   if (train_labels != nullptr) {
     if (train_labels->num_rows < 2) throw std::invalid_argument(train_name + " has fewer than 2 rows");
     // The model's training data has its labels: another file's counts would weigh the wrong ones.
-    if (train_labels->num_cols != model.shape.num_labels)
+    if (train_labels->num_cols != model.mlp.shape.num_labels)
       throw data::InputError(train_name, 0,
                              "has " + std::to_string(train_labels->num_cols) + " labels, the model " +
-                                 std::to_string(model.shape.num_labels) +
+                                 std::to_string(model.mlp.shape.num_labels) +
                                  ": the propensities must come from the data the model was trained on");
     WarnUnseenTestLabels(*train_labels, test, train_name, test_name);
     test.inverse_propensity = data::SharedArray<float>(kernels::InversePropensities(
-        *train_labels, std::max<uint64_t>(test.num_labels(), model.shape.num_labels), propensity));
+        *train_labels, std::max<uint64_t>(test.num_labels(), model.mlp.shape.num_labels), propensity));
   }
   const engine::Evaluation e = engine::Evaluate(model, test);
   nlohmann::json result = {{"rows", e.rows}};

@@ -8,6 +8,7 @@
 
 #include "apps/command_input.h"
 #include "data/dataset.h"
+#include "engine/trained_model.h"
 #include "kernels/model.h"
 #include "kernels/propensity.h"
 
@@ -15,7 +16,7 @@ namespace xmlt::apps {
 
 // `test` as read (AsModelInput is applied here); `train_labels` null: no PSP@k. The names say
 // where the rows came from in messages and warnings. Returns {"rows", p1.., "loss"} as eval prints.
-nlohmann::json EvaluateModel(const kernels::Model<float>& model, const data::Dataset& test,
+nlohmann::json EvaluateModel(const engine::TrainedModel& model, const data::Dataset& test,
                              const std::string& test_name, const data::CsrMatrix* train_labels,
                              const std::string& train_name, const kernels::PropensityModel& propensity);
 

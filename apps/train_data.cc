@@ -8,6 +8,7 @@
 
 #include "apps/cli.h"
 #include "apps/command_input.h"
+#include "apps/train_ranker.h"
 #include "apps/train_settling.h"
 #include "data/input_error.h"
 #include "data/row_normalization.h"
@@ -53,6 +54,8 @@ TrainingData LoadTrainingData(TrainFlags& f, const TrainSession& session, bool w
     loaded.test->inverse_propensity = data::SharedArray<float>(
         kernels::InversePropensities(loaded.train.labels, labels, f.options.propensity));
   }
+  // After the propensities, which come from every training row, as eval --train takes them.
+  HoldOutRankerRows(f, &loaded, writer);
   return loaded;
 }
 

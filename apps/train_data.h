@@ -14,6 +14,9 @@ namespace xmlt::apps {
 struct TrainingData {
   data::Dataset train;                  // L2-normalized rows under --normalize l2
   std::unique_ptr<data::Dataset> test;  // null without --test; with its inverse propensities
+  // The training rows held out to choose the ranker's blend (apps/train_ranker.h), kept out of
+  // `train`; null when none are.
+  std::unique_ptr<data::Dataset> holdout;
   kernels::ModelShape shape;            // SettleShape's, from the training rows alone
   double load_seconds = 0;
   float largest_raw_value = 0;  // --normalize none: the training rows' largest |value| (else 0)

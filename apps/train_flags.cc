@@ -49,6 +49,26 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "rescaling and rollbacks in proportion, but not the scaling with the device count; several "
                   "devices with a global --momentum gamma take (1 - gamma) of it")
       ->capture_default_str();
+  cmd->add_option("--ranker", f->ranker,
+                  "After training, fit a linear model (squared hinge per label, over the (feature, label) pairs "
+                  "that share a training row) that re-scores the MLP's top --ranker-shortlist labels, blended "
+                  "with the MLP's probabilities by --ranker-blend: auto, or off (the MLP alone)")
+      ->capture_default_str();
+  cmd->add_option("--ranker-blend", f->ranker_blend,
+                  "The ranker's weight a in a x sigmoid(its score) + (1 - a) x the MLP's probability: auto "
+                  "(chosen from 0, 0.1, ..., 1 on --ranker-holdout of the training rows, which neither model "
+                  "then trains on; 0 keeps the MLP alone), or a fixed a in [0, 1] (no rows held out)")
+      ->capture_default_str();
+  cmd->add_option("--ranker-holdout", f->ranker_options.holdout,
+                  "The share of the training rows held out to choose --ranker-blend auto, in (0, 0.5], at most "
+                  "5000 rows; with fewer than 100 the ranker is not fitted")
+      ->capture_default_str();
+  cmd->add_option("--ranker-shortlist", f->ranker_options.shortlist,
+                  "How many of the MLP's best labels of a row the ranker trains on (as negatives) and re-scores, "
+                  "5 to 1000")
+      ->capture_default_str()->check(kNotNegative);
+  cmd->add_option("--ranker-epochs", f->ranker_options.epochs, "The ranker's passes over the training rows, 1 or more")
+      ->capture_default_str()->check(kNotNegative);
   cmd->add_option("--local-momentum", f->options.local_momentum,
                   "Heavy-ball momentum of each device's SGD, in [0, 1) (single: 0.9; several devices: preset)");
   cmd->add_option("--weight-decay", f->options.weight_decay,

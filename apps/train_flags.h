@@ -9,6 +9,7 @@
 #include "apps/cli.h"
 #include "apps/command_input.h"
 #include "engine/sampled_output.h"
+#include "run/ranker_stage.h"
 #include "run/run_control.h"
 #include "scheduler/train_options.h"
 
@@ -28,6 +29,8 @@ struct TrainFlags {
   std::string preset = "default", lr_scaling, pert_weights;  // the last two: from the preset unless given
   std::string propensity = "0.55,1.5";
   std::string algo = "single", clock = "virtual", clock_costs = "model";
+  std::string ranker = "auto", ranker_blend = "auto";  // settled into ranker_options before loading
+  run::RankerOptions ranker_options;                    // --ranker-holdout, -shortlist, -epochs bound here
   engine::SampledOutputOptions sampled_output;  // --slide-*: copied into `engine` by --algo slide or --cpu-output
   std::string cpu_output = "dense";             // the output layer of a multi-device run's CPU devices
   // Parsed once, in ApplyAlgorithm, into the typed fields of `engine`.

@@ -22,6 +22,7 @@
 #include "apps/stop_signals.h"
 #include "apps/train_data.h"
 #include "apps/train_outputs.h"
+#include "apps/train_ranker.h"
 #include "apps/train_report.h"
 #include "apps/train_settling.h"
 #include "data/folder_lock.h"
@@ -182,11 +183,18 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
   session.stopped_by_signal = result.stopped_by_signal;
   session.checkpoint = result.checkpoint;
   if (result.stopped_by_signal != 0) return EndStoppedRun(f, session, result, stdout_error, writer);
-  if (!f.model_out.empty()) engine::SaveModel(model, f.model_out);
+  // The ranker is fitted on rank 0, which writes the model; the other ranks' part ends here.
+  if (!writer) {
+    if (!f.model_out.empty()) engine::SaveModel(model, f.model_out);
+    metrics->Finish();
+    return kExitOk;
+  }
+  RankerOutcome ranked = FitRanker(f, data, std::move(model), session.print);
+  if (!f.model_out.empty()) engine::SaveModel(ranked.model, f.model_out);
   metrics->Finish();
-  if (!writer) return kExitOk;
   session.summary = TrainSummary(f, data, result, settled.lr_search);
-  if (session.model != nullptr) *session.model = std::move(model);
+  AddRankerSummary(f, ranked, &session.summary);
+  if (session.model != nullptr) *session.model = std::move(ranked.model);
   if (!session.print) return kExitOk;  // the summary names a failed end-of-run checkpoint
   return PrintSummary(session.summary, result, stdout_error);
 }

@@ -10,6 +10,7 @@
 
 #include "apps/train_flags.h"
 #include "data/dataset.h"
+#include "engine/trained_model.h"
 #include "kernels/model.h"
 #include "run/metrics_log.h"
 
@@ -29,7 +30,7 @@ struct TrainSession {
   // A second SIGINT/SIGTERM ends the process at once (the command line); false: it changes
   // nothing, the run still stops at its safe point (an interpreter must outlive its call).
   bool second_signal_exits = true;
-  kernels::Model<float>* model = nullptr;  // receives the trained model when not null
+  engine::TrainedModel* model = nullptr;  // receives the trained model when not null
 
   // What the run left: the signal that stopped it (0: it finished), its last checkpoint, and the
   // summary of a finished run.

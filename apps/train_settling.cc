@@ -13,6 +13,7 @@
 #include "apps/train_flag_checks.h"
 #include "apps/train_learning_rate.h"
 #include "apps/train_presets.h"
+#include "apps/train_ranker.h"
 #include "apps/train_settings.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "run/checkpoint_file.h"
@@ -75,6 +76,7 @@ void SettleBeforeLoading(TrainFlags& f, ranks::RankGroup* ranks) {
   f.options.propensity = ParsePropensity(f.propensity);
   GivenLearningRate(f);  // refused now; written after loading (ScaleLearningRate)
   f.options.lr_schedule = scheduler::ParseLrSchedule(f.lr_schedule);
+  SettleRankerFlags(f);
 }
 
 kernels::ModelShape SettleShape(TrainFlags& f, const data::Dataset& train) {

@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   std::string what;
   try {
     if (!model_path.empty()) {
-      const xmlt::kernels::Model<float> model = xmlt::engine::LoadModel(model_path);
+      const xmlt::kernels::Model<float> model = xmlt::engine::LoadModel(model_path).mlp;
       const xmlt::data::Dataset data = xmlt::data::LoadDataset(data_path);
       queries = std::min<size_t>(queries, data.num_rows());
       labels = model.shape.num_labels, dim = model.shape.hidden.back();

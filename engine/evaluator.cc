@@ -191,32 +191,125 @@ std::vector<uint64_t> SampleEvalRows(uint64_t num_rows, uint64_t count, uint64_t
   return rows;
 }
 
+namespace {
+
+// The top k logits of each of the chunk's rows as labels and softmax probabilities:
+// p = exp(z - max - log sum exp(z - max)).
+void TopProbabilities(const float* logits, uint32_t rows, uint64_t num_labels, uint32_t k, uint32_t* labels,
+                      float* scores) {
+  kernels::cpu::TopK<float>(logits, rows, num_labels, k, labels, scores);
+  for (uint32_t r = 0; r < rows; ++r) {
+    const float* z = logits + uint64_t(r) * num_labels;
+    const float max = *std::max_element(z, z + num_labels);
+    double sum = 0;
+    for (uint64_t j = 0; j < num_labels; ++j) sum += std::exp(double(z[j] - max));
+    const double shift = double(max) + std::log(sum);
+    for (uint32_t i = 0; i < k; ++i) {
+      float& s = scores[uint64_t(r) * k + i];
+      s = std::isinf(s) ? 0.0f : float(std::exp(double(s) - shift));
+    }
+  }
+}
+
+// Calls visit(batch, workspace, first, labels, scores) per chunk, labels and scores the rows'
+// lists of `depth` (rows x depth): the MLP's top with their probabilities, re-ranked by the ranker
+// when the model has one.
+template <class Visit>
+void ForEachRankedChunk(const TrainedModel& model, const data::Dataset& dataset, const uint64_t* rows, size_t count,
+                        uint32_t depth, Visit visit) {
+  const uint64_t num_labels = model.mlp.shape.num_labels;
+  std::vector<uint32_t> labels, reranked_labels;
+  std::vector<float> scores, reranked_scores;
+  kernels::RankerScratch scratch;
+  ForEachChunk(model.mlp, dataset, rows, count, [&](const data::SparseBatch& batch,
+                                                   const kernels::cpu::MlpWorkspace<float>& ws, size_t first) {
+    labels.resize(uint64_t(batch.num_rows) * depth);
+    scores.resize(labels.size());
+    TopProbabilities(ws.logits.data(), batch.num_rows, num_labels, depth, labels.data(), scores.data());
+    if (model.ranker) {
+      reranked_labels.resize(labels.size());
+      reranked_scores.resize(labels.size());
+      for (uint32_t r = 0; r < batch.num_rows; ++r) {
+        const uint64_t at = uint64_t(r) * depth;
+        kernels::RerankShortlist(*model.ranker, dataset.features, rows[first + r], labels.data() + at,
+                                 scores.data() + at, depth, reranked_labels.data() + at, reranked_scores.data() + at,
+                                 &scratch);
+      }
+      labels.swap(reranked_labels);
+      scores.swap(reranked_scores);
+    }
+    visit(batch, ws, first, labels, scores);
+  });
+}
+
+// How deep a ranked list must be for the first k to be final: the ranker re-orders its whole
+// shortlist.
+uint32_t RankedDepth(const TrainedModel& model, uint32_t k) {
+  const uint64_t depth = model.ranker ? std::max(k, model.ranker->shortlist) : k;
+  return uint32_t(std::min<uint64_t>(depth, model.mlp.shape.num_labels));
+}
+
+}  // namespace
+
 Prediction Predict(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k) {
+  return Predict(TrainedModel{model, nullptr}, dataset, k);
+}
+
+Prediction Predict(const TrainedModel& model, const data::Dataset& dataset, uint32_t k) {
   Prediction prediction;
   prediction.k = k;
   prediction.labels.resize(dataset.num_rows() * k);
   prediction.scores.resize(dataset.num_rows() * k);
-  const uint64_t num_labels = model.shape.num_labels;
+  const uint32_t depth = std::max(k, RankedDepth(model, k));
+  const std::vector<uint64_t> rows = AllRows(dataset);
+  ForEachRankedChunk(model, dataset, rows.data(), rows.size(), depth,
+                     [&](const data::SparseBatch& batch, const kernels::cpu::MlpWorkspace<float>&, size_t first,
+                         const std::vector<uint32_t>& labels, const std::vector<float>& scores) {
+                       for (uint32_t r = 0; r < batch.num_rows; ++r)
+                         for (uint32_t i = 0; i < k; ++i) {
+                           prediction.labels[(first + r) * k + i] = labels[uint64_t(r) * depth + i];
+                           prediction.scores[(first + r) * k + i] = scores[uint64_t(r) * depth + i];
+                         }
+                     });
+  return prediction;
+}
+
+Evaluation Evaluate(const TrainedModel& model, const data::Dataset& dataset) {
+  if (!model.ranker) return Evaluate(model.mlp, dataset);
+  constexpr uint32_t k = kernels::RankingAccumulator::kDepth;
+  const uint32_t depth = RankedDepth(model, k);
+  const std::vector<uint64_t> rows = AllRows(dataset);
+  EvaluationSums sums;
+  std::vector<uint32_t> top(k);
+  const data::CsrMatrix& truth = dataset.labels;
+  ForEachRankedChunk(model, dataset, rows.data(), rows.size(), depth,
+                     [&](const data::SparseBatch& batch, const kernels::cpu::MlpWorkspace<float>& ws, size_t first,
+                         const std::vector<uint32_t>& labels, const std::vector<float>&) {
+                       const kernels::cpu::LossResult loss =
+                           kernels::cpu::SoftmaxCrossEntropy(ws.logits.data(), batch, model.mlp.shape.num_labels);
+                       sums.loss_sum += loss.loss_sum;
+                       sums.labeled_rows += loss.labeled_rows;
+                       for (uint32_t r = 0; r < batch.num_rows; ++r) {
+                         const uint64_t row = rows[first + r];
+                         // A model of fewer than k labels leaves places no label fills.
+                         for (uint32_t i = 0; i < k; ++i) top[i] = i < depth ? labels[uint64_t(r) * depth + i] : UINT32_MAX;
+                         sums.ranking.AddRow(top.data(), truth.col_idx.data() + truth.RowBegin(row),
+                                             uint32_t(truth.RowSize(row)), InversePropensity(dataset),
+                                             dataset.inverse_propensity.size());
+                       }
+                     });
+  return sums.Mean();
+}
+
+std::vector<uint32_t> TopLabels(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k) {
+  std::vector<uint32_t> top(dataset.num_rows() * k);
   const std::vector<uint64_t> rows = AllRows(dataset);
   ForEachChunk(model, dataset, rows.data(), rows.size(), [&](const data::SparseBatch& batch,
                                    const kernels::cpu::MlpWorkspace<float>& ws, size_t first) {
-    uint32_t* labels = prediction.labels.data() + first * k;
-    float* scores = prediction.scores.data() + first * k;
-    kernels::cpu::TopK<float>(ws.logits.data(), batch.num_rows, num_labels, k, labels, scores);
-    // Turn the top logits into probabilities: p = exp(z - max - log sum exp(z - max)).
-    for (uint32_t r = 0; r < batch.num_rows; ++r) {
-      const float* z = ws.logits.data() + uint64_t(r) * num_labels;
-      const float max = *std::max_element(z, z + num_labels);
-      double sum = 0;
-      for (uint64_t j = 0; j < num_labels; ++j) sum += std::exp(double(z[j] - max));
-      const double shift = double(max) + std::log(sum);
-      for (uint32_t i = 0; i < k; ++i) {
-        float& s = scores[uint64_t(r) * k + i];
-        s = std::isinf(s) ? 0.0f : float(std::exp(double(s) - shift));
-      }
-    }
+    kernels::cpu::TopK<float>(ws.logits.data(), batch.num_rows, model.shape.num_labels, k, top.data() + first * k,
+                              nullptr);
   });
-  return prediction;
+  return top;
 }
 
 }  // namespace xmlt::engine

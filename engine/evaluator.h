@@ -8,6 +8,7 @@
 
 #include "data/dataset.h"
 #include "data/sparse_batch.h"
+#include "engine/trained_model.h"
 #include "kernels/model.h"
 #include "kernels/ranking_metrics.h"
 
@@ -32,6 +33,8 @@ struct EvaluationSums {
 // Feature ids beyond the model's input size are ignored (a test file may mention features the
 // training file never had); label ids beyond its output size can never be predicted.
 Evaluation Evaluate(const kernels::Model<float>& model, const data::Dataset& dataset);
+// With a ranker, the top labels are its re-ranked shortlists; the loss stays the MLP's.
+Evaluation Evaluate(const TrainedModel& model, const data::Dataset& dataset);
 
 // The sums over the given rows of `dataset` (row ids, any order).
 EvaluationSums EvaluateRows(const kernels::Model<float>& model, const data::Dataset& dataset,
@@ -63,5 +66,12 @@ struct Prediction {
 };
 
 Prediction Predict(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k);
+// With a ranker: the MLP's top max(k, shortlist) re-ranked (kernels::RerankShortlist), the first
+// k kept, their scores the blend.
+Prediction Predict(const TrainedModel& model, const data::Dataset& dataset, uint32_t k);
+
+// The MLP's k best labels of each row (rows x k, best first, ties to the lower id), without their
+// probabilities: the shortlists the ranker trains on.
+std::vector<uint32_t> TopLabels(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k);
 
 }  // namespace xmlt::engine

@@ -62,6 +62,12 @@ int64_t LinearRanker::PairOf(uint64_t feature, uint32_t label) const {
   return FindPair(pair_label, feature_ptr[feature], feature_ptr[feature + 1], label);
 }
 
+uint64_t CountLinearRankerPairs(const data::Dataset& train) {
+  uint64_t pairs = 0;
+  ForEachPair(IndexRowsByFeature(train.features), train.labels, [&](uint64_t, uint32_t) { ++pairs; });
+  return pairs;
+}
+
 LinearRanker BuildLinearRanker(const data::Dataset& train, uint64_t max_pairs) {
   LinearRanker ranker;
   ranker.num_features = train.num_features();
@@ -147,7 +153,7 @@ void MatchRankerPairs(const LinearRanker& ranker, const data::CsrMatrix& feature
   for (uint64_t k = features.RowBegin(row); k < features.RowEnd(row); ++k) {
     const uint64_t f = features.col_idx[k];
     if (f >= ranker.num_features) continue;
-    const float value = features.values[k];
+    const float value = features.binary() ? 1.0f : features.values[k];  // binary rows: every value 1
     const uint64_t first = ranker.feature_ptr[f];
     if (dense && ranker.dense_row[f] >= 0) {
       const uint32_t* offsets = ranker.dense_offset.data() + uint64_t(ranker.dense_row[f]) * ranker.num_labels;

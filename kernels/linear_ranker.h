@@ -9,7 +9,7 @@
 // features that met the most labels also get a dense row of their labels (AddDenseLookups), since
 // searching their long lists was two thirds of an epoch. Epochs: linear_ranker_epoch.h.
 //
-// Not yet part of training: the engine does not build or use it.
+// Trained after the MLP by run/ranker_stage.h; the model file keeps it (engine/model_file.h).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +41,9 @@ struct LinearRanker {
 // The output biases start here: every negative at the hinge's margin, so that the first steps do
 // not push on all labels at once.
 inline constexpr float kRankerInitialBias = -1.0f;
+
+// How many distinct (feature, label) pairs share a row of `train`: the pairs of its ranker.
+uint64_t CountLinearRankerPairs(const data::Dataset& train);
 
 // The ranker of `train`'s (feature, label) pairs that share a row, weights 0. Throws
 // std::length_error, before allocating them, when there are more than `max_pairs`.

@@ -28,13 +28,13 @@ nb::tuple Predict(const ModelHolder& holder, nb::handle x_parts, uint32_t k) {
   if (k == 0 || k > 1000) throw std::invalid_argument("k must be in 1..1000 (the command line's --top-k)");
   const CsrArguments x = CsrOf(x_parts, "X");
   auto prediction = std::make_unique<engine::Prediction>();
-  const kernels::Model<float>& model = holder.model;
+  const engine::TrainedModel& model = holder.model;
   uint64_t rows = 0;
   {
     nb::gil_scoped_release release;
-    const data::Dataset input = apps::AsModelInput(UnlabelledRows(FeaturesOf(x, "X"), "X"), model.shape, "X");
+    const data::Dataset input = apps::AsModelInput(UnlabelledRows(FeaturesOf(x, "X"), "X"), model.mlp.shape, "X");
     rows = input.num_rows();
-    *prediction = engine::Predict(model, input, uint32_t(std::min<uint64_t>(k, model.shape.num_labels)));
+    *prediction = engine::Predict(model, input, uint32_t(std::min<uint64_t>(k, model.mlp.shape.num_labels)));
   }
   const size_t kept = prediction->k;
   engine::Prediction* owned = prediction.release();
@@ -82,11 +82,19 @@ void BindModel(nb::module_& m) {
             engine::SaveModel(holder.model, path);
           },
           nb::arg("path"))
-      .def_prop_ro("num_features", [](const ModelHolder& h) { return h.model.shape.num_features; })
-      .def_prop_ro("num_labels", [](const ModelHolder& h) { return h.model.shape.num_labels; })
-      .def_prop_ro("hidden", [](const ModelHolder& h) { return h.model.shape.hidden; })
-      .def_prop_ro("normalize_rows", [](const ModelHolder& h) { return h.model.shape.normalize_rows; })
-      .def_prop_ro("shape", [](const ModelHolder& h) { return h.model.shape.ToString(); })
+      .def_prop_ro("num_features", [](const ModelHolder& h) { return h.model.mlp.shape.num_features; })
+      .def_prop_ro("num_labels", [](const ModelHolder& h) { return h.model.mlp.shape.num_labels; })
+      .def_prop_ro("hidden", [](const ModelHolder& h) { return h.model.mlp.shape.hidden; })
+      .def_prop_ro("normalize_rows", [](const ModelHolder& h) { return h.model.mlp.shape.normalize_rows; })
+      .def_prop_ro("shape", [](const ModelHolder& h) { return h.model.mlp.shape.ToString(); })
+      .def_prop_ro("has_ranker", [](const ModelHolder& h) { return h.model.ranker != nullptr; })
+      .def_prop_ro("ranker_form",
+                   [](const ModelHolder& h) {
+                     return std::string(h.model.ranker ? kernels::BlendFormName(h.model.ranker->form) : "");
+                   })
+      .def_prop_ro("ranker_blend", [](const ModelHolder& h) { return h.model.ranker ? h.model.ranker->blend : 0.0f; })
+      .def_prop_ro("ranker_shortlist",
+                   [](const ModelHolder& h) { return h.model.ranker ? h.model.ranker->shortlist : 0u; })
       .def("predict", &Predict, nb::arg("x"), nb::arg("k"))
       .def("evaluate", &Evaluate, nb::arg("x"), nb::arg("y"), nb::arg("propensity"), nb::arg("y_train").none());
 }

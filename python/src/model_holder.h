@@ -1,12 +1,12 @@
 // The model object the extension hands to Python.
 #pragma once
 
-#include "kernels/model.h"
+#include "engine/trained_model.h"
 
 namespace xmlt::python {
 
 struct ModelHolder {
-  kernels::Model<float> model;
+  engine::TrainedModel model;  // the MLP, and its shortlist ranker when trained with one
 };
 
 }  // namespace xmlt::python

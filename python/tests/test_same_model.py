@@ -15,6 +15,8 @@ CASES = {
     "adaptive": dict(algo="adaptive", devices="cpu:3", speed=(1, 1.5, 2), hidden=32, epochs=3, batch=32,
                      seed=11),
     "elastic": dict(algo="elastic", devices="cpu:2", hidden=32, epochs=2, batch=32, normalize="none"),
+    # A fixed blend: the ranker is fitted on every row and saved with the MLP.
+    "single-ranker": dict(algo="single", hidden=32, epochs=2, batch=32, ranker_blend=0.5, ranker_epochs=2),
 }
 
 
@@ -34,6 +36,9 @@ def test_same_model_file_as_the_command_line(case, data, text_data, cli, tmp_pat
     run_cli(cli, "train", "--train", text_data[0], "--test", text_data[1], "--model", str(cli_model),
             *cli_arguments(options))
     model = xmltrain.train(X, Y, Xt, Yt, progress=False, **options)
+    if "ranker_blend" in options:
+        assert model.ranker == {"form": "arithmetic", "blend": 0.5, "shortlist": 16}
+        assert model.summary["ranker"]["used"]
     model.save(tmp_path / "python.xmlt")
     assert (tmp_path / "python.xmlt").read_bytes() == cli_model.read_bytes()
     # The model= keyword writes the file as --model does.

@@ -42,10 +42,20 @@ class Model:
     def num_labels(self):
         return self._model.num_labels
 
+    @property
+    def ranker(self):
+        """The linear ranker that re-scores the MLP's shortlist, as a dict (form, blend,
+        shortlist), or None when the model is the MLP alone."""
+        if not self._model.has_ranker:
+            return None
+        return {"form": self._model.ranker_form, "blend": self._model.ranker_blend,
+                "shortlist": self._model.ranker_shortlist}
+
     def predict(self, X, k=5):
         """(labels, scores): the k best labels of each row of X, best first, as int32 [n, k], and
-        their probabilities as float32 [n, k] (k at most the label count), as `xmltrain predict`
-        gives them. Feature ids beyond the model's inputs are ignored, with a warning."""
+        their scores as float32 [n, k] (k at most the label count), as `xmltrain predict` gives
+        them: the MLP's probabilities, or with a ranker the blend it ranks by. Feature ids beyond
+        the model's inputs are ignored, with a warning."""
         return self._model.predict(csr_parts(X, "X"), int(k))
 
     def evaluate(self, X, Y, k=5, propensity=_DEFAULT_PROPENSITY, Y_train=None):

@@ -90,7 +90,7 @@ TEST(CliTest, TrainPrintsSummaryAndWritesMetricsAndModel) {
   EXPECT_EQ(last["p1"].get<double>(), summary["p1"].get<double>());
   EXPECT_EQ(last["epoch"].get<double>(), 2.0);
 
-  const kernels::Model<float> saved = engine::LoadModel(model);
+  const kernels::Model<float> saved = engine::LoadModel(model).mlp;
   EXPECT_EQ(saved.shape.num_features, uint64_t(kFeatures));
   EXPECT_EQ(saved.shape.num_labels, uint64_t(kLabels));
   EXPECT_EQ(saved.shape.hidden, std::vector<uint32_t>{16});
@@ -105,7 +105,7 @@ TEST(CliTest, EvalOfTheSavedModelReproducesTheSummary) {
     const CliResult train = Cli(TrainArgs(d, {"--model", model, "--normalize", normalize}));
     ASSERT_EQ(train.code, 0) << Describe(train);
     const json summary = LastJsonLine(train);
-    EXPECT_EQ(engine::LoadModel(model).shape.normalize_rows, normalize == "l2");
+    EXPECT_EQ(engine::LoadModel(model).mlp.shape.normalize_rows, normalize == "l2");
 
     const CliResult eval = Cli({"eval", "--model", model, "--test", d.test});
     ASSERT_EQ(eval.code, 0) << Describe(eval);

@@ -205,7 +205,7 @@ TEST(CliTest, ConfigFileSetsSubcommandOptions) {
   EXPECT_EQ(summary["train_samples"].get<uint64_t>(), uint64_t(3 * Data::kLabeledTrainRows));
   EXPECT_EQ(summary["epochs"].get<double>(), 3.0);
   EXPECT_EQ(summary["batches"].get<uint64_t>(), 3u * 6u);  // ceil(270 / 50) per epoch
-  EXPECT_EQ(engine::LoadModel(model).shape.hidden, std::vector<uint32_t>{8});
+  EXPECT_EQ(engine::LoadModel(model).mlp.shape.hidden, std::vector<uint32_t>{8});
 
   // The command line wins over the file; --config may follow the subcommand.
   const CliResult over =
@@ -221,7 +221,7 @@ TEST(CliTest, ConfigFileSetsSubcommandOptions) {
   ASSERT_EQ(t.code, 0) << Describe(t);
   EXPECT_EQ(LastJsonLine(t)["train_samples"].get<uint64_t>(),
             uint64_t(2 * Data::kLabeledTrainRows));
-  EXPECT_FALSE(engine::LoadModel(model).shape.normalize_rows);
+  EXPECT_FALSE(engine::LoadModel(model).mlp.shape.normalize_rows);
 
   // A bad value in the file is a usage error too.
   WriteFile(ini, "[train]\nepochs = many\n");

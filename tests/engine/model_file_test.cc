@@ -3,15 +3,19 @@
 #include "engine/model_file.h"
 
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "data/input_error.h"
+#include "kernels/linear_ranker.h"
+#include "tests/make_dataset.h"
 #include "tests/test_support.h"
 
 namespace xmlt::engine {
@@ -101,7 +105,7 @@ TEST(ModelFileTest, RoundTripKeepsShapeAndEveryParameterBit) {
     const Model<float> model = RandomModel(shape, normalize ? 2 : 1);
     const std::string path = dir.File(normalize ? "n.model" : "plain.model");
     SaveModel(model, path);
-    const Model<float> loaded = LoadModel(path);
+    const Model<float> loaded = LoadModel(path).mlp;
     EXPECT_TRUE(loaded.shape == shape) << loaded.shape.ToString();
     EXPECT_EQ(loaded.shape.normalize_rows, normalize);
     EXPECT_EQ(loaded.shape.hidden, (std::vector<uint32_t>{5, 3}));
@@ -122,7 +126,7 @@ TEST(ModelFileTest, SaveReplacesAnExistingFileAndLeavesNoTemporaries) {
   SaveModel(RandomModel(Shape(6, {4}, 3, true), 1), path);
   const Model<float> second = RandomModel(Shape(9, {2}, 5, false), 2);
   SaveModel(second, path);
-  const Model<float> loaded = LoadModel(path);
+  const Model<float> loaded = LoadModel(path).mlp;
   EXPECT_TRUE(loaded.shape == second.shape);
   ExpectBitEqual(loaded.params, second.params);
   size_t entries = 0;
@@ -166,13 +170,13 @@ TEST(ModelFileTest, WrongMagicIsRejected) {
 
 TEST(ModelFileTest, UnsupportedVersionIsRejectedWithBothVersions) {
   testing::TempDir dir;
-  const std::string path = dir.File("v2.model");
+  const std::string path = dir.File("v3.model");
   SaveModel(RandomModel(Shape(6, {4}, 3, true), 1), path);
   std::string bytes = testing::ReadFile(path);
-  const uint32_t version = 2;
+  const uint32_t version = 3;
   std::memcpy(&bytes[8], &version, sizeof(version));
   testing::WriteFile(path, bytes);
-  ExpectLoadError(path, "version 2 is not supported (expected 1)");
+  ExpectLoadError(path, "version 3 is not supported (expected 1 or 2)");
 }
 
 TEST(ModelFileTest, TruncatedFilesAreRejectedAtEveryCutPoint) {
@@ -337,6 +341,130 @@ TEST(ModelFileTest, ForgedHeaderMatchesTheRealFormat) {
   const std::string forged_header = Serialize(h);
   const std::string bytes = testing::ReadFile(path);
   EXPECT_EQ(bytes.substr(0, forged_header.size()), forged_header);
+}
+
+// A ranker for `shape`: the pairs of a few rows over its features and labels, random weights and
+// biases, and the given shortlist and blend.
+std::shared_ptr<kernels::ShortlistRanker> RandomRanker(const ModelShape& shape, uint32_t shortlist, float blend,
+                                                       uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const data::Dataset rows = testing::MakeDataset(
+      {{{{0, 1.0f}, {2, 1.0f}}, {0, 2}}, {{{1, 1.0f}, {2, 1.0f}, {3, 1.0f}}, {1}}, {{{3, 1.0f}}, {0, 1, 2}}},
+      shape.num_features, shape.num_labels);
+  auto ranker = std::make_shared<kernels::ShortlistRanker>();
+  ranker->linear = kernels::BuildLinearRanker(rows, 1000);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& w : ranker->linear.weight) w = normal(rng);
+  for (float& b : ranker->linear.bias) b = normal(rng);
+  ranker->linear.square.clear();
+  ranker->linear.bias_square.clear();
+  ranker->shortlist = shortlist;
+  ranker->blend = blend;
+  return ranker;
+}
+
+// Replaces the last 8 bytes by the XXH3-64 of the rest, as SaveModel closes a file.
+void Reseal(std::string* bytes) {
+  const uint64_t checksum = XXH3_64bits(bytes->data(), bytes->size() - 8);
+  std::memcpy(&(*bytes)[bytes->size() - 8], &checksum, 8);
+}
+
+TEST(ModelFileTest, RoundTripWithARankerKeepsItsPairsWeightsAndBlend) {
+  testing::TempDir dir;
+  const ModelShape shape = Shape(6, {4}, 3, true);
+  const std::shared_ptr<kernels::ShortlistRanker> ranker = RandomRanker(shape, 7, 0.3f, 1);
+  ranker->form = kernels::BlendForm::kGeometric;
+  TrainedModel model{RandomModel(shape, 5), ranker};
+  const std::string path = dir.File("ranked.model");
+  SaveModel(model, path);
+  const std::string bytes = testing::ReadFile(path);
+  uint32_t version = 0;
+  std::memcpy(&version, &bytes[8], 4);
+  EXPECT_EQ(version, 2u);
+  const TrainedModel loaded = LoadModel(path);
+  ExpectBitEqual(loaded.mlp.params, model.mlp.params);
+  ASSERT_NE(loaded.ranker, nullptr);
+  EXPECT_EQ(loaded.ranker->shortlist, 7u);
+  EXPECT_EQ(loaded.ranker->blend, 0.3f);
+  EXPECT_EQ(loaded.ranker->linear.num_features, 6u);
+  EXPECT_EQ(loaded.ranker->linear.num_labels, 3u);
+  EXPECT_EQ(loaded.ranker->linear.feature_ptr, model.ranker->linear.feature_ptr);
+  EXPECT_EQ(loaded.ranker->linear.pair_label, model.ranker->linear.pair_label);
+  ExpectBitEqual(loaded.ranker->linear.weight, model.ranker->linear.weight);
+  ExpectBitEqual(loaded.ranker->linear.bias, model.ranker->linear.bias);
+  EXPECT_EQ(loaded.ranker->form, kernels::BlendForm::kGeometric);
+  // Header, parameters, shortlist, form and blend, pair count, offsets, labels and weights,
+  // biases, checksum.
+  const uint64_t pairs = model.ranker->linear.num_pairs();
+  EXPECT_EQ(bytes.size(),
+            HeaderBytes(1) + model.mlp.params.size() * 4 + 4 + 4 + 4 + 8 + (6 + 1) * 8 + pairs * 8 + 3 * 4 + 8);
+  // Canonical: written again, the same bytes.
+  const std::string again = dir.File("again.model");
+  SaveModel(loaded, again);
+  EXPECT_EQ(testing::ReadFile(again), bytes);
+}
+
+TEST(ModelFileTest, AnMlpAloneIsStillWrittenAsVersionOne) {
+  testing::TempDir dir;
+  const Model<float> mlp = RandomModel(Shape(6, {4}, 3, true), 5);
+  SaveModel(mlp, dir.File("plain.model"));
+  SaveModel(TrainedModel{mlp, nullptr}, dir.File("trained.model"));
+  const std::string bytes = testing::ReadFile(dir.File("plain.model"));
+  EXPECT_EQ(testing::ReadFile(dir.File("trained.model")), bytes);
+  uint32_t version = 0;
+  std::memcpy(&version, &bytes[8], 4);
+  EXPECT_EQ(version, 1u);
+  EXPECT_EQ(LoadModel(dir.File("plain.model")).ranker, nullptr);
+}
+
+TEST(ModelFileTest, ARankerOfOtherShapesIsNotSaved) {
+  testing::TempDir dir;
+  TrainedModel model{RandomModel(Shape(6, {4}, 3, true), 5), RandomRanker(Shape(6, {4}, 4, true), 7, 0.3f, 1)};
+  EXPECT_THROW(SaveModel(model, dir.File("m.model")), std::invalid_argument);
+}
+
+// Each defect of the ranker's section, resealed so that the checksum passes, is refused by name
+// before anything it sizes is allocated.
+TEST(ModelFileTest, RankerSectionDefectsAreInputErrors) {
+  testing::TempDir dir;
+  const ModelShape shape = Shape(6, {4}, 3, true);
+  TrainedModel model{RandomModel(shape, 5), RandomRanker(shape, 7, 0.3f, 1)};
+  const std::string good = dir.File("good.model");
+  SaveModel(model, good);
+  const std::string bytes = testing::ReadFile(good);
+  const size_t section = HeaderBytes(1) + model.mlp.params.size() * 4;
+  const uint64_t pairs = model.ranker->linear.num_pairs();
+  const size_t offsets = section + 20, labels = offsets + (6 + 1) * 8;
+  const std::string path = dir.File("bad.model");
+  auto expect = [&](const std::string& what, auto edit, const std::string& fragment) {
+    SCOPED_TRACE(what);
+    std::string forged = bytes;
+    edit(&forged);
+    Reseal(&forged);
+    testing::WriteFile(path, forged);
+    ExpectLoadError(path, fragment);
+  };
+  auto put32 = [](std::string* b, size_t at, uint32_t v) { std::memcpy(&(*b)[at], &v, 4); };
+  auto put64 = [](std::string* b, size_t at, uint64_t v) { std::memcpy(&(*b)[at], &v, 8); };
+  expect("shortlist 0", [&](std::string* b) { put32(b, section, 0); }, "shortlist 0 is not in 1..1000");
+  expect("shortlist 1001", [&](std::string* b) { put32(b, section, 1001); }, "shortlist 1001");
+  expect("form 2", [&](std::string* b) { put32(b, section + 4, 2); }, "unknown blend form 2");
+  expect("blend 1.5", [&](std::string* b) { const float v = 1.5f; std::memcpy(&(*b)[section + 8], &v, 4); },
+         "blend is not in [0, 1]");
+  expect("blend NaN", [&](std::string* b) { put32(b, section + 8, 0x7fc00000u); }, "blend is not in [0, 1]");
+  expect("pairs 2^60", [&](std::string* b) { put64(b, section + 12, uint64_t{1} << 60); }, "length does not match");
+  expect("one pair more", [&](std::string* b) { put64(b, section + 12, pairs + 1); }, "length does not match");
+  expect("offsets not from 0", [&](std::string* b) { put64(b, offsets, 1); }, "do not span the pairs");
+  expect("offsets descending", [&](std::string* b) { put64(b, offsets + 8, pairs); }, "not ascending at feature");
+  expect("a label beyond the model", [&](std::string* b) { put32(b, labels, 3); }, "not ascending ids below 3");
+  expect("labels repeated", [&](std::string* b) {
+    // Feature 2 has labels 0, 1, 2 (rows 0 and 1): its second made equal to its first.
+    const uint64_t at = model.ranker->linear.feature_ptr[2];
+    put32(b, labels + (at + 1) * 4, model.ranker->linear.pair_label[at]);
+  }, "labels of feature 2");
+  expect("no section behind a version 2", [&](std::string* b) {
+    *b = b->substr(0, section) + std::string(8, '\0');
+  }, "bad ranker section: truncated");
 }
 
 }  // namespace

@@ -36,14 +36,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> file(data, data + size);
   Reseal(&file);
   const std::string path = fuzz::Scratch().Write("input.model", file.data(), file.size());
-  kernels::Model<float> model;
+  engine::TrainedModel model;
   try {
     model = engine::LoadModel(path);
   } catch (const data::InputError&) {
     return 0;  // a rejection is the reader doing its job
   }
-  if (model.params.size() != model.shape.NumParameters() ||
-      model.layers.size() != model.shape.num_layers()) {
+  if (model.mlp.params.size() != model.mlp.shape.NumParameters() ||
+      model.mlp.layers.size() != model.mlp.shape.num_layers()) {
     fuzz::Violation("the model's parameters do not match its shape");
   }
   const std::string copy = fuzz::Scratch().File("copy.model");

@@ -1,0 +1,168 @@
+// The shortlist ranker in a train run; see train_ranker.h.
+#include "apps/train_ranker.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+#include "apps/propensity_flag.h"
+#include "data/row_subset.h"
+#include "scheduler/train_options.h"
+
+namespace xmlt::apps {
+namespace {
+
+// A number in [0, 1] for --ranker-blend, or std::invalid_argument.
+float ParseBlend(const std::string& text) {
+  size_t used = 0;
+  float value = -1;
+  try {
+    value = std::stof(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(value >= 0.0f && value <= 1.0f))
+    throw std::invalid_argument("--ranker-blend must be 'auto' or a number in [0, 1], not '" + text + "'");
+  return value;
+}
+
+}  // namespace
+
+void SettleRankerFlags(TrainFlags& f) {
+  if (f.ranker != "auto" && f.ranker != "off")
+    throw std::invalid_argument("--ranker must be auto or off, not '" + f.ranker + "'");
+  run::RankerOptions& o = f.ranker_options;
+  o.enabled = f.ranker == "auto" && !(f.preset == "paper" && !f.given("--ranker"));
+  o.blend = f.ranker_blend == "auto" ? -1.0f : ParseBlend(f.ranker_blend);
+  if (!(o.holdout > 0 && o.holdout <= 0.5))
+    throw std::invalid_argument("--ranker-holdout must be in (0, 0.5], not " + std::to_string(o.holdout));
+  if (o.shortlist < 5 || o.shortlist > kernels::kMaxShortlist)
+    throw std::invalid_argument("--ranker-shortlist must be 5 to " + std::to_string(kernels::kMaxShortlist) + ", not " +
+                                std::to_string(o.shortlist));
+  if (o.epochs == 0) throw std::invalid_argument("--ranker-epochs must be 1 or more");
+  const bool tuned = f.given("--ranker-blend") || f.given("--ranker-holdout") || f.given("--ranker-shortlist") ||
+                     f.given("--ranker-epochs");
+  if (!o.enabled && tuned) throw std::invalid_argument("--ranker-blend, -holdout, -shortlist and -epochs need --ranker auto");
+  if (f.given("--ranker-holdout") && !o.choose_blend())
+    throw std::invalid_argument("--ranker-holdout is where --ranker-blend auto chooses: a fixed blend holds no rows out");
+}
+
+void HoldOutRankerRows(TrainFlags& f, TrainingData* data, bool writer) {
+  run::RankerOptions& o = f.ranker_options;
+  if (!o.enabled) return;
+  const uint64_t pairs = run::CountRankerPairs(data->train, run::kMaxRankerPairs);
+  if (pairs > run::kMaxRankerPairs) {
+    if (writer)
+      std::cerr << "warning: no ranker: the training rows hold " << pairs << " (feature, label) pairs, more than its "
+                << run::kMaxRankerPairs << "; the MLP alone is trained on every row (--ranker off says so)\n";
+    o.enabled = false;
+    return;
+  }
+  const uint64_t held_out = run::HoldoutRows(o, data->train.num_rows());
+  if (held_out == 0) {
+    if (o.choose_blend()) {
+      if (writer)
+        std::cerr << "note: no ranker: " << data->train.num_rows() << " training rows leave fewer than "
+                  << run::kMinHoldoutRows << " to choose its blend on (--ranker-holdout " << o.holdout << ")\n";
+      o.enabled = false;
+    }
+    return;
+  }
+  const run::HoldoutSplit split = run::SplitHoldout(data->train.num_rows(), held_out, f.options.seed);
+  data->holdout = std::make_unique<data::Dataset>(data::SelectRows(data->train, split.held_out));
+  data->train = data::SelectRows(data->train, split.kept);
+}
+
+RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::Model<float> mlp, bool say) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  RankerOutcome outcome;
+  outcome.model.mlp = std::move(mlp);
+  if (!f.ranker_options.enabled) return outcome;
+  run::RankerStageResult stage =
+      run::TrainShortlistRanker(outcome.model.mlp, data.train, data.holdout.get(), f.ranker_options);
+  outcome.model.ranker = stage.ranker;
+  outcome.report = std::move(stage.report);
+  if (data.test && outcome.model.ranker) {
+    // The rows of the run's last evaluation: all of them, or its --eval-rows sample.
+    const data::Dataset* test = data.test.get();
+    data::Dataset sample;
+    if (!f.options.final_eval_full) {
+      sample = data::SelectRows(*test, scheduler::EvalSample(test->num_rows(), f.options));
+      sample.inverse_propensity = test->inverse_propensity;
+      test = &sample;
+    }
+    outcome.test = engine::Evaluate(outcome.model, *test);
+  }
+  outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (say) {
+    const run::RankerStageReport& r = outcome.report;
+    char line[512];
+    const kernels::ShortlistRanker* ranker = outcome.model.ranker.get();
+    int used = std::snprintf(line, sizeof line, "ranker: %llu pairs, %zu epochs (loss %.4f), blend %s %.1f",
+                             static_cast<unsigned long long>(r.pairs), r.epoch_losses.size(),
+                             r.epoch_losses.empty() ? 0.0 : r.epoch_losses.back(),
+                             kernels::BlendFormName(ranker ? ranker->form : kernels::BlendForm::kArithmetic),
+                             ranker ? double(ranker->blend) : 0.0);
+    if (!r.choice.trials.empty()) {
+      const kernels::BlendTrial& alone = r.choice.trials.front();
+      const kernels::BlendTrial* chosen = &alone;
+      for (const kernels::BlendTrial& t : r.choice.trials)
+        if (t.blend == r.choice.blend && t.form == r.choice.form) chosen = &t;
+      used += std::snprintf(line + used, sizeof line - size_t(used),
+                            " chosen on %llu held-out rows (P@1 %.4f, the MLP alone %.4f)",
+                            static_cast<unsigned long long>(r.holdout_rows), chosen->metrics.p1, alone.metrics.p1);
+    }
+    if (outcome.test)
+      used += std::snprintf(line + used, sizeof line - size_t(used), "; test P@1 %.4f  P@3 %.4f  P@5 %.4f",
+                            outcome.test->metrics.p1, outcome.test->metrics.p3, outcome.test->metrics.p5);
+    std::snprintf(line + used, sizeof line - size_t(used), "; %.1f s", outcome.seconds);
+    std::cerr << line << (outcome.model.ranker ? "" : " (the MLP alone is kept)") << "\n";
+  }
+  return outcome;
+}
+
+void AddRankerSummary(const TrainFlags& f, const RankerOutcome& outcome, nlohmann::json* summary) {
+  if (!f.ranker_options.enabled) {
+    (*summary)["ranker"] = {{"fitted", false}};
+    return;
+  }
+  const run::RankerStageReport& r = outcome.report;
+  nlohmann::json trials = nlohmann::json::array();
+  for (const kernels::BlendTrial& t : r.choice.trials) {
+    nlohmann::json trial = {
+        {"form", kernels::BlendFormName(t.form)}, {"blend", t.blend}, {"mean_precision", t.mean_precision}};
+    trial.update(RankingJson(t.metrics));
+    trials.push_back(trial);
+  }
+  (*summary)["ranker"] = {{"fitted", true},
+                          {"used", outcome.model.ranker != nullptr},
+                          {"blend", outcome.model.ranker ? outcome.model.ranker->blend : 0.0f},
+                          {"blend_form", kernels::BlendFormName(outcome.model.ranker ? outcome.model.ranker->form
+                                                                                     : kernels::BlendForm::kArithmetic)},
+                          {"blend_chosen", f.ranker_options.choose_blend()},
+                          {"holdout_rows", r.holdout_rows},
+                          {"trials", trials},
+                          {"shortlist", f.ranker_options.shortlist},
+                          {"pairs", r.pairs},
+                          {"dense_features", r.dense_features},
+                          {"epoch_losses", r.epoch_losses},
+                          {"shortlist_s", r.shortlist_seconds},
+                          {"build_s", r.build_seconds},
+                          {"train_s", r.train_seconds},
+                          {"choice_s", r.choice_seconds},
+                          {"time_s", outcome.seconds}};
+  if (summary->contains("wall_time_s")) (*summary)["wall_time_s"] = (*summary)["wall_time_s"].get<double>() + outcome.seconds;
+  if (!outcome.test) return;
+  // The final model's figures: the MLP's last evaluation moves to "mlp".
+  nlohmann::json mlp;
+  for (const char* key : {"p1", "p3", "p5", "ndcg3", "ndcg5", "psp1", "psp3", "psp5", "psndcg3", "psndcg5"})
+    if (summary->contains(key)) mlp[key] = (*summary)[key];
+  (*summary)["mlp"] = mlp;
+  summary->update(RankingJson(outcome.test->metrics));
+}
+
+}  // namespace xmlt::apps

@@ -1,0 +1,42 @@
+// The shortlist ranker in a `xmltrain train` run (run/ranker_stage.h): its flags settled before
+// the data is loaded, the held-out rows taken from the training rows once they are, and after
+// training the stage run, the final model scored on the test rows and said.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "apps/train_data.h"
+#include "apps/train_flags.h"
+#include "engine/evaluator.h"
+#include "engine/trained_model.h"
+#include "kernels/model.h"
+
+namespace xmlt::apps {
+
+// --ranker, --ranker-blend, -holdout, -shortlist, -epochs into f.ranker_options; throws
+// std::invalid_argument for a bad value. --preset paper trains the paper's MLP alone unless
+// --ranker is given.
+void SettleRankerFlags(TrainFlags& f);
+
+// Holds out the rows --ranker-blend auto chooses on (run::HoldoutRows of the training rows, drawn
+// from --seed): data->holdout gets them and data->train keeps the rest, so neither model trains on
+// them. A ranker of more pairs than run::kMaxRankerPairs is not fitted: said, and no row held out.
+void HoldOutRankerRows(TrainFlags& f, TrainingData* data, bool writer);
+
+struct RankerOutcome {
+  engine::TrainedModel model;               // the MLP, with the ranker when its blend is above 0
+  run::RankerStageReport report;
+  std::optional<engine::Evaluation> test;   // the final model on the run's last test rows
+  double seconds = 0;                       // the stage and that evaluation
+};
+
+// After training, on rank 0: the stage (when f.ranker_options.enabled), then the final model on
+// the test rows of the run's last evaluation; `say` writes a line about it on stderr.
+RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::Model<float> mlp, bool say);
+
+// The summary's part: "ranker" (what the stage did and chose), the top-level test figures replaced
+// by the final model's (the MLP's last evaluation kept as "mlp"), its time added to wall_time_s.
+void AddRankerSummary(const TrainFlags& f, const RankerOutcome& outcome, nlohmann::json* summary);
+
+}  // namespace xmlt::apps

@@ -1,0 +1,118 @@
+// The shortlist ranker's stage after training; see ranker_stage.h.
+#include "run/ranker_stage.h"
+
+#include <tbb/global_control.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include "engine/evaluator.h"
+#include "kernels/linear_ranker_epoch.h"
+
+namespace xmlt::run {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The held-out rows' draw is its own: other samples of the run (evaluation rows, the sampler) use
+// the seed as it is.
+constexpr uint64_t kHoldoutSeedSalt = 0x686f6c646f7574ULL;  // "holdout"
+
+}  // namespace
+
+uint64_t HoldoutRows(const RankerOptions& options, uint64_t rows) {
+  if (!options.enabled || !options.choose_blend()) return 0;
+  const uint64_t share = uint64_t(std::llround(options.holdout * double(rows)));
+  const uint64_t held_out = std::min(share, kMaxHoldoutRows);
+  return held_out < kMinHoldoutRows || held_out >= rows ? 0 : held_out;
+}
+
+HoldoutSplit SplitHoldout(uint64_t rows, uint64_t held_out, uint64_t seed) {
+  HoldoutSplit split;
+  if (held_out == 0) {
+    split.kept = engine::SampleEvalRows(rows, 0, 0);
+    return split;
+  }
+  split.held_out = engine::SampleEvalRows(rows, held_out, seed ^ kHoldoutSeedSalt);
+  split.kept.reserve(rows - held_out);
+  size_t next = 0;
+  for (uint64_t r = 0; r < rows; ++r) {
+    if (next < split.held_out.size() && split.held_out[next] == r) {
+      ++next;
+      continue;
+    }
+    split.kept.push_back(r);
+  }
+  return split;
+}
+
+uint64_t CountRankerPairs(const data::Dataset& train, uint64_t limit) {
+  const data::CsrMatrix &x = train.features, &y = train.labels;
+  uint64_t bound = 0;
+  for (uint64_t r = 0; r < train.num_rows() && bound <= limit; ++r) bound += x.RowSize(r) * y.RowSize(r);
+  return bound <= limit ? bound : kernels::CountLinearRankerPairs(train);
+}
+
+RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const data::Dataset& train,
+                                       const data::Dataset* holdout, const RankerOptions& options) {
+  RankerStageResult result;
+  RankerStageReport& report = result.report;
+  const uint32_t shortlist = uint32_t(std::min<uint64_t>(options.shortlist, mlp.shape.num_labels));
+  const auto threads = uint32_t(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+
+  Clock::time_point start = Clock::now();
+  const std::vector<uint32_t> shortlists = engine::TopLabels(mlp, train, shortlist);
+  report.shortlist_seconds = SecondsSince(start);
+
+  start = Clock::now();
+  auto ranker = std::make_shared<kernels::ShortlistRanker>();
+  ranker->shortlist = shortlist;
+  ranker->linear = kernels::BuildLinearRanker(train, kMaxRankerPairs);
+  // A model of these shapes: the ranker's features and labels are the MLP's, whatever the rows.
+  if (ranker->linear.num_features != mlp.shape.num_features || ranker->linear.num_labels != mlp.shape.num_labels)
+    throw std::invalid_argument("the ranker's training rows do not have the model's features and labels");
+  report.pairs = ranker->linear.num_pairs();
+  report.dense_features = kernels::AddDenseLookups(&ranker->linear, kernels::kRankerDenseLookupBytes);
+  report.build_seconds = SecondsSince(start);
+
+  start = Clock::now();
+  for (uint32_t epoch = 0; epoch < options.epochs; ++epoch) {
+    const double loss = kernels::RankerTrainEpoch(&ranker->linear, train.features, train.labels, shortlists.data(),
+                                                  shortlist, kRankerLearningRate, std::max(threads, 1u));
+    report.epoch_losses.push_back(train.num_rows() > 0 ? loss / double(train.num_rows()) : 0.0);
+  }
+  // Prediction needs no Adagrad squares.
+  ranker->linear.square = {};
+  ranker->linear.bias_square = {};
+  report.train_seconds = SecondsSince(start);
+
+  start = Clock::now();
+  if (options.choose_blend()) {
+    if (holdout == nullptr || holdout->num_rows() == 0) throw std::invalid_argument("the blend is chosen on held-out rows: none given");
+    report.holdout_rows = holdout->num_rows();
+    engine::Prediction mlp_top = engine::Predict(mlp, *holdout, shortlist);
+    std::vector<float> linear_scores(mlp_top.labels.size());
+    tbb::enumerable_thread_specific<kernels::RankerScratch> scratches;
+    tbb::parallel_for(uint64_t(0), holdout->num_rows(), [&](uint64_t r) {
+      kernels::RankerScores(ranker->linear, holdout->features, r, mlp_top.labels.data() + r * shortlist, shortlist,
+                            linear_scores.data() + r * shortlist, &scratches.local());
+    });
+    report.choice = kernels::ChooseBlend(holdout->labels, mlp_top.labels.data(), mlp_top.scores.data(),
+                                         linear_scores.data(), shortlist);
+    ranker->form = report.choice.form;
+    ranker->blend = report.choice.blend;
+  } else {
+    ranker->blend = options.blend;
+  }
+  report.choice_seconds = SecondsSince(start);
+  if (ranker->blend > 0) result.ranker = std::move(ranker);
+  return result;
+}
+
+}  // namespace xmlt::run

@@ -1,0 +1,153 @@
+// Tests of the shortlist ranker through `xmltrain train`, `eval` and `predict`
+// (apps/train_ranker.h): the rows it holds out, what the summary says, the model file it writes,
+// and its flags' refusals.
+#include "apps/cli.h"
+#include "tests/apps/cli_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/model_file.h"
+#include "tests/apps/cli_test_support.h"
+#include "tests/test_support.h"
+
+namespace xmlt::apps {
+namespace {
+
+using nlohmann::json;
+using namespace testing;
+
+// Enough rows for a held-out slice of 150 (a tenth), every row labelled.
+struct RankerData {
+  xmlt::testing::TempDir dir;
+  std::string train = dir.File("train.txt"), test = dir.File("test.txt");
+  static constexpr int kTrainRows = 1500;
+  RankerData() {
+    xmlt::testing::WriteFile(train, MakeText(kTrainRows, 3));
+    xmlt::testing::WriteFile(test, MakeText(200, 4));
+  }
+  std::vector<std::string> Args(std::vector<std::string> extra) const {
+    std::vector<std::string> args = {"train", "--train", train, "--test", test, "--hidden", "16", "--epochs", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+};
+
+uint32_t FileVersion(const std::string& path) {
+  const std::string bytes = xmlt::testing::ReadFile(path);
+  uint32_t version = 0;
+  std::memcpy(&version, &bytes[8], 4);
+  return version;
+}
+
+TEST(CliRanker, TheDefaultHoldsOutATenthChoosesTheBlendAndEvalAgrees) {
+  RankerData d;
+  const std::string model = d.dir.File("m.model");
+  const CliResult r = Cli(d.Args({"--model", model}));
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  const json summary = LastJsonLine(r);
+  const json& ranker = summary["ranker"];
+  ASSERT_TRUE(ranker["fitted"].get<bool>()) << summary.dump();
+  EXPECT_EQ(ranker["holdout_rows"].get<uint64_t>(), 150u);
+  EXPECT_EQ(ranker["trials"].size(), 21u);  // two forms at 0.1 to 1, and the MLP alone
+  EXPECT_TRUE(ranker["blend_chosen"].get<bool>());
+  EXPECT_GT(ranker["pairs"].get<uint64_t>(), 0u);
+  // The MLP trained on the other 1,350 rows, one epoch.
+  EXPECT_EQ(summary["train_samples"].get<uint64_t>(), 1350u);
+  EXPECT_NE(r.err.find("ranker: "), std::string::npos) << r.err;
+  // Whatever blend was chosen, eval of the file gives the summary's figures: those of the final model.
+  const bool used = ranker["used"].get<bool>();
+  EXPECT_EQ(FileVersion(model), used ? 2u : 1u);
+  EXPECT_EQ(used, summary.contains("mlp"));
+  const CliResult eval = Cli({"eval", "--model", model, "--test", d.test});
+  ASSERT_EQ(eval.code, 0) << Describe(eval);
+  const json figures = LastJsonLine(eval);
+  for (const char* key : {"p1", "p3", "p5"})
+    EXPECT_DOUBLE_EQ(figures[key].get<double>(), summary[key].get<double>()) << key;
+}
+
+TEST(CliRanker, AFixedBlendIsSavedAndScoredByEvalAndPredict) {
+  RankerData d;
+  const std::string model = d.dir.File("m.model"), out = d.dir.File("top.txt");
+  const CliResult r = Cli(d.Args({"--model", model, "--ranker-blend", "0.5", "--ranker-epochs", "2"}));
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  const json summary = LastJsonLine(r);
+  EXPECT_TRUE(summary["ranker"]["used"].get<bool>());
+  EXPECT_FLOAT_EQ(summary["ranker"]["blend"].get<float>(), 0.5f);
+  EXPECT_EQ(summary["ranker"]["holdout_rows"].get<uint64_t>(), 0u);
+  EXPECT_EQ(summary["ranker"]["epoch_losses"].size(), 2u);
+  EXPECT_EQ(summary["train_samples"].get<uint64_t>(), 1500u) << "a fixed blend holds no row out";
+  ASSERT_TRUE(summary.contains("mlp"));
+  EXPECT_EQ(FileVersion(model), 2u);
+  const engine::TrainedModel loaded = engine::LoadModel(model);
+  ASSERT_NE(loaded.ranker, nullptr);
+  EXPECT_EQ(loaded.ranker->blend, 0.5f);
+  EXPECT_EQ(loaded.ranker->shortlist, 6u) << "the shortlist is cut to the 6 labels";
+  const CliResult eval = Cli({"eval", "--model", model, "--test", d.test});
+  ASSERT_EQ(eval.code, 0) << Describe(eval);
+  EXPECT_DOUBLE_EQ(LastJsonLine(eval)["p1"].get<double>(), summary["p1"].get<double>());
+  // predict's scores are the blend, best first.
+  const CliResult predict = Cli({"predict", "--model", model, "--input", d.test, "--output", out, "--top-k", "3"});
+  ASSERT_EQ(predict.code, 0) << Describe(predict);
+  const std::string first = Lines(xmlt::testing::ReadFile(out)).front();
+  float a = 0, b = 0, c = 0;
+  unsigned la = 0, lb = 0, lc = 0;
+  ASSERT_EQ(std::sscanf(first.c_str(), "%u:%f %u:%f %u:%f", &la, &a, &lb, &b, &lc, &c), 6) << first;
+  EXPECT_GE(a, b);
+  EXPECT_GE(b, c);
+}
+
+TEST(CliRanker, OffTrainsTheMlpAloneOnEveryRow) {
+  RankerData d;
+  const std::string model = d.dir.File("m.model");
+  const CliResult r = Cli(d.Args({"--model", model, "--ranker", "off"}));
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  const json summary = LastJsonLine(r);
+  EXPECT_FALSE(summary["ranker"]["fitted"].get<bool>());
+  EXPECT_EQ(summary["train_samples"].get<uint64_t>(), 1500u);
+  EXPECT_EQ(FileVersion(model), 1u);
+  // The paper's preset trains the paper's MLP: no ranker unless asked for.
+  const CliResult paper = Cli(d.Args({"--algo", "adaptive", "--devices", "cpu:2", "--preset", "paper"}));
+  ASSERT_EQ(paper.code, 0) << Describe(paper);
+  EXPECT_FALSE(LastJsonLine(paper)["ranker"]["fitted"].get<bool>());
+}
+
+TEST(CliRanker, TooFewRowsToChooseOnTrainNoRankerAndSaySo) {
+  Data d;  // 300 rows: 30 held out would be too few
+  const CliResult r = Cli(TrainArgs(d, {}));
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  EXPECT_FALSE(LastJsonLine(r)["ranker"]["fitted"].get<bool>());
+  EXPECT_NE(r.err.find("no ranker: 300 training rows leave fewer than 100"), std::string::npos) << r.err;
+  EXPECT_EQ(LastJsonLine(r)["train_samples"].get<uint64_t>(), uint64_t(2 * Data::kLabeledTrainRows));
+}
+
+TEST(CliRanker, BadRankerFlagsAreUsageErrorsBeforeLoading) {
+  RankerData d;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--ranker", "on"}, "--ranker must be auto or off, not 'on'"},
+      {{"--ranker-blend", "1.5"}, "--ranker-blend must be 'auto' or a number in [0, 1], not '1.5'"},
+      {{"--ranker-blend", "half"}, "--ranker-blend must be 'auto' or a number in [0, 1]"},
+      {{"--ranker-shortlist", "4"}, "--ranker-shortlist must be 5 to 1000, not 4"},
+      {{"--ranker-shortlist", "1001"}, "--ranker-shortlist must be 5 to 1000"},
+      {{"--ranker-holdout", "0.6"}, "--ranker-holdout must be in (0, 0.5]"},
+      {{"--ranker-holdout", "0"}, "--ranker-holdout must be in (0, 0.5]"},
+      {{"--ranker-epochs", "0"}, "--ranker-epochs must be 1 or more"},
+      {{"--ranker", "off", "--ranker-epochs", "2"}, "need --ranker auto"},
+      {{"--ranker-blend", "0.5", "--ranker-holdout", "0.2"}, "a fixed blend holds no rows out"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> args = {"train", "--train", d.dir.File("absent.txt")};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CliResult r = Cli(args);
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace xmlt::apps

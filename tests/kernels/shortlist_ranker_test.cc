@@ -1,0 +1,158 @@
+// Tests of the shortlist's re-ranking and of the blend's choice (kernels/shortlist_ranker.h).
+#include "kernels/shortlist_ranker.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "tests/make_dataset.h"
+
+namespace xmlt::kernels {
+namespace {
+
+using testing::MakeDataset;
+
+// A ranker of 4 features and 6 labels where feature f met labels f and f + 1, its weights w(f, l)
+// = 10 f + l and its biases -l, so that a row's linear scores are known by hand.
+ShortlistRanker HandRanker(uint32_t shortlist, float blend) {
+  const data::Dataset rows = MakeDataset({{{{0, 1.0f}}, {0, 1}}, {{{1, 1.0f}}, {1, 2}}, {{{2, 1.0f}}, {2, 3}},
+                                          {{{3, 1.0f}}, {3, 4}}},
+                                         4, 6);
+  ShortlistRanker ranker;
+  ranker.linear = BuildLinearRanker(rows, 100);
+  for (uint64_t f = 0; f < 4; ++f)
+    for (uint64_t p = ranker.linear.feature_ptr[f]; p < ranker.linear.feature_ptr[f + 1]; ++p)
+      ranker.linear.weight[p] = float(10 * f + ranker.linear.pair_label[p]);
+  for (uint32_t l = 0; l < 6; ++l) ranker.linear.bias[l] = -float(l);
+  ranker.shortlist = shortlist;
+  ranker.blend = blend;
+  return ranker;
+}
+
+float Sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
+
+TEST(ShortlistRanker, BlendScoreIsTheWeightedSigmoidAndProbability) {
+  constexpr BlendForm kSum = BlendForm::kArithmetic, kProduct = BlendForm::kGeometric;
+  EXPECT_FLOAT_EQ(BlendScore(kSum, 0.0f, 3.0f, 0.25f), 0.25f);
+  EXPECT_FLOAT_EQ(BlendScore(kSum, 1.0f, 0.0f, 0.25f), 0.5f);
+  EXPECT_FLOAT_EQ(BlendScore(kSum, 0.6f, 2.0f, 0.1f), 0.6f * Sigmoid(2.0f) + 0.4f * 0.1f);
+  EXPECT_FLOAT_EQ(BlendScore(kProduct, 0.0f, 3.0f, 0.25f), 0.25f);
+  EXPECT_FLOAT_EQ(BlendScore(kProduct, 1.0f, 0.0f, 0.25f), 0.5f);
+  EXPECT_FLOAT_EQ(BlendScore(kProduct, 0.6f, 2.0f, 0.1f), std::pow(Sigmoid(2.0f), 0.6f) * std::pow(0.1f, 0.4f));
+  EXPECT_EQ(BlendScore(kProduct, 0.5f, 2.0f, 0.0f), 0.0f) << "a probability of 0 stays last";
+}
+
+TEST(ShortlistRanker, RerankingOrdersTheShortlistByTheBlendAndKeepsTheRestInOrder) {
+  // One row: feature 1 at 0.5. Linear scores: label 1: -1 + 0.5 x 11 = 4.5; label 2: -2 + 0.5 x 12
+  // = 4; labels 0, 3: only their biases, 0 and -3.
+  const data::Dataset row = MakeDataset({{{{1, 0.5f}}, {}}}, 4, 6);
+  const std::vector<uint32_t> labels = {0, 3, 2, 1, 5};
+  const std::vector<float> probabilities = {0.4f, 0.3f, 0.1f, 0.05f, 0.01f};
+  std::vector<uint32_t> out_labels(5);
+  std::vector<float> out_scores(5);
+  RankerScratch scratch;
+  // The ranker alone (a = 1) on a shortlist of 4: labels 1, 2, 0, 3 by score; label 5 stays last.
+  RerankShortlist(HandRanker(4, 1.0f), row.features, 0, labels.data(), probabilities.data(), 5, out_labels.data(),
+                  out_scores.data(), &scratch);
+  EXPECT_EQ(out_labels, (std::vector<uint32_t>{1, 2, 0, 3, 5}));
+  EXPECT_FLOAT_EQ(out_scores[0], Sigmoid(4.5f));
+  EXPECT_FLOAT_EQ(out_scores[1], Sigmoid(4.0f));
+  EXPECT_FLOAT_EQ(out_scores[4], Sigmoid(-5.0f));
+  // a = 0: the MLP's order and probabilities.
+  RerankShortlist(HandRanker(4, 0.0f), row.features, 0, labels.data(), probabilities.data(), 5, out_labels.data(),
+                  out_scores.data(), &scratch);
+  EXPECT_EQ(out_labels, labels);
+  EXPECT_EQ(out_scores, probabilities);
+  // A shortlist of 2 re-ranks only labels 0 and 3: by the ranker 0 (bias 0) before 3 (bias -3).
+  RerankShortlist(HandRanker(2, 1.0f), row.features, 0, labels.data(), probabilities.data(), 5, out_labels.data(),
+                  out_scores.data(), &scratch);
+  EXPECT_EQ(out_labels, (std::vector<uint32_t>{0, 3, 2, 1, 5}));
+}
+
+TEST(ShortlistRanker, TiesKeepTheMlpsOrder) {
+  // No feature: every score is the bias, all biases equal; a = 1 ties every label.
+  ShortlistRanker ranker = HandRanker(5, 1.0f);
+  for (float& b : ranker.linear.bias) b = 0.0f;
+  const data::Dataset row = MakeDataset({{{}, {}}}, 4, 6);
+  const std::vector<uint32_t> labels = {4, 1, 3, 0, 2};
+  const std::vector<float> probabilities = {0.5f, 0.2f, 0.1f, 0.1f, 0.1f};
+  std::vector<uint32_t> out(5);
+  std::vector<float> scores(5);
+  RankerScratch scratch;
+  RerankShortlist(ranker, row.features, 0, labels.data(), probabilities.data(), 5, out.data(), scores.data(), &scratch);
+  EXPECT_EQ(out, labels);
+}
+
+// Held-out rows of one true label each, with shortlists where the MLP puts the true label second
+// and a linear model that puts it first: P@1 goes from 0 to 1 as the blend rises.
+struct HeldOut {
+  data::CsrMatrix labels;
+  std::vector<uint32_t> shortlists;
+  std::vector<float> probabilities, linear_scores;
+};
+
+HeldOut SecondPlaceRows(uint32_t rows, float linear_margin) {
+  HeldOut h;
+  std::vector<testing::DatasetRow> data_rows(rows);
+  for (uint32_t r = 0; r < rows; ++r) {
+    const uint32_t truth = r % 7, wrong = (r + 1) % 7;
+    data_rows[r].labels = {truth};
+    const uint32_t rest[3] = {(r + 2) % 7, (r + 3) % 7, (r + 4) % 7};
+    h.shortlists.insert(h.shortlists.end(), {wrong, truth, rest[0], rest[1], rest[2]});
+    h.probabilities.insert(h.probabilities.end(), {0.5f, 0.3f, 0.1f, 0.05f, 0.05f});
+    h.linear_scores.insert(h.linear_scores.end(), {-linear_margin, linear_margin, -5.0f, -5.0f, -5.0f});
+  }
+  h.labels = MakeDataset(data_rows, 1, 7).labels;
+  return h;
+}
+
+TEST(ShortlistRanker, TheChoiceTakesTheBlendOfTheHighestMeanPrecision) {
+  const HeldOut h = SecondPlaceRows(20, 3.0f);
+  const BlendChoice choice = ChooseBlend(h.labels, h.shortlists.data(), h.probabilities.data(), h.linear_scores.data(), 5);
+  // Each form at every weight, the MLP alone (0) once.
+  ASSERT_EQ(choice.trials.size(), 2 * BlendGrid().size() - 1);
+  EXPECT_EQ(choice.trials.front().blend, 0.0f);
+  EXPECT_EQ(choice.trials[11].form, BlendForm::kGeometric);
+  EXPECT_EQ(choice.trials[11].blend, 0.1f);
+  EXPECT_DOUBLE_EQ(choice.trials.front().metrics.p1, 0.0);
+  // The blend that first puts the true label ahead: a s(3) + (1 - a) 0.3 > a s(-3) + (1 - a) 0.5,
+  // a > 0.2 / (s(3) - s(-3) + 0.2) = 0.19...: 0.2 is the first blend on the grid past it.
+  EXPECT_FLOAT_EQ(choice.blend, 0.2f);
+  EXPECT_EQ(choice.form, BlendForm::kArithmetic) << "the geometric blends tie at best, and come later";
+  EXPECT_DOUBLE_EQ(choice.trials[2].metrics.p1, 1.0);
+  EXPECT_DOUBLE_EQ(choice.trials[1].metrics.p1, 0.0);
+  // P@3 and P@5 do not move (the true label is always in the top 3), so the mean follows P@1.
+  for (const BlendTrial& t : choice.trials) {
+    EXPECT_NEAR(t.metrics.p3, 1.0 / 3.0, 1e-12);
+    EXPECT_NEAR(t.mean_precision, (t.metrics.p1 + t.metrics.p3 + t.metrics.p5) / 3.0, 1e-12);
+  }
+}
+
+TEST(ShortlistRanker, AWorseLinearModelKeepsTheMlpAlone) {
+  // The MLP now puts the true label first and the linear model the wrong one: every blend past
+  // 0.2 loses P@1.
+  HeldOut h = SecondPlaceRows(20, 3.0f);
+  for (size_t r = 0; r < 20; ++r) std::swap(h.shortlists[r * 5], h.shortlists[r * 5 + 1]);
+  const BlendChoice worse = ChooseBlend(h.labels, h.shortlists.data(), h.probabilities.data(), h.linear_scores.data(), 5);
+  EXPECT_EQ(worse.blend, 0.0f);
+  EXPECT_DOUBLE_EQ(worse.trials.front().metrics.p1, 1.0);
+  EXPECT_DOUBLE_EQ(worse.trials.back().metrics.p1, 0.0);
+  // Linear scores in the MLP's order: every blend ranks alike, and the tie keeps 0.
+  for (size_t i = 0; i < h.linear_scores.size(); ++i) h.linear_scores[i] = 5.0f - float(i % 5);
+  EXPECT_EQ(ChooseBlend(h.labels, h.shortlists.data(), h.probabilities.data(), h.linear_scores.data(), 5).blend, 0.0f);
+}
+
+TEST(ShortlistRanker, UnlabelledRowsAndShortShortlistsCountAsMisses) {
+  std::vector<testing::DatasetRow> rows(2);
+  rows[0].labels = {1};
+  const data::CsrMatrix labels = MakeDataset(rows, 1, 3).labels;
+  const std::vector<uint32_t> shortlists = {1, 0, 2, 1};  // two per row: shorter than P@5's depth
+  const std::vector<float> probabilities = {0.6f, 0.4f, 0.6f, 0.4f}, scores(4, 0.0f);
+  const BlendChoice choice = ChooseBlend(labels, shortlists.data(), probabilities.data(), scores.data(), 2);
+  EXPECT_DOUBLE_EQ(choice.trials[0].metrics.p1, 0.5);        // one of two rows right
+  EXPECT_DOUBLE_EQ(choice.trials[0].metrics.p5, 0.5 / 5.0);  // one label in five places, over two rows
+}
+
+}  // namespace
+}  // namespace xmlt::kernels
