@@ -55,9 +55,10 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "with the MLP's probabilities by --ranker-blend: auto, or off (the MLP alone)")
       ->capture_default_str();
   cmd->add_option("--ranker-blend", f->ranker_blend,
-                  "The ranker's weight a in a x sigmoid(its score) + (1 - a) x the MLP's probability: auto "
-                  "(chosen from 0, 0.1, ..., 1 on --ranker-holdout of the training rows, which neither model "
-                  "then trains on; 0 keeps the MLP alone), or a fixed a in [0, 1] (no rows held out)")
+                  "How the ranker's sigmoid(score) s and the MLP's probability p combine: auto (a x s + (1 - a) "
+                  "x p or s^a x p^(1 - a), the form and a in 0, 0.1, ..., 1 chosen on --ranker-holdout of the "
+                  "training rows, which neither model then trains on; a = 0 keeps the MLP alone), or a fixed a "
+                  "in [0, 1] of s^a x p^(1 - a) (no rows held out)")
       ->capture_default_str();
   cmd->add_option("--ranker-holdout", f->ranker_options.holdout,
                   "The share of the training rows held out to choose --ranker-blend auto, in (0, 0.5], at most "

@@ -108,6 +108,8 @@ RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const d
     ranker->form = report.choice.form;
     ranker->blend = report.choice.blend;
   } else {
+    // The form that won the choice on Bibtex, Delicious and EURLEX57K (docs/experiments/peers.md).
+    ranker->form = kernels::BlendForm::kGeometric;
     ranker->blend = options.blend;
   }
   report.choice_seconds = SecondsSince(start);

@@ -18,10 +18,10 @@ namespace xmlt::run {
 
 struct RankerOptions {
   bool enabled = true;     // --ranker auto (the default) or off
-  float blend = -1;        // --ranker-blend: a fixed a in [0, 1], or below 0 (auto) chosen on held-out rows
+  float blend = -1;        // --ranker-blend: a fixed a in [0, 1] of the geometric form, or below 0 (auto): chosen
   double holdout = 0.1;    // --ranker-holdout: the share of the training rows held out for the choice
   uint32_t shortlist = 50;  // --ranker-shortlist
-  uint32_t epochs = 3;      // --ranker-epochs
+  uint32_t epochs = 5;      // --ranker-epochs
   bool choose_blend() const { return blend < 0; }
 };
 
@@ -63,7 +63,8 @@ struct RankerStageResult {
 };
 
 // Trains the ranker for `mlp` on `train` (the rows the MLP trained on) and sets its blend: the
-// options' fixed one, or the best of kernels::BlendGrid on `holdout`'s rows. Runs on the threads
+// options' fixed weight in the geometric form, or the best form and weight on `holdout`'s rows
+// (kernels::ChooseBlend). Runs on the threads
 // TBB allows. Throws std::length_error, before allocating them, for more than kMaxRankerPairs pairs.
 RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const data::Dataset& train,
                                        const data::Dataset* holdout, const RankerOptions& options);

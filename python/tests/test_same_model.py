@@ -37,7 +37,7 @@ def test_same_model_file_as_the_command_line(case, data, text_data, cli, tmp_pat
             *cli_arguments(options))
     model = xmltrain.train(X, Y, Xt, Yt, progress=False, **options)
     if "ranker_blend" in options:
-        assert model.ranker == {"form": "arithmetic", "blend": 0.5, "shortlist": 16}
+        assert model.ranker == {"form": "geometric", "blend": 0.5, "shortlist": 16}
         assert model.summary["ranker"]["used"]
     model.save(tmp_path / "python.xmlt")
     assert (tmp_path / "python.xmlt").read_bytes() == cli_model.read_bytes()

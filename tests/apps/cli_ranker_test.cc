@@ -79,6 +79,7 @@ TEST(CliRanker, AFixedBlendIsSavedAndScoredByEvalAndPredict) {
   const json summary = LastJsonLine(r);
   EXPECT_TRUE(summary["ranker"]["used"].get<bool>());
   EXPECT_FLOAT_EQ(summary["ranker"]["blend"].get<float>(), 0.5f);
+  EXPECT_EQ(summary["ranker"]["blend_form"].get<std::string>(), "geometric");
   EXPECT_EQ(summary["ranker"]["holdout_rows"].get<uint64_t>(), 0u);
   EXPECT_EQ(summary["ranker"]["epoch_losses"].size(), 2u);
   EXPECT_EQ(summary["train_samples"].get<uint64_t>(), 1500u) << "a fixed blend holds no row out";
@@ -87,6 +88,7 @@ TEST(CliRanker, AFixedBlendIsSavedAndScoredByEvalAndPredict) {
   const engine::TrainedModel loaded = engine::LoadModel(model);
   ASSERT_NE(loaded.ranker, nullptr);
   EXPECT_EQ(loaded.ranker->blend, 0.5f);
+  EXPECT_EQ(loaded.ranker->form, kernels::BlendForm::kGeometric);
   EXPECT_EQ(loaded.ranker->shortlist, 6u) << "the shortlist is cut to the 6 labels";
   const CliResult eval = Cli({"eval", "--model", model, "--test", d.test});
   ASSERT_EQ(eval.code, 0) << Describe(eval);

@@ -91,8 +91,8 @@ TEST(RankerStage, TheChosenBlendLiftsTheHeldOutRowsOverTheMlpAlone) {
   const RankerStageReport& r = result.report;
   EXPECT_EQ(r.holdout_rows, 200u);
   EXPECT_EQ(r.pairs, kernels::CountLinearRankerPairs(train));
-  ASSERT_EQ(r.epoch_losses.size(), 3u);
-  EXPECT_LT(r.epoch_losses[2], r.epoch_losses[0]);
+  ASSERT_EQ(r.epoch_losses.size(), 5u);
+  EXPECT_LT(r.epoch_losses[4], r.epoch_losses[0]);
   ASSERT_EQ(r.choice.trials.size(), 2 * kernels::BlendGrid().size() - 1);
   EXPECT_GT(result.ranker->blend, 0.0f);
   EXPECT_EQ(result.ranker->blend, r.choice.blend);
@@ -116,6 +116,7 @@ TEST(RankerStage, AFixedBlendNeedsNoHeldOutRowsAndZeroKeepsTheMlpAlone) {
   const RankerStageResult fixed = TrainShortlistRanker(mlp, train, nullptr, options);
   ASSERT_NE(fixed.ranker, nullptr);
   EXPECT_EQ(fixed.ranker->blend, 0.7f);
+  EXPECT_EQ(fixed.ranker->form, kernels::BlendForm::kGeometric);
   EXPECT_TRUE(fixed.report.choice.trials.empty());
   // A shortlist longer than the labels is cut to them.
   EXPECT_EQ(fixed.ranker->shortlist, 10u);

@@ -42,7 +42,8 @@ two_ranks "another --seed on rank 1" 2 "--seed: rank 0 1, rank 1 2" \
 two_ranks "another training file of as many rows on rank 1" 2 "--train (checksum)" \
     --train data/train.txt --epochs 1 -- --train other/train.txt --epochs 1
 head -n -1 data/train.txt > short.txt  # one row short (the header's count is then a warning)
-two_ranks "a training file one row short on rank 1" 2 "--train (rows): rank 0 2000, rank 1 1999" \
+# The rows each rank would train on: a tenth of each file is held out for the ranker.
+two_ranks "a training file one row short on rank 1" 2 "--train (rows): rank 0 1800, rank 1 1799" \
     --train data/train.txt --epochs 1 -- --train short.txt --epochs 1
 two_ranks "another --epochs on rank 1" 2 "--epochs: rank 0 1.0, rank 1 2.0" \
     --train data/train.txt --epochs 1 -- --train data/train.txt --epochs 2
