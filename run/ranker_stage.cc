@@ -61,6 +61,9 @@ uint64_t CountRankerPairs(const data::Dataset& train, uint64_t limit) {
 
 RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const data::Dataset& train,
                                        const data::Dataset* holdout, const RankerOptions& options) {
+  // The ranker's features and labels are the MLP's: checked before anything is built.
+  if (train.num_features() != mlp.shape.num_features || train.num_labels() != mlp.shape.num_labels)
+    throw std::invalid_argument("the ranker's training rows do not have the model's features and labels");
   RankerStageResult result;
   RankerStageReport& report = result.report;
   const uint32_t shortlist = uint32_t(std::min<uint64_t>(options.shortlist, mlp.shape.num_labels));
@@ -74,9 +77,6 @@ RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const d
   auto ranker = std::make_shared<kernels::ShortlistRanker>();
   ranker->shortlist = shortlist;
   ranker->linear = kernels::BuildLinearRanker(train, kMaxRankerPairs);
-  // A model of these shapes: the ranker's features and labels are the MLP's, whatever the rows.
-  if (ranker->linear.num_features != mlp.shape.num_features || ranker->linear.num_labels != mlp.shape.num_labels)
-    throw std::invalid_argument("the ranker's training rows do not have the model's features and labels");
   report.pairs = ranker->linear.num_pairs();
   report.dense_features = kernels::AddDenseLookups(&ranker->linear, kernels::kRankerDenseLookupBytes);
   report.build_seconds = SecondsSince(start);

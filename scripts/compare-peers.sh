@@ -34,8 +34,9 @@ for file in "$train" "$test"; do
 done
 
 venv=${XMLT_PEERS_VENV:-build-peers/venv}
-# The versions the published comparison was made with.
-pins=(numpy==2.4.6 scipy==1.17.1 napkinxc==0.7.2 omikuji==0.5.2 libpecos==1.2.8)
+# The versions the published comparison was made with. libpecos 1.2.8 asks for numpy < 2 and
+# scipy < 1.14: the newer pins of the first tables (numpy 2.4.6, scipy 1.17.1) do not resolve.
+pins=(numpy==1.26.4 scipy==1.13.1 napkinxc==0.7.2 omikuji==0.5.2 libpecos==1.2.8)
 if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c "import numpy, scipy, napkinxc, omikuji, pecos" 2>/dev/null; then
   echo "compare-peers.sh: installing ${pins[*]} into $venv" >&2
   python3 -m venv "$venv"

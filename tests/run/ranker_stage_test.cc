@@ -124,6 +124,9 @@ TEST(RankerStage, AFixedBlendNeedsNoHeldOutRowsAndZeroKeepsTheMlpAlone) {
   EXPECT_EQ(TrainShortlistRanker(mlp, train, nullptr, options).ranker, nullptr);
   options.blend = -1;  // auto, without rows to choose on
   EXPECT_THROW(TrainShortlistRanker(mlp, train, nullptr, options), std::invalid_argument);
+  // Rows of other shapes than the model's are refused before anything is built.
+  options.blend = 0.5f;
+  EXPECT_THROW(TrainShortlistRanker(UntrainedMlp(20, 11), train, nullptr, options), std::invalid_argument);
 }
 
 }  // namespace
