@@ -215,23 +215,23 @@ void TopProbabilities(const float* logits, uint32_t rows, uint64_t num_labels, u
 // lists of `depth` (rows x depth): the MLP's top with their probabilities, re-ranked by the ranker
 // when the model has one.
 template <class Visit>
-void ForEachRankedChunk(const TrainedModel& model, const data::Dataset& dataset, const uint64_t* rows, size_t count,
-                        uint32_t depth, Visit visit) {
-  const uint64_t num_labels = model.mlp.shape.num_labels;
+void ForEachRankedChunk(const kernels::Model<float>& mlp, const kernels::ShortlistRanker* ranker,
+                        const data::Dataset& dataset, const uint64_t* rows, size_t count, uint32_t depth, Visit visit) {
+  const uint64_t num_labels = mlp.shape.num_labels;
   std::vector<uint32_t> labels, reranked_labels;
   std::vector<float> scores, reranked_scores;
   kernels::RankerScratch scratch;
-  ForEachChunk(model.mlp, dataset, rows, count, [&](const data::SparseBatch& batch,
-                                                   const kernels::cpu::MlpWorkspace<float>& ws, size_t first) {
+  ForEachChunk(mlp, dataset, rows, count, [&](const data::SparseBatch& batch,
+                                             const kernels::cpu::MlpWorkspace<float>& ws, size_t first) {
     labels.resize(uint64_t(batch.num_rows) * depth);
     scores.resize(labels.size());
     TopProbabilities(ws.logits.data(), batch.num_rows, num_labels, depth, labels.data(), scores.data());
-    if (model.ranker) {
+    if (ranker != nullptr) {
       reranked_labels.resize(labels.size());
       reranked_scores.resize(labels.size());
       for (uint32_t r = 0; r < batch.num_rows; ++r) {
         const uint64_t at = uint64_t(r) * depth;
-        kernels::RerankShortlist(*model.ranker, dataset.features, rows[first + r], labels.data() + at,
+        kernels::RerankShortlist(*ranker, dataset.features, rows[first + r], labels.data() + at,
                                  scores.data() + at, depth, reranked_labels.data() + at, reranked_scores.data() + at,
                                  &scratch);
       }
@@ -244,25 +244,20 @@ void ForEachRankedChunk(const TrainedModel& model, const data::Dataset& dataset,
 
 // How deep a ranked list must be for the first k to be final: the ranker re-orders its whole
 // shortlist.
-uint32_t RankedDepth(const TrainedModel& model, uint32_t k) {
-  const uint64_t depth = model.ranker ? std::max(k, model.ranker->shortlist) : k;
-  return uint32_t(std::min<uint64_t>(depth, model.mlp.shape.num_labels));
+uint32_t RankedDepth(const kernels::Model<float>& mlp, const kernels::ShortlistRanker* ranker, uint32_t k) {
+  const uint64_t depth = ranker != nullptr ? std::max(k, ranker->shortlist) : k;
+  return uint32_t(std::min<uint64_t>(depth, mlp.shape.num_labels));
 }
 
-}  // namespace
-
-Prediction Predict(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k) {
-  return Predict(TrainedModel{model, nullptr}, dataset, k);
-}
-
-Prediction Predict(const TrainedModel& model, const data::Dataset& dataset, uint32_t k) {
+Prediction PredictRanked(const kernels::Model<float>& mlp, const kernels::ShortlistRanker* ranker,
+                         const data::Dataset& dataset, uint32_t k) {
   Prediction prediction;
   prediction.k = k;
   prediction.labels.resize(dataset.num_rows() * k);
   prediction.scores.resize(dataset.num_rows() * k);
-  const uint32_t depth = std::max(k, RankedDepth(model, k));
+  const uint32_t depth = std::max(k, RankedDepth(mlp, ranker, k));
   const std::vector<uint64_t> rows = AllRows(dataset);
-  ForEachRankedChunk(model, dataset, rows.data(), rows.size(), depth,
+  ForEachRankedChunk(mlp, ranker, dataset, rows.data(), rows.size(), depth,
                      [&](const data::SparseBatch& batch, const kernels::cpu::MlpWorkspace<float>&, size_t first,
                          const std::vector<uint32_t>& labels, const std::vector<float>& scores) {
                        for (uint32_t r = 0; r < batch.num_rows; ++r)
@@ -274,15 +269,25 @@ Prediction Predict(const TrainedModel& model, const data::Dataset& dataset, uint
   return prediction;
 }
 
+}  // namespace
+
+Prediction Predict(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k) {
+  return PredictRanked(model, nullptr, dataset, k);
+}
+
+Prediction Predict(const TrainedModel& model, const data::Dataset& dataset, uint32_t k) {
+  return PredictRanked(model.mlp, model.ranker.get(), dataset, k);
+}
+
 Evaluation Evaluate(const TrainedModel& model, const data::Dataset& dataset) {
   if (!model.ranker) return Evaluate(model.mlp, dataset);
   constexpr uint32_t k = kernels::RankingAccumulator::kDepth;
-  const uint32_t depth = RankedDepth(model, k);
+  const uint32_t depth = RankedDepth(model.mlp, model.ranker.get(), k);
   const std::vector<uint64_t> rows = AllRows(dataset);
   EvaluationSums sums;
   std::vector<uint32_t> top(k);
   const data::CsrMatrix& truth = dataset.labels;
-  ForEachRankedChunk(model, dataset, rows.data(), rows.size(), depth,
+  ForEachRankedChunk(model.mlp, model.ranker.get(), dataset, rows.data(), rows.size(), depth,
                      [&](const data::SparseBatch& batch, const kernels::cpu::MlpWorkspace<float>& ws, size_t first,
                          const std::vector<uint32_t>& labels, const std::vector<float>&) {
                        const kernels::cpu::LossResult loss =
