@@ -108,13 +108,10 @@ RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::
                              kernels::BlendFormName(ranker ? ranker->form : kernels::BlendForm::kArithmetic),
                              ranker ? double(ranker->blend) : 0.0);
     if (!r.choice.trials.empty()) {
-      const kernels::BlendTrial& alone = r.choice.trials.front();
-      const kernels::BlendTrial* chosen = &alone;
-      for (const kernels::BlendTrial& t : r.choice.trials)
-        if (t.blend == r.choice.blend && t.form == r.choice.form) chosen = &t;
       used += std::snprintf(line + used, sizeof line - size_t(used),
                             " chosen on %llu held-out rows (P@1 %.4f, the MLP alone %.4f)",
-                            static_cast<unsigned long long>(r.holdout_rows), chosen->metrics.p1, alone.metrics.p1);
+                            static_cast<unsigned long long>(r.holdout_rows), r.choice.trials[r.choice.chosen].metrics.p1,
+                            r.choice.trials.front().metrics.p1);
     }
     if (outcome.test)
       used += std::snprintf(line + used, sizeof line - size_t(used), "; test P@1 %.4f  P@3 %.4f  P@5 %.4f",

@@ -80,6 +80,7 @@ BlendChoice ChooseBlend(const data::CsrMatrix& labels, const uint32_t* shortlist
   size_t best = 0;
   for (size_t i = 1; i < choice.trials.size(); ++i)
     if (choice.trials[i].mean_precision > choice.trials[best].mean_precision) best = i;
+  choice.chosen = best;
   choice.form = choice.trials[best].form;
   choice.blend = choice.trials[best].blend;
   return choice;

@@ -58,6 +58,7 @@ struct BlendChoice {
   BlendForm form = BlendForm::kArithmetic;
   float blend = 0;
   std::vector<BlendTrial> trials;  // one per blend tried, in the order tried
+  size_t chosen = 0;               // the trial of `form` and `blend`
 };
 
 // The weights tried in each form: 0, 0.1, ..., 1 (0, the MLP alone, in the arithmetic form only).
