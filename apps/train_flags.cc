@@ -68,7 +68,9 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "How many of the MLP's best labels of a row the ranker trains on (as negatives) and re-scores, "
                   "5 to 1000")
       ->capture_default_str()->check(kNotNegative);
-  cmd->add_option("--ranker-epochs", f->ranker_options.epochs, "The ranker's passes over the training rows, 1 or more")
+  cmd->add_option("--ranker-passes", f->ranker_options.passes,
+                  "The most passes of the ranker's solver over each label's rows, 1 or more (a label stops "
+                  "sooner once its dual's projected gradients span less than 0.1)")
       ->capture_default_str()->check(kNotNegative);
   cmd->add_option("--local-momentum", f->options.local_momentum,
                   "Heavy-ball momentum of each device's SGD, in [0, 1) (single: 0.9; several devices: preset)");

@@ -42,10 +42,10 @@ void SettleRankerFlags(TrainFlags& f) {
   if (o.shortlist < 5 || o.shortlist > kernels::kMaxShortlist)
     throw std::invalid_argument("--ranker-shortlist must be 5 to " + std::to_string(kernels::kMaxShortlist) + ", not " +
                                 std::to_string(o.shortlist));
-  if (o.epochs == 0) throw std::invalid_argument("--ranker-epochs must be 1 or more");
+  if (o.passes == 0) throw std::invalid_argument("--ranker-passes must be 1 or more");
   const bool tuned = f.given("--ranker-blend") || f.given("--ranker-holdout") || f.given("--ranker-shortlist") ||
-                     f.given("--ranker-epochs");
-  if (!o.enabled && tuned) throw std::invalid_argument("--ranker-blend, -holdout, -shortlist and -epochs need --ranker auto");
+                     f.given("--ranker-passes");
+  if (!o.enabled && tuned) throw std::invalid_argument("--ranker-blend, -holdout, -shortlist and -passes need --ranker auto");
   if (f.given("--ranker-holdout") && !o.choose_blend())
     throw std::invalid_argument("--ranker-holdout is where --ranker-blend auto chooses: a fixed blend holds no rows out");
 }
@@ -102,9 +102,8 @@ RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::
     const run::RankerStageReport& r = outcome.report;
     char line[512];
     const kernels::ShortlistRanker* ranker = outcome.model.ranker.get();
-    int used = std::snprintf(line, sizeof line, "ranker: %llu pairs, %zu epochs (loss %.4f), blend %s %.1f",
-                             static_cast<unsigned long long>(r.pairs), r.epoch_losses.size(),
-                             r.epoch_losses.empty() ? 0.0 : r.epoch_losses.back(),
+    int used = std::snprintf(line, sizeof line, "ranker: %llu pairs, %.1f passes a label (%u at most), blend %s %.1f",
+                             static_cast<unsigned long long>(r.pairs), r.solver.mean_passes, r.solver.most_passes,
                              kernels::BlendFormName(ranker ? ranker->form : kernels::BlendForm::kArithmetic),
                              ranker ? double(ranker->blend) : 0.0);
     if (!r.choice.trials.empty()) {
@@ -146,7 +145,10 @@ void AddRankerSummary(const TrainFlags& f, const RankerOutcome& outcome, nlohman
                           {"shortlist", f.ranker_options.shortlist},
                           {"pairs", r.pairs},
                           {"dense_features", r.dense_features},
-                          {"epoch_losses", r.epoch_losses},
+                          {"instances", r.solver.instances},
+                          {"mean_passes", r.solver.mean_passes},
+                          {"most_passes", r.solver.most_passes},
+                          {"labels_at_pass_limit", r.solver.labels_at_limit},
                           {"shortlist_s", r.shortlist_seconds},
                           {"build_s", r.build_seconds},
                           {"train_s", r.train_seconds},

@@ -1,8 +1,8 @@
-// The linear ranker's epoch (kernels/linear_ranker_epoch.h) against its floor: the same epoch's
-// weight updates alone, at pair ids found beforehand. The floor is what every epoch must do (read
-// and write each matched pair's weight and Adagrad square once); what the epoch costs above it is
-// finding the pairs, scoring and the hinge. Each epoch runs with and without dense lookups, on one
-// shard and on one per thread.
+// The linear ranker's solver (kernels/linear_ranker_dual.h) against its floor: the same number of
+// sparse dot products and updates over the same rows, against one dense weight vector per thread
+// (no pair lookups). The floor is what every pass must do (read each candidate row's features and
+// weights twice); what the solver costs above it is finding each label's pairs. The solver runs
+// with and without dense lookups, on one thread and on every thread.
 //
 // Data: generated with EURLEX57K's shape (45,000 rows, 80,327 features, 4,271 labels; the
 // generator's power-law frequencies), 5.3 labels and 120 features a row; each row's shortlist is
@@ -11,14 +11,15 @@
 //
 // StageAtTable1Shape: the ranker's stage (run/ranker_stage.h) at the full Table 1 shapes,
 // generated: the pair count against run::kMaxRankerPairs, then where the ranker fits, its build,
-// one epoch, and the MLP's top 50 for 2,000 rows at the defaults' width there (128), from which
-// the counters project the stage's whole cost. One iteration; it generates the data first.
+// its solve on those shortlists, and the MLP's top 50 for 2,000 rows at the defaults' width there
+// (128), from which the counters project the stage's whole cost. One iteration; it generates the
+// data first.
 // Run: build/benchmarks/bench_ranker [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 #include <tbb/info.h>
+#include <tbb/task_arena.h>
 
 #include <chrono>
-#include <cmath>
 #include <string>
 #include <cstdint>
 #include <random>
@@ -27,8 +28,7 @@
 #include "data/row_subset.h"
 #include "data/synthetic_generator.h"
 #include "engine/evaluator.h"
-#include "kernels/cpu/sparse_mlp.h"
-#include "kernels/linear_ranker_epoch.h"
+#include "kernels/linear_ranker_dual.h"
 #include "kernels/shortlist_ranker.h"
 #include "run/ranker_stage.h"
 
@@ -66,48 +66,62 @@ const RankerData& Data() {
   return d;
 }
 
-// Args: dense lookups (0 or 1), shards (0: one per thread).
-void Epoch(benchmark::State& state) {
-  const RankerData& d = Data();
-  LinearRanker ranker = d.fresh;
-  // As much memory for the dense rows as the pairs themselves hold (a label, weight and square).
-  const uint64_t dense = state.range(0) ? AddDenseLookups(&ranker, ranker.num_pairs() * 12) : 0;
-  const uint32_t shards = state.range(1) ? uint32_t(state.range(1)) : uint32_t(tbb::info::default_concurrency());
-  for (auto _ : state) {
-    const double loss = RankerTrainEpoch(&ranker, d.train.features, d.train.labels, d.shortlists.data(), kShortlist,
-                                         0.1f, shards);
-    benchmark::DoNotOptimize(loss);
-  }
-  state.counters["pairs"] = double(ranker.num_pairs());
-  state.counters["dense_features"] = double(dense);
-  state.counters["shards"] = shards;
-  state.counters["rows_per_s"] = benchmark::Counter(double(d.train.num_rows()), benchmark::Counter::kIsIterationInvariantRate);
+// Each candidate's row features, summed over the rows of every label: one pass's visits.
+uint64_t PassVisits(const RankerData& d) {
+  uint64_t visits = 0;
+  for (uint64_t row = 0; row < d.train.num_rows(); ++row)
+    visits += d.train.features.RowSize(row) *
+              CandidatesOf(d.train.labels, row, d.shortlists.data() + row * kShortlist, kShortlist, d.fresh.num_labels)
+                  .labels.size();
+  return visits;
 }
 
-// The floor: the Adagrad updates of one epoch's matched pairs (every row's pairs with its
-// candidates), the pair ids found beforehand and one gradient for all, on one thread.
-void UpdatesOnly(benchmark::State& state) {
+// Args: dense lookups (0 or 1), threads (0: every thread).
+void Solve(benchmark::State& state) {
   const RankerData& d = Data();
   LinearRanker ranker = d.fresh;
-  std::vector<uint64_t> pairs;
-  RankerScratch scratch;
-  for (uint64_t row = 0; row < d.train.num_rows(); ++row) {
-    const RankerCandidates c = CandidatesOf(d.train.labels, row, d.shortlists.data() + row * kShortlist, kShortlist,
-                                            ranker.num_labels);
-    MatchRankerPairs(ranker, d.train.features, row, c.labels.data(), c.labels.size(), &scratch);
-    for (const RankerMatch& m : scratch.matches) pairs.push_back(m.pair);
-  }
-  const float eps = float(cpu::kAdagradEpsilon);
+  // As much memory for the dense rows as the pairs themselves hold (a label and a weight).
+  const uint64_t dense = state.range(0) ? AddDenseLookups(&ranker, ranker.num_pairs() * 8) : 0;
+  const int threads = state.range(1) ? int(state.range(1)) : int(tbb::info::default_concurrency());
+  tbb::task_arena arena(threads);
+  RankerDualReport report;
+  for (auto _ : state)
+    arena.execute([&] {
+      report = TrainRankerDual(&ranker, d.train.features, d.train.labels, d.shortlists.data(), kShortlist,
+                               RankerDualOptions{});
+    });
+  state.counters["pairs"] = double(ranker.num_pairs());
+  state.counters["dense_features"] = double(dense);
+  state.counters["threads"] = threads;
+  state.counters["instances"] = double(report.instances);
+  state.counters["mean_passes"] = report.mean_passes;
+  // Per second of the solve: visits of a candidate row's feature in a pass (each a dot and an update).
+  state.counters["visits_per_s"] =
+      benchmark::Counter(double(PassVisits(d)) * report.mean_passes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The floor of one pass on one thread: for every label, a dot product and an update over each of
+// its candidate rows against a dense weight vector, as the solver does through its pairs.
+void PassFloor(benchmark::State& state) {
+  const RankerData& d = Data();
+  std::vector<std::vector<uint32_t>> rows_of(d.fresh.num_labels);
+  for (uint64_t row = 0; row < d.train.num_rows(); ++row)
+    for (const uint32_t label :
+         CandidatesOf(d.train.labels, row, d.shortlists.data() + row * kShortlist, kShortlist, d.fresh.num_labels).labels)
+      rows_of[label].push_back(uint32_t(row));
+  const data::CsrMatrix& x = d.train.features;
+  std::vector<float> w(x.num_cols, 0.0f);
   for (auto _ : state) {
-    for (const uint64_t p : pairs) {
-      const float g = 0.01f;
-      ranker.square[p] += g * g;
-      ranker.weight[p] -= 0.1f * g / (std::sqrt(ranker.square[p]) + eps);
-    }
-    benchmark::DoNotOptimize(ranker.weight.data());
+    for (const std::vector<uint32_t>& rows : rows_of)
+      for (const uint32_t r : rows) {
+        float z = 0;
+        for (uint64_t j = x.RowBegin(r); j < x.RowEnd(r); ++j) z += (x.binary() ? 1.0f : x.values[j]) * w[x.col_idx[j]];
+        const float step = z < 1 ? 1e-3f : 0.0f;
+        for (uint64_t j = x.RowBegin(r); j < x.RowEnd(r); ++j) w[x.col_idx[j]] += step * (x.binary() ? 1.0f : x.values[j]);
+      }
+    benchmark::DoNotOptimize(w.data());
   }
-  state.counters["matches"] = double(pairs.size());
-  state.counters["rows_per_s"] = benchmark::Counter(double(d.train.num_rows()), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["visits_per_s"] = benchmark::Counter(double(PassVisits(d)), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -132,14 +146,16 @@ void StageAtTable1Shape(benchmark::State& state, const std::string& preset) {
     state.counters["dense_features"] = double(AddDenseLookups(&ranker, kRankerDenseLookupBytes));
     state.counters["build_s"] = SecondsSince(start);
     state.counters["ranker_mib"] =
-        double(ranker.num_pairs() * 12 + ranker.feature_ptr.size() * 8 + ranker.dense_offset.size() * 4) / (1 << 20);
+        double(ranker.num_pairs() * 8 + ranker.feature_ptr.size() * 8 + ranker.dense_offset.size() * 4) / (1 << 20);
     std::mt19937_64 rng(1);
     std::vector<uint32_t> shortlists(train.num_rows() * kShortlist);
     for (uint32_t& label : shortlists) label = train.labels.col_idx[rng() % train.labels.nnz()];
     start = Clock::now();
-    benchmark::DoNotOptimize(RankerTrainEpoch(&ranker, train.features, train.labels, shortlists.data(), kShortlist,
-                                              run::kRankerLearningRate, uint32_t(tbb::info::default_concurrency())));
-    state.counters["epoch_s"] = SecondsSince(start);
+    const RankerDualReport report =
+        TrainRankerDual(&ranker, train.features, train.labels, shortlists.data(), kShortlist, RankerDualOptions{});
+    state.counters["solve_s"] = SecondsSince(start);
+    state.counters["instances"] = double(report.instances);
+    state.counters["mean_passes"] = report.mean_passes;
     // The MLP's top 50 of a sample of rows, at the defaults' width at these shapes.
     ModelShape shape;
     shape.num_features = train.num_features();
@@ -153,8 +169,7 @@ void StageAtTable1Shape(benchmark::State& state, const std::string& preset) {
     benchmark::DoNotOptimize(engine::TopLabels(mlp, some, kShortlist).data());
     const double per_row = SecondsSince(start) / double(sample.size());
     state.counters["shortlist_s"] = per_row * double(train.num_rows());  // projected to every row
-    state.counters["stage_s"] = state.counters["count_s"] + state.counters["build_s"] +
-                                double(run::RankerOptions().epochs) * state.counters["epoch_s"] +
+    state.counters["stage_s"] = state.counters["count_s"] + state.counters["build_s"] + state.counters["solve_s"] +
                                 state.counters["shortlist_s"];
   }
 }
@@ -164,8 +179,8 @@ BENCHMARK_CAPTURE(StageAtTable1Shape, amazon670k, std::string("amazon670k"))
 BENCHMARK_CAPTURE(StageAtTable1Shape, delicious200k, std::string("delicious200k"))
     ->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
 
-BENCHMARK(Epoch)->ArgNames({"dense", "shards"})->Args({0, 1})->Args({1, 1})->Args({0, 0})->Args({1, 0})
-    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
-BENCHMARK(UpdatesOnly)->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK(Solve)->ArgNames({"dense", "threads"})->Args({0, 1})->Args({1, 1})->Args({0, 0})->Args({1, 0})
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK(PassFloor)->Unit(benchmark::kMillisecond)->Iterations(2);
 
 }  // namespace

@@ -2,11 +2,8 @@
 #include "kernels/linear_ranker.h"
 
 #include <algorithm>
-#include <cmath>
 #include <stdexcept>
 #include <string>
-
-#include "kernels/cpu/sparse_mlp.h"
 
 namespace xmlt::kernels {
 
@@ -88,9 +85,7 @@ LinearRanker BuildLinearRanker(const data::Dataset& train, uint64_t max_pairs) {
   for (uint64_t f = 0; f < ranker.num_features; ++f)
     std::sort(ranker.pair_label.begin() + int64_t(ptr[f]), ranker.pair_label.begin() + int64_t(ptr[f + 1]));
   ranker.weight.assign(pairs, 0.0f);
-  ranker.square.assign(pairs, 0.0f);
-  ranker.bias.assign(ranker.num_labels, kRankerInitialBias);
-  ranker.bias_square.assign(ranker.num_labels, 0.0f);
+  ranker.bias.assign(ranker.num_labels, 0.0f);
   return ranker;
 }
 
@@ -191,49 +186,6 @@ void RankerScores(const LinearRanker& ranker, const data::CsrMatrix& features, u
   MatchRankerPairs(ranker, features, row, labels, count, scratch);
   for (size_t i = 0; i < count; ++i) scores[i] = labels[i] < ranker.num_labels ? ranker.bias[labels[i]] : 0.0f;
   for (const RankerMatch& m : scratch->matches) scores[m.candidate] += m.value * ranker.weight[m.pair];
-}
-
-void RankerRowLossAndGradient(const LinearRanker& ranker, const data::CsrMatrix& features, uint64_t row,
-                              const RankerCandidates& candidates, RankerRowGradient* g) {
-  const size_t count = candidates.labels.size();
-  g->score_gradient.resize(count);
-  RankerScores(ranker, features, row, candidates.labels.data(), count, g->score_gradient.data(), &g->scratch);
-  g->loss = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const float y = candidates.positive[i] ? 1.0f : -1.0f;
-    const float margin = std::max(0.0f, 1.0f - y * g->score_gradient[i]);
-    g->loss += double(margin) * margin;
-    g->score_gradient[i] = -2.0f * y * margin;
-  }
-  g->pairs.clear();
-  g->pair_gradients.clear();
-  for (const RankerMatch& m : g->scratch.matches) {
-    const float d = g->score_gradient[m.candidate];
-    if (d == 0.0f) continue;
-    g->pairs.push_back(m.pair);
-    g->pair_gradients.push_back(m.value * d);
-  }
-}
-
-double RankerTrainRow(LinearRanker* ranker, const data::CsrMatrix& features, uint64_t row,
-                      const RankerCandidates& candidates, float lr, RankerRowGradient* g) {
-  RankerRowLossAndGradient(*ranker, features, row, candidates, g);
-  const float eps = float(cpu::kAdagradEpsilon);
-  // A row's features are distinct (csr_matrix.h), so each pair appears once in g->pairs.
-  for (size_t i = 0; i < g->pairs.size(); ++i) {
-    const uint64_t p = g->pairs[i];
-    const float d = g->pair_gradients[i];
-    ranker->square[p] += d * d;
-    ranker->weight[p] -= lr * d / (std::sqrt(ranker->square[p]) + eps);
-  }
-  for (size_t i = 0; i < candidates.labels.size(); ++i) {
-    const float d = g->score_gradient[i];
-    if (d == 0.0f) continue;
-    const uint32_t label = candidates.labels[i];
-    ranker->bias_square[label] += d * d;
-    ranker->bias[label] -= lr * d / (std::sqrt(ranker->bias_square[label]) + eps);
-  }
-  return g->loss;
 }
 
 }  // namespace xmlt::kernels

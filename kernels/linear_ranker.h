@@ -7,7 +7,7 @@
 // EURLEX57K at a loss of 0.2 points, and what keeps the ranker possible at 670,091 labels, where
 // features x labels is not. The pairs are stored by feature, each feature's labels sorted; the
 // features that met the most labels also get a dense row of their labels (AddDenseLookups), since
-// searching their long lists was two thirds of an epoch. Epochs: linear_ranker_epoch.h.
+// searching their long lists was two thirds of an epoch. Training: linear_ranker_dual.h.
 //
 // Trained after the MLP by run/ranker_stage.h; the model file keeps it (engine/model_file.h).
 #pragma once
@@ -24,8 +24,8 @@ struct LinearRanker {
   uint64_t num_features = 0, num_labels = 0;
   std::vector<uint64_t> feature_ptr;  // num_features + 1 offsets into the pairs
   std::vector<uint32_t> pair_label;   // per pair: its label, ascending within a feature
-  std::vector<float> weight, square;  // per pair: the weight and its Adagrad sum of squares
-  std::vector<float> bias, bias_square;  // per label
+  std::vector<float> weight;  // per pair
+  std::vector<float> bias;    // per label
 
   // Dense lookups (AddDenseLookups): dense_row[f] is feature f's row of dense_offset, or -1;
   // dense_offset[row * num_labels + label] is the pair's offset in the feature's list plus one, 0
@@ -38,14 +38,10 @@ struct LinearRanker {
   int64_t PairOf(uint64_t feature, uint32_t label) const;
 };
 
-// The output biases start here: every negative at the hinge's margin, so that the first steps do
-// not push on all labels at once.
-inline constexpr float kRankerInitialBias = -1.0f;
-
 // How many distinct (feature, label) pairs share a row of `train`: the pairs of its ranker.
 uint64_t CountLinearRankerPairs(const data::Dataset& train);
 
-// The ranker of `train`'s (feature, label) pairs that share a row, weights 0. Throws
+// The ranker of `train`'s (feature, label) pairs that share a row, weights and biases 0. Throws
 // std::length_error, before allocating them, when there are more than `max_pairs`.
 LinearRanker BuildLinearRanker(const data::Dataset& train, uint64_t max_pairs);
 
@@ -93,23 +89,5 @@ void MatchRankerPairs(const LinearRanker& ranker, const data::CsrMatrix& feature
 // scores[i] = bias + sum over the row's features f of x_f w(f, labels[i]), the pairs that exist.
 void RankerScores(const LinearRanker& ranker, const data::CsrMatrix& features, uint64_t row,
                   const uint32_t* labels, size_t count, float* scores, RankerScratch* scratch);
-
-// The row's squared hinge, sum over the candidates of max(0, 1 - y z)^2 with y = +1 for a positive
-// and -1 otherwise, and its gradient: per candidate dL/dz, and per existing pair of a row feature
-// and a candidate x_f dL/dz (pair ids in `pairs`, gradients in `pair_gradients`, same order).
-struct RankerRowGradient {
-  double loss = 0;
-  std::vector<float> score_gradient;  // per candidate: dL/dz = dL/dbias
-  std::vector<uint64_t> pairs;
-  std::vector<float> pair_gradients;
-  RankerScratch scratch;
-};
-void RankerRowLossAndGradient(const LinearRanker& ranker, const data::CsrMatrix& features, uint64_t row,
-                              const RankerCandidates& candidates, RankerRowGradient* gradient);
-
-// One Adagrad step on the row's gradient, every weight and bias at rate `lr`; returns the row's
-// loss before the step.
-double RankerTrainRow(LinearRanker* ranker, const data::CsrMatrix& features, uint64_t row,
-                      const RankerCandidates& candidates, float lr, RankerRowGradient* gradient);
 
 }  // namespace xmlt::kernels

@@ -1,7 +1,6 @@
 // The shortlist ranker's stage after training; see ranker_stage.h.
 #include "run/ranker_stage.h"
 
-#include <tbb/global_control.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
@@ -11,7 +10,6 @@
 #include <stdexcept>
 
 #include "engine/evaluator.h"
-#include "kernels/linear_ranker_epoch.h"
 
 namespace xmlt::run {
 namespace {
@@ -67,7 +65,6 @@ RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const d
   RankerStageResult result;
   RankerStageReport& report = result.report;
   const uint32_t shortlist = uint32_t(std::min<uint64_t>(options.shortlist, mlp.shape.num_labels));
-  const auto threads = uint32_t(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
 
   Clock::time_point start = Clock::now();
   const std::vector<uint32_t> shortlists = engine::TopLabels(mlp, train, shortlist);
@@ -82,14 +79,10 @@ RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const d
   report.build_seconds = SecondsSince(start);
 
   start = Clock::now();
-  for (uint32_t epoch = 0; epoch < options.epochs; ++epoch) {
-    const double loss = kernels::RankerTrainEpoch(&ranker->linear, train.features, train.labels, shortlists.data(),
-                                                  shortlist, kRankerLearningRate, std::max(threads, 1u));
-    report.epoch_losses.push_back(train.num_rows() > 0 ? loss / double(train.num_rows()) : 0.0);
-  }
-  // Prediction needs no Adagrad squares.
-  ranker->linear.square = {};
-  ranker->linear.bias_square = {};
+  kernels::RankerDualOptions solver;
+  solver.max_passes = options.passes;
+  report.solver =
+      kernels::TrainRankerDual(&ranker->linear, train.features, train.labels, shortlists.data(), shortlist, solver);
   report.train_seconds = SecondsSince(start);
 
   start = Clock::now();

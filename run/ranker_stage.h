@@ -1,9 +1,8 @@
 // The stage after training that fits the shortlist ranker (kernels/shortlist_ranker.h) on the
 // host, once the merged model is final, whatever the algorithm and devices: the MLP's top
-// `shortlist` labels for every training row, epochs of the linear ranker's squared hinge over each
-// row's labels and that shortlist, and the blend chosen on held-out training rows that neither
-// model trained on (docs/experiments/peers.md: +2 points of P@1 on EURLEX57K; on Delicious the
-// held-out rows choose the MLP alone).
+// `shortlist` labels for every training row, the linear ranker's squared hinge solved per label
+// over each row's labels and that shortlist (kernels/linear_ranker_dual.h), and the blend chosen on
+// held-out training rows that neither model trained on (docs/experiments/peers.md).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "kernels/linear_ranker_dual.h"
 #include "kernels/model.h"
 #include "kernels/shortlist_ranker.h"
 
@@ -21,18 +21,16 @@ struct RankerOptions {
   float blend = -1;        // --ranker-blend: a fixed a in [0, 1] of the geometric form, or below 0 (auto): chosen
   double holdout = 0.1;    // --ranker-holdout: the share of the training rows held out for the choice
   uint32_t shortlist = 50;  // --ranker-shortlist
-  uint32_t epochs = 5;      // --ranker-epochs
+  uint32_t passes = 10;     // --ranker-passes: the solver's most passes over each label's rows
   bool choose_blend() const { return blend < 0; }
 };
 
-// Adagrad's rate for every weight and bias of the ranker: the rate of the MLP's first layer.
-inline constexpr float kRankerLearningRate = 0.1f;
 // At most this many held-out rows: 5,000 rows put one standard error of a P@1 near 0.9 at 0.4
 // points, which is all the choice of a needs; a larger set's MLP keeps its rows.
 inline constexpr uint64_t kMaxHoldoutRows = 5000;
 // Fewer held-out rows than this cannot choose a blend: --ranker auto then trains no ranker.
 inline constexpr uint64_t kMinHoldoutRows = 100;
-// The ranker's (feature, label) pairs are held to this many (12 bytes each in training, 3 GiB).
+// The ranker's (feature, label) pairs are held to this many (8 bytes each, 2 GiB).
 inline constexpr uint64_t kMaxRankerPairs = uint64_t{1} << 28;
 
 // How many of `rows` training rows to hold out (0: too few rows for a choice, or a fixed blend).
@@ -51,7 +49,7 @@ uint64_t CountRankerPairs(const data::Dataset& train, uint64_t limit);
 
 struct RankerStageReport {
   uint64_t pairs = 0, dense_features = 0, holdout_rows = 0;
-  std::vector<double> epoch_losses;  // per epoch, the mean over the training rows
+  kernels::RankerDualReport solver;  // the instances and passes of the linear model's solver
   kernels::BlendChoice choice;       // what each blend gave on the held-out rows (empty for a fixed blend)
   double shortlist_seconds = 0, build_seconds = 0, train_seconds = 0, choice_seconds = 0;
   double seconds() const { return shortlist_seconds + build_seconds + train_seconds + choice_seconds; }

@@ -16,7 +16,7 @@ CASES = {
                      seed=11),
     "elastic": dict(algo="elastic", devices="cpu:2", hidden=32, epochs=2, batch=32, normalize="none"),
     # A fixed blend: the ranker is fitted on every row and saved with the MLP.
-    "single-ranker": dict(algo="single", hidden=32, epochs=2, batch=32, ranker_blend=0.5, ranker_epochs=2),
+    "single-ranker": dict(algo="single", hidden=32, epochs=2, batch=32, ranker_blend=0.5, ranker_passes=2),
 }
 
 

@@ -356,8 +356,6 @@ std::shared_ptr<kernels::ShortlistRanker> RandomRanker(const ModelShape& shape, 
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (float& w : ranker->linear.weight) w = normal(rng);
   for (float& b : ranker->linear.bias) b = normal(rng);
-  ranker->linear.square.clear();
-  ranker->linear.bias_square.clear();
   ranker->shortlist = shortlist;
   ranker->blend = blend;
   return ranker;

@@ -1,5 +1,5 @@
-// The linear ranker over the MLP's shortlist: its pairs, scores against a dense reference, the
-// hinge's gradient by finite differences, and training that separates a row's labels.
+// The linear ranker over the MLP's shortlist: its pairs, its candidates, and scores against a
+// dense reference (its training: linear_ranker_dual_test.cc).
 #include "kernels/linear_ranker.h"
 
 #include <gtest/gtest.h>
@@ -61,7 +61,8 @@ TEST(LinearRanker, HoldsExactlyThePairsThatShareARowSortedByFeature) {
   EXPECT_EQ(held, expected);
   EXPECT_EQ(ranker.num_pairs(), expected.size());
   EXPECT_EQ(ranker.weight.size(), expected.size());
-  EXPECT_EQ(ranker.bias, std::vector<float>(23, kRankerInitialBias));
+  EXPECT_EQ(ranker.bias, std::vector<float>(23, 0.0f));
+  EXPECT_EQ(ranker.weight, std::vector<float>(expected.size(), 0.0f));
   // Pairs that never met, and features beyond the ranker, have none.
   for (uint64_t f = 0; f < 37; ++f)
     for (uint32_t l = 0; l < 23; ++l) {
@@ -139,73 +140,6 @@ TEST(LinearRanker, ScoresMatchADenseTableOfItsPairs) {
   EXPECT_GT(searched, 100u);
   // The slots are left clear for the next row.
   EXPECT_EQ(scratch.slot, std::vector<int32_t>(29, -1));
-}
-
-// dL/dw and dL/db against central differences of the row's loss, for weights on both sides of
-// the margin (some candidates inside it, some past it).
-TEST(LinearRanker, GradientMatchesFiniteDifferences) {
-  const data::Dataset d = RandomDataset(120, 19, 13, 5);
-  LinearRanker ranker = BuildLinearRanker(d, UINT64_MAX);
-  std::mt19937_64 rng(6);
-  for (float& w : ranker.weight) w = float(int(rng() % 200) - 100) / 60.0f;
-  uint64_t checked = 0;
-  for (uint64_t r = 0; r < d.num_rows(); ++r) {
-    const uint32_t shortlist[] = {0, 3, 4, 8, 12};
-    const RankerCandidates c = CandidatesOf(d.labels, r, shortlist, 5, 13);
-    RankerRowGradient g;
-    RankerRowLossAndGradient(ranker, d.features, r, c, &g);
-    auto loss = [&] {
-      RankerRowGradient h;
-      RankerRowLossAndGradient(ranker, d.features, r, c, &h);
-      return h.loss;
-    };
-    // (loss(p + h) - loss(p - h)) / 2h, p left as it was.
-    auto central = [&](float* p) {
-      const float saved = *p, step = 1e-3f;
-      *p = saved + step;
-      const double plus = loss();
-      *p = saved - step;
-      const double minus = loss();
-      *p = saved;
-      return (plus - minus) / (2 * step);
-    };
-    for (size_t i = 0; i < g.pairs.size(); ++i, ++checked)
-      EXPECT_NEAR(g.pair_gradients[i], central(&ranker.weight[g.pairs[i]]), 2e-2) << "row " << r << " pair " << i;
-    for (size_t i = 0; i < c.labels.size(); ++i)
-      EXPECT_NEAR(g.score_gradient[i], central(&ranker.bias[c.labels[i]]), 2e-2) << "row " << r << " label " << i;
-  }
-  EXPECT_GT(checked, 200u);
-}
-
-// Rows whose label is written in their features: a few epochs over the shortlist of every other
-// label put each row's own labels first, and the loss falls epoch by epoch.
-TEST(LinearRanker, TrainingRanksEachRowsLabelsFirst) {
-  std::mt19937_64 rng(7);
-  std::vector<DatasetRow> rows(400);
-  for (DatasetRow& row : rows) {
-    const uint32_t label = uint32_t(rng() % 10);
-    row.features = {{label, 0.8f}, {10 + uint32_t(rng() % 5), 0.6f}};
-    row.labels = {label};
-  }
-  const data::Dataset d = MakeDataset(rows, 15, 10);
-  LinearRanker ranker = BuildLinearRanker(d, UINT64_MAX);
-  std::vector<uint32_t> all(10);
-  for (uint32_t l = 0; l < 10; ++l) all[l] = l;
-  RankerRowGradient scratch;
-  double previous = INFINITY;
-  for (int epoch = 0; epoch < 5; ++epoch) {
-    double loss = 0;
-    for (uint64_t r = 0; r < d.num_rows(); ++r)
-      loss += RankerTrainRow(&ranker, d.features, r, CandidatesOf(d.labels, r, all.data(), 10, 10), 0.1f, &scratch);
-    EXPECT_LT(loss, previous) << "epoch " << epoch;
-    previous = loss;
-  }
-  std::vector<float> scores(10);
-  for (uint64_t r = 0; r < d.num_rows(); ++r) {
-    RankerScores(ranker, d.features, r, all.data(), 10, scores.data(), &scratch.scratch);
-    const uint32_t best = uint32_t(std::max_element(scores.begin(), scores.end()) - scores.begin());
-    ASSERT_EQ(best, d.labels.col_idx[d.labels.RowBegin(r)]) << "row " << r;
-  }
 }
 
 }  // namespace

@@ -91,8 +91,9 @@ TEST(RankerStage, TheChosenBlendLiftsTheHeldOutRowsOverTheMlpAlone) {
   const RankerStageReport& r = result.report;
   EXPECT_EQ(r.holdout_rows, 200u);
   EXPECT_EQ(r.pairs, kernels::CountLinearRankerPairs(train));
-  ASSERT_EQ(r.epoch_losses.size(), 5u);
-  EXPECT_LT(r.epoch_losses[4], r.epoch_losses[0]);
+  EXPECT_GE(r.solver.mean_passes, 1.0);
+  EXPECT_LE(r.solver.most_passes, options.passes);
+  EXPECT_GE(r.solver.instances, train.labels.nnz());
   ASSERT_EQ(r.choice.trials.size(), 2 * kernels::BlendGrid().size() - 1);
   EXPECT_GT(result.ranker->blend, 0.0f);
   EXPECT_EQ(result.ranker->blend, r.choice.blend);
@@ -103,8 +104,6 @@ TEST(RankerStage, TheChosenBlendLiftsTheHeldOutRowsOverTheMlpAlone) {
     if (t.blend == r.choice.blend && t.form == r.choice.form) chosen = t.metrics.p1;
   EXPECT_LT(alone, 0.3);
   EXPECT_GT(chosen, 0.9);
-  // Prediction needs no Adagrad state, and the ranker keeps none.
-  EXPECT_TRUE(result.ranker->linear.square.empty());
   EXPECT_EQ(result.ranker->shortlist, 20u);
 }
 
