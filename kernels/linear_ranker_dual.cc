@@ -60,10 +60,14 @@ uint32_t FindPairFast(const LinearRanker& ranker, uint64_t feature, uint32_t lab
   return pair < 0 ? kNoPair : uint32_t(pair);
 }
 
-// One thread's view of the label being solved: each feature's pair with it, or kNoPair.
+// One thread's copy of the label being solved, by feature: its weight, and 1 where the feature has
+// a pair with the label (0 elsewhere, so that a row's other features add and take nothing without
+// a branch). A label's pairs lie a feature's list apart in the ranker: solved in place, every step
+// missed the cache. The pairs of the touched features write the weights back.
 struct LabelScratch {
-  std::vector<uint32_t> pair_of_feature;
-  std::vector<uint64_t> touched;
+  std::vector<float> weight_of_feature, pair_mask;
+  std::vector<uint64_t> touched;  // the label's features
+  std::vector<uint32_t> pair;     // per touched feature
   std::vector<double> alpha, diagonal;
   std::vector<uint32_t> order;
 };
@@ -72,36 +76,39 @@ struct LabelScratch {
 // pairs are those that share a row); features of the other rows that never met it keep kNoPair.
 void MapLabelPairs(const LinearRanker& ranker, const data::CsrMatrix& x, const RowsByLabel& index, uint32_t label,
                    LabelScratch* s) {
-  if (s->pair_of_feature.size() != ranker.num_features) s->pair_of_feature.assign(ranker.num_features, kNoPair);
+  if (s->pair_mask.size() != ranker.num_features) {
+    s->weight_of_feature.assign(ranker.num_features, 0.0f);
+    s->pair_mask.assign(ranker.num_features, 0.0f);
+  }
   s->touched.clear();
+  s->pair.clear();
   for (uint64_t k = index.begin[label]; k < index.begin[label + 1]; ++k) {
     if (!index.positive[k]) continue;
     const uint32_t r = index.row[k];
     for (uint64_t j = x.RowBegin(r); j < x.RowEnd(r); ++j) {
       const uint64_t f = x.col_idx[j];
-      if (f >= ranker.num_features || s->pair_of_feature[f] != kNoPair) continue;
+      if (f >= ranker.num_features || s->pair_mask[f] != 0) continue;
       const uint32_t pair = FindPairFast(ranker, f, label);
       if (pair == kNoPair) continue;  // a ranker built on other rows
-      s->pair_of_feature[f] = pair;
+      s->pair_mask[f] = 1;
+      s->weight_of_feature[f] = ranker.weight[pair];
       s->touched.push_back(f);
+      s->pair.push_back(pair);
     }
   }
 }
 
 void ClearLabelPairs(LabelScratch* s) {
-  for (const uint64_t f : s->touched) s->pair_of_feature[f] = kNoPair;
+  for (const uint64_t f : s->touched) s->weight_of_feature[f] = s->pair_mask[f] = 0;
   s->touched.clear();
 }
 
-// w . x_r + b over the label's pairs (the map in s).
-double LabelScore(const LinearRanker& ranker, const data::CsrMatrix& x, uint32_t r, uint32_t label,
-                  const LabelScratch& s) {
-  double z = double(ranker.bias[label]);
+// w . x_r + b over the label's weights in s (0 on the features it never met).
+double LabelScore(const data::CsrMatrix& x, uint32_t r, double bias, uint64_t num_features, const LabelScratch& s) {
+  double z = bias;
   for (uint64_t j = x.RowBegin(r); j < x.RowEnd(r); ++j) {
     const uint64_t f = x.col_idx[j];
-    if (f >= ranker.num_features) continue;
-    const uint32_t pair = s.pair_of_feature[f];
-    if (pair != kNoPair) z += (x.binary() ? 1.0 : double(x.values[j])) * ranker.weight[pair];
+    if (f < num_features) z += (x.binary() ? 1.0 : double(x.values[j])) * s.weight_of_feature[f];
   }
   return z;
 }
@@ -113,7 +120,7 @@ uint32_t SolveLabel(LinearRanker* ranker, const data::CsrMatrix& x, const RowsBy
   ranker->bias[label] = 0;
   if (n == 0) return 0;
   MapLabelPairs(*ranker, x, index, label, s);
-  for (const uint64_t f : s->touched) ranker->weight[s->pair_of_feature[f]] = 0;
+  for (const uint64_t f : s->touched) s->weight_of_feature[f] = 0;
   // The dual's diagonal: |x_i|^2 over the label's pairs, plus 1 for the bias's constant feature
   // and 1 / (2C) for the squared hinge.
   const double d = 0.5 / options.c;
@@ -125,7 +132,7 @@ uint32_t SolveLabel(LinearRanker* ranker, const data::CsrMatrix& x, const RowsBy
     double q = 1.0 + d;
     for (uint64_t j = x.RowBegin(r); j < x.RowEnd(r); ++j) {
       const uint64_t f = x.col_idx[j];
-      if (f < ranker->num_features && s->pair_of_feature[f] != kNoPair) {
+      if (f < ranker->num_features && s->pair_mask[f] != 0) {
         const double v = x.binary() ? 1.0 : double(x.values[j]);
         q += v * v;
       }
@@ -144,7 +151,7 @@ uint32_t SolveLabel(LinearRanker* ranker, const data::CsrMatrix& x, const RowsBy
       const uint32_t r = index.row[first + i];
       const double y = index.positive[first + i] ? 1.0 : -1.0;
       double& alpha = s->alpha[i];
-      const double gradient = y * LabelScore(*ranker, x, r, label, *s) - 1.0 + d * alpha;
+      const double gradient = y * LabelScore(x, r, bias, ranker->num_features, *s) - 1.0 + d * alpha;
       // The projected gradient: at the bound alpha = 0 only a negative gradient can move it.
       const double projected = alpha == 0 ? std::min(gradient, 0.0) : gradient;
       highest = std::max(highest, projected);
@@ -157,14 +164,15 @@ uint32_t SolveLabel(LinearRanker* ranker, const data::CsrMatrix& x, const RowsBy
       for (uint64_t j = x.RowBegin(r); j < x.RowEnd(r); ++j) {
         const uint64_t f = x.col_idx[j];
         if (f >= ranker->num_features) continue;
-        const uint32_t pair = s->pair_of_feature[f];
-        if (pair != kNoPair) ranker->weight[pair] += float(step * (x.binary() ? 1.0 : double(x.values[j])));
+        if (f < ranker->num_features)
+          s->weight_of_feature[f] += float(step * (x.binary() ? 1.0 : double(x.values[j]))) * s->pair_mask[f];
       }
       bias += step;
-      ranker->bias[label] = float(bias);
     }
     if (highest - lowest < options.tolerance) break;
   }
+  for (size_t k = 0; k < s->pair.size(); ++k) ranker->weight[s->pair[k]] = s->weight_of_feature[s->touched[k]];
+  ranker->bias[label] = float(bias);
   ClearLabelPairs(s);
   return passes;
 }
@@ -212,13 +220,11 @@ double RankerLabelObjective(const LinearRanker& ranker, const data::CsrMatrix& f
   LabelScratch s;
   MapLabelPairs(ranker, features, index, label, &s);
   double objective = 0.5 * double(ranker.bias[label]) * ranker.bias[label];
-  for (const uint64_t f : s.touched) {
-    const double w = ranker.weight[s.pair_of_feature[f]];
-    objective += 0.5 * w * w;
-  }
+  for (const uint64_t f : s.touched) objective += 0.5 * double(s.weight_of_feature[f]) * s.weight_of_feature[f];
   for (uint64_t k = index.begin[label]; k < index.begin[label + 1]; ++k) {
     const double y = index.positive[k] ? 1.0 : -1.0;
-    const double margin = std::max(0.0, 1.0 - y * LabelScore(ranker, features, index.row[k], label, s));
+    const double margin =
+        std::max(0.0, 1.0 - y * LabelScore(features, index.row[k], ranker.bias[label], ranker.num_features, s));
     objective += c * margin * margin;
   }
   return objective;
