@@ -6,7 +6,6 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 #include <random>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-// Training of the linear ranker (linear_ranker.h): for each label, the exact minimum of its
+// Training of the linear ranker (linear_ranker.h): for each label, the minimum of its
 // L2-regularized squared hinge over the rows that have it among their candidates (its own rows
 // and the rows whose MLP shortlist holds it),
 //   min over w, b of  0.5 (|w|^2 + b^2) + C sum_i max(0, 1 - y_i (w . x_i + b))^2,
