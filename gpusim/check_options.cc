@@ -2,31 +2,38 @@
 #include "gpusim/check_options.h"
 
 #include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 
 namespace gpusim {
 namespace {
 
-bool ChecksOffInEnvironment() {
-  const char* value = std::getenv("XMLT_SIM_CHECKS");
-  return value != nullptr && (std::strcmp(value, "0") == 0 || std::strcmp(value, "off") == 0);
+// Exits on a value that is not one of the settings: a run that meant to turn the checks off, or to
+// replay an order, and silently took the default would prove nothing.
+[[noreturn]] void RefuseSetting(const char* variable, const std::string& problem) {
+  std::fprintf(stderr, "gpusim: %s=%s\n", variable, problem.c_str());
+  std::exit(2);
 }
 
-// Exits on a malformed seed: a run that meant to replay an order and silently took the default
-// would prove nothing.
-std::optional<uint64_t> SeedInEnvironment() {
-  const char* value = std::getenv("XMLT_SIM_ORDER");
-  if (value == nullptr || *value == '\0' || std::strcmp(value, "default") == 0) return std::nullopt;
-  char* end = nullptr;
-  const unsigned long long seed = std::strtoull(value, &end, 10);
-  if (*end != '\0' || value[0] == '-') {
-    std::fprintf(stderr, "gpusim: XMLT_SIM_ORDER=%s is neither an unsigned integer seed nor 'default'\n", value);
-    std::exit(2);
+bool ChecksOffInEnvironment() {
+  try {
+    return !ParseChecksSetting(std::getenv("XMLT_SIM_CHECKS"));
+  } catch (const std::invalid_argument& e) {
+    RefuseSetting("XMLT_SIM_CHECKS", e.what());
   }
-  return uint64_t(seed);
+}
+
+std::optional<uint64_t> SeedInEnvironment() {
+  try {
+    return ParseTurnOrderSeed(std::getenv("XMLT_SIM_ORDER"));
+  } catch (const std::invalid_argument& e) {
+    RefuseSetting("XMLT_SIM_ORDER", e.what());
+  }
 }
 
 struct Settings {
@@ -56,6 +63,25 @@ const bool announced = [] {
 }();
 
 }  // namespace
+
+bool ParseChecksSetting(const char* value) {
+  if (value == nullptr || *value == '\0' || std::strcmp(value, "1") == 0 || std::strcmp(value, "on") == 0)
+    return true;
+  if (std::strcmp(value, "0") == 0 || std::strcmp(value, "off") == 0) return false;
+  throw std::invalid_argument(std::string(value) + " is neither 0 or off (checks off) nor 1 or on (checks on)");
+}
+
+std::optional<uint64_t> ParseTurnOrderSeed(const char* value) {
+  if (value == nullptr || *value == '\0' || std::strcmp(value, "default") == 0) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long seed = std::strtoull(value, &end, 10);
+  if (*end != '\0' || value[0] == '-' || !std::isdigit(static_cast<unsigned char>(value[0])))
+    throw std::invalid_argument(std::string(value) + " is neither an unsigned integer seed nor 'default'");
+  if (errno == ERANGE)
+    throw std::invalid_argument(std::string(value) + " is beyond 18446744073709551615, the largest seed");
+  return uint64_t(seed);
+}
 
 bool AccessChecksCompiled() {
 #if defined(XMLT_GPUSIM_ACCESS_CHECKS)
