@@ -1,6 +1,7 @@
 // CSR matrices from the package's arrays; see csr_arguments.h.
 #include "python/src/csr_arguments.h"
 
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -12,22 +13,38 @@ namespace nb = nanobind;
 namespace xmlt::python {
 namespace {
 
+// The arrays the engine keeps: copies, checked and read only by it.
+struct OwnedArrays {
+  std::vector<uint64_t> indptr;
+  std::vector<uint32_t> indices;
+  std::vector<float> values;
+};
+
+// The caller's arrays stay the caller's: another Python thread, or the run's own callback, may
+// write them while the engine trains with the GIL released. Checked in place and then read again,
+// an id rewritten in between would index memory unchecked; so they are copied once, here, and
+// everything after (the checks, the sort of unsorted rows, training) reads the copy.
 data::CsrArrays ArraysOf(const CsrArguments& a, const std::string& name) {
   if (a.indptr.shape(0) != a.rows + 1)
     throw data::InputError(name, 0, "malformed CSR arrays: indptr has " + std::to_string(a.indptr.shape(0)) +
                                         " entries for " + std::to_string(a.rows) + " rows");
-  const uint64_t nnz = a.indptr.data()[a.rows];
+  auto owned = std::make_shared<OwnedArrays>();
+  owned->indptr.assign(a.indptr.data(), a.indptr.data() + a.rows + 1);
+  const uint64_t nnz = owned->indptr.back();  // of the copy: the offsets checked are the offsets used
   if (a.indices.shape(0) != nnz || a.values.shape(0) != nnz)
     throw data::InputError(name, 0, "malformed CSR arrays: indptr ends at " + std::to_string(nnz) + " but indices has " +
                                         std::to_string(a.indices.shape(0)) + " and data " +
                                         std::to_string(a.values.shape(0)) + " entries");
+  owned->indices.assign(a.indices.data(), a.indices.data() + nnz);
+  owned->values.assign(a.values.data(), a.values.data() + nnz);
   data::CsrArrays arrays;
   arrays.num_rows = a.rows;
   arrays.num_cols = a.cols;
-  arrays.indptr = a.indptr.data();
-  arrays.indices = a.indices.data();
-  arrays.values = a.values.data();
-  return arrays;  // no owner: CsrArguments holds the arrays for the call
+  arrays.indptr = owned->indptr.data();
+  arrays.indices = owned->indices.data();
+  arrays.values = owned->values.data();
+  arrays.owner = std::move(owned);  // the matrices made from them hold the copy
+  return arrays;
 }
 
 }  // namespace

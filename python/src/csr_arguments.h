@@ -1,7 +1,7 @@
 // A CSR matrix as the xmltrain package hands it over: (rows, cols, indptr uint64, indices uint32,
-// values float32), the dtypes the engine reads without a copy (python/xmltrain/_matrices.py
-// converts others once). The arrays are held here for the call's whole length, and the engine's
-// matrices borrow them: they must not outlive the call.
+// values float32), the engine's own dtypes (python/xmltrain/_matrices.py converts others once).
+// The engine's matrices (FeaturesOf, LabelsOf) are made from a copy of the arrays taken then: the
+// caller may change its arrays while the engine trains (csr_arguments.cc).
 #pragma once
 
 #include <nanobind/nanobind.h>

@@ -1,6 +1,7 @@
 """Matrices as the engine takes them: CSR with float32 values, uint32 column ids and uint64 row
 offsets. A scipy CSR matrix with float32 data and int32 indices (scipy's usual index type) is
-passed without a copy; anything else is converted once, here."""
+passed as it is; anything else is converted once, here. The engine copies what it is passed
+before it reads it (python/src/csr_arguments.cc), so the caller's arrays may change meanwhile."""
 
 import numpy as np
 import scipy.sparse

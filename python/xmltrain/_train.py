@@ -25,8 +25,9 @@ def train(X, Y, X_test=None, Y_test=None, *, callback=None, progress=None, **opt
     progress bar is shown when tqdm is installed and the session is interactive (progress=False:
     never; True: whenever tqdm is installed).
 
-    X, Y: scipy.sparse matrices with as many rows (CSR with float32 data and int32 indices is
-    read without a copy; other types and dtypes are converted once). Y's stored values must be 1.
+    X, Y: scipy.sparse matrices with as many rows (other types and dtypes than CSR with float32
+    data and int32 indices are converted once). Y's stored values must be 1. The engine trains on
+    its own copy of them, taken when train is called: they may change meanwhile.
 
     SIGINT (Ctrl-C) or SIGTERM stop the run at its next safe point, after a checkpoint when
     checkpoint_dir is given (resume=checkpoint_dir goes on from it), and raise KeyboardInterrupt.

@@ -1,0 +1,68 @@
+"""train() with other Python threads about: the matrices changed while a run reads them. Each
+ordering is made with events, not with sleeps."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+QUICK = dict(hidden=16, epochs=3, batch=32, eval_every="epoch", seed=2, progress=False)
+
+
+def run_child(tmp_path, body):
+    """Runs `body` in a fresh interpreter (a crash must fail the test, not end the test run);
+    returns (exit code, stdout and stderr)."""
+    script = tmp_path / "child.py"
+    script.write_text(f"import sys\nsys.path[:0] = {sys.path!r}\n" + textwrap.dedent(body))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                            cwd=os.path.dirname(__file__))
+    return result.returncode, result.stdout + result.stderr
+
+
+# Issue 63, row 1: the engine read the caller's arrays while training with the GIL released, so a
+# thread (or the callback) that rewrote them made it index memory with ids it had never checked.
+def test_matrices_rewritten_while_training_change_nothing(tmp_path):
+    code, out = run_child(tmp_path, f"""
+        import threading
+        import numpy as np
+        import xmltrain
+        from conftest import synthetic
+        X, Y = synthetic(800)
+        X, Y, Xt, Yt = X[:600].copy(), Y[:600].copy(), X[600:].copy(), Y[600:].copy()
+        reference = xmltrain.train(X, Y, Xt, Yt, ranker="off", normalize="none", **{QUICK!r})
+        far = 2**31 - 1
+
+        # The callback rewrites every matrix after the first evaluation.
+        def rewrite(record):
+            if len(seen) == 0:
+                for m in (X, Y, Xt, Yt):
+                    m.indices[:] = far
+                X.data[:] = np.nan
+            seen.append(record)
+        seen = []
+        Xs, Ys, Xts, Yts = X.copy(), Y.copy(), Xt.copy(), Yt.copy()
+        model = xmltrain.train(X, Y, Xt, Yt, callback=rewrite, ranker="off", normalize="none", **{QUICK!r})
+        assert [r["p1"] for r in model.history] == [r["p1"] for r in reference.history], "another run"
+
+        # A thread does the same while the run trains on (its first evaluation lets it go).
+        X, Y, Xt, Yt = Xs, Ys, Xts, Yts
+        first = threading.Event()
+        done = threading.Event()
+        def spoil():
+            first.wait()
+            for m in (X, Y, Xt, Yt):
+                m.indices[:] = far
+            done.set()
+        def let_go(record):
+            first.set()
+            done.wait()
+        thread = threading.Thread(target=spoil)
+        thread.start()
+        model = xmltrain.train(X, Y, Xt, Yt, callback=let_go, ranker="off", normalize="none", **{QUICK!r})
+        thread.join()
+        assert [r["p1"] for r in model.history] == [r["p1"] for r in reference.history], "another run"
+        print("trained on its own copies")
+    """)
+    assert code == 0, out
+    assert "trained on its own copies" in out
+
