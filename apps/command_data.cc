@@ -9,6 +9,7 @@
 #include "apps/command_input.h"
 #include "apps/output_paths.h"
 #include "apps/stdout_check.h"
+#include "apps/unsigned_flag.h"
 #include "data/binary_cache.h"
 #include "data/dataset_stats.h"
 #include "data/input_error.h"
@@ -41,10 +42,28 @@ void CheckGeneratedDataFits(const data::GeneratorConfig& config) {
   }
 }
 
+// The sizes as given, before anything is made: a value gen would ignore, or make nothing of, is
+// refused naming its flag.
+void CheckGenFlags(CLI::App* cmd, const GenFlags& f) {
+  if (!(f.scale > 0) || f.scale > 1)
+    throw std::invalid_argument("--scale must be in (0, 1], not " + cmd->get_option("--scale")->as<std::string>());
+  if (f.preset.empty() && cmd->count("--scale"))
+    throw std::invalid_argument("--scale shrinks a --preset: give --preset, or the sizes themselves (--rows ...)");
+  const uint64_t most_rows = data::kMaxGeneratedRows;
+  for (const auto& [flag, rows] : {std::pair<const char*, uint64_t>{"--rows", f.config.train_rows},
+                                   std::pair<const char*, uint64_t>{"--test-rows", f.config.test_rows}}) {
+    if (!cmd->count(flag)) continue;
+    if (rows == 0 || rows > most_rows)
+      throw std::invalid_argument(std::string(flag) + " must be 1 to " + std::to_string(most_rows) + ", not " +
+                                  std::to_string(rows));
+  }
+}
+
 void RunGen(CLI::App* cmd, GenFlags& f) {
+  CheckGenFlags(cmd, f);
+  ProbeOutputDir("--out", f.out, /*creates_parents=*/true);
   data::GeneratorConfig config = f.config;
   if (!f.preset.empty()) {
-    if (!(f.scale > 0) || f.scale > 1) throw std::invalid_argument("--scale must be in (0, 1]");
     config = data::PresetConfig(f.preset, f.scale);
     config.seed = f.config.seed;
     // Explicit sizes override the preset's.
@@ -106,13 +125,13 @@ Command AddGenCommand(CLI::App* app) {
   CLI::App* cmd = app->add_subcommand("gen", "Generate a synthetic dataset (train.txt and test.txt)");
   cmd->add_option("--preset", f.preset, "amazon670k or delicious200k (shapes of Table 1 of the Adaptive SGD paper)");
   cmd->add_option("--scale", f.scale, "Shrink a preset's rows, features and labels by this factor")->capture_default_str();
-  cmd->add_option("--rows", f.config.train_rows, "Training rows")->capture_default_str();
-  cmd->add_option("--test-rows", f.config.test_rows, "Test rows")->capture_default_str();
-  cmd->add_option("--features", f.config.features, "Features (D)")->capture_default_str();
-  cmd->add_option("--labels", f.config.labels, "Labels (L)")->capture_default_str();
+  cmd->add_option("--rows", f.config.train_rows, "Training rows")->capture_default_str()->check(kUnsignedValue);
+  cmd->add_option("--test-rows", f.config.test_rows, "Test rows")->capture_default_str()->check(kUnsignedValue);
+  cmd->add_option("--features", f.config.features, "Features (D)")->capture_default_str()->check(kUnsignedValue);
+  cmd->add_option("--labels", f.config.labels, "Labels (L)")->capture_default_str()->check(kUnsignedValue);
   cmd->add_option("--nnz", f.config.nnz_per_row, "Mean non-zero features per row")->capture_default_str();
   cmd->add_option("--labels-per-row", f.config.labels_per_row, "Mean labels per row")->capture_default_str();
-  cmd->add_option("--seed", f.config.seed, "Random seed")->capture_default_str();
+  cmd->add_option("--seed", f.config.seed, "Random seed")->capture_default_str()->check(kUnsignedValue);
   cmd->add_option("--out", f.out, "Output directory")->capture_default_str();
   return {cmd, [cmd, flags] { RunGen(cmd, *flags); return kExitOk; }};
 }

@@ -1,6 +1,7 @@
 // Output paths against input paths; see output_paths.h.
 #include "apps/output_paths.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,10 +16,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Two names of one existing node, or the same path-to-be. (Not std::filesystem::equivalent, which
+// tells nothing of two FIFOs: both its operands "other" than files, it gives an error.) A character
+// device is nobody's: /dev/null may take every output.
 bool SameFile(const std::string& a, const std::string& b) {
-  std::error_code error;
-  if (fs::exists(a, error) && fs::exists(b, error)) return fs::equivalent(a, b, error);
+  struct stat sa {}, sb {};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino && !S_ISCHR(sa.st_mode);
   // Not both there yet: compare the paths they would be, with symlinks of existing parents resolved.
+  std::error_code error;
   const fs::path pa = fs::weakly_canonical(fs::absolute(a, error), error);
   const fs::path pb = fs::weakly_canonical(fs::absolute(b, error), error);
   return pa == pb;
@@ -79,6 +85,18 @@ fs::path ParentOf(const std::string& path) {
   return parent.empty() ? fs::path(".") : parent;
 }
 
+// What a node that is not a folder is, for the message that refuses it as one.
+std::string KindOfNode(const fs::path& path) {
+  struct stat node {};
+  if (::stat(path.c_str(), &node) != 0) return "not a folder";
+  if (S_ISREG(node.st_mode)) return "a regular file";
+  if (S_ISFIFO(node.st_mode)) return "a FIFO";
+  if (S_ISCHR(node.st_mode)) return "a character device";
+  if (S_ISBLK(node.st_mode)) return "a block device";
+  if (S_ISSOCK(node.st_mode)) return "a socket";
+  return "not a folder";
+}
+
 }  // namespace
 
 void ProbeOutputFile(const std::string& flag, const std::string& path) {
@@ -95,15 +113,27 @@ void ProbeOutputFile(const std::string& flag, const std::string& path) {
   CheckWritableFolder(flag, path, ParentOf(target.path));
 }
 
-void ProbeOutputDir(const std::string& flag, const std::string& path) {
+void ProbeOutputDir(const std::string& flag, const std::string& path, bool creates_parents) {
   if (path.empty()) return;
   std::error_code error;
   if (fs::exists(path, error)) {
-    if (!fs::is_directory(path, error)) throw std::invalid_argument(flag + " " + path + " is a file, not a folder");
+    if (!fs::is_directory(path, error))
+      throw std::invalid_argument(flag + " " + path + " is " + KindOfNode(path) + ", not a folder");
     CheckWritableFolder(flag, path, path);
     return;
   }
-  CheckWritableFolder(flag, path, ParentOf(path));
+  if (!creates_parents) {
+    CheckWritableFolder(flag, path, ParentOf(path));
+    return;
+  }
+  // The folders to be made hang from the nearest one that exists, which must be a writable folder.
+  fs::path existing = ParentOf(path);
+  while (!fs::exists(existing, error) && ParentOf(existing.string()) != existing)
+    existing = ParentOf(existing.string());
+  if (fs::exists(existing, error) && !fs::is_directory(existing, error))
+    throw std::invalid_argument(flag + " " + path + ": " + existing.string() + " is " + KindOfNode(existing) +
+                                ", not a folder");
+  CheckWritableFolder(flag, path, existing);
 }
 
 }  // namespace xmlt::apps

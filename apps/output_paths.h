@@ -27,9 +27,11 @@ void RefuseOutputsOverInputs(const std::vector<std::pair<std::string, std::strin
 
 // Before any work: an output file must be a regular file, a symlink to one, a character device or
 // a FIFO, or not exist yet (data/output_target.h); a file's folder must exist and be writable; an
-// output folder must be a writable folder, or not exist yet in a writable parent. Throws
-// std::invalid_argument naming the flag. Empty paths are not checked.
+// output folder must be a writable folder, or not exist yet in a writable parent (with
+// `creates_parents`, in a writable folder further up: the command makes the folders between).
+// Throws std::invalid_argument naming the flag, and what the path is when it is not a folder (a
+// regular file, a FIFO, a device, a socket). Empty paths are not checked.
 void ProbeOutputFile(const std::string& flag, const std::string& path);
-void ProbeOutputDir(const std::string& flag, const std::string& path);
+void ProbeOutputDir(const std::string& flag, const std::string& path, bool creates_parents = false);
 
 }  // namespace xmlt::apps

@@ -4,23 +4,11 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/propensity_flag.h"
+#include "apps/unsigned_flag.h"
 
 namespace xmlt::apps {
 
 bool TrainFlags::given(const char* flag) const { return command->count(flag) > 0; }
-
-namespace {
-
-// For unsigned flags: CLI11 would wrap "-1" to 2^64 - 1. No description, so that --help keeps
-// showing the plain type and default.
-const CLI::Validator kNotNegative(
-    [](std::string& value) {
-      const size_t first = value.find_first_not_of(" \t");
-      return first != std::string::npos && value[first] == '-' ? std::string("must not be negative") : std::string();
-    },
-    "", "");
-
-}  // namespace
 
 void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
   cmd->add_option("--train", f->train, "Training data (XML-repository/libSVM text, or .xmlb)")->required();
@@ -29,7 +17,7 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
   cmd->add_option("--test-labels", f->test_labels, "Labels file when --test is the X file of a split pair");
   cmd->add_option("--epochs", f->options.epochs, "Passes over the training rows (fractions allowed)")
       ->capture_default_str();
-  cmd->add_option("--batch", f->options.batch, "Rows per batch")->capture_default_str()->check(kNotNegative);
+  cmd->add_option("--batch", f->options.batch, "Rows per batch")->capture_default_str()->check(kUnsignedValue);
   cmd->add_option("--lr", f->lr,
                   "Learning rate (SGD on the batch-mean loss) for a batch of --batch rows, or 'auto': "
                   "searched on a held-out slice of the training rows before training")
@@ -67,11 +55,11 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
   cmd->add_option("--ranker-shortlist", f->ranker_options.shortlist,
                   "How many of the MLP's best labels of a row the ranker trains on (as negatives) and re-scores, "
                   "5 to 1000")
-      ->capture_default_str()->check(kNotNegative);
+      ->capture_default_str()->check(kUnsignedValue);
   cmd->add_option("--ranker-passes", f->ranker_options.passes,
                   "The most passes of the ranker's solver over each label's rows, 1 or more (a label stops "
                   "sooner once its dual's projected gradients span less than 0.1)")
-      ->capture_default_str()->check(kNotNegative);
+      ->capture_default_str()->check(kUnsignedValue);
   cmd->add_option("--local-momentum", f->options.local_momentum,
                   "Heavy-ball momentum of each device's SGD, in [0, 1) (single: 0.9; several devices: preset)");
   cmd->add_option("--weight-decay", f->options.weight_decay,
@@ -90,12 +78,12 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "than the features rounded up to a power of two")
       ->capture_default_str();
   cmd->add_option("--mega-batch", f->options.mega_batch,
-                  "Batches per mega-batch (single: 100; several devices: preset)")->check(kNotNegative);
+                  "Batches per mega-batch (single: 100; several devices: preset)")->check(kUnsignedValue);
   cmd->add_option("--eval-every", f->eval_every, "Evaluate: 'epoch', 'end' (or 0), or every N mega-batches")
       ->capture_default_str();
   cmd->add_option("--eval-rows", f->options.eval_rows,
                   "Evaluate on a fixed sample of this many test rows, drawn from --seed (0 = all rows)")
-      ->capture_default_str()->check(kNotNegative);
+      ->capture_default_str()->check(kUnsignedValue);
   cmd->add_option("--final-eval", f->final_eval,
                   "The run's last evaluation: 'full' (the whole test set) or 'sample' (the --eval-rows sample)")
       ->capture_default_str();
@@ -106,7 +94,7 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "product's cuBLAS compute type")
       ->capture_default_str();
   AddPropensityFlag(cmd, &f->propensity);
-  cmd->add_option("--seed", f->options.seed, "Seed for initialization and shuffling")->capture_default_str()->check(kNotNegative);
+  cmd->add_option("--seed", f->options.seed, "Seed for initialization and shuffling")->capture_default_str()->check(kUnsignedValue);
   cmd->add_option("--metrics", f->metrics, "Write one JSON line per evaluation to this file");
   cmd->add_option("--model", f->model_out, "Save the trained model to this file");
   AddDataFlags(cmd, &f->data);
@@ -117,13 +105,13 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
       ->group(kReliability);
   cmd->add_option("--checkpoint-every", f->control.checkpoint_every,
                   "Mega-batches between checkpoints (0 = only at the end and on a stop)")
-      ->capture_default_str()->group(kReliability)->check(kNotNegative);
+      ->capture_default_str()->group(kReliability)->check(kUnsignedValue);
   cmd->add_option("--resume", f->control.resume_dir,
                   "Continue the run checkpointed in this directory (same flags; --epochs is the total)")
       ->group(kReliability);
   cmd->add_option("--max-rollbacks", f->control.max_rollbacks,
                   "Divergences (NaN/Inf loss or model) rolled back with halved learning rates before the run stops")
-      ->capture_default_str()->group(kReliability)->check(kNotNegative);
+      ->capture_default_str()->group(kReliability)->check(kUnsignedValue);
   cmd->add_option("--divergence-factor", f->options.divergence_factor,
                   "A batch loss above this many times the first batch's is a divergence, rolled back like a "
                   "non-finite one (0 = only non-finite values)")

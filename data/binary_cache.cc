@@ -96,17 +96,14 @@ uint64_t Checksum(Header header, const uint64_t* block_hashes, size_t blocks) {
   return sum;
 }
 
-// Writes the payload while hashing it in kBlockBytes blocks, as the reader will.
-class HashingWriter {
+// Hashes the payload in kBlockBytes blocks, as the reader will.
+class PayloadHasher {
  public:
-  explicit HashingWriter(AtomicFile* file) : file_(*file), state_(XXH3_createState()) {
-    XXH3_64bits_reset(state_);
-  }
-  ~HashingWriter() { XXH3_freeState(state_); }
+  PayloadHasher() : state_(XXH3_createState()) { XXH3_64bits_reset(state_); }
+  ~PayloadHasher() { XXH3_freeState(state_); }
 
   void Write(const void* data, uint64_t bytes) {
     const char* p = static_cast<const char*>(data);
-    file_.Write(p, bytes);
     while (bytes > 0) {
       const uint64_t take = std::min(bytes, kBlockBytes - filled_);
       XXH3_64bits_update(state_, p, take);
@@ -131,7 +128,6 @@ class HashingWriter {
     XXH3_64bits_reset(state_);
     filled_ = 0;
   }
-  AtomicFile& file_;
   XXH3_state_t* state_;
   uint64_t filled_ = 0;
   std::vector<uint64_t> hashes_;
@@ -240,19 +236,22 @@ void WriteBinaryCache(const Dataset& dataset, const std::string& path, bool one_
   uint64_t bytes[kNumArrays];
   ArrayBytes(header, bytes);
 
-  AtomicFile file(path);
-  file.Write(&header, sizeof header);  // placeholder until the checksum is known
-  HashingWriter writer(&file);
+  // The checksum comes first, from a pass that only hashes, so that the file is written front to
+  // back: an output that is a FIFO (output_target.h) cannot seek back to a header left for later.
+  PayloadHasher hasher;
   for (int a = 0; a < kNumArrays; ++a) {
-    writer.Write(sources[a], bytes[a]);
-    writer.PadTo8(bytes[a]);
+    hasher.Write(sources[a], bytes[a]);
+    hasher.PadTo8(bytes[a]);
   }
-  const std::vector<uint64_t> hashes = writer.Finish();
+  const std::vector<uint64_t> hashes = hasher.Finish();
   header.checksum = Checksum(header, hashes.data(), hashes.size());
-  if (std::fseek(file.stream(), 0, SEEK_SET) != 0) {
-    throw std::runtime_error(path + ": cannot seek in the temporary file");
-  }
+  AtomicFile file(path);
   file.Write(&header, sizeof header);
+  static const char zeros[8] = {};
+  for (int a = 0; a < kNumArrays; ++a) {
+    file.Write(sources[a], bytes[a]);
+    file.Write(zeros, Align8(bytes[a]) - bytes[a]);
+  }
   file.Commit();
 }
 

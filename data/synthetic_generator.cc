@@ -34,7 +34,6 @@ constexpr Preset kPresets[] = {
 
 // Beyond this many stored entries (ids + values: 8 bytes each, ~32 GiB) a config is a typo.
 constexpr double kMaxTotalNnz = 4294967296.0;
-constexpr uint64_t kMaxRows = uint64_t{1} << 40;
 
 // Shape of the hidden teacher. Chosen so that the data looks like bag-of-words XML sets (head
 // labels and stop-word-like features) while a topic stays recognisable from a row's features.
@@ -279,7 +278,7 @@ void ValidateConfig(const GeneratorConfig& config) {
     fail("labels = " + std::to_string(config.labels) + " must be in [1, " +
          std::to_string(kMaxIds) + "] (label ids are uint32)");
   }
-  if (config.train_rows > kMaxRows || config.test_rows > kMaxRows) {
+  if (config.train_rows > kMaxGeneratedRows || config.test_rows > kMaxGeneratedRows) {
     fail("train_rows and test_rows must be at most 2^40");
   }
   if (!std::isfinite(config.nnz_per_row) || config.nnz_per_row < 1 ||

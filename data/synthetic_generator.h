@@ -10,6 +10,9 @@
 
 namespace xmlt::data {
 
+// The most rows of either set: more is a typo (ValidateConfig refuses it).
+inline constexpr uint64_t kMaxGeneratedRows = uint64_t{1} << 40;
+
 struct GeneratorConfig {
   uint64_t train_rows = 10000;
   uint64_t test_rows = 2000;

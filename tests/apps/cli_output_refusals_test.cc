@@ -86,7 +86,7 @@ TEST(CliTest, OutputLocationsAreCheckedBeforeTraining) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--model", "/nonexistent-folder/m.xmlt"}, "--model /nonexistent-folder/m.xmlt: the folder /nonexistent-folder does not exist"},
       {{"--model", d.dir.path()}, "is a folder, not a file"},
-      {{"--checkpoint-dir", d.dir.File("a-file")}, "is a file, not a folder"},
+      {{"--checkpoint-dir", d.dir.File("a-file")}, "is a regular file, not a folder"},
       {{"--checkpoint-dir", d.dir.File("missing/deeper")}, "does not exist"},
   };
   for (const auto& [flags, message] : cases) {

@@ -298,5 +298,52 @@ TEST(CliTest, SmallHolesOfTheFourthRound) {
   EXPECT_NE(replanned.err.find("on other devices"), std::string::npos) << Describe(replanned);
 }
 
+// Issue: reliability, fifth round, row 10. A number beyond 2^64 - 1 was saturated to it (the run
+// took another seed than the one given); it is refused, as a negative one is.
+TEST(CliTest, AnUnsignedFlagBeyondItsTypeIsRefusedNotSaturated) {
+  Data d;
+  for (const std::vector<std::string>& args :
+       {TrainArgs(d, {"--seed", "18446744073709551616"}),
+        TrainArgs(d, {"--eval-rows", "99999999999999999999999"}),
+        std::vector<std::string>{"gen", "--seed", "18446744073709551616", "--out", d.dir.File("g")},
+        std::vector<std::string>{"gen", "--features", "-1", "--out", d.dir.File("g")}}) {
+    const CliResult r = Cli(args);
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_TRUE(r.err.find("is beyond 18446744073709551615") != std::string::npos ||
+                r.err.find("must not be negative") != std::string::npos)
+        << Describe(r);
+    EXPECT_TRUE(r.out.empty()) << Describe(r);
+  }
+  EXPECT_FALSE(fs::exists(d.dir.File("g")));
+  // The largest seed is a seed.
+  const CliResult largest = Cli(TrainArgs(d, {"--seed", "18446744073709551615", "--epochs", "1"}));
+  EXPECT_EQ(largest.code, 0) << Describe(largest);
+}
+
+// Issue: reliability, fifth round, row 11. gen ignored --scale without --preset (0, -1 and nan
+// too), wrote an empty train.txt for --rows 0, and said "0 rows" for --rows 2^64 - 1.
+TEST(CliTest, GenRefusesSizesItWouldIgnoreOrMakeNothingOf) {
+  TempDir dir;
+  const std::string out = dir.File("g");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--scale", "0"}, "--scale must be in (0, 1], not 0"},
+      {{"--scale", "-1"}, "--scale must be in (0, 1], not -1"},
+      {{"--scale", "nan"}, "--scale must be in (0, 1], not nan"},
+      {{"--preset", "amazon670k", "--scale", "nan"}, "--scale must be in (0, 1], not nan"},
+      {{"--scale", "0.5"}, "--scale shrinks a --preset"},
+      {{"--rows", "0"}, "--rows must be 1 to 1099511627776, not 0"},
+      {{"--test-rows", "0"}, "--test-rows must be 1 to 1099511627776, not 0"},
+      {{"--rows", "18446744073709551615"}, "--rows must be 1 to 1099511627776, not 18446744073709551615"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> args = {"gen", "--out", out};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CliResult r = Cli(args);
+    EXPECT_EQ(r.code, 2) << message << "\n" << Describe(r);
+    EXPECT_NE(r.err.find(message), std::string::npos) << message << "\n" << Describe(r);
+  }
+  EXPECT_FALSE(fs::exists(out)) << "a refused gen wrote " << out;
+}
+
 }  // namespace
 }  // namespace xmlt::apps

@@ -1,8 +1,13 @@
 // Issue: reliability, fourth round, rows 1 and 4, through the commands: an output that is a device
 // node, a FIFO or a symlink (predict --output, train --model and --metrics), and outputs whose
-// temporary names are another output's name.
+// temporary names are another output's name. Fifth round, rows 6 to 8: convert into a FIFO, gen's
+// --out on a node that is no folder, and two outputs on one FIFO.
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -144,6 +149,102 @@ TEST(OutputNodes, AnOutputOnAnotherOutputsTemporaryNameIsRefused) {
   const CliResult predict = Cli({"predict", "--model", renamed, "--input", d.test, "--output", d.dir.File("p")});
   EXPECT_EQ(predict.code, 2) << Describe(predict);
   EXPECT_NE(predict.err.find("is the --model input"), std::string::npos) << Describe(predict);
+}
+
+// Issue: reliability, fifth round, row 7. `gen --out` on a file, a FIFO, a device or a socket, or
+// below one, exited 1 with the library's "cannot create directories: Not a directory"; each is a
+// usage error naming the path and what it is, and nothing is written.
+TEST(OutputNodes, GenRefusesAnOutputFolderThatIsNotAFolderNamingWhatItIs) {
+  Data d;
+  const std::string file = d.dir.File("a-file"), fifo = d.dir.File("pipe"), socket_path = d.dir.File("sock");
+  WriteFile(file, "x");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(sock, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  ASSERT_LT(socket_path.size(), sizeof(address.sun_path));
+  std::copy(socket_path.begin(), socket_path.end(), address.sun_path);
+  ASSERT_EQ(::bind(sock, reinterpret_cast<const sockaddr*>(&address), sizeof(address)), 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {file, "--out " + file + " is a regular file, not a folder"},
+      {fifo, "--out " + fifo + " is a FIFO, not a folder"},
+      {"/dev/null", "--out /dev/null is a character device, not a folder"},
+      {socket_path, "--out " + socket_path + " is a socket, not a folder"},
+      {file + "/below/deeper", "--out " + file + "/below/deeper: " + file + " is a regular file, not a folder"},
+  };
+  for (const auto& [out, message] : cases) {
+    const CliResult r = Cli({"gen", "--rows", "20", "--test-rows", "5", "--out", out});
+    EXPECT_EQ(r.code, 2) << out << ": " << Describe(r);
+    EXPECT_NE(r.err.find(message), std::string::npos) << message << "\n" << Describe(r);
+  }
+  ::close(sock);
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(ReadFile(file), "x");
+  // A folder that cannot be written (only a user other than root is kept out by its mode).
+  if (::geteuid() != 0) {
+    const std::string locked = d.dir.File("locked");
+    fs::create_directory(locked);
+    fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
+    const CliResult r = Cli({"gen", "--rows", "20", "--test-rows", "5", "--out", locked + "/data"});
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find("the folder " + locked + " is not writable"), std::string::npos) << Describe(r);
+    fs::permissions(locked, fs::perms::owner_all);
+  }
+  // Folders that do not exist yet are made, as before.
+  const CliResult nested = Cli({"gen", "--rows", "20", "--test-rows", "5", "--out", d.dir.File("new/deeper")});
+  EXPECT_EQ(nested.code, 0) << Describe(nested);
+  EXPECT_TRUE(fs::exists(d.dir.File("new/deeper/train.txt")));
+}
+
+// Issue: reliability, fifth round, row 8. --model and --metrics on one FIFO were taken, and the
+// model's bytes and the JSON lines went down one pipe together; as with one regular file, it is
+// refused before training. One character device (/dev/null) may still take both.
+TEST(OutputNodes, TwoOutputsOnOneFifoAreRefused) {
+  Data d;
+  const std::string fifo = d.dir.File("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  fs::create_symlink("pipe", d.dir.File("pipe-link"));
+  // A reader holds the FIFO open, so that a run that takes it writes into it rather than waiting.
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(reader, 0);
+  for (const std::string& other : {fifo, d.dir.File("pipe-link")}) {
+    const CliResult r = Cli(TrainArgs(d, {"--model", fifo, "--metrics", other}));
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find("are the same file"), std::string::npos) << Describe(r);
+    EXPECT_TRUE(r.out.empty()) << "trained before refusing: " << Describe(r);
+  }
+  ::close(reader);
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  const CliResult discarded = Cli(TrainArgs(d, {"--model", "/dev/null", "--metrics", "/dev/null"}));
+  EXPECT_EQ(discarded.code, 0) << Describe(discarded);
+}
+
+// Issue: reliability, fifth round, row 6. `convert -o FIFO` exited 1 with "cannot seek in the
+// temporary file", and the reader got a cache without its header's checksum. The cache is written
+// front to back, so a FIFO receives it whole, as the promise for FIFO outputs says.
+TEST(OutputNodes, ConvertWritesAWholeCacheIntoAFifo) {
+  Data d;
+  const std::string fifo = d.dir.File("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    received.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  const CliResult r = Cli({"convert", d.train, "-o", fifo});
+  reader.join();
+  EXPECT_EQ(r.code, 0) << Describe(r);
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  // What came through the pipe is the cache a file would hold: info reads it, every row.
+  const std::string copy = d.dir.File("received.xmlb");
+  WriteFile(copy, received);
+  const CliResult info = Cli({"info", copy});
+  EXPECT_EQ(info.code, 0) << Describe(info);
+  EXPECT_NE(info.out.find(std::to_string(Data::kTrainRows)), std::string::npos) << Describe(info);
+  const std::string file = d.dir.File("file.xmlb");
+  ASSERT_EQ(Cli({"convert", d.train, "-o", file}).code, 0);
+  EXPECT_EQ(ReadFile(file), received);
 }
 
 }  // namespace
