@@ -1,32 +1,32 @@
 // The shortlist ranker in a train run; see train_ranker.h.
 #include "apps/train_ranker.h"
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <stdexcept>
 #include <string>
 
 #include "apps/propensity_flag.h"
+#include "apps/shortest_text.h"
 #include "data/row_subset.h"
 #include "scheduler/train_options.h"
 
 namespace xmlt::apps {
 namespace {
 
-// A number in [0, 1] for --ranker-blend, or std::invalid_argument.
+// A number in [0, 1] for --ranker-blend, or std::invalid_argument. Read as a double: a weight too
+// small for a float (1e-50) is a weight of 0, not a number out of range.
 float ParseBlend(const std::string& text) {
-  size_t used = 0;
-  float value = -1;
-  try {
-    value = std::stof(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !(value >= 0.0f && value <= 1.0f))
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  const bool number = !text.empty() && !std::isspace(static_cast<unsigned char>(text[0])) && *end == '\0';
+  if (!number || !(value >= 0.0 && value <= 1.0))
     throw std::invalid_argument("--ranker-blend must be 'auto' or a number in [0, 1], not '" + text + "'");
-  return value;
+  return float(value);
 }
 
 }  // namespace
@@ -38,14 +38,20 @@ void SettleRankerFlags(TrainFlags& f) {
   o.enabled = f.ranker == "auto" && !(f.preset == "paper" && !f.given("--ranker"));
   o.blend = f.ranker_blend == "auto" ? -1.0f : ParseBlend(f.ranker_blend);
   if (!(o.holdout > 0 && o.holdout <= 0.5))
-    throw std::invalid_argument("--ranker-holdout must be in (0, 0.5], not " + std::to_string(o.holdout));
+    throw std::invalid_argument("--ranker-holdout must be in (0, 0.5], not " + ShortestText(o.holdout));
   if (o.shortlist < 5 || o.shortlist > kernels::kMaxShortlist)
     throw std::invalid_argument("--ranker-shortlist must be 5 to " + std::to_string(kernels::kMaxShortlist) + ", not " +
                                 std::to_string(o.shortlist));
   if (o.passes == 0) throw std::invalid_argument("--ranker-passes must be 1 or more");
   const bool tuned = f.given("--ranker-blend") || f.given("--ranker-holdout") || f.given("--ranker-shortlist") ||
                      f.given("--ranker-passes");
-  if (!o.enabled && tuned) throw std::invalid_argument("--ranker-blend, -holdout, -shortlist and -passes need --ranker auto");
+  if (!o.enabled && tuned) {
+    // Say what turned the ranker off, the preset when the user did not.
+    const std::string why = f.given("--ranker") ? "--ranker off turned it off"
+                                                : "--preset paper turned it off (the paper's MLP alone); give "
+                                                  "--ranker auto with the preset to train the ranker";
+    throw std::invalid_argument("--ranker-blend, -holdout, -shortlist and -passes need --ranker auto: " + why);
+  }
   if (f.given("--ranker-holdout") && !o.choose_blend())
     throw std::invalid_argument("--ranker-holdout is where --ranker-blend auto chooses: a fixed blend holds no rows out");
 }

@@ -2,7 +2,11 @@
 #include "apps/train_settings.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -10,6 +14,7 @@
 
 #include "apps/train_algorithm.h"
 #include "apps/train_learning_rate.h"
+#include "apps/shortest_text.h"
 #include "engine/device.h"
 #include "engine/device_query.h"
 #include "engine/device_spec.h"
@@ -62,18 +67,24 @@ scheduler::EvalSchedule ParseEvalEvery(const std::string& text) {
   return schedule;
 }
 
-// A positive finite number, or std::invalid_argument naming the flag.
+// A positive finite number, or std::invalid_argument naming the flag. A positive number a float
+// cannot hold (1e-300 would be 0) is told as such, not as "not a positive number".
 float ParsePositive(const char* flag, const std::string& text) {
-  size_t used = 0;
-  float value = 0;
-  try {
-    value = std::stof(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !(value > 0) || !std::isfinite(value))
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(begin, &end);
+  const bool range_error = errno == ERANGE;
+  const bool number = !text.empty() && !std::isspace(static_cast<unsigned char>(text[0])) && *end == '\0';
+  if (!number || std::signbit(value) || std::isnan(value) || (value == 0 && !range_error))
     throw std::invalid_argument(std::string(flag) + " must be a positive number or 'auto', not '" + text + "'");
-  return value;
+  if (value < double(std::numeric_limits<float>::min()))
+    throw std::invalid_argument(std::string(flag) + " " + text + " is below the smallest positive number it can be (" +
+                                ShortestText(std::numeric_limits<float>::min()) + ")");
+  if (value > double(std::numeric_limits<float>::max()))
+    throw std::invalid_argument(std::string(flag) + " " + text + " is beyond the largest number it can be (" +
+                                ShortestText(std::numeric_limits<float>::max()) + ")");
+  return float(value);
 }
 
 // --math: refused here, before the data is loaded, where this build, CPU or device list cannot do

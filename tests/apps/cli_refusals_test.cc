@@ -345,5 +345,27 @@ TEST(CliTest, GenRefusesSizesItWouldIgnoreOrMakeNothingOf) {
   EXPECT_FALSE(fs::exists(out)) << "a refused gen wrote " << out;
 }
 
+// Issue: reliability, fifth round, row 12. Refusals that misstated the value: --ranker-holdout
+// 0.5000001 was "not 0.500000", --ranker-blend 1e-50 (a weight of 0 in a float) "not in [0, 1]",
+// --lr 1e-300 "must be a positive number", and a ranker flag under --preset paper did not say that
+// the preset had turned the ranker off.
+TEST(CliTest, RefusalsStateTheValueAsGivenAndWhatTurnedTheRankerOff) {
+  Data d;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"--ranker-holdout", "0.5000001"}, "--ranker-holdout must be in (0, 0.5], not 0.5000001"},
+      {{"--lr", "1e-300"}, "--lr 1e-300 is below the smallest positive number it can be (1.1754944e-38)"},
+      {{"--lr", "1e39"}, "--lr 1e39 is beyond the largest number it can be (3.4028235e+38)"},
+      {{"--lr", "-1e-300"}, "--lr must be a positive number or 'auto', not '-1e-300'"},
+      {{"--algo", "adaptive", "--preset", "paper", "--ranker-passes", "3"}, "--preset paper turned it off"},
+  };
+  for (const auto& [flags, message] : refused) {
+    const CliResult r = Cli(TrainArgs(d, flags));
+    EXPECT_EQ(r.code, 2) << message << "\n" << Describe(r);
+    EXPECT_NE(r.err.find(message), std::string::npos) << message << "\n" << Describe(r);
+  }
+  const CliResult tiny_blend = Cli(TrainArgs(d, {"--ranker-blend", "1e-50", "--epochs", "1"}));
+  EXPECT_EQ(tiny_blend.code, 0) << Describe(tiny_blend);
+}
+
 }  // namespace
 }  // namespace xmlt::apps
