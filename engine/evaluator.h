@@ -67,7 +67,7 @@ struct Prediction {
 
 Prediction Predict(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k);
 // With a ranker: the MLP's top max(k, shortlist) re-ranked (kernels::RerankShortlist), the first
-// k kept, their scores the blend.
+// k kept, their scores the blend: best first and never rising, whatever k.
 Prediction Predict(const TrainedModel& model, const data::Dataset& dataset, uint32_t k);
 
 // The MLP's k best labels of each row (rows x k, best first, ties to the lower id), without their

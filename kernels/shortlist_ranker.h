@@ -38,9 +38,12 @@ inline constexpr uint64_t kRankerDenseLookupBytes = uint64_t{256} << 20;
 float BlendScore(BlendForm form, float blend, float linear_score, float probability);
 
 // Re-ranks one row's MLP top list (`labels` and their `probabilities`, best first, `count` of
-// them): the first min(count, ranker.shortlist) are blended and sorted by the blend, best first
-// (ties keep the MLP's order); the rest follow in the MLP's order with their blended scores.
-// Writes `count` labels and scores to out_labels and out_scores (they may not alias the inputs).
+// them): the first min(count, ranker.shortlist), the shortlist, are blended and sorted by the
+// blend, best first (ties keep the MLP's order); the rest follow in the MLP's order, each scored
+// by the blend of its probability with the lowest linear score of the row's shortlist. So the
+// scores never rise down the list, for any count, and the first k of a longer list are the list
+// of k. Writes `count` labels and scores to out_labels and out_scores (they may not alias the
+// inputs).
 void RerankShortlist(const ShortlistRanker& ranker, const data::CsrMatrix& features, uint64_t row,
                      const uint32_t* labels, const float* probabilities, uint32_t count, uint32_t* out_labels,
                      float* out_scores, RankerScratch* scratch);

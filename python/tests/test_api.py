@@ -49,6 +49,19 @@ def test_predict(trained, data):
     assert labels.shape == (3, 16)
 
 
+def test_predict_with_a_ranker_ranks_every_k_best_first():
+    # 120 labels and the default shortlist of 50: k = 50, 51, 100 and the label count.
+    X, Y = synthetic(400, features=300, labels=120, seed=4)
+    model = xmltrain.train(X, Y, progress=False, hidden=16, epochs=1, batch=32, ranker_blend=0.5, ranker_passes=2)
+    assert model.ranker["shortlist"] == 50
+    whole_labels, whole_scores = model.predict(X[:40], k=120)
+    for k in (50, 51, 100, 120):
+        labels, scores = model.predict(X[:40], k=k)
+        assert labels.shape == (40, k)
+        assert np.all(np.diff(scores, axis=1) <= 0), k  # never rising, past the shortlist too
+        assert np.array_equal(labels, whole_labels[:, :k]) and np.array_equal(scores, whole_scores[:, :k])
+
+
 def test_evaluate_gives_xmltrain_evals_figures(trained, data, text_data, cli, tmp_path):
     model, _ = trained
     X, Y, Xt, Yt = data

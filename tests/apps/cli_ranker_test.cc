@@ -8,11 +8,17 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/model_file.h"
+#include "kernels/linear_ranker.h"
+#include "kernels/model.h"
+#include "tests/make_dataset.h"
 #include "tests/apps/cli_test_support.h"
 #include "tests/test_support.h"
 
@@ -104,6 +110,61 @@ TEST(CliRanker, AFixedBlendIsSavedAndScoredByEvalAndPredict) {
   ASSERT_EQ(std::sscanf(first.c_str(), "%u:%f %u:%f %u:%f", &la, &a, &lb, &b, &lc, &c), 6) << first;
   EXPECT_GE(a, b);
   EXPECT_GE(b, c);
+}
+
+// A model of kFeatures features and 120 labels with a ranker of shortlist 50 (the default) whose
+// random weights reorder it: what a run would save, made without one.
+engine::TrainedModel HandRankedModel() {
+  constexpr uint32_t kModelLabels = 120;
+  std::mt19937_64 rng(3);
+  std::vector<xmlt::testing::DatasetRow> rows(400);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    rows[r].features = {{uint32_t(rng() % (kFeatures / 2)), 1.0f}, {kFeatures / 2 + uint32_t(rng() % (kFeatures / 2)), 1.0f}};
+    rows[r].labels = {uint32_t(r % kModelLabels)};
+  }
+  kernels::ModelShape shape;
+  shape.num_features = kFeatures;
+  shape.num_labels = kModelLabels;
+  shape.hidden = {8};
+  engine::TrainedModel model;
+  model.mlp = kernels::InitModel<float>(shape, 5);
+  auto ranker = std::make_shared<kernels::ShortlistRanker>();
+  ranker->linear = kernels::BuildLinearRanker(xmlt::testing::MakeDataset(rows, kFeatures, kModelLabels), 1u << 20);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (float& w : ranker->linear.weight) w = normal(rng);
+  ranker->form = kernels::BlendForm::kGeometric;
+  ranker->blend = 0.7f;
+  model.ranker = ranker;
+  return model;
+}
+
+TEST(CliRanker, PredictRanksEveryTopKBestFirstWithScoresThatNeverRise) {
+  xmlt::testing::TempDir dir;
+  const std::string model = dir.File("m.xmlt"), input = dir.File("rows.txt");
+  engine::SaveModel(HandRankedModel(), model);
+  xmlt::testing::WriteFile(input, MakeText(30, 4));
+  std::vector<std::string> whole;  // the lines at k = 120, the label count
+  for (const int k : {120, 50, 51, 100}) {
+    const std::string out = dir.File("top" + std::to_string(k) + ".txt");
+    const CliResult r = Cli({"predict", "--model", model, "--input", input, "--output", out, "--top-k", std::to_string(k)});
+    ASSERT_EQ(r.code, 0) << Describe(r);
+    const std::vector<std::string> lines = Lines(xmlt::testing::ReadFile(out));
+    ASSERT_EQ(lines.size(), 30u);
+    if (k == 120) whole = lines;
+    for (size_t row = 0; row < lines.size(); ++row) {
+      std::istringstream pairs(lines[row]);
+      std::string pair;
+      double last = 2.0;
+      int place = 0;
+      for (; pairs >> pair; ++place) {
+        const double score = std::stod(pair.substr(pair.find(':') + 1));
+        ASSERT_LE(score, last) << "k=" << k << " row " << row << " place " << place << ": " << lines[row];
+        last = score;
+      }
+      EXPECT_EQ(place, k);
+      EXPECT_EQ(lines[row], whole[row].substr(0, lines[row].size())) << "k=" << k << ": the first k of every list";
+    }
+  }
 }
 
 TEST(CliRanker, OffTrainsTheMlpAloneOnEveryRow) {

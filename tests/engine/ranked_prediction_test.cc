@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/evaluator.h"
@@ -65,6 +66,30 @@ TEST(RankedPrediction, TheTopListIsTheMlpsShortlistReRanked) {
   const Prediction longer = Predict(model, rows, 8);
   for (uint64_t r = 0; r < rows.num_rows(); ++r)
     for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ(longer.labels[r * 8 + i], ranked.labels[r * 4 + i]);
+}
+
+TEST(RankedPrediction, EveryKIsRankedBestFirstWithScoresThatNeverRise) {
+  // The default shortlist of 50 on 120 labels: k = 50, 51, 100 and the label count.
+  const data::Dataset rows = RandomRows(40, 30, 120, 4);
+  for (const float blend : {0.5f, 1.0f}) {
+    const TrainedModel model = RankedModel(rows, 50, blend);
+    const Prediction whole = Predict(model, rows, 120);
+    const Prediction mlp = Predict(model.mlp, rows, 120);
+    for (const uint32_t k : {50u, 51u, 100u, 120u}) {
+      const Prediction p = Predict(model, rows, k);
+      ASSERT_EQ(p.k, k);
+      for (uint64_t r = 0; r < rows.num_rows(); ++r) {
+        const std::string at = "a=" + std::to_string(blend) + " k=" + std::to_string(k) + " row " + std::to_string(r);
+        for (uint32_t i = 1; i < k; ++i) ASSERT_LE(p.scores[r * k + i], p.scores[r * k + i - 1]) << at << " place " << i;
+        for (uint32_t i = 0; i < k; ++i) {
+          ASSERT_EQ(p.labels[r * k + i], whole.labels[r * 120 + i]) << at << " place " << i;
+          ASSERT_EQ(p.scores[r * k + i], whole.scores[r * 120 + i]) << at << " place " << i;
+        }
+        // Past the shortlist, the MLP's order.
+        for (uint32_t i = 50; i < k; ++i) ASSERT_EQ(p.labels[r * k + i], mlp.labels[r * 120 + i]) << at << " place " << i;
+      }
+    }
+  }
 }
 
 TEST(RankedPrediction, ABlendOfZeroPredictsAsTheMlp) {
