@@ -13,6 +13,10 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitBadInput = 2;
 
+// The most labels predict writes per row (--top-k; the Python package's k): a bound on its output,
+// 1000 times the rows.
+constexpr unsigned kMaxTopK = 1000;
+
 // Runs the command line; never throws.
 int RunCli(int argc, char** argv);
 

@@ -55,7 +55,8 @@ struct PredictFlags {
 // One line per input row: "label:score" pairs, best first: the MLP's probabilities, or with a
 // ranker the blend it ranks by.
 void RunPredict(const PredictFlags& f) {
-  if (f.top_k == 0 || f.top_k > 1000) throw std::invalid_argument("--top-k must be in 1..1000");
+  if (f.top_k == 0 || f.top_k > kMaxTopK)
+    throw std::invalid_argument("--top-k must be in 1.." + std::to_string(kMaxTopK));
   ProbeOutputFile("--output", f.output);  // now, not after the whole prediction
   RefuseOutputsOverInputs({{"--model", f.model}, {"--input", f.input}, {"--input-labels", f.input_labels}},
                           {AtomicOutput("--output", f.output)});

@@ -4,11 +4,30 @@
 
 #include "apps/cli_app.h"
 #include <string>
+#include <vector>
 
 #include "data/dataset_loader.h"
 #include "kernels/model.h"
 
 namespace xmlt::apps {
+
+// Where a command's warnings go: printed on stderr as "warning: ..." (the command line), collected
+// for the caller (the Python package raises them as Python warnings), or dropped (the ranks of a
+// run after the first, which read the same files). A bool says printed or dropped.
+class Warnings {
+ public:
+  Warnings(bool print) : print_(print) {}  // NOLINT: implicit, for the callers that print or not
+  static Warnings Into(std::vector<std::string>* collected) {
+    Warnings w(false);
+    w.collected_ = collected;
+    return w;
+  }
+  void operator()(const std::string& text) const;
+
+ private:
+  bool print_;
+  std::vector<std::string>* collected_ = nullptr;
+};
 
 // Options every command that reads data understands.
 struct DataFlags {
@@ -22,18 +41,17 @@ void AddDataFlags(CLI::App* command, DataFlags* flags);
 // Loads a dataset (features file plus optional separate labels file) and prints its warnings
 // (unless told not to: the ranks of a run after the first, which read the same files).
 data::Dataset LoadWithWarnings(const std::string& path, const std::string& labels_path,
-                               const DataFlags& flags, bool print_warnings = true);
+                               const DataFlags& flags, Warnings warnings = true);
 
 // For a set that is evaluated: the rows without a label count as misses in P@k and nDCG@k (the XML
-// repository's convention), which a user should know when there are any. Printed when
-// `print_warnings`.
-void WarnUnlabelledEvaluationRows(const data::Dataset& dataset, const std::string& path, bool print_warnings = true);
+// repository's convention), which a user should know when there are any.
+void WarnUnlabelledEvaluationRows(const data::Dataset& dataset, const std::string& path, Warnings warnings = true);
 
 // Rows to be scored by (or trained beside) a model of `shape`: feature ids beyond its input size
 // left out, before the rows' L2 norms too, then the model's row normalization, as in training.
-// Warns, unless told not to, of the feature entries left out and of labels beyond the model's,
-// which it never predicts (they count as misses).
+// Warns of the feature entries left out and of labels beyond the model's, which it never predicts
+// (they count as misses).
 data::Dataset AsModelInput(const data::Dataset& rows, const kernels::ModelShape& shape, const std::string& path,
-                           bool print_warnings = true);
+                           Warnings warnings = true);
 
 }  // namespace xmlt::apps

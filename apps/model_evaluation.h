@@ -18,6 +18,7 @@ namespace xmlt::apps {
 // where the rows came from in messages and warnings. Returns {"rows", p1.., "loss"} as eval prints.
 nlohmann::json EvaluateModel(const engine::TrainedModel& model, const data::Dataset& test,
                              const std::string& test_name, const data::CsrMatrix* train_labels,
-                             const std::string& train_name, const kernels::PropensityModel& propensity);
+                             const std::string& train_name, const kernels::PropensityModel& propensity,
+                             Warnings warnings = true);
 
 }  // namespace xmlt::apps

@@ -1,10 +1,11 @@
 // Model file reading and writing; see model_file.h.
 #include "engine/model_file.h"
 
+#include <sys/stat.h>
 #include <xxhash.h>
 
+#include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <stdexcept>
@@ -142,9 +143,11 @@ void SaveModel(const TrainedModel& model, const std::string& path) { Save(model.
 void SaveModel(const kernels::Model<float>& model, const std::string& path) { Save(model, nullptr, path); }
 
 TrainedModel LoadModel(const std::string& path) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error))
-    throw data::InputError(path, 0, "cannot open model file: not a regular file");
+  // A missing file is said as such ("No such file or directory"), not as "not a regular file".
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0)
+    throw data::InputError(path, 0, std::string("cannot open model file: ") + std::strerror(errno));
+  if (!S_ISREG(info.st_mode)) throw data::InputError(path, 0, "cannot open model file: not a regular file");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw data::InputError(path, 0, "cannot open model file");
   const std::streamoff size = in.tellg();

@@ -23,16 +23,19 @@ namespace nb = nanobind;
 namespace xmlt::python {
 namespace {
 
-// (labels int32 [n, k], scores float32 [n, k]), k at most the label count.
+// (labels int32 [n, k], scores float32 [n, k], warnings), k at most the label count. The package
+// checks k (Model.predict) and raises the warnings as Python warnings.
 nb::tuple Predict(const ModelHolder& holder, nb::handle x_parts, uint32_t k) {
-  if (k == 0 || k > 1000) throw std::invalid_argument("k must be in 1..1000 (the command line's --top-k)");
+  if (k == 0 || k > apps::kMaxTopK) throw std::invalid_argument("k must be an integer in 1..1000, as --top-k");
   const CsrArguments x = CsrOf(x_parts, "X");
   auto prediction = std::make_unique<engine::Prediction>();
   const engine::TrainedModel& model = holder.model;
   uint64_t rows = 0;
+  std::vector<std::string> warnings;
   {
     nb::gil_scoped_release release;
-    const data::Dataset input = apps::AsModelInput(UnlabelledRows(FeaturesOf(x, "X"), "X"), model.mlp.shape, "X");
+    const data::Dataset input = apps::AsModelInput(UnlabelledRows(FeaturesOf(x, "X"), "X"), model.mlp.shape, "X",
+                                                   apps::Warnings::Into(&warnings));
     rows = input.num_rows();
     *prediction = engine::Predict(model, input, uint32_t(std::min<uint64_t>(k, model.mlp.shape.num_labels)));
   }
@@ -43,22 +46,28 @@ nb::tuple Predict(const ModelHolder& holder, nb::handle x_parts, uint32_t k) {
   nb::ndarray<nb::numpy, const int32_t, nb::ndim<2>> labels(reinterpret_cast<const int32_t*>(owned->labels.data()),
                                                              {size_t(rows), kept}, capsule);
   nb::ndarray<nb::numpy, const float, nb::ndim<2>> scores(owned->scores.data(), {size_t(rows), kept}, capsule);
-  return nb::make_tuple(labels, scores);
+  return nb::make_tuple(labels, scores, warnings);
 }
 
-// The JSON `xmltrain eval` prints.
-std::string Evaluate(const ModelHolder& holder, nb::handle x_parts, nb::handle y_parts, const std::string& propensity_text,
+// (the JSON `xmltrain eval` prints, warnings).
+nb::tuple Evaluate(const ModelHolder& holder, nb::handle x_parts, nb::handle y_parts, const std::string& propensity_text,
                      nb::handle y_train_parts) {
   const kernels::PropensityModel propensity = apps::ParsePropensity(propensity_text);
   const CsrArguments x = CsrOf(x_parts, "X"), y = CsrOf(y_parts, "Y");
   std::unique_ptr<CsrArguments> y_train;
   if (!y_train_parts.is_none()) y_train = std::make_unique<CsrArguments>(CsrOf(y_train_parts, "Y_train"));
-  nb::gil_scoped_release release;
-  const data::Dataset test = data::DatasetFromMatrices(FeaturesOf(x, "X"), LabelsOf(y, "Y"), "X", "Y");
-  data::CsrMatrix train_labels;
-  if (y_train) train_labels = LabelsOf(*y_train, "Y_train");
-  return apps::EvaluateModel(holder.model, test, "X, Y", y_train ? &train_labels : nullptr, "Y_train", propensity)
-      .dump();
+  std::vector<std::string> warnings;
+  std::string figures;
+  {
+    nb::gil_scoped_release release;
+    const data::Dataset test = data::DatasetFromMatrices(FeaturesOf(x, "X"), LabelsOf(y, "Y"), "X", "Y");
+    data::CsrMatrix train_labels;
+    if (y_train) train_labels = LabelsOf(*y_train, "Y_train");
+    figures = apps::EvaluateModel(holder.model, test, "X, Y", y_train ? &train_labels : nullptr, "Y_train", propensity,
+                                  apps::Warnings::Into(&warnings))
+                  .dump();
+  }
+  return nb::make_tuple(figures, warnings);
 }
 
 }  // namespace

@@ -113,7 +113,7 @@ def test_a_test_set_without_labels(data):
 def test_model_errors(data, tmp_path):
     X, Y, Xt, Yt = data
     model = xmltrain.train(X, Y, hidden=8, epochs=1, progress=False)
-    with pytest.raises(ValueError, match=r"k must be in 1\.\.1000"):
+    with pytest.raises(ValueError, match=r"k must be an integer in 1\.\.1000"):
         model.predict(Xt, k=0)
     with pytest.raises(ValueError, match="k must be 1, 3 or 5"):
         model.evaluate(Xt, Yt, k=2)
@@ -131,3 +131,42 @@ def test_model_errors(data, tmp_path):
         xmltrain.Model.load(tmp_path / "missing.xmlt")
     with pytest.raises(ValueError, match="^Model.save: .*m.xmlt"):
         model.save(tmp_path / "no" / "such" / "folder" / "m.xmlt")
+
+
+def test_argument_edges_of_the_fifth_round(data, tmp_path):
+    """Issue: reliability, fifth round, row 9. help=True reached CLI11's "This should be caught in
+    your main function"; keywords spelled with '-' were ignored or misread; a path with a NUL byte
+    was cut at it; a missing model was "not a regular file"; k=-1, 2**40 got nanobind's
+    "incompatible function arguments" and k=2.9 ran as 2; predict's and evaluate's warnings went to
+    stderr, out of warnings.catch_warnings' reach."""
+    X, Y, Xt, Yt = data
+    with pytest.raises(TypeError, match="'help'"):
+        xmltrain.train(X, Y, help=True)
+    for key, value in (("train-labels", "/nonexistent"), ("test-labels", "/nonexistent"), ("one-based", True),
+                       ("eval-every", 1)):
+        with pytest.raises(TypeError, match=f"'{key}': keywords are the flags' names with '_' for '-'"):
+            xmltrain.train(X, Y, **{key: value})
+    with pytest.raises(ValueError, match="embedded null byte"):
+        xmltrain.train(X, Y, model=str(tmp_path / "m.xmlt\0junk"))
+    model = xmltrain.train(X, Y, hidden=8, epochs=1, progress=False)
+    saved = tmp_path / "m.xmlt"
+    model.save(saved)
+    with pytest.raises(ValueError, match="embedded null byte"):
+        xmltrain.Model.load(str(saved) + "\0junk")
+    with pytest.raises(ValueError, match="embedded null byte"):
+        model.save(str(tmp_path / "a.xmlt") + "\0.bak")
+    assert not (tmp_path / "a.xmlt").exists()
+    with pytest.raises(ValueError, match="embedded null byte"):
+        xmltrain.read(str(saved) + "\0junk")
+    with pytest.raises(ValueError, match="missing.xmlt: cannot open model file: No such file or directory"):
+        xmltrain.Model.load(tmp_path / "missing.xmlt")
+    for k in (-1, 0, 1001, 2**40, 2.9, True, "5"):
+        with pytest.raises(ValueError, match=r"^k must be an integer in 1\.\.1000, as --top-k, not "):
+            model.predict(Xt, k=k)
+    labels, _ = model.predict(Xt, k=np.int64(1000))
+    assert labels.shape == (Xt.shape[0], Y.shape[1])
+    wider = scipy.sparse.hstack([Xt, scipy.sparse.csr_matrix(np.ones((Xt.shape[0], 1), dtype=np.float32))]).tocsr()
+    with pytest.warns(UserWarning, match="ids beyond the model's 200 inputs"):
+        model.predict(wider, k=5)
+    with pytest.warns(UserWarning, match="ids beyond the model's 200 inputs"):
+        model.evaluate(wider, Yt)

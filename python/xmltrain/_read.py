@@ -1,10 +1,10 @@
 """read(): a data file as scipy matrices."""
 
-import os
 import warnings
 
 from . import _xmltrain
 from ._matrices import to_csr
+from ._paths import checked_path
 
 
 def read(path, labels_path=None, *, format="auto", one_based=False, no_cache=False):
@@ -17,7 +17,7 @@ def read(path, labels_path=None, *, format="auto", one_based=False, no_cache=Fal
     --one-based and --no-cache. The reader's warnings are Python warnings. The matrices are
     read-only views of the loaded arrays (`X.copy()` gives a writable one).
     """
-    features, labels, found = _xmltrain.read(os.fspath(path), "" if labels_path is None else os.fspath(labels_path),
+    features, labels, found = _xmltrain.read(checked_path(path), "" if labels_path is None else checked_path(labels_path),
                                              format, bool(one_based), bool(no_cache))
     for warning in found:
         warnings.warn(warning, stacklevel=2)
