@@ -8,9 +8,10 @@
 # Usage: scripts/compare-peers.sh SET [--systems pecos,omikuji,bonsai,napkinxc,xmltrain,xmltrain-before]
 #   SET: bibtex, delicious (train/test) or eurlex57k (train/val; the test split is kept apart).
 # Environment: XMLT_DATA_DIR (default ../shared/data beside the checkout), XMLT_BUILD_DIR (default
-#   build), XMLT_PEERS_VENV (default build-peers/venv: the pinned libraries are installed there from
-#   the Python package registry on first use; libpecos brings PyTorch, about 6 GB), XMLT_PEERS_OUT
-#   (default docs/experiments/peers).
+#   build), XMLT_PEERS_VENV (default build-peers/venv: the pinned libraries of the chosen systems
+#   are installed there from the Python package registry on first use, scripts/peers/
+#   peer_requirements.py; libpecos brings PyTorch, about 6 GB), XMLT_PEERS_OUT (default
+#   docs/experiments/peers).
 # Not part of CI: the venv alone takes minutes to install and EURLEX57K's peers minutes to train.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,14 +34,24 @@ for file in "$train" "$test"; do
   fi
 done
 
+# Only the chosen systems' libraries are installed (--systems xmltrain needs numpy and scipy alone).
+systems=pecos,omikuji,bonsai,napkinxc,xmltrain,xmltrain-before
+args=("$@")
+for ((i = 0; i < ${#args[@]}; ++i)); do
+  case ${args[i]} in
+    --systems) systems=${args[i + 1]:-} ;;
+    --systems=*) systems=${args[i]#--systems=} ;;
+  esac
+done
+pins=$(python3 scripts/peers/peer_requirements.py pins "$systems")
+modules=$(python3 scripts/peers/peer_requirements.py modules "$systems" | paste -sd, -)
 venv=${XMLT_PEERS_VENV:-build-peers/venv}
-# The versions the published comparison was made with. libpecos 1.2.8 asks for numpy < 2 and
-# scipy < 1.14: the newer pins of the first tables (numpy 2.4.6, scipy 1.17.1) do not resolve.
-pins=(numpy==1.26.4 scipy==1.13.1 napkinxc==0.7.2 omikuji==0.5.2 libpecos==1.2.8)
-if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c "import numpy, scipy, napkinxc, omikuji, pecos" 2>/dev/null; then
-  echo "compare-peers.sh: installing ${pins[*]} into $venv" >&2
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet "${pins[@]}"
+if [[ ! -x $venv/bin/python ]] || ! "$venv/bin/python" -c "import $modules" 2>/dev/null; then
+  # shellcheck disable=SC2086  # one pin a line
+  echo "compare-peers.sh: installing" $pins "into $venv" >&2
+  [[ -x $venv/bin/python ]] || python3 -m venv "$venv"
+  # shellcheck disable=SC2086
+  "$venv/bin/pip" install --quiet $pins
 fi
 
 bash scripts/build-targets.sh xmltrain >/dev/null

@@ -12,6 +12,11 @@
 # Environment: XMLT_BUILD_DIR (default build), XMLT_DEMO_DIR (DIR, default demo-output),
 #   PYTHON (an interpreter with matplotlib; else python3, then /usr/bin/python3, are tried).
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+  # The header above, from its usage line: nothing is built or run.
+  sed -n '/^# Usage:/,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"
+  exit 0
+fi
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 xmltrain=${XMLT_BUILD_DIR:-build}/apps/xmltrain
