@@ -1,6 +1,7 @@
 // Command-line dispatch and the mapping of errors to exit codes; see cli.h.
 #include "apps/cli.h"
 #include "apps/setting_flags.h"
+#include "apps/stdout_check.h"
 #include "apps/config_check.h"
 #include "apps/config_reader.h"
 
@@ -9,6 +10,7 @@
 
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 
 #include "data/input_error.h"
@@ -39,8 +41,18 @@ int RunCli(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitBadInput;
+    // --help's text is the command's output, written and checked as any other (a full disk, a
+    // closed pipe): through WriteStdout, which keeps the cause of a failed write.
+    std::ostringstream help;
+    const int code = app.exit(e, help, std::cerr);
+    WriteStdout(help.str());
+    if (code != 0) return kExitBadInput;
+    const std::string error = StdoutError();
+    if (!error.empty()) {
+      std::cerr << "error: " << error << "\n";
+      return kExitFailure;
+    }
+    return kExitOk;
   }
   try {
     std::unique_ptr<tbb::global_control> limit;

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "engine/device_query.h"
+#include "engine/gpu_absence.h"
 #include "kernels/cuda/cuda_mlp.h"
 #include "kernels/cuda/device_count.h"
 
@@ -19,8 +20,9 @@ std::string CudaDeviceSummary() {
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
     cudaGetLastError();
-    return std::string("no CUDA devices (") + cudaGetErrorString(status) + ")";
+    return NoGpuText(status == cudaErrorNoDevice, cudaGetErrorString(status), NvidiaDriverPresent());
   }
+  if (count == 0) return "no GPU found";
   std::string text = std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s");
   for (int i = 0; i < count; ++i) {
     cudaDeviceProp prop{};

@@ -24,6 +24,7 @@
 #include "engine/model_file.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "run/metrics_log.h"
+#include "tests/apps/child_process.h"
 #include "tests/apps/cli_test_support.h"
 #include "tests/test_support.h"
 
@@ -37,6 +38,21 @@ using xmlt::testing::TempDir;
 using xmlt::testing::WriteFile;
 
 using namespace testing;  // the shared pieces of cli_test_support.h and cli_runner.h
+
+// Issue: reliability, fifth round, row 15. `xmltrain --help > /dev/full` exited 0 with no help
+// written, where data.md promises that a failed stdout write never exits 0.
+TEST(CliTest, HelpOnAStdoutThatCannotBeWrittenFailsNamingIt) {
+  TempDir dir;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--help"}, std::vector<std::string>{"train", "--help"}}) {
+    const std::string err = dir.File("err.txt");
+    const int code = testing::WaitForExit(testing::SpawnCli(args, "/dev/full", err));
+    const std::string text = ReadFile(err);
+    EXPECT_EQ(code, 1) << args[0] << ": " << text;
+    EXPECT_NE(text.find("error: stdout: write failed: No space left on device"), std::string::npos)
+        << args[0] << ": " << text;
+  }
+}
 
 TEST(CliTest, HelpExitsZeroAndListsCommandsAndDefaults) {
   const CliResult top = Cli({"--help"});
