@@ -3,27 +3,45 @@
 
 #include <unistd.h>
 
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
 namespace xmlt::apps {
 namespace {
 
-std::atomic<int> g_requested{0};
-std::atomic<bool> g_second_exits{true};
+// The stops of the runs in this process. The handler may only touch lock-free atomics, and may
+// run while a run ends on another thread: the stops live as long as the process, and a run takes
+// a free one and gives it back.
+struct RunStop {
+  std::atomic<bool> used{false};
+  std::atomic<int> requested{0};
+  std::atomic<bool> second_exits{true};
+};
+RunStop g_stops[StopSignals::kMaxRuns];
+std::mutex g_stops_mutex;  // taking and giving back a stop (never in the handler)
 static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free,
               "the handler may only touch lock-free atomics");
 
 void OnSignal(int signal) {
-  int expected = 0;
-  if (!g_requested.compare_exchange_strong(expected, signal)) {
-    if (g_second_exits.load()) _exit(128 + expected);
-    return;
+  bool stopping = false, exits = false;
+  for (RunStop& stop : g_stops) {
+    if (!stop.used.load()) continue;
+    int expected = 0;
+    if (stop.requested.compare_exchange_strong(expected, signal)) {
+      stopping = true;
+      exits = exits || stop.second_exits.load();
+    } else if (stop.second_exits.load()) {
+      _exit(128 + expected);
+    }
   }
+  if (!stopping) return;
   // Only async-signal-safe calls here: write(2), not iostreams.
   static const char kExits[] =
       "\nstopping at the next safe point (a checkpoint is written if --checkpoint-dir is set); "
       "signal again to exit at once\n";
   static const char kStays[] =
       "\nstopping at the next safe point (a checkpoint is written if checkpoint_dir is set)\n";
-  const bool exits = g_second_exits.load();
   const ssize_t ignored = write(STDERR_FILENO, exits ? kExits : kStays, (exits ? sizeof kExits : sizeof kStays) - 1);
   (void)ignored;
 }
@@ -31,8 +49,18 @@ void OnSignal(int signal) {
 }  // namespace
 
 StopSignals::StopSignals(bool second_exits) {
-  g_requested.store(0);
-  g_second_exits.store(second_exits);
+  {
+    std::lock_guard<std::mutex> lock(g_stops_mutex);
+    for (int i = 0; i < kMaxRuns && slot_ < 0; ++i)
+      if (!g_stops[i].used.load()) slot_ = i;
+    if (slot_ < 0)
+      throw std::runtime_error("more than " + std::to_string(kMaxRuns) +
+                               " runs training at once in this process; wait for one to end");
+    RunStop& stop = g_stops[slot_];
+    stop.requested.store(0);
+    stop.second_exits.store(second_exits);
+    stop.used.store(true);  // last: the handler sees a fresh stop
+  }
   struct sigaction action{};
   action.sa_handler = OnSignal;
   sigemptyset(&action.sa_mask);
@@ -52,13 +80,15 @@ StopSignals::~StopSignals() {
   sigaction(SIGTERM, &previous_term_, nullptr);
   sigaction(SIGHUP, &previous_hup_, nullptr);
   sigaction(SIGPIPE, &previous_pipe_, nullptr);
+  std::lock_guard<std::mutex> lock(g_stops_mutex);
+  g_stops[slot_].used.store(false);
 }
 
-const std::atomic<int>& StopSignals::requested() const { return g_requested; }
+const std::atomic<int>& StopSignals::requested() const { return g_stops[slot_].requested; }
 
 void StopSignals::Request(int code) {
   int expected = 0;
-  g_requested.compare_exchange_strong(expected, code);
+  g_stops[slot_].requested.compare_exchange_strong(expected, code);
 }
 
 }  // namespace xmlt::apps

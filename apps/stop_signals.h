@@ -4,6 +4,11 @@
 // even that leaves the previous checkpoint intact. SIGPIPE is ignored while training: a closed
 // output pipe (`train ... | head`) is then a failed write, which the run treats as an output error
 // and stops at a safe point, instead of dying with its progress lost.
+//
+// Each run has a stop of its own. Several runs may train at once in one process (threads of a
+// Python interpreter): a signal, which is the whole process's, stops every one of them, while a
+// stop a run asks for itself (Request: a callback that raised, a stdout that failed) stops that
+// run alone.
 #pragma once
 
 #include <atomic>
@@ -13,21 +18,27 @@ namespace xmlt::apps {
 
 class StopSignals {
  public:
-  // Installs the handlers. `second_exits`: a second signal ends the process at once (the command
-  // line); false: it is taken as the first was (an interpreter calling a run must outlive it).
+  // Runs that may hold a stop at once in one process; one more is refused (std::runtime_error).
+  static constexpr int kMaxRuns = 64;
+
+  // Installs the handlers and takes a stop for this run. `second_exits`: a second signal ends the
+  // process at once (the command line); false: it is taken as the first was (an interpreter
+  // calling a run must outlive it).
   explicit StopSignals(bool second_exits = true);
-  ~StopSignals();  // restores the previous ones
+  ~StopSignals();  // restores the previous handlers, and gives the stop back
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
-  // The signal received (0 while none), for RunControl::stop_signal.
+  // The signal received (0 while none), for RunControl::stop_signal: this run's stop.
   const std::atomic<int>& requested() const;
 
-  // Asks for the same stop as a first signal, for a cause that is not one (stdout that can no
-  // longer be written); requested() then reads `code`. Does nothing when a stop is already asked.
-  static void Request(int code);
+  // Asks this run alone for the same stop as a first signal, for a cause that is not one (stdout
+  // that can no longer be written); requested() then reads `code`. Does nothing when a stop is
+  // already asked.
+  void Request(int code);
 
  private:
+  int slot_ = -1;  // this run's stop among the process's (stop_signals.cc)
   struct sigaction previous_int_{}, previous_term_{}, previous_hup_{}, previous_pipe_{};
 };
 

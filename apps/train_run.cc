@@ -75,7 +75,7 @@ namespace {
 // it, with the progress on a terminal. `stdout_error` receives why stdout could not be written,
 // once it could not.
 run::TrainResult Train(TrainFlags& f, TrainSession& session, const TrainingData& data, bool writer,
-                       const StopSignals& signals, run::MetricsLog& metrics, kernels::Model<float>* model,
+                       StopSignals& signals, run::MetricsLog& metrics, kernels::Model<float>* model,
                        std::string* stdout_error) {
   using Clock = std::chrono::steady_clock;
   const bool show_progress = writer && session.print && ::isatty(::fileno(stderr)) != 0;
@@ -97,7 +97,7 @@ run::TrainResult Train(TrainFlags& f, TrainSession& session, const TrainingData&
     // A run that can no longer report stops at its next safe point when a checkpoint keeps its
     // progress. Without one, stopping would lose the whole run: it trains on to write its model
     // and metrics files, and fails at the end.
-    if (!stdout_error->empty() && !f.control.checkpoint_dir.empty()) StopSignals::Request(SIGPIPE);
+    if (!stdout_error->empty() && !f.control.checkpoint_dir.empty()) signals.Request(SIGPIPE);
   };
   if (session.on_progress) {
     callbacks.on_progress = session.on_progress;
@@ -163,6 +163,11 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
   // From here a signal asks for a stop: before training (loading, the --lr auto search) it is
   // taken at the next step with a message, and a second one exits at once, as in training.
   StopSignals signals(session.second_signal_exits);
+  session.stop = &signals;
+  struct StopShown {  // until `signals` ends, however the run ends
+    TrainSession& session;
+    ~StopShown() { session.stop = nullptr; }
+  } stop_shown{session};
   const auto stopped_before_training = [&](const char* during) {
     const int signal = signals.requested().load();
     session.stopped_by_signal = signal;

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "apps/stop_signals.h"
 #include "apps/train_flags.h"
 #include "data/dataset.h"
 #include "engine/trained_model.h"
@@ -31,6 +32,9 @@ struct TrainSession {
   // nothing, the run still stops at its safe point (an interpreter must outlive its call).
   bool second_signal_exits = true;
   engine::TrainedModel* model = nullptr;  // receives the trained model when not null
+  // This run's stop, set by RunTrain while the run may train (null before and after): the
+  // callbacks above may ask it (Request) to stop this run alone at its next safe point.
+  StopSignals* stop = nullptr;
 
   // What the run left: the signal that stopped it (0: it finished), its last checkpoint, and the
   // summary of a finished run.

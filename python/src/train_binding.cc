@@ -3,7 +3,7 @@
 // command line's own (apps/train_run.h), with the data handed in instead of read from files.
 // The GIL is released while it runs. SIGINT/SIGTERM stop it at its next safe point (a checkpoint
 // when checkpoint_dir is given), after which train raises KeyboardInterrupt; an exception in the
-// Python callback stops it there too and is raised.
+// Python callback stops it (and no other run) there too and is raised.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <tbb/global_control.h>
@@ -64,7 +64,7 @@ nb::tuple Train(const std::vector<std::string>& args, nb::handle x_parts, nb::ha
         function();
       } catch (nb::python_error& e) {
         callback_error = std::make_unique<nb::python_error>(std::move(e));
-        apps::StopSignals::Request(SIGINT);
+        if (session.stop != nullptr) session.stop->Request(SIGINT);  // this run's stop, not another's
       }
     };
     if (!on_eval.is_none())

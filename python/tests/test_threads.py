@@ -1,10 +1,15 @@
-"""train() with other Python threads about: the matrices changed while a run reads them. Each
-ordering is made with events, not with sleeps."""
+"""train() with other Python threads about: the matrices changed while a run reads them, and two
+runs at once in one interpreter. Each ordering is made with events, not with sleeps."""
 
 import os
 import subprocess
 import sys
 import textwrap
+import threading
+
+import pytest
+
+import xmltrain
 
 QUICK = dict(hidden=16, epochs=3, batch=32, eval_every="epoch", seed=2, progress=False)
 
@@ -65,4 +70,35 @@ def test_matrices_rewritten_while_training_change_nothing(tmp_path):
     """)
     assert code == 0, out
     assert "trained on its own copies" in out
+
+
+# Issue 63, row 2: the stop a run asks for was one flag for the whole process, so a callback that
+# raised in one run stopped every other run with a KeyboardInterrupt.
+def test_one_runs_stop_does_not_stop_another(data):
+    X, Y, Xt, Yt = data
+    raised = []
+
+    def fail(record):
+        raise ValueError("from run A's callback")
+
+    def run_a():
+        try:
+            xmltrain.train(X, Y, callback=fail, **QUICK)
+        except ValueError as e:
+            raised.append(e)
+
+    # Run A starts, fails and ends while run B waits in its first callback; B then goes on.
+    def start_a_once(record):
+        if not raised:
+            thread = threading.Thread(target=run_a)
+            thread.start()
+            thread.join()
+
+    try:
+        model = xmltrain.train(X, Y, Xt, Yt, callback=start_a_once, **QUICK)
+    except KeyboardInterrupt as e:  # not let through: pytest would end the whole session
+        pytest.fail(f"run A's stop stopped run B: {e}")
+    assert [str(e) for e in raised] == ["from run A's callback"]
+    assert model.summary["epochs"] == pytest.approx(QUICK["epochs"])
+    assert len(model.history) == QUICK["epochs"]
 
