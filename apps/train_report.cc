@@ -36,9 +36,11 @@ nlohmann::json SummaryFigures(const kernels::ModelShape& shape, const run::Train
       {"rollbacks", result.rollbacks}};
   if (has_test) {
     summary.update(RankingJson(last.test.metrics));
+    // The best of the MLP's evaluations during training; p1.. are the final model's (with the
+    // shortlist ranker when it has one), which no evaluation during training saw.
     summary.update({{"loss", last.test.loss},
-                    {"best_p1", result.best.test.metrics.p1},
-                    {"best_epoch", result.best.epoch}});
+                    {"mlp_best_p1", result.best.test.metrics.p1},
+                    {"mlp_best_epoch", result.best.epoch}});
   }
   return summary;
 }

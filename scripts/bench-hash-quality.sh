@@ -18,7 +18,7 @@ cmake --build "$build_dir" -j"$(nproc)" --target xmltrain hash_quality
 mkdir -p "$out"
 "$build_dir/apps/xmltrain" train --train "$data/train.txt" --test "$data/test.txt" --epochs 10 \
   --model "$out/delicious.model" > "$out/delicious-train.log" 2>&1
-echo "== Delicious, trained ($(tail -1 "$out/delicious-train.log" | grep -o '"best_p1":[0-9.]*'))"
+echo "== Delicious, trained ($(tail -1 "$out/delicious-train.log" | grep -o '"mlp_best_p1":[0-9.]*'))"
 "$build_dir/benchmarks/hash_quality" --model "$out/delicious.model" --data "$data/test.txt" --queries 1000 \
   --k 2,3,4,6,8,9,12
 echo

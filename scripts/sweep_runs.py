@@ -51,14 +51,18 @@ def summarize(records, summary, target):
     """The index's summary numbers from a run's metrics records and its stdout summary."""
     evaluated = [r for r in records if "p1" in r]
     last = evaluated[-1] if evaluated else (records[-1] if records else {})
-    # The best among the evaluations on as many test rows as the last, as the summary's best_p1:
-    # an --eval-rows sample's P@1 is not comparable with the whole test set's.
+    # The best among the MLP's evaluations on as many test rows as the last, as the summary's
+    # mlp_best_p1 (best_p1 in logs written before it was named so): an --eval-rows sample's P@1 is
+    # not comparable with the whole test set's.
     comparable = [r for r in evaluated if r.get("test_rows") == last.get("test_rows")]
     best = max(comparable, key=lambda r: r["p1"]) if comparable else {}
+    # p1..p5 are the final model's: the summary's (with the shortlist ranker, which no evaluation
+    # during training saw), or the last evaluation's when the run printed no summary.
+    final = summary if "p1" in summary else last
     result = {
-        "best_p1": summary.get("best_p1", best.get("p1")),
-        "best_megabatch": best.get("megabatch"),
-        "p1": last.get("p1"), "p3": last.get("p3"), "p5": last.get("p5"),
+        "mlp_best_p1": summary.get("mlp_best_p1", summary.get("best_p1", best.get("p1"))),
+        "mlp_best_megabatch": best.get("megabatch"),
+        "p1": final.get("p1"), "p3": final.get("p3"), "p5": final.get("p5"),
         "train_time_s": summary.get("train_time_s", last.get("train_time_s")),
         "megabatches": records[-1].get("megabatch") if records else None,
         "evaluations": len(evaluated),
@@ -170,8 +174,13 @@ def refresh_targets(records, runs_dir, target):
 
 def progress_text(record, label):
     if record["status"] == "ok":
-        best = record.get("best_p1")
-        text = f"done {label}: best P@1 {best:.4f}" if best is not None else f"done {label}"
+        best = record.get("mlp_best_p1", record.get("best_p1"))  # best_p1: an index written before
+        final = record.get("p1")
+        text = f"done {label}"
+        if best is not None:
+            text += f": the MLP's best P@1 {best:.4f}"
+            if final is not None:
+                text += f", the final model's {final:.4f}"
         if record.get("time_to_target_s") is not None:
             text += f", target at {record['time_to_target_s']:.3g} s"
         return text

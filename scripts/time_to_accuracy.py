@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Time to a target P@1 and best P@1 from xmltrain metrics files (JSON lines), as a markdown table.
 
+The figures are the MLP's evaluations during training, which the metrics files hold: its best and
+its last P@1. The final model's, with the shortlist ranker it ends with, is the run's summary's
+p1 (not in these files), and no evaluation's time applies to it.
+
 Usage: time_to_accuracy.py [--target P1 | --target-fraction F] NAME=METRICS.jsonl ...
 The target defaults to F (0.95) times the lowest best P@1 among the runs, so that every run can
 reach it; 'x faster' compares each run's time to target with the slowest run's.
@@ -47,7 +51,8 @@ def main():
     slowest = max((t for name, t, *_ in rows if t is not None and name != "slide"), default=None)
 
     print(f"target P@1 = {target:.4f}\n")
-    print("| run | time to target (s) | mega-batches to target | x faster | best P@1 | at (s) | final P@1 | total (s) |")
+    print("| run | time to target (s) | mega-batches to target | x faster | MLP's best P@1 | at (s) | MLP's last P@1 | "
+          "total (s) |")
     print("|---|---|---|---|---|---|---|---|")
     for name, t, mb, best, best_t, final, total in rows:
         faster = f"{slowest / t:.2f}" if t and slowest and name != "slide" else "-"

@@ -173,7 +173,7 @@ TEST(CliTest, EvalRowsSamplesTheTestSetAndTheLastEvaluationIsWhole) {
     for (size_t k = 0; k + 1 < lines.size(); ++k) EXPECT_EQ(json::parse(lines[k])["test_rows"], 7) << algo;
     EXPECT_GT(json::parse(lines.back())["test_rows"].get<int>(), 7) << algo;
   }
-  // Issue: reliability, third round, row 10. best_p1 compares like with like: the evaluations on
+  // Issue: reliability, third round, row 10. mlp_best_p1 compares like with like: the evaluations on
   // the rows of the last one (here the whole test set, which only the last covers), not a small
   // sample's lucky 1.0 against the whole set's score.
   const std::string metrics = d.dir.File("tiny-sample.jsonl");
@@ -185,8 +185,8 @@ TEST(CliTest, EvalRowsSamplesTheTestSetAndTheLastEvaluationIsWhole) {
   for (size_t k = 0; k + 1 < lines.size(); ++k) best_sampled = std::max(best_sampled, json::parse(lines[k])["p1"].get<double>());
   const json summary = LastJsonLine(tiny);
   ASSERT_GT(best_sampled, summary["p1"].get<double>()) << "no sample scored above the whole set: nothing to check";
-  EXPECT_EQ(summary["best_p1"].get<double>(), summary["p1"].get<double>()) << summary.dump();
-  EXPECT_EQ(summary["best_epoch"].get<double>(), summary["epochs"].get<double>()) << summary.dump();
+  EXPECT_EQ(summary["mlp_best_p1"].get<double>(), summary["p1"].get<double>()) << summary.dump();
+  EXPECT_EQ(summary["mlp_best_epoch"].get<double>(), summary["epochs"].get<double>()) << summary.dump();
   const CliResult bad = Cli(TrainArgs(d, {"--eval-rows", "7", "--final-eval", "sometimes"}));
   EXPECT_EQ(bad.code, 2) << Describe(bad);
   EXPECT_NE(bad.err.find("--final-eval"), std::string::npos) << bad.err;

@@ -47,13 +47,16 @@ ok=$(grep -c '"status": "ok"' "$index" || true)
 for id in $("$python" -c 'import json,sys; [print(json.loads(l)["id"]) for l in open(sys.argv[1])]' "$index"); do
   [[ -s $work/sweep/runs/$id.jsonl && -s $work/sweep/runs/$id.log ]] || fail "run $id lacks its metrics or log"
 done
-"$python" - "$index" <<'EOF' || fail "index lines lack summary numbers"
+"$python" - "$index" "$work/sweep/runs" <<'EOF' || fail "index lines lack summary numbers"
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    for key in ("best_p1", "p1", "p3", "p5", "train_time_s", "megabatches", "perturbations", "time_to_target_s"):
+    for key in ("mlp_best_p1", "p1", "p3", "p5", "train_time_s", "megabatches", "perturbations", "time_to_target_s"):
         assert key in r, (key, r)
-    assert r["best_p1"] > 0 and r["megabatches"] > 0, r
+    assert r["mlp_best_p1"] > 0 and r["megabatches"] > 0, r
+    # p1 is the final model's: the summary's (with the shortlist ranker), not the last evaluation's.
+    summary = [json.loads(l) for l in open(sys.argv[2] + "/" + r["id"] + ".log") if l.startswith("{") and '"summary"' in l][-1]
+    assert r["p1"] == summary["p1"] and r["mlp_best_p1"] == summary["mlp_best_p1"], (r, summary)
     slide = r["flags"]["algo"] == "slide"
     assert ("devices" in r["flags"]) != slide and ("clock" in r["flags"]) != slide, r
 EOF

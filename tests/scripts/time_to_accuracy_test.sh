@@ -37,7 +37,7 @@ expect_row() {  # expect_row OUTPUT ROW: the table holds exactly this row
 # 1. The default target is 0.95 x the lowest best P@1: 0.95 x 0.32 = 0.304.
 out=$(tta fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "time_to_accuracy.py exited with $?"
 grep -qx "target P@1 = 0.3040" <<<"$out" || { echo "$out" >&2; fail "wrong default target"; }
-grep -qxF "| run | time to target (s) | mega-batches to target | x faster | best P@1 | at (s) | final P@1 | total (s) |" \
+grep -qxF "| run | time to target (s) | mega-batches to target | x faster | MLP's best P@1 | at (s) | MLP's last P@1 | total (s) |" \
   <<<"$out" || { echo "$out" >&2; fail "no table header"; }
 expect_row "$out" "| fast | 3.00 | 3 | 1.00 | 0.3200 | 3.00 | 0.3200 | 3.00 |"
 expect_row "$out" "| slow | 3.00 | 2 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 |"
