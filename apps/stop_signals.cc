@@ -19,9 +19,39 @@ struct RunStop {
   std::atomic<bool> second_exits{true};
 };
 RunStop g_stops[StopSignals::kMaxRuns];
-std::mutex g_stops_mutex;  // taking and giving back a stop (never in the handler)
+// Taking and giving back a stop, and the handlers (never in the handler). The handlers found when
+// the first run began are put back when the last ends: a run that restored what it had found
+// itself, ending before a run that began after it, would leave xmltrain's handler to that run,
+// which then put it back for good (Ctrl-C no longer reached Python).
+std::mutex g_stops_mutex;
+int g_runs = 0;
+struct sigaction g_previous_int{}, g_previous_term{}, g_previous_hup{}, g_previous_pipe{};
 static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free,
               "the handler may only touch lock-free atomics");
+
+void OnSignal(int signal);
+
+void InstallHandlers() {
+  struct sigaction action{};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &g_previous_int);
+  sigaction(SIGTERM, &action, &g_previous_term);
+  sigaction(SIGHUP, &action, &g_previous_hup);
+  // Only while training: predict, eval and info keep the default, and end quietly in a pipe whose
+  // reader is gone, as filters do; they have no progress to lose.
+  struct sigaction ignore{};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, &g_previous_pipe);
+}
+
+void RestoreHandlers() {
+  sigaction(SIGINT, &g_previous_int, nullptr);
+  sigaction(SIGTERM, &g_previous_term, nullptr);
+  sigaction(SIGHUP, &g_previous_hup, nullptr);
+  sigaction(SIGPIPE, &g_previous_pipe, nullptr);
+}
 
 void OnSignal(int signal) {
   bool stopping = false, exits = false;
@@ -49,38 +79,22 @@ void OnSignal(int signal) {
 }  // namespace
 
 StopSignals::StopSignals(bool second_exits) {
-  {
-    std::lock_guard<std::mutex> lock(g_stops_mutex);
-    for (int i = 0; i < kMaxRuns && slot_ < 0; ++i)
-      if (!g_stops[i].used.load()) slot_ = i;
-    if (slot_ < 0)
-      throw std::runtime_error("more than " + std::to_string(kMaxRuns) +
-                               " runs training at once in this process; wait for one to end");
-    RunStop& stop = g_stops[slot_];
-    stop.requested.store(0);
-    stop.second_exits.store(second_exits);
-    stop.used.store(true);  // last: the handler sees a fresh stop
-  }
-  struct sigaction action{};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, &previous_int_);
-  sigaction(SIGTERM, &action, &previous_term_);
-  sigaction(SIGHUP, &action, &previous_hup_);
-  // Only while training: predict, eval and info keep the default, and end quietly in a pipe whose
-  // reader is gone, as filters do; they have no progress to lose.
-  struct sigaction ignore{};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  sigaction(SIGPIPE, &ignore, &previous_pipe_);
+  std::lock_guard<std::mutex> lock(g_stops_mutex);
+  for (int i = 0; i < kMaxRuns && slot_ < 0; ++i)
+    if (!g_stops[i].used.load()) slot_ = i;
+  if (slot_ < 0)
+    throw std::runtime_error("more than " + std::to_string(kMaxRuns) +
+                             " runs training at once in this process; wait for one to end");
+  RunStop& stop = g_stops[slot_];
+  stop.requested.store(0);
+  stop.second_exits.store(second_exits);
+  stop.used.store(true);  // last: the handler sees a fresh stop
+  if (g_runs++ == 0) InstallHandlers();
 }
 
 StopSignals::~StopSignals() {
-  sigaction(SIGINT, &previous_int_, nullptr);
-  sigaction(SIGTERM, &previous_term_, nullptr);
-  sigaction(SIGHUP, &previous_hup_, nullptr);
-  sigaction(SIGPIPE, &previous_pipe_, nullptr);
   std::lock_guard<std::mutex> lock(g_stops_mutex);
+  if (--g_runs == 0) RestoreHandlers();
   g_stops[slot_].used.store(false);
 }
 

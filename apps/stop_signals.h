@@ -8,7 +8,8 @@
 // Each run has a stop of its own. Several runs may train at once in one process (threads of a
 // Python interpreter): a signal, which is the whole process's, stops every one of them, while a
 // stop a run asks for itself (Request: a callback that raised, a stdout that failed) stops that
-// run alone.
+// run alone. The handlers are installed by the first of the runs alive at once and the ones found
+// then are put back when the last of them ends, whichever order they end in.
 #pragma once
 
 #include <atomic>
@@ -21,11 +22,11 @@ class StopSignals {
   // Runs that may hold a stop at once in one process; one more is refused (std::runtime_error).
   static constexpr int kMaxRuns = 64;
 
-  // Installs the handlers and takes a stop for this run. `second_exits`: a second signal ends the
+  // Takes a stop for this run, and installs the handlers unless another run has. `second_exits`: a second signal ends the
   // process at once (the command line); false: it is taken as the first was (an interpreter
   // calling a run must outlive it).
   explicit StopSignals(bool second_exits = true);
-  ~StopSignals();  // restores the previous handlers, and gives the stop back
+  ~StopSignals();  // gives the stop back; the last run alive restores the previous handlers
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
 
@@ -39,7 +40,6 @@ class StopSignals {
 
  private:
   int slot_ = -1;  // this run's stop among the process's (stop_signals.cc)
-  struct sigaction previous_int_{}, previous_term_{}, previous_hup_{}, previous_pipe_{};
 };
 
 }  // namespace xmlt::apps

@@ -1,11 +1,14 @@
-"""train() with other Python threads about: the matrices changed while a run reads them, and two
-runs at once in one interpreter. Each ordering is made with events, not with sleeps."""
+"""train() with other Python threads about: the matrices changed while a run reads them, two
+runs at once in one interpreter, and the signal handlers the runs share. Each ordering is made
+with events, not with sleeps."""
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -102,3 +105,36 @@ def test_one_runs_stop_does_not_stop_another(data):
     assert model.summary["epochs"] == pytest.approx(QUICK["epochs"])
     assert len(model.history) == QUICK["epochs"]
 
+
+def ctrl_c_raises_keyboard_interrupt():
+    """Whether SIGINT sent to this process now is Python's KeyboardInterrupt, as Ctrl-C would be."""
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(10)  # interrupted at once when Python's handler is in place
+    except KeyboardInterrupt:
+        return True
+    return False
+
+
+# Issue 63, row 3: each run saved the handlers it found and put them back when it ended, so when
+# the first of two overlapping runs ended first, the second put xmltrain's handler back for good.
+def test_ctrl_c_is_pythons_again_after_overlapping_runs(data):
+    X, Y, _, _ = data
+    b_waits, a_ended = threading.Event(), threading.Event()
+
+    def wait_for_a(record):
+        b_waits.set()
+        a_ended.wait()
+
+    thread_b = threading.Thread(target=lambda: xmltrain.train(X, Y, callback=wait_for_a, **QUICK))
+
+    # A (here) starts B and ends while B is still running; B ends last.
+    def start_b(record):
+        if not thread_b.is_alive() and not b_waits.is_set():
+            thread_b.start()
+            b_waits.wait()
+
+    xmltrain.train(X, Y, callback=start_b, **QUICK)
+    a_ended.set()
+    thread_b.join()
+    assert ctrl_c_raises_keyboard_interrupt(), "SIGINT no longer raises KeyboardInterrupt"
