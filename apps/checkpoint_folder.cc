@@ -54,6 +54,15 @@ std::optional<float> CheckpointedLearningRate(const std::string& folder, const s
   }
 }
 
+std::optional<std::string> CheckpointedOutputMath(const std::string& folder) {
+  try {
+    const nlohmann::json saved = nlohmann::json::parse(run::CheckpointReader::ReadMetaOnly(folder)).at("run");
+    return saved.value("math", std::string("fp32"));  // recorded only when not fp32 (run::RunFingerprint)
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 void RefuseReplacingAnotherRunsCheckpoint(const std::string& folder, const std::string& resume_dir) {
   if (folder.empty()) return;
   if (!resume_dir.empty() && SameFolder(folder, resume_dir)) return;

@@ -25,6 +25,10 @@ void RefuseOutputsInCheckpointFolder(const std::string& folder_flag, const std::
 // gives a number: the default, or another search, would silently change the run's rate.
 std::optional<float> CheckpointedLearningRate(const std::string& folder, const std::vector<engine::DeviceSpec>& devices);
 
+// The output products' math the run checkpointed in `folder` trained with ("fp32", "bf16",
+// "tf32"); nullopt when the checkpoint cannot be read (resuming reports that).
+std::optional<std::string> CheckpointedOutputMath(const std::string& folder);
+
 // `folder` (--checkpoint-dir) holding a checkpoint that this run does not resume (`resume_dir`
 // is another folder, or empty) is refused, naming --resume as the way to continue it. Call it
 // while holding the folder's lock, so that no other run writes one in between.

@@ -7,11 +7,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 
+#include "apps/checkpoint_folder.h"
 #include "apps/train_algorithm.h"
 #include "apps/train_learning_rate.h"
 #include "apps/shortest_text.h"
@@ -114,6 +116,18 @@ kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<e
     if (!kernels::cpu::Bf16Available(&why)) throw std::invalid_argument("--math bf16 on " + cpu->id + ": " + why);
   }
   return kernels::OutputMath::kBf16;
+}
+
+kernels::OutputMath SettleOutputMath(const TrainFlags& f, bool sampled_output) {
+  if (f.control.resume_dir.empty() || f.math != "auto") return ParseOutputMath(f.math, f.engine.devices, sampled_output);
+  const std::optional<std::string> saved = CheckpointedOutputMath(f.control.resume_dir);
+  if (!saved) return ParseOutputMath(f.math, f.engine.devices, sampled_output);
+  try {
+    return ParseOutputMath(*saved, f.engine.devices, sampled_output);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("--resume " + f.control.resume_dir + ": the run trained with --math " + *saved +
+                                ", which a resume with --math auto keeps, and " + e.what());
+  }
 }
 
 uint32_t DefaultHidden(uint64_t features, uint64_t labels) {

@@ -37,6 +37,12 @@ float ParsePositive(const char* flag, const std::string& text);
 kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<engine::DeviceSpec>& devices,
                                     bool sampled_output);
 
+// The run's --math: ParseOutputMath's, except that a resume with --math auto keeps the checkpoint's
+// math. auto resolves per device, so a run moved from a lost GPU (fp32) to CPUs with bf16 would
+// otherwise change it and be refused for a flag the user never set. Where the new devices cannot
+// compute the checkpoint's math (tf32 on CPUs), it is refused naming the checkpoint and --math.
+kernels::OutputMath SettleOutputMath(const TrainFlags& f, bool sampled_output);
+
 // --algo slide's hash family, K and L where not given: SLIDE's published settings for an output
 // layer of `labels` labels (engine::SampledOutputOptions::PresetFor); said on stderr.
 void ApplySampledOutputPreset(TrainFlags& f, uint64_t labels);

@@ -72,7 +72,7 @@ void SettleBeforeLoading(TrainFlags& f, ranks::RankGroup* ranks) {
   if (f.given("--propensity") && f.test.empty())
     throw std::invalid_argument("--propensity weighs the PSP@k of the --test evaluations; give --test");
   const bool sampled_output = f.algo == "slide" || (f.cpu_output == "sampled" && f.algo != "single");
-  f.options.math = ParseOutputMath(f.math, f.engine.devices, sampled_output);
+  f.options.math = SettleOutputMath(f, sampled_output);
   f.options.propensity = ParsePropensity(f.propensity);
   GivenLearningRate(f);  // refused now; written after loading (ScaleLearningRate)
   f.options.lr_schedule = scheduler::ParseLrSchedule(f.lr_schedule);

@@ -250,5 +250,30 @@ TEST(CliTest, AResumeWithoutLrGoesOnAtTheCheckpointsRate) {
   }
 }
 
+// Issue: reliability, fifth round, row 5. A run that lost its GPU (--math auto: fp32 there) and was
+// restarted on CPUs as documented, with the same flags, was refused: "--math: checkpoint (not set),
+// now bf16", auto resolving to bf16 on a CPU that has it. A resume with --math auto keeps the
+// checkpoint's math; one given explicitly is still compared. (Here the first run's fp32 is given,
+// as the GPU would have made it; on a CPU without bf16, auto is fp32 anyway.)
+TEST(CliTest, AResumeWithMathAutoKeepsTheCheckpointsMath) {
+  Data d;
+  const std::string dir = d.dir.File("ckpt");
+  std::vector<std::string> run = CheckpointedRun(d, "single", dir);
+  std::vector<std::string> first = run;
+  first.insert(first.end(), {"--math", "fp32"});
+  ASSERT_EQ(Cli(first).code, 0);
+  std::vector<std::string> resume = run;
+  resume[6] = "3";  // --epochs
+  resume.insert(resume.end(), {"--resume", dir});
+  const CliResult same_flags = Cli(resume);
+  ASSERT_EQ(same_flags.code, 0) << Describe(same_flags);
+  EXPECT_NE(same_flags.err.find("output products in fp32"), std::string::npos) << Describe(same_flags);
+  resume[6] = "4";
+  resume.insert(resume.end(), {"--math", "auto"});
+  const CliResult automatic = Cli(resume);
+  ASSERT_EQ(automatic.code, 0) << Describe(automatic);
+  EXPECT_NE(automatic.err.find("output products in fp32"), std::string::npos) << Describe(automatic);
+}
+
 }  // namespace
 }  // namespace xmlt::apps
