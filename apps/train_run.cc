@@ -13,6 +13,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include "apps/cli.h"
@@ -80,7 +81,19 @@ run::TrainResult Train(TrainFlags& f, TrainSession& session, const TrainingData&
   using Clock = std::chrono::steady_clock;
   const bool show_progress = writer && session.print && ::isatty(::fileno(stderr)) != 0;
   run::TrainCallbacks callbacks;
-  callbacks.on_resume = [&](const std::vector<run::EvalRecord>& earlier) { metrics.Restart(earlier); };
+  // A metrics file that cannot be written (a full disk) is said once, and the run trains on: its
+  // model and checkpoint matter more than its log. The run fails at the end, once they are written.
+  auto say_if_metrics_failed = [&metrics, said = false]() mutable {
+    if (said || metrics.error().empty()) return;
+    said = true;
+    std::cerr << "warning: " << metrics.error()
+              << "; training goes on without its metrics file, writes its model and checkpoint, and ends in an "
+                 "error\n";
+  };
+  callbacks.on_resume = [&](const std::vector<run::EvalRecord>& earlier) {
+    metrics.Restart(earlier);
+    say_if_metrics_failed();
+  };
   callbacks.on_event = [&](const std::string& text) {
     if (!writer) return;
     if (show_progress) std::cerr << "\r\033[K";
@@ -91,6 +104,7 @@ run::TrainResult Train(TrainFlags& f, TrainSession& session, const TrainingData&
     if (show_progress) std::cerr << "\r\033[K";
     if (session.print) PrintEval(record);
     metrics.Append(record);
+    say_if_metrics_failed();
     if (session.on_eval) session.on_eval(record);
     if (!session.print || !stdout_error->empty()) return;
     *stdout_error = StdoutError();
@@ -142,17 +156,37 @@ int EndStoppedRun(const TrainFlags& f, const TrainSession& session, const run::T
   return 128 + result.stopped_by_signal;
 }
 
-// The summary on stdout. Returns the exit code: a failure when stdout or the end-of-run checkpoint
-// could not be written, said on stderr.
-int PrintSummary(const nlohmann::json& summary, const run::TrainResult& result, std::string stdout_error) {
+// The metrics file finished (FILE.partial renamed to FILE); why it could not be, or empty.
+std::string FinishMetrics(run::MetricsLog& metrics) {
+  try {
+    metrics.Finish();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// The summary on stdout. Returns the exit code: a failure when stdout, the metrics file or the
+// end-of-run checkpoint could not be written, said on stderr.
+int PrintSummary(const nlohmann::json& summary, const run::TrainResult& result, std::string stdout_error,
+                 const std::string& metrics_error) {
   WriteStdout(summary.dump() + "\n");
   if (stdout_error.empty()) stdout_error = StdoutError();
-  if (!stdout_error.empty()) std::cerr << "error: " << stdout_error << "; the model and metrics files were written\n";
+  const char* written = metrics_error.empty() ? "the model and metrics files were written" : "the model was written";
+  if (!stdout_error.empty()) std::cerr << "error: " << stdout_error << "; " << written << "\n";
+  if (!metrics_error.empty())
+    std::cerr << "error: " << metrics_error << "; the model was written"
+              << (result.checkpoint.empty()
+                      ? ""
+                      : ", and the checkpoint holds every evaluation (--resume with a --metrics that can be "
+                        "written writes them)")
+              << "\n";
   if (!result.end_checkpoint_error.empty()) {
-    std::cerr << "error: the end-of-run checkpoint failed (" << result.end_checkpoint_error
-              << "); the model and metrics were written\n";
+    std::cerr << "error: the end-of-run checkpoint failed (" << result.end_checkpoint_error << "); " << written
+              << "\n";
   }
-  return stdout_error.empty() && result.end_checkpoint_error.empty() ? kExitOk : kExitFailure;
+  const bool failed = !stdout_error.empty() || !metrics_error.empty() || !result.end_checkpoint_error.empty();
+  return failed ? kExitFailure : kExitOk;
 }
 
 int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& session) {
@@ -195,13 +229,20 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
     return kExitOk;
   }
   RankerOutcome ranked = FitRanker(f, data, std::move(model), session.print);
-  if (!f.model_out.empty()) engine::SaveModel(ranked.model, f.model_out);
-  metrics->Finish();
   session.summary = TrainSummary(f, data, result, settled.lr_search);
   AddRankerSummary(f, ranked, &session.summary);
-  if (session.model != nullptr) *session.model = std::move(ranked.model);
-  if (!session.print) return kExitOk;  // the summary names a failed end-of-run checkpoint
-  return PrintSummary(session.summary, result, stdout_error);
+  // The trained model is the caller's before its files are written: an error writing them (a full
+  // disk) must not lose it (Python raises with the model attached).
+  engine::TrainedModel& trained =
+      session.model != nullptr ? (*session.model = std::move(ranked.model)) : ranked.model;
+  session.trained = true;
+  if (!f.model_out.empty()) engine::SaveModel(trained, f.model_out);
+  const std::string metrics_error = FinishMetrics(*metrics);
+  if (!session.print) {  // the summary names a failed end-of-run checkpoint
+    if (!metrics_error.empty()) throw std::runtime_error(metrics_error);
+    return kExitOk;
+  }
+  return PrintSummary(session.summary, result, stdout_error, metrics_error);
 }
 
 }  // namespace

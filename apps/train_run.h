@@ -37,7 +37,10 @@ struct TrainSession {
   StopSignals* stop = nullptr;
 
   // What the run left: the signal that stopped it (0: it finished), its last checkpoint, and the
-  // summary of a finished run.
+  // summary of a finished run. `trained`: the run finished training, and `model` (when given) and
+  // `summary` hold its outcome before the model and metrics files are written; an error RunTrain
+  // throws after that is one of those files'.
+  bool trained = false;
   int stopped_by_signal = 0;
   std::string checkpoint;
   nlohmann::json summary;

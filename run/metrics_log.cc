@@ -160,20 +160,34 @@ void MetricsLog::Restart(const std::vector<EvalRecord>& records) {
   if (std::fflush(file_) != 0 || (!stream_ && ::ftruncate(::fileno(file_), 0) != 0))
     throw std::runtime_error(WrittenPath() + ": cannot empty metrics file: " + std::strerror(errno));
   std::rewind(file_);  // opened for appending, so writes go to the (new) end anyway
+  appended_ = 0;
   for (const EvalRecord& record : records) Append(record);
 }
 
-void MetricsLog::Append(const EvalRecord& record) {
-  if (file_ == nullptr) return;
+bool MetricsLog::Append(const EvalRecord& record) {
+  if (file_ == nullptr) return true;
+  if (!error_.empty()) return false;
   if (!started_) Begin();
   const std::string line = ToJson(record) + "\n";
-  if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0)
-    throw std::runtime_error(WrittenPath() + ": write failed: " + std::strerror(errno));
+  if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) {
+    // The run's model and checkpoint matter more than its log: it trains on (train_run.cc).
+    error_ = WrittenPath() + ": write failed at evaluation " + std::to_string(appended_ + 1) + ": " +
+             std::strerror(errno);
+    return false;
+  }
+  ++appended_;
+  return true;
 }
 
 void MetricsLog::Finish() {
   if (file_ == nullptr) return;
   const std::string partial = WrittenPath();
+  if (!error_.empty()) {  // left as it is, with the lines written before the failure
+    std::fclose(file_);
+    file_ = nullptr;
+    throw std::runtime_error(error_ + "; the metrics stop before it" +
+                             (stream_ ? std::string() : ", in " + partial));
+  }
   // Renamed while the lock is still held, so that no other run can take the file over in between.
   const bool failed = std::fflush(file_) != 0 || std::ferror(file_) != 0 ||
                       (!stream_ && std::rename(partial.c_str(), path_.c_str()) != 0);

@@ -1,6 +1,8 @@
 // Metrics as JSON lines, one object per evaluation. The file is written as FILE.partial, each line
 // flushed (so it can be followed while training), and renamed to FILE when the run completes. A
 // symlink FILE is followed; a character device or FIFO is written directly (output_target.h).
+// A write that fails (a full disk) does not stop the run: the log says so (error()), writes
+// nothing more, and Finish fails, once the run has written its model and checkpoint.
 #pragma once
 
 #include <cstdint>
@@ -59,8 +61,14 @@ class MetricsLog {
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
 
-  void Append(const EvalRecord& record);
-  void Finish();  // renames FILE.partial to FILE
+  // Writes the record's line. Returns false, and writes nothing from then on, once a write has
+  // failed; error() says which and why.
+  bool Append(const EvalRecord& record);
+  // Renames FILE.partial to FILE. Throws std::runtime_error when it cannot, or when a write failed
+  // before (FILE.partial then stays, holding the lines written until then).
+  void Finish();
+  // Why the metrics could not be written (the first failed write), empty while they could.
+  const std::string& error() const { return error_; }
 
   // The name a log for `path` writes while the run goes on (no other output may have it).
   static std::string PartialPathFor(const std::string& path);
@@ -73,6 +81,8 @@ class MetricsLog {
   bool created_ = false;  // FILE.partial did not exist before this log
   bool started_ = false;
   bool stream_ = false;   // FILE is a character device or FIFO
+  uint64_t appended_ = 0; // records written since the log started
+  std::string error_;     // the first failed write
 };
 
 }  // namespace xmlt::run

@@ -3,20 +3,25 @@
 // command line's own (apps/train_run.h), with the data handed in instead of read from files.
 // The GIL is released while it runs. SIGINT/SIGTERM stop it at its next safe point (a checkpoint
 // when checkpoint_dir is given), after which train raises KeyboardInterrupt; an exception in the
-// Python callback stops it (and no other run) there too and is raised.
+// Python callback stops it (and no other run) there too and is raised. An error writing the model
+// or metrics file after training is raised with the trained model attached (RaiseWithModel).
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <tbb/global_control.h>
 
 #include <chrono>
 #include <csignal>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
+#include <stdexcept>
 
 #include "apps/stop_signals.h"
 #include "apps/train_arguments.h"
 #include "apps/train_run.h"
+#include "data/input_error.h"
 #include "data/memory_dataset.h"
 #include "python/src/bindings.h"
 #include "python/src/csr_arguments.h"
@@ -30,6 +35,35 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Raises `error`, thrown after training (a model or metrics file that could not be written), as
+// the Python exception the module's translation gives it, with the trained model as its `model`
+// and the run's summary JSON as its `summary`: train() wraps them into a Model.
+[[noreturn]] void RaiseWithModel(const std::exception_ptr& error, std::unique_ptr<ModelHolder> model,
+                                 const std::string& summary) {
+  PyObject* type = PyExc_RuntimeError;
+  std::string message = "unknown error";
+  try {
+    std::rethrow_exception(error);
+  } catch (const data::InputError& e) {
+    type = PyExc_ValueError;
+    message = e.what();
+  } catch (const std::invalid_argument& e) {
+    type = PyExc_ValueError;
+    message = e.what();
+  } catch (const std::bad_alloc& e) {
+    type = PyExc_MemoryError;
+    message = e.what();
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+  }
+  nb::object raised = nb::borrow(type)(message);
+  raised.attr("model") = nb::cast(model.release(), nb::rv_policy::take_ownership);
+  raised.attr("summary") = summary;
+  PyErr_SetObject(type, raised.ptr());
+  throw nb::python_error();
+}
+
 // (model, summary JSON). `on_eval(line)` gets each evaluation's metrics line; `on_progress(done,
 // total, batch_loss)` the progress within a mega-batch, at most five times a second.
 nb::tuple Train(const std::vector<std::string>& args, nb::handle x_parts, nb::handle y_parts, nb::handle x_test_parts,
@@ -41,6 +75,7 @@ nb::tuple Train(const std::vector<std::string>& args, nb::handle x_parts, nb::ha
   auto holder = std::make_unique<ModelHolder>();
   apps::TrainSession session;
   std::unique_ptr<nb::python_error> callback_error;  // made and freed with the GIL held
+  std::exception_ptr output_error;                   // thrown after training: the model is kept
   {
     nb::gil_scoped_release release;
     apps::TrainArguments arguments(args);
@@ -83,12 +118,18 @@ nb::tuple Train(const std::vector<std::string>& args, nb::handle x_parts, nb::ha
         }
         call([&] { on_progress(done, total, loss); });
       };
-    apps::RunTrain(arguments.flags(), session);
+    try {
+      apps::RunTrain(arguments.flags(), session);
+    } catch (...) {
+      if (!session.trained) throw;
+      output_error = std::current_exception();
+    }
   }
   if (callback_error) {
     callback_error->restore();
     throw nb::python_error();
   }
+  if (output_error) RaiseWithModel(output_error, std::move(holder), session.summary.dump());
   if (session.stopped_by_signal != 0) {
     const std::string where = session.checkpoint.empty()
                                   ? std::string("no checkpoint_dir, so the progress is lost")

@@ -29,6 +29,9 @@ def train(X, Y, X_test=None, Y_test=None, *, callback=None, progress=None, **opt
     data and int32 indices are converted once). Y's stored values must be 1. The engine trains on
     its own copy of them, taken when train is called: they may change meanwhile.
 
+    When the model or metrics file cannot be written after training (a full disk), the error is
+    raised with the trained Model as its `model` attribute.
+
     SIGINT (Ctrl-C) or SIGTERM stop the run at its next safe point, after a checkpoint when
     checkpoint_dir is given (resume=checkpoint_dir goes on from it), and raise KeyboardInterrupt.
     """
@@ -50,6 +53,11 @@ def train(X, Y, X_test=None, Y_test=None, *, callback=None, progress=None, **opt
     bar = ProgressBar.open(progress)
     try:
         model, summary = _xmltrain.train(args, x, y, x_test, y_test, on_eval, bar)
+    except Exception as error:
+        # Trained, but the model or metrics file could not be written: the model comes with the error.
+        if isinstance(getattr(error, "model", None), _xmltrain._Model):
+            error.model = Model(error.model, history=history, summary=json.loads(error.summary))
+        raise
     finally:
         if bar is not None:
             bar.close()

@@ -69,5 +69,38 @@ TEST(OutputErrors, TrainWithAFullStdoutStopsWithACheckpointAndResumes) {
   EXPECT_TRUE(std::filesystem::exists(model));
 }
 
+// Issue 63, row 4: a metrics file whose write failed (a full disk; here /dev/full) ended the run
+// at once, with no model and no checkpoint. The run says so and trains on to its model and
+// checkpoint, prints its summary and exits 1 naming the file; a resume gives the metrics again.
+TEST(OutputErrors, AFullMetricsFileIsSaidAndTheRunTrainsOnToItsModelAndCheckpoint) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this system";
+  Trained t;
+  const std::string checkpoints = t.dir.File("ckpt"), model = t.dir.File("run.xmlt");
+  std::vector<std::string> args = {"train", "--train", t.train, "--test", t.test, "--epochs", "3", "--eval-every",
+                                   "epoch", "--hidden", "8", "--checkpoint-dir", checkpoints, "--model", model};
+  std::vector<std::string> full = args;
+  full.insert(full.end(), {"--metrics", "/dev/full"});
+  const CliResult failed = Cli(full);
+  EXPECT_EQ(failed.code, 1) << failed.err;
+  EXPECT_NE(failed.err.find("warning: /dev/full: write failed at evaluation 1: No space left on device; training "
+                            "goes on"),
+            std::string::npos)
+      << failed.err;
+  EXPECT_NE(failed.err.find("error: /dev/full: write failed at evaluation 1: No space left on device"),
+            std::string::npos)
+      << failed.err;
+  EXPECT_EQ(testing::Lines(failed.out).size(), 4u) << failed.out;  // three evaluations and the summary
+  EXPECT_TRUE(std::filesystem::exists(model));
+  EXPECT_NO_THROW(run::CheckpointReader::Open(checkpoints));
+  // The finished run's checkpoint holds every evaluation: resumed with a metrics file that can be
+  // written, it writes them all.
+  const std::string metrics = t.dir.File("m.jsonl");
+  std::vector<std::string> resume = args;
+  resume.insert(resume.end(), {"--resume", checkpoints, "--metrics", metrics});
+  const CliResult resumed = Cli(resume);
+  EXPECT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(testing::Lines(ReadFile(metrics)).size(), 3u);
+}
+
 }  // namespace
 }  // namespace xmlt::apps
