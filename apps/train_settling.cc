@@ -9,6 +9,7 @@
 #include "apps/fault_flag.h"
 #include "apps/propensity_flag.h"
 #include "apps/rank_agreement.h"
+#include "apps/resume_settings.h"
 #include "apps/train_algorithm.h"
 #include "apps/train_flag_checks.h"
 #include "apps/train_learning_rate.h"
@@ -111,6 +112,7 @@ AfterLoading SettleAfterLoading(TrainFlags& f, ranks::RankGroup* ranks, const Tr
     if (settled.stopped_by_signal != 0) return settled;
   }
   ScaleLearningRate(f, lr_scaling, *lr, resumed_lr.has_value());
+  RecordResumeSettings(f, lr_scaling, *lr, resumed_lr.has_value(), !settled.lr_search.is_null());
   return settled;
 }
 

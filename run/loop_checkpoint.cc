@@ -22,8 +22,10 @@ void TrainingLoop::Resume() {
   // Other devices (another number of ranks, say): an elastic restart, as torchrun's. The run
   // goes on from the global model and the data's position with the devices it has now.
   const bool replan = OtherDevices(meta.at("run"), fingerprint_);
+  std::vector<std::string> outer;
+  for (const auto& item : control_.outer_settings.items()) outer.push_back(item.key());
   CheckSameRun(meta.at("run"), fingerprint_, reader.source(),
-               replan ? DeviceDependentSettings() : std::vector<std::string>{});
+               replan ? DeviceDependentSettings() : std::vector<std::string>{}, outer);
   if (!meta.contains("pool")) throw data::InputError(reader.source(), 0, "not a multi-device checkpoint");
   // A mega-batch cut by a stop lives in the replicas of the devices that trained it.
   if (replan && meta.contains("open_mega_batch"))

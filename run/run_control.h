@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,6 +38,14 @@ struct RunControl {
   // Set (to the signal's number) by a signal handler: the run stops at the next safe point, after
   // a checkpoint when checkpoint_dir is set.
   const std::atomic<int>* stop_signal = nullptr;
+  // Settings of the run decided around the loop, which RunFingerprint cannot see (the ranker's
+  // held-out rows, how the learning rate scaled), by name: checkpoints record them with the loop's
+  // own, and a resume must share them as it shares those. A checkpoint that records none of them
+  // was written before they were recorded, and is not held to them.
+  nlohmann::json outer_settings = nlohmann::json::object();
+  // Notes on settings, by name (how the learning rate came from the flags): recorded, shown beside
+  // the values of a refused resume, never compared.
+  nlohmann::json notes = nlohmann::json::object();
 };
 
 }  // namespace xmlt::run

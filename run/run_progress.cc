@@ -186,8 +186,19 @@ namespace {
 
 std::string Describe(const std::vector<SettingDifference>& differences) {
   std::string text = "this run's settings differ from the checkpointed run's:";
-  for (const SettingDifference& d : differences) text += "\n  " + d.name + ": checkpoint " + d.checkpoint + ", now " + d.now;
+  for (const SettingDifference& d : differences) {
+    text += "\n  " + d.name + ": checkpoint " + d.checkpoint + (d.checkpoint_note.empty() ? "" : " (" + d.checkpoint_note + ")") +
+            ", now " + d.now + (d.now_note.empty() ? "" : " (" + d.now_note + ")");
+  }
   return text;
+}
+
+// The fingerprint's note on `key`, or "".
+std::string NoteOn(const nlohmann::json& fingerprint, const std::string& key) {
+  const auto notes = fingerprint.find("notes");
+  if (notes == fingerprint.end() || !notes->is_object()) return "";
+  const auto note = notes->find(key);
+  return note != notes->end() && note->is_string() ? note->get<std::string>() : "";
 }
 
 }  // namespace
@@ -196,25 +207,38 @@ RunMismatch::RunMismatch(const std::string& source, std::vector<SettingDifferenc
     : data::InputError(source, 0, Describe(differences)), differences_(std::move(differences)) {}
 
 void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source,
-                  const std::vector<std::string>& may_differ) {
+                  const std::vector<std::string>& may_differ, const std::vector<std::string>& recorded_later) {
+  const bool predates = std::none_of(recorded_later.begin(), recorded_later.end(),
+                                     [&](const std::string& key) { return saved.contains(key); });
   auto allowed = [&](const std::string& key) {
+    if (key == "notes") return true;
+    if (predates && std::find(recorded_later.begin(), recorded_later.end(), key) != recorded_later.end()) return true;
     return std::find(may_differ.begin(), may_differ.end(), key) != may_differ.end();
+  };
+  auto difference = [&](const std::string& key, std::string checkpoint, std::string now_text) {
+    return SettingDifference{key, std::move(checkpoint), std::move(now_text), NoteOn(saved, key), NoteOn(now, key)};
   };
   std::vector<SettingDifference> differences;
   // The data's checksum is taken after normalization: a changed normalization changes it too,
   // and is the one to report.
   const bool normalize_differs = saved.contains("normalize") && now.contains("normalize") &&
                                  saved.at("normalize") != now.at("normalize");
+  // The ranker's held-out rows leave the training set: another share (or none) changes its rows,
+  // and the ranker's setting is the one to report.
+  const bool holdout_differs = !predates && std::any_of(recorded_later.begin(), recorded_later.end(), [&](const std::string& key) {
+    return key.rfind("ranker", 0) == 0 && saved.value(key, nlohmann::json()) != now.value(key, nlohmann::json());
+  });
   for (const auto& [key, value] : now.items()) {
     const auto it = saved.find(key);
     if (it != saved.end() && *it == value) continue;
     if (normalize_differs && key == "train_checksum") continue;
+    if (holdout_differs && (key == "train_checksum" || key == "train_rows")) continue;
     if (key == "lr" && it != saved.end() && ResumeLowersLr(saved, value.get<double>())) continue;
     if (allowed(key)) continue;
-    differences.push_back({key, it == saved.end() ? "(not set)" : it->dump(), value.dump()});
+    differences.push_back(difference(key, it == saved.end() ? "(not set)" : it->dump(), value.dump()));
   }
   for (const auto& [key, value] : saved.items())
-    if (!now.contains(key) && !allowed(key)) differences.push_back({key, value.dump(), "(not set)"});
+    if (!now.contains(key) && !allowed(key)) differences.push_back(difference(key, value.dump(), "(not set)"));
   if (!differences.empty()) throw RunMismatch(source, std::move(differences));
 }
 
@@ -225,8 +249,18 @@ bool OtherDevices(const nlohmann::json& saved, const nlohmann::json& now) {
 const std::vector<std::string>& DeviceDependentSettings() {
   // The collective too: NCCL needs every device to be a GPU, so a run trained with it could not
   // otherwise go on after losing a GPU to a mixed list. It sums the same values either way.
-  static const std::vector<std::string> settings{"devices", "speed", "lr", "mega_batch", "collective"};
+  // The rate's scaling and where merges run follow the devices too (one device scales nothing, and
+  // a lost GPU may leave the merges to the host).
+  static const std::vector<std::string> settings{"devices",    "speed",      "lr",      "mega_batch",
+                                                 "collective", "lr_scaling", "merge_on"};
   return settings;
+}
+
+nlohmann::json WithOuterSettings(nlohmann::json fingerprint, const nlohmann::json& outer_settings,
+                                 const nlohmann::json& notes) {
+  for (const auto& [key, value] : outer_settings.items()) fingerprint[key] = value;
+  if (!notes.empty()) fingerprint["notes"] = notes;
+  return fingerprint;
 }
 
 nlohmann::json ParseCheckpointMeta(const std::string& text, const std::string& source) {

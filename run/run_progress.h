@@ -54,9 +54,11 @@ void CheckEpochsCoverProgress(uint64_t total_rows, uint64_t rows_done, uint64_t 
 bool ResumeLowersLr(const nlohmann::json& saved, double now_lr);
 
 // A setting of the run fingerprint (by its name there, e.g. "batch", "pert_threshold") whose
-// value differs between a checkpoint and the run resuming from it, both as JSON text.
+// value differs between a checkpoint and the run resuming from it, both as JSON text, with each
+// side's note on it (the fingerprint's "notes"), if any.
 struct SettingDifference {
   std::string name, checkpoint, now;
+  std::string checkpoint_note, now_note;
 };
 
 // A resume refused for its settings; the command line names the flags behind them.
@@ -70,16 +72,25 @@ class RunMismatch : public data::InputError {
 };
 
 // Throws RunMismatch (naming `source`) listing every setting whose value differs (a lower
-// learning rate excepted, and the settings named in `may_differ`).
+// learning rate excepted, and the settings named in `may_differ`). The settings named in
+// `recorded_later` are compared only when `saved` holds one of them: a checkpoint written before
+// they were recorded has none. "notes" is never compared: its entries are shown beside the values.
 void CheckSameRun(const nlohmann::json& saved, const nlohmann::json& now, const std::string& source,
-                  const std::vector<std::string>& may_differ = {});
+                  const std::vector<std::string>& may_differ = {},
+                  const std::vector<std::string>& recorded_later = {});
+
+// The loop's fingerprint with the settings and notes of `outer_settings` and `notes`
+// (RunControl's) added.
+nlohmann::json WithOuterSettings(nlohmann::json fingerprint, const nlohmann::json& outer_settings,
+                                 const nlohmann::json& notes);
 
 // Whether a checkpoint was written by a run over other devices (another number of ranks, or
 // other devices on them): resuming it re-plans the devices (an elastic restart).
 bool OtherDevices(const nlohmann::json& saved, const nlohmann::json& now);
 
 // The settings an elastic restart may change with the devices: the device list, their speeds,
-// the learning rate and the mega-batch (whose defaults follow the number of devices).
+// the learning rate and the mega-batch (whose defaults follow the number of devices), the
+// collective, how the rate scales with the devices and where merges run.
 const std::vector<std::string>& DeviceDependentSettings();
 
 // The checkpoint's header JSON ("run", "progress" and the loop's own parts) from a reader, with

@@ -275,5 +275,36 @@ TEST(CliTest, AResumeWithMathAutoKeepsTheCheckpointsMath) {
   EXPECT_NE(automatic.err.find("output products in fp32"), std::string::npos) << Describe(automatic);
 }
 
+// Issue 61, point 6. A resume refused for its rate showed the scaled rates alone ("--lr:
+// checkpoint 5.0, now 10.0" after --lr 5 both times), and without --lr another --lr-scaling was
+// taken and ignored. Each side's rate now comes with the flags it came from, and the scaling is
+// a setting a resume is refused for, by name.
+TEST(CliTest, AResumeSaysTheRateAsGivenAndRefusesAnotherScaling) {
+  Data d;
+  const std::string dir = d.dir.File("ckpt");
+  std::vector<std::string> run = CheckpointedRun(d, "adaptive", dir);
+  run.insert(run.end(), {"--lr", "5", "--lr-scaling", "none"});
+  ASSERT_EQ(Cli(run).code, 0);
+  std::vector<std::string> scaled = CheckpointedRun(d, "adaptive", dir);
+  scaled.insert(scaled.end(), {"--lr", "5", "--resume", dir});
+  const CliResult given = Cli(scaled);
+  EXPECT_EQ(given.code, 2) << Describe(given);
+  EXPECT_NE(given.err.find("--lr: checkpoint 5.0 (--lr 5, --lr-scaling none on 2 devices), now 10.0 (--lr 5 scaled "
+                           "linear for 2 devices)"),
+            std::string::npos)
+      << Describe(given);
+  EXPECT_NE(given.err.find("--lr-scaling: checkpoint \"none\", now \"linear\""), std::string::npos) << Describe(given);
+  std::vector<std::string> unscaled = CheckpointedRun(d, "adaptive", dir);
+  unscaled.insert(unscaled.end(), {"--lr-scaling", "sqrt", "--resume", dir});
+  const CliResult ignored = Cli(unscaled);
+  EXPECT_EQ(ignored.code, 2) << Describe(ignored);
+  EXPECT_NE(ignored.err.find("--lr-scaling: checkpoint \"none\", now \"sqrt\""), std::string::npos) << Describe(ignored);
+  // The same flags resume.
+  run[6] = "3";  // --epochs
+  run.insert(run.end(), {"--resume", dir});
+  const CliResult same = Cli(run);
+  EXPECT_EQ(same.code, 0) << Describe(same);
+}
+
 }  // namespace
 }  // namespace xmlt::apps
