@@ -82,14 +82,19 @@ void HoldOutRankerRows(TrainFlags& f, TrainingData* data, bool writer) {
   data->train = data::SelectRows(data->train, split.kept);
 }
 
-RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::Model<float> mlp, bool say) {
+RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::Model<float> mlp, bool say,
+                        const std::function<bool()>& stopped) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   RankerOutcome outcome;
   outcome.model.mlp = std::move(mlp);
   if (!f.ranker_options.enabled) return outcome;
   run::RankerStageResult stage =
-      run::TrainShortlistRanker(outcome.model.mlp, data.train, data.holdout.get(), f.ranker_options);
+      run::TrainShortlistRanker(outcome.model.mlp, data.train, data.holdout.get(), f.ranker_options, stopped);
+  if (stage.stopped) {
+    outcome.stopped = true;
+    return outcome;
+  }
   outcome.model.ranker = stage.ranker;
   outcome.report = std::move(stage.report);
   if (data.test && outcome.model.ranker) {

@@ -3,6 +3,7 @@
 // training the stage run, the final model scored on the test rows and said.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -26,14 +27,17 @@ void HoldOutRankerRows(TrainFlags& f, TrainingData* data, bool writer);
 
 struct RankerOutcome {
   engine::TrainedModel model;               // the MLP, with the ranker when its blend is above 0
+  bool stopped = false;                     // a stop ended the stage: the MLP alone
   run::RankerStageReport report;
   std::optional<engine::Evaluation> test;   // the final model on the run's last test rows
   double seconds = 0;                       // the stage and that evaluation
 };
 
 // After training, on rank 0: the stage (when f.ranker_options.enabled), then the final model on
-// the test rows of the run's last evaluation; `say` writes a line about it on stderr.
-RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::Model<float> mlp, bool say);
+// the test rows of the run's last evaluation; `say` writes a line about it on stderr. `stopped`
+// (the run's stop) is asked within the stage: once true, it ends with `stopped` and the MLP alone.
+RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::Model<float> mlp, bool say,
+                        const std::function<bool()>& stopped = {});
 
 // The summary's part: "ranker" (what the stage did and chose), the top-level test figures replaced
 // by the final model's (the MLP's last evaluation kept as "mlp"), its time added to wall_time_s.

@@ -156,6 +156,28 @@ int EndStoppedRun(const TrainFlags& f, const TrainSession& session, const run::T
   return 128 + result.stopped_by_signal;
 }
 
+// A run a signal stopped in the ranker stage, after training: the trained MLP is kept. --model
+// gets it alone (as --ranker off writes it) and the metrics file, whose evaluations are all there,
+// is finished; the end-of-training checkpoint holds the same MLP, and --resume fits the ranker.
+// Returns the exit code, 128 + the signal.
+int EndStoppedStage(const TrainFlags& f, TrainSession& session, engine::TrainedModel mlp, run::MetricsLog& metrics,
+                    int signal) {
+  session.stopped_by_signal = signal;
+  if (session.model != nullptr) *session.model = mlp;
+  if (!f.model_out.empty()) engine::SaveModel(mlp, f.model_out);
+  metrics.Finish();
+  if (session.print) {
+    std::cerr << "stopped by signal " << signal << " in the ranker stage, after training; "
+              << (f.model_out.empty() ? std::string("the trained MLP is in no file without --model")
+                                      : f.model_out + " holds the trained MLP without its ranker")
+              << "; "
+              << (session.checkpoint.empty() ? std::string("no --checkpoint-dir, so no resume can fit the ranker")
+                                             : "resume with --resume " + f.control.checkpoint_dir + " to fit it")
+              << "\n";
+  }
+  return 128 + signal;
+}
+
 // The metrics file finished (FILE.partial renamed to FILE); why it could not be, or empty.
 std::string FinishMetrics(run::MetricsLog& metrics) {
   try {
@@ -228,7 +250,15 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
     metrics->Finish();
     return kExitOk;
   }
-  RankerOutcome ranked = FitRanker(f, data, std::move(model), session.print);
+  // A stop in the stage ends it within seconds: a signal, or what this run asked for (a callback
+  // that raised). Not a stdout that failed at the last evaluation: the model and metrics files are
+  // still written, and the summary says what failed (PrintSummary).
+  const auto stage_stopped = [&signals] {
+    const int signal = signals.requested().load();
+    return signal != 0 && signal != SIGPIPE;
+  };
+  RankerOutcome ranked = FitRanker(f, data, std::move(model), session.print, stage_stopped);
+  if (ranked.stopped) return EndStoppedStage(f, session, std::move(ranked.model), *metrics, signals.requested().load());
   session.summary = TrainSummary(f, data, result, settled.lr_search);
   AddRankerSummary(f, ranked, &session.summary);
   // The trained model is the caller's before its files are written: an error writing them (a full

@@ -306,14 +306,21 @@ Evaluation Evaluate(const TrainedModel& model, const data::Dataset& dataset) {
   return sums.Mean();
 }
 
-std::vector<uint32_t> TopLabels(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k) {
+std::vector<uint32_t> TopLabels(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k,
+                                const std::function<bool()>& stopped) {
   std::vector<uint32_t> top(dataset.num_rows() * k);
   const std::vector<uint64_t> rows = AllRows(dataset);
-  ForEachChunk(model, dataset, rows.data(), rows.size(), [&](const data::SparseBatch& batch,
-                                   const kernels::cpu::MlpWorkspace<float>& ws, size_t first) {
-    kernels::cpu::TopK<float>(ws.logits.data(), batch.num_rows, model.shape.num_labels, k, top.data() + first * k,
-                              nullptr);
-  });
+  // Chunk by chunk, so that a stop is seen within one chunk's forward pass.
+  const size_t chunk = stopped ? ChunkRows(model.shape.num_labels) : rows.size();
+  for (size_t begin = 0; begin < rows.size(); begin += chunk) {
+    if (stopped && stopped()) break;
+    const size_t count = std::min(chunk, rows.size() - begin);
+    ForEachChunk(model, dataset, rows.data() + begin, count, [&](const data::SparseBatch& batch,
+                                     const kernels::cpu::MlpWorkspace<float>& ws, size_t first) {
+      kernels::cpu::TopK<float>(ws.logits.data(), batch.num_rows, model.shape.num_labels, k,
+                                top.data() + (begin + first) * k, nullptr);
+    });
+  }
   return top;
 }
 

@@ -71,7 +71,9 @@ Prediction Predict(const kernels::Model<float>& model, const data::Dataset& data
 Prediction Predict(const TrainedModel& model, const data::Dataset& dataset, uint32_t k);
 
 // The MLP's k best labels of each row (rows x k, best first, ties to the lower id), without their
-// probabilities: the shortlists the ranker trains on.
-std::vector<uint32_t> TopLabels(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k);
+// probabilities: the shortlists the ranker trains on. `stopped`, when given, is asked before each
+// chunk of rows: once true, the rest is left unscored (zeros) for the caller to drop.
+std::vector<uint32_t> TopLabels(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k,
+                                const std::function<bool()>& stopped = {});
 
 }  // namespace xmlt::engine

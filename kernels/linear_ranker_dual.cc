@@ -143,6 +143,7 @@ uint32_t SolveLabel(LinearRanker* ranker, const data::CsrMatrix& x, const RowsBy
   double bias = 0;  // kept in double: summed over every step
   uint32_t passes = 0;
   while (passes < options.max_passes) {
+    if (options.stopped && options.stopped()) break;
     ++passes;
     std::shuffle(s->order.begin(), s->order.end(), rng);
     double highest = -std::numeric_limits<double>::infinity(), lowest = std::numeric_limits<double>::infinity();
@@ -198,9 +199,15 @@ RankerDualReport TrainRankerDual(LinearRanker* ranker, const data::CsrMatrix& fe
   // Each label writes only its own pairs and bias.
   tbb::parallel_for(tbb::blocked_range<uint64_t>(0, ranker->num_labels, 8), [&](const tbb::blocked_range<uint64_t>& chunk) {
     LabelScratch& s = scratches.local();
-    for (uint64_t l = chunk.begin(); l < chunk.end(); ++l)
+    for (uint64_t l = chunk.begin(); l < chunk.end(); ++l) {
+      if (options.stopped && options.stopped()) return;
       passes[l] = SolveLabel(ranker, features, index, uint32_t(l), options, &s);
+    }
   });
+  if (options.stopped && options.stopped()) {
+    report.stopped = true;
+    return report;
+  }
   uint64_t solved = 0, total = 0;
   for (uint64_t l = 0; l < ranker->num_labels; ++l) {
     if (passes[l] == 0) continue;

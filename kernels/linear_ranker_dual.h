@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "data/csr_matrix.h"
 #include "kernels/linear_ranker.h"
@@ -29,6 +30,9 @@ struct RankerDualOptions {
   double c = 1.0;            // the hinge's weight against the regularizer
   uint32_t max_passes = 10;  // over each label's rows
   double tolerance = 0.1;    // on the span of the projected gradients, as liblinear's default
+  // Asked before each label and each pass (from every thread): once true, the solve ends within
+  // a pass, its weights unfinished (RankerDualReport::stopped), for the caller to drop.
+  std::function<bool()> stopped;
 };
 
 struct RankerDualReport {
@@ -36,6 +40,7 @@ struct RankerDualReport {
   uint32_t most_passes = 0;       // over the labels
   double mean_passes = 0;         // over the labels with rows
   uint64_t labels_at_limit = 0;   // labels stopped by max_passes, not by the tolerance
+  bool stopped = false;           // RankerDualOptions::stopped ended the solve: the weights are unfinished
 };
 
 // Fits every label's weights and bias of `ranker` (built from these rows: BuildLinearRanker) on

@@ -58,7 +58,8 @@ uint64_t CountRankerPairs(const data::Dataset& train, uint64_t limit) {
 }
 
 RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const data::Dataset& train,
-                                       const data::Dataset* holdout, const RankerOptions& options) {
+                                       const data::Dataset* holdout, const RankerOptions& options,
+                                       const std::function<bool()>& stopped) {
   // The ranker's features and labels are the MLP's: checked before anything is built.
   if (train.num_features() != mlp.shape.num_features || train.num_labels() != mlp.shape.num_labels)
     throw std::invalid_argument("the ranker's training rows do not have the model's features and labels");
@@ -67,8 +68,13 @@ RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const d
   const uint32_t shortlist = uint32_t(std::min<uint64_t>(options.shortlist, mlp.shape.num_labels));
 
   Clock::time_point start = Clock::now();
-  const std::vector<uint32_t> shortlists = engine::TopLabels(mlp, train, shortlist);
+  const auto stop_now = [&] { return stopped && stopped(); };
+  const std::vector<uint32_t> shortlists = engine::TopLabels(mlp, train, shortlist, stopped);
   report.shortlist_seconds = SecondsSince(start);
+  if (stop_now()) {
+    result.stopped = true;
+    return result;
+  }
 
   start = Clock::now();
   auto ranker = std::make_shared<kernels::ShortlistRanker>();
@@ -81,9 +87,14 @@ RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const d
   start = Clock::now();
   kernels::RankerDualOptions solver;
   solver.max_passes = options.passes;
+  solver.stopped = stopped;
   report.solver =
       kernels::TrainRankerDual(&ranker->linear, train.features, train.labels, shortlists.data(), shortlist, solver);
   report.train_seconds = SecondsSince(start);
+  if (report.solver.stopped || stop_now()) {
+    result.stopped = true;
+    return result;
+  }
 
   start = Clock::now();
   if (options.choose_blend()) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -58,13 +59,18 @@ struct RankerStageReport {
 struct RankerStageResult {
   std::shared_ptr<const kernels::ShortlistRanker> ranker;  // null when the blend is 0: the MLP alone
   RankerStageReport report;
+  bool stopped = false;  // the stage's `stopped` ended it: no ranker
 };
 
 // Trains the ranker for `mlp` on `train` (the rows the MLP trained on) and sets its blend: the
 // options' fixed weight in the geometric form, or the best form and weight on `holdout`'s rows
 // (kernels::ChooseBlend). Runs on the threads
 // TBB allows. Throws std::length_error, before allocating them, for more than kMaxRankerPairs pairs.
+// `stopped` (a stop signal's check), when given, is asked between the shortlists' chunks of rows,
+// the solver's labels and passes, and the steps: once true, the stage ends within one of them,
+// with `stopped` set and no ranker.
 RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const data::Dataset& train,
-                                       const data::Dataset* holdout, const RankerOptions& options);
+                                       const data::Dataset* holdout, const RankerOptions& options,
+                                       const std::function<bool()>& stopped = {});
 
 }  // namespace xmlt::run

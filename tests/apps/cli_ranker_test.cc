@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -15,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "apps/train_arguments.h"
+#include "apps/train_run.h"
 #include "engine/model_file.h"
 #include "kernels/linear_ranker.h"
 #include "kernels/model.h"
@@ -165,6 +169,53 @@ TEST(CliRanker, PredictRanksEveryTopKBestFirstWithScoresThatNeverRise) {
       EXPECT_EQ(lines[row], whole[row].substr(0, lines[row].size())) << "k=" << k << ": the first k of every list";
     }
   }
+}
+
+// Issue 61, point 3: a stop in the ranker stage was not seen (the stage ran on, exit 0), and a
+// second one lost the trained MLP. The stage ends at once with 128 + the signal; --model holds
+// the trained MLP alone and the metrics are finished; with --checkpoint-dir, --resume fits the
+// ranker and writes the model of a run never stopped, byte for byte. The stop is asked at the
+// run's last evaluation (its only one), after training and before the stage, as a signal there
+// would.
+TEST(CliRanker, AStopInTheStageKeepsTheMlpAndAResumeFitsTheRanker) {
+  RankerData d;
+  const std::string dir = d.dir.File("ckpt"), stopped_model = d.dir.File("stopped.xmlt"),
+                    metrics = d.dir.File("m.jsonl"), whole_model = d.dir.File("whole.xmlt");
+  const std::vector<std::string> flags = {"--train", d.train, "--test", d.test, "--hidden", "16", "--epochs", "1",
+                                          "--eval-every", "end", "--checkpoint-dir", dir};
+  for (const bool checkpointed : {true, false}) {
+    std::vector<std::string> args(flags.begin(), flags.end() - (checkpointed ? 0 : 2));
+    args.insert(args.end(), {"--model", stopped_model, "--metrics", metrics});
+    TrainArguments arguments(args);
+    TrainSession session;
+    session.on_eval = [&](const run::EvalRecord&) { session.stop->Request(SIGTERM); };
+    ::testing::internal::CaptureStdout();
+    ::testing::internal::CaptureStderr();
+    const int code = RunTrain(arguments.flags(), session);
+    ::testing::internal::GetCapturedStdout();
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_EQ(code, 128 + SIGTERM) << err;
+    EXPECT_EQ(session.stopped_by_signal, SIGTERM);
+    EXPECT_NE(err.find("stopped by signal 15 in the ranker stage"), std::string::npos) << err;
+    EXPECT_EQ(err.find("ranker: "), std::string::npos) << "the stage ran on: " << err;
+    ASSERT_EQ(FileVersion(stopped_model), 1u) << "the trained MLP alone";
+    EXPECT_EQ(engine::LoadModel(stopped_model).ranker, nullptr);
+    EXPECT_TRUE(std::filesystem::exists(metrics)) << "training ended: its metrics are whole";
+    EXPECT_NE(err.find(checkpointed ? "resume with --resume " + dir : "no --checkpoint-dir"), std::string::npos) << err;
+  }
+  // The checkpoint holds the trained MLP: a resume fits the ranker, as a run never stopped does.
+  std::vector<std::string> resume = {"train"};
+  resume.insert(resume.end(), flags.begin(), flags.end());
+  std::vector<std::string> whole = resume;
+  resume.insert(resume.end(), {"--model", stopped_model, "--resume", dir});
+  const CliResult resumed = Cli(resume);
+  ASSERT_EQ(resumed.code, 0) << Describe(resumed);
+  EXPECT_NE(resumed.err.find("ranker: "), std::string::npos) << resumed.err;
+  whole.back() = d.dir.File("ckpt-whole");  // --checkpoint-dir
+  whole.insert(whole.end(), {"--model", whole_model});
+  ASSERT_EQ(Cli(whole).code, 0);
+  EXPECT_EQ(FileVersion(whole_model), 2u);
+  EXPECT_EQ(xmlt::testing::ReadFile(stopped_model), xmlt::testing::ReadFile(whole_model));
 }
 
 TEST(CliRanker, OffTrainsTheMlpAloneOnEveryRow) {

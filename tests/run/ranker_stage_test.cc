@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <random>
 #include <set>
 #include <vector>
@@ -126,6 +127,38 @@ TEST(RankerStage, AFixedBlendNeedsNoHeldOutRowsAndZeroKeepsTheMlpAlone) {
   // Rows of other shapes than the model's are refused before anything is built.
   options.blend = 0.5f;
   EXPECT_THROW(TrainShortlistRanker(UntrainedMlp(20, 11), train, nullptr, options), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace xmlt::run
+
+namespace xmlt::run {
+namespace {
+
+// Issue 61, point 3: a stop during the stage was not seen. The stage asks its `stopped` between
+// the shortlists' chunks, the solver's labels and passes, and its steps, and ends at the first
+// true with no ranker; a stop asked at any of those points ends it there.
+TEST(RankerStage, AStopEndsTheStageAtItsNextCheckWithNoRanker) {
+  const data::Dataset train = SeparableRows(3000, 20, 1), holdout = SeparableRows(200, 20, 2);
+  const kernels::Model<float> mlp = UntrainedMlp(40, 20);
+  RankerOptions options;
+  options.shortlist = 20;
+  std::atomic<int> counted{0};  // asked from the solver's threads too
+  const RankerStageResult whole = TrainShortlistRanker(mlp, train, &holdout, options, [&] {
+    ++counted;
+    return false;
+  });
+  const int checks = counted.load();
+  ASSERT_NE(whole.ranker, nullptr);
+  EXPECT_FALSE(whole.stopped);
+  ASSERT_GT(checks, 20) << "a check per chunk of rows, per label and per pass at least";
+  for (const int at : {1, 2, checks / 2, checks - 1}) {
+    std::atomic<int> asked{0};
+    const RankerStageResult stopped = TrainShortlistRanker(mlp, train, &holdout, options, [&] { return ++asked >= at; });
+    EXPECT_TRUE(stopped.stopped) << "stopped at check " << at << " of " << checks;
+    EXPECT_EQ(stopped.ranker, nullptr) << at;
+    if (at <= checks / 2) EXPECT_LT(asked.load(), checks) << "went on past the stop at check " << at;
+  }
 }
 
 }  // namespace
