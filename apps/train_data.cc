@@ -30,19 +30,20 @@ TrainingData LoadTrainingData(TrainFlags& f, const TrainSession& session, bool w
   const Clock::time_point load_start = Clock::now();
   if (f.normalize != "l2" && f.normalize != "none") throw std::invalid_argument("--normalize must be l2 or none");
   TrainingData loaded;
-  loaded.train = session.train ? *session.train : LoadWithWarnings(f.train, f.train_labels, f.data, writer);
+  const Warnings warnings = session.warnings != nullptr ? Warnings::Into(session.warnings) : Warnings(writer);
+  loaded.train = session.train ? *session.train : LoadWithWarnings(f.train, f.train_labels, f.data, warnings);
   // The training data alone sets the model's shape: a test row with a label or feature id the
   // training data does not have is scored as eval scores it (ids beyond the model left out).
   loaded.shape = SettleShape(f, loaded.train);
   if (session.test || !f.test.empty()) {
     loaded.test = std::make_unique<data::Dataset>(AsModelInput(
-        session.test ? *session.test : LoadWithWarnings(f.test, f.test_labels, f.data, writer), loaded.shape, f.test,
-        writer));
+        session.test ? *session.test : LoadWithWarnings(f.test, f.test_labels, f.data, warnings), loaded.shape, f.test,
+        warnings));
     // Scores of rows without labels would be means over nothing, printed as zeros (eval refuses it too).
     if (loaded.test->labels.nnz() == 0)
       throw data::InputError(f.test, 0, "no row has a label: nothing to evaluate (leave out --test, or give a "
                                         "labelled test set)");
-    WarnUnlabelledEvaluationRows(*loaded.test, f.test, writer);
+    WarnUnlabelledEvaluationRows(*loaded.test, f.test, warnings);
   }
   if (loaded.shape.normalize_rows) loaded.train = data::NormalizeRowsL2(loaded.train);
   loaded.load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();

@@ -7,6 +7,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "apps/stop_signals.h"
 #include "apps/train_flags.h"
@@ -32,6 +33,9 @@ struct TrainSession {
   // nothing, the run still stops at its safe point (an interpreter must outlive its call).
   bool second_signal_exits = true;
   engine::TrainedModel* model = nullptr;  // receives the trained model when not null
+  // Not null: the data's warnings (a test set's rows without labels, its ids beyond the training
+  // data's) are collected here instead of printed; the Python package raises them as warnings.
+  std::vector<std::string>* warnings = nullptr;
   // This run's stop, set by RunTrain while the run may train (null before and after): the
   // callbacks above may ask it (Request) to stop this run alone at its next safe point.
   StopSignals* stop = nullptr;

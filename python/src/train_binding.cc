@@ -17,6 +17,8 @@
 #include <new>
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "apps/stop_signals.h"
 #include "apps/train_arguments.h"
@@ -76,6 +78,7 @@ nb::tuple Train(const std::vector<std::string>& args, nb::handle x_parts, nb::ha
   apps::TrainSession session;
   std::unique_ptr<nb::python_error> callback_error;  // made and freed with the GIL held
   std::exception_ptr output_error;                   // thrown after training: the model is kept
+  std::vector<std::string> warnings;                 // the data's, raised as Python warnings
   {
     nb::gil_scoped_release release;
     apps::TrainArguments arguments(args);
@@ -91,6 +94,7 @@ nb::tuple Train(const std::vector<std::string>& args, nb::handle x_parts, nb::ha
     session.print = false;
     session.second_signal_exits = false;
     session.model = &holder->model;
+    session.warnings = &warnings;
     // A callback that raises stops the run at its next safe point, as a signal does.
     const auto call = [&](auto&& function) {
       nb::gil_scoped_acquire gil;
@@ -125,6 +129,10 @@ nb::tuple Train(const std::vector<std::string>& args, nb::handle x_parts, nb::ha
       output_error = std::current_exception();
     }
   }
+  // Where train() was called from (stacklevel 2: the caller of the package's train); a filter
+  // that makes them errors raises the first.
+  for (const std::string& warning : warnings)
+    if (PyErr_WarnEx(PyExc_UserWarning, warning.c_str(), 2) != 0) throw nb::python_error();
   if (callback_error) {
     callback_error->restore();
     throw nb::python_error();

@@ -170,3 +170,13 @@ def test_argument_edges_of_the_fifth_round(data, tmp_path):
         model.predict(wider, k=5)
     with pytest.warns(UserWarning, match="ids beyond the model's 200 inputs"):
         model.evaluate(wider, Yt)
+    # train()'s own: a test set with ids beyond the training data's, and rows without labels.
+    unlabelled = Yt.tolil()
+    unlabelled[0, :] = 0
+    unlabelled = unlabelled.tocsr()
+    unlabelled.eliminate_zeros()
+    with pytest.warns(UserWarning) as raised:
+        xmltrain.train(X, Y, wider, unlabelled, hidden=8, epochs=1, progress=False)
+    found = [str(w.message) for w in raised]
+    assert any("ids beyond the model's 200 inputs" in m for m in found), found
+    assert any("have no label" in m for m in found), found
