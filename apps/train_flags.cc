@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/float_rate_flag.h"
 #include "apps/propensity_flag.h"
 #include "apps/unsigned_flag.h"
 
@@ -36,7 +37,8 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "Adagrad's rate for the first layer at --lr; it follows --lr's schedule, Algorithm 1's batch "
                   "rescaling and rollbacks in proportion, but not the scaling with the device count; several "
                   "devices with a global --momentum gamma take (1 - gamma) of it")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kFloatRate);
   cmd->add_option("--ranker", f->ranker,
                   "After training, fit a linear model (squared hinge per label, over the (feature, label) pairs "
                   "that share a training row) that re-scores the MLP's top --ranker-shortlist labels, blended "

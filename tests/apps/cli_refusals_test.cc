@@ -356,6 +356,7 @@ TEST(CliTest, RefusalsStateTheValueAsGivenAndWhatTurnedTheRankerOff) {
       {{"--lr", "1e-300"}, "--lr 1e-300 is below the smallest positive number it can be (1.1754944e-38)"},
       {{"--lr", "1e39"}, "--lr 1e39 is beyond the largest number it can be (3.4028235e+38)"},
       {{"--lr", "-1e-300"}, "--lr must be a positive number or 'auto', not '-1e-300'"},
+      {{"--input-lr", "1e-300"}, "--input-lr: 1e-300 is below the smallest positive number it can be (1.1754944e-38)"},
       {{"--algo", "adaptive", "--preset", "paper", "--ranker-passes", "3"}, "--preset paper turned it off"},
   };
   for (const auto& [flags, message] : refused) {
