@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "apps/algorithm_flags.h"
 #include "apps/train_algorithm.h"
 #include "apps/train_learning_rate.h"
 #include "apps/train_presets.h"
@@ -93,6 +94,7 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
                                     "crossbow");
     return;
   }
+  RefuseFlagsTheAlgorithmIgnores(f);
   if (f.preset != "default" && f.preset != "paper")
     throw std::invalid_argument("--preset must be default or paper, not '" + f.preset + "'");
   if (f.given("--lr-scaling")) ParseLrScaling(f.lr_scaling);

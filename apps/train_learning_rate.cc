@@ -87,8 +87,10 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resume
     std::cerr << " (the checkpoint's)";
   else
     std::cerr << " (" << rate << " scaled " << LrScalingName(scaling) << ")";
-  std::cerr << " --pert-weights " << (f.engine.pert_renormalize ? "normalized" : "raw")
-            << "\n";
+  // The perturbation is the normalized merge's alone: elastic, adasum, sync and crossbow have none.
+  if (f.engine.merge == scheduler::EngineOptions::Merge::kNormalized)
+    std::cerr << " --pert-weights " << (f.engine.pert_renormalize ? "normalized" : "raw");
+  std::cerr << "\n";
 }
 
 }  // namespace xmlt::apps

@@ -29,7 +29,13 @@ file's entry for that flag). A flag may not be both in the grid and in a variant
 SLIDE (algo = slide) trains on one CPU device: its runs leave out the [fixed] and --fixed flags
 that only several devices take (ONE_DEVICE_DROPS: devices, speed, clock, row-cost, ...), which
 xmltrain refuses for it, so that one study holds it beside the multi-device algorithms; its times
-are then wall-clock seconds on this machine, not the virtual clock's.
+are then wall-clock seconds on this machine, not the virtual clock's. In the same way, the flags
+that a run's algorithm never reads (--batch-min and --beta without dynamic dispatch; --pert-thr,
+--pert-delta and --pert-weights without the normalized merge; --elastic-alpha without the average
+or crossbow merge; all of them for single and slide), which xmltrain refuses, are left out of its
+runs when they come from [fixed] or the grid: `--grid algo=adaptive,elastic --grid beta=4,8,16`
+runs elastic once per seed, not three times. The sweep says so on stderr, --dry-run included; a
+variant that gives such a flag itself is a usage error.
 
 Runs: variants x grid x seeds. Each run's id is a hash of its data and flags (seed included); it
 writes OUT/runs/ID.jsonl (--metrics) and OUT/runs/ID.log (stdout and stderr). OUT/index.jsonl
@@ -68,7 +74,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sweep_index  # noqa: E402  (scripts/sweep_index.py: the sweep folder's files)
 from sweep_runs import Runner, refresh_targets, reuse_runs, run_all, train_command  # noqa: E402
 from sweep_study import REPO, UsageError, check_study, expand_runs, load_study_file  # noqa: E402
-from sweep_study import merge_command_line, read_train_flags, resolve_data  # noqa: E402
+from sweep_study import left_out_notes, merge_command_line, read_train_flags, resolve_data  # noqa: E402
 
 # ---------------------------------------------------------------------------------------------
 # The index, in the study's order, and what the study asked
@@ -166,6 +172,8 @@ def main(argv=None):
         pending = [r for r in pending if r["id"] not in reused]
     threads = args.threads if args.threads is not None else max(1, (os.cpu_count() or 1) // args.jobs)
     skipped = len(runs) - len(pending)
+    for note in left_out_notes(study, runs):
+        print(f"sweep: {note}", file=sys.stderr)
     print(f"sweep: {len(runs)} runs, {skipped} already done" + (f" ({len(reused)} from --reuse)" if reused else "")
           + f", {len(pending)} to run"
           + (f", {args.jobs} at a time" if pending else ""), file=sys.stderr)

@@ -23,6 +23,14 @@ STUDY_KEYS = {"name", "dataset", "seeds", "target", "fixed", "grid", "variant"} 
 ONE_DEVICE_DROPS = ("devices", "speed", "hetero", "clock", "row-cost", "merge-cost", "batch-min", "beta", "momentum",
                     "pert-thr", "pert-delta", "pert-weights", "schedule", "merge", "collective", "momentum-mode",
                     "elastic-alpha", "lr-scaling", "preset")
+# The dispatch and merge of each multi-device --algo (apps/train_algorithm.cc), and the flags that
+# only one of them reads (apps/algorithm_flags.cc): xmltrain refuses them for the others, so a run
+# leaves them out rather than train the same model under several values.
+ALGORITHM_PARTS = {"adaptive": ("dynamic", "normalized"), "elastic": ("static", "average"),
+                   "adasum": ("static", "adasum"), "sync": ("sync", "gradient"), "crossbow": ("sync", "crossbow")}
+DYNAMIC_DISPATCH_FLAGS = ("batch-min", "beta")
+NORMALIZED_MERGE_FLAGS = ("pert-thr", "pert-delta", "pert-weights")
+ELASTIC_FORCE_FLAGS = ("elastic-alpha",)
 
 
 class UsageError(Exception):
@@ -252,24 +260,85 @@ def check_study(study, known):
 # Runs
 
 
+def ignored_flags(flags):
+    """The flags among `flags` that the run's --algo (with --schedule and --merge) never reads."""
+    algo = flags.get("algo", "single")
+    if algo in ("single", "slide"):
+        parts = None
+    elif algo in ALGORITHM_PARTS:
+        parts = ALGORITHM_PARTS[algo]
+    else:
+        return set()  # xmltrain names the unknown --algo
+    ignored = set()
+    if parts is None or flags.get("schedule", parts[0]) != "dynamic":
+        ignored.update(DYNAMIC_DISPATCH_FLAGS)
+    if parts is None or flags.get("merge", parts[1]) != "normalized":
+        ignored.update(NORMALIZED_MERGE_FLAGS)
+    if parts is None or flags.get("merge", parts[1]) not in ("average", "crossbow"):
+        ignored.update(ELASTIC_FORCE_FLAGS)
+    return ignored & set(flags)
+
+
+def algorithm_name(flags):
+    """'elastic', or 'adaptive --merge average' when --schedule or --merge override the preset."""
+    return " ".join([flags.get("algo", "single")] + [f"--{k} {flags[k]}" for k in ("schedule", "merge") if k in flags])
+
+
 def expand_runs(study, data_identity):
-    """Every run of the study, in order: variants x grid x seeds."""
+    """Every run of the study, in order: variants x grid x seeds. A [fixed] or grid flag that a run's
+    algorithm ignores is left out of it (xmltrain would refuse it), so grid points that differ only
+    in such flags are one run, made once; each run lists them in `left_out`. A variant that gives
+    one itself is a usage error."""
     keys = list(study["grid"])
-    runs = []
+    runs, seen = [], {}
     for variant, variant_flags in study["variants"]:
         for point in itertools.product(*(study["grid"][k] for k in keys)):
             grid = dict(zip(keys, point))
             for seed in study["seeds"]:
                 fixed = study["fixed"]
-                if {**fixed, **variant_flags, **grid}.get("algo") == "slide":
+                every = {**fixed, **variant_flags, **grid}
+                if every.get("algo") == "slide":
                     fixed = {k: v for k, v in fixed.items() if k not in ONE_DEVICE_DROPS}
-                flags = {**fixed, **variant_flags, **grid, "seed": str(seed)}
-                runs.append({"id": run_id(data_identity, flags), "variant": variant, "grid": grid,
-                             "flags": flags, "label": run_label(variant, grid, seed)})
+                    every = {**fixed, **variant_flags, **grid}
+                ignored = ignored_flags(every)
+                for flag in sorted(ignored & set(variant_flags)):
+                    raise UsageError(f"variant {variant!r} gives --{flag}, which --algo {algorithm_name(every)} "
+                                     "ignores (xmltrain refuses it): drop it from the variant")
+                kept_grid = {k: v for k, v in grid.items() if k not in ignored}
+                flags = {**{k: v for k, v in fixed.items() if k not in ignored}, **variant_flags, **kept_grid,
+                         "seed": str(seed)}
+                identity = run_id(data_identity, flags)
+                if identity in seen and kept_grid != grid:
+                    seen[identity]["also_stands_for"] += 1
+                    continue  # the same run as an earlier grid point: they differ in ignored flags only
+                run = {"id": identity, "variant": variant, "grid": kept_grid, "flags": flags,
+                       "label": run_label(variant, kept_grid, seed),
+                       "left_out": sorted(ignored & (set(fixed) | set(grid))), "algorithm": algorithm_name(every),
+                       "also_stands_for": 0}
+                seen.setdefault(identity, run)
+                runs.append(run)
     ids = [r["id"] for r in runs]
     if len(set(ids)) != len(ids):
         raise UsageError("two runs of the study have the same flags (a variant repeats another?)")
     return runs
+
+
+def left_out_notes(study, runs):
+    """Lines saying which flags each algorithm's runs leave out, and how many runs that saves."""
+    notes = {}
+    for run in runs:
+        if run["left_out"]:
+            key = (run["variant"], run["algorithm"], tuple(run["left_out"]))
+            notes[key] = notes.get(key, 0) + run["also_stands_for"]
+    lines = []
+    for (variant, algorithm, flags), saved in notes.items():
+        line = (f"--algo {algorithm}{f' (variant {variant})' if variant else ''} ignores "
+                + ", ".join("--" + f for f in flags) + ": left out of its runs")
+        swept = [f"--{f}" for f in flags if f in study["grid"]]
+        if swept:
+            line += f"; its grid points that differ only in {', '.join(swept)} are run once ({saved} runs fewer)"
+        lines.append(line)
+    return lines
 
 
 def run_id(data_identity, flags):

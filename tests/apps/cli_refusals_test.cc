@@ -117,6 +117,30 @@ TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
       {{"--propensity", "0.6,2.6"}, "--propensity weighs the PSP@k of the --test evaluations; give --test"},
       {{"--slide-rehash-growth", "inf", "--algo", "slide"}, "--slide-rehash-growth must be a finite number of at least 1"},
       {{"--algo", "adaptive", "--devices", "cpu:1,cuda:97"}, "device cuda:97 does not exist ("},
+      // Issue 62, point 4: flags that only part of Adaptive SGD reads, refused where it is not run
+      // (elastic used to train with --beta 8 the same model as with --beta 16).
+      {{"--algo", "elastic", "--beta", "8"},
+       "--beta applies to Algorithm 1's batch sizes, which only dynamic dispatch rescales and --algo elastic would "
+       "ignore it: drop it, or choose --algo adaptive (or --schedule dynamic)"},
+      {{"--algo", "adasum", "--batch-min", "8"}, "--batch-min applies to Algorithm 1's batch sizes"},
+      {{"--algo", "sync", "--beta", "4"}, "--beta applies to Algorithm 1's batch sizes"},
+      {{"--algo", "crossbow", "--batch-min", "8"}, "--batch-min applies to Algorithm 1's batch sizes"},
+      {{"--algo", "adaptive", "--schedule", "static", "--beta", "4"},
+       "--beta applies to Algorithm 1's batch sizes, which only dynamic dispatch rescales and --algo adaptive "
+       "--schedule static would ignore it"},
+      {{"--algo", "elastic", "--pert-thr", "0.05"},
+       "--pert-thr applies to the normalized merge's perturbation (Algorithm 2) and --algo elastic would ignore it: "
+       "drop it, or choose --algo adaptive (or --merge normalized)"},
+      {{"--algo", "adasum", "--pert-delta", "0.2"}, "--pert-delta applies to the normalized merge's perturbation"},
+      {{"--algo", "sync", "--pert-weights", "raw"}, "--pert-weights applies to the normalized merge's perturbation"},
+      {{"--algo", "crossbow", "--pert-thr", "0"}, "--pert-thr applies to the normalized merge's perturbation"},
+      {{"--algo", "adaptive", "--merge", "average", "--pert-delta", "0.2"},
+       "--algo adaptive --merge average would ignore it"},
+      {{"--algo", "adaptive", "--elastic-alpha", "0.25"},
+       "--elastic-alpha applies to the elastic force of the average merge (EASGD) and of crossbow and --algo "
+       "adaptive would ignore it: drop it, or choose --algo elastic or crossbow (or --merge average)"},
+      {{"--algo", "adasum", "--elastic-alpha", "0.25"}, "--elastic-alpha applies to the elastic force"},
+      {{"--algo", "sync", "--elastic-alpha", "0.25"}, "--elastic-alpha applies to the elastic force"},
   };
   for (const auto& [flags, message] : cases) {
     std::vector<std::string> args = {"train", "--train", missing};

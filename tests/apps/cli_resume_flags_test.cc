@@ -224,7 +224,8 @@ std::vector<Refused> RefusedChanges(const Bases& b) {
       // The GPUs' merge needs GPUs: refused on CPU devices before any resume.
       {"--merge-on", devices, {{"--merge-on", "gpus"}}, false},
       {"--momentum-mode", devices, {{"--momentum-mode", "nesterov"}}},
-      {"--elastic-alpha", devices, {{"--elastic-alpha", "0.1"}}},
+      // The elastic force is the average merge's: the adaptive base's normalized merge refuses it.
+      {"--elastic-alpha", devices, {{"--merge", "average"}, {"--elastic-alpha", "0.1"}}},
   };
 }
 

@@ -90,6 +90,20 @@ set -e
 [[ $code -eq 2 ]] || fail "an unknown flag gave exit code $code, not 2"
 grep -q "unknown xmltrain train flag --no-such-flag" "$work/bad.err" || fail "no clear message for an unknown flag"
 
+# 3b. Flags an algorithm ignores (xmltrain refuses them) are left out of its runs, its grid points
+# that differ only in them are one run, and the dry run says so.
+"$python" "$source_dir/scripts/sweep.py" --out "$work/ignored" --xmltrain "$xmltrain" --train "$work/data/train.txt" \
+  --grid algo=adaptive,elastic --grid beta=4,8,16 --fixed pert-weights=raw --fixed devices=cpu:2 --seeds 1,2 \
+  --dry-run >"$work/ignored.out" 2>"$work/ignored.err" || { cat "$work/ignored.err" >&2; fail "the dry run failed"; }
+grep -q "^sweep: --algo elastic ignores --beta, --pert-weights: left out of its runs; its grid points that differ only in --beta are run once (4 runs fewer)$" \
+  "$work/ignored.err" || { cat "$work/ignored.err" >&2; fail "the dry run does not say what elastic leaves out"; }
+grep -q "8 to run" "$work/ignored.err" || { cat "$work/ignored.err" >&2; fail "not 6 adaptive and 2 elastic runs"; }
+[[ $(grep -c -- "--algo elastic" "$work/ignored.out") -eq 2 ]] || { cat "$work/ignored.out" >&2; fail "elastic does not run once per seed"; }
+if grep -- "--algo elastic" "$work/ignored.out" | grep -q -- "--beta\|--pert-weights"; then
+  fail "an elastic run keeps --beta or --pert-weights"
+fi
+[[ $(grep -c -- "--algo adaptive.*--beta" "$work/ignored.out") -eq 6 ]] || fail "adaptive lost its --beta grid"
+
 # 4. Figures and the report.
 for kind in time batch-trace; do
   "$python" "$source_dir/scripts/plot.py" "$work/sweep" --kind "$kind" --out "$work/$kind.png" >/dev/null \
