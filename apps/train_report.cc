@@ -20,20 +20,25 @@ namespace {
 
 // The summary's figures (`has_test`: with the last evaluation's test metrics).
 nlohmann::json SummaryFigures(const kernels::ModelShape& shape, const run::TrainResult& result, double load_seconds,
-                              bool has_test) {
+                              bool has_test, bool virtual_clock) {
   const run::EvalRecord& last = result.last;
+  const auto per_second = [&](double seconds) { return seconds > 0 ? double(last.train_samples) / seconds : 0.0; };
   nlohmann::json summary = {
       {"summary", true},
       {"model_shape", shape.ToString()},
       {"epochs", last.epoch},
       {"batches", result.batches},
       {"train_samples", last.train_samples},
+      {"clock", virtual_clock ? "virtual" : "wall"},
       {"train_time_s", last.train_time_s},
-      {"samples_per_s", last.train_time_s > 0 ? double(last.train_samples) / last.train_time_s : 0.0},
+      // Each rate names its clock. The wall clock times training alone; on the virtual clock the
+      // wall rate is over the wall time since training began, evaluations included.
+      {"samples_per_wall_s", per_second(virtual_clock ? last.wall_time_s : last.train_time_s)},
       {"wall_time_s", last.wall_time_s},
       {"load_time_s", load_seconds},
       {"train_loss", last.train_loss},
       {"rollbacks", result.rollbacks}};
+  if (virtual_clock) summary["samples_per_virtual_s"] = per_second(last.train_time_s);
   if (has_test) {
     summary.update(RankingJson(last.test.metrics));
     // The best of the MLP's evaluations during training; p1.. are the final model's (with the
@@ -47,10 +52,11 @@ nlohmann::json SummaryFigures(const kernels::ModelShape& shape, const run::Train
 
 }  // namespace
 
-void PrintEval(const run::EvalRecord& r) {
+void PrintEval(const run::EvalRecord& r, bool virtual_clock) {
   char line[512];
-  int used = std::snprintf(line, sizeof line, "epoch %6.2f  megabatch %4llu  train %7.2fs  loss %.4f", r.epoch,
-                           static_cast<unsigned long long>(r.megabatch), r.train_time_s, r.train_loss);
+  int used = std::snprintf(line, sizeof line, "epoch %6.2f  megabatch %4llu  train %7.2f %s s  loss %.4f", r.epoch,
+                           static_cast<unsigned long long>(r.megabatch), r.train_time_s,
+                           virtual_clock ? "virtual" : "wall", r.train_loss);
   if (r.test.rows > 0) {
     used += std::snprintf(line + used, sizeof line - size_t(used),
                           "  test loss %.4f  P@1 %.4f  P@3 %.4f  P@5 %.4f  nDCG@3 %.4f  nDCG@5 %.4f", r.test.loss,
@@ -120,7 +126,8 @@ void SayModelAndStep(const TrainFlags& f, const TrainingData& data, uint64_t pla
 
 nlohmann::json TrainSummary(const TrainFlags& f, const TrainingData& data, const run::TrainResult& result,
                             const nlohmann::json& lr_search) {
-  nlohmann::json summary = SummaryFigures(data.shape, result, data.load_seconds, data.test != nullptr);
+  nlohmann::json summary = SummaryFigures(data.shape, result, data.load_seconds, data.test != nullptr,
+                                          f.engine.clock == scheduler::EngineOptions::Clock::kVirtual);
   // What the virtual clock charged, and where that came from: its times compare only between
   // runs that charged the same.
   if (f.engine.clock == scheduler::EngineOptions::Clock::kVirtual)

@@ -16,8 +16,8 @@
 
 namespace xmlt::apps {
 
-// One evaluation's line on stdout.
-void PrintEval(const run::EvalRecord& r);
+// One evaluation's line on stdout, its training time labelled with its clock ("train 0.20 virtual s").
+void PrintEval(const run::EvalRecord& r, bool virtual_clock);
 
 // --lr auto: the pick and every candidate's held-out P@1 on `device`, said on stderr when `say`
 // (rank 0); returns the same as the summary's "lr_search".

@@ -102,7 +102,7 @@ run::TrainResult Train(TrainFlags& f, TrainSession& session, const TrainingData&
   callbacks.on_eval = [&](const run::EvalRecord& record) {
     if (!writer) return;
     if (show_progress) std::cerr << "\r\033[K";
-    if (session.print) PrintEval(record);
+    if (session.print) PrintEval(record, f.engine.clock == scheduler::EngineOptions::Clock::kVirtual);
     metrics.Append(record);
     say_if_metrics_failed();
     if (session.on_eval) session.on_eval(record);

@@ -90,7 +90,7 @@ for math in "${math_list[@]}"; do
   xmlt_out=$("$xmltrain" train --train "$data_dir/train.txt" --test "$data_dir/test.txt" \
     --epochs "$epochs" --batch "$batch" --hidden "$hidden" --threads "$threads" --math "$math" \
     --local-momentum 0 --input-optimizer sgd --dropout 0 ${lr_args[@]+"${lr_args[@]}"} --eval-every 0)
-  xmlt_rate[$math]=$(json_field samples_per_s <<<"$xmlt_out")
+  xmlt_rate[$math]=$(json_field samples_per_wall_s <<<"$xmlt_out")
   xmlt_p1[$math]=$(json_field p1 <<<"$xmlt_out")
 done
 

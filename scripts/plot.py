@@ -24,6 +24,8 @@ their own (same colour, another line style); --where keeps only the runs with th
 values ('variant' and 'algo' work too). batch-trace plots --run (an id or its prefix), else the
 first multi-device dynamic-dispatch run of the index.
 The figure goes to --out, by default SWEEP_DIR/figures/KIND.png (./KIND.png with --metrics).
+The time axis names its clock ("training time (virtual s)"): a sweep's flags say it; metrics files
+do not, so --clock gives it (default: virtual where the files list several devices, else wall).
 
 Needs matplotlib (Debian: python3-matplotlib, which scripts/setup.sh installs). When the running
 interpreter lacks it, the script runs itself again under $PYTHON or /usr/bin/python3 if one of
@@ -47,7 +49,7 @@ KINDS = {
     "perturbation": {"x": "time", "group_by": "pert-thr,pert-delta", "title": "Perturbation"},
     "batch-trace": {"x": "megabatch", "group_by": None, "title": "Batch sizes and perturbation"},
 }
-X_FIELDS = {"time": ("train_time_s", "training time (s)"), "megabatch": ("megabatch", "mega-batch"),
+X_FIELDS = {"time": ("train_time_s", "training time"), "megabatch": ("megabatch", "mega-batch"),
             "epoch": ("epoch", "epoch")}
 METRICS = ("p1", "p3", "p5", "ndcg3", "ndcg5", "psp1", "psp3", "psp5", "psndcg3", "psndcg5", "loss")
 
@@ -109,16 +111,42 @@ def load_index(study):
     return runs
 
 
-def load_metrics_files(items):
-    """Runs from NAME=FILE arguments: the name becomes the run's variant."""
+def load_metrics_files(items, clock=None):
+    """Runs from NAME=FILE arguments: the name becomes the run's variant; `clock` (virtual or wall)
+    is their times' clock, which the files do not say (None: run_clock guesses it)."""
     runs = []
     for item in items:
         name, sep, path = item.partition("=")
         if not sep:
             name, path = Path(item).stem, item
         runs.append({"id": name, "status": "ok", "variant": name, "grid": {"variant": name},
-                     "flags": {}, "metrics": Path(path)})
+                     "flags": {}, "metrics": Path(path), **({"clock": clock} if clock else {})})
     return runs
+
+
+def run_clock(run):
+    """The clock of a run's times, "virtual" or "wall": SLIDE and single train on the wall clock
+    (they refuse --clock), the other algorithms on --clock (virtual by default). A metrics file
+    given alone has no flags: its clock is the one given for it, else virtual when its evaluations
+    list several devices (xmltrain's default for them) and wall when they list one."""
+    if is_slide(run):
+        return "wall"
+    if run["flags"]:
+        return "wall" if run["flags"].get("algo", "single") == "single" else run["flags"].get("clock", "virtual")
+    if run.get("clock"):
+        return run["clock"]
+    first = next(iter(records_of(run)), {})
+    return "virtual" if len(first.get("devices", [])) > 1 else "wall"
+
+
+def seconds_label(runs):
+    """'virtual s', 'wall s', or for a mix the virtual seconds with the wall-clock runs named."""
+    clocks = {run_clock(r) for r in runs}
+    if len(clocks) == 1:
+        return f"{clocks.pop()} s"
+    wall = sorted({SLIDE_LABEL.split(" ")[0] if is_slide(r) else str(flag_value(r, "variant"))
+                   for r in runs if run_clock(r) == "wall"})
+    return f"virtual s; {', '.join(wall)}: wall clock"
 
 
 def records_of(run):
@@ -226,12 +254,9 @@ def mean_curve(runs, x_field, metric):
 
 
 def x_label(runs, x):
+    """The x axis; time says its clock: "training time (virtual s)"."""
     field, label = X_FIELDS[x]
-    # SLIDE refuses --clock: its times are wall-clock seconds whatever the others' clock.
-    timed = [r for r in runs if r["flags"] and not is_slide(r)]
-    if x == "time" and timed and all(r["flags"].get("clock", "virtual") == "virtual" for r in timed):
-        label = "training time (s, virtual clock" + ("; SLIDE: wall clock)" if any(map(is_slide, runs)) else ")")
-    return label
+    return f"{label} ({seconds_label(runs)})" if x == "time" else label
 
 
 def plot_lines(runs, kind, out, group_by=None, x=None, metric="p1", title=None):
@@ -338,6 +363,8 @@ def parse_args(argv):
     parser.add_argument("study", nargs="?", help="a sweep's folder or its index.jsonl")
     parser.add_argument("--metrics", action="append", default=[], metavar="NAME=FILE",
                         help="an xmltrain metrics file instead of a sweep (repeatable)")
+    parser.add_argument("--clock", choices=("virtual", "wall"),
+                        help="--metrics: the clock of the files' times (default: virtual for several devices)")
     parser.add_argument("--kind", required=True, choices=list(KINDS))
     parser.add_argument("--group-by", help="flag(s) whose values make the lines, comma separated")
     parser.add_argument("--x", choices=list(X_FIELDS), help="x axis (default: per kind)")
@@ -355,7 +382,7 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv)
     ensure_matplotlib()
-    runs = load_metrics_files(args.metrics) if args.metrics else load_index(args.study)
+    runs = load_metrics_files(args.metrics, args.clock) if args.metrics else load_index(args.study)
     runs = select(runs, args.where)
     default_out = (sweep_index.index_path(args.study).parent / "figures" if args.study else Path(".")) / f"{args.kind}.png"
     group_by = parse_group_by(args.group_by, runs, args.kind)

@@ -16,7 +16,9 @@ the grid sweeps it, else the variant when the sweep has variants, else --algo) i
 (default elastic), or else whose --algo is, among the configurations with the same variant and
 values of the other swept flags. The target is
 --target, or F (0.95) times the lowest best P@1 among the configurations, as in
-scripts/time_to_accuracy.py. Times are training times (virtual seconds on the virtual clock).
+scripts/time_to_accuracy.py. Times are training times and say their clock in the header
+("virtual s": the virtual clock's seconds, which charge rows and merges, not evaluations or the
+ranker; docs/devices.md); the last column is each run's wall time, everything included.
 SLIDE's runs (--algo slide, one CPU device) are labelled "SLIDE (1 CPU)" and timed on the wall
 clock (xmltrain refuses --clock for them): their speed-up is left out unless the baseline ran on
 the wall clock too, and a note under the table says so.
@@ -60,6 +62,7 @@ def run_numbers(run, target):
             "time": reached["train_time_s"] if reached else None,
             "megabatches": reached["megabatch"] if reached else None,
             "perturbations": sum(1 for r in plot.records_of(run) if r.get("perturbed")),
+            "wall_s": run.get("wall_s"),
             # Propensity-scored precision, where the run computed it (it had a test set).
             "psp1": max((r["psp1"] for r in evaluated if "psp1" in r), default=None),
             "psp5": max((r["psp5"] for r in evaluated if "psp5" in r), default=None)}
@@ -75,7 +78,8 @@ def mean_and_spread(values):
 def summarize_configuration(members, target):
     numbers = [n for n in (run_numbers(r, target) for r in members) if n]
     row = {"seeds": len(numbers), "reached": sum(1 for n in numbers if n["time"] is not None)}
-    for key in ("p1", "p3", "p5", "final_p1", "time", "megabatches", "train_time_s", "perturbations", "psp1", "psp5"):
+    for key in ("p1", "p3", "p5", "final_p1", "time", "megabatches", "train_time_s", "perturbations", "psp1", "psp5",
+                "wall_s"):
         row[key], row[key + "_sd"] = mean_and_spread([n[key] for n in numbers])
     return row
 
@@ -129,8 +133,7 @@ def seconds(value, spread=None):
 
 def clock(row):
     """The clock of a configuration's times: SLIDE's is the wall clock whatever the flags say."""
-    run = row["members"][0]
-    return "wall" if plot.is_slide(run) else run["flags"].get("clock", "virtual")
+    return plot.run_clock(row["members"][0])
 
 
 def same_clock(row, base):
@@ -153,10 +156,12 @@ def slide_note(rows):
 def table(rows, baselines, multi_seed):
     # Best PSP@1 and PSP@5 (propensity-scored, the long tail's precision) when the runs have them.
     psp = any(row.get("psp1") is not None for row in rows)
+    unit = plot.seconds_label([run for row in rows for run in row["members"]])
     lines = ["| configuration | seeds | MLP's best P@1 | best P@3 | best P@5 | " +
              ("best PSP@1 | best PSP@5 | " if psp else "") +
-             "final model's P@1 | time to target (s) | mega-batches to target | speed-up | total time (s) |",
-             "|---|---|---|---|---|" + ("---|---|" if psp else "") + "---|---|---|---|---|"]
+             f"final model's P@1 | time to target ({unit}) | mega-batches to target | speed-up | "
+             f"total time ({unit}) | wall s |",
+             "|---|---|---|---|---|" + ("---|---|" if psp else "") + "---|---|---|---|---|---|"]
     for row in rows:
         base = baselines.get(row["comparison"])
         speedup = f"{base['time'] / row['time']:.2f}x" if base and row["time"] and same_clock(row, base) else "-"
@@ -168,7 +173,7 @@ def table(rows, baselines, multi_seed):
         psp_cells = f"{number(row.get('psp1'))} | {number(row.get('psp5'))} | " if psp else ""
         lines.append(f"| {row['label']} | {row['seeds']} | {number(row['p1'], row['p1_sd'])} | {number(row['p3'])} | "
                      f"{number(row['p5'])} | {psp_cells}{number(row['final_p1'])} | {time_text} | {mb} | {speedup} | "
-                     f"{seconds(row['train_time_s'])} |")
+                     f"{seconds(row['train_time_s'])} | {seconds(row['wall_s'])} |")
     return lines
 
 

@@ -90,12 +90,17 @@ TEST(CliTest, TrainPrintsSummaryAndWritesMetricsAndModel) {
   ASSERT_EQ(r.code, 0) << Describe(r);
   const json summary = LastJsonLine(r);
   ASSERT_TRUE(summary.is_object()) << r.out;
-  for (const char* key : {"samples_per_s", "train_time_s", "train_samples", "p1", "mlp_best_p1", "cpu_isa"})
+  for (const char* key : {"samples_per_wall_s", "train_time_s", "train_samples", "p1", "mlp_best_p1", "cpu_isa"})
     EXPECT_TRUE(summary.contains(key)) << key << " missing in " << summary.dump();
+  // One device trains on the wall clock, and every time says so (issue 62, point 2).
+  EXPECT_EQ(summary["clock"], "wall");
+  EXPECT_FALSE(summary.contains("samples_per_s")) << "a rate that does not name its clock";
+  EXPECT_FALSE(summary.contains("samples_per_virtual_s"));
+  EXPECT_NE(r.out.find(" wall s  loss "), std::string::npos) << r.out;
   EXPECT_EQ(summary["train_samples"].get<uint64_t>(), uint64_t(2 * Data::kLabeledTrainRows));
   // The CPU step's vector kernels the run used (XMLT_CPU_ISA, or this CPU's widest).
   EXPECT_EQ(summary["cpu_isa"].get<std::string>(), kernels::cpu::CpuIsaName(kernels::cpu::ActiveCpuIsa()));
-  EXPECT_GT(summary["samples_per_s"].get<double>(), 0.0);
+  EXPECT_GT(summary["samples_per_wall_s"].get<double>(), 0.0);
   EXPECT_GE(summary["mlp_best_p1"].get<double>(), summary["p1"].get<double>());
 
   // One metrics line per epoch, the file renamed from .partial.
@@ -281,10 +286,16 @@ TEST(CliTest, TheVirtualClockChargesEveryRunAlike) {
     args.insert(args.end(), extra.begin(), extra.end());
     const testing::CliResult r = testing::Cli(args);
     EXPECT_EQ(r.code, 0) << testing::Describe(r);
+    // Virtual seconds are said to be virtual (issue 62, point 2): "train 0.20 virtual s".
+    EXPECT_NE(r.out.find(" virtual s  loss "), std::string::npos) << r.out;
     return testing::LastJsonLine(r);
   };
   const nlohmann::json first = run("adaptive", {}), second = run("adaptive", {});
   EXPECT_EQ(first["train_time_s"], second["train_time_s"]) << "two identical runs, two virtual times";
+  EXPECT_EQ(first["clock"], "virtual");
+  EXPECT_DOUBLE_EQ(first["samples_per_virtual_s"].get<double>(),
+                   first["train_samples"].get<double>() / first["train_time_s"].get<double>());
+  EXPECT_GT(first["samples_per_wall_s"].get<double>(), 0.0);
   EXPECT_EQ(first["virtual_clock"]["costs"], "model");
   const nlohmann::json elastic = run("elastic", {});
   EXPECT_EQ(elastic["virtual_clock"]["row_cost_s"], first["virtual_clock"]["row_cost_s"]);
