@@ -8,8 +8,9 @@ Usage:
 
 One table row per configuration (runs that differ only by seed; numbers are means over seeds,
 with the spread when there are several): the MLP's best P@1, P@3 and P@5 over the evaluations
-during training (the metrics files), the final model's P@1 (with the shortlist ranker it ends
-with: the summary's p1, which the sweep's index keeps; the last evaluation's without one), the time
+during training (the metrics files, headed "MLP:"), beside the final model's P@1 and what that
+model is ("MLP + ranker" with the default shortlist ranker, the summary's p1, which the sweep's
+index keeps as final_p1; "MLP" with --ranker off), the MLP's time
 and the mega-batches to the target P@1 (over the seeds that reached it), and the speed-up over
 the baseline of the same group: the configuration whose --group-by value (default: --algo when
 the grid sweeps it, else the variant when the sweep has variants, else --algo) is --baseline
@@ -56,8 +57,10 @@ def run_numbers(run, target):
     reached = sweep_index.first_reaching(evaluated, target) if target is not None else None
     return {"p1": max(r["p1"] for r in evaluated), "p3": max(r["p3"] for r in evaluated),
             "p5": max(r["p5"] for r in evaluated),
-            # The index keeps the summary's p1: the final model's, with the ranker no evaluation saw.
-            "final_p1": run["p1"] if run.get("p1") is not None else evaluated[-1]["p1"],
+            # The index keeps the summary's p1 as final_p1 (p1 before): the final model's, with the
+            # ranker no evaluation saw.
+            "final_p1": next((run[k] for k in ("final_p1", "p1") if run.get(k) is not None), evaluated[-1]["p1"]),
+            "final_model": run.get("final_model", "MLP + ranker" if "mlp_best_p1" in run else "MLP"),
             "train_time_s": evaluated[-1]["train_time_s"],
             "time": reached["train_time_s"] if reached else None,
             "megabatches": reached["megabatch"] if reached else None,
@@ -77,7 +80,8 @@ def mean_and_spread(values):
 
 def summarize_configuration(members, target):
     numbers = [n for n in (run_numbers(r, target) for r in members) if n]
-    row = {"seeds": len(numbers), "reached": sum(1 for n in numbers if n["time"] is not None)}
+    row = {"seeds": len(numbers), "reached": sum(1 for n in numbers if n["time"] is not None),
+           "final_model": " / ".join(sorted({n["final_model"] for n in numbers}))}
     for key in ("p1", "p3", "p5", "final_p1", "time", "megabatches", "train_time_s", "perturbations", "psp1", "psp5",
                 "wall_s"):
         row[key], row[key + "_sd"] = mean_and_spread([n[key] for n in numbers])
@@ -153,15 +157,26 @@ def slide_note(rows):
             + (f", the others' on the {' and '.join(clocks)} clock" if clocks else "") + ".", ""]
 
 
+def models_note(rows):
+    """What "MLP" and "final model" mean, under the table: two models, whose figures differ."""
+    ranker = any("ranker" in row["final_model"] for row in rows)
+    return ["MLP: the network's evaluations during training (the metrics files); the target, its time and the "
+            "speed-up are the MLP's. Final model: what `xmltrain train` saves and `eval` scores"
+            + (": with the default shortlist ranker, the MLP re-ranked by a linear model fitted after training, on "
+               "the training rows but for a tenth held out to choose its blend, which the MLP did not train on either "
+               "(`--ranker off` trains on every row and keeps the MLP alone)" if ranker else ": the MLP alone")
+            + ".", ""]
+
+
 def table(rows, baselines, multi_seed):
     # Best PSP@1 and PSP@5 (propensity-scored, the long tail's precision) when the runs have them.
     psp = any(row.get("psp1") is not None for row in rows)
     unit = plot.seconds_label([run for row in rows for run in row["members"]])
-    lines = ["| configuration | seeds | MLP's best P@1 | best P@3 | best P@5 | " +
-             ("best PSP@1 | best PSP@5 | " if psp else "") +
-             f"final model's P@1 | time to target ({unit}) | mega-batches to target | speed-up | "
-             f"total time ({unit}) | wall s |",
-             "|---|---|---|---|---|" + ("---|---|" if psp else "") + "---|---|---|---|---|---|"]
+    lines = ["| configuration | seeds | MLP: best P@1 | MLP: best P@3 | MLP: best P@5 | " +
+             ("MLP: best PSP@1 | MLP: best PSP@5 | " if psp else "") +
+             f"final model | final model: P@1 | MLP: time to target ({unit}) | MLP: mega-batches to target | "
+             f"speed-up | total time ({unit}) | wall s |",
+             "|---|---|---|---|---|" + ("---|---|" if psp else "") + "---|---|---|---|---|---|---|"]
     for row in rows:
         base = baselines.get(row["comparison"])
         speedup = f"{base['time'] / row['time']:.2f}x" if base and row["time"] and same_clock(row, base) else "-"
@@ -172,7 +187,8 @@ def table(rows, baselines, multi_seed):
         mb = f"{row['megabatches']:.1f}".removesuffix(".0") if row["megabatches"] is not None else "-"
         psp_cells = f"{number(row.get('psp1'))} | {number(row.get('psp5'))} | " if psp else ""
         lines.append(f"| {row['label']} | {row['seeds']} | {number(row['p1'], row['p1_sd'])} | {number(row['p3'])} | "
-                     f"{number(row['p5'])} | {psp_cells}{number(row['final_p1'])} | {time_text} | {mb} | {speedup} | "
+                     f"{number(row['p5'])} | {psp_cells}{row['final_model']} | {number(row['final_p1'])} | {time_text} | {mb} | "
+                     f"{speedup} | "
                      f"{seconds(row['train_time_s'])} | {seconds(row['wall_s'])} |")
     return lines
 
@@ -277,7 +293,7 @@ def main(argv=None):
     out = args.out or folder / "report.md"
     lines = header(sweep_index.read_study(folder), folder, all_runs, target, target_text)
     lines += ["## Results", ""] + table(rows, baselines, any(r["seeds"] > 1 for r in rows)) + [""]
-    lines += slide_note(rows)
+    lines += slide_note(rows) + models_note(rows)
     if baselines:
         lines += ["Speed-up: the baseline's time to target over the configuration's, within each group of equal "
                   "swept flags; baselines: " + "; ".join(sorted({b["label"] for b in baselines.values()})) + ".", ""]

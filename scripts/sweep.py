@@ -40,8 +40,11 @@ variant that gives such a flag itself is a usage error.
 Runs: variants x grid x seeds. Each run's id is a hash of its data and flags (seed included); it
 writes OUT/runs/ID.jsonl (--metrics) and OUT/runs/ID.log (stdout and stderr). OUT/index.jsonl
 gets one line per finished run: id, status ("ok" or "failed"), variant, grid (the swept flags),
-flags, and for ok runs the summary: mlp_best_p1 and mlp_best_megabatch (the best of the MLP's
-evaluations during training), p1/p3/p5 (the final model's, with its shortlist ranker), train_time_s,
+flags, and for ok runs the summary: the MLP's figures, mlp_best_p1 and mlp_best_megabatch (the
+best of its evaluations during training) and mlp_last_p1 (its last), beside the final model's,
+final_p1/final_p3/final_p5, with final_model saying what that model is ("MLP + ranker" with the
+default shortlist ranker, "MLP" with --ranker off) and ranker_holdout_rows how many training rows
+the ranker held out of training (a tenth by default; 0 with --ranker off); train_time_s,
 megabatches, evaluations, perturbations (evaluations whose metrics say `perturbed`), and with
 --target, time_to_target_s and megabatches_to_target (null when not reached); for failed runs,
 exit_code and error (the log's tail). Runs already in the index as ok are skipped; failed ones

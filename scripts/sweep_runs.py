@@ -56,13 +56,18 @@ def summarize(records, summary, target):
     # not comparable with the whole test set's.
     comparable = [r for r in evaluated if r.get("test_rows") == last.get("test_rows")]
     best = max(comparable, key=lambda r: r["p1"]) if comparable else {}
-    # p1..p5 are the final model's: the summary's (with the shortlist ranker, which no evaluation
-    # during training saw), or the last evaluation's when the run printed no summary.
+    # final_p1..final_p5 are the final model's: the summary's (with the shortlist ranker, which no
+    # evaluation during training saw), or the last evaluation's when the run printed no summary.
+    # Indexes written before named them p1..p5.
     final = summary if "p1" in summary else last
+    ranker = summary.get("ranker") or {}
     result = {
         "mlp_best_p1": summary.get("mlp_best_p1", summary.get("best_p1", best.get("p1"))),
         "mlp_best_megabatch": best.get("megabatch"),
-        "p1": final.get("p1"), "p3": final.get("p3"), "p5": final.get("p5"),
+        "mlp_last_p1": last.get("p1"),
+        "final_model": "MLP + ranker" if ranker.get("used") else "MLP",
+        "final_p1": final.get("p1"), "final_p3": final.get("p3"), "final_p5": final.get("p5"),
+        "ranker_holdout_rows": ranker.get("holdout_rows", 0) if ranker.get("fitted") else 0,
         "train_time_s": summary.get("train_time_s", last.get("train_time_s")),
         "megabatches": records[-1].get("megabatch") if records else None,
         "evaluations": len(evaluated),
@@ -172,17 +177,25 @@ def refresh_targets(records, runs_dir, target):
                                         read_summary_line(sweep_index.log_file(runs_dir, record["id"])), target))
 
 
+def clock_of(record):
+    """The clock of a run's times (scripts/plot.py's run_clock, without reading its metrics)."""
+    flags = record.get("flags", {})
+    if flags.get("algo", "single") in ("single", "slide"):
+        return "wall"
+    return flags.get("clock", "virtual")
+
+
 def progress_text(record, label):
     if record["status"] == "ok":
         best = record.get("mlp_best_p1", record.get("best_p1"))  # best_p1: an index written before
-        final = record.get("p1")
+        final = record.get("final_p1", record.get("p1"))  # p1: an index written before
         text = f"done {label}"
         if best is not None:
             text += f": the MLP's best P@1 {best:.4f}"
             if final is not None:
-                text += f", the final model's {final:.4f}"
+                text += f", the final model's ({record.get('final_model', 'MLP + ranker')}) {final:.4f}"
         if record.get("time_to_target_s") is not None:
-            text += f", target at {record['time_to_target_s']:.3g} s"
+            text += f", the MLP reached the target at {record['time_to_target_s']:.3g} {clock_of(record)} s"
         return text
     last = record["error"].splitlines()[-1] if record["error"] else ""
     return f"FAILED (exit {record['exit_code']}) {label}: {last}"

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Time to a target P@1 and best P@1 from xmltrain metrics files (JSON lines), as a markdown table.
 
-The figures are the MLP's evaluations during training, which the metrics files hold: its best and
-its last P@1. The final model's, with the shortlist ranker it ends with, is the run's summary's
-p1 (not in these files), and no evaluation's time applies to it.
+The figures headed "MLP:" are the MLP's evaluations during training, which the metrics files hold:
+the time to the target, its best and its last P@1. The final model's P@1, with the shortlist
+ranker it ends with by default, is the run's summary's p1 (not in these files: --summary
+NAME=LOG reads it from the run's stdout), and no evaluation's time applies to it; the table
+names that model ("MLP + ranker", or "MLP" with --ranker off).
 
-Usage: time_to_accuracy.py [--target P1 | --target-fraction F] [--clock virtual|wall] NAME=METRICS.jsonl ...
+Usage: time_to_accuracy.py [--target P1 | --target-fraction F] [--clock virtual|wall]
+                           [--summary NAME=STDOUT.log ...] NAME=METRICS.jsonl ...
 The target defaults to F (0.95) times the lowest best P@1 among the runs, so that every run can
 reach it; 'x faster' compares each run's time to target with the slowest run's.
 A run named slide (--algo slide) is shown as "SLIDE (1 CPU)": it trains on one CPU device and
@@ -30,11 +33,25 @@ def load(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def final_model(path):
+    """("MLP + ranker" or "MLP", its P@1) from the last summary line of a run's stdout."""
+    summary = {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("{") and '"summary"' in line:
+                summary = json.loads(line)
+    if "p1" not in summary:
+        sys.exit(f"time_to_accuracy: {path} holds no summary line with p1")
+    return ("MLP + ranker" if (summary.get("ranker") or {}).get("used") else "MLP"), summary["p1"]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", type=float, help="P@1 to reach")
     parser.add_argument("--target-fraction", type=float, default=0.95)
     parser.add_argument("--clock", choices=("virtual", "wall"), help="the clock of the files' times")
+    parser.add_argument("--summary", action="append", default=[], metavar="NAME=LOG",
+                        help="a run's stdout, whose summary gives its final model's P@1 (repeatable)")
     parser.add_argument("runs", nargs="+", metavar="NAME=FILE")
     args = parser.parse_args()
 
@@ -58,13 +75,17 @@ def main():
                      best["p1"], best["train_time_s"], records[-1]["p1"], records[-1]["train_time_s"]))
     slowest = max((t for name, t, *_ in rows if t is not None and name != "slide"), default=None)
 
+    finals = {}
+    for item in args.summary:
+        name, _, path = item.partition("=")
+        finals[name] = final_model(path)
     clocks = {run["variant"]: run_clock(run) for run in load_metrics_files(args.runs, args.clock)}
     unit = sorted(set(clocks.values()))
     unit = f"{unit[0]} s" if len(unit) == 1 else "s, clock per run"
     print(f"target P@1 = {target:.4f}\n")
-    print(f"| run | time to target ({unit}) | mega-batches to target | x faster | MLP's best P@1 | at ({unit}) | "
-          f"MLP's last P@1 | total ({unit}) | wall s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"| run | MLP: time to target ({unit}) | MLP: mega-batches to target | x faster | MLP: best P@1 | "
+          f"at ({unit}) | MLP: last P@1 | total ({unit}) | wall s | final model | final model: P@1 |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for (name, t, mb, best, best_t, final, total), (_, records) in zip(rows, runs):
         faster = f"{slowest / t:.2f}" if t and slowest and name != "slide" else "-"
         t_text = f"{t:.2f}" if t is not None else "not reached"
@@ -73,7 +94,9 @@ def main():
             label += f" ({clocks[name]} clock)"
         wall = records[-1].get("wall_time_s")
         print(f"| {label} | {t_text} | {mb if mb is not None else '-'} | {faster} | {best:.4f} | {best_t:.2f} | "
-              f"{final:.4f} | {total:.2f} | {f'{wall:.1f}' if wall is not None else '-'} |")
+              f"{final:.4f} | {total:.2f} | {f'{wall:.1f}' if wall is not None else '-'} | "
+              f"{finals[name][0] if name in finals else '-'} | "
+              f"{f'{finals[name][1]:.4f}' if name in finals else '-'} |")
 
     if any(name == "slide" for name, *_ in rows):
         print(f"\n{SLIDE_LABEL}: one CPU device (SLIDE's sampled output layer, its threads sharing the model) "

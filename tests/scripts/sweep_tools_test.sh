@@ -51,12 +51,17 @@ done
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    for key in ("mlp_best_p1", "p1", "p3", "p5", "train_time_s", "megabatches", "perturbations", "time_to_target_s"):
+    for key in ("mlp_best_p1", "mlp_last_p1", "final_model", "final_p1", "final_p3", "final_p5", "ranker_holdout_rows",
+                "train_time_s", "megabatches", "perturbations", "time_to_target_s"):
         assert key in r, (key, r)
+    assert "p1" not in r, "a P@1 that does not say whose it is"
     assert r["mlp_best_p1"] > 0 and r["megabatches"] > 0, r
-    # p1 is the final model's: the summary's (with the shortlist ranker), not the last evaluation's.
+    # final_p1 is the final model's: the summary's (with the shortlist ranker), not the last evaluation's.
     summary = [json.loads(l) for l in open(sys.argv[2] + "/" + r["id"] + ".log") if l.startswith("{") and '"summary"' in l][-1]
-    assert r["p1"] == summary["p1"] and r["mlp_best_p1"] == summary["mlp_best_p1"], (r, summary)
+    assert r["final_p1"] == summary["p1"] and r["mlp_best_p1"] == summary["mlp_best_p1"], (r, summary)
+    ranker = summary.get("ranker", {})
+    assert r["final_model"] == ("MLP + ranker" if ranker.get("used") else "MLP"), (r, summary)
+    assert r["ranker_holdout_rows"] == (ranker.get("holdout_rows", 0) if ranker.get("fitted") else 0), (r, summary)
     slide = r["flags"]["algo"] == "slide"
     assert ("devices" in r["flags"]) != slide and ("clock" in r["flags"]) != slide, r
 EOF
@@ -121,8 +126,12 @@ if grep -q "^| slide " "$report"; then fail "the report names SLIDE by its bare 
 # SLIDE's row has no speed-up over elastic (wall clock against the virtual one), and a note says why.
 grep -F "| SLIDE (1 CPU) |" "$report" | grep -q " | - | [0-9.]* | [0-9.]* |$" || { cat "$report" >&2; fail "SLIDE got a speed-up"; }
 # Times say their clock, and the wall time stands beside them (issue 62, point 2).
-grep -qF "| time to target (virtual s; SLIDE: wall clock) |" "$report" || { cat "$report" >&2; fail "no clock in the header"; }
+grep -qF "time to target (virtual s; SLIDE: wall clock) |" "$report" || { cat "$report" >&2; fail "no clock in the header"; }
 grep -qF "| wall s |" "$report" || { cat "$report" >&2; fail "no wall time column"; }
+# The MLP's figures and the final model's, each named (issue 62, point 3).
+grep -qF "| MLP: best P@1 | MLP: best P@3 | MLP: best P@5 |" "$report" && grep -qF "| final model | final model: P@1 | MLP: time to target" "$report" \
+  || { cat "$report" >&2; fail "the report does not name whose figures it shows"; }
+grep -q "^MLP: the network's evaluations during training" "$report" || { cat "$report" >&2; fail "no note on the two models"; }
 grep -q "^SLIDE (1 CPU): .*one CPU device.*against cpu:2 for the others.*wall-clock seconds" "$report" \
   || { cat "$report" >&2; fail "no note on SLIDE's device and clock"; }
 # The time figure: SLIDE's own line in its colour and style, and an axis that names both clocks.

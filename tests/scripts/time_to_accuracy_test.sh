@@ -38,26 +38,35 @@ expect_row() {  # expect_row OUTPUT ROW: the table holds exactly this row
 out=$(tta fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "time_to_accuracy.py exited with $?"
 grep -qx "target P@1 = 0.3040" <<<"$out" || { echo "$out" >&2; fail "wrong default target"; }
 # Times say their clock (issue 62, point 2): files listing no devices are one device's, on the wall clock.
-grep -qxF "| run | time to target (wall s) | mega-batches to target | x faster | MLP's best P@1 | at (wall s) | MLP's last P@1 | total (wall s) | wall s |" \
+grep -qxF "| run | MLP: time to target (wall s) | MLP: mega-batches to target | x faster | MLP: best P@1 | at (wall s) | MLP: last P@1 | total (wall s) | wall s | final model | final model: P@1 |" \
   <<<"$out" || { echo "$out" >&2; fail "no table header"; }
 out=$(tta --clock virtual fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--clock virtual failed"
-grep -qF "| run | time to target (virtual s) |" <<<"$out" || { echo "$out" >&2; fail "--clock virtual not in the header"; }
+grep -qF "| run | MLP: time to target (virtual s) |" <<<"$out" || { echo "$out" >&2; fail "--clock virtual not in the header"; }
 out=$(tta fast="$work/fast.jsonl" slow="$work/slow.jsonl")
-expect_row "$out" "| fast | 3.00 | 3 | 1.00 | 0.3200 | 3.00 | 0.3200 | 3.00 | - |"
-expect_row "$out" "| slow | 3.00 | 2 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 | - |"
+expect_row "$out" "| fast | 3.00 | 3 | 1.00 | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
+expect_row "$out" "| slow | 3.00 | 2 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 | - | - | - |"
 
 # 2. --target: fast reaches 0.30 at 2 s, slow at 3 s, so fast is 1.5x faster; 0.38 only slow reaches.
 out=$(tta --target 0.30 fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--target 0.30 failed"
-expect_row "$out" "| fast | 2.00 | 2 | 1.50 | 0.3200 | 3.00 | 0.3200 | 3.00 | - |"
-expect_row "$out" "| slow | 3.00 | 2 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 | - |"
+expect_row "$out" "| fast | 2.00 | 2 | 1.50 | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
+expect_row "$out" "| slow | 3.00 | 2 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 | - | - | - |"
 out=$(tta --target 0.38 fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--target 0.38 failed"
-expect_row "$out" "| fast | not reached | - | - | 0.3200 | 3.00 | 0.3200 | 3.00 | - |"
-expect_row "$out" "| slow | 4.50 | 3 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 | - |"
+expect_row "$out" "| fast | not reached | - | - | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
+expect_row "$out" "| slow | 4.50 | 3 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 | - | - | - |"
 
 # 3. --target-fraction scales the lowest best P@1: 0.5 x 0.32 = 0.16.
 out=$(tta --target-fraction 0.5 fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--target-fraction failed"
 grep -qx "target P@1 = 0.1600" <<<"$out" || { echo "$out" >&2; fail "wrong target with --target-fraction 0.5"; }
-expect_row "$out" "| fast | 2.00 | 2 | 1.50 | 0.3200 | 3.00 | 0.3200 | 3.00 | - |"
+expect_row "$out" "| fast | 2.00 | 2 | 1.50 | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
+
+# 3b. --summary: the final model's P@1 from the run's stdout, named as the model it is, beside
+# the MLP's figures (issue 62, point 3).
+printf 'epoch 1\n{"summary": true, "p1": 0.3333, "ranker": {"used": true, "fitted": true}}\n' >"$work/fast.log"
+printf '{"summary": true, "p1": 0.41}\n' >"$work/slow.log"
+out=$(tta --target 0.30 --summary fast="$work/fast.log" --summary slow="$work/slow.log" fast="$work/fast.jsonl" \
+      slow="$work/slow.jsonl") || fail "--summary failed"
+expect_row "$out" "| fast | 2.00 | 2 | 1.50 | 0.3200 | 3.00 | 0.3200 | 3.00 | - | MLP + ranker | 0.3333 |"
+expect_row "$out" "| slow | 3.00 | 2 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 | - | MLP | 0.4100 |"
 
 # 4. A metrics file without evaluations is an error that names the file.
 if tta a="$work/fast.jsonl" b="$work/empty.jsonl" >/dev/null 2>"$work/empty.err"; then
@@ -70,8 +79,8 @@ grep -q "empty.jsonl has no evaluations" "$work/empty.err" || fail "no clear mes
 # the table is followed by a note saying so.
 cp "$work/slow.jsonl" "$work/slide.jsonl"
 out=$(tta --target 0.30 fast="$work/fast.jsonl" slide="$work/slide.jsonl") || fail "a slide run failed"
-expect_row "$out" "| fast | 2.00 | 2 | 1.00 | 0.3200 | 3.00 | 0.3200 | 3.00 | - |"
-expect_row "$out" "| SLIDE (1 CPU) | 3.00 | 2 | - | 0.4000 | 4.50 | 0.3500 | 6.00 | - |"
+expect_row "$out" "| fast | 2.00 | 2 | 1.00 | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
+expect_row "$out" "| SLIDE (1 CPU) | 3.00 | 2 | - | 0.4000 | 4.50 | 0.3500 | 6.00 | - | - | - |"
 grep -q "^SLIDE (1 CPU): one CPU device .*wall-clock seconds" <<<"$out" || { echo "$out" >&2; fail "no note on SLIDE's device"; }
 if grep -q "^| slide " <<<"$out"; then fail "the slide run kept its bare name"; fi
 out=$(tta fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "time_to_accuracy.py exited with $?"
