@@ -5,6 +5,7 @@ of the Adaptive SGD paper's section 5.
 Usage:
   scripts/plot.py SWEEP_DIR|INDEX.jsonl --kind KIND [--group-by FLAG[,FLAG]] [--x time|megabatch|epoch]
                   [--metric p1] [--where FLAG=VALUE ...] [--run ID] [--out FILE.png] [--title TEXT]
+                  [--target P1]
   scripts/plot.py --metrics NAME=RUN.jsonl ... --kind KIND [--out FILE.png]
 
 Kinds (the paper's figure; x axis and line grouping by default):
@@ -18,7 +19,8 @@ Kinds (the paper's figure; x axis and line grouping by default):
                             evaluations at which the last merge was perturbed
 
 The default lines are the algorithms: --algo when the grid sweeps it, else the variant's name
-when the sweep has variants, else --algo. Runs that differ only by seed are averaged (the line is
+when the sweep has variants, else --algo. --target draws the target P@1 (scripts/report.py marks
+its own). Runs that differ only by seed are averaged (the line is
 the mean, the band spans min..max); runs that differ by a flag outside --group-by get lines of
 their own (same colour, another line style); --where keeps only the runs with the given flag
 values ('variant' and 'algo' work too). batch-trace plots --run (an id or its prefix), else the
@@ -259,8 +261,9 @@ def x_label(runs, x):
     return f"{label} ({seconds_label(runs)})" if x == "time" else label
 
 
-def plot_lines(runs, kind, out, group_by=None, x=None, metric="p1", title=None):
-    """One line per configuration, coloured by its group; returns the figure's path."""
+def plot_lines(runs, kind, out, group_by=None, x=None, metric="p1", title=None, target=None):
+    """One line per configuration, coloured by its group, and the target P@1 a dotted grey line
+    when given; returns the figure's path."""
     plt = pyplot()
     group_by = group_by or parse_group_by(None, runs, kind)
     x = x or KINDS[kind]["x"]
@@ -281,6 +284,8 @@ def plot_lines(runs, kind, out, group_by=None, x=None, metric="p1", title=None):
         if len(members) > 1:
             ax.fill_between(xs, lows, highs, color=colour, alpha=0.15, linewidth=0)
             seeds = max(seeds, len(members))
+    if target is not None and metric == "p1":
+        ax.axhline(target, color="grey", linestyle=":", linewidth=1, label=f"target P@1 {target:.3f}")
     ax.set_xlabel(x_label(runs, x))
     ax.set_ylabel(metric_label(metric))
     heading = title or KINDS[kind]["title"]
@@ -344,13 +349,13 @@ def save(fig, out):
     return out
 
 
-def make_figure(runs, kind, out, group_by=None, x=None, metric="p1", run_id=None, title=None):
-    """The figure of one kind from the given runs; returns its path."""
+def make_figure(runs, kind, out, group_by=None, x=None, metric="p1", run_id=None, title=None, target=None):
+    """The figure of one kind from the given runs (with the target P@1 marked when given); returns its path."""
     if not runs:
         sys.exit("plot: no finished runs to plot")
     if kind == "batch-trace":
         return plot_batch_trace(trace_run(runs, run_id), out, title)
-    return plot_lines(runs, kind, out, group_by, x, metric, title)
+    return plot_lines(runs, kind, out, group_by, x, metric, title, target)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,6 +378,7 @@ def parse_args(argv):
     parser.add_argument("--run", help="batch-trace: the run's id (or a prefix)")
     parser.add_argument("--out", help="the PNG to write")
     parser.add_argument("--title")
+    parser.add_argument("--target", type=float, help="a target P@1, drawn as a dotted line")
     args = parser.parse_args(argv)
     if bool(args.study) == bool(args.metrics):
         parser.error("give a sweep folder (or index) or --metrics files, not both")
@@ -386,7 +392,8 @@ def main(argv=None):
     runs = select(runs, args.where)
     default_out = (sweep_index.index_path(args.study).parent / "figures" if args.study else Path(".")) / f"{args.kind}.png"
     group_by = parse_group_by(args.group_by, runs, args.kind)
-    path = make_figure(runs, args.kind, args.out or default_out, group_by, args.x, args.metric, args.run, args.title)
+    path = make_figure(runs, args.kind, args.out or default_out, group_by, args.x, args.metric, args.run, args.title,
+                       args.target)
     print(path)
     return 0
 

@@ -15,7 +15,10 @@ and the mega-batches to the target P@1 (over the seeds that reached it), and the
 the baseline of the same group: the configuration whose --group-by value (default: --algo when
 the grid sweeps it, else the variant when the sweep has variants, else --algo) is --baseline
 (default elastic), or else whose --algo is, among the configurations with the same variant and
-values of the other swept flags. The target is
+values of the other swept flags. The speed-up pairs each seed's run with the baseline's of the
+same seed: the geometric mean of the ratios of their times to the target, with a 95% t interval
+on the log ratios (scripts/speedup.py); an interval that holds 1 reads "no difference", and a
+single seed says "one seed" in the cell itself. The figures mark the target. The target is
 --target, or F (0.95) times the lowest best P@1 among the configurations, as in
 scripts/time_to_accuracy.py. Times are training times and say their clock in the header
 ("virtual s": the virtual clock's seconds, which charge rows and merges, not evaluations or the
@@ -39,6 +42,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot  # noqa: E402  (scripts/plot.py)
 import sweep_index  # noqa: E402  (scripts/sweep_index.py: the sweep folder's files)
+from speedup import METHOD, paired_ratios, speedup_text  # noqa: E402  (scripts/speedup.py)
 
 FIGURE_FLAGS = {"devices": ("devices",), "mega-batch-size": ("mega-batch",), "batch-beta": ("batch", "beta"),
                 "perturbation": ("pert-thr", "pert-delta")}
@@ -80,8 +84,11 @@ def mean_and_spread(values):
 
 def summarize_configuration(members, target):
     numbers = [n for n in (run_numbers(r, target) for r in members) if n]
+    by_seed = {str(r["flags"].get("seed")): run_numbers(r, target) for r in members}
     row = {"seeds": len(numbers), "reached": sum(1 for n in numbers if n["time"] is not None),
-           "final_model": " / ".join(sorted({n["final_model"] for n in numbers}))}
+           "final_model": " / ".join(sorted({n["final_model"] for n in numbers})),
+           # Each seed's time to target, to pair with the baseline's of the same seed.
+           "times_by_seed": {seed: n["time"] for seed, n in by_seed.items() if n}}
     for key in ("p1", "p3", "p5", "final_p1", "time", "megabatches", "train_time_s", "perturbations", "psp1", "psp5",
                 "wall_s"):
         row[key], row[key + "_sd"] = mean_and_spread([n[key] for n in numbers])
@@ -175,11 +182,16 @@ def table(rows, baselines, multi_seed):
     lines = ["| configuration | seeds | MLP: best P@1 | MLP: best P@3 | MLP: best P@5 | " +
              ("MLP: best PSP@1 | MLP: best PSP@5 | " if psp else "") +
              f"final model | final model: P@1 | MLP: time to target ({unit}) | MLP: mega-batches to target | "
-             f"speed-up | total time ({unit}) | wall s |",
+             f"speed-up (95% interval) | total time ({unit}) | wall s |",
              "|---|---|---|---|---|" + ("---|---|" if psp else "") + "---|---|---|---|---|---|---|"]
     for row in rows:
         base = baselines.get(row["comparison"])
-        speedup = f"{base['time'] / row['time']:.2f}x" if base and row["time"] and same_clock(row, base) else "-"
+        if base is row:
+            speedup = "baseline"
+        elif base and same_clock(row, base):
+            speedup = speedup_text(paired_ratios(base["times_by_seed"], row["times_by_seed"]))
+        else:
+            speedup = "-"
         reached = "" if row["reached"] == row["seeds"] else f" ({row['reached']}/{row['seeds']} reached)"
         time_text = seconds(row["time"], row["time_sd"] if multi_seed else None) + reached
         if row["reached"] == 0:
@@ -234,13 +246,13 @@ def figure_kinds(runs, requested):
     return kinds
 
 
-def figures(runs, folder, kinds, group_by, out_dir):
-    """Makes the figures and returns the markdown that shows them."""
+def figures(runs, folder, kinds, group_by, out_dir, target):
+    """Makes the figures, the target P@1 marked on them, and returns the markdown that shows them."""
     lines = ["## Figures", ""]
     for kind in kinds:
         path = Path(folder) / "figures" / f"{kind}.png"
         lines_group = group_by if kind in ("time", "megabatch") else None
-        plot.make_figure(runs, kind, path, lines_group)
+        plot.make_figure(runs, kind, path, lines_group, target=target)
         lines += [f"![{kind}]({os.path.relpath(path, out_dir)})", ""]
     return lines
 
@@ -295,14 +307,14 @@ def main(argv=None):
     lines += ["## Results", ""] + table(rows, baselines, any(r["seeds"] > 1 for r in rows)) + [""]
     lines += slide_note(rows) + models_note(rows)
     if baselines:
-        lines += ["Speed-up: the baseline's time to target over the configuration's, within each group of equal "
-                  "swept flags; baselines: " + "; ".join(sorted({b["label"] for b in baselines.values()})) + ".", ""]
+        lines += [f"Speed-up: {METHOD}; within each group of equal swept flags; baselines: "
+                  + "; ".join(sorted({b["label"] for b in baselines.values()})) + ".", ""]
     else:
         lines += [f"Speed-up: no {args.baseline} run reached the target, so there is none.", ""]
     lines += failures(all_runs)
     if not args.no_figures:
         kinds = figure_kinds(runs, args.figures.split(",") if args.figures else None)
-        lines += figures(runs, folder, kinds, group_by, out.parent)
+        lines += figures(runs, folder, kinds, group_by, out.parent, target)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
     print(out)

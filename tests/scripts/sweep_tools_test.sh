@@ -123,6 +123,12 @@ for algo in adaptive elastic "SLIDE (1 CPU)"; do
   grep -qF "| $algo |" "$report" || { cat "$report" >&2; fail "the report does not name $algo"; }
 done
 if grep -q "^| slide " "$report"; then fail "the report names SLIDE by its bare --algo"; fi
+# The speed-up pairs the seeds: an interval over the 2 seeds, or "no difference" when it holds 1
+# (issue 62, point 4); the baseline says it is one.
+grep -F "| adaptive |" "$report" | grep -qE "\| ([0-9.]+x \(|no difference \([0-9.]+x, )[0-9.]+-[0-9.]+, 2 seeds\) \|" \
+  || { cat "$report" >&2; fail "adaptive's speed-up has no interval over its seeds"; }
+grep -F "| elastic |" "$report" | grep -qF "| baseline |" || { cat "$report" >&2; fail "elastic is not named the baseline"; }
+grep -q "^Speed-up: .*paired seed by seed.*95% t interval" "$report" || { cat "$report" >&2; fail "no note on the interval"; }
 # SLIDE's row has no speed-up over elastic (wall clock against the virtual one), and a note says why.
 grep -F "| SLIDE (1 CPU) |" "$report" | grep -q " | - | [0-9.]* | [0-9.]* |$" || { cat "$report" >&2; fail "SLIDE got a speed-up"; }
 # Times say their clock, and the wall time stands beside them (issue 62, point 2).

@@ -34,30 +34,31 @@ expect_row() {  # expect_row OUTPUT ROW: the table holds exactly this row
   grep -qxF -- "$2" <<<"$1" || { echo "$1" >&2; fail "no row '$2'"; }
 }
 
-# 1. The default target is 0.95 x the lowest best P@1: 0.95 x 0.32 = 0.304.
+# 1. The default target is 0.95 x the lowest best P@1: 0.95 x 0.32 = 0.304. The baseline is the
+# configuration slowest to it (the first of equals); a single seed says so in its cell.
 out=$(tta fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "time_to_accuracy.py exited with $?"
 grep -qx "target P@1 = 0.3040" <<<"$out" || { echo "$out" >&2; fail "wrong default target"; }
 # Times say their clock (issue 62, point 2): files listing no devices are one device's, on the wall clock.
-grep -qxF "| run | MLP: time to target (wall s) | MLP: mega-batches to target | x faster | MLP: best P@1 | at (wall s) | MLP: last P@1 | total (wall s) | wall s | final model | final model: P@1 |" \
+grep -qxF "| run | seeds | MLP: time to target (wall s) | MLP: mega-batches to target | speed-up over fast | MLP: best P@1 | at (wall s) | MLP: last P@1 | total (wall s) | wall s | final model | final model: P@1 |" \
   <<<"$out" || { echo "$out" >&2; fail "no table header"; }
+expect_row "$out" "| fast | 1 | 3.00 | 3 | baseline | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
+expect_row "$out" "| slow | 1 | 3.00 | 2 | 1.00x (one seed) | 0.4000 | 4.50 | 0.3500 | 6.00 | - | - | - |"
+grep -q "^Speed-up: .*paired seed by seed.*95% t interval" <<<"$out" || { echo "$out" >&2; fail "no note on the interval"; }
 out=$(tta --clock virtual fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--clock virtual failed"
-grep -qF "| run | MLP: time to target (virtual s) |" <<<"$out" || { echo "$out" >&2; fail "--clock virtual not in the header"; }
-out=$(tta fast="$work/fast.jsonl" slow="$work/slow.jsonl")
-expect_row "$out" "| fast | 3.00 | 3 | 1.00 | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
-expect_row "$out" "| slow | 3.00 | 2 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 | - | - | - |"
+grep -qF "| MLP: time to target (virtual s) |" <<<"$out" || { echo "$out" >&2; fail "--clock virtual not in the header"; }
 
 # 2. --target: fast reaches 0.30 at 2 s, slow at 3 s, so fast is 1.5x faster; 0.38 only slow reaches.
 out=$(tta --target 0.30 fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--target 0.30 failed"
-expect_row "$out" "| fast | 2.00 | 2 | 1.50 | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
-expect_row "$out" "| slow | 3.00 | 2 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 | - | - | - |"
+expect_row "$out" "| fast | 1 | 2.00 | 2 | 1.50x (one seed) | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
+expect_row "$out" "| slow | 1 | 3.00 | 2 | baseline | 0.4000 | 4.50 | 0.3500 | 6.00 | - | - | - |"
 out=$(tta --target 0.38 fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--target 0.38 failed"
-expect_row "$out" "| fast | not reached | - | - | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
-expect_row "$out" "| slow | 4.50 | 3 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 | - | - | - |"
+expect_row "$out" "| fast | 1 | not reached | - | - | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
+expect_row "$out" "| slow | 1 | 4.50 | 3 | baseline | 0.4000 | 4.50 | 0.3500 | 6.00 | - | - | - |"
 
 # 3. --target-fraction scales the lowest best P@1: 0.5 x 0.32 = 0.16.
 out=$(tta --target-fraction 0.5 fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--target-fraction failed"
 grep -qx "target P@1 = 0.1600" <<<"$out" || { echo "$out" >&2; fail "wrong target with --target-fraction 0.5"; }
-expect_row "$out" "| fast | 2.00 | 2 | 1.50 | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
+expect_row "$out" "| fast | 1 | 2.00 | 2 | 1.50x (one seed) | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
 
 # 3b. --summary: the final model's P@1 from the run's stdout, named as the model it is, beside
 # the MLP's figures (issue 62, point 3).
@@ -65,8 +66,26 @@ printf 'epoch 1\n{"summary": true, "p1": 0.3333, "ranker": {"used": true, "fitte
 printf '{"summary": true, "p1": 0.41}\n' >"$work/slow.log"
 out=$(tta --target 0.30 --summary fast="$work/fast.log" --summary slow="$work/slow.log" fast="$work/fast.jsonl" \
       slow="$work/slow.jsonl") || fail "--summary failed"
-expect_row "$out" "| fast | 2.00 | 2 | 1.50 | 0.3200 | 3.00 | 0.3200 | 3.00 | - | MLP + ranker | 0.3333 |"
-expect_row "$out" "| slow | 3.00 | 2 | 1.00 | 0.4000 | 4.50 | 0.3500 | 6.00 | - | MLP | 0.4100 |"
+expect_row "$out" "| fast | 1 | 2.00 | 2 | 1.50x (one seed) | 0.3200 | 3.00 | 0.3200 | 3.00 | - | MLP + ranker | 0.3333 |"
+expect_row "$out" "| slow | 1 | 3.00 | 2 | baseline | 0.4000 | 4.50 | 0.3500 | 6.00 | - | MLP | 0.4100 |"
+
+# 3c. Seeds (issue 62, point 4): a name given several times is one configuration; the speed-up is
+# the paired per-seed ratio with its 95% t interval, and an interval holding 1 is no difference.
+seed_run() {  # seed_run FILE SECONDS: reaches P@1 0.30 at SECONDS (mega-batch 2)
+  printf '{"megabatch": 1, "train_time_s": 1.0, "p1": 0.10}\n{"megabatch": 2, "train_time_s": %s, "p1": 0.30}\n' "$2" >"$1"
+}
+for i in 1 2 3; do seed_run "$work/a$i.jsonl" 2.0; done
+seed_run "$work/b1.jsonl" 3.0; seed_run "$work/b2.jsonl" 3.1; seed_run "$work/b3.jsonl" 2.9
+seed_run "$work/c1.jsonl" 3.0; seed_run "$work/c2.jsonl" 1.5; seed_run "$work/c3.jsonl" 2.2
+out=$(tta --target 0.30 --baseline b a="$work/a1.jsonl" a="$work/a2.jsonl" a="$work/a3.jsonl" b="$work/b1.jsonl" \
+      b="$work/b2.jsonl" b="$work/b3.jsonl") || fail "three seeds failed"
+# log ratios ln 1.5, ln 1.55, ln 1.45: mean 1.499x, t(2) = 4.303, interval 1.38-1.63.
+expect_row "$out" "| a | 3 | 2.00 ± 0.00 | 2 | 1.50x (1.38-1.63, 3 seeds) | 0.3000 ± 0.0000 | 2.00 | 0.3000 ± 0.0000 | 2.00 | - | - | - |"
+out=$(tta --target 0.30 --baseline c a="$work/a1.jsonl" a="$work/a2.jsonl" a="$work/a3.jsonl" c="$work/c1.jsonl" \
+      c="$work/c2.jsonl" c="$work/c3.jsonl") || fail "three noisy seeds failed"
+grep -qF "| a | 3 | 2.00 ± 0.00 | 2 | no difference (1.07x, " <<<"$out" || { echo "$out" >&2; fail "a noisy speed-up is not 'no difference'"; }
+if tta --baseline nobody a="$work/a1.jsonl" >/dev/null 2>"$work/base.err"; then fail "an unknown --baseline was taken"; fi
+grep -q -- "--baseline nobody names no run" "$work/base.err" || fail "no clear message for an unknown --baseline"
 
 # 4. A metrics file without evaluations is an error that names the file.
 if tta a="$work/fast.jsonl" b="$work/empty.jsonl" >/dev/null 2>"$work/empty.err"; then
@@ -75,12 +94,12 @@ fi
 grep -q "empty.jsonl has no evaluations" "$work/empty.err" || fail "no clear message for an empty metrics file"
 
 # 5. A run named slide (--algo slide, one CPU device, wall clock) is labelled "SLIDE (1 CPU)", gets no
-# speed-up (its clock is not the others'), is not the slowest the others are compared with, and
+# speed-up (its clock is not the others'), is not the baseline the others are compared with, and
 # the table is followed by a note saying so.
 cp "$work/slow.jsonl" "$work/slide.jsonl"
 out=$(tta --target 0.30 fast="$work/fast.jsonl" slide="$work/slide.jsonl") || fail "a slide run failed"
-expect_row "$out" "| fast | 2.00 | 2 | 1.00 | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
-expect_row "$out" "| SLIDE (1 CPU) | 3.00 | 2 | - | 0.4000 | 4.50 | 0.3500 | 6.00 | - | - | - |"
+expect_row "$out" "| fast | 1 | 2.00 | 2 | baseline | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
+expect_row "$out" "| SLIDE (1 CPU) | 1 | 3.00 | 2 | - | 0.4000 | 4.50 | 0.3500 | 6.00 | - | - | - |"
 grep -q "^SLIDE (1 CPU): one CPU device .*wall-clock seconds" <<<"$out" || { echo "$out" >&2; fail "no note on SLIDE's device"; }
 if grep -q "^| slide " <<<"$out"; then fail "the slide run kept its bare name"; fi
 out=$(tta fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "time_to_accuracy.py exited with $?"
@@ -119,6 +138,10 @@ plot.make_figure(runs, "time", f"{sys.argv[2]}/figure/slide.png", ["variant"])
 assert set(lines) == {"fast", plot.SLIDE_LABEL}, lines
 assert lines[plot.SLIDE_LABEL] == (plot.SLIDE_COLOUR, plot.SLIDE_STYLE), lines
 assert lines["fast"][0] != plot.SLIDE_COLOUR, lines
+lines.clear()
+# The target is marked (issue 62, point 4): a dotted line at its P@1, named in the legend.
+plot.make_figure(runs, "time", f"{sys.argv[2]}/figure/target.png", ["variant"], target=0.3)
+assert "target P@1 0.300" in lines and lines["target P@1 0.300"][1] == ":", lines
 EOF
 else
   echo "time_to_accuracy_test: figure part skipped: $python cannot import matplotlib (install python3-matplotlib)"
