@@ -25,7 +25,8 @@ float LargestMagnitude(const data::CsrMatrix& features) {
 
 }  // namespace
 
-TrainingData LoadTrainingData(TrainFlags& f, const TrainSession& session, bool writer) {
+TrainingData LoadTrainingData(TrainFlags& f, const TrainSession& session, ranks::RankGroup* ranks) {
+  const bool writer = ranks->rank() == 0;
   using Clock = std::chrono::steady_clock;
   const Clock::time_point load_start = Clock::now();
   if (f.normalize != "l2" && f.normalize != "none") throw std::invalid_argument("--normalize must be l2 or none");
@@ -56,7 +57,7 @@ TrainingData LoadTrainingData(TrainFlags& f, const TrainSession& session, bool w
         kernels::InversePropensities(loaded.train.labels, labels, f.options.propensity));
   }
   // After the propensities, which come from every training row, as eval --train takes them.
-  HoldOutRankerRows(f, &loaded, writer);
+  HoldOutRankerRows(f, &loaded, ranks);
   return loaded;
 }
 

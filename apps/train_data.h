@@ -8,6 +8,7 @@
 #include "apps/train_run.h"
 #include "data/dataset.h"
 #include "kernels/model.h"
+#include "ranks/rank_group.h"
 
 namespace xmlt::apps {
 
@@ -18,12 +19,16 @@ struct TrainingData {
   // `train`; null when none are.
   std::unique_ptr<data::Dataset> holdout;
   kernels::ModelShape shape;            // SettleShape's, from the training rows alone
+  // The ranker's (feature, label) pairs as planned before the held-out rows were taken out: a
+  // bound, or their count where the bound did not fit (apps/train_ranker.h); 0 without a ranker.
+  uint64_t ranker_pairs = 0;
   double load_seconds = 0;
   float largest_raw_value = 0;  // --normalize none: the training rows' largest |value| (else 0)
 };
 
 // Loads --train and --test (or takes the session's data), rank 0 (`writer`) saying the readers'
-// warnings. Throws data::InputError for a test set without a label.
-TrainingData LoadTrainingData(TrainFlags& f, const TrainSession& session, bool writer);
+// warnings, and holds out the ranker's rows (rank 0 deciding for all `ranks` whether a ranker fits).
+// Throws data::InputError for a test set without a label.
+TrainingData LoadTrainingData(TrainFlags& f, const TrainSession& session, ranks::RankGroup* ranks);
 
 }  // namespace xmlt::apps

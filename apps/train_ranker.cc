@@ -10,9 +10,13 @@
 #include <stdexcept>
 #include <string>
 
+#include <tbb/task_arena.h>
+
 #include "apps/propensity_flag.h"
 #include "apps/shortest_text.h"
 #include "data/row_subset.h"
+#include "kernels/linear_ranker.h"
+#include "scheduler/memory_limit.h"
 #include "scheduler/train_options.h"
 
 namespace xmlt::apps {
@@ -56,30 +60,87 @@ void SettleRankerFlags(TrainFlags& f) {
     throw std::invalid_argument("--ranker-holdout is where --ranker-blend auto chooses: a fixed blend holds no rows out");
 }
 
-void HoldOutRankerRows(TrainFlags& f, TrainingData* data, bool writer) {
+namespace {
+
+std::string MiB(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+// The stage's memory for `kept` training rows of `train` (its nnz counted whole: a bound) and
+// `held_out` rows to choose on.
+scheduler::RankerMemory PlanStage(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train,
+                                  uint64_t kept, uint64_t held_out, uint64_t pairs) {
+  scheduler::RankerMemoryShape r;
+  r.rows = kept;
+  r.feature_nnz = train.features.nnz();
+  r.label_nnz = train.labels.nnz();
+  r.holdout_rows = held_out;
+  r.shortlist = f.ranker_options.shortlist;
+  r.pairs = pairs;
+  r.threads = uint64_t(tbb::this_task_arena::max_concurrency());
+  return scheduler::PlanRankerMemory(shape, r);
+}
+
+// Whether rank 0's ranker fits (1) or not (0), for every rank: the held-out rows must be the same.
+bool AgreeOnRank0(ranks::RankGroup* ranks, bool fits) {
+  if (ranks == nullptr || ranks->size() < 2) return fits;
+  float value = fits ? 1.0f : 0.0f;
+  ranks->Broadcast(&value, 1, 0);
+  return value != 0.0f;
+}
+
+}  // namespace
+
+void HoldOutRankerRows(TrainFlags& f, TrainingData* data, ranks::RankGroup* ranks) {
   run::RankerOptions& o = f.ranker_options;
   if (!o.enabled) return;
-  const uint64_t pairs = run::CountRankerPairs(data->train, run::kMaxRankerPairs);
-  if (pairs > run::kMaxRankerPairs) {
+  const bool writer = ranks == nullptr || ranks->rank() == 0;
+  const uint64_t held_out = run::HoldoutRows(o, data->train.num_rows());
+  if (held_out == 0 && o.choose_blend()) {
     if (writer)
-      std::cerr << "warning: no ranker: the training rows hold " << pairs << " (feature, label) pairs, more than its "
-                << run::kMaxRankerPairs << "; the MLP alone is trained on every row (--ranker off says so)\n";
+      std::cerr << "note: no ranker: " << data->train.num_rows() << " training rows leave fewer than "
+                << run::kMinHoldoutRows << " to choose its blend on (--ranker-holdout " << o.holdout << ")\n";
     o.enabled = false;
     return;
   }
-  const uint64_t held_out = run::HoldoutRows(o, data->train.num_rows());
-  if (held_out == 0) {
-    if (o.choose_blend()) {
-      if (writer)
-        std::cerr << "note: no ranker: " << data->train.num_rows() << " training rows leave fewer than "
-                  << run::kMinHoldoutRows << " to choose its blend on (--ranker-holdout " << o.holdout << ")\n";
-      o.enabled = false;
+  const uint64_t kept = data->train.num_rows() - held_out;
+  // Bounded first (a pass over the rows); counted only where the bound does not fit.
+  const uint64_t bound = run::RankerPairBound(data->train);
+  uint64_t pairs = bound;
+  std::string why;
+  if (writer) {
+    const uint64_t available = scheduler::AvailableMemory();
+    const auto fits = [&](uint64_t p) {
+      return p <= run::kMaxRankerPairs &&
+             (available == 0 || PlanStage(f, data->shape, data->train, kept, held_out, p).total() <= available);
+    };
+    if (!fits(pairs)) pairs = kernels::CountLinearRankerPairs(data->train);
+    if (pairs > run::kMaxRankerPairs) {
+      why = "the training rows hold " + std::to_string(pairs) + " (feature, label) pairs, more than its " +
+            std::to_string(run::kMaxRankerPairs);
+    } else if (!fits(pairs)) {
+      why = "its stage after training would need " +
+            MiB(PlanStage(f, data->shape, data->train, kept, held_out, pairs).total()) + " of host memory for " +
+            std::to_string(pairs) + " (feature, label) pairs, and " + MiB(available) + " are available" +
+            (available == scheduler::MemoryLimitFromEnvironment() ? " (XMLT_MEMORY_LIMIT)" : "");
     }
+  }
+  if (!AgreeOnRank0(ranks, why.empty())) {
+    if (writer)
+      std::cerr << "warning: no ranker: " << why
+                << "; decided before training: the MLP alone is trained on every row (--ranker off says so)\n";
+    o.enabled = false;
     return;
   }
+  data->ranker_pairs = pairs;
+  if (held_out == 0) return;  // a fixed blend
   const run::HoldoutSplit split = run::SplitHoldout(data->train.num_rows(), held_out, f.options.seed);
   data->holdout = std::make_unique<data::Dataset>(data::SelectRows(data->train, split.held_out));
   data->train = data::SelectRows(data->train, split.kept);
+}
+
+scheduler::RankerMemory PlanRanker(const TrainFlags& f, const TrainingData& data, bool here) {
+  if (!f.ranker_options.enabled || !here) return {};
+  return PlanStage(f, data.shape, data.train, data.train.num_rows(), data.holdout ? data.holdout->num_rows() : 0,
+                   data.ranker_pairs);
 }
 
 RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::Model<float> mlp, bool say,
@@ -127,7 +188,11 @@ RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::
       used += std::snprintf(line + used, sizeof line - size_t(used), "; test P@1 %.4f  P@3 %.4f  P@5 %.4f",
                             outcome.test->metrics.p1, outcome.test->metrics.p3, outcome.test->metrics.p5);
     std::snprintf(line + used, sizeof line - size_t(used), "; %.1f s", outcome.seconds);
-    std::cerr << line << (outcome.model.ranker ? "" : " (the MLP alone is kept)") << "\n";
+    std::cerr << line << (outcome.model.ranker ? "" : " (the MLP alone is kept)");
+    if (r.labels_skipped > 0)
+      std::cerr << "; chosen once the labels the held-out rows read were solved: " << r.labels_skipped
+                << " other labels left unsolved";
+    std::cerr << "\n";
   }
   return outcome;
 }
@@ -160,6 +225,7 @@ void AddRankerSummary(const TrainFlags& f, const RankerOutcome& outcome, nlohman
                           {"mean_passes", r.solver.mean_passes},
                           {"most_passes", r.solver.most_passes},
                           {"labels_at_pass_limit", r.solver.labels_at_limit},
+                          {"labels_skipped", r.labels_skipped},
                           {"shortlist_s", r.shortlist_seconds},
                           {"build_s", r.build_seconds},
                           {"train_s", r.train_seconds},

@@ -12,6 +12,8 @@
 #include "engine/evaluator.h"
 #include "engine/trained_model.h"
 #include "kernels/model.h"
+#include "ranks/rank_group.h"
+#include "scheduler/memory_plan.h"
 
 namespace xmlt::apps {
 
@@ -22,8 +24,15 @@ void SettleRankerFlags(TrainFlags& f);
 
 // Holds out the rows --ranker-blend auto chooses on (run::HoldoutRows of the training rows, drawn
 // from --seed): data->holdout gets them and data->train keeps the rest, so neither model trains on
-// them. A ranker of more pairs than run::kMaxRankerPairs is not fitted: said, and no row held out.
-void HoldOutRankerRows(TrainFlags& f, TrainingData* data, bool writer);
+// them. Before that, the ranker is planned (data->ranker_pairs, PlanRanker): one of more pairs than
+// run::kMaxRankerPairs, or whose stage after training needs more host memory than is available
+// (scheduler::AvailableMemory), is not fitted: said on stderr by rank 0, which decides for every
+// rank, and no row held out.
+void HoldOutRankerRows(TrainFlags& f, TrainingData* data, ranks::RankGroup* ranks);
+
+// The memory plan's figure for the ranker's stage after training, on the rank that fits it
+// (`here`; zeros elsewhere, and without a ranker).
+scheduler::RankerMemory PlanRanker(const TrainFlags& f, const TrainingData& data, bool here);
 
 struct RankerOutcome {
   engine::TrainedModel model;               // the MLP, with the ranker when its blend is above 0

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "apps/cli.h"
+#include "apps/progress_line.h"
 #include "apps/rank_agreement.h"
 #include "apps/setting_flags.h"
 #include "apps/stdout_check.h"
@@ -116,10 +117,12 @@ run::TrainResult Train(TrainFlags& f, TrainSession& session, const TrainingData&
   if (session.on_progress) {
     callbacks.on_progress = session.on_progress;
   } else if (show_progress) {
-    callbacks.on_progress = [last = Clock::now()](uint64_t done, uint64_t total, double loss) mutable {
+    callbacks.on_progress = [start = Clock::now(), last = Clock::now()](uint64_t done, uint64_t total,
+                                                                         double loss) mutable {
       if (Clock::now() - last < std::chrono::milliseconds(200) && done < total) return;
       last = Clock::now();
-      std::fprintf(stderr, "\r\033[K%5.1f%%  batch loss %.4f", 100.0 * double(done) / double(total), loss);
+      const double elapsed = std::chrono::duration<double>(last - start).count();
+      std::fprintf(stderr, "\r\033[K%s", ProgressLine(done, total, loss, elapsed).c_str());
     };
   }
   f.control.stop_signal = &signals.requested();
@@ -233,7 +236,7 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
   };
   const std::unique_ptr<run::MetricsLog> metrics = OpenMetricsLog(f.metrics);
 
-  const TrainingData data = LoadTrainingData(f, session, writer);
+  const TrainingData data = LoadTrainingData(f, session, ranks);
   const AfterLoading settled = SettleAfterLoading(f, ranks, data, stopped_before_training);
   if (settled.stopped_by_signal != 0) return 128 + settled.stopped_by_signal;
   kernels::Model<float> model = kernels::InitModel<float>(data.shape, f.options.seed);

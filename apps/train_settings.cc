@@ -161,11 +161,13 @@ LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
 // Before the model and the replicas are allocated: fails now, with the numbers, when the run does
 // not fit this machine (a usage error: a smaller --batch, fewer devices, or the data's declared
 // sizes, a header's D and L, are the fix). Returns the planned host memory.
-uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train) {
-  const scheduler::MemoryPlan plan =
+uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train,
+                         const scheduler::RankerMemory& ranker) {
+  scheduler::MemoryPlan plan =
       scheduler::PlanMemory(shape, OptionsWithGivenInputRate(f), f.engine,
                             engine::LimitsFor(train, f.options.batch), train.num_rows(),
                             !f.control.checkpoint_dir.empty() || !f.control.resume_dir.empty());
+  plan.ranker = ranker;
   // Only the GPUs the run uses: asking a GPU opens a context on it, which holds its memory.
   std::vector<uint64_t> gpu_free;
   for (size_t i = 0; i < f.engine.devices.size(); ++i) {
@@ -181,10 +183,12 @@ uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, 
     scheduler::CheckMemoryFits(plan, available, gpu_free);
   } catch (const std::runtime_error& e) {
     const bool cgroup = available > 0 && available == scheduler::CgroupMemoryHeadroom();
+    const bool set = available > 0 && available == scheduler::MemoryLimitFromEnvironment();
     throw std::invalid_argument(std::string(e.what()) +
-                                (cgroup ? "\n(available: what this process's memory cgroup allows beyond its "
-                                          "current use, less than the machine has free)"
-                                        : ""));
+                                (set      ? "\n(available: XMLT_MEMORY_LIMIT)"
+                                 : cgroup ? "\n(available: what this process's memory cgroup allows beyond its "
+                                            "current use, less than the machine has free)"
+                                          : ""));
   }
   return plan.host_total();
 }

@@ -14,6 +14,7 @@
 #include "engine/device_spec.h"
 #include "kernels/model.h"
 #include "kernels/output_math.h"
+#include "scheduler/memory_plan.h"
 
 namespace xmlt::apps {
 
@@ -53,7 +54,10 @@ LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows);
 
 // Before the model and the replicas are allocated: fails now, with the numbers, when the run does
 // not fit this machine (a usage error: a smaller --batch, fewer devices, or the data's declared
-// sizes, a header's D and L, are the fix). Returns the planned host memory.
-uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train);
+// sizes, a header's D and L, are the fix). `ranker` is the ranker's stage after training
+// (train_ranker.h's PlanRanker; zeros without one), which the plan counts as the peak it is once
+// training's memory is freed. Returns the planned host memory.
+uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train,
+                         const scheduler::RankerMemory& ranker = {});
 
 }  // namespace xmlt::apps

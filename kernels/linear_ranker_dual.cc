@@ -191,15 +191,25 @@ RankerDualReport TrainRankerDual(LinearRanker* ranker, const data::CsrMatrix& fe
   if (ranker->num_labels > uint64_t(kNoPair))
     throw std::invalid_argument("the linear ranker's solver takes fewer than 2^32 labels");
   const RowsByLabel index = IndexRowsByLabel(ranker->num_labels, labels, shortlists, shortlist_size);
+  const std::vector<uint8_t>* only = options.labels;
+  if (only != nullptr && only->size() != ranker->num_labels)
+    throw std::invalid_argument("the linear ranker's solver was given a label subset of another size");
   RankerDualReport report;
   report.instances = index.row.size();
-  std::fill(ranker->weight.begin(), ranker->weight.end(), 0.0f);  // pairs of no candidate row keep 0
+  // Pairs of no candidate row keep 0.
+  if (only == nullptr) {
+    std::fill(ranker->weight.begin(), ranker->weight.end(), 0.0f);
+  } else {
+    for (uint64_t p = 0; p < ranker->num_pairs(); ++p)
+      if ((*only)[ranker->pair_label[p]]) ranker->weight[p] = 0.0f;
+  }
   std::vector<uint32_t> passes(ranker->num_labels, 0);
   tbb::enumerable_thread_specific<LabelScratch> scratches;
   // Each label writes only its own pairs and bias.
   tbb::parallel_for(tbb::blocked_range<uint64_t>(0, ranker->num_labels, 8), [&](const tbb::blocked_range<uint64_t>& chunk) {
     LabelScratch& s = scratches.local();
     for (uint64_t l = chunk.begin(); l < chunk.end(); ++l) {
+      if (only != nullptr && !(*only)[l]) continue;
       if (options.stopped && options.stopped()) return;
       passes[l] = SolveLabel(ranker, features, index, uint32_t(l), options, &s);
     }
@@ -216,8 +226,22 @@ RankerDualReport TrainRankerDual(LinearRanker* ranker, const data::CsrMatrix& fe
     report.most_passes = std::max(report.most_passes, passes[l]);
     if (passes[l] == options.max_passes) ++report.labels_at_limit;
   }
+  report.labels_solved = solved;
+  report.total_passes = total;
   report.mean_passes = solved == 0 ? 0.0 : double(total) / double(solved);
   return report;
+}
+
+RankerDualReport CombineRankerDualReports(const RankerDualReport& a, const RankerDualReport& b) {
+  RankerDualReport both;
+  both.instances = std::max(a.instances, b.instances);  // the same rows' instances, counted by each
+  both.most_passes = std::max(a.most_passes, b.most_passes);
+  both.labels_at_limit = a.labels_at_limit + b.labels_at_limit;
+  both.labels_solved = a.labels_solved + b.labels_solved;
+  both.total_passes = a.total_passes + b.total_passes;
+  both.mean_passes = both.labels_solved == 0 ? 0.0 : double(both.total_passes) / double(both.labels_solved);
+  both.stopped = a.stopped || b.stopped;
+  return both;
 }
 
 double RankerLabelObjective(const LinearRanker& ranker, const data::CsrMatrix& features, const data::CsrMatrix& labels,

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "data/csr_matrix.h"
 #include "kernels/linear_ranker.h"
@@ -33,6 +34,11 @@ struct RankerDualOptions {
   // Asked before each label and each pass (from every thread): once true, the solve ends within
   // a pass, its weights unfinished (RankerDualReport::stopped), for the caller to drop.
   std::function<bool()> stopped;
+  // When given (num_labels entries): only the labels marked non-zero are solved; the others'
+  // weights and biases are left as they are. Each label's solve is its own, so solving the labels
+  // in two parts gives the model of one solve, bit for bit (run/ranker_stage.cc solves the labels
+  // the held-out rows read first).
+  const std::vector<uint8_t>* labels = nullptr;
 };
 
 struct RankerDualReport {
@@ -40,15 +46,21 @@ struct RankerDualReport {
   uint32_t most_passes = 0;       // over the labels
   double mean_passes = 0;         // over the labels with rows
   uint64_t labels_at_limit = 0;   // labels stopped by max_passes, not by the tolerance
+  uint64_t labels_solved = 0;     // labels with rows that were solved
+  uint64_t total_passes = 0;      // over those labels
   bool stopped = false;           // RankerDualOptions::stopped ended the solve: the weights are unfinished
 };
 
 // Fits every label's weights and bias of `ranker` (built from these rows: BuildLinearRanker) on
 // the candidates of each row, its labels and the shortlist at shortlists + row * shortlist_size
-// (CandidatesOf). The weights and biases it had are replaced. Throws std::invalid_argument for
+// (CandidatesOf). The weights and biases it had are replaced (those of the labels solved, with
+// RankerDualOptions::labels). Throws std::invalid_argument for
 // features and labels of different rows or for bad options.
 RankerDualReport TrainRankerDual(LinearRanker* ranker, const data::CsrMatrix& features, const data::CsrMatrix& labels,
                                  const uint32_t* shortlists, uint32_t shortlist_size, const RankerDualOptions& options);
+
+// The report of two solves of disjoint sets of labels over the same rows, as one solve of both.
+RankerDualReport CombineRankerDualReports(const RankerDualReport& a, const RankerDualReport& b);
 
 // The primal objective above of one label, over the rows that have it among their candidates:
 // what TrainRankerDual minimizes (for tests and reports).

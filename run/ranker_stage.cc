@@ -50,10 +50,24 @@ HoldoutSplit SplitHoldout(uint64_t rows, uint64_t held_out, uint64_t seed) {
   return split;
 }
 
-uint64_t CountRankerPairs(const data::Dataset& train, uint64_t limit) {
+uint64_t RankerPairBound(const data::Dataset& train) {
   const data::CsrMatrix &x = train.features, &y = train.labels;
-  uint64_t bound = 0;
-  for (uint64_t r = 0; r < train.num_rows() && bound <= limit; ++r) bound += x.RowSize(r) * y.RowSize(r);
+  const uint64_t features = train.num_features(), labels = train.num_labels();
+  std::vector<uint64_t> by_label(labels, 0), by_feature(features, 0);
+  for (uint64_t r = 0; r < train.num_rows(); ++r) {
+    for (uint64_t j = y.RowBegin(r); j < y.RowEnd(r); ++j)
+      if (y.col_idx[j] < labels) by_label[y.col_idx[j]] += x.RowSize(r);
+    for (uint64_t j = x.RowBegin(r); j < x.RowEnd(r); ++j)
+      if (x.col_idx[j] < features) by_feature[x.col_idx[j]] += y.RowSize(r);
+  }
+  uint64_t label_side = 0, feature_side = 0;
+  for (const uint64_t n : by_label) label_side += std::min(n, features);
+  for (const uint64_t n : by_feature) feature_side += std::min(n, labels);
+  return std::min(label_side, feature_side);
+}
+
+uint64_t CountRankerPairs(const data::Dataset& train, uint64_t limit) {
+  const uint64_t bound = RankerPairBound(train);
   return bound <= limit ? bound : kernels::CountLinearRankerPairs(train);
 }
 
@@ -84,40 +98,72 @@ RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const d
   report.dense_features = kernels::AddDenseLookups(&ranker->linear, kernels::kRankerDenseLookupBytes);
   report.build_seconds = SecondsSince(start);
 
-  start = Clock::now();
   kernels::RankerDualOptions solver;
   solver.max_passes = options.passes;
   solver.stopped = stopped;
-  report.solver =
-      kernels::TrainRankerDual(&ranker->linear, train.features, train.labels, shortlists.data(), shortlist, solver);
-  report.train_seconds = SecondsSince(start);
-  if (report.solver.stopped || stop_now()) {
-    result.stopped = true;
-    return result;
-  }
+  bool solved_before = false;
+  // Solves `labels` (all when null); false when a stop ended it.
+  const auto solve = [&](const std::vector<uint8_t>* labels) {
+    const Clock::time_point solve_start = Clock::now();
+    solver.labels = labels;
+    const kernels::RankerDualReport part =
+        kernels::TrainRankerDual(&ranker->linear, train.features, train.labels, shortlists.data(), shortlist, solver);
+    report.solver = solved_before ? kernels::CombineRankerDualReports(report.solver, part) : part;
+    solved_before = true;
+    report.train_seconds += SecondsSince(solve_start);
+    return !(part.stopped || stop_now());
+  };
 
-  start = Clock::now();
-  if (options.choose_blend()) {
-    if (holdout == nullptr || holdout->num_rows() == 0) throw std::invalid_argument("the blend is chosen on held-out rows: none given");
-    report.holdout_rows = holdout->num_rows();
-    engine::Prediction mlp_top = engine::Predict(mlp, *holdout, shortlist);
-    std::vector<float> linear_scores(mlp_top.labels.size());
-    tbb::enumerable_thread_specific<kernels::RankerScratch> scratches;
-    tbb::parallel_for(uint64_t(0), holdout->num_rows(), [&](uint64_t r) {
-      kernels::RankerScores(ranker->linear, holdout->features, r, mlp_top.labels.data() + r * shortlist, shortlist,
-                            linear_scores.data() + r * shortlist, &scratches.local());
-    });
-    report.choice = kernels::ChooseBlend(holdout->labels, mlp_top.labels.data(), mlp_top.scores.data(),
-                                         linear_scores.data(), shortlist);
-    ranker->form = report.choice.form;
-    ranker->blend = report.choice.blend;
-  } else {
+  if (!options.choose_blend()) {
+    if (!solve(nullptr)) {
+      result.stopped = true;
+      return result;
+    }
     // The form that won the choice on Bibtex, Delicious and EURLEX57K (docs/experiments/peers.md).
     ranker->form = kernels::BlendForm::kGeometric;
     ranker->blend = options.blend;
+    if (ranker->blend > 0) result.ranker = std::move(ranker);
+    return result;
   }
+
+  if (holdout == nullptr || holdout->num_rows() == 0) throw std::invalid_argument("the blend is chosen on held-out rows: none given");
+  report.holdout_rows = holdout->num_rows();
+  start = Clock::now();
+  const engine::Prediction mlp_top = engine::Predict(mlp, *holdout, shortlist);
+  // The labels the held-out rows' blend reads, solved first; the rest after, if the blend is not 0.
+  const uint64_t num_labels = ranker->linear.num_labels;
+  std::vector<uint8_t> read(num_labels, 0);
+  for (const uint32_t label : mlp_top.labels)
+    if (label < num_labels) read[label] = 1;
   report.choice_seconds = SecondsSince(start);
-  if (ranker->blend > 0) result.ranker = std::move(ranker);
+  if (!solve(&read)) {
+    result.stopped = true;
+    return result;
+  }
+  start = Clock::now();
+  std::vector<float> linear_scores(mlp_top.labels.size());
+  tbb::enumerable_thread_specific<kernels::RankerScratch> scratches;
+  tbb::parallel_for(uint64_t(0), holdout->num_rows(), [&](uint64_t r) {
+    kernels::RankerScores(ranker->linear, holdout->features, r, mlp_top.labels.data() + r * shortlist, shortlist,
+                          linear_scores.data() + r * shortlist, &scratches.local());
+  });
+  report.choice = kernels::ChooseBlend(holdout->labels, mlp_top.labels.data(), mlp_top.scores.data(),
+                                       linear_scores.data(), shortlist);
+  ranker->form = report.choice.form;
+  ranker->blend = report.choice.blend;
+  report.choice_seconds += SecondsSince(start);
+  std::vector<uint8_t> rest(num_labels, 0);
+  uint64_t left = 0;
+  for (uint64_t l = 0; l < num_labels; ++l) left += rest[l] = read[l] ? 0 : 1;
+  if (ranker->blend <= 0) {
+    report.labels_skipped = left;  // the MLP alone: the other labels' weights would not be read
+    return result;
+  }
+  if (left > 0 && !solve(&rest)) {
+    result.stopped = true;
+    return result;
+  }
+  result.ranker = std::move(ranker);
   return result;
 }
 

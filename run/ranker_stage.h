@@ -44,14 +44,23 @@ struct HoldoutSplit {
 };
 HoldoutSplit SplitHoldout(uint64_t rows, uint64_t held_out, uint64_t seed);
 
-// The pairs a ranker of `train` would hold, counted without allocating them (the upper bound
-// sum of features x labels over the rows when that is already within `limit`).
+// An upper bound on the pairs a ranker of `train` would hold, from counts alone (one pass over
+// the rows, no index): per label, the features of its rows, at most every feature; per feature,
+// the labels of its rows, at most every label; the smaller of the two sums. What the memory plan
+// counts before training (scheduler::PlanRankerMemory).
+uint64_t RankerPairBound(const data::Dataset& train);
+
+// The pairs a ranker of `train` would hold: RankerPairBound when that is already within `limit`,
+// else counted exactly without allocating them.
 uint64_t CountRankerPairs(const data::Dataset& train, uint64_t limit);
 
 struct RankerStageReport {
   uint64_t pairs = 0, dense_features = 0, holdout_rows = 0;
   kernels::RankerDualReport solver;  // the instances and passes of the linear model's solver
   kernels::BlendChoice choice;       // what each blend gave on the held-out rows (empty for a fixed blend)
+  // Labels never solved: the held-out rows, scored once the labels they read were solved, chose
+  // the MLP alone (blend 0), which ended the stage there.
+  uint64_t labels_skipped = 0;
   double shortlist_seconds = 0, build_seconds = 0, train_seconds = 0, choice_seconds = 0;
   double seconds() const { return shortlist_seconds + build_seconds + train_seconds + choice_seconds; }
 };
@@ -64,7 +73,10 @@ struct RankerStageResult {
 
 // Trains the ranker for `mlp` on `train` (the rows the MLP trained on) and sets its blend: the
 // options' fixed weight in the geometric form, or the best form and weight on `holdout`'s rows
-// (kernels::ChooseBlend). Runs on the threads
+// (kernels::ChooseBlend). To choose, it solves first only the labels of the held-out rows'
+// shortlists, which are all their blend reads, so the choice is the one a whole solve would make;
+// a blend of 0 then ends the stage (report.labels_skipped), else the other labels are solved and
+// the model is that of one solve, bit for bit. Runs on the threads
 // TBB allows. Throws std::length_error, before allocating them, for more than kMaxRankerPairs pairs.
 // `stopped` (a stop signal's check), when given, is asked between the shortlists' chunks of rows,
 // the solver's labels and passes, and the steps: once true, the stage ends within one of them,

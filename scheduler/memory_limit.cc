@@ -2,10 +2,13 @@
 #include "scheduler/memory_limit.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 
 namespace xmlt::scheduler {
 namespace {
@@ -115,10 +118,34 @@ uint64_t MemAvailable(const std::string& root) {
 
 uint64_t CgroupMemoryHeadroom(const std::string& root) { return std::min(HeadroomV2(root), HeadroomV1(root)); }
 
+uint64_t MemoryLimitFromEnvironment() {
+  const char* text = std::getenv("XMLT_MEMORY_LIMIT");
+  if (text == nullptr) return kNone;
+  const std::string value = text;
+  const auto refuse = [&] {
+    return std::invalid_argument("XMLT_MEMORY_LIMIT must be a number of bytes above 0, with K, M, G or T for KiB, "
+                                 "MiB, GiB or TiB (\"2G\"), not '" + value + "'");
+  };
+  size_t digits = 0;
+  while (digits < value.size() && std::isdigit(static_cast<unsigned char>(value[digits]))) ++digits;
+  if (digits == 0 || digits > 19 || value.size() - digits > 1) throw refuse();
+  int shift = 0;
+  if (digits < value.size()) {
+    const std::string units = "KMGT";
+    const size_t unit = units.find(char(std::toupper(static_cast<unsigned char>(value[digits]))));
+    if (unit == std::string::npos) throw refuse();
+    shift = 10 * int(unit + 1);
+  }
+  const uint64_t number = std::stoull(value.substr(0, digits));
+  if (number == 0 || number > (kNone >> shift)) throw refuse();
+  return number << shift;
+}
+
 uint64_t AvailableMemory(const std::string& root) {
   const uint64_t machine = MemAvailable(root), group = CgroupMemoryHeadroom(root);
-  if (machine == 0) return group == kNone ? 0 : group;
-  return std::min(machine, group);
+  const uint64_t known = std::min(machine == 0 ? kNone : machine, group);
+  const uint64_t available = std::min(known, MemoryLimitFromEnvironment());
+  return available == kNone ? 0 : available;
 }
 
 }  // namespace xmlt::scheduler

@@ -20,7 +20,13 @@ namespace xmlt::scheduler {
 // "unknown" and skip the check). `root` prefixes /proc and /sys, for tests.
 uint64_t CgroupMemoryHeadroom(const std::string& root = "");
 
-// min(MemAvailable, CgroupMemoryHeadroom()); 0 when neither is known (the check is skipped).
+// XMLT_MEMORY_LIMIT, when set: a number of bytes, or of KiB, MiB, GiB or TiB with the suffix K, M,
+// G or T ("2G"), that this process plans to stay within; UINT64_MAX when unset. Throws
+// std::invalid_argument naming the variable for any other value (or 0).
+uint64_t MemoryLimitFromEnvironment();
+
+// min(MemAvailable, CgroupMemoryHeadroom(), MemoryLimitFromEnvironment()); 0 when none is known
+// (the check is skipped).
 uint64_t AvailableMemory(const std::string& root = "");
 
 }  // namespace xmlt::scheduler

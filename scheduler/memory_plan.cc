@@ -13,6 +13,8 @@
 #include "engine/device_spec.h"
 #include "engine/evaluator.h"
 #include "kernels/cpu/output_layer.h"
+#include "kernels/linear_ranker.h"
+#include "kernels/shortlist_ranker.h"
 #include "ranks/rank_group.h"
 
 namespace xmlt::scheduler {
@@ -26,11 +28,58 @@ uint64_t Add(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : 
 
 }  // namespace
 
-uint64_t MemoryPlan::host_total() const {
+uint64_t MemoryPlan::training_total() const {
   uint64_t total = Add(Add(global, scheduler), checkpoint);
   for (const DeviceMemory& d : devices)
     total = Add(Add(total, d.gpu ? d.host_mirror : d.total()), d.evaluation);
   return total;
+}
+
+uint64_t MemoryPlan::host_total() const { return std::max(training_total(), ranker.total()); }
+
+uint64_t RankerMemory::total() const {
+  if (mlp == 0) return 0;
+  const uint64_t build_peak = Add(model, build), solve_peak = Add(Add(model, dense), solver),
+                 choice_peak = Add(Add(Add(model, dense), holdout), forward);
+  return Add(Add(mlp, shortlists), std::max({forward, build_peak, solve_peak, choice_peak}));
+}
+
+RankerMemory PlanRankerMemory(const kernels::ModelShape& shape, const RankerMemoryShape& r) {
+  const uint64_t features = shape.num_features, labels = shape.num_labels;
+  const uint64_t shortlist = std::min<uint64_t>(r.shortlist, labels);
+  RankerMemory m;
+  m.pairs = r.pairs;
+  m.mlp = Mul(shape.NumParameters(), sizeof(float));
+  m.forward = engine::EvaluationWorkspaceBytes(shape);
+  m.shortlists = Mul(Mul(r.rows, shortlist), sizeof(uint32_t));
+  // kernels::LinearRanker: per pair a label and a weight; per feature an offset; per label a bias.
+  m.model = Add(Add(Mul(r.pairs, sizeof(uint32_t) + sizeof(float)), Mul(features + 1, sizeof(uint64_t))),
+                Mul(labels, sizeof(float)));
+  // AddDenseLookups: a row of labels for each feature of at least kMinDenseLookupLabels pairs,
+  // while they fit kRankerDenseLookupBytes, and a row index per feature.
+  const uint64_t row_bytes = Mul(labels, sizeof(uint32_t));
+  const uint64_t dense_rows = std::min({row_bytes == 0 ? 0 : kernels::kRankerDenseLookupBytes / row_bytes, features,
+                                        r.pairs / kernels::kMinDenseLookupLabels});
+  m.dense = dense_rows == 0 ? 0 : Add(Mul(dense_rows, row_bytes), Mul(features, sizeof(int32_t)));
+  // BuildLinearRanker: the rows of each feature (an offset per feature, a row per entry), the
+  // next free place per feature and the last feature per label.
+  m.build = Add(Add(Mul(features + 1, 2 * sizeof(uint64_t)), Mul(r.feature_nnz, sizeof(uint64_t))),
+                Mul(labels, sizeof(uint64_t)));
+  // TrainRankerDual: per instance (a row's label or shortlisted label) a row and a sign; per label
+  // an offset, the next free place and its passes; per thread a label's weights and mask by
+  // feature, its features and pairs, and per instance of the label (at most a row each) its dual
+  // variable, diagonal and place in the order.
+  const uint64_t instances = Add(r.label_nnz, Mul(r.rows, shortlist));
+  const uint64_t per_thread = Add(Mul(features, 2 * sizeof(float) + sizeof(uint64_t) + sizeof(uint32_t)),
+                                  Mul(r.rows, 2 * sizeof(double) + sizeof(uint32_t)));
+  m.solver = Add(Add(Mul(instances, sizeof(uint32_t) + sizeof(uint8_t)),
+                     Mul(labels + 1, 2 * sizeof(uint64_t) + sizeof(uint32_t))),
+                 Mul(std::max<uint64_t>(r.threads, 1), per_thread));
+  // The choice: the MLP's shortlist of each held-out row, its probabilities and the linear scores,
+  // and each thread's label slots.
+  m.holdout = Add(Mul(Mul(r.holdout_rows, shortlist), sizeof(uint32_t) + 2 * sizeof(float)),
+                  Mul(std::max<uint64_t>(r.threads, 1), Mul(labels, sizeof(int32_t))));
+  return m;
 }
 
 std::string MemoryPlan::ToString() const {
@@ -46,6 +95,13 @@ std::string MemoryPlan::ToString() const {
   out << "  global model, previous model and rollback copy: " << MiB(global) << "\n"
       << "  scheduler rows (and cross-rank sum scratch): " << MiB(scheduler) << "\n";
   if (checkpoint > 0) out << "  checkpoint copies: " << MiB(checkpoint) << "\n";
+  if (ranker.total() > 0) {
+    out << "  host memory while training: " << MiB(training_total()) << "\n"
+        << "  the ranker's stage after training: " << MiB(ranker.total()) << " at its peak (" << ranker.pairs
+        << " (feature, label) pairs at most: " << MiB(ranker.model) << ", dense lookups " << MiB(ranker.dense)
+        << ", shortlists " << MiB(ranker.shortlists) << ", solver " << MiB(ranker.solver) << ", held-out rows "
+        << MiB(ranker.holdout) << ", the MLP " << MiB(ranker.mlp) << ")\n";
+  }
   out << "  host memory in all: " << MiB(host_total());
   return out.str();
 }

@@ -24,12 +24,42 @@ struct DeviceMemory {
   uint64_t total() const { return params + momentum + workspace + batch + merge; }  // evaluation excluded
 };
 
+// The shortlist ranker's stage after training (run/ranker_stage.h), on the host, once training's
+// memory is freed: what it holds besides the data, worked out from counts alone.
+struct RankerMemoryShape {
+  uint64_t rows = 0;                        // the training rows it fits on
+  uint64_t feature_nnz = 0, label_nnz = 0;  // of those rows
+  uint64_t holdout_rows = 0;                // the rows its blend is chosen on
+  uint32_t shortlist = 0;                   // the MLP's labels per row, at most the labels
+  uint64_t pairs = 0;    // its (feature, label) pairs: a bound (run::RankerPairBound) or the count
+  uint64_t threads = 1;  // the solver's, each with its own scratch
+};
+
+struct RankerMemory {
+  uint64_t pairs = 0;       // the pairs planned for
+  uint64_t mlp = 0;         // the trained MLP's parameters
+  uint64_t forward = 0;     // a forward pass of the MLP over a chunk of rows (the shortlists, the choice)
+  uint64_t shortlists = 0;  // every training row's shortlist of label ids
+  uint64_t model = 0;       // the pairs (a label id and a weight each), feature offsets, biases
+  uint64_t dense = 0;       // the dense lookups of the features that met the most labels
+  uint64_t build = 0;       // building the pairs: each feature's rows and the counters, then freed
+  uint64_t solver = 0;      // the solver's instances (a row and a sign each) and every thread's scratch
+  uint64_t holdout = 0;     // the held-out rows' shortlists: ids, probabilities and linear scores
+  // The peak: the MLP and the shortlists throughout, then the largest of the shortlists' forward
+  // pass, the build, the solve and the choice on the held-out rows. 0 without a ranker.
+  uint64_t total() const;
+};
+
+RankerMemory PlanRankerMemory(const kernels::ModelShape& shape, const RankerMemoryShape& ranker);
+
 struct MemoryPlan {
   std::vector<DeviceMemory> devices;
   uint64_t global = 0;      // the global model, its previous value and the rollback copy
   uint64_t scheduler = 0;   // the row arena and sampler (and across ranks, the sum's scratch)
   uint64_t checkpoint = 0;  // transient copies while a checkpoint is written or read
-  uint64_t host_total() const;  // everything in host memory (CPU devices included)
+  RankerMemory ranker;      // the ranker's stage after training (none: zeros)
+  uint64_t training_total() const;  // everything in host memory while training (CPU devices included)
+  uint64_t host_total() const;      // the larger of training_total and the ranker's stage
   std::string ToString() const;  // per-device and host lines, in MiB
 };
 

@@ -242,6 +242,36 @@ TEST(CliRanker, TooFewRowsToChooseOnTrainNoRankerAndSaySo) {
   EXPECT_EQ(LastJsonLine(r)["train_samples"].get<uint64_t>(), uint64_t(2 * Data::kLabeledTrainRows));
 }
 
+// Issue 61, point 2: the memory plan left the ranker out, so a run sized by it could be killed
+// after training. A ranker whose stage would not fit the host memory is left out before
+// training, said, and no row is held out for it; the plan then counts no ranker.
+TEST(CliRanker, ARankerThatDoesNotFitTheMemoryIsLeftOutBeforeTraining) {
+  xmlt::testing::TempDir dir;
+  // Pair-heavy rows: 200 features and 40 labels a row, 2.5 M pairs (a stage of 76 MiB).
+  ASSERT_EQ(Cli({"gen", "--rows", "1200", "--test-rows", "50", "--features", "5000", "--labels", "2000", "--nnz",
+                 "200", "--labels-per-row", "40", "--out", dir.path()})
+                .code,
+            0);
+  const std::vector<std::string> args = {"train", "--train", dir.File("train.txt"), "--hidden", "16", "--epochs",
+                                         "0.2"};
+  ASSERT_EQ(setenv("XMLT_MEMORY_LIMIT", "64M", 1), 0);
+  const CliResult r = Cli(args);
+  ASSERT_EQ(setenv("XMLT_MEMORY_LIMIT", "64x", 1), 0);
+  const CliResult bad = Cli(args);
+  unsetenv("XMLT_MEMORY_LIMIT");
+  ASSERT_EQ(r.code, 0) << Describe(r);
+  const size_t said = r.err.find("warning: no ranker: its stage after training would need ");
+  ASSERT_NE(said, std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("64 MiB are available (XMLT_MEMORY_LIMIT); decided before training"), std::string::npos)
+      << r.err;
+  EXPECT_LT(said, r.err.find("model 5000-16-2000")) << "said before training: " << r.err;
+  EXPECT_NE(r.err.find("1200 training rows"), std::string::npos) << "no row held out: " << r.err;
+  const json summary = LastJsonLine(r);
+  EXPECT_FALSE(summary["ranker"]["fitted"].get<bool>());
+  EXPECT_EQ(bad.code, 2) << Describe(bad);
+  EXPECT_NE(bad.err.find("XMLT_MEMORY_LIMIT must be a number of bytes"), std::string::npos) << Describe(bad);
+}
+
 TEST(CliRanker, BadRankerFlagsAreUsageErrorsBeforeLoading) {
   RankerData d;
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {

@@ -249,6 +249,41 @@ TEST(LinearRankerDual, EveryThreadCountTrainsTheSameModel) {
   }
 }
 
+// Issue 61, point 2: the stage solves the labels its held-out rows read first and the rest only
+// if the blend it chooses reads the ranker. Two solves of complementary label sets, over weights
+// the first leaves alone, give the whole solve's model bit for bit, and their reports combine to
+// the whole's.
+TEST(LinearRankerDual, TwoSolvesOfComplementaryLabelsTrainTheSameModel) {
+  const data::Dataset d = FrequentFeatureDataset(500, 70, 97, 5);
+  const std::vector<uint32_t> shortlists = RandomShortlists(d.num_rows(), 9, 97, 6);
+  const LinearRanker fresh = BuildLinearRanker(d, UINT64_MAX);
+  LinearRanker whole = fresh;
+  const RankerDualReport all = TrainRankerDual(&whole, d.features, d.labels, shortlists.data(), 9, RankerDualOptions{});
+  std::vector<uint8_t> first(97, 0), rest(97, 0);
+  for (uint32_t l = 0; l < 97; ++l) (l % 3 == 1 ? first : rest)[l] = 1;
+  LinearRanker parts = fresh;
+  std::fill(parts.weight.begin(), parts.weight.end(), 7.0f);  // replaced, label by label
+  RankerDualOptions options;
+  options.labels = &first;
+  const RankerDualReport a = TrainRankerDual(&parts, d.features, d.labels, shortlists.data(), 9, options);
+  EXPECT_NE(parts.weight, whole.weight);
+  EXPECT_LT(a.labels_solved, all.labels_solved);
+  options.labels = &rest;
+  const RankerDualReport b = TrainRankerDual(&parts, d.features, d.labels, shortlists.data(), 9, options);
+  EXPECT_EQ(parts.weight, whole.weight);
+  EXPECT_EQ(parts.bias, whole.bias);
+  const RankerDualReport both = CombineRankerDualReports(a, b);
+  EXPECT_EQ(both.instances, all.instances);
+  EXPECT_EQ(both.labels_solved, all.labels_solved);
+  EXPECT_EQ(both.total_passes, all.total_passes);
+  EXPECT_EQ(both.mean_passes, all.mean_passes);
+  EXPECT_EQ(both.most_passes, all.most_passes);
+  EXPECT_EQ(both.labels_at_limit, all.labels_at_limit);
+  std::vector<uint8_t> short_mask(96, 1);
+  options.labels = &short_mask;
+  EXPECT_THROW(TrainRankerDual(&parts, d.features, d.labels, shortlists.data(), 9, options), std::invalid_argument);
+}
+
 // Rows whose label is written in their features: the solver ranks each row's own label first
 // among all ten.
 TEST(LinearRankerDual, RanksEachRowsLabelFirst) {
