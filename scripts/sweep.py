@@ -62,7 +62,8 @@ copied into OUT/runs/ and its index line gets this study's variant and grid. Stu
 configuration (e.g. the default point of a beta sweep and of a perturbation sweep) then train it
 once.
 
-Progress goes to stderr, one line per finished run. Exit codes: 0 all runs ok, 1 some run failed,
+Progress goes to stderr, one line per finished run, with the time elapsed and an estimate of the
+time left (the mean wall time per finished run so far, times the runs to go). Exit codes: 0 all runs ok, 1 some run failed,
 2 bad usage (unknown flag, malformed grid, missing data or binary, bad study file, or every run
 refused by xmltrain with its own usage error, e.g. --hidden 0).
 Python 3.11 standard library only.

@@ -201,9 +201,24 @@ def progress_text(record, label):
     return f"FAILED (exit {record['exit_code']}) {label}: {last}"
 
 
+def duration(seconds):
+    """'0:07', '12:34' or '1:02:03' (as xmltrain's progress line)."""
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def timing_text(done, total, elapsed):
+    """'0:42 elapsed, about 1:24 left': the time left is the mean time a run has taken so far,
+    wall time over runs finished, times the runs to go."""
+    left = f", about {duration(elapsed / done * (total - done))} left" if done < total else ""
+    return f"{duration(elapsed)} elapsed{left}"
+
+
 def run_all(pending, runner, index_path, records, jobs, target):
     """Runs the pending runs on a pool of jobs, appending each result to the index; returns failures."""
     failures = []
+    started = time.monotonic()
     with open(index_path, "a") as index, concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         futures = {pool.submit(runner.run, run, target): run for run in pending}
         try:
@@ -214,7 +229,8 @@ def run_all(pending, runner, index_path, records, jobs, target):
                 sweep_index.append_record(index, record)
                 if record["status"] != "ok":
                     failures.append(record)
-                print(f"[{done}/{len(pending)}] {progress_text(record, run['label'])}", file=sys.stderr, flush=True)
+                print(f"[{done}/{len(pending)}] {progress_text(record, run['label'])} "
+                      f"({timing_text(done, len(pending), time.monotonic() - started)})", file=sys.stderr, flush=True)
         except KeyboardInterrupt:
             runner.stop_all()
             for future in futures:

@@ -21,9 +21,10 @@ def train(X, Y, X_test=None, Y_test=None, *, callback=None, progress=None, **opt
     ValueError, each with the command line's message.
 
     `callback(record)` is called with each evaluation's record (a dict, the line --metrics
-    writes); an exception it raises stops the run at its next safe point and is raised. A tqdm
-    progress bar is shown when tqdm is installed and the session is interactive (progress=False:
-    never; True: whenever tqdm is installed).
+    writes); an exception it raises stops the run at its next safe point and is raised. Progress
+    is shown when the session is interactive (stderr a terminal, or a notebook): a tqdm bar when
+    tqdm is installed, else a line with the time elapsed and left (progress=False: never; True:
+    always).
 
     X, Y: scipy.sparse matrices with as many rows (other types and dtypes than CSR with float32
     data and int32 indices are converted once). Y's stored values must be 1. The engine trains on

@@ -44,6 +44,10 @@ index=$work/sweep/index.jsonl
 ok=$(grep -c '"status": "ok"' "$index" || true)
 [[ $ok -eq 6 ]] || { cat "$index" >&2; fail "the index holds $ok completed runs, not 6"; }
 [[ $(grep -c '^\[[0-9]/6\] done' "$work/sweep1.err") -eq 6 ]] || { cat "$work/sweep1.err" >&2; fail "no progress lines"; }
+# Each says the time elapsed and, but for the last, the time left (issue 62, point 6).
+[[ $(grep -c '^\[[1-5]/6\] done .* ([0-9]*:[0-9][0-9] elapsed, about [0-9]*:[0-9][0-9] left)$' "$work/sweep1.err") -eq 5 ]] \
+  || { cat "$work/sweep1.err" >&2; fail "progress lines without elapsed time and time left"; }
+grep -q '^\[6/6\] done .* ([0-9]*:[0-9][0-9] elapsed)$' "$work/sweep1.err" || { cat "$work/sweep1.err" >&2; fail "no elapsed time at the end"; }
 for id in $("$python" -c 'import json,sys; [print(json.loads(l)["id"]) for l in open(sys.argv[1])]' "$index"); do
   [[ -s $work/sweep/runs/$id.jsonl && -s $work/sweep/runs/$id.log ]] || fail "run $id lacks its metrics or log"
 done
