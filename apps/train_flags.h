@@ -30,7 +30,7 @@ struct TrainFlags {
   std::string propensity = "0.55,1.5";
   std::string algo = "single", clock = "virtual", clock_costs = "model";
   std::string ranker = "auto", ranker_blend = "auto";  // settled into ranker_options before loading
-  run::RankerOptions ranker_options;                    // --ranker-holdout, -shortlist, -epochs bound here
+  run::RankerOptions ranker_options;                    // --ranker-holdout, -shortlist, -passes bound here
   engine::SampledOutputOptions sampled_output;  // --slide-*: copied into `engine` by --algo slide or --cpu-output
   std::string cpu_output = "dense";             // the output layer of a multi-device run's CPU devices
   // Parsed once, in ApplyAlgorithm, into the typed fields of `engine`.

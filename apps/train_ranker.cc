@@ -10,12 +10,10 @@
 #include <stdexcept>
 #include <string>
 
-#include <tbb/task_arena.h>
-
 #include "apps/propensity_flag.h"
 #include "apps/shortest_text.h"
 #include "data/row_subset.h"
-#include "kernels/linear_ranker.h"
+#include "run/ranker_plan.h"
 #include "scheduler/memory_limit.h"
 #include "scheduler/train_options.h"
 
@@ -64,21 +62,6 @@ namespace {
 
 std::string MiB(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
-// The stage's memory for `kept` training rows of `train` (its nnz counted whole: a bound) and
-// `held_out` rows to choose on.
-scheduler::RankerMemory PlanStage(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train,
-                                  uint64_t kept, uint64_t held_out, uint64_t pairs) {
-  scheduler::RankerMemoryShape r;
-  r.rows = kept;
-  r.feature_nnz = train.features.nnz();
-  r.label_nnz = train.labels.nnz();
-  r.holdout_rows = held_out;
-  r.shortlist = f.ranker_options.shortlist;
-  r.pairs = pairs;
-  r.threads = uint64_t(tbb::this_task_arena::max_concurrency());
-  return scheduler::PlanRankerMemory(shape, r);
-}
-
 // Whether rank 0's ranker fits (1) or not (0), for every rank: the held-out rows must be the same.
 bool AgreeOnRank0(ranks::RankGroup* ranks, bool fits) {
   if (ranks == nullptr || ranks->size() < 2) return fits;
@@ -93,54 +76,43 @@ void HoldOutRankerRows(TrainFlags& f, TrainingData* data, ranks::RankGroup* rank
   run::RankerOptions& o = f.ranker_options;
   if (!o.enabled) return;
   const bool writer = ranks == nullptr || ranks->rank() == 0;
-  const uint64_t held_out = run::HoldoutRows(o, data->train.num_rows());
-  if (held_out == 0 && o.choose_blend()) {
+  const uint64_t rows = data->train.num_rows(), held_out = run::HoldoutRows(o, rows);
+  if (held_out == 0 && o.choose_blend()) {  // the same on every rank
     if (writer)
-      std::cerr << "note: no ranker: " << data->train.num_rows() << " training rows leave fewer than "
-                << run::kMinHoldoutRows << " to choose its blend on (--ranker-holdout " << o.holdout << ")\n";
+      std::cerr << "note: no ranker: " << rows << " training rows leave fewer than " << run::kMinHoldoutRows
+                << " to choose its blend on (--ranker-holdout " << o.holdout << ")\n";
     o.enabled = false;
     return;
   }
-  const uint64_t kept = data->train.num_rows() - held_out;
-  // Bounded first (a pass over the rows); counted only where the bound does not fit.
-  const uint64_t bound = run::RankerPairBound(data->train);
-  uint64_t pairs = bound;
-  std::string why;
-  if (writer) {
-    const uint64_t available = scheduler::AvailableMemory();
-    const auto fits = [&](uint64_t p) {
-      return p <= run::kMaxRankerPairs &&
-             (available == 0 || PlanStage(f, data->shape, data->train, kept, held_out, p).total() <= available);
-    };
-    if (!fits(pairs)) pairs = kernels::CountLinearRankerPairs(data->train);
-    if (pairs > run::kMaxRankerPairs) {
-      why = "the training rows hold " + std::to_string(pairs) + " (feature, label) pairs, more than its " +
-            std::to_string(run::kMaxRankerPairs);
-    } else if (!fits(pairs)) {
-      why = "its stage after training would need " +
-            MiB(PlanStage(f, data->shape, data->train, kept, held_out, pairs).total()) + " of host memory for " +
-            std::to_string(pairs) + " (feature, label) pairs, and " + MiB(available) + " are available" +
-            (available == scheduler::MemoryLimitFromEnvironment() ? " (XMLT_MEMORY_LIMIT)" : "");
+  // Rank 0 fits the ranker: its memory decides.
+  const uint64_t available = writer ? scheduler::AvailableMemory() : 0;
+  const run::RankerPlan plan = writer ? run::PlanRanker(o, data->shape, data->train, available) : run::RankerPlan{};
+  if (!AgreeOnRank0(ranks, plan.fits())) {
+    if (writer) {
+      std::cerr << "warning: no ranker: ";
+      if (plan.verdict == run::RankerPlan::Verdict::kTooManyPairs)
+        std::cerr << "the training rows hold " << plan.pairs << " (feature, label) pairs, more than its "
+                  << run::kMaxRankerPairs;
+      else
+        std::cerr << "its stage after training would need " << MiB(plan.memory.total()) << " of host memory for "
+                  << plan.pairs << " (feature, label) pairs, and " << MiB(available) << " are available"
+                  << (available == scheduler::MemoryLimitFromEnvironment() ? " (XMLT_MEMORY_LIMIT)" : "");
+      std::cerr << "; decided before training: the MLP alone is trained on every row (--ranker off says so)\n";
     }
-  }
-  if (!AgreeOnRank0(ranks, why.empty())) {
-    if (writer)
-      std::cerr << "warning: no ranker: " << why
-                << "; decided before training: the MLP alone is trained on every row (--ranker off says so)\n";
     o.enabled = false;
     return;
   }
-  data->ranker_pairs = pairs;
+  data->ranker_pairs = plan.pairs;
   if (held_out == 0) return;  // a fixed blend
-  const run::HoldoutSplit split = run::SplitHoldout(data->train.num_rows(), held_out, f.options.seed);
+  const run::HoldoutSplit split = run::SplitHoldout(rows, held_out, f.options.seed);
   data->holdout = std::make_unique<data::Dataset>(data::SelectRows(data->train, split.held_out));
   data->train = data::SelectRows(data->train, split.kept);
 }
 
-scheduler::RankerMemory PlanRanker(const TrainFlags& f, const TrainingData& data, bool here) {
+scheduler::RankerMemory PlannedRankerMemory(const TrainFlags& f, const TrainingData& data, bool here) {
   if (!f.ranker_options.enabled || !here) return {};
-  return PlanStage(f, data.shape, data.train, data.train.num_rows(), data.holdout ? data.holdout->num_rows() : 0,
-                   data.ranker_pairs);
+  return run::RankerStageMemory(f.ranker_options, data.shape, data.train, data.train.num_rows(),
+                                data.holdout ? data.holdout->num_rows() : 0, data.ranker_pairs);
 }
 
 RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::Model<float> mlp, bool say,
@@ -204,7 +176,7 @@ void AddRankerSummary(const TrainFlags& f, const RankerOutcome& outcome, nlohman
   }
   const run::RankerStageReport& r = outcome.report;
   nlohmann::json trials = nlohmann::json::array();
-  for (const kernels::BlendTrial& t : r.choice.trials) {
+  for (const run::BlendTrial& t : r.choice.trials) {
     nlohmann::json trial = {
         {"form", kernels::BlendFormName(t.form)}, {"blend", t.blend}, {"mean_precision", t.mean_precision}};
     trial.update(RankingJson(t.metrics));

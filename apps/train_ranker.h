@@ -1,6 +1,7 @@
-// The shortlist ranker in a `xmltrain train` run (run/ranker_stage.h): its flags settled before
-// the data is loaded, the held-out rows taken from the training rows once they are, and after
-// training the stage run, the final model scored on the test rows and said.
+// The shortlist ranker in a `xmltrain train` run: its flags settled before the data is loaded;
+// once it is, rank 0's plan (run/ranker_plan.h) said and shared and the held-out rows taken from
+// the training rows; after training, the stage (run/ranker_stage.h) run, the final model scored on
+// the test rows, and the line and summary that report it.
 #pragma once
 
 #include <functional>
@@ -17,22 +18,22 @@
 
 namespace xmlt::apps {
 
-// --ranker, --ranker-blend, -holdout, -shortlist, -epochs into f.ranker_options; throws
+// --ranker, --ranker-blend, -holdout, -shortlist, -passes into f.ranker_options; throws
 // std::invalid_argument for a bad value. --preset paper trains the paper's MLP alone unless
 // --ranker is given.
 void SettleRankerFlags(TrainFlags& f);
 
 // Holds out the rows --ranker-blend auto chooses on (run::HoldoutRows of the training rows, drawn
 // from --seed): data->holdout gets them and data->train keeps the rest, so neither model trains on
-// them. Before that, the ranker is planned (data->ranker_pairs, PlanRanker): one of more pairs than
-// run::kMaxRankerPairs, or whose stage after training needs more host memory than is available
-// (scheduler::AvailableMemory), is not fitted: said on stderr by rank 0, which decides for every
-// rank, and no row held out.
+// them. Before that, rank 0 plans the ranker (run::PlanRanker, data->ranker_pairs) for every rank:
+// one of more pairs than run::kMaxRankerPairs, or whose stage after training needs more host
+// memory than is available (scheduler::AvailableMemory), is not fitted, said on stderr, and no row
+// is held out.
 void HoldOutRankerRows(TrainFlags& f, TrainingData* data, ranks::RankGroup* ranks);
 
 // The memory plan's figure for the ranker's stage after training, on the rank that fits it
 // (`here`; zeros elsewhere, and without a ranker).
-scheduler::RankerMemory PlanRanker(const TrainFlags& f, const TrainingData& data, bool here);
+scheduler::RankerMemory PlannedRankerMemory(const TrainFlags& f, const TrainingData& data, bool here);
 
 struct RankerOutcome {
   engine::TrainedModel model;               // the MLP, with the ranker when its blend is above 0

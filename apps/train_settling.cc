@@ -99,7 +99,7 @@ AfterLoading SettleAfterLoading(TrainFlags& f, ranks::RankGroup* ranks, const Tr
   ApplySampledOutputPreset(f, data.shape.num_labels);
   // Before anything is trained, the ranks compare what each is about to train.
   if (ranks->size() > 1) CheckRanksAgree(ranks, RankSettings(f, data));
-  settled.planned_host_bytes = CheckMemoryPlan(f, data.shape, data.train, PlanRanker(f, data, ranks->rank() == 0));
+  settled.planned_host_bytes = CheckMemoryPlan(f, data.shape, data.train, PlannedRankerMemory(f, data, ranks->rank() == 0));
   const std::optional<float> resumed_lr = ResumedLearningRate(f);
   settled.stopped_by_signal = stopped("while the data loaded");
   if (settled.stopped_by_signal != 0) return settled;

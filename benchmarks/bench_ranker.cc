@@ -1,4 +1,4 @@
-// The linear ranker's solver (kernels/linear_ranker_dual.h) against its floor: the same number of
+// The linear ranker's solver (kernels/ranker/linear_ranker_dual.h) against its floor: the same number of
 // sparse dot products and updates over the same rows, against one dense weight vector per thread
 // (no pair lookups). The floor is what every pass must do (read each candidate row's features and
 // weights twice); what the solver costs above it is finding each label's pairs. The solver runs
@@ -28,8 +28,8 @@
 #include "data/row_subset.h"
 #include "data/synthetic_generator.h"
 #include "engine/evaluator.h"
-#include "kernels/linear_ranker_dual.h"
-#include "kernels/shortlist_ranker.h"
+#include "kernels/ranker/linear_ranker_dual.h"
+#include "kernels/ranker/shortlist_ranker.h"
 #include "run/ranker_stage.h"
 
 namespace {

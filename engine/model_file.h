@@ -17,8 +17,8 @@ void SaveModel(const TrainedModel& model, const std::string& path);
 void SaveModel(const kernels::Model<float>& model, const std::string& path);
 
 // Throws data::InputError naming the file for a missing, truncated, corrupt or foreign file. A
-// ranker comes back with its dense lookups (kRankerDenseLookupBytes) and without its Adagrad
-// squares, which only training needs.
+// ranker comes back with its dense lookups rebuilt (kRankerDenseLookupBytes); the file holds only
+// its pairs, weights and biases.
 TrainedModel LoadModel(const std::string& path);
 
 }  // namespace xmlt::engine

@@ -1,11 +1,11 @@
 // What training hands to eval, predict and the model file: the MLP and, when the run trained one,
-// the linear ranker that re-scores its shortlist (kernels/shortlist_ranker.h).
+// the linear ranker that re-scores its shortlist (kernels/ranker/shortlist_ranker.h).
 #pragma once
 
 #include <memory>
 
 #include "kernels/model.h"
-#include "kernels/shortlist_ranker.h"
+#include "kernels/ranker/shortlist_ranker.h"
 
 namespace xmlt::engine {
 

@@ -147,7 +147,7 @@ RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const d
     kernels::RankerScores(ranker->linear, holdout->features, r, mlp_top.labels.data() + r * shortlist, shortlist,
                           linear_scores.data() + r * shortlist, &scratches.local());
   });
-  report.choice = kernels::ChooseBlend(holdout->labels, mlp_top.labels.data(), mlp_top.scores.data(),
+  report.choice = ChooseBlend(holdout->labels, mlp_top.labels.data(), mlp_top.scores.data(),
                                        linear_scores.data(), shortlist);
   ranker->form = report.choice.form;
   ranker->blend = report.choice.blend;

@@ -1,7 +1,7 @@
-// The stage after training that fits the shortlist ranker (kernels/shortlist_ranker.h) on the
+// The stage after training that fits the shortlist ranker (kernels/ranker/shortlist_ranker.h) on the
 // host, once the merged model is final, whatever the algorithm and devices: the MLP's top
 // `shortlist` labels for every training row, the linear ranker's squared hinge solved per label
-// over each row's labels and that shortlist (kernels/linear_ranker_dual.h), and the blend chosen on
+// over each row's labels and that shortlist (kernels/ranker/linear_ranker_dual.h), and the blend chosen on
 // held-out training rows that neither model trained on (docs/experiments/peers.md).
 #pragma once
 
@@ -11,9 +11,10 @@
 #include <vector>
 
 #include "data/dataset.h"
-#include "kernels/linear_ranker_dual.h"
 #include "kernels/model.h"
-#include "kernels/shortlist_ranker.h"
+#include "kernels/ranker/linear_ranker_dual.h"
+#include "kernels/ranker/shortlist_ranker.h"
+#include "run/blend_choice.h"
 
 namespace xmlt::run {
 
@@ -57,7 +58,7 @@ uint64_t CountRankerPairs(const data::Dataset& train, uint64_t limit);
 struct RankerStageReport {
   uint64_t pairs = 0, dense_features = 0, holdout_rows = 0;
   kernels::RankerDualReport solver;  // the instances and passes of the linear model's solver
-  kernels::BlendChoice choice;       // what each blend gave on the held-out rows (empty for a fixed blend)
+  BlendChoice choice;                // what each blend gave on the held-out rows (empty for a fixed blend)
   // Labels never solved: the held-out rows, scored once the labels they read were solved, chose
   // the MLP alone (blend 0), which ended the stage there.
   uint64_t labels_skipped = 0;
@@ -73,7 +74,7 @@ struct RankerStageResult {
 
 // Trains the ranker for `mlp` on `train` (the rows the MLP trained on) and sets its blend: the
 // options' fixed weight in the geometric form, or the best form and weight on `holdout`'s rows
-// (kernels::ChooseBlend). To choose, it solves first only the labels of the held-out rows'
+// (run/blend_choice.h). To choose, it solves first only the labels of the held-out rows'
 // shortlists, which are all their blend reads, so the choice is the one a whole solve would make;
 // a blend of 0 then ends the stage (report.labels_skipped), else the other labels are solved and
 // the model is that of one solve, bit for bit. Runs on the threads

@@ -13,8 +13,8 @@
 #include "engine/device_spec.h"
 #include "engine/evaluator.h"
 #include "kernels/cpu/output_layer.h"
-#include "kernels/linear_ranker.h"
-#include "kernels/shortlist_ranker.h"
+#include "kernels/ranker/linear_ranker.h"
+#include "kernels/ranker/shortlist_ranker.h"
 #include "ranks/rank_group.h"
 
 namespace xmlt::scheduler {

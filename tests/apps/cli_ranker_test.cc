@@ -20,7 +20,7 @@
 #include "apps/train_arguments.h"
 #include "apps/train_run.h"
 #include "engine/model_file.h"
-#include "kernels/linear_ranker.h"
+#include "kernels/ranker/linear_ranker.h"
 #include "kernels/model.h"
 #include "tests/make_dataset.h"
 #include "tests/apps/cli_test_support.h"

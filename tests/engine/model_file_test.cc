@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "data/input_error.h"
-#include "kernels/linear_ranker.h"
+#include "kernels/ranker/linear_ranker.h"
 #include "tests/make_dataset.h"
 #include "tests/test_support.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/evaluator.h"
-#include "kernels/linear_ranker.h"
+#include "kernels/ranker/linear_ranker.h"
 #include "tests/make_dataset.h"
 
 namespace xmlt::engine {

@@ -1,7 +1,7 @@
 // The linear ranker's dense lookups (the same matches and scores with or without them) and its
 // solver: each label's minimum, by finite differences of its objective and against other weights;
 // the same model, bit for bit, on every thread count; its instances and passes.
-#include "kernels/linear_ranker_dual.h"
+#include "kernels/ranker/linear_ranker_dual.h"
 
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>

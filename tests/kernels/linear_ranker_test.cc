@@ -1,6 +1,6 @@
 // The linear ranker over the MLP's shortlist: its pairs, its candidates, and scores against a
 // dense reference (its training: linear_ranker_dual_test.cc).
-#include "kernels/linear_ranker.h"
+#include "kernels/ranker/linear_ranker.h"
 
 #include <gtest/gtest.h>
 

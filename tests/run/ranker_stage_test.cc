@@ -11,8 +11,8 @@
 #include <set>
 #include <vector>
 
-#include "kernels/linear_ranker.h"
-#include "kernels/linear_ranker_dual.h"
+#include "kernels/ranker/linear_ranker.h"
+#include "kernels/ranker/linear_ranker_dual.h"
 #include "scheduler/memory_plan.h"
 #include "engine/evaluator.h"
 #include "tests/make_dataset.h"
@@ -108,13 +108,13 @@ TEST(RankerStage, TheChosenBlendLiftsTheHeldOutRowsOverTheMlpAlone) {
   EXPECT_GE(r.solver.mean_passes, 1.0);
   EXPECT_LE(r.solver.most_passes, options.passes);
   EXPECT_GE(r.solver.instances, train.labels.nnz());
-  ASSERT_EQ(r.choice.trials.size(), 2 * kernels::BlendGrid().size() - 1);
+  ASSERT_EQ(r.choice.trials.size(), 2 * BlendGrid().size() - 1);
   EXPECT_GT(result.ranker->blend, 0.0f);
   EXPECT_EQ(result.ranker->blend, r.choice.blend);
   EXPECT_EQ(result.ranker->form, r.choice.form);
   const double alone = r.choice.trials.front().metrics.p1;
   double chosen = 0;
-  for (const kernels::BlendTrial& t : r.choice.trials)
+  for (const BlendTrial& t : r.choice.trials)
     if (t.blend == r.choice.blend && t.form == r.choice.form) chosen = t.metrics.p1;
   EXPECT_LT(alone, 0.3);
   EXPECT_GT(chosen, 0.9);

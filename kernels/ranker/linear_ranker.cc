@@ -1,5 +1,5 @@
 // The linear ranker over the MLP's shortlist; see linear_ranker.h.
-#include "kernels/linear_ranker.h"
+#include "kernels/ranker/linear_ranker.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -159,8 +159,7 @@ void MatchRankerPairs(const LinearRanker& ranker, const data::CsrMatrix& feature
     }
     const uint32_t* list = ranker.pair_label.data();
     uint64_t begin = first, end = ranker.feature_ptr[f + 1];
-    // Only the labels from the lowest to the highest asked: all of a shard's (linear_ranker_epoch.h)
-    // lie in its own range.
+    // Only the part of a long list from the lowest to the highest label asked.
     if (end - begin > 16) {
       begin = uint64_t(std::lower_bound(list + begin, list + end, lowest) - list);
       end = uint64_t(std::upper_bound(list + begin, list + end, highest) - list);

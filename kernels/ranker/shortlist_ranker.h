@@ -1,7 +1,7 @@
 // The MLP's shortlist re-scored by the linear ranker (linear_ranker.h): each of the MLP's top
 // `shortlist` labels for a row gets a blend of sigmoid(linear score) and the MLP's probability,
 // and the shortlist is ranked again by that. The blend's form and weight a are chosen on rows
-// neither model trained on (ChooseBlend): on EURLEX57K the linear model ranks the first label
+// neither model trained on (run/blend_choice.h): on EURLEX57K the linear model ranks the first label
 // better than the MLP, on Delicious far worse, so no one value suits every set
 // (docs/experiments/peers.md).
 #pragma once
@@ -10,8 +10,7 @@
 #include <vector>
 
 #include "data/csr_matrix.h"
-#include "kernels/linear_ranker.h"
-#include "kernels/ranking_metrics.h"
+#include "kernels/ranker/linear_ranker.h"
 
 namespace xmlt::kernels {
 
@@ -37,6 +36,9 @@ inline constexpr uint64_t kRankerDenseLookupBytes = uint64_t{256} << 20;
 // The blend of sigmoid(linear_score) and probability (BlendForm).
 float BlendScore(BlendForm form, float blend, float linear_score, float probability);
 
+// The order of `count` blended scores, best first, ties kept in their given (the MLP's) order.
+void OrderByScore(const float* scores, uint32_t count, std::vector<uint32_t>* order);
+
 // Re-ranks one row's MLP top list (`labels` and their `probabilities`, best first, `count` of
 // them): the first min(count, ranker.shortlist), the shortlist, are blended and sorted by the
 // blend, best first (ties keep the MLP's order); the rest follow in the MLP's order, each scored
@@ -47,33 +49,5 @@ float BlendScore(BlendForm form, float blend, float linear_score, float probabil
 void RerankShortlist(const ShortlistRanker& ranker, const data::CsrMatrix& features, uint64_t row,
                      const uint32_t* labels, const float* probabilities, uint32_t count, uint32_t* out_labels,
                      float* out_scores, RankerScratch* scratch);
-
-// What each blend gives on held-out rows: P@1, P@3 and P@5 over the rows (unlabelled rows count as
-// misses), and their mean, by which a blend is chosen.
-struct BlendTrial {
-  BlendForm form = BlendForm::kArithmetic;
-  float blend = 0;
-  RankingMetrics metrics;
-  double mean_precision = 0;  // (P@1 + P@3 + P@5) / 3
-};
-
-struct BlendChoice {
-  BlendForm form = BlendForm::kArithmetic;
-  float blend = 0;
-  std::vector<BlendTrial> trials;  // one per blend tried, in the order tried
-  size_t chosen = 0;               // the trial of `form` and `blend`
-};
-
-// The weights tried in each form: 0, 0.1, ..., 1 (0, the MLP alone, in the arithmetic form only).
-std::vector<float> BlendGrid();
-
-// Tries every form with every weight of BlendGrid on the held-out rows and keeps the blend of the
-// highest mean precision (ties to the one tried first: the MLP alone, then smaller weights, the
-// arithmetic form first). Per row r of `labels` (the rows'
-// true labels), shortlists + r * shortlist_size hold the MLP's best labels, best first, with their
-// probabilities in `probabilities` and the linear model's scores in `linear_scores`, in the same
-// places.
-BlendChoice ChooseBlend(const data::CsrMatrix& labels, const uint32_t* shortlists, const float* probabilities,
-                        const float* linear_scores, uint32_t shortlist_size);
 
 }  // namespace xmlt::kernels

@@ -6,8 +6,8 @@
 // A label has a weight only on the features it met in a training row: 2% of the dense table on
 // EURLEX57K at a loss of 0.2 points, and what keeps the ranker possible at 670,091 labels, where
 // features x labels is not. The pairs are stored by feature, each feature's labels sorted; the
-// features that met the most labels also get a dense row of their labels (AddDenseLookups), since
-// searching their long lists was two thirds of an epoch. Training: linear_ranker_dual.h.
+// features that met the most labels also get a dense row of their labels (AddDenseLookups), which
+// finds a pair without searching their long lists. Training: linear_ranker_dual.h.
 //
 // Trained after the MLP by run/ranker_stage.h; the model file keeps it (engine/model_file.h).
 #pragma once

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "data/csr_matrix.h"
-#include "kernels/linear_ranker.h"
+#include "kernels/ranker/linear_ranker.h"
 
 namespace xmlt::kernels {
 

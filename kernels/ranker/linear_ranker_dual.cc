@@ -1,5 +1,5 @@
 // Dual coordinate descent for the linear ranker; see linear_ranker_dual.h.
-#include "kernels/linear_ranker_dual.h"
+#include "kernels/ranker/linear_ranker_dual.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>

@@ -1,0 +1,47 @@
+// The ranker planned before training; see ranker_plan.h.
+#include "run/ranker_plan.h"
+
+#include <tbb/task_arena.h>
+
+#include "kernels/ranker/linear_ranker.h"
+
+namespace xmlt::run {
+
+scheduler::RankerMemory RankerStageMemory(const RankerOptions& options, const kernels::ModelShape& shape,
+                                          const data::Dataset& train, uint64_t kept, uint64_t held_out,
+                                          uint64_t pairs) {
+  scheduler::RankerMemoryShape r;
+  r.rows = kept;
+  r.feature_nnz = train.features.nnz();
+  r.label_nnz = train.labels.nnz();
+  r.holdout_rows = held_out;
+  r.shortlist = options.shortlist;
+  r.pairs = pairs;
+  r.threads = uint64_t(tbb::this_task_arena::max_concurrency());
+  return scheduler::PlanRankerMemory(shape, r);
+}
+
+RankerPlan PlanRanker(const RankerOptions& options, const kernels::ModelShape& shape, const data::Dataset& train,
+                      uint64_t available) {
+  RankerPlan plan;
+  plan.held_out = HoldoutRows(options, train.num_rows());
+  if (plan.held_out == 0 && options.choose_blend()) {
+    plan.verdict = RankerPlan::Verdict::kTooFewRows;
+    return plan;
+  }
+  const uint64_t kept = train.num_rows() - plan.held_out;
+  const auto fits = [&](uint64_t pairs) {
+    plan.memory = RankerStageMemory(options, shape, train, kept, plan.held_out, pairs);
+    return pairs <= kMaxRankerPairs && (available == 0 || plan.memory.total() <= available);
+  };
+  // Bounded first (a pass over the rows); counted only where the bound does not fit.
+  plan.pairs = RankerPairBound(train);
+  if (fits(plan.pairs)) return plan;
+  plan.pairs = kernels::CountLinearRankerPairs(train);
+  if (fits(plan.pairs)) return plan;
+  plan.verdict = plan.pairs > kMaxRankerPairs ? RankerPlan::Verdict::kTooManyPairs
+                                              : RankerPlan::Verdict::kTooLittleMemory;
+  return plan;
+}
+
+}  // namespace xmlt::run
