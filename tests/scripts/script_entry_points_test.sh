@@ -20,6 +20,24 @@ grep -q '^Usage: scripts/demo.sh' "$work/help.out" || fail "demo.sh --help print
 [[ ! -s $work/help.err ]] || fail "demo.sh --help wrote on stderr: $(cat "$work/help.err")"
 [[ ! -e $work/demo ]] || fail "demo.sh --help made the demo folder"
 
+# demo.sh builds the xmltrain program alone, its compiler output in DIR/build.log rather than on the
+# terminal (issue 62, point 5: it built every test, the CUDA sources and the Python module, warnings
+# scrolling past). A copy of it beside stub build scripts that record their arguments; the stub
+# build fails, which ends the demo before anything is trained.
+mkdir -p "$work/tree/scripts"
+cp "$source_dir/scripts/demo.sh" "$work/tree/scripts/"
+printf '#!/bin/sh\necho "$@" >>"%s/build-targets.args"\necho "warning: a compiler warning"\nexit 1\n' "$work" \
+  >"$work/tree/scripts/build-targets.sh"
+printf '#!/bin/sh\necho "$@" >>"%s/build.args"\nexit 1\n' "$work" >"$work/tree/scripts/build.sh"
+if XMLT_DEMO_DIR="$work/demo" bash "$work/tree/scripts/demo.sh" >"$work/demo.out" 2>"$work/demo.err"; then
+  fail "demo.sh went on after a failed build"
+fi
+[[ $(cat "$work/build-targets.args" 2>/dev/null) == xmltrain ]] || fail "demo.sh did not build the xmltrain target alone"
+[[ ! -e $work/build.args ]] || fail "demo.sh built the whole project (scripts/build.sh)"
+grep -q "a compiler warning" "$work/demo/build.log" || fail "the build's output is not in DIR/build.log"
+if grep -q "a compiler warning" "$work/demo.out"; then fail "the build's output went to the terminal"; fi
+grep -q "the build failed; its output is in $work/demo/build.log" "$work/demo.err" || fail "no clear message for a failed build"
+
 # compare-peers.sh on stand-in files with a stub venv: its python finds no package (so the script
 # installs) and its pip records its arguments and fails, which ends the script before anything is
 # built or trained.
