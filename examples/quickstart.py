@@ -48,7 +48,9 @@ def main():
     # it off, and with it the tenth of the training rows it holds out); the MLP's own best P@1
     # during training is a different model's figure.
     figures = {algo: model.evaluate(X_test, Y_test, Y_train=Y) for algo, model in models.items()}
-    print(f"\n{'final model (MLP + ranker)':28}" + "".join(f"{algo:>12}" for algo in ALGORITHMS))
+    ranked = all((model.summary.get("ranker") or {}).get("used") for model in models.values())
+    title = "final model (MLP + ranker)" if ranked else "final model (MLP)"
+    print(f"\n{title:28}" + "".join(f"{algo:>12}" for algo in ALGORITHMS))
     for key, name in FIGURES.items():
         print(f"{name:28}" + "".join(f"{figures[algo][key]:12.4f}" for algo in ALGORITHMS))
     rows = (("MLP alone: best P@1", "mlp_best_p1", "12.4f"), ("training, virtual s", "train_time_s", "12.2f"),
