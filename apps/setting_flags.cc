@@ -20,6 +20,7 @@ std::string FlagOf(const std::string& setting) {
       {"input_adagrad_lr", "--input-optimizer and --input-lr"},
       {"propensity", "--propensity"},
       {"mega_batch", "--mega-batch"},
+      {"mega_batch_warmup", "--mega-batch-warmup (preset)"},
       {"seed", "--seed"},
       {"train_rows", "--train (rows)"},
       {"train_checksum", "--train (checksum)"},

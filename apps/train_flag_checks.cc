@@ -87,7 +87,7 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
     for (const char* flag : {"--speed", "--hetero", "--clock", "--clock-costs", "--row-cost", "--merge-cost",
                              "--batch-min", "--beta", "--momentum", "--pert-thr", "--pert-delta", "--pert-weights",
                              "--schedule", "--merge", "--collective", "--momentum-mode", "--elastic-alpha",
-                             "--lr-scaling", "--preset"})
+                             "--lr-scaling", "--preset", "--mega-batch-warmup"})
       if (f.given(flag))
         throw std::invalid_argument(std::string(flag) + " applies to several devices and --algo " + f.algo +
                                     " would ignore it: drop it, or choose --algo adaptive, elastic, adasum, sync or "
@@ -98,6 +98,8 @@ void CheckFlagsBeforeLoading(TrainFlags& f) {
   if (f.preset != "default" && f.preset != "paper")
     throw std::invalid_argument("--preset must be default or paper, not '" + f.preset + "'");
   if (f.given("--lr-scaling")) ParseLrScaling(f.lr_scaling);
+  if (f.given("--mega-batch-warmup") && f.mega_batch_warmup != "on" && f.mega_batch_warmup != "off")
+    throw std::invalid_argument("--mega-batch-warmup must be on or off, not '" + f.mega_batch_warmup + "'");
   if (f.given("--pert-weights") && f.pert_weights != "normalized" && f.pert_weights != "raw")
     throw std::invalid_argument("--pert-weights must be normalized or raw, not '" + f.pert_weights + "'");
   scheduler::ValidateEngineOptions(f.engine);

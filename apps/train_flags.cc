@@ -198,6 +198,10 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
   cmd->add_option("--lr-scaling", f->lr_scaling,
                   "How --lr grows with the device count n: linear (x n), sqrt or none (default: preset)")
       ->group(kEngine);
+  cmd->add_option("--mega-batch-warmup", f->mega_batch_warmup,
+                  "The first mega-batches grow from one batch per device, doubling up to --mega-batch: on or off "
+                  "(default: preset)")
+      ->group(kEngine);
   cmd->add_option("--pert-weights", f->pert_weights,
                   "Perturbed merge weights: normalized (scaled back to sum 1) or raw (the paper's; default: preset)")
       ->group(kEngine);

@@ -27,6 +27,7 @@ struct TrainFlags {
   std::string input_optimizer = "auto";  // adagrad where every device runs the CPU's dense local step
   float input_lr = 0.1f;
   std::string preset = "default", lr_scaling, pert_weights;  // the last two: from the preset unless given
+  std::string mega_batch_warmup;  // on or off; from the preset unless given
   std::string propensity = "0.55,1.5";
   std::string algo = "single", clock = "virtual", clock_costs = "model";
   std::string ranker = "auto", ranker_blend = "auto";  // settled into ranker_options before loading

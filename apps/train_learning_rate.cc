@@ -82,7 +82,8 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resume
             << f.engine.momentum << " --local-momentum " << f.options.local_momentum
             << (f.engine.sampled_output.enabled ? " (none on the sampled CPU devices: plain SGD at lr / (1 - it))" : "")
             << " --mega-batch "
-            << f.options.mega_batch << " --lr " << f.options.lr;
+            << f.options.mega_batch << (f.options.mega_batch_warmup ? " (warming up from one batch a device)" : "")
+            << " --lr " << f.options.lr;
   if (resumed)
     std::cerr << " (the checkpoint's)";
   else

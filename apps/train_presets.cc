@@ -48,6 +48,10 @@ PresetValues DefaultPreset(const std::string& algo, size_t devices, uint64_t bat
   // adaptive its lead over elastic (each merge takes as long on both), rarer ones accuracy.
   const uint64_t half = (batches_per_epoch + 1) / 2;
   v.mega_batch = uint32_t(std::clamp<uint64_t>(half, std::max<uint64_t>(devices, 1), 100));
+  // Early on the model moves fast and replicas far apart average poorly: the first mega-batches
+  // grow from one batch per device, doubling (run/mega_batch_work.h). Only the merges of adaptive
+  // and elastic come after several batches per device; the others merge every round or batch.
+  v.mega_batch_warmup = algo == "adaptive" || algo == "elastic";
   if (algo == "sync") {
     // One plain SGD step of the averaged gradient per round is one batch of single-device SGD:
     // the global momentum is that optimizer's momentum, and nothing is divided.
@@ -91,6 +95,10 @@ std::string PresetTable() {
   mega-batch        batches per epoch / 2 within [devices,     100
                     100]: two merges per epoch
                     (adasum: devices, one batch each)
+  mega-batch-warmup on (adaptive, elastic): the first mega-    off
+                    batches grow from one batch a device,
+                    doubling; early merges of far-apart
+                    replicas lose most of their progress
   pert-weights      normalized: raw weights sum above 1 and    raw
                     compound over hundreds of merges
   batch-min, beta, pert-thr, pert-delta: b_max / 8, b_min / 2, 0.1, 0.1 in both.

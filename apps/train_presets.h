@@ -19,6 +19,7 @@ struct PresetValues {
   double momentum = 0.9;        // --momentum: gamma of the global update
   float local_momentum = 0.9f;  // --local-momentum
   uint32_t mega_batch = 100;    // --mega-batch
+  bool mega_batch_warmup = false;  // --mega-batch-warmup on (true) or off
   LrScaling lr_scaling = LrScaling::kNone;  // --lr-scaling
   bool pert_renormalize = true;  // --pert-weights normalized (true) or raw
 };

@@ -152,6 +152,8 @@ LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
   if (!f.given("--momentum")) f.engine.momentum = values.momentum;
   if (!f.given("--local-momentum")) f.options.local_momentum = values.local_momentum;
   if (!f.given("--mega-batch")) f.options.mega_batch = values.mega_batch;
+  f.options.mega_batch_warmup =
+      f.given("--mega-batch-warmup") ? f.mega_batch_warmup == "on" : values.mega_batch_warmup;
   const LrScaling scaling = f.given("--lr-scaling") ? ParseLrScaling(f.lr_scaling) : values.lr_scaling;
   // Their spellings were checked before loading (CheckFlagsBeforeLoading).
   f.engine.pert_renormalize = f.given("--pert-weights") ? f.pert_weights == "normalized" : values.pert_renormalize;

@@ -129,6 +129,7 @@ nlohmann::json RunFingerprint(const scheduler::TrainOptions& options, const sche
   if (test != nullptr && (options.propensity.a != kernels::PropensityModel{}.a ||
                           options.propensity.b != kernels::PropensityModel{}.b))
     j["propensity"] = {options.propensity.a, options.propensity.b};
+  if (options.mega_batch_warmup) j["mega_batch_warmup"] = true;  // only when set, as above
   if (options.lr_schedule != scheduler::LrSchedule::kConstant)
     j["lr_schedule"] = scheduler::LrScheduleName(options.lr_schedule);
   if (options.math != kernels::OutputMath::kFp32) j["math"] = kernels::OutputMathName(options.math);
@@ -249,10 +250,10 @@ bool OtherDevices(const nlohmann::json& saved, const nlohmann::json& now) {
 const std::vector<std::string>& DeviceDependentSettings() {
   // The collective too: NCCL needs every device to be a GPU, so a run trained with it could not
   // otherwise go on after losing a GPU to a mixed list. It sums the same values either way.
-  // The rate's scaling and where merges run follow the devices too (one device scales nothing, and
-  // a lost GPU may leave the merges to the host).
-  static const std::vector<std::string> settings{"devices",    "speed",      "lr",      "mega_batch",
-                                                 "collective", "lr_scaling", "merge_on"};
+  // The rate's scaling, the mega-batch's warm-up and where merges run follow the devices too (one
+  // device scales nothing and merges nothing, and a lost GPU may leave the merges to the host).
+  static const std::vector<std::string> settings{"devices",           "speed",      "lr",         "mega_batch",
+                                                 "mega_batch_warmup", "collective", "lr_scaling", "merge_on"};
   return settings;
 }
 

@@ -151,7 +151,10 @@ MegaBatchWork TrainingLoop::TrainMegaBatch(uint64_t index) {
   open_ = MegaBatchWork{};
   if (!continues) {
     trained.run = pool_.EmptyRun();
-    trained.mega_batch_rows = MegaBatchRowsHere(pool_.MegaBatchRows(), pool_.rows().ToEpochEnd());
+    uint64_t rows = pool_.MegaBatchRows();
+    if (options_.mega_batch_warmup)
+      rows = WarmUpMegaBatchRows(rows, uint64_t(std::max<size_t>(pool_.alive().size(), 1)) * options_.batch, index);
+    trained.mega_batch_rows = MegaBatchRowsHere(rows, pool_.rows().ToEpochEnd());
   }
   const uint64_t left = trained.mega_batch_rows > trained.planned ? trained.mega_batch_rows - trained.planned : 0;
   const uint64_t to_end = total_rows_ - std::min(total_rows_, progress_.rows_done + trained.run.rows);

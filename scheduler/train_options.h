@@ -38,6 +38,9 @@ struct TrainOptions {
                                  // lr (each step's rate in proportion); 0: with the other layers' rule
   std::vector<uint32_t> hidden{128};
   uint32_t mega_batch = 100;     // batches per mega-batch (the unit of --eval-every)
+  // The run's first mega-batches grow from one batch per device, doubling, up to mega_batch
+  // (run/mega_batch_work.h says why).
+  bool mega_batch_warmup = false;
   EvalSchedule eval;
   uint64_t eval_rows = 0;        // evaluate on a fixed seeded sample of this many test rows; 0 = all
   bool final_eval_full = true;   // the run's last evaluation on the whole test set regardless
