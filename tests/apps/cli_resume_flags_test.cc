@@ -216,6 +216,7 @@ std::vector<Refused> RefusedChanges(const Bases& b) {
       {"--momentum", devices, {{"--momentum", "0.5"}}},
       {"--lr-scaling", devices, {{"--lr-scaling", "none"}}},
       {"--pert-weights", devices, {{"--pert-weights", "raw"}}},
+      {"--mega-batch-warmup", devices, {{"--mega-batch-warmup", "off"}}},
       {"--pert-thr", devices, {{"--pert-thr", "0.5"}}},
       {"--pert-delta", devices, {{"--pert-delta", "0.5"}}},
       {"--schedule", devices, {{"--schedule", "static"}}},
