@@ -50,8 +50,9 @@ PresetValues DefaultPreset(const std::string& algo, size_t devices, uint64_t bat
   v.mega_batch = uint32_t(std::clamp<uint64_t>(half, std::max<uint64_t>(devices, 1), 100));
   // Early on the model moves fast and replicas far apart average poorly: the first mega-batches
   // grow from one batch per device, doubling (run/mega_batch_work.h). Only the merges of adaptive
-  // and elastic come after several batches per device; the others merge every round or batch.
-  v.mega_batch_warmup = algo == "adaptive" || algo == "elastic";
+  // and elastic come after several batches per device; the others merge every round or batch. One
+  // device has nothing to merge: its mega-batches only set when it is evaluated.
+  v.mega_batch_warmup = (algo == "adaptive" || algo == "elastic") && devices > 1;
   if (algo == "sync") {
     // One plain SGD step of the averaged gradient per round is one batch of single-device SGD:
     // the global momentum is that optimizer's momentum, and nothing is divided.

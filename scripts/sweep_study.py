@@ -22,7 +22,7 @@ STUDY_KEYS = {"name", "dataset", "seeds", "target", "fixed", "grid", "variant"} 
 # its runs when they come from the study's fixed flags.
 ONE_DEVICE_DROPS = ("devices", "speed", "hetero", "clock", "row-cost", "merge-cost", "batch-min", "beta", "momentum",
                     "pert-thr", "pert-delta", "pert-weights", "schedule", "merge", "collective", "momentum-mode",
-                    "elastic-alpha", "lr-scaling", "preset")
+                    "elastic-alpha", "lr-scaling", "preset", "mega-batch-warmup")
 # The dispatch and merge of each multi-device --algo (apps/train_algorithm.cc), and the flags that
 # only one of them reads (apps/algorithm_flags.cc): xmltrain refuses them for the others, so a run
 # leaves them out rather than train the same model under several values.
