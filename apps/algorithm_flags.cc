@@ -37,6 +37,11 @@ void RefuseFlagsTheAlgorithmIgnores(const TrainFlags& f) {
     for (const char* flag : {"--pert-thr", "--pert-delta", "--pert-weights"})
       if (f.given(flag))
         Refuse(f, flag, "the normalized merge's perturbation (Algorithm 2)", "--algo adaptive (or --merge normalized)");
+  // Sync dispatch merges every round: its mega-batch only sets when it evaluates, so there is no
+  // merge to warm up (training_loop.cc).
+  if (f.given("--mega-batch-warmup") && f.engine.schedule == Engine::Schedule::kSync)
+    Refuse(f, "--mega-batch-warmup", "the merges after a mega-batch of dynamic or static dispatch",
+           "--algo adaptive, elastic or adasum (or --schedule dynamic or static)");
   // The elastic force is EASGD's (the average merge) and CROSSBOW's (merge_factory.cc).
   if (f.given("--elastic-alpha") && f.engine.merge != Engine::Merge::kAverage &&
       f.engine.merge != Engine::Merge::kCrossbow)

@@ -141,6 +141,12 @@ TEST(CliTest, BadFlagsAreNamedAndRefusedBeforeTheDataIsRead) {
        "adaptive would ignore it: drop it, or choose --algo elastic or crossbow (or --merge average)"},
       {{"--algo", "adasum", "--elastic-alpha", "0.25"}, "--elastic-alpha applies to the elastic force"},
       {{"--algo", "sync", "--elastic-alpha", "0.25"}, "--elastic-alpha applies to the elastic force"},
+      {{"--algo", "sync", "--mega-batch-warmup", "on"},
+       "--mega-batch-warmup applies to the merges after a mega-batch of dynamic or static dispatch and --algo sync "
+       "would ignore it"},
+      {{"--algo", "crossbow", "--mega-batch-warmup", "off"}, "--mega-batch-warmup applies to the merges"},
+      {{"--algo", "single", "--mega-batch-warmup", "on"}, "--mega-batch-warmup applies to several devices"},
+      {{"--algo", "adaptive", "--mega-batch-warmup", "maybe"}, "--mega-batch-warmup must be on or off, not 'maybe'"},
   };
   for (const auto& [flags, message] : cases) {
     std::vector<std::string> args = {"train", "--train", missing};

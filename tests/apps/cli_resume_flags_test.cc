@@ -306,9 +306,10 @@ TEST(CliResumeFlags, EveryTrainFlagIsRefusedByNameOrListedAndTaken) {
   for (const Refused& r : refused) {
     const CliResult resumed = b.Resume(r.base, r.changes);
     EXPECT_EQ(resumed.code, kExitBadInput) << r.flag << ": " << Describe(resumed);
-    if (r.strict)
+    if (r.strict) {
       EXPECT_NE(resumed.err.find("differ from the checkpointed run's"), std::string::npos) << r.flag << ": "
                                                                                            << resumed.err;
+    }
     // Named as a flag in the list of differences (the message's head names several as advice).
     const size_t list = resumed.err.find("):\n");
     const std::string named = r.strict && list != std::string::npos ? resumed.err.substr(list) : resumed.err;

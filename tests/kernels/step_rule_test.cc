@@ -117,9 +117,11 @@ TEST(StepRule, InputAdagradScalesEachFirstLayerCoordinateByItsOwnSquares) {
   one.input_lr = input_lr;
   TrainStep(&once, first, one, &ws);
   const Model<float> g = GradientAt(start, first);
-  for (size_t i = 0; i < first_layer; ++i)
-    if (std::abs(g.params[i]) > 1e-6f)
+  for (size_t i = 0; i < first_layer; ++i) {
+    if (std::abs(g.params[i]) > 1e-6f) {
       ASSERT_NEAR(std::abs(once.params[i] - start.params[i]), input_lr, 1e-4f * input_lr) << "parameter " << i;
+    }
+  }
 }
 
 TEST(StepRule, InputAdagradNeedsAVelocityAndNoGradientOutput) {
