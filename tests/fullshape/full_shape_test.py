@@ -88,7 +88,7 @@ def check_resume(xmltrain, train, test, work):
     two = [xmltrain, "train", "--train", train, "--test", test, "--batch", str(BATCH),
            "--epochs", "2", "--mega-batch", str(TRAIN_ROWS // BATCH), "--eval-every", "1",
            "--eval-rows", "16", "--algo", "adaptive", "--devices", "cpu:2", "--clock", "virtual",
-           "--row-cost", "1e-4", "--merge-cost", "1e-9"]
+           "--row-cost", "1e-4", "--merge-cost", "1e-9", "--mega-batch-warmup", "off"]
     whole, _, _ = run(two + ["--metrics", os.path.join(work, "whole.jsonl")])
     ckpt = os.path.join(work, "ckpt")
     first = list(two)
@@ -136,8 +136,10 @@ def main():
                 fail(f"{algo}: test loss not finite: {[r['loss'] for r in records]}")
             check_plan(f"{algo} on cpu:2", err, peak)
 
-        # A checkpoint and resume. An epoch is exactly one mega-batch here (5 batches of 32 rows),
-        # so the first run ends on a mega-batch boundary. Not under a sanitizer (three runs,
+        # A checkpoint and resume. An epoch is exactly one mega-batch here (5 batches of 32 rows,
+        # without the warm-up's shorter first ones), so the first run ends on a mega-batch boundary
+        # and the cosine's factor, set at each mega-batch's start from the rows of the run's
+        # --epochs, is 1 for the first epoch of both the one-epoch and the two-epoch run. Not under a sanitizer (three runs,
         # two minutes a shape): there the checkpoint's writer and reader run in the checkpoint,
         # signal and resume tests, at smaller sizes through the same code.
         if not sanitized:
