@@ -2,7 +2,6 @@
 // checkpoint when a stop or the run's end cuts it.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
@@ -34,21 +33,22 @@ MegaBatchWork OpenMegaBatchFromJson(const nlohmann::json& json, scheduler::MegaB
 // A mega-batch ends at the end of an epoch at the latest, so that evaluations fall on epoch ends
 // and a run of whole epochs ends with a whole mega-batch; and it runs on to the epoch's end rather
 // than leave less than half a mega-batch there, which would be merged (and rescaled on) alone.
+inline uint64_t MegaBatchRowsHere(uint64_t mega_batch_rows, uint64_t rows_to_epoch_end) {
+  return rows_to_epoch_end <= mega_batch_rows + mega_batch_rows / 2 ? rows_to_epoch_end : mega_batch_rows;
+}
+
 // With --mega-batch-warmup, mega-batch `index` (1-based) of a run holds at most `first_rows` (one
 // batch per device) times 2^(index - 1) rows. Early in training the loss surface bends within a few
 // steps, and replicas that each took a few steps from one start average to much less than their
-// sum: four devices merging every half epoch from the start were at P@1 0.45 after one epoch of
-// Bibtex where one device was at 0.52 (docs/experiments/multi-device-scaling.md). Merging often
-// while the model moves fast, then rarely, costs log2(mega-batch / devices) merges more in a run.
+// sum: four devices merging every half epoch from the start were at P@1 0.41 after one epoch of
+// Bibtex where one device was at 0.50 (means of 3 seeds; docs/experiments/multi-device-scaling.md).
+// Merging often while the model moves fast, then rarely, costs log2(mega-batch / devices) merges
+// more in a run.
 inline uint64_t WarmUpMegaBatchRows(uint64_t full_rows, uint64_t first_rows, uint64_t index) {
   if (index == 0 || index > 63 || first_rows == 0) return full_rows;
   const uint64_t doublings = index - 1;
-  if (first_rows > (full_rows >> doublings)) return full_rows;
-  return std::min(full_rows, first_rows << doublings);
-}
-
-inline uint64_t MegaBatchRowsHere(uint64_t mega_batch_rows, uint64_t rows_to_epoch_end) {
-  return rows_to_epoch_end <= mega_batch_rows + mega_batch_rows / 2 ? rows_to_epoch_end : mega_batch_rows;
+  // first_rows << doublings, unless that passes full_rows (compared without overflowing).
+  return first_rows > (full_rows >> doublings) ? full_rows : first_rows << doublings;
 }
 
 }  // namespace xmlt::run
