@@ -36,11 +36,14 @@ struct MegaBatchRun {
   std::string divergence;         // how: "non-finite loss" or the explosion's numbers
 };
 
-// One batch of a plan: `count` rows at `offset` in the row arena, for `device`.
+// One batch of a plan: `count` rows at `offset` in the row arena, for `device`. A batch cut short
+// at an epoch's or the run's end steps at `rate_share` of the device's rate: its rows over the
+// rows asked for, as Algorithm 1 scales a smaller batch's rate.
 struct Assignment {
   size_t device = 0;
   size_t offset = 0, count = 0;
   double slowdown = 1;
+  double rate_share = 1;
 };
 
 class DevicePool {

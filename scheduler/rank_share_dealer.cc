@@ -43,8 +43,9 @@ class RankShareDealer : public Dealer {
     const std::vector<engine::BatchResult> my_results =
         DealAsDevicesReturn(pool_, my_devices, [&](size_t i, uint64_t id) {
           if (next >= begin[me + 1]) return false;
-          const size_t count = std::min<size_t>(RowsForBatch(pool_.states()[i].batch), begin[me + 1] - next);
-          const Assignment a{i, next, count, pool_.planner().DrawSlowdown(i)};
+          const size_t want = RowsForBatch(pool_.states()[i].batch);
+          const size_t count = std::min<size_t>(want, begin[me + 1] - next);
+          const Assignment a{i, next, count, pool_.planner().DrawSlowdown(i), double(count) / double(want)};
           mine.batches.push_back(DealtBatch{a.device, a.offset, a.count, a.slowdown});
           next += count;
           pool_.Submit(i, pool_.TaskFor(a, id));

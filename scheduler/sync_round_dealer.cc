@@ -50,10 +50,12 @@ class SyncRoundDealer : public Dealer {
   MegaBatchRun RunRound(uint64_t cap) {
     pool_.planner().ClearWork();  // each round is timed on its own
     const size_t taken = pool_.rows().Take(std::min<uint64_t>(pool_.options().batch, cap), 0);
+    // A round cut short at an epoch's or the run's end steps at its share of the rate, as a batch.
+    const double rate_share = double(taken) / double(pool_.options().batch);
     std::vector<Assignment> plan;
     size_t offset = 0;
     for (const auto& [device, count] : DispatchPlanner::SplitRound(taken, pool_.alive())) {
-      plan.push_back(Assignment{device, offset, size_t(count), pool_.planner().DrawSlowdown(device)});
+      plan.push_back(Assignment{device, offset, size_t(count), pool_.planner().DrawSlowdown(device), rate_share});
       offset += count;
     }
     MegaBatchRun run = pool_.EmptyRun();

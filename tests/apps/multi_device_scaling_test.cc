@@ -41,9 +41,10 @@ std::vector<Evaluation> TrainTwoEpochs(const std::string& folder, const std::str
   return evaluations;
 }
 
-// Before the mega-batch warm-up, four devices were at P@1 0.565 after two epochs, where one device
-// had reached 0.611 within its first two (0.92 of it); with it they are at 0.598 (0.98). The bar,
-// 0.95, sits between.
+// One device reaches P@1 0.621 within its first two epochs (0.611 while the epoch's short last
+// batch stepped at the full rate). Four devices are at 0.594 after two (0.955 of it, on the AVX2
+// and AVX-512 paths alike); without the mega-batch warm-up, at 0.569 (0.915). The bar, 0.93, sits
+// between.
 TEST(MultiDeviceScalingTest, FourDevicesKeepPaceWithOneOverTheFirstTwoEpochsOfBibtex) {
   const std::string folder = xmlt::testing::SharedDataDir("bibtex");
   if (folder.empty()) GTEST_SKIP() << "bibtex not found (set XMLT_DATA_DIR or provide ../shared/data/bibtex)";
@@ -54,7 +55,7 @@ TEST(MultiDeviceScalingTest, FourDevicesKeepPaceWithOneOverTheFirstTwoEpochsOfBi
   double best_one = 0;
   for (const Evaluation& e : one) best_one = std::max(best_one, e.p1);
   EXPECT_DOUBLE_EQ(four.back().epoch, 2.0);
-  EXPECT_GE(four.back().p1, 0.95 * best_one) << "four devices after two epochs against one device's best in two";
+  EXPECT_GE(four.back().p1, 0.93 * best_one) << "four devices after two epochs against one device's best in two";
   // And they get there in well under half of one device's virtual time (the speeds add up to 3.5x).
   EXPECT_LT(four.back().virtual_s, 0.4 * one.back().virtual_s);
 }
