@@ -166,6 +166,7 @@ int EndStoppedRun(const TrainFlags& f, const TrainSession& session, const run::T
 int EndStoppedStage(const TrainFlags& f, TrainSession& session, engine::TrainedModel mlp, run::MetricsLog& metrics,
                     int signal) {
   session.stopped_by_signal = signal;
+  session.stopped_in_ranker_stage = true;
   if (session.model != nullptr) *session.model = mlp;
   if (!f.model_out.empty()) engine::SaveModel(mlp, f.model_out);
   metrics.Finish();

@@ -46,6 +46,9 @@ struct TrainSession {
   // throws after that is one of those files'.
   bool trained = false;
   int stopped_by_signal = 0;
+  // The stop came in the ranker stage, after training: `model` (when given) holds the trained MLP
+  // without its ranker, and `checkpoint` the end-of-training checkpoint that --resume fits it from.
+  bool stopped_in_ranker_stage = false;
   std::string checkpoint;
   nlohmann::json summary;
 };

@@ -2,7 +2,8 @@
 // arguments and go through its parser and checks (apps/train_arguments.h); the run is the
 // command line's own (apps/train_run.h), with the data handed in instead of read from files.
 // The GIL is released while it runs. SIGINT/SIGTERM stop it at its next safe point (a checkpoint
-// when checkpoint_dir is given), after which train raises KeyboardInterrupt; an exception in the
+// when checkpoint_dir is given), after which train raises KeyboardInterrupt (in the ranker stage,
+// after training, with the trained MLP attached); an exception in the
 // Python callback stops it (and no other run) there too and is raised. An error writing the model
 // or metrics file after training is raised with the trained model attached (RaiseWithModel).
 #include <nanobind/stl/string.h>
@@ -138,6 +139,21 @@ nb::tuple Train(const std::vector<std::string>& args, nb::handle x_parts, nb::ha
     throw nb::python_error();
   }
   if (output_error) RaiseWithModel(output_error, std::move(holder), session.summary.dump());
+  if (session.stopped_by_signal != 0 && session.stopped_in_ranker_stage) {
+    // Training had finished: the trained MLP comes with the KeyboardInterrupt, as after a failed
+    // output, and a checkpoint (checkpoint_dir) resumes to fit the ranker.
+    const std::string where = session.checkpoint.empty()
+                                  ? std::string("no checkpoint_dir, so no resume can fit the ranker")
+                                  : "resume=" + session.checkpoint + " fits it";
+    nb::object raised = nb::borrow(PyExc_KeyboardInterrupt)(
+        "training stopped by signal " + std::to_string(session.stopped_by_signal) +
+        " in the ranker stage, after training; the exception's model is the trained MLP without its ranker; " +
+        where);
+    raised.attr("model") = nb::cast(holder.release(), nb::rv_policy::take_ownership);
+    raised.attr("summary") = std::string("null");
+    PyErr_SetObject(PyExc_KeyboardInterrupt, raised.ptr());
+    throw nb::python_error();
+  }
   if (session.stopped_by_signal != 0) {
     const std::string where = session.checkpoint.empty()
                                   ? std::string("no checkpoint_dir, so the progress is lost")

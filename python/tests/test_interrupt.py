@@ -91,3 +91,35 @@ def test_a_signal_from_another_process(data, tmp_path):
     assert child.returncode == 3, out
     assert "interrupted: training stopped by signal 2 at a safe point" in out
     assert any((tmp_path / "ckpt").iterdir())
+
+
+def test_sigint_in_the_ranker_stage_keeps_the_mlp_and_a_resume_fits_the_ranker(data, tmp_path):
+    """Issue 61, point 3: a Ctrl-C in the ranker stage, after training, said "the progress is
+    lost" and gave nothing back. It raises KeyboardInterrupt with the trained MLP as its `model`,
+    and resume=checkpoint_dir fits the ranker: the model of a run never stopped. The signal comes
+    at the run's last (and only) evaluation, after training and before the stage."""
+    X, Y, Xt, Yt = data
+    quick = dict(hidden=16, epochs=1, batch=32, eval_every="end", ranker_blend=0.5, ranker_passes=2, progress=False)
+
+    def interrupt(record):
+        os.kill(os.getpid(), signal.SIGINT)
+
+    folder = tmp_path / "ckpt"
+    with pytest.raises(KeyboardInterrupt, match="in the ranker stage, after training") as stopped:
+        xmltrain.train(X, Y, Xt, Yt, callback=interrupt, checkpoint_dir=str(folder), **quick)
+    assert "resume=" in str(stopped.value)
+    mlp = stopped.value.model
+    assert isinstance(mlp, xmltrain.Model)
+    assert mlp.ranker is None
+    assert len(mlp.history) == 1  # the evaluation at the end of training
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    resumed = xmltrain.train(X, Y, Xt, Yt, resume=str(folder), **quick)
+    whole = xmltrain.train(X, Y, Xt, Yt, **quick)
+    assert resumed.ranker is not None
+    resumed_labels, resumed_scores = resumed.predict(Xt, k=5)
+    whole_labels, whole_scores = whole.predict(Xt, k=5)
+    assert (resumed_labels == whole_labels).all() and (resumed_scores == whole_scores).all()
+    # Without checkpoint_dir, the MLP still comes back, and the message says no resume can follow.
+    with pytest.raises(KeyboardInterrupt, match="no resume can fit the ranker") as again:
+        xmltrain.train(X, Y, Xt, Yt, callback=interrupt, **quick)
+    assert again.value.model.ranker is None

@@ -35,6 +35,9 @@ def train(X, Y, X_test=None, Y_test=None, *, callback=None, progress=None, **opt
 
     SIGINT (Ctrl-C) or SIGTERM stop the run at its next safe point, after a checkpoint when
     checkpoint_dir is given (resume=checkpoint_dir goes on from it), and raise KeyboardInterrupt.
+    A stop in the ranker stage, after training, ends it within seconds; the KeyboardInterrupt then
+    carries the trained MLP, without its ranker, as its `model` attribute, and resume=checkpoint_dir
+    fits the ranker.
     """
     if (X_test is None) != (Y_test is None):
         raise TypeError("train() takes X_test and Y_test together (the test rows and their labels)")
@@ -54,8 +57,9 @@ def train(X, Y, X_test=None, Y_test=None, *, callback=None, progress=None, **opt
     bar = ProgressBar.open(progress)
     try:
         model, summary = _xmltrain.train(args, x, y, x_test, y_test, on_eval, bar)
-    except Exception as error:
-        # Trained, but the model or metrics file could not be written: the model comes with the error.
+    except (Exception, KeyboardInterrupt) as error:
+        # Trained, but the model or metrics file could not be written, or a stop came in the ranker
+        # stage after training: the model (there, the MLP without its ranker) comes with the error.
         if isinstance(getattr(error, "model", None), _xmltrain._Model):
             error.model = Model(error.model, history=history, summary=json.loads(error.summary))
         raise
