@@ -25,7 +25,7 @@ RunStop g_stops[StopSignals::kMaxRuns];
 // which then put it back for good (Ctrl-C no longer reached Python).
 std::mutex g_stops_mutex;
 int g_runs = 0;
-struct sigaction g_previous_int{}, g_previous_term{}, g_previous_hup{}, g_previous_pipe{};
+struct sigaction g_previous_int{}, g_previous_term{}, g_previous_hup{}, g_previous_usr1{}, g_previous_pipe{};
 static_assert(std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free,
               "the handler may only touch lock-free atomics");
 
@@ -38,6 +38,9 @@ void InstallHandlers() {
   sigaction(SIGINT, &action, &g_previous_int);
   sigaction(SIGTERM, &action, &g_previous_term);
   sigaction(SIGHUP, &action, &g_previous_hup);
+  // What mpirun forwards to every rank as it is (Open MPI's SIGINT and SIGTERM kill the ranks a
+  // second later), and what batch schedulers send ahead of a time limit.
+  sigaction(SIGUSR1, &action, &g_previous_usr1);
   // Only while training: predict, eval and info keep the default, and end quietly in a pipe whose
   // reader is gone, as filters do; they have no progress to lose.
   struct sigaction ignore{};
@@ -50,6 +53,7 @@ void RestoreHandlers() {
   sigaction(SIGINT, &g_previous_int, nullptr);
   sigaction(SIGTERM, &g_previous_term, nullptr);
   sigaction(SIGHUP, &g_previous_hup, nullptr);
+  sigaction(SIGUSR1, &g_previous_usr1, nullptr);
   sigaction(SIGPIPE, &g_previous_pipe, nullptr);
 }
 

@@ -1,6 +1,7 @@
-// SIGINT, SIGTERM and SIGHUP (a dropped ssh session) during training: the first asks the run to
-// stop at its next safe point (it checkpoints and exits with 128 + the signal: 130, 143 or 129); a
-// second one exits at once with the same code. Checkpoints are replaced by an atomic rename, so
+// SIGINT, SIGTERM, SIGHUP (a dropped ssh session) and SIGUSR1 (what mpirun forwards to every
+// rank, and batch schedulers send ahead of a time limit) during training: the first asks the run
+// to stop at its next safe point (it checkpoints and exits with 128 + the signal: 130, 143, 129 or
+// 138); a second one exits at once with the same code. Checkpoints are replaced by an atomic rename, so
 // even that leaves the previous checkpoint intact. SIGPIPE is ignored while training: a closed
 // output pipe (`train ... | head`) is then a failed write, which the run treats as an output error
 // and stops at a safe point, instead of dying with its progress lost.

@@ -250,29 +250,36 @@ uint32_t RankedDepth(const kernels::Model<float>& mlp, const kernels::ShortlistR
 }
 
 Prediction PredictRanked(const kernels::Model<float>& mlp, const kernels::ShortlistRanker* ranker,
-                         const data::Dataset& dataset, uint32_t k) {
+                         const data::Dataset& dataset, uint32_t k, const std::function<bool()>& stopped = {}) {
   Prediction prediction;
   prediction.k = k;
   prediction.labels.resize(dataset.num_rows() * k);
   prediction.scores.resize(dataset.num_rows() * k);
   const uint32_t depth = std::max(k, RankedDepth(mlp, ranker, k));
   const std::vector<uint64_t> rows = AllRows(dataset);
-  ForEachRankedChunk(mlp, ranker, dataset, rows.data(), rows.size(), depth,
-                     [&](const data::SparseBatch& batch, const kernels::cpu::MlpWorkspace<float>&, size_t first,
-                         const std::vector<uint32_t>& labels, const std::vector<float>& scores) {
-                       for (uint32_t r = 0; r < batch.num_rows; ++r)
-                         for (uint32_t i = 0; i < k; ++i) {
-                           prediction.labels[(first + r) * k + i] = labels[uint64_t(r) * depth + i];
-                           prediction.scores[(first + r) * k + i] = scores[uint64_t(r) * depth + i];
-                         }
-                     });
+  // Chunk by chunk when a stop may come, so that it is seen within one chunk's forward pass.
+  const size_t chunk = stopped ? ChunkRows(mlp.shape.num_labels) : rows.size();
+  for (size_t begin = 0; begin < rows.size(); begin += chunk) {
+    if (stopped && stopped()) break;
+    const size_t count = std::min(chunk, rows.size() - begin);
+    ForEachRankedChunk(mlp, ranker, dataset, rows.data() + begin, count, depth,
+                       [&](const data::SparseBatch& batch, const kernels::cpu::MlpWorkspace<float>&, size_t first,
+                           const std::vector<uint32_t>& labels, const std::vector<float>& scores) {
+                         for (uint32_t r = 0; r < batch.num_rows; ++r)
+                           for (uint32_t i = 0; i < k; ++i) {
+                             prediction.labels[(begin + first + r) * k + i] = labels[uint64_t(r) * depth + i];
+                             prediction.scores[(begin + first + r) * k + i] = scores[uint64_t(r) * depth + i];
+                           }
+                       });
+  }
   return prediction;
 }
 
 }  // namespace
 
-Prediction Predict(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k) {
-  return PredictRanked(model, nullptr, dataset, k);
+Prediction Predict(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k,
+                   const std::function<bool()>& stopped) {
+  return PredictRanked(model, nullptr, dataset, k, stopped);
 }
 
 Prediction Predict(const TrainedModel& model, const data::Dataset& dataset, uint32_t k) {

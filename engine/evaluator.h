@@ -65,7 +65,10 @@ struct Prediction {
   std::vector<float> scores;     // rows x k softmax probabilities
 };
 
-Prediction Predict(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k);
+// `stopped`, when given, is asked before each chunk of rows: once true, the rest is left unscored
+// (zeros) for the caller to drop.
+Prediction Predict(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k,
+                   const std::function<bool()>& stopped = {});
 // With a ranker: the MLP's top max(k, shortlist) re-ranked (kernels::RerankShortlist), the first
 // k kept, their scores the blend: best first and never rising, whatever k.
 Prediction Predict(const TrainedModel& model, const data::Dataset& dataset, uint32_t k);

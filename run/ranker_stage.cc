@@ -129,7 +129,11 @@ RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const d
   if (holdout == nullptr || holdout->num_rows() == 0) throw std::invalid_argument("the blend is chosen on held-out rows: none given");
   report.holdout_rows = holdout->num_rows();
   start = Clock::now();
-  const engine::Prediction mlp_top = engine::Predict(mlp, *holdout, shortlist);
+  const engine::Prediction mlp_top = engine::Predict(mlp, *holdout, shortlist, stopped);
+  if (stop_now()) {
+    result.stopped = true;
+    return result;
+  }
   // The labels the held-out rows' blend reads, solved first; the rest after, if the blend is not 0.
   const uint64_t num_labels = ranker->linear.num_labels;
   std::vector<uint8_t> read(num_labels, 0);
