@@ -52,7 +52,6 @@ void ApplyAlgorithm(TrainFlags& f) {
     throw std::invalid_argument("--merge-on must be auto, host or gpus");
   }
   std::string schedule, merge;
-  bool plain_local_sgd = false;  // the synchronous algorithms step each replica with plain SGD
   if (f.algo == "slide") {
     // SLIDE: one CPU device whose threads share its model, with the sampled output layer; plain
     // SGD (its step has no momentum buffer to update sparsely).
@@ -86,15 +85,14 @@ void ApplyAlgorithm(TrainFlags& f) {
   } else if (f.algo == "adasum") {
     schedule = "static", merge = "adasum";
   } else if (f.algo == "sync") {
-    schedule = "sync", merge = "gradient", plain_local_sgd = true;
+    schedule = "sync", merge = "gradient";  // the presets set the local momentum (ApplyPreset)
   } else if (f.algo == "crossbow") {
-    schedule = "sync", merge = "crossbow", plain_local_sgd = true;
+    schedule = "sync", merge = "crossbow";
   } else {
     throw std::invalid_argument("--algo must be single, slide, adaptive, elastic, adasum, sync or crossbow");
   }
   if (f.given("--schedule")) schedule = f.schedule;
   if (f.given("--merge")) merge = f.merge;
-  (void)plain_local_sgd;  // the presets set the local momentum (ApplyPreset)
 
   if (schedule == "dynamic") {
     f.engine.schedule = Engine::Schedule::kDynamic;

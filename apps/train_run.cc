@@ -248,9 +248,9 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
   session.stopped_by_signal = result.stopped_by_signal;
   session.checkpoint = result.checkpoint;
   if (result.stopped_by_signal != 0) return EndStoppedRun(f, session, result, stdout_error, writer);
-  // The ranker is fitted on rank 0, which writes the model; the other ranks' part ends here.
+  // The ranker is fitted on rank 0, which writes the model and the metrics (the other ranks have
+  // neither: apps/train_algorithm.cc); their part ends here.
   if (!writer) {
-    if (!f.model_out.empty()) engine::SaveModel(model, f.model_out);
     metrics->Finish();
     return kExitOk;
   }
