@@ -133,6 +133,14 @@ grep -F "| adaptive |" "$report" | grep -qE "\| ([0-9.]+x \(|no difference \([0-
   || { cat "$report" >&2; fail "adaptive's speed-up has no interval over its seeds"; }
 grep -F "| elastic |" "$report" | grep -qF "| baseline |" || { cat "$report" >&2; fail "elastic is not named the baseline"; }
 grep -q "^Speed-up: .*paired seed by seed.*95% t interval" "$report" || { cat "$report" >&2; fail "no note on the interval"; }
+# The speed-ups again at four targets (issue 62, point 1: a conclusion must not hang on where one
+# target fell): a column per fraction of the lowest best P@1, adaptive's row with a cell in each.
+grep -qE "^\| configuration \| speed-up at 0.8 x [0-9.]+ = [0-9.]+ \| speed-up at 0.9 x .* \| speed-up at 0.95 x .* \| speed-up at 0.98 x .* \|$" "$report" \
+  || { cat "$report" >&2; fail "no table at several targets"; }
+[[ $(sed -n '/^## Speed-up at several targets/,/^## /p' "$report" | grep -c "^| adaptive |") == 1 ]] \
+  || { cat "$report" >&2; fail "adaptive is not in the table at several targets"; }
+sed -n '/^## Speed-up at several targets/,/^## /p' "$report" | grep "^| adaptive |" | awk -F'|' 'NF != 7 { exit 1 }' \
+  || { cat "$report" >&2; fail "adaptive's row at several targets does not have four cells"; }
 # SLIDE's row has no speed-up over elastic (wall clock against the virtual one), and a note says why.
 grep -F "| SLIDE (1 CPU) |" "$report" | grep -q " | - | [0-9.]* | [0-9.]* |$" || { cat "$report" >&2; fail "SLIDE got a speed-up"; }
 # Times say their clock, and the wall time stands beside them (issue 62, point 2).
