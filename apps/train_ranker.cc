@@ -13,6 +13,7 @@
 #include "apps/propensity_flag.h"
 #include "apps/shortest_text.h"
 #include "data/row_subset.h"
+#include "run/final_evaluation.h"
 #include "run/ranker_plan.h"
 #include "scheduler/memory_limit.h"
 #include "scheduler/train_options.h"
@@ -130,17 +131,7 @@ RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::
   }
   outcome.model.ranker = stage.ranker;
   outcome.report = std::move(stage.report);
-  if (data.test && outcome.model.ranker) {
-    // The rows of the run's last evaluation: all of them, or its --eval-rows sample.
-    const data::Dataset* test = data.test.get();
-    data::Dataset sample;
-    if (!f.options.final_eval_full) {
-      sample = data::SelectRows(*test, scheduler::EvalSample(test->num_rows(), f.options));
-      sample.inverse_propensity = test->inverse_propensity;
-      test = &sample;
-    }
-    outcome.test = engine::Evaluate(outcome.model, *test);
-  }
+  if (data.test && outcome.model.ranker) outcome.test = run::EvaluateFinalModel(outcome.model, *data.test, f.options);
   outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (say) {
     const run::RankerStageReport& r = outcome.report;
