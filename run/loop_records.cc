@@ -72,12 +72,21 @@ void TrainingLoop::Evaluate() {
   EvalRecord record;
   const Clock::time_point eval_start = Clock::now();
   global_.SyncToHost();
-  model_->params = global_.current;
   if (test_ != nullptr) {
     const bool whole = progress_.rows_done >= total_rows_ && options_.final_eval_full;
     const std::vector<size_t> alive_before = pool_.alive();
-    const std::optional<engine::Evaluation> scored =
-        EvaluateOnDevices(pool_, *model_, *test_, whole ? all_test_rows_ : eval_rows_);
+    // w is lent to the model the evaluation reads, and given back however it ends: no copy of the
+    // model is held for evaluations (the constructor released the caller's).
+    std::optional<engine::Evaluation> scored;
+    {
+      struct Lent {
+        std::vector<float>& a;
+        std::vector<float>& b;
+        Lent(std::vector<float>& x, std::vector<float>& y) : a(x), b(y) { a.swap(b); }
+        ~Lent() { a.swap(b); }
+      } lent(model_->params, global_.current);
+      scored = EvaluateOnDevices(pool_, *model_, *test_, whole ? all_test_rows_ : eval_rows_);
+    }
     for (size_t i : alive_before)
       if (pool_.dropped(i))
         Event("device " + pool_.device(i).spec().id + " dropped in the evaluation after mega-batch " +

@@ -55,6 +55,9 @@ TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test
     if (engine.row_cost_s == 0) pool_.row_cost_s() = costs.row_cost_s;
     if (engine.merge_cost_s == 0) progress_.merge_cost_s = costs.merge_cost_s;
   }
+  // The caller's model is the global model's start, copied above into w, w_p and the replicas; its
+  // parameters are not held while training (evaluations borrow w), and Train gives them back.
+  std::vector<float>().swap(model_->params);
 }
 
 TrainResult TrainingLoop::Train() {

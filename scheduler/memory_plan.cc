@@ -92,7 +92,7 @@ std::string MemoryPlan::ToString() const {
     out << "; evaluating its share of the test set: " << MiB(d.evaluation) << " of host memory";
     out << "\n";
   }
-  out << "  global model, previous model and rollback copy: " << MiB(global) << "\n"
+  out << "  global model, previous model and two rollback copies: " << MiB(global) << "\n"
       << "  scheduler rows (and cross-rank sum scratch): " << MiB(scheduler) << "\n";
   if (checkpoint > 0) out << "  checkpoint copies: " << MiB(checkpoint) << "\n";
   if (ranker.total() > 0) {
@@ -202,9 +202,9 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
           break;
         }
   }
-  // The engine keeps w, w_prev, the trusted and the latest state's w for rollbacks, and the
-  // initial model it was given.
-  plan.global = Mul(params, 5);
+  // The engine keeps w, w_prev, and the trusted and the latest state's w for rollbacks; the model
+  // it was given is released once copied into them (evaluations borrow w).
+  plan.global = Mul(params, 4);
   // The sampler's row order, once in the sampler and once in each saved state.
   const uint64_t arena_rows = DevicePool::ArenaRows(options.mega_batch, options.batch, specs.size());
   plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, 3)), sizeof(uint64_t));

@@ -54,7 +54,7 @@ RankerMemory PlanRankerMemory(const kernels::ModelShape& shape, const RankerMemo
 
 struct MemoryPlan {
   std::vector<DeviceMemory> devices;
-  uint64_t global = 0;      // the global model, its previous value and the rollback copy
+  uint64_t global = 0;      // the global model, its previous value and the two rollback copies
   uint64_t scheduler = 0;   // the row arena and sampler (and across ranks, the sum's scratch)
   uint64_t checkpoint = 0;  // transient copies while a checkpoint is written or read
   RankerMemory ranker;      // the ranker's stage after training (none: zeros)

@@ -136,6 +136,28 @@ TEST(TrainerTest, ModelIsTrainedInPlace) {
   EXPECT_TRUE(run.model.shape == before.shape);
 }
 
+// Issue 64, point 1: the model a run starts from was held for the whole run as the evaluations'
+// copy, one copy of the parameters more than training needs. It is released once copied into the
+// global model and the replica; evaluations borrow the global model, and Train gives it back.
+TEST(TrainerTest, TheStartingModelIsNotHeldWhileTraining) {
+  Model<float> model = NewModel();
+  const size_t parameters = model.params.size();
+  std::vector<size_t> held;
+  std::vector<double> p1;
+  TrainCallbacks callbacks;
+  callbacks.on_eval = [&](const EvalRecord& r) {
+    held.push_back(model.params.size());
+    p1.push_back(r.test.metrics.p1);
+  };
+  Train(TrainSet(), &TestSet(), Options(), &model, callbacks);
+  ASSERT_FALSE(held.empty());
+  for (const size_t h : held) EXPECT_EQ(h, 0u) << "the starting model's copy was held while training";
+  EXPECT_GT(*std::max_element(p1.begin(), p1.end()), 0.5) << "the evaluations scored the model they borrowed";
+  EXPECT_EQ(model.params.size(), parameters);
+  // And the model given back is the one a run keeping its copy trained: the same as DoTrain's.
+  EXPECT_EQ(model.params, DoTrain(Options()).model.params);
+}
+
 TEST(TrainerTest, EpochsCountLabeledRowsWithShorterTailBatches) {
   const TrainRun run = DoTrain(Options());
   EXPECT_EQ(run.result.last.train_samples, 3 * kLabeledRows);
