@@ -7,8 +7,9 @@ ranker it ends with by default, is the run's summary's p1 (not in these files: -
 NAME=LOG reads it from the run's stdout), and no evaluation's time applies to it; the table
 names that model ("MLP + ranker", or "MLP" with --ranker off).
 
-Usage: time_to_accuracy.py [--target P1 | --target-fraction F] [--clock virtual|wall]
-                           [--baseline NAME] [--summary NAME=STDOUT.log ...] NAME=METRICS.jsonl ...
+Usage: time_to_accuracy.py [--target P1 | --target-fraction F] [--fractions F,F,...]
+                           [--clock virtual|wall] [--baseline NAME] [--summary NAME=STDOUT.log ...]
+                           NAME=METRICS.jsonl ...
 A NAME given several times is one configuration over several seeds: its i-th file pairs with the
 i-th file of every other name (the same seed). A row per name gives the means over its seeds
 (± the standard deviation when there are several) and the speed-up over the baseline (--baseline,
@@ -16,7 +17,9 @@ default the configuration slowest to the target): the paired per-seed ratio of t
 target, its geometric mean with a 95% t interval on the log ratios; an interval that holds 1
 reads "no difference", and a single seed says "one seed" in the cell.
 The target defaults to F (0.95) times the lowest best P@1 among the runs, so that every run can
-reach it.
+reach it. A second table gives the speed-ups again at several targets, --fractions (default
+0.8,0.9,0.95,0.98; '' for none) times that lowest best P@1, against the same baseline: one target
+can fall where the curves are noisiest, and a conclusion should hold at all of them.
 A run named slide (--algo slide) is shown as "SLIDE (1 CPU)": it trains on one CPU device and
 on the wall clock, so it gets no speed-up (the others' times may be virtual), and a note under
 the table says so.
@@ -79,8 +82,16 @@ def main():
     parser.add_argument("--baseline", help="the NAME the speed-ups are over (default: the slowest to the target)")
     parser.add_argument("--summary", action="append", default=[], metavar="NAME=LOG",
                         help="a run's stdout, whose summary gives its final model's P@1 (repeatable)")
+    parser.add_argument("--fractions", default="0.8,0.9,0.95,0.98",
+                        help="the second table's targets, as fractions of the lowest best P@1 ('' for none)")
     parser.add_argument("runs", nargs="+", metavar="NAME=FILE")
     args = parser.parse_args()
+    try:
+        fractions = [float(f) for f in args.fractions.split(",") if f.strip()]
+    except ValueError:
+        parser.error(f"--fractions must be numbers separated by commas, not {args.fractions!r}")
+    if any(not 0 < f <= 1 for f in fractions):
+        parser.error("--fractions must be in (0, 1]")
 
     configs = {}  # name -> [records of each seed], in the order given
     for item in args.runs:
@@ -96,10 +107,10 @@ def main():
     if args.baseline is not None and args.baseline not in configs:
         sys.exit(f"time_to_accuracy: --baseline {args.baseline} names no run ({', '.join(configs)})")
 
+    lowest_best = min(max(r["p1"] for r in records) for seeds in configs.values() for records in seeds)
     target = args.target
     if target is None:
-        target = args.target_fraction * min(max(r["p1"] for r in records)
-                                            for seeds in configs.values() for records in seeds)
+        target = args.target_fraction * lowest_best
     numbers = {name: [seed_numbers(records, target) for records in seeds] for name, seeds in configs.items()}
     times = {name: {i: n["time"] for i, n in enumerate(seeds)} for name, seeds in numbers.items()}
     baseline = args.baseline
@@ -138,6 +149,19 @@ def main():
               f"{mean([p1 for _, p1 in finals.get(name, [])], 4)} |")
 
     print(f"\nSpeed-up: {METHOD}.")
+    others = [name for name in configs if name not in (baseline, "slide")]
+    if fractions and baseline is not None and baseline != "slide" and others:
+        print(f"\nThe speed-ups over {baseline} at several targets, fractions of the lowest best P@1 ({lowest_best:.4f}):\n")
+        print("| run | " + " | ".join(f"at {f:g} x = {f * lowest_best:.4f}" for f in fractions) + " |")
+        print("|---|" + "---|" * len(fractions))
+        for name in others:
+            cells = []
+            for f in fractions:
+                t = {n: {i: seed_numbers(records, f * lowest_best)["time"] for i, records in enumerate(seeds)}
+                     for n, seeds in configs.items() if n in (name, baseline)}
+                ratios = paired_ratios(t[baseline], t[name])
+                cells.append(speedup_text(ratios) if ratios else "not reached")
+            print(f"| {name} | " + " | ".join(cells) + " |")
     if any(name == "slide" for name in configs):
         print(f"\n{SLIDE_LABEL}: one CPU device (SLIDE's sampled output layer, its threads sharing the model) "
               "against the others' devices; its times are wall-clock seconds, so it has no speed-up.")

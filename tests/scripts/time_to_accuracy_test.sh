@@ -47,6 +47,16 @@ grep -q "^Speed-up: .*paired seed by seed.*95% t interval" <<<"$out" || { echo "
 out=$(tta --clock virtual fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--clock virtual failed"
 grep -qF "| MLP: time to target (virtual s) |" <<<"$out" || { echo "$out" >&2; fail "--clock virtual not in the header"; }
 
+# 1b. The speed-ups again at several targets (issue 62, point 1), fractions of the lowest best P@1,
+# 0.32: at 0.256, 0.288 and 0.3136 fast is 1.5x sooner than slow; at 0.304 both take 3 s.
+out=$(tta --baseline slow fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--baseline slow failed"
+grep -qxF "| run | at 0.8 x = 0.2560 | at 0.9 x = 0.2880 | at 0.95 x = 0.3040 | at 0.98 x = 0.3136 |" <<<"$out" \
+  || { echo "$out" >&2; fail "no table at several targets"; }
+expect_row "$out" "| fast | 1.50x (one seed) | 1.50x (one seed) | 1.00x (one seed) | 1.50x (one seed) |"
+out=$(tta --fractions '' --baseline slow fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--fractions '' failed"
+grep -q "several targets" <<<"$out" && { echo "$out" >&2; fail "--fractions '' still printed the table"; }
+tta --fractions 0.5,1.5 fast="$work/fast.jsonl" >/dev/null 2>&1 && fail "--fractions 1.5 accepted"
+
 # 2. --target: fast reaches 0.30 at 2 s, slow at 3 s, so fast is 1.5x faster; 0.38 only slow reaches.
 out=$(tta --target 0.30 fast="$work/fast.jsonl" slow="$work/slow.jsonl") || fail "--target 0.30 failed"
 expect_row "$out" "| fast | 1 | 2.00 | 2 | 1.50x (one seed) | 0.3200 | 3.00 | 0.3200 | 3.00 | - | - | - |"
