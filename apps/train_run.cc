@@ -51,6 +51,11 @@ int RunTrain(TrainFlags& f, TrainSession& session) {
   std::unique_ptr<ranks::RankGroup> ranks =
       xmlt::ranks::JoinRankGroup(std::chrono::milliseconds(int64_t(std::min(f.rank_timeout_s, 1e9) * 1000)));
   if (ranks->size() <= 1) return RunTrainOnRanks(f, ranks.get(), session);
+  // A stop under mpirun is SIGUSR1, forwarded to every rank. A rank other than 0 whose part has
+  // ended waits in MPI_Finalize for rank 0's ranker stage; the default action would kill it there,
+  // and mpirun would then kill rank 0 before it wrote the trained MLP. Ignored from the start, the
+  // run's handlers take it while the rank trains and put the ignore back when its part ends.
+  if (ranks->rank() != 0) std::signal(SIGUSR1, SIG_IGN);
   try {
     return RunTrainOnRanks(f, ranks.get(), session);
   } catch (const RanksDisagree&) {

@@ -55,6 +55,9 @@ stop_when stage.out stage --epochs 0.2 --eval-every end --ranker-shortlist 1000 
 [[ $status -eq 138 ]] || fail "a SIGUSR1 in the ranker stage: mpirun exited $status, not 138"
 grep -q "stopped by signal 10 in the ranker stage, after training; mlp.bin holds the trained MLP" stage.err ||
   fail "no stop message from the stage"
+# The other rank, its part ended, waits for rank 0 and leaves the stop to it: killed by the signal,
+# it made mpirun end rank 0 before the MLP was written.
+! grep -q "exited on signal" stage.err || fail "a rank died of the signal forwarded in the ranker stage"
 [[ -s mlp.bin && -s stage.jsonl ]] || fail "the stage's stop lost the trained MLP or the metrics"
 "$xmltrain" eval --model mlp.bin --test data/test.txt > /dev/null || fail "the MLP kept by the stop does not load"
 echo "mpi stop: OK"
