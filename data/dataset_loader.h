@@ -8,17 +8,9 @@
 #include <string>
 
 #include "data/dataset.h"
+#include "data/load_options.h"
 
 namespace xmlt::data {
-
-enum class TextFormat { kAuto, kXmlRepo, kLibsvm };
-
-struct LoadOptions {
-  TextFormat format = TextFormat::kAuto;  // kAuto: a first line of exactly three integers is a header
-  bool one_based = false;                 // ids in the file start at 1
-  bool use_cache = true;                  // read PATH.xmlb instead of PATH while PATH is unchanged
-  int threads = 0;                        // parsing threads; 0 = all
-};
 
 // Throws InputError ("FILE:LINE: problem") for anything malformed; warnings go to Dataset::warnings.
 // When labels_path is non-empty, path holds the features and labels_path the labels (split pair).

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "data/dataset.h"
-#include "data/dataset_loader.h"
+#include "data/load_options.h"
 #include "data/text_windows.h"
 
 namespace xmlt::data {

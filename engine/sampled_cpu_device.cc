@@ -15,7 +15,7 @@
 #include "data/sparse_batch.h"
 #include "kernels/dropout_mask.h"
 #include "kernels/cpu/huge_pages.h"
-#include "kernels/cpu/sampled_step.h"
+#include "kernels/lsh/sampled_step.h"
 #include "kernels/lsh/label_tables.h"
 #include "kernels/lsh/rebuild_schedule.h"
 
@@ -90,13 +90,13 @@ class SampledCpuDevice final : public Device {
     // The padding labels are drawn from the batch's rows: the same on a resumed run.
     uint64_t draw = count;
     for (size_t i = 0; i < count; ++i) draw = (draw ^ rows[i]) * 0x100000001B3ull;
-    kernels::cpu::SampledRegularization rule;
+    kernels::lsh::SampledRegularization rule;
     rule.dropout = regularization_.dropout;
     rule.dropout_key =
         DropoutMix(DropoutMix(DropoutMix(regularization_.seed) ^ regularization_.stream) ^ steps_);
     rule.input_lr = lr * regularization_.input_adagrad_ratio;
     rule.input_squares = input_squares_.empty() ? nullptr : input_squares_.data();
-    const kernels::cpu::LossResult result = kernels::cpu::SampledTrainStep(
+    const kernels::cpu::LossResult result = kernels::lsh::SampledTrainStep(
         &model_, batch_, lr, tables_, step_, draw, &touched_, &stats_, rule);
     ++updates_;
     ++steps_;
@@ -182,12 +182,12 @@ class SampledCpuDevice final : public Device {
       input_squares_;  // the first layer's Adagrad squares (features x units), or none
   kernels::lsh::LabelTables tables_;
   kernels::lsh::RebuildSchedule schedule_;
-  kernels::cpu::SampledStepOptions step_;
+  kernels::lsh::SampledStepOptions step_;
   std::vector<uint8_t> touched_;
   std::vector<uint32_t> changed_;
   uint64_t updates_ = 0;                  // since the last rebuild
   uint64_t steps_ = 0;                    // since the run began: the dropout masks' counter
-  kernels::cpu::SampledStepStats stats_;  // since this device was made
+  kernels::lsh::SampledStepStats stats_;  // since this device was made
   bool report_ = false;
   data::SparseBatch batch_;
 };

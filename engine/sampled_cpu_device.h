@@ -1,6 +1,6 @@
 // A CPU device that trains with SLIDE's sampled output layer: its replica's output rows are
 // bucketed in LSH tables, each row of a batch trains on its own active labels
-// (kernels/cpu/sampled_step.h), and the rows it updated are rehashed on SLIDE's decaying schedule
+// (kernels/lsh/sampled_step.h), and the rows it updated are rehashed on SLIDE's decaying schedule
 // (first after 50 updates, each gap 10% longer). Every merge (once a mega-batch, for --algo slide
 // too) and rollback replaces the parameters: the tables are rebuilt from them whole and the
 // schedule starts again. Checkpoints keep the tables' keys and the schedule's place, so a resumed

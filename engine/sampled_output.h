@@ -1,4 +1,4 @@
-// The settings of SLIDE's sampled output layer (kernels/cpu/sampled_step.h): which hash family and
+// The settings of SLIDE's sampled output layer (kernels/lsh/sampled_step.h): which hash family and
 // how many tables, how large an active set, how often the tables are rebuilt. A CPU device trains
 // with it under --algo slide, or as a device of a multi-device run (--cpu-output sampled).
 #pragma once

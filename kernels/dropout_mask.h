@@ -1,7 +1,7 @@
 // Dropout's masks as a counter-based hash: whether unit u of a batch row is kept in a hidden layer
 // is a hash of (key, layer, row, unit), so a mask needs no generator state to save or restore, and
 // every thread that computes a row draws the same mask. The CPU's dense and sampled steps
-// (cpu/sparse_mlp.cc, cpu/sampled_step.cc) and the GPU's step (cuda/sparse_mlp.cu) draw their
+// (cpu/sparse_mlp.cc, lsh/sampled_step.cc) and the GPU's step (cuda/sparse_mlp.cu) draw their
 // masks here, so a replica draws the same masks on either.
 #pragma once
 

@@ -18,7 +18,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/cpu_isa.h"
-#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_op.h"
 
 namespace xmlt::kernels::cpu {
 

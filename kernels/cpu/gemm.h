@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-namespace xmlt::kernels::cpu {
+#include "kernels/cpu/gemm_op.h"
 
-enum class Op { kNone, kTranspose };
+namespace xmlt::kernels::cpu {
 
 // A is m x k after op, B is k x n after op; lda/ldb/ldc are row strides of the stored matrices.
 template <class T>

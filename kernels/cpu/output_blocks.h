@@ -8,15 +8,9 @@
 #include <type_traits>
 
 #include "kernels/cpu/bf16_gemm.h"
-#include "kernels/cpu/output_layer.h"
+#include "kernels/cpu/output_layer_workspace.h"
 
 namespace xmlt::kernels::cpu::output_blocks {
-
-// Groups of blocks for the backward pass: a fixed count, so the input gradient is summed in the
-// same order whatever the thread count, and enough of them to balance the threads.
-constexpr uint64_t kMaxGroups = 32;
-
-inline uint64_t NumGroups(uint64_t num_blocks) { return std::min(num_blocks, kMaxGroups); }
 
 inline uint64_t GroupBegin(uint64_t group, uint64_t groups, uint64_t num_blocks) {
   return group * num_blocks / groups;

@@ -42,7 +42,7 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
   const T decay = rule.weight_decay;
 
   const bool bf16 = ws->math == OutputMath::kBf16;
-  const uint64_t groups = NumGroups(ws->num_blocks);
+  const uint64_t groups = OutputGroups(ws->num_blocks);
   tbb::parallel_for(
       tbb::blocked_range<uint64_t>(0, groups, 1),
       [&](const tbb::blocked_range<uint64_t>& range) {

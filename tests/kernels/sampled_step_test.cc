@@ -1,9 +1,9 @@
-// SLIDE's step (kernels/cpu/sampled_step.h): a row's step over its active labels is the dense
+// SLIDE's step (kernels/lsh/sampled_step.h): a row's step over its active labels is the dense
 // step of the model whose output layer holds only those labels (every parameter, one and two
 // hidden layers), and its gradient agrees with finite differences of the active-set loss; the
 // active set holds the tables' candidates and the row's labels, padded to the minimum; with one
 // thread the batch step is deterministic, and with several it learns.
-#include "kernels/cpu/sampled_step.h"
+#include "kernels/lsh/sampled_step.h"
 
 #include <gtest/gtest.h>
 #include <tbb/global_control.h>
@@ -19,8 +19,14 @@
 #include "kernels/lsh/label_tables.h"
 #include "tests/kernels/kernel_test_util.h"
 
-namespace xmlt::kernels::cpu {
+namespace xmlt::kernels::lsh {
 namespace {
+
+// The dense step the sampled one is held against.
+using cpu::LossResult;
+using cpu::MlpWorkspace;
+using cpu::SoftmaxCrossEntropy;
+using cpu::StepRule;
 
 // Row `row` of `batch` alone, its labels renamed to their places in `active` (sorted).
 data::SparseBatch RowOnActiveLabels(const data::SparseBatch& batch, uint32_t row,
@@ -339,4 +345,4 @@ TEST(SampledStep, OneThreadIsDeterministicAndSeveralLearn) {
 }
 
 }  // namespace
-}  // namespace xmlt::kernels::cpu
+}  // namespace xmlt::kernels::lsh

@@ -259,7 +259,9 @@ TEST(RankerStage, AStopEndsTheStageAtItsNextCheckWithNoRanker) {
     const RankerStageResult stopped = TrainShortlistRanker(mlp, train, &holdout, options, [&] { return ++asked >= at; });
     EXPECT_TRUE(stopped.stopped) << "stopped at check " << at << " of " << checks;
     EXPECT_EQ(stopped.ranker, nullptr) << at;
-    if (at <= checks / 2) EXPECT_LT(asked.load(), checks) << "went on past the stop at check " << at;
+    if (at <= checks / 2) {
+      EXPECT_LT(asked.load(), checks) << "went on past the stop at check " << at;
+    }
   }
 }
 

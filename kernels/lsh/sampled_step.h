@@ -1,7 +1,7 @@
 // SLIDE's training step (Chen et al., MLSys 2020) on the CPU: each row of a batch trains on its own
 // active set of output labels instead of all of them. The row goes forward through the hidden
 // layers as in the dense step; the last hidden activation queries the LSH tables over the output
-// layer (kernels/lsh/label_tables.h), whose buckets give the labels with likely large logits; the
+// layer (label_tables.h), whose buckets give the labels with likely large logits; the
 // row's own labels are always added, and random labels pad a small set up to a minimum (SLIDE's
 // sampling mode). Softmax cross-entropy runs over the active set only, and the SGD step touches
 // only the active labels' output rows, the biases, the hidden layers and the first-layer rows of
@@ -18,7 +18,7 @@
 #include "kernels/lsh/label_tables.h"
 #include "kernels/model.h"
 
-namespace xmlt::kernels::cpu {
+namespace xmlt::kernels::lsh {
 
 // One thread's scratch for its rows, sized on first use.
 struct SampledRowScratch {
@@ -35,7 +35,7 @@ struct SampledRowScratch {
   float padding_log_weight = 0.0f;
 };
 
-// What the step adds to plain SGD, as the dense step's StepRule (sparse_mlp.h) does:
+// What the step adds to plain SGD, as the dense step's StepRule (cpu/sparse_mlp.h) does:
 //  - dropout on every hidden layer's activations (inverted: the kept ones scaled by
 //    1 / (1 - dropout)), with the dense step's masks for (dropout_key, layer, batch row, unit);
 //  - Adagrad on the first layer's weights: per coordinate s += g^2, w -= input_lr * g / (sqrt(s) +
@@ -58,7 +58,7 @@ void SampledForwardHidden(const Model<float>& model, const data::SparseBatch& ba
 // `bucket_cap` a bucket), the row's labels, then labels drawn from `rng` until there are
 // `min_active` (or every label). Distinct, in no particular order; the padding last, from
 // s->padded_from, with s->padding_log_weight = log(labels not yet active / padding drawn).
-void SampledActiveLabels(const lsh::LabelTables& tables, const data::SparseBatch& batch,
+void SampledActiveLabels(const LabelTables& tables, const data::SparseBatch& batch,
                          uint32_t row, size_t bucket_cap, size_t min_active, std::mt19937_64* rng,
                          SampledRowScratch* s);
 
@@ -91,10 +91,10 @@ struct SampledStepStats {
 // batch-mean loss, as the dense step), rows spread over the threads, HOGWILD. `step` makes each
 // row's padding draw its own. `regularization`'s gradient_scale is set here. Returns the loss
 // summed over the rows with labels.
-LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch, float lr,
-                            const lsh::LabelTables& tables, const SampledStepOptions& options,
+cpu::LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch, float lr,
+                            const LabelTables& tables, const SampledStepOptions& options,
                             uint64_t step, std::vector<uint8_t>* touched,
                             SampledStepStats* stats = nullptr,
                             SampledRegularization regularization = {});
 
-}  // namespace xmlt::kernels::cpu
+}  // namespace xmlt::kernels::lsh

@@ -1,5 +1,5 @@
 // SLIDE's training step; see sampled_step.h.
-#include "kernels/cpu/sampled_step.h"
+#include "kernels/lsh/sampled_step.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
@@ -13,7 +13,7 @@
 #include "kernels/cpu/sparse_mlp.h"
 #include "kernels/cpu/vector_ops.h"
 
-namespace xmlt::kernels::cpu {
+namespace xmlt::kernels::lsh {
 
 namespace {
 
@@ -80,7 +80,7 @@ void SampledForwardHidden(const Model<float>& model, const data::SparseBatch& ba
   }
 }
 
-void SampledActiveLabels(const lsh::LabelTables& tables, const data::SparseBatch& batch,
+void SampledActiveLabels(const LabelTables& tables, const data::SparseBatch& batch,
                          uint32_t row, size_t bucket_cap, size_t min_active, std::mt19937_64* rng,
                          SampledRowScratch* s) {
   const size_t labels = tables.labels();
@@ -228,8 +228,8 @@ double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint
     float* w = w0 + uint64_t(feature) * units0;
     if (adagrad) {
       float* squares = regularization.input_squares + uint64_t(feature) * units0;
-      vector_ops::Adagrad(w, squares, delta.data(), x * regularization.gradient_scale, regularization.input_lr,
-                          float(kAdagradEpsilon), units0);
+      cpu::vector_ops::Adagrad(w, squares, delta.data(), x * regularization.gradient_scale, regularization.input_lr,
+                          float(cpu::kAdagradEpsilon), units0);
     } else {
       for (uint32_t u = 0; u < units0; ++u) w[u] -= lr * x * delta[u];
     }
@@ -239,13 +239,13 @@ double SampledBackward(Model<float>* model, const data::SparseBatch& batch, uint
   return loss;
 }
 
-LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch, float lr,
-                            const lsh::LabelTables& tables, const SampledStepOptions& options,
+cpu::LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch, float lr,
+                            const LabelTables& tables, const SampledStepOptions& options,
                             uint64_t step, std::vector<uint8_t>* touched, SampledStepStats* stats,
                             SampledRegularization regularization) {
   if (tables.labels() != model->shape.num_labels)
     throw std::invalid_argument("SampledTrainStep: the tables are not over this model's labels");
-  LossResult result;
+  cpu::LossResult result;
   for (uint32_t r = 0; r < batch.num_rows; ++r) result.labeled_rows += batch.NumLabels(r) > 0;
   if (result.labeled_rows == 0) return result;
   const float row_lr = lr / float(result.labeled_rows);
@@ -276,4 +276,4 @@ LossResult SampledTrainStep(Model<float>* model, const data::SparseBatch& batch,
   return result;
 }
 
-}  // namespace xmlt::kernels::cpu
+}  // namespace xmlt::kernels::lsh
