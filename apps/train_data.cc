@@ -8,8 +8,7 @@
 
 #include "apps/cli.h"
 #include "apps/command_input.h"
-#include "apps/train_ranker.h"
-#include "apps/train_settling.h"
+#include "apps/train_settings.h"
 #include "data/input_error.h"
 #include "data/row_normalization.h"
 #include "kernels/propensity.h"
@@ -56,8 +55,6 @@ TrainingData LoadTrainingData(TrainFlags& f, const TrainSession& session, ranks:
     loaded.test->inverse_propensity = data::SharedArray<float>(
         kernels::InversePropensities(loaded.train.labels, labels, f.options.propensity));
   }
-  // After the propensities, which come from every training row, as eval --train takes them.
-  HoldOutRankerRows(f, &loaded, ranks);
   return loaded;
 }
 

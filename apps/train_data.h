@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "apps/train_flags.h"
-#include "apps/train_run.h"
+#include "apps/train_session.h"
 #include "data/dataset.h"
 #include "kernels/model.h"
 #include "ranks/rank_group.h"
@@ -26,9 +26,10 @@ struct TrainingData {
   float largest_raw_value = 0;  // --normalize none: the training rows' largest |value| (else 0)
 };
 
-// Loads --train and --test (or takes the session's data), rank 0 (`writer`) saying the readers'
-// warnings, and holds out the ranker's rows (rank 0 deciding for all `ranks` whether a ranker fits).
-// Throws data::InputError for a test set without a label.
+// Loads --train and --test (or takes the session's data), rank 0 of `ranks` saying the readers'
+// warnings; settles the model's shape from the training rows and makes the test rows its input.
+// Throws data::InputError for a test set without a label. The ranker's rows are still in `train`
+// (HoldOutRankerRows takes them out).
 TrainingData LoadTrainingData(TrainFlags& f, const TrainSession& session, ranks::RankGroup* ranks);
 
 }  // namespace xmlt::apps

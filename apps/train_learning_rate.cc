@@ -1,20 +1,47 @@
 // The learning rates of `xmltrain train`; see train_learning_rate.h.
 #include "apps/train_learning_rate.h"
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
 #include "apps/checkpoint_folder.h"
+#include "apps/shortest_text.h"
 #include "apps/train_algorithm.h"
 #include "apps/train_report.h"
-#include "apps/train_settings.h"
 #include "engine/device_spec.h"
 #include "engine/sampled_output.h"
 #include "run/lr_search.h"
 
 namespace xmlt::apps {
+namespace {
+
+// A positive finite number, or std::invalid_argument naming the flag. A positive number a float
+// cannot hold (1e-300 would be 0) is told as such, not as "not a positive number".
+float ParsePositive(const char* flag, const std::string& text) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(begin, &end);
+  const bool range_error = errno == ERANGE;
+  const bool number = !text.empty() && !std::isspace(static_cast<unsigned char>(text[0])) && *end == '\0';
+  if (!number || std::signbit(value) || std::isnan(value) || (value == 0 && !range_error))
+    throw std::invalid_argument(std::string(flag) + " must be a positive number or 'auto', not '" + text + "'");
+  if (value < double(std::numeric_limits<float>::min()))
+    throw std::invalid_argument(std::string(flag) + " " + text + " is below the smallest positive number it can be (" +
+                                ShortestText(std::numeric_limits<float>::min()) + ")");
+  if (value > double(std::numeric_limits<float>::max()))
+    throw std::invalid_argument(std::string(flag) + " " + text + " is beyond the largest number it can be (" +
+                                ShortestText(std::numeric_limits<float>::max()) + ")");
+  return float(value);
+}
+
+}  // namespace
 
 std::optional<float> GivenLearningRate(const TrainFlags& f) {
   if (f.lr == "auto") return std::nullopt;

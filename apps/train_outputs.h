@@ -7,7 +7,7 @@
 #include <string>
 
 #include "apps/train_flags.h"
-#include "apps/train_run.h"
+#include "apps/train_session.h"
 #include "data/folder_lock.h"
 #include "run/metrics_log.h"
 

@@ -242,7 +242,10 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
   };
   const std::unique_ptr<run::MetricsLog> metrics = OpenMetricsLog(f.metrics);
 
-  const TrainingData data = LoadTrainingData(f, session, ranks);
+  TrainingData data = LoadTrainingData(f, session, ranks);
+  // After the test rows' propensities, which come from every training row, as eval --train takes
+  // them; rank 0 decides for all ranks whether a ranker fits.
+  HoldOutRankerRows(f, &data, ranks);
   const AfterLoading settled = SettleAfterLoading(f, ranks, data, stopped_before_training);
   if (settled.stopped_by_signal != 0) return 128 + settled.stopped_by_signal;
   kernels::Model<float> model = kernels::InitModel<float>(data.shape, f.options.seed);

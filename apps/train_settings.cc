@@ -2,7 +2,6 @@
 #include "apps/train_settings.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -48,6 +47,18 @@ std::vector<uint32_t> ParseHidden(const std::string& text) {
   return sizes;
 }
 
+kernels::ModelShape SettleShape(TrainFlags& f, const data::Dataset& train) {
+  kernels::ModelShape shape;
+  shape.num_features = train.num_features();
+  shape.num_labels = train.num_labels();
+  f.options.hidden = f.hidden == "auto" ? std::vector<uint32_t>{DefaultHidden(shape.num_features, shape.num_labels)}
+                                        : ParseHidden(f.hidden);
+  shape.hidden = f.options.hidden;
+  shape.normalize_rows = f.normalize == "l2";
+  kernels::ValidateShape(shape);
+  return shape;
+}
+
 scheduler::EvalSchedule ParseEvalEvery(const std::string& text) {
   scheduler::EvalSchedule schedule;
   if (text == "epoch") return schedule;
@@ -67,26 +78,6 @@ scheduler::EvalSchedule ParseEvalEvery(const std::string& text) {
   schedule.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
   schedule.mega_batches = uint32_t(value);
   return schedule;
-}
-
-// A positive finite number, or std::invalid_argument naming the flag. A positive number a float
-// cannot hold (1e-300 would be 0) is told as such, not as "not a positive number".
-float ParsePositive(const char* flag, const std::string& text) {
-  const char* begin = text.c_str();
-  char* end = nullptr;
-  errno = 0;
-  const double value = std::strtod(begin, &end);
-  const bool range_error = errno == ERANGE;
-  const bool number = !text.empty() && !std::isspace(static_cast<unsigned char>(text[0])) && *end == '\0';
-  if (!number || std::signbit(value) || std::isnan(value) || (value == 0 && !range_error))
-    throw std::invalid_argument(std::string(flag) + " must be a positive number or 'auto', not '" + text + "'");
-  if (value < double(std::numeric_limits<float>::min()))
-    throw std::invalid_argument(std::string(flag) + " " + text + " is below the smallest positive number it can be (" +
-                                ShortestText(std::numeric_limits<float>::min()) + ")");
-  if (value > double(std::numeric_limits<float>::max()))
-    throw std::invalid_argument(std::string(flag) + " " + text + " is beyond the largest number it can be (" +
-                                ShortestText(std::numeric_limits<float>::max()) + ")");
-  return float(value);
 }
 
 // --math: refused here, before the data is loaded, where this build, CPU or device list cannot do

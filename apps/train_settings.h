@@ -26,11 +26,12 @@ std::vector<uint32_t> ParseHidden(const std::string& text);
 // of two (Bibtex, EURLEX57K: 1024; Delicious: 512; the Table 1 shapes: 128).
 uint32_t DefaultHidden(uint64_t features, uint64_t labels);
 
+// The model's shape, from the training rows alone: --hidden, or with auto DefaultHidden of the
+// rows' features and labels (written into options.hidden). Refuses a shape the model cannot take.
+kernels::ModelShape SettleShape(TrainFlags& f, const data::Dataset& train);
+
 // --eval-every: 'epoch', 'end' (or 0), or every N mega-batches.
 scheduler::EvalSchedule ParseEvalEvery(const std::string& text);
-
-// A positive finite number, or std::invalid_argument naming the flag.
-float ParsePositive(const char* flag, const std::string& text);
 
 // --math: refused here, before the data is loaded, where this build, CPU or device list cannot do
 // it. GPUs take fp32, tf32 and bf16 (cuBLAS's compute types); CPUs fp32, and bf16 where they have

@@ -80,18 +80,6 @@ void SettleBeforeLoading(TrainFlags& f, ranks::RankGroup* ranks) {
   SettleRankerFlags(f);
 }
 
-kernels::ModelShape SettleShape(TrainFlags& f, const data::Dataset& train) {
-  kernels::ModelShape shape;
-  shape.num_features = train.num_features();
-  shape.num_labels = train.num_labels();
-  f.options.hidden = f.hidden == "auto" ? std::vector<uint32_t>{DefaultHidden(shape.num_features, shape.num_labels)}
-                                        : ParseHidden(f.hidden);
-  shape.hidden = f.options.hidden;
-  shape.normalize_rows = f.normalize == "l2";
-  kernels::ValidateShape(shape);
-  return shape;
-}
-
 AfterLoading SettleAfterLoading(TrainFlags& f, ranks::RankGroup* ranks, const TrainingData& data,
                                 const StopCheck& stopped) {
   AfterLoading settled;

@@ -23,10 +23,6 @@ namespace xmlt::apps {
 // loading. Under MPI the run spans every rank's devices (SpreadOverRanks).
 void SettleBeforeLoading(TrainFlags& f, ranks::RankGroup* ranks);
 
-// The model's shape, from the training rows alone: --hidden, or with auto DefaultHidden of the
-// rows' features and labels (written into options.hidden). Refuses a shape the model cannot take.
-kernels::ModelShape SettleShape(TrainFlags& f, const data::Dataset& train);
-
 // A signal that asks the run to stop before training, or 0 while none; `during` names the wait in
 // what is said.
 using StopCheck = std::function<int(const char* during)>;
