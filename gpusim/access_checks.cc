@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "gpusim/block_scheduler.h"
 #include "gpusim/code_locations.h"
 #include "gpusim/device_memory.h"
+#include "gpusim/fault_in_kernel.h"
 #include "gpusim/written_bits.h"
 
 namespace gpusim::detail {

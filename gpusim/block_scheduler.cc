@@ -19,6 +19,7 @@
 #include "gpusim/block_state.h"
 #include "gpusim/check_options.h"
 #include "gpusim/code_locations.h"
+#include "gpusim/fault_in_kernel.h"
 #include "gpusim/fiber_stacks.h"
 #include "gpusim/turn_orders.h"
 

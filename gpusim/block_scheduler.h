@@ -24,12 +24,4 @@ namespace gpusim {
 std::string RunGrid(const char* kernel, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
                     const std::function<void()>& thread_body);
 
-namespace detail {
-
-// Fails the running block with `what` and stops the calling simulated thread for good, without
-// unwinding it (it is called from within an instrumented load or store).
-[[noreturn]] void FaultInKernel(const std::string& what);
-
-}  // namespace detail
-
 }  // namespace gpusim

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "gpusim/fiber_stacks.h"
-#include "gpusim/kernel_builtins.h"
+#include "gpusim/thread_view.h"
 
 namespace gpusim::detail {
 

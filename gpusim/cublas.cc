@@ -69,7 +69,7 @@ bool Live(cublasHandle_t handle) { return handle != nullptr; }
 // memory) loses the context when the work runs, as the kernel's fault would.
 cublasStatus_t Submit(cublasHandle_t handle, const char* name, std::string misuse, std::function<void()> work) {
   if (StickyError(handle->device) != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
-  CUstream_st* stream = handle->stream == nullptr ? DeviceAt(handle->device)->legacy_stream : ResolveStream(handle->stream);
+  CUstream_st* stream = handle->stream == nullptr ? LegacyStream(handle->device) : ResolveStream(handle->stream);
   if (stream == nullptr) return CUBLAS_STATUS_EXECUTION_FAILED;
   const cudaError_t injected = CountLaunch(handle->device);
   const int gpu = handle->device;
@@ -93,7 +93,7 @@ cublasStatus_t cublasCreate(cublasHandle_t* handle) {
 cublasStatus_t cublasDestroy(cublasHandle_t handle) {
   if (!Live(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   // Its work must finish before its workspace may be reused.
-  CUstream_st* stream = handle->stream == nullptr ? DeviceAt(handle->device)->legacy_stream : ResolveStream(handle->stream);
+  CUstream_st* stream = handle->stream == nullptr ? LegacyStream(handle->device) : ResolveStream(handle->stream);
   if (stream != nullptr) Flush(stream);
   delete handle;
   return CUBLAS_STATUS_SUCCESS;

@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "gpusim/streams.h"
-
 namespace gpusim {
 namespace {
 
@@ -54,7 +52,6 @@ DeviceSet& Devices() {
       auto d = std::make_unique<SimDevice>();
       d->ordinal = i;
       d->total_bytes = memory;
-      d->legacy_stream = detail::CreateStream(i, cudaStreamLegacyFlag);
       s->devices.push_back(std::move(d));
     }
     return s;

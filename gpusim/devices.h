@@ -11,8 +11,6 @@
 
 #include "gpusim/error_codes.h"
 
-struct CUstream_st;
-
 namespace gpusim {
 
 struct SimDevice {
@@ -23,7 +21,6 @@ struct SimDevice {
   // Why, once `sticky` is set (written once by the thread that set it, before `lost_why_ready`).
   std::string lost_why;
   std::atomic<bool> lost_why_ready{false};
-  CUstream_st* legacy_stream = nullptr;  // the null stream of this GPU
   // Whether this process has opened the GPU's primary context: since CUDA 12, cudaSetDevice and
   // the first call that needs the device do, and on a card each context holds memory.
   std::atomic<bool> context_opened{false};

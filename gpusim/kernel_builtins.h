@@ -8,15 +8,8 @@
 #include <cstring>
 #include <type_traits>
 
-struct uint3 {
-  unsigned x, y, z;
-};
-
-struct dim3 {
-  unsigned x, y, z;
-  constexpr dim3(unsigned vx = 1, unsigned vy = 1, unsigned vz = 1) : x(vx), y(vy), z(vz) {}
-  constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
-};
+#include "gpusim/thread_view.h"
+#include "gpusim/vector_types.h"
 
 // Device-only and launch qualifiers mean nothing to the host compiler.
 #define __global__
@@ -30,15 +23,6 @@ struct dim3 {
 #define __shared__ static thread_local
 
 namespace gpusim::detail {
-
-// What one simulated CUDA thread knows of itself.
-struct ThreadView {
-  uint3 thread_idx;
-  uint3 block_idx;
-  dim3 block_dim;
-  dim3 grid_dim;
-  unsigned linear;  // thread index within the block
-};
 
 // The thread running on this host thread right now; null outside kernels. __thread rather than
 // thread_local: without a dynamic initializer to guard against, the access checks read it on every

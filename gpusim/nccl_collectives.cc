@@ -25,10 +25,11 @@
 #include "gpusim/device_memory.h"
 #include "gpusim/devices.h"
 #include "gpusim/faults.h"
-#include "gpusim/nccl_groups.h"
+#include "gpusim/nccl_communicators.h"
+#include "gpusim/nccl_open_group.h"
 #include "gpusim/nccl_ring_cost.h"
+#include "gpusim/operation_clock.h"
 #include "gpusim/streams.h"
-#include "gpusim/timing.h"
 
 using namespace gpusim;
 using namespace gpusim::detail;
@@ -355,7 +356,7 @@ namespace {
 ncclResult_t Collect(Call call) {
   // The null stream is the communicator's GPU's, whichever GPU is current.
   if (call.stream == nullptr && Unusable(call.comm).empty()) {
-    call.stream = DeviceAt(call.comm->device)->legacy_stream;
+    call.stream = LegacyStream(call.comm->device);
   } else {
     call.stream = ResolveStream(call.stream);
   }

@@ -19,7 +19,7 @@
 
 #include "gpusim/device_memory.h"
 #include "gpusim/devices.h"
-#include "gpusim/nccl_groups.h"
+#include "gpusim/nccl_open_group.h"
 #include "gpusim/streams.h"
 
 using namespace gpusim;

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "gpusim/nccl_init.h"
+
 struct CUstream_st;
 struct ncclComm;
 
@@ -77,15 +79,6 @@ size_t SizeOf(ncclDataType_t datatype);
 
 // The clique's first lost GPU, or -1.
 int LostDevice(const Clique& clique);
-
-// An ncclCommInitRank inside a group: the rank joins its clique at ncclGroupEnd.
-struct Init {
-  ncclComm_t* comm;
-  int nranks;
-  ncclUniqueId id;
-  int rank;
-  int device;
-};
 
 // Joins every rank of `inits`, then waits for their cliques.
 ncclResult_t InitRanks(const std::vector<Init>& inits);

@@ -1,9 +1,11 @@
 // NCCL's groups: at the outermost ncclGroupEnd a host thread's held inits join their cliques, then
 // its collective calls take their places (nccl_collectives.cc). A refused call drops its whole
 // group, as in NCCL.
-#include "gpusim/nccl_groups.h"
-
 #include <utility>
+
+#include "gpusim/nccl_collectives.h"
+#include "gpusim/nccl_communicators.h"
+#include "gpusim/nccl_open_group.h"
 
 using namespace gpusim::nccl;
 

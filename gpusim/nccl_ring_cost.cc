@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "gpusim/nccl_communicators.h"
+#include "gpusim/operation_clock.h"
 #include "gpusim/timing.h"
 #include "gpusim/traffic.h"
 

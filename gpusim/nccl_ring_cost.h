@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "gpusim/nccl_collectives.h"
+#include "gpusim/nccl_call.h"
 
 namespace gpusim::nccl {
 

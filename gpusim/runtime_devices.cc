@@ -8,9 +8,9 @@
 
 #include "gpusim/device_memory.h"
 #include "gpusim/devices.h"
+#include "gpusim/operation_clock.h"
 #include "gpusim/runtime_errors.h"
 #include "gpusim/streams.h"
-#include "gpusim/timing.h"
 #include "gpusim/traffic.h"
 
 using namespace gpusim;

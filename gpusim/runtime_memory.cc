@@ -10,6 +10,7 @@
 
 #include "gpusim/device_memory.h"
 #include "gpusim/devices.h"
+#include "gpusim/operation_clock.h"
 #include "gpusim/runtime_errors.h"
 #include "gpusim/streams.h"
 #include "gpusim/timing.h"
@@ -127,7 +128,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
   const int src_gpu = GpuOf(src), dst_gpu = GpuOf(dst);
   CountCopy(src_gpu, dst_gpu, count);
   // On the null stream of the GPU holding the memory, waited for at once.
-  CUstream_st* stream = DeviceAt(gpu)->legacy_stream;
+  CUstream_st* stream = LegacyStream(gpu);
   Enqueue(stream, [dst, src, count, src_gpu, dst_gpu] {
     ChargeCopy(src_gpu, dst_gpu, count);
     std::memcpy(dst, src, count);

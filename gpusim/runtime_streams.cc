@@ -5,9 +5,9 @@
 #include <mutex>
 
 #include "gpusim/devices.h"
+#include "gpusim/operation_clock.h"
 #include "gpusim/runtime_errors.h"
 #include "gpusim/streams.h"
-#include "gpusim/timing.h"
 
 using namespace gpusim;
 using namespace gpusim::detail;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "gpusim/devices.h"
-#include "gpusim/timing.h"
+#include "gpusim/operation_clock.h"
 
 namespace gpusim::detail {
 namespace {
@@ -96,11 +96,18 @@ void DestroyStream(CUstream_st* stream) {
   // destroyed handle is refused by ResolveStream all the same.
 }
 
+CUstream_st* LegacyStream(int device) {
+  // Made for every GPU at once, at the first call for any.
+  static const std::vector<CUstream_st*>* legacy = [] {
+    auto* streams = new std::vector<CUstream_st*>;
+    for (int d = 0; d < DeviceCount(); ++d) streams->push_back(CreateStream(d, cudaStreamLegacyFlag));
+    return streams;
+  }();
+  return device >= 0 && device < int(legacy->size()) ? (*legacy)[size_t(device)] : nullptr;
+}
+
 CUstream_st* ResolveStream(CUstream_st* handle) {
-  if (handle == nullptr) {
-    SimDevice* d = DeviceAt(CurrentOrdinal());
-    return d == nullptr ? nullptr : d->legacy_stream;
-  }
+  if (handle == nullptr) return LegacyStream(CurrentOrdinal());
   Handles& h = State();
   std::lock_guard<std::mutex> lock(h.mutex);
   return h.streams.count(handle) > 0 ? handle : nullptr;
@@ -132,16 +139,16 @@ void Enqueue(CUstream_st* stream, std::function<void()> op) {
   // Legacy semantics: a blocking stream's work waits for the null stream's earlier work, and the
   // null stream's for every blocking stream's.
   if (stream->blocking()) {
-    SimDevice* d = DeviceAt(stream->device);
+    CUstream_st* legacy = LegacyStream(stream->device);
     std::vector<std::pair<CUstream_st*, uint64_t>> before;
     if (stream->legacy()) {
       for (CUstream_st* s : StreamsOf(stream->device, true)) {
         std::lock_guard<std::mutex> lock(s->queue);
         before.emplace_back(s, s->submitted);
       }
-    } else if (d != nullptr) {
-      std::lock_guard<std::mutex> lock(d->legacy_stream->queue);
-      before.emplace_back(d->legacy_stream, d->legacy_stream->submitted);
+    } else if (legacy != nullptr) {
+      std::lock_guard<std::mutex> lock(legacy->queue);
+      before.emplace_back(legacy, legacy->submitted);
     }
     if (!before.empty()) {
       op = [before, inner = std::move(op)] {
@@ -177,9 +184,9 @@ bool TryFlush(CUstream_st* stream, uint64_t position) {
 }
 
 cudaError_t FlushDevice(int device) {
-  SimDevice* d = DeviceAt(device);
-  if (d == nullptr) return cudaErrorInvalidDevice;
-  Flush(d->legacy_stream);
+  CUstream_st* legacy = LegacyStream(device);
+  if (legacy == nullptr) return cudaErrorInvalidDevice;
+  Flush(legacy);
   for (CUstream_st* s : StreamsOf(device, false)) Flush(s);
   return StickyError(device);
 }
@@ -193,9 +200,9 @@ double TimeAt(CUstream_st* stream, uint64_t position) {
 }
 
 double DeviceTime(int device) {
-  SimDevice* d = DeviceAt(device);
-  if (d == nullptr) return 0;
-  double latest = TimeAt(d->legacy_stream);
+  CUstream_st* legacy = LegacyStream(device);
+  if (legacy == nullptr) return 0;
+  double latest = TimeAt(legacy);
   for (CUstream_st* s : StreamsOf(device, false)) latest = std::max(latest, TimeAt(s));
   return latest;
 }

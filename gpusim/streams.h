@@ -41,6 +41,8 @@ namespace gpusim::detail {
 
 CUstream_st* CreateStream(int device, unsigned flags);
 void DestroyStream(CUstream_st* stream);
+// The null stream of GPU `device`, or null for no such GPU.
+CUstream_st* LegacyStream(int device);
 // The stream a handle means (null: the current GPU's null stream), or null for a handle that is
 // not a live stream.
 CUstream_st* ResolveStream(CUstream_st* handle);

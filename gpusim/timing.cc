@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "gpusim/devices.h"
+#include "gpusim/operation_clock.h"
 #include "gpusim/streams.h"
 #include "gpusim/traffic.h"
 

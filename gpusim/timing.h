@@ -57,19 +57,8 @@ void KernelBytes(uint64_t bytes);
 
 namespace detail {
 
-// The clock of one operation while it runs (operations may nest: a stream wait runs the other
-// stream's work).
-struct OpClock {
-  double start = 0;  // when it may start
-  double end = 0;    // when what it did so far finished
-};
-// Makes `clock` the running operation's; returns the outer one for LeaveOp.
-OpClock* EnterOp(OpClock* clock);
-void LeaveOp(OpClock* clock, OpClock* outer);
-// The running operation starts no earlier than `time`.
-void After(double time);
-// When what the running operation did so far finished (0 outside an operation).
-double Now();
+// The running operation (its clock, EnterOp, After) and the host's clock are in operation_clock.h.
+
 // A copy of `bytes` from `src_gpu` to `dst_gpu` (-1: host memory), by the running operation.
 void ChargeCopy(int src_gpu, int dst_gpu, uint64_t bytes);
 // `bytes` of GPU `gpu`'s memory read or written by the running operation.
@@ -77,9 +66,6 @@ void ChargeMemory(int gpu, uint64_t bytes);
 // SubmitKernel: takes the hint of this thread's next kernel (UINT64_MAX: none).
 uint64_t TakeKernelBytes();
 void CountUnhintedKernel();
-// What the host knows has finished: it issues nothing earlier.
-double HostNow();
-void HostAdvance(double time);
 
 }  // namespace detail
 }  // namespace gpusim

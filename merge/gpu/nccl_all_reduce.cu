@@ -13,7 +13,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "merge/gpu/device_global_model.h"
-#include "merge/gpu/nccl_all_reduce_impl.h"
+#include "merge/gpu/nccl_merge_state.h"
 #include "merge/gpu/replica_kernels.h"
 
 namespace xmlt::merge::gpu {
@@ -24,7 +24,7 @@ using kernels::cuda::PinnedBuffer;
 
 // The GPUs of this process and the NCCL rank of each: (process, GPU) pairs in order of first
 // appearance among the replicas; all of them in one process.
-void NcclAllReduce::Impl::MakeGroups(const std::vector<GpuReplica>& all, const NcclRanks* processes) {
+void NcclMergeState::MakeGroups(const std::vector<GpuReplica>& all, const NcclRanks* processes) {
   if (processes == nullptr) {
     for (GpuReplicaGroup& group : GroupByGpu(all, count, "NcclAllReduce")) {
       gpus.emplace_back();
@@ -62,7 +62,7 @@ void NcclAllReduce::Impl::MakeGroups(const std::vector<GpuReplica>& all, const N
   ranks = seen.size();
 }
 
-void NcclAllReduce::Impl::MakeBuffers() {
+void NcclMergeState::MakeBuffers() {
   shard = count / ranks;
   main = shard * ranks;
   tail = count - main;
@@ -84,23 +84,23 @@ void NcclAllReduce::Impl::MakeBuffers() {
   global = DeviceGlobalModel("NcclAllReduce", std::move(layouts));
 }
 
-NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count) : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
+NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count) : state_(std::make_unique<NcclMergeState>()) {
+  NcclMergeState& m = *state_;
   m.count = count;
   m.MakeGroups(replicas, nullptr);
   m.replicas = std::move(replicas);
   m.MakeBuffers();
   // Last: nothing after it may throw, or the communicators would outlive a half-made object.
   std::vector<int> ordinals;
-  for (const Impl::Gpu& gpu : m.gpus) ordinals.push_back(gpu.ordinal);
+  for (const NcclMergeState::Gpu& gpu : m.gpus) ordinals.push_back(gpu.ordinal);
   std::vector<ncclComm_t> comms(m.gpus.size(), nullptr);
   XMLT_NCCL_CHECK(ncclCommInitAll(comms.data(), int(m.gpus.size()), ordinals.data()));
   for (size_t r = 0; r < m.gpus.size(); ++r) m.gpus[r].comm = comms[r];
 }
 
 NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count, NcclRanks processes)
-    : impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
+    : state_(std::make_unique<NcclMergeState>()) {
+  NcclMergeState& m = *state_;
   m.count = count;
   m.across_processes = true;
   m.MakeGroups(replicas, &processes);
@@ -121,7 +121,7 @@ NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count, Ncc
   for (size_t g = 0; g < m.gpus.size(); ++g) m.gpus[g].comm = comms[g];
 }
 
-void NcclAllReduce::Impl::TearDown(bool abort) {
+void NcclMergeState::TearDown(bool abort) {
   for (Gpu& gpu : gpus) {
     if (gpu.comm == nullptr) continue;
     // In a destructor: a failed teardown cannot be helped, and must not throw.
@@ -135,14 +135,14 @@ void NcclAllReduce::Impl::TearDown(bool abort) {
 }
 
 NcclAllReduce::~NcclAllReduce() {
-  if (!impl_->aborted) impl_->TearDown(impl_->failed);
+  if (!state_->aborted) state_->TearDown(state_->failed);
 }
 
 void NcclAllReduce::Abort() {
-  Impl& m = *impl_;
+  NcclMergeState& m = *state_;
   m.aborted = true;
   std::string first_failure;
-  for (Impl::Gpu& gpu : m.gpus) {
+  for (NcclMergeState::Gpu& gpu : m.gpus) {
     if (gpu.comm == nullptr) continue;
     const ncclResult_t status = ncclCommAbort(gpu.comm);
     if (status != ncclSuccess && first_failure.empty())
@@ -152,7 +152,7 @@ void NcclAllReduce::Abort() {
   if (!first_failure.empty()) throw std::runtime_error("NcclAllReduce: " + first_failure);
 }
 
-void NcclAllReduce::Impl::Run(const std::vector<double>& weights, const DeviceMomentum* momentum) {
+void NcclMergeState::Run(const std::vector<double>& weights, const DeviceMomentum* momentum) {
   CheckUsable("a merge");
   if (weights.size() != replicas.size())
     throw std::invalid_argument("NcclAllReduce: " + std::to_string(weights.size()) + " weights for " +
@@ -170,7 +170,7 @@ void NcclAllReduce::Impl::Run(const std::vector<double>& weights, const DeviceMo
 // One merge, step by step as NCCL's runRing labels its own: each rank's local sum, then without
 // momentum one all-reduce; with it a reduce-scatter, the momentum on each rank's shard and an
 // all-gather; then the result copied back into the replicas that did not take part.
-void NcclAllReduce::Impl::Merge(const std::vector<double>& weights, const DeviceMomentum* momentum) {
+void NcclMergeState::Merge(const std::vector<double>& weights, const DeviceMomentum* momentum) {
   WeightedSumOps ops{gpus, {}};
   LocalSum(weights, ops);
   if (momentum == nullptr) {
@@ -186,7 +186,7 @@ void NcclAllReduce::Impl::Merge(const std::vector<double>& weights, const Device
 
 // Each rank's input: its one replica pre-multiplied by its weight, or its replicas' weighted sum
 // pre-multiplied by 1.
-void NcclAllReduce::Impl::LocalSum(const std::vector<double>& weights, WeightedSumOps& ops) {
+void NcclMergeState::LocalSum(const std::vector<double>& weights, WeightedSumOps& ops) {
   for (size_t r = 0; r < gpus.size(); ++r) {
     Gpu& gpu = gpus[r];
     DeviceGuard guard(gpu.ordinal);
@@ -205,7 +205,7 @@ void NcclAllReduce::Impl::LocalSum(const std::vector<double>& weights, WeightedS
 }
 
 // Without momentum: the whole sum on every rank, in place.
-void NcclAllReduce::Impl::AllReduce(const WeightedSumOps& ops) {
+void NcclMergeState::AllReduce(const WeightedSumOps& ops) {
   Grouped([&] {
     for (size_t r = 0; r < gpus.size(); ++r) {
       float* work = Work(gpus[r]);
@@ -218,7 +218,7 @@ void NcclAllReduce::Impl::AllReduce(const WeightedSumOps& ops) {
 // With momentum: each rank's shard of the sum, and the tail summed apart on every rank. Every rank
 // makes the same calls (shard and tail are the same everywhere), so the j-th call of each rank is
 // the same collective.
-void NcclAllReduce::Impl::ReduceScatter(const WeightedSumOps& ops) {
+void NcclMergeState::ReduceScatter(const WeightedSumOps& ops) {
   Grouped([&] {
     for (size_t r = 0; r < gpus.size(); ++r) {
       float* work = Work(gpus[r]);
@@ -233,7 +233,7 @@ void NcclAllReduce::Impl::ReduceScatter(const WeightedSumOps& ops) {
 }
 
 // The momentum rule on the shard each rank owns and on the tail, where it keeps w and w_p.
-void NcclAllReduce::Impl::MomentumOnShard(const DeviceMomentum& momentum) {
+void NcclMergeState::MomentumOnShard(const DeviceMomentum& momentum) {
   for (size_t r = 0; r < gpus.size(); ++r) {
     Gpu& gpu = gpus[r];
     DeviceGuard guard(gpu.ordinal);
@@ -248,7 +248,7 @@ void NcclAllReduce::Impl::MomentumOnShard(const DeviceMomentum& momentum) {
 }
 
 // Every rank's finished shard to every rank.
-void NcclAllReduce::Impl::AllGather() {
+void NcclMergeState::AllGather() {
   if (shard == 0) return;
   Grouped([&] {
     for (size_t r = 0; r < gpus.size(); ++r) {
@@ -260,7 +260,7 @@ void NcclAllReduce::Impl::AllGather() {
 }
 
 // The result into every replica that did not take part itself (copies within the GPU).
-void NcclAllReduce::Impl::CopyBack() {
+void NcclMergeState::CopyBack() {
   for (Gpu& gpu : gpus) {
     DeviceGuard guard(gpu.ordinal);
     const float* work = Work(gpu);
@@ -271,14 +271,14 @@ void NcclAllReduce::Impl::CopyBack() {
   }
 }
 
-void NcclAllReduce::WeightedAllReduce(const std::vector<double>& weights) { impl_->Run(weights, nullptr); }
+void NcclAllReduce::WeightedAllReduce(const std::vector<double>& weights) { state_->Run(weights, nullptr); }
 
 void NcclAllReduce::WeightedAllReduce(const std::vector<double>& weights, const DeviceMomentum& momentum) {
-  impl_->Run(weights, &momentum);
+  state_->Run(weights, &momentum);
 }
 
-size_t NcclAllReduce::gpus() const { return impl_->ranks; }
-size_t NcclAllReduce::shard_count() const { return impl_->shard; }
-size_t NcclAllReduce::tail_count() const { return impl_->tail; }
+size_t NcclAllReduce::gpus() const { return state_->ranks; }
+size_t NcclAllReduce::shard_count() const { return state_->shard; }
+size_t NcclAllReduce::tail_count() const { return state_->tail; }
 
 }  // namespace xmlt::merge::gpu

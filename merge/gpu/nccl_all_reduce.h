@@ -33,18 +33,11 @@
 #include <vector>
 
 #include "merge/gpu/device_collective.h"
+#include "merge/gpu/nccl_ranks.h"
 
 namespace xmlt::merge::gpu {
 
-// The processes of a merge across processes: this one's rank, the process that holds each replica
-// (the others' replicas are never read here; their pointers may be null), and how rank 0's
-// `size` bytes reach every process (called by every process with its own buffer, which rank 0's
-// bytes overwrite).
-struct NcclRanks {
-  int rank = 0;
-  std::vector<int> owners;
-  std::function<void(uint8_t* bytes, size_t size)> from_rank0;
-};
+struct NcclMergeState;  // nccl_merge_state.h
 
 class NcclAllReduce final : public DeviceCollective {
  public:
@@ -81,8 +74,7 @@ class NcclAllReduce final : public DeviceCollective {
   size_t tail_count() const;   // the values summed apart, by an all-reduce: count % gpus()
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<NcclMergeState> state_;
 };
 
 }  // namespace xmlt::merge::gpu

@@ -11,7 +11,7 @@
 #include "kernels/cuda/device_buffer.h"
 #include "merge/gpu/device_global_model.h"
 #include "merge/gpu/nccl_all_reduce.h"
-#include "merge/gpu/nccl_all_reduce_impl.h"
+#include "merge/gpu/nccl_merge_state.h"
 #include "merge/gpu/replica_kernels.h"
 
 namespace xmlt::merge::gpu {
@@ -20,14 +20,14 @@ using kernels::cuda::DeviceBuffer;
 using kernels::cuda::DeviceGuard;
 
 void NcclAllReduce::SetGlobalModel(const float* current, const float* previous) {
-  impl_->CheckUsable("SetGlobalModel");
-  impl_->global.Upload(current, previous);
+  state_->CheckUsable("SetGlobalModel");
+  state_->global.Upload(current, previous);
 }
 
 // Across processes: each of w and w_p all-gathered on every GPU (into its accumulator, or a buffer
 // made for the call), then copied down from this process's first GPU, with the tail, which every
 // GPU holds.
-void NcclAllReduce::Impl::GatherGlobal(float* current, float* previous) {
+void NcclMergeState::GatherGlobal(float* current, float* previous) {
   std::vector<DeviceBuffer<float>> made(gpus.size());
   std::vector<float*> into(gpus.size());
   for (size_t g = 0; g < gpus.size(); ++g) {
@@ -62,26 +62,26 @@ void NcclAllReduce::Impl::GatherGlobal(float* current, float* previous) {
 }
 
 void NcclAllReduce::GetGlobalModel(float* current, float* previous) {
-  impl_->global.CheckSet();  // here, not in Download: across processes the model is gathered
-  impl_->CheckUsable("GetGlobalModel");
-  if (impl_->across_processes) {
-    impl_->GatherGlobal(current, previous);
+  state_->global.CheckSet();  // here, not in Download: across processes the model is gathered
+  state_->CheckUsable("GetGlobalModel");
+  if (state_->across_processes) {
+    state_->GatherGlobal(current, previous);
   } else {
-    impl_->global.Download(current, previous);
+    state_->global.Download(current, previous);
   }
 }
 
 bool NcclAllReduce::GlobalModelFinite() {
-  Impl& m = *impl_;
+  NcclMergeState& m = *state_;
   m.global.CheckSet();
   m.CheckUsable("GlobalModelFinite");
   std::vector<cudaStream_t> streams;
-  for (Impl::Gpu& gpu : m.gpus) streams.push_back(gpu.stream->get());
+  for (NcclMergeState::Gpu& gpu : m.gpus) streams.push_back(gpu.stream->get());
   const double non_finite = double(m.global.CountNonFinite(streams));
   if (!m.across_processes) return non_finite == 0;
   // The other processes' counts: summed by NCCL, in one double on each GPU (its norms' scratch).
   std::vector<double*> slot;
-  for (Impl::Gpu& gpu : m.gpus) {
+  for (NcclMergeState::Gpu& gpu : m.gpus) {
     DeviceGuard guard(gpu.ordinal);
     const double mine = &gpu == &m.gpus[0] ? non_finite : 0.0;
     XMLT_CUDA_CHECK(cudaMemcpy(gpu.partial.data(), &mine, sizeof(double), cudaMemcpyHostToDevice));
@@ -96,7 +96,7 @@ bool NcclAllReduce::GlobalModelFinite() {
 }
 
 std::vector<double> NcclAllReduce::SquaredNorms() {
-  Impl& m = *impl_;
+  NcclMergeState& m = *state_;
   m.CheckUsable("SquaredNorms");
   std::vector<double> norms(m.replicas.size(), 0.0);
   if (m.count == 0) return norms;
@@ -104,7 +104,7 @@ std::vector<double> NcclAllReduce::SquaredNorms() {
   // zeros, and NCCL's sum of the slots gives every process every norm (x + 0 is exact).
   const size_t n = m.replicas.size();
   std::vector<double*> slots;
-  for (Impl::Gpu& gpu : m.gpus) {
+  for (NcclMergeState::Gpu& gpu : m.gpus) {
     DeviceGuard guard(gpu.ordinal);
     const cudaStream_t stream = gpu.stream->get();
     double* slot = gpu.partial.data() + kSquaresScratch;
@@ -117,7 +117,7 @@ std::vector<double> NcclAllReduce::SquaredNorms() {
   // replicas' slots here.
   if (m.across_processes) m.SumDoubles(slots, n);
   for (size_t g = 0; g < m.gpus.size(); ++g) {
-    Impl::Gpu& gpu = m.gpus[g];
+    NcclMergeState::Gpu& gpu = m.gpus[g];
     DeviceGuard guard(gpu.ordinal);
     if (m.across_processes && g == 0)
       XMLT_CUDA_CHECK(cudaMemcpyAsync(gpu.norms.data(), slots[g], n * sizeof(double), cudaMemcpyDeviceToHost,
@@ -128,7 +128,7 @@ std::vector<double> NcclAllReduce::SquaredNorms() {
                                         gpu.stream->get()));
   }
   m.Finish();
-  for (Impl::Gpu& gpu : m.gpus) {
+  for (NcclMergeState::Gpu& gpu : m.gpus) {
     if (m.across_processes) {
       for (size_t i = 0; i < n; ++i) norms[i] = m.gpus[0].norms.data()[i];
     } else {

@@ -1,13 +1,13 @@
-// NCCL's groups on each host thread (ncclGroupStart, ncclGroupEnd): the inits and collective calls
-// made inside one are checked at once and held until its end (nccl_groups.cc).
+// What a host thread's open NCCL group holds: the inits and collective calls made inside it, which
+// ncclGroupEnd (nccl_groups.cc) hands back to the units that made them; hence a file of its own.
 #pragma once
 
 #include <nccl.h>
 
 #include <vector>
 
-#include "gpusim/nccl_collectives.h"
-#include "gpusim/nccl_communicators.h"
+#include "gpusim/nccl_call.h"
+#include "gpusim/nccl_init.h"
 
 namespace gpusim::nccl {
 

@@ -1,6 +1,6 @@
-// What NcclAllReduce's files share (nccl_all_reduce.cu: set-up, teardown and the merge;
-// nccl_host_reads.cu: what the host reads): its state, this process's GPUs with their communicators,
-// streams and buffers, and the global model's shards. Private to them; see nccl_all_reduce.h.
+// NcclAllReduce's state, which its files share (nccl_all_reduce.cu: set-up, teardown and the merge;
+// nccl_host_reads.cu: what the host reads): this process's GPUs with their communicators, streams
+// and buffers, and the global model's shards. Private to them; see nccl_all_reduce.h.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,8 +14,9 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
+#include "merge/gpu/device_collective.h"
 #include "merge/gpu/device_global_model.h"
-#include "merge/gpu/nccl_all_reduce.h"
+#include "merge/gpu/nccl_ranks.h"
 
 namespace xmlt::merge::gpu {
 
@@ -33,7 +34,7 @@ inline void Grouped(F&& each_rank) {
   XMLT_NCCL_CHECK(ncclGroupEnd());
 }
 
-struct NcclAllReduce::Impl {
+struct NcclMergeState {
   // One of this process's GPUs.
   struct Gpu {
     int ordinal = 0;
