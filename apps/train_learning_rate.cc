@@ -94,7 +94,7 @@ LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const data::Dataset& tr
 void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resumed) {
   const size_t devices = f.engine.devices.size();
   const bool scaled = !resumed && !OneDevice(f);
-  f.options.lr = scaled ? float(double(rate) * LrScale(scaling, devices)) : rate;
+  f.options.lr = scaled ? float(double(rate) * LrScalingFactor(scaling, devices)) : rate;
   // The first layer's Adagrad rate is not scaled with the devices: its steps are per-coordinate
   // sizes, not a share of a gradient (Bibtex, 4 devices, best P@1: adaptive 0.647 and elastic 0.644
   // unscaled, 0.617 and 0.611 with the rate x 4; one device 0.638). A global momentum gamma

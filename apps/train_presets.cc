@@ -23,7 +23,7 @@ const char* LrScalingName(LrScaling scaling) {
   }
 }
 
-double LrScale(LrScaling scaling, size_t devices) {
+double LrScalingFactor(LrScaling scaling, size_t devices) {
   const double n = double(std::max<size_t>(devices, 1));
   switch (scaling) {
     case LrScaling::kSqrt: return std::sqrt(n);

@@ -13,7 +13,7 @@ namespace xmlt::apps {
 enum class LrScaling { kNone, kSqrt, kLinear };
 LrScaling ParseLrScaling(const std::string& text);  // none, sqrt or linear
 const char* LrScalingName(LrScaling scaling);
-double LrScale(LrScaling scaling, size_t devices);
+double LrScalingFactor(LrScaling scaling, size_t devices);
 
 struct PresetValues {
   double momentum = 0.9;        // --momentum: gamma of the global update

@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/near_equal_pieces.h"
 #include "gpusim/timing.h"
 #include "merge/gpu/replica_kernels.h"
-#include "merge/gpu/ring_pieces.h"
 
 namespace merge_projection {
+
+using xmlt::base::Piece;
+using xmlt::base::Range;
 
 double NcclStyleRing(Replicas& r, size_t channels, size_t slice_floats) {
   const size_t n = size_t(r.gpus());

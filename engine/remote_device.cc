@@ -27,7 +27,7 @@ class RemoteDevice : public Device {
   }
   std::vector<float> SaveOptimizerState() override { return optimizer_state_; }
   void RestoreOptimizerState(const std::vector<float>& state) override { optimizer_state_ = state; }
-  // The owner's, gathered for a checkpoint (scheduler/rank_exchange.h, GatherReplicas).
+  // The owner's, gathered for a checkpoint (scheduler/rank_exchange.h, SendReplicasToRoot).
   std::vector<uint8_t> SaveExtraState() override { return extra_state_; }
   void RestoreExtraState(const std::vector<uint8_t>& state) override { extra_state_ = state; }
   EvaluationSums EvaluateRows(const kernels::Model<float>&, const data::Dataset&, const uint64_t*, size_t) override {

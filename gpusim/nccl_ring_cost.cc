@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "base/near_equal_pieces.h"
 #include "gpusim/nccl_communicators.h"
 #include "gpusim/operation_clock.h"
 #include "gpusim/timing.h"
@@ -49,7 +50,7 @@ double ChargeRing(const std::vector<Call>& calls, double ready) {
   }
   auto chunk_bytes = [&](size_t c) {
     if (first.kind != Kind::kAllReduce) return first.count * size;
-    return (first.count * (c + 1) / n - first.count * c / n) * size;
+    return xmlt::base::Piece(0, first.count, c, n).size() * size;
   };
   double t = ready, local = ready;
   if (first.kind == Kind::kAllGather) {
@@ -88,7 +89,7 @@ void CountRingTraffic(const std::vector<Call>& calls) {
     const int from = calls[r].comm->device, to = calls[(r + 1) % n].comm->device;
     if (first.kind == Kind::kAllReduce) {
       const size_t count = first.count;
-      auto chunk = [&](size_t c) { return count * (c + 1) / n - count * c / n; };
+      auto chunk = [&](size_t c) { return xmlt::base::Piece(0, count, c, n).size(); };
       CountCopy(from, to, (2 * count - chunk((r + 1) % n) - chunk((r + 2) % n)) * size);
     } else {
       CountCopy(from, to, (n - 1) * first.count * size);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/near_equal_pieces.h"
 #include "merge/collective.h"
 #include "merge/collective_support.h"
 
@@ -29,7 +30,7 @@ class CpuPartitionedSumCollective : public Collective {
     // partial[p * n + i]: replica i over partition p, summed over p in index order afterwards.
     std::vector<double> partial(parts * n, 0.0);
     tbb::parallel_for(size_t{0}, parts, [&](size_t p) {
-      const size_t lo = Begin(p, parts, replicas.size), hi = Begin(p + 1, parts, replicas.size);
+      const auto [lo, hi] = base::Piece(0, replicas.size, p, parts);
       if (lo == hi) return;
       for (size_t k = 0; k < n; ++k) {
         const size_t i = (p + k) % n;
@@ -49,7 +50,7 @@ class CpuPartitionedSumCollective : public Collective {
     const size_t parts = Partitions(n);
     tbb::parallel_for(size_t{0}, parts, [&](size_t p) {
       // Plain variables: C++17 lambdas cannot capture structured bindings.
-      const size_t lo = Begin(p, parts, replicas.size), hi = Begin(p + 1, parts, replicas.size);
+      const auto [lo, hi] = base::Piece(0, replicas.size, p, parts);
       if (lo == hi) return;
       const size_t blocks = (hi - lo + kBlock - 1) / kBlock;
       // Blocks of one partition are independent too, so a partition does not wait on one core
@@ -67,9 +68,6 @@ class CpuPartitionedSumCollective : public Collective {
   size_t Partitions(size_t replicas) const {
     return std::max<size_t>(1, partitions_ > 0 ? partitions_ : replicas);
   }
-
-  // First parameter of partition p of `parts` over [0, size): depends only on the three numbers.
-  static size_t Begin(size_t p, size_t parts, size_t size) { return size * p / parts; }
 
   // Sums the replicas' block in the order first, first + 1, ... (mod n), finishes it and writes
   // it back to every replica.

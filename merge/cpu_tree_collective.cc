@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/near_equal_pieces.h"
 #include "merge/adasum.h"
 #include "merge/collective.h"
 #include "merge/collective_support.h"
@@ -60,7 +61,7 @@ class CpuTreeCollective : public Collective {
     const float root_scale = n == 1 ? static_cast<float>(weights[0]) : 1.0f;
     const size_t parts = std::max<size_t>(1, partitions_ > 0 ? partitions_ : n);
     tbb::parallel_for(size_t{0}, parts, [&](size_t p) {
-      const size_t lo = replicas.size * p / parts, hi = replicas.size * (p + 1) / parts;
+      const auto [lo, hi] = base::Piece(0, replicas.size, p, parts);
       const size_t blocks = (hi - lo + kBlock - 1) / kBlock;
       tbb::parallel_for(tbb::blocked_range<size_t>(0, blocks), [&](const auto& r) {
         for (size_t b = r.begin(); b != r.end(); ++b) {

@@ -4,6 +4,7 @@
 #include <exception>
 #include <future>
 
+#include "base/near_equal_pieces.h"
 #include "kernels/context_lost.h"
 #include "scheduler/fault_text.h"
 #include "scheduler/rank_exchange.h"
@@ -21,7 +22,7 @@ std::optional<engine::Evaluation> EvaluateOnDevices(scheduler::DevicePool& pool,
     std::vector<std::future<void>> done(devices.size());
     for (size_t k = 0; k < devices.size(); ++k) {
       if (!pool.local(devices[k])) continue;  // its owner scores that share
-      const size_t begin = rows.size() * k / devices.size(), end = rows.size() * (k + 1) / devices.size();
+      const auto [begin, end] = base::Piece(0, rows.size(), k, devices.size());
       engine::EvaluationSums* part = &parts[k];
       done[k] = pool.worker(devices[k]).RunOnDevice([&model, &test, &rows, part, begin, end](engine::Device& d) {
         *part = d.EvaluateRows(model, test, rows.data() + begin, end - begin);

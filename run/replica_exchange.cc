@@ -8,13 +8,13 @@ namespace xmlt::run {
 void ShareReplicas(scheduler::DevicePool& pool) {
   if (pool.engine().ranks == nullptr) return;
   const std::vector<size_t> ids = pool.alive();
-  scheduler::ShareReplicas(*pool.engine().ranks, pool.owners(), ids, pool.DevicesAt(ids));
+  scheduler::SendReplicasToEveryRank(*pool.engine().ranks, pool.owners(), ids, pool.DevicesAt(ids));
 }
 
 void GatherReplicas(scheduler::DevicePool& pool, int root) {
   if (pool.engine().ranks == nullptr) return;
   const std::vector<size_t> ids = pool.alive();
-  scheduler::GatherReplicas(*pool.engine().ranks, root, pool.owners(), ids, pool.DevicesAt(ids));
+  scheduler::SendReplicasToRoot(*pool.engine().ranks, root, pool.owners(), ids, pool.DevicesAt(ids));
 }
 
 void ReleaseMirrors(scheduler::DevicePool& pool) {

@@ -76,14 +76,14 @@ void ShareBatchResults(ranks::RankGroup& ranks, const std::vector<int>& device_r
   }
 }
 
-void ShareReplicas(ranks::RankGroup& ranks, const std::vector<int>& device_rank, const std::vector<size_t>& ids,
-                   const std::vector<engine::Device*>& devices) {
+void SendReplicasToEveryRank(ranks::RankGroup& ranks, const std::vector<int>& device_rank,
+                             const std::vector<size_t>& ids, const std::vector<engine::Device*>& devices) {
   for (size_t k = 0; k < devices.size(); ++k)
     ranks.Broadcast(devices[k]->HostParams(), devices[k]->NumParams(), device_rank.at(ids[k]));
 }
 
-void GatherReplicas(ranks::RankGroup& ranks, int root, const std::vector<int>& device_rank,
-                    const std::vector<size_t>& ids, const std::vector<engine::Device*>& devices) {
+void SendReplicasToRoot(ranks::RankGroup& ranks, int root, const std::vector<int>& device_rank,
+                        const std::vector<size_t>& ids, const std::vector<engine::Device*>& devices) {
   const int me = ranks.rank();
   for (size_t k = 0; k < devices.size(); ++k) {
     engine::Device& d = *devices[k];

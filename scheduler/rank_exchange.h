@@ -23,13 +23,13 @@ void ShareBatchResults(ranks::RankGroup& ranks, const std::vector<int>& device_r
 
 // The parameters of devices[k] (device ids[k]), copied from its owner into every other rank's
 // mirror of it: for the merges that read every replica on every rank.
-void ShareReplicas(ranks::RankGroup& ranks, const std::vector<int>& device_rank, const std::vector<size_t>& ids,
-                   const std::vector<engine::Device*>& devices);
+void SendReplicasToEveryRank(ranks::RankGroup& ranks, const std::vector<int>& device_rank,
+                             const std::vector<size_t>& ids, const std::vector<engine::Device*>& devices);
 
 // The parameters, local momentum and extra state of devices[k], copied from its owner into rank
 // `root`'s mirror of it, for a checkpoint that `root` writes; no other rank makes or fills a mirror.
-void GatherReplicas(ranks::RankGroup& ranks, int root, const std::vector<int>& device_rank,
-                    const std::vector<size_t>& ids, const std::vector<engine::Device*>& devices);
+void SendReplicasToRoot(ranks::RankGroup& ranks, int root, const std::vector<int>& device_rank,
+                        const std::vector<size_t>& ids, const std::vector<engine::Device*>& devices);
 
 // parts[k] is filled on the rank that owns owner[k]; afterwards every rank holds all of them.
 void ShareEvaluations(ranks::RankGroup& ranks, const std::vector<int>& owner,

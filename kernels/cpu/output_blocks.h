@@ -7,13 +7,14 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "base/near_equal_pieces.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/output_layer_workspace.h"
 
 namespace xmlt::kernels::cpu::output_blocks {
 
 inline uint64_t GroupBegin(uint64_t group, uint64_t groups, uint64_t num_blocks) {
-  return group * num_blocks / groups;
+  return base::Piece(0, num_blocks, group, groups).begin;
 }
 
 struct Block {

@@ -9,15 +9,18 @@
 #include <string>
 #include <utility>
 
+#include "base/near_equal_pieces.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "merge/adasum.h"
 #include "merge/gpu/adasum_kernels.h"
 #include "merge/gpu/device_global_model.h"
 #include "merge/gpu/peer_access.h"
-#include "merge/gpu/ring_pieces.h"
 
 namespace xmlt::merge::gpu {
+
+using base::Piece;
+using base::Range;
 
 using kernels::cuda::DeviceBuffer;
 using kernels::cuda::DeviceGuard;

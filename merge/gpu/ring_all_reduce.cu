@@ -7,14 +7,17 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/near_equal_pieces.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "merge/gpu/device_global_model.h"
 #include "merge/gpu/peer_access.h"
 #include "merge/gpu/replica_kernels.h"
-#include "merge/gpu/ring_pieces.h"
 
 namespace xmlt::merge::gpu {
+
+using base::Piece;
+using base::Range;
 
 using kernels::cuda::DeviceBuffer;
 using kernels::cuda::DeviceGuard;

@@ -58,11 +58,11 @@ TEST(TrainPresets, PaperIsSectionFiveOneForEveryAlgorithm) {
 }
 
 TEST(TrainPresets, LrScaleAndItsSpellings) {
-  EXPECT_DOUBLE_EQ(LrScale(LrScaling::kLinear, 4), 4.0);
-  EXPECT_DOUBLE_EQ(LrScale(LrScaling::kSqrt, 4), 2.0);
-  EXPECT_DOUBLE_EQ(LrScale(LrScaling::kSqrt, 3), std::sqrt(3.0));
-  EXPECT_DOUBLE_EQ(LrScale(LrScaling::kNone, 8), 1.0);
-  EXPECT_DOUBLE_EQ(LrScale(LrScaling::kLinear, 0), 1.0);
+  EXPECT_DOUBLE_EQ(LrScalingFactor(LrScaling::kLinear, 4), 4.0);
+  EXPECT_DOUBLE_EQ(LrScalingFactor(LrScaling::kSqrt, 4), 2.0);
+  EXPECT_DOUBLE_EQ(LrScalingFactor(LrScaling::kSqrt, 3), std::sqrt(3.0));
+  EXPECT_DOUBLE_EQ(LrScalingFactor(LrScaling::kNone, 8), 1.0);
+  EXPECT_DOUBLE_EQ(LrScalingFactor(LrScaling::kLinear, 0), 1.0);
   for (LrScaling s : {LrScaling::kNone, LrScaling::kSqrt, LrScaling::kLinear})
     EXPECT_EQ(ParseLrScaling(LrScalingName(s)), s);
   EXPECT_THROW(ParseLrScaling("quadratic"), std::invalid_argument);

@@ -1,4 +1,4 @@
-// GatherReplicas, which feeds a checkpoint across ranks: every replica and its local momentum
+// SendReplicasToRoot, which feeds a checkpoint across ranks: every replica and its local momentum
 // reach the writing rank from their owner, and no other rank reads or makes a mirror. And
 // ShareBatchResults: every rank learns every batch's result, a lost GPU context included.
 #include "scheduler/rank_exchange.h"
@@ -41,7 +41,7 @@ class Replica : public engine::Device {
   bool asked = false;
 };
 
-TEST(GatherReplicas, BringsEveryReplicaAndItsMomentumToTheRootOnly) {
+TEST(SendReplicasToRoot, BringsEveryReplicaAndItsMomentumToTheRootOnly) {
   // Devices 0-3 on ranks 0, 1, 2, 1; device 3 keeps no momentum; device 2 was dropped (not alive).
   const std::vector<int> device_rank{0, 1, 2, 1};
   const std::vector<size_t> alive{0, 1, 3};
@@ -60,7 +60,7 @@ TEST(GatherReplicas, BringsEveryReplicaAndItsMomentumToTheRootOnly) {
       try {
         std::vector<engine::Device*> devices;
         for (size_t k : alive) devices.push_back(&replicas[r][k]);
-        GatherReplicas(*groups[r], 0, device_rank, alive, devices);
+        SendReplicasToRoot(*groups[r], 0, device_rank, alive, devices);
       } catch (...) {
         errors[r] = std::current_exception();
       }
