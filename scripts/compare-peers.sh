@@ -6,7 +6,11 @@
 # `xmltrain eval` on xmltrain's models): P@1/3/5, PSP@1/3/5, training, wall and prediction time and
 # peak memory, into docs/experiments/peers/SET.json and docs/experiments/peers.md.
 # Usage: scripts/compare-peers.sh SET [--systems pecos,omikuji,bonsai,napkinxc,xmltrain,xmltrain-before]
+#                                     [--train-rows N [--cut-seed S]]
 #   SET: bibtex, delicious (train/test) or eurlex57k (train/val; the test split is kept apart).
+#   --train-rows N: every system trains on the same N training rows, drawn at random (seed S,
+#   default 1; run several seeds for an interval), and is tested on the whole test split; the
+#   figures go to SET-Nrows-seedS.json beside the whole set's.
 # Environment: XMLT_DATA_DIR (default ../shared/data beside the checkout), XMLT_BUILD_DIR (default
 #   build), XMLT_PEERS_VENV (default build-peers/venv: the pinned libraries of the chosen systems
 #   are installed there from the Python package registry on first use, scripts/peers/
@@ -16,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $# -lt 1 || $1 == -* ]]; then
-  echo "usage: scripts/compare-peers.sh SET [--systems a,b,...]" >&2
+  echo "usage: scripts/compare-peers.sh SET [--systems a,b,...] [--train-rows N [--cut-seed S]]" >&2
   exit 2
 fi
 set_name=$1

@@ -4,8 +4,10 @@
 every test row, and is scored by xml_metrics.py; xmltrain's own `eval` must agree with that score.
 
   compare_peers.py SET TRAIN TEST XMLTRAIN OUTDIR [--systems a,b,...] [--threads 2]
+                   [--train-rows N [--cut-seed S]]
 Writes OUTDIR/SET.json (every figure, the machine, the commands) and rewrites OUTDIR/../peers.md
-from every OUTDIR/*.json there.
+from every OUTDIR/*.json there. --train-rows cuts the training set to N rows drawn at random (seed
+S, 1 by default), the same cut for every system, the test set whole: OUTDIR/SET-Nrows-seedS.json.
 """
 import argparse
 import datetime
@@ -129,7 +131,7 @@ def write_markdown(outdir):
             with open(os.path.join(outdir, name)) as f:
                 results.append(json.load(f))
     order = {"bibtex": 0, "delicious": 1, "eurlex57k": 2}
-    results.sort(key=lambda r: order.get(r["set"], 9))
+    results.sort(key=lambda r: (order.get(r["set"], 9), r.get("train_rows", 0) or float("inf"), r.get("cut_seed", 0)))
     lines = ["# xmltrain beside the XML libraries", "",
              "Made by `scripts/compare-peers.sh SET` (one run per set; every system in its own process on the",
              "same machine, with the same two threads, scored by one implementation of the metrics,",
@@ -139,10 +141,13 @@ def write_markdown(outdir):
              "peers' fit; xmltrain's `train_time_s`), the whole process's wall time (load, train, evaluate),",
              "prediction of the test rows. Memory: the process's peak resident set. P@k and PSP@k in percent;",
              "PSP@k with the propensity model A = 0.55, B = 1.5. SE: one standard error of P@1 for the test",
-             "rows' count, sqrt(p (1 - p) / n).", ""]
+             "rows' count, sqrt(p (1 - p) / n). A set \"cut to N training rows\" was run with",
+             "`--train-rows N --cut-seed S`: every system on the same N rows drawn at random, tested on the",
+             "whole test split.", ""]
     for r in results:
         m = r["machine"]
-        lines += [f"## {r['set']} ({r['test_rows']} test rows; {m['cpu']}, {m['isa']}, {m['cores']} cores; {m['date']})",
+        cut = f", cut to {r['train_rows']} training rows (seed {r['cut_seed']})" if r.get("train_rows") else ""
+        lines += [f"## {r['set']}{cut} ({r['test_rows']} test rows; {m['cpu']}, {m['isa']}, {m['cores']} cores; {m['date']})",
                   "",
                   "| system | P@1 | P@3 | P@5 | PSP@1 | PSP@3 | PSP@5 | train s | wall s | predict s | peak MiB |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -171,6 +176,18 @@ def write_markdown(outdir):
         f.write("\n".join(lines) + "\n" + (kept or MARKER + "\n"))
 
 
+def cut_training_set(X, Y, args, workdir):
+    """`args.train_rows` rows of X, Y drawn without replacement (seed args.cut_seed), in their file
+    order, written for every system to read; the label and feature counts stay the whole set's."""
+    if not 0 < args.train_rows < X.shape[0]:
+        raise SystemExit(f"compare_peers.py: --train-rows must be between 1 and {X.shape[0] - 1} "
+                         f"(the training set's rows less one), not {args.train_rows}")
+    keep = np.sort(np.random.default_rng(args.cut_seed).choice(X.shape[0], args.train_rows, replace=False))
+    path = os.path.join(workdir, f"train-{args.train_rows}rows-seed{args.cut_seed}.txt")
+    xml_data.write(path, X[keep], Y[keep])
+    return X[keep], Y[keep], path
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("set")
@@ -180,13 +197,18 @@ def main():
     parser.add_argument("outdir")
     parser.add_argument("--systems", default=",".join(PEERS + ["xmltrain", "xmltrain-before"]))
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--train-rows", type=int, default=0,
+                        help="cut the training set to this many rows, drawn at random")
+    parser.add_argument("--cut-seed", type=int, default=1, help="the cut's random draw")
     args = parser.parse_args()
     os.makedirs(args.outdir, exist_ok=True)
-    _, Y_train, _, num_labels = xml_data.read(args.train)
+    X_train, Y_train, _, num_labels = xml_data.read(args.train)
     _, Y_test, _, _ = xml_data.read(args.test)
-    weights = xml_metrics.inverse_propensities(Y_train, num_labels)
     rows = []
     with tempfile.TemporaryDirectory(prefix="compare-peers-") as workdir:
+        if args.train_rows:
+            X_train, Y_train, args.train = cut_training_set(X_train, Y_train, args, workdir)
+        weights = xml_metrics.inverse_propensities(Y_train, num_labels)
         for system in args.systems.split(","):
             print(f"compare-peers: {args.set}: {system} ...", file=sys.stderr, flush=True)
             if system in PEERS:
@@ -208,7 +230,11 @@ def main():
                   file=sys.stderr, flush=True)
             rows.append(row)
     result = {"set": args.set, "test_rows": int(Y_test.shape[0]), "machine": machine(), "rows": rows}
-    with open(os.path.join(args.outdir, f"{args.set}.json"), "w") as f:
+    name = args.set
+    if args.train_rows:
+        result.update(train_rows=int(X_train.shape[0]), cut_seed=args.cut_seed)
+        name += f"-{args.train_rows}rows-seed{args.cut_seed}"
+    with open(os.path.join(args.outdir, f"{name}.json"), "w") as f:
         json.dump(result, f, indent=1)
     write_markdown(args.outdir)
 
