@@ -18,6 +18,7 @@
 
 #include "apps/cli.h"
 #include "apps/progress_line.h"
+#include "apps/progress_throttle.h"
 #include "apps/rank_agreement.h"
 #include "apps/setting_flags.h"
 #include "apps/stdout_check.h"
@@ -122,11 +123,10 @@ run::TrainResult Train(TrainFlags& f, TrainSession& session, const TrainingData&
   if (session.on_progress) {
     callbacks.on_progress = session.on_progress;
   } else if (show_progress) {
-    callbacks.on_progress = [start = Clock::now(), last = Clock::now()](uint64_t done, uint64_t total,
-                                                                         double loss) mutable {
-      if (Clock::now() - last < std::chrono::milliseconds(200) && done < total) return;
-      last = Clock::now();
-      const double elapsed = std::chrono::duration<double>(last - start).count();
+    callbacks.on_progress = [start = Clock::now(), throttle = std::make_shared<ProgressThrottle>()](
+                                uint64_t done, uint64_t total, double loss) {
+      if (!throttle->Due(done, total)) return;
+      const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
       std::fprintf(stderr, "\r\033[K%s", ProgressLine(done, total, loss, elapsed).c_str());
     };
   }

@@ -10,17 +10,16 @@
 #include <nanobind/stl/vector.h>
 #include <tbb/global_control.h>
 
-#include <chrono>
 #include <csignal>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "apps/progress_throttle.h"
 #include "apps/stop_signals.h"
 #include "apps/train_arguments.h"
 #include "apps/train_run.h"
@@ -35,8 +34,6 @@ namespace nb = nanobind;
 
 namespace xmlt::python {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Raises `error`, thrown after training (a model or metrics file that could not be written), as
 // the Python exception the module's translation gives it, with the trained model as its `model`
@@ -112,16 +109,10 @@ nb::tuple Train(const std::vector<std::string>& args, nb::handle x_parts, nb::ha
         const std::string line = run::ToJson(record);
         call([&] { on_eval(line); });
       };
-    std::mutex progress_mutex;
-    Clock::time_point last_progress{};
+    apps::ProgressThrottle progress_throttle;
     if (!on_progress.is_none())
       session.on_progress = [&](uint64_t done, uint64_t total, double loss) {
-        {
-          std::lock_guard<std::mutex> lock(progress_mutex);
-          if (Clock::now() - last_progress < std::chrono::milliseconds(200) && done < total) return;
-          last_progress = Clock::now();
-        }
-        call([&] { on_progress(done, total, loss); });
+        if (progress_throttle.Due(done, total)) call([&] { on_progress(done, total, loss); });
       };
     try {
       apps::RunTrain(arguments.flags(), session);
