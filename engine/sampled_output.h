@@ -29,9 +29,9 @@ struct SampledOutputOptions {
   static SampledOutputOptions PresetFor(uint64_t labels);
   // Whether the padding is weighted by default: where the labels are at most kMaxWeightedRatio
   // times the active set's minimum. Each drawn label's weight is log(left out / drawn), and its
-  // variance grows with that ratio: weighted runs beat SLIDE's softmax by 5 points at 4.9x
-  // (Delicious, 983 labels, 200 active) and held at 6.8x (EURLEX57K), and collapsed at 670x
-  // (the Amazon-670K shape, 1,000 active), where the unweighted one learned (docs/BENCHMARKS.md).
+  // variance grows with that ratio: weighted runs beat SLIDE's softmax at 4.9x (Delicious, 983
+  // labels, 200 active) and held at 6.8x (EURLEX57K), and collapsed at 670x (the Amazon-670K shape,
+  // 1,000 active), where the unweighted one learned (measured: docs/benchmarks/slide.md).
   static constexpr uint64_t kMaxWeightedRatio = 64;
   static bool WeightPaddingFor(uint64_t labels, uint64_t min_active);
 };

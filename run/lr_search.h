@@ -5,10 +5,9 @@
 // scored on a seeded held-out slice of the training rows (never on the test set).
 //
 // The pick is one grid step below the candidate with the best held-out P@1. A short run favours
-// large steps, which then cost accuracy over a whole run: the short-run winner was 1 on Bibtex
-// and 5 on Delicious, 3.2 points below the best fixed rate's 20-epoch P@1 and diverging; one step
-// down (0.5 and 1) is within 0.4 points of it on both, and within 1.4 points on generated
-// Amazon-670K data, where the winner itself was the best (docs/experiments/defaults.md).
+// large steps, which then cost accuracy over a whole run (on Delicious the short-run winner
+// diverged); one step down came close to the best fixed rate on every set tried, the one where the
+// winner itself was the best included (measured: docs/experiments/defaults.md).
 #pragma once
 
 #include <cstdint>

@@ -40,8 +40,8 @@ inline uint64_t MegaBatchRowsHere(uint64_t mega_batch_rows, uint64_t rows_to_epo
 // With --mega-batch-warmup, mega-batch `index` (1-based) of a run holds at most `first_rows` (one
 // batch per device) times 2^(index - 1) rows. Early in training the loss surface bends within a few
 // steps, and replicas that each took a few steps from one start average to much less than their
-// sum: four devices merging every half epoch from the start were at P@1 0.41 after one epoch of
-// Bibtex where one device was at 0.50 (means of 3 seeds; docs/experiments/multi-device-scaling.md).
+// sum: four devices merging every half epoch from the start were well behind one device after
+// the first epoch of Bibtex (measured: docs/experiments/multi-device-scaling.md).
 // Merging often while the model moves fast, then rarely, costs log2(mega-batch / devices) merges
 // more in a run.
 inline uint64_t WarmUpMegaBatchRows(uint64_t full_rows, uint64_t first_rows, uint64_t index) {

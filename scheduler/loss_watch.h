@@ -1,10 +1,10 @@
 // Divergence beyond non-finite values: a batch whose mean loss exceeds a multiple of the first
-// batch's has blown up (--lr 1e6 on Bibtex reaches a loss of 4e6 with every value still finite).
+// batch's has blown up (a far too large --lr explodes the loss with every value still finite).
 // The first batch meets the initial model, whose cross-entropy is about ln(labels), the loss of a
-// uniform guess. An overconfident model can score a batch several times worse than that (48 against
-// 4.1 was seen in a sound run), but a hundred times worse means probabilities of e^-400 on the
-// targets: --divergence-factor defaults to 100. (The lowest batch loss so far is no reference:
-// near zero on easy batches, it made tenfold ratios common.)
+// uniform guess. An overconfident model can score a batch several times worse than that in a sound
+// run, but a hundred times worse means probabilities of e^-400 on the targets: --divergence-factor
+// defaults to 100 (measured: docs/long-runs.md, "Divergence"). (The lowest batch loss so far is no
+// reference: near zero on easy batches, it made tenfold ratios common.)
 #pragma once
 
 #include <cmath>

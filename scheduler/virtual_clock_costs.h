@@ -1,13 +1,13 @@
 // The virtual clock's default costs: what a row and a merge cost on a nominal device, from the
 // model's shape and the training data alone. Measured on the run's own first mega-batch instead,
-// they depended on the moment (three identical runs reported 10.7, 5.1 and 4.6 virtual seconds
-// on a busy machine), and two algorithms compared on the virtual clock compared two clocks. With
-// the model every run of a model on the same data charges rows and merges alike, on any machine.
+// they depended on the moment (identical runs on a busy machine reported different virtual
+// times), and two algorithms compared on the virtual clock compared two clocks. With the model
+// every run of a model on the same data charges rows and merges alike, on any machine.
 //
 // Nominal device: 10 GFLOP/s for the step's products and 10 GB/s for a merge's memory traffic,
-// about what one core of the CPUs this engine is tested on reaches (the figures measured on the
-// first mega-batch came out within 3x of the model's; docs/BENCHMARKS.md). Only ratios between
-// virtual times mean anything; absolute virtual seconds are the nominal device's.
+// about what one core of the CPUs this engine is tested on reaches, as the costs measured on a
+// first mega-batch showed (measured: docs/devices.md, "Clocks"). Only ratios between virtual times
+// mean anything; absolute virtual seconds are the nominal device's.
 #pragma once
 
 #include "data/dataset.h"

@@ -1,7 +1,8 @@
 // Products with bfloat16 inputs and fp32 accumulation and results, on the calling thread, for the
 // output layer's --math bf16. They run on oneDNN's matmul, which uses AMX tiles where the CPU has
-// them (several times the fp32 GEMM rate) and AVX-512 BF16 dot products otherwise (no faster than
-// fp32). The fp32 masters are converted here; nothing outside this file sees a bfloat16 type.
+// them and AVX-512 BF16 dot products otherwise; how much either gains on fp32 depends on the CPU
+// (measured: docs/benchmarks/full-shapes.md). The fp32 masters are converted here; nothing outside
+// this file sees a bfloat16 type.
 #pragma once
 
 #include <cstdint>

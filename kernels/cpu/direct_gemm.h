@@ -4,12 +4,12 @@
 //
 // Why: the fused output layer's three products per 512-label block (k = 128, 256 or 512) are too
 // short for a library's packing to pay. OpenBLAS and oneDNN copy both operands of every call into
-// panels and clear C before a beta-0 product: 13% of the AVX-512 step's time on those copies,
-// next to its GEMM kernels' 69% (docs/BENCHMARKS.md). Here the input gradient (D W) and the weight
-// gradient (D^T A) need no copy at all, and the logits (A W^T) one transposition of the block's
-// weights into a buffer of the calling thread (kernels/cpu/gemm.cc). Inside the step only the
-// logits ran faster than on the libraries, and gemm.cc's default takes them for those alone
-// (docs/BENCHMARKS.md, fourth round per instruction set).
+// panels and clear C before a beta-0 product, a sizeable share of the AVX-512 step's time beside
+// the GEMM kernels themselves (measured: docs/benchmarks/isa.md, second round). Here the input
+// gradient (D W) and the weight gradient (D^T A) need no copy at all, and the logits (A W^T) one
+// transposition of the block's weights into a buffer of the calling thread (kernels/cpu/gemm.cc).
+// Inside the step only the logits ran faster than on the libraries, and gemm.cc's default takes
+// them for those alone (measured: docs/benchmarks/isa.md, fourth round).
 //
 // Compiled once per vector ISA (direct_gemm_{avx2,avx512}.cc from direct_gemm_body.h); the
 // baseline ISA has none and keeps the BLAS.

@@ -44,8 +44,8 @@ const float* AsFloat(const T* p) {
 // Asks for the `bytes` at p to be brought into cache, a line at a time, and returns without
 // waiting. A block's weights are first read by a product whose register tiles walk them a panel
 // of columns at a time, a stride the hardware prefetchers follow poorly from memory; asked for in
-// order while the exponentials of the block run, they arrive in time (the input gradient's
-// product went from 84% to 89% of the FMA peak inside the AVX-512 step).
+// order while the exponentials of the block run, they arrive in time, and the products that read
+// them come closer to the FMA peak inside the step (measured: docs/benchmarks/isa.md, fourth round).
 inline void PrefetchLines(const void* p, uint64_t bytes) {
   const char* line = static_cast<const char*>(p);
   for (uint64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(line + offset, 0, 2);

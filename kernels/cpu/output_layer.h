@@ -2,9 +2,10 @@
 // the input gradient and the weight update, with each block of the logits and of the weights
 // touched while it is in cache. The unfused sequence (bias copy, GEMM, three softmax passes,
 // two GEMMs, a column-sum pass and an update pass) streams the rows x labels logits and the
-// labels x hidden weights through memory several times; at 670,091 labels those passes cost as
-// much as a third of the GEMMs. Here the logits are written once and read once, and the weights
-// and their momentum are read and written once after the forward pass.
+// labels x hidden weights through memory several times; at 670,091 labels those passes cost a
+// good part of the GEMMs' own time (measured: docs/benchmarks/full-shapes.md). Here the logits are
+// written once and read once, and the weights and their momentum are read and written once after
+// the forward pass.
 //
 // The result is bit-for-bit independent of the thread count: blocks are grouped into a fixed
 // number of contiguous groups, each group accumulates its part of the input gradient in block
