@@ -52,7 +52,8 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
       ->capture_default_str();
   cmd->add_option("--ranker-holdout", f->ranker_options.holdout,
                   "The share of the training rows held out to choose --ranker-blend auto, in (0, 0.5], at most "
-                  "5000 rows; with fewer than 100 the ranker is not fitted")
+                  "5000 rows; with fewer than 100, the blend is chosen by 3 folds of the training rows instead, after "
+                  "training (no ranker under 30 rows)")
       ->capture_default_str();
   cmd->add_option("--ranker-shortlist", f->ranker_options.shortlist,
                   "How many of the MLP's best labels of a row the ranker trains on (as negatives) and re-scores, "

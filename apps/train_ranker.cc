@@ -1,19 +1,24 @@
 // The shortlist ranker in a train run; see train_ranker.h.
 #include "apps/train_ranker.h"
 
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "apps/propensity_flag.h"
 #include "apps/shortest_text.h"
 #include "data/row_subset.h"
+#include "engine/device_spec.h"
 #include "run/final_evaluation.h"
+#include "run/fold_blend_choice.h"
+#include "run/multi_device_run.h"
 #include "run/ranker_plan.h"
 #include "scheduler/memory_limit.h"
 #include "scheduler/train_options.h"
@@ -78,10 +83,10 @@ void HoldOutRankerRows(TrainFlags& f, TrainingData* data, ranks::RankGroup* rank
   if (!o.enabled) return;
   const bool writer = ranks == nullptr || ranks->rank() == 0;
   const uint64_t rows = data->train.num_rows(), held_out = run::HoldoutRows(o, rows);
-  if (held_out == 0 && o.choose_blend()) {  // the same on every rank
+  if (held_out == 0 && o.choose_blend() && run::BlendFolds(o, rows) == 0) {  // the same on every rank
     if (writer)
-      std::cerr << "note: no ranker: " << rows << " training rows leave fewer than " << run::kMinHoldoutRows
-                << " to choose its blend on (--ranker-holdout " << o.holdout << ")\n";
+      std::cerr << "note: no ranker: " << rows << " training rows are fewer than the " << run::kMinFoldRows
+                << " its blend is chosen on\n";
     o.enabled = false;
     return;
   }
@@ -104,7 +109,7 @@ void HoldOutRankerRows(TrainFlags& f, TrainingData* data, ranks::RankGroup* rank
     return;
   }
   data->ranker_pairs = plan.pairs;
-  if (held_out == 0) return;  // a fixed blend
+  if (held_out == 0) return;  // a fixed blend, or one chosen by folds before training
   const run::HoldoutSplit split = run::SplitHoldout(rows, held_out, f.options.seed);
   data->holdout = std::make_unique<data::Dataset>(data::SelectRows(data->train, split.held_out));
   data->train = data::SelectRows(data->train, split.kept);
@@ -112,19 +117,88 @@ void HoldOutRankerRows(TrainFlags& f, TrainingData* data, ranks::RankGroup* rank
 
 scheduler::RankerMemory PlannedRankerMemory(const TrainFlags& f, const TrainingData& data, bool here) {
   if (!f.ranker_options.enabled || !here) return {};
-  return run::RankerStageMemory(f.ranker_options, data.shape, data.train, data.train.num_rows(),
-                                data.holdout ? data.holdout->num_rows() : 0, data.ranker_pairs);
+  const uint64_t rows = data.train.num_rows();
+  // By folds, every row is scored out of its fold, as held-out rows are.
+  const uint64_t scored = data.holdout ? data.holdout->num_rows() : run::BlendFolds(f.ranker_options, rows) > 0 ? rows : 0;
+  return run::RankerStageMemory(f.ranker_options, data.shape, data.train, rows, scored, data.ranker_pairs);
 }
 
+namespace {
+
+// The blend chosen by folds of `data.train` (run/fold_blend_choice.h), each fold's MLP trained as
+// the run trained its own. nullopt, said when `say`, when a fold's MLP diverged or a stop ended it
+// (`*stopped_out` then set when it was the stage's stop).
+std::optional<run::FoldBlendChoice> ChooseBlendByFolds(const TrainFlags& f, const TrainingData& data, bool say,
+                                                       const std::function<bool()>& stopped,
+                                                       const std::atomic<int>* stop_signal, bool* stopped_out) {
+  scheduler::EngineOptions engine = f.engine;
+  if (engine.ranks != nullptr && engine.ranks->size() > 1) {
+    // The other ranks' part has ended: rank 0 trains the folds alone, on its host.
+    engine.devices = engine::ParseDeviceList("cpu:" + std::to_string(engine.devices.size()));
+    engine.device_rank.clear();
+    engine.ranks = nullptr;
+    engine.merge_on = scheduler::EngineOptions::MergeOn::kAuto;
+  }
+  scheduler::TrainOptions options = f.options;
+  options.eval = scheduler::EvalSchedule{scheduler::EvalSchedule::Kind::kEnd, 0};
+  options.eval_rows = 0;
+  run::RunControl control;
+  control.max_rollbacks = f.control.max_rollbacks;
+  control.stop_signal = stop_signal;
+  bool diverged = false;
+  const auto train_mlp = [&](const data::Dataset& rows) -> std::optional<kernels::Model<float>> {
+    kernels::Model<float> model = kernels::InitModel<float>(data.shape, f.options.seed);
+    try {
+      if (run::RunMultiDevice(rows, nullptr, options, engine, &model, {}, control).stopped_by_signal != 0)
+        return std::nullopt;
+    } catch (const run::RunStopped&) {
+      diverged = true;  // past its rollbacks, or out of devices: no choice
+      return std::nullopt;
+    }
+    return model;
+  };
+  const uint64_t rows = data.train.num_rows();
+  if (say)
+    std::cerr << "ranker: " << rows << " training rows are too few to hold a share out; its blend is chosen by "
+              << run::kBlendFolds << " folds (the MLP and the ranker trained on the other folds)\n";
+  run::FoldBlendChoice choice = run::ChooseBlendByFolds(data.train, f.ranker_options, f.options.seed, train_mlp,
+                                                        /*scoring=*/true, stopped);
+  if (!choice.stopped) return choice;
+  *stopped_out = stopped && stopped();
+  if (say && !*stopped_out)
+    std::cerr << "ranker: " << (diverged ? "a fold's MLP diverged" : "a fold's training was stopped")
+              << ": no blend could be chosen, the MLP alone is kept\n";
+  return std::nullopt;
+}
+
+}  // namespace
+
 RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::Model<float> mlp, bool say,
-                        const std::function<bool()>& stopped) {
+                        const std::function<bool()>& stopped, const std::atomic<int>* stop_signal) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   RankerOutcome outcome;
   outcome.model.mlp = std::move(mlp);
   if (!f.ranker_options.enabled) return outcome;
-  run::RankerStageResult stage =
-      run::TrainShortlistRanker(outcome.model.mlp, data.train, data.holdout.get(), f.ranker_options, stopped);
+  std::optional<run::FoldBlendChoice> folds;
+  if (!data.holdout && run::BlendFolds(f.ranker_options, data.train.num_rows()) > 0) {
+    bool stopped_in_folds = false;
+    folds = ChooseBlendByFolds(f, data, say, stopped, stop_signal, &stopped_in_folds);
+    if (stopped_in_folds) {
+      outcome.stopped = true;
+      return outcome;
+    }
+    if (!folds) {  // no choice: the MLP alone
+      outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      return outcome;
+    }
+  }
+  run::RankerStageResult stage = run::TrainShortlistRanker(outcome.model.mlp, data.train, data.holdout.get(),
+                                                           f.ranker_options, stopped, folds ? &folds->choice : nullptr);
+  if (folds) {
+    stage.report.folds = folds->folds;
+    stage.report.choice_seconds += folds->seconds;
+  }
   if (stage.stopped) {
     outcome.stopped = true;
     return outcome;
@@ -141,7 +215,11 @@ RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::
                              static_cast<unsigned long long>(r.pairs), r.solver.mean_passes, r.solver.most_passes,
                              kernels::BlendFormName(ranker ? ranker->form : kernels::BlendForm::kArithmetic),
                              ranker ? double(ranker->blend) : 0.0);
-    if (!r.choice.trials.empty()) {
+    if (!r.choice.trials.empty() && r.folds > 0) {
+      used += std::snprintf(line + used, sizeof line - size_t(used),
+                            " chosen by %u folds of the training rows (P@1 %.4f out of fold, the MLP alone %.4f)",
+                            r.folds, r.choice.trials[r.choice.chosen].metrics.p1, r.choice.trials.front().metrics.p1);
+    } else if (!r.choice.trials.empty()) {
       used += std::snprintf(line + used, sizeof line - size_t(used),
                             " chosen on %llu held-out rows (P@1 %.4f, the MLP alone %.4f)",
                             static_cast<unsigned long long>(r.holdout_rows), r.choice.trials[r.choice.chosen].metrics.p1,
@@ -180,6 +258,7 @@ void AddRankerSummary(const TrainFlags& f, const RankerOutcome& outcome, nlohman
                                                                                      : kernels::BlendForm::kArithmetic)},
                           {"blend_chosen", f.ranker_options.choose_blend()},
                           {"holdout_rows", r.holdout_rows},
+                          {"blend_folds", r.folds},
                           {"trials", trials},
                           {"shortlist", f.ranker_options.shortlist},
                           {"pairs", r.pairs},

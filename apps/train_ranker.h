@@ -4,6 +4,7 @@
 // the test rows, and the line and summary that report it.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -46,8 +47,12 @@ struct RankerOutcome {
 // After training, on rank 0: the stage (when f.ranker_options.enabled), then the final model on
 // the test rows of the run's last evaluation; `say` writes a line about it on stderr. `stopped`
 // (the run's stop) is asked within the stage: once true, it ends with `stopped` and the MLP alone.
+// A training set too small to hold rows out (run::BlendFolds > 0) has its blend chosen by folds
+// first: each fold's MLP trains as the run did (f.options and f.engine; after a run of several
+// ranks, on host CPU devices of the run's count and speeds), without evaluations, metrics or
+// checkpoints, stopping on `stop_signal` as the run did.
 RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::Model<float> mlp, bool say,
-                        const std::function<bool()>& stopped = {});
+                        const std::function<bool()>& stopped = {}, const std::atomic<int>* stop_signal = nullptr);
 
 // The summary's part: "ranker" (what the stage did and chose), the top-level test figures replaced
 // by the final model's (the MLP's last evaluation kept as "mlp"), its time added to wall_time_s.

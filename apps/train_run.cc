@@ -269,7 +269,7 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
     const int signal = signals.requested().load();
     return signal != 0 && signal != SIGPIPE;
   };
-  RankerOutcome ranked = FitRanker(f, data, std::move(model), session.print, stage_stopped);
+  RankerOutcome ranked = FitRanker(f, data, std::move(model), session.print, stage_stopped, &signals.requested());
   if (ranked.stopped) return EndStoppedStage(f, session, std::move(ranked.model), *metrics, signals.requested().load());
   session.summary = TrainSummary(f, data, result, settled.lr_search);
   AddRankerSummary(f, ranked, &session.summary);

@@ -4,6 +4,7 @@
 #include <tbb/task_arena.h>
 
 #include "kernels/ranker/linear_ranker.h"
+#include "run/fold_blend_choice.h"
 
 namespace xmlt::run {
 
@@ -25,13 +26,16 @@ RankerPlan PlanRanker(const RankerOptions& options, const kernels::ModelShape& s
                       uint64_t available) {
   RankerPlan plan;
   plan.held_out = HoldoutRows(options, train.num_rows());
-  if (plan.held_out == 0 && options.choose_blend()) {
+  plan.folds = BlendFolds(options, train.num_rows());
+  if (plan.held_out == 0 && plan.folds == 0 && options.choose_blend()) {
     plan.verdict = RankerPlan::Verdict::kTooFewRows;
     return plan;
   }
   const uint64_t kept = train.num_rows() - plan.held_out;
+  // By folds, every row is scored out of its fold, as held-out rows are.
+  const uint64_t scored = plan.folds > 0 ? train.num_rows() : plan.held_out;
   const auto fits = [&](uint64_t pairs) {
-    plan.memory = RankerStageMemory(options, shape, train, kept, plan.held_out, pairs);
+    plan.memory = RankerStageMemory(options, shape, train, kept, scored, pairs);
     return pairs <= kMaxRankerPairs && (available == 0 || plan.memory.total() <= available);
   };
   // Bounded first (a pass over the rows); counted only where the bound does not fit.

@@ -1,5 +1,5 @@
 // Whether the shortlist ranker's stage (ranker_stage.h) is fitted, decided before training, from
-// counts alone: enough rows to hold out for the blend's choice, its pairs within kMaxRankerPairs,
+// counts alone: enough rows to hold out for the blend's choice (or to choose it by folds), its pairs within kMaxRankerPairs,
 // and its stage after training within the host memory (scheduler::PlanRankerMemory). A ranker
 // that does not fit is left out before any row is held out, never after training.
 #pragma once
@@ -24,6 +24,7 @@ struct RankerPlan {
   enum class Verdict { kFits, kTooFewRows, kTooManyPairs, kTooLittleMemory };
   Verdict verdict = Verdict::kFits;
   uint64_t held_out = 0;  // HoldoutRows
+  uint32_t folds = 0;     // BlendFolds: > 0 when the blend is chosen by folds instead
   // RankerPairBound, or the exact count (kernels::CountLinearRankerPairs) where the bound does not
   // fit; 0 with too few rows.
   uint64_t pairs = 0;

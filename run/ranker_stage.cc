@@ -73,7 +73,7 @@ uint64_t CountRankerPairs(const data::Dataset& train, uint64_t limit) {
 
 RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const data::Dataset& train,
                                        const data::Dataset* holdout, const RankerOptions& options,
-                                       const std::function<bool()>& stopped) {
+                                       const std::function<bool()>& stopped, const BlendChoice* chosen) {
   // The ranker's features and labels are the MLP's: checked before anything is built.
   if (train.num_features() != mlp.shape.num_features || train.num_labels() != mlp.shape.num_labels)
     throw std::invalid_argument("the ranker's training rows do not have the model's features and labels");
@@ -81,8 +81,12 @@ RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const d
   RankerStageReport& report = result.report;
   const uint32_t shortlist = uint32_t(std::min<uint64_t>(options.shortlist, mlp.shape.num_labels));
 
-  Clock::time_point start = Clock::now();
   const auto stop_now = [&] { return stopped && stopped(); };
+  if (chosen != nullptr && chosen->blend <= 0) {
+    report.choice = *chosen;  // the MLP alone: nothing to solve
+    return result;
+  }
+  Clock::time_point start = Clock::now();
   const std::vector<uint32_t> shortlists = engine::TopLabels(mlp, train, shortlist, stopped);
   report.shortlist_seconds = SecondsSince(start);
   if (stop_now()) {
@@ -114,14 +118,16 @@ RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const d
     return !(part.stopped || stop_now());
   };
 
-  if (!options.choose_blend()) {
+  if (!options.choose_blend() || chosen != nullptr) {
     if (!solve(nullptr)) {
       result.stopped = true;
       return result;
     }
-    // The form that won the choice on Bibtex, Delicious and EURLEX57K (docs/experiments/peers.md).
-    ranker->form = kernels::BlendForm::kGeometric;
-    ranker->blend = options.blend;
+    // A fixed blend takes the form that won the choice on Bibtex, Delicious and EURLEX57K
+    // (docs/experiments/peers.md).
+    ranker->form = chosen != nullptr ? chosen->form : kernels::BlendForm::kGeometric;
+    ranker->blend = chosen != nullptr ? chosen->blend : options.blend;
+    if (chosen != nullptr) report.choice = *chosen;
     if (ranker->blend > 0) result.ranker = std::move(ranker);
     return result;
   }

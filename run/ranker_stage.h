@@ -57,6 +57,7 @@ uint64_t CountRankerPairs(const data::Dataset& train, uint64_t limit);
 
 struct RankerStageReport {
   uint64_t pairs = 0, dense_features = 0, holdout_rows = 0;
+  uint32_t folds = 0;                // > 0: the blend was chosen by this many folds of the training rows
   kernels::RankerDualReport solver;  // the instances and passes of the linear model's solver
   BlendChoice choice;                // what each blend gave on the held-out rows (empty for a fixed blend)
   // Labels never solved: the held-out rows, scored once the labels they read were solved, chose
@@ -81,9 +82,12 @@ struct RankerStageResult {
 // TBB allows. Throws std::length_error, before allocating them, for more than kMaxRankerPairs pairs.
 // `stopped` (a stop signal's check), when given, is asked between the shortlists' chunks of rows,
 // the solver's labels and passes, and the steps: once true, the stage ends within one of them,
-// with `stopped` set and no ranker.
+// with `stopped` set and no ranker. `chosen`, when given, is a choice already made on other rows
+// (by folds, run/fold_blend_choice.h): the ranker takes its form and weight, and with a weight of
+// 0 nothing is solved.
 RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const data::Dataset& train,
                                        const data::Dataset* holdout, const RankerOptions& options,
-                                       const std::function<bool()>& stopped = {});
+                                       const std::function<bool()>& stopped = {},
+                                       const BlendChoice* chosen = nullptr);
 
 }  // namespace xmlt::run

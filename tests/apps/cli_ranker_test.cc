@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -218,6 +219,44 @@ TEST(CliRanker, AStopInTheStageKeepsTheMlpAndAResumeFitsTheRanker) {
   EXPECT_EQ(xmlt::testing::ReadFile(stopped_model), xmlt::testing::ReadFile(whole_model));
 }
 
+// The same for a blend chosen by folds (under about 1,000 rows): the folds' trainings are part of
+// the stage, and a stop there keeps the trained MLP; the resume chooses again, the same way.
+TEST(CliRanker, AStopInTheFoldsKeepsTheMlpAndAResumeEndsAsARunNeverStopped) {
+  Data d;  // 300 rows
+  const std::string dir = d.dir.File("ckpt"), stopped_model = d.dir.File("stopped.xmlt"),
+                    whole_model = d.dir.File("whole.xmlt");
+  std::vector<std::string> args = TrainArgs(d, {"--eval-every", "end", "--checkpoint-dir", dir});
+  args.erase(args.begin());  // "train": TrainArguments takes the flags
+  std::vector<std::string> stopped_args = args;
+  stopped_args.insert(stopped_args.end(), {"--model", stopped_model});
+  TrainArguments arguments(stopped_args);
+  TrainSession session;
+  session.on_eval = [&](const run::EvalRecord&) { session.stop->Request(SIGTERM); };
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  const int code = RunTrain(arguments.flags(), session);
+  ::testing::internal::GetCapturedStdout();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, 128 + SIGTERM) << err;
+  EXPECT_NE(err.find("its blend is chosen by 3 folds"), std::string::npos) << err;
+  EXPECT_NE(err.find("stopped by signal 15 in the ranker stage"), std::string::npos) << err;
+  EXPECT_EQ(err.find("chosen by 3 folds of the training rows"), std::string::npos) << "the stage ran on: " << err;
+  ASSERT_EQ(FileVersion(stopped_model), 1u) << "the trained MLP alone";
+
+  std::vector<std::string> resume = {"train"};
+  resume.insert(resume.end(), args.begin(), args.end());
+  std::vector<std::string> whole = resume;
+  resume.insert(resume.end(), {"--model", stopped_model, "--resume", dir});
+  const CliResult resumed = Cli(resume);
+  ASSERT_EQ(resumed.code, 0) << Describe(resumed);
+  EXPECT_NE(resumed.err.find("chosen by 3 folds of the training rows"), std::string::npos) << resumed.err;
+  *std::find(whole.begin(), whole.end(), dir) = d.dir.File("ckpt-whole");
+  whole.insert(whole.end(), {"--model", whole_model});
+  ASSERT_EQ(Cli(whole).code, 0);
+  EXPECT_EQ(FileVersion(whole_model), 2u) << "the folds chose a ranker on these rows";
+  EXPECT_EQ(xmlt::testing::ReadFile(stopped_model), xmlt::testing::ReadFile(whole_model));
+}
+
 TEST(CliRanker, OffTrainsTheMlpAloneOnEveryRow) {
   RankerData d;
   const std::string model = d.dir.File("m.model");
@@ -233,13 +272,30 @@ TEST(CliRanker, OffTrainsTheMlpAloneOnEveryRow) {
   EXPECT_FALSE(LastJsonLine(paper)["ranker"]["fitted"].get<bool>());
 }
 
-TEST(CliRanker, TooFewRowsToChooseOnTrainNoRankerAndSaySo) {
+TEST(CliRanker, TooFewRowsToHoldOutChooseTheBlendByFoldsAndTrainOnEveryRow) {
   Data d;  // 300 rows: 30 held out would be too few
   const CliResult r = Cli(TrainArgs(d, {}));
   ASSERT_EQ(r.code, 0) << Describe(r);
+  const json summary = LastJsonLine(r);
+  EXPECT_TRUE(summary["ranker"]["fitted"].get<bool>()) << summary.dump();
+  EXPECT_EQ(summary["ranker"]["blend_folds"].get<uint32_t>(), 3u);
+  EXPECT_EQ(summary["ranker"]["holdout_rows"].get<uint64_t>(), 0u);
+  EXPECT_EQ(summary["ranker"]["trials"].size(), 21u);
+  EXPECT_NE(r.err.find("its blend is chosen by 3 folds (the MLP and the ranker trained"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("chosen by 3 folds of the training rows"), std::string::npos) << r.err;
+  // Nothing held out: the MLP trains on every labelled row.
+  EXPECT_EQ(summary["train_samples"].get<uint64_t>(), uint64_t(2 * Data::kLabeledTrainRows));
+}
+
+TEST(CliRanker, TooFewRowsForFoldsTrainNoRankerAndSaySo) {
+  xmlt::testing::TempDir dir;
+  const std::string train = dir.File("train.txt");
+  xmlt::testing::WriteFile(train, MakeText(25, 1));
+  const CliResult r = Cli({"train", "--train", train, "--hidden", "16", "--epochs", "1"});
+  ASSERT_EQ(r.code, 0) << Describe(r);
   EXPECT_FALSE(LastJsonLine(r)["ranker"]["fitted"].get<bool>());
-  EXPECT_NE(r.err.find("no ranker: 300 training rows leave fewer than 100"), std::string::npos) << r.err;
-  EXPECT_EQ(LastJsonLine(r)["train_samples"].get<uint64_t>(), uint64_t(2 * Data::kLabeledTrainRows));
+  EXPECT_NE(r.err.find("no ranker: 25 training rows are fewer than the 30 its blend is chosen on"), std::string::npos)
+      << r.err;
 }
 
 // Issue 61, point 2: the memory plan left the ranker out, so a run sized by it could be killed

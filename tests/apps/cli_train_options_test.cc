@@ -178,7 +178,7 @@ TEST(CliTest, EvalRowsSamplesTheTestSetAndTheLastEvaluationIsWhole) {
   // sample's lucky 1.0 against the whole set's score.
   const std::string metrics = d.dir.File("tiny-sample.jsonl");
   const CliResult tiny = Cli(TrainArgs(d, {"--mega-batch", "1", "--eval-every", "1", "--eval-rows", "3", "--epochs",
-                                           "4", "--metrics", metrics}));
+                                           "4", "--metrics", metrics, "--ranker", "off"}));
   ASSERT_EQ(tiny.code, 0) << Describe(tiny);
   const std::vector<std::string> lines = Lines(ReadFile(metrics));
   double best_sampled = 0;
