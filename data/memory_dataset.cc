@@ -1,11 +1,10 @@
 // Datasets from CSR arrays in memory; see memory_dataset.h.
 #include "data/memory_dataset.h"
 
-#include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <vector>
 
+#include "data/canonical_row.h"
 #include "data/input_error.h"
 
 namespace xmlt::data {
@@ -58,28 +57,23 @@ CsrMatrix FeaturesFromArrays(const CsrArrays& a, const std::string& name) {
     m.values = SharedArray<float>(a.values, nnz, a.owner);
     return m;
   }
-  // As the text reader's FinishRow: a stable sort, so that repeated ids are summed in array order.
+  // Each row as the text reader makes it (canonical_row.h); the error names the row and the id as
+  // stored, where the reader names the line and the id as its file spells it.
   std::vector<uint64_t> offsets(a.num_rows + 1, 0);
   std::vector<uint32_t> ids;
   std::vector<float> values;
   ids.reserve(nnz);
   values.reserve(nnz);
-  std::vector<uint64_t> order;
+  std::vector<FeatureEntry> row;
   for (uint64_t r = 0; r < a.num_rows; ++r) {
-    order.resize(a.indptr[r + 1] - a.indptr[r]);
-    std::iota(order.begin(), order.end(), a.indptr[r]);
-    std::stable_sort(order.begin(), order.end(), [&](uint64_t x, uint64_t y) { return a.indices[x] < a.indices[y]; });
-    const size_t row_begin = ids.size();
-    for (uint64_t e : order) {
-      if (ids.size() > row_begin && ids.back() == a.indices[e]) {
-        values.back() += a.values[e];
-        if (!std::isfinite(values.back()))
-          throw InputError(name, 0, Row(r) + ": the values of repeated feature id " + std::to_string(ids.back()) +
-                                        " sum beyond float range");
-      } else {
-        ids.push_back(a.indices[e]);
-        values.push_back(a.values[e]);
-      }
+    row.clear();
+    for (uint64_t e = a.indptr[r]; e < a.indptr[r + 1]; ++e) row.push_back({a.indices[e], a.values[e]});
+    const SummedFeatures summed = SortAndSumFeatures(row.data(), row.data() + row.size());
+    if (summed.out_of_range)
+      throw InputError(name, 0, Row(r) + ": " + RepeatedFeatureSumProblem(summed.out_of_range_id));
+    for (size_t i = 0; i < summed.size; ++i) {
+      ids.push_back(row[i].id);
+      values.push_back(row[i].value);
     }
     offsets[r + 1] = ids.size();
   }
@@ -112,8 +106,7 @@ CsrMatrix LabelsFromArrays(const CsrArrays& a, const std::string& name) {
   for (uint64_t r = 0; r < a.num_rows; ++r) {
     const size_t row_begin = ids.size();
     ids.insert(ids.end(), a.indices + a.indptr[r], a.indices + a.indptr[r + 1]);
-    std::sort(ids.begin() + long(row_begin), ids.end());
-    ids.erase(std::unique(ids.begin() + long(row_begin), ids.end()), ids.end());
+    ids.resize(row_begin + SortAndDedupLabels(ids.data() + row_begin, ids.data() + ids.size()));
     offsets[r + 1] = ids.size();
   }
   m.row_ptr = SharedArray<uint64_t>(std::move(offsets));

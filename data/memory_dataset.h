@@ -3,7 +3,7 @@
 // same rows written as text: ids below the column count, finite values, each row's ids ascending
 // and unique. Rows already in that form are borrowed without a copy; a row with unsorted or
 // repeated ids makes a sorted copy, repeated features summed in array order and repeated labels
-// kept once, as the reader does.
+// kept once, as the reader does (canonical_row.h).
 #pragma once
 
 #include <cstdint>

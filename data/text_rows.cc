@@ -192,37 +192,17 @@ class ChunkParser {
     return FinishRow(line, feature_begin, label_begin);
   }
 
-  // Sorts the row's ids, sums repeated features and drops repeated labels. Fails when a sum leaves
-  // the float range: each value was checked alone, and an infinite one would poison training.
+  // Puts the row in the readers' form (canonical_row.h); a repeated feature is remembered for the
+  // reader's warning. The error names the line, and the id as the file spells it.
   bool FinishRow(const char* line, size_t feature_begin, size_t label_begin) {
     auto& features = out_.features;
-    bool sorted = true;
-    for (size_t i = feature_begin + 1; i < features.size(); ++i) {
-      if (features[i].id <= features[i - 1].id) {
-        sorted = false;
-        break;
-      }
+    const SummedFeatures summed =
+        SortAndSumFeatures(features.data() + feature_begin, features.data() + features.size());
+    if (summed.summed && out_.duplicate_offset == kNone) out_.duplicate_offset = line - base_;
+    if (summed.out_of_range) {
+      return Fail(line, RepeatedFeatureSumProblem(summed.out_of_range_id + (spec_.one_based ? 1 : 0)));
     }
-    if (!sorted) {
-      // Stable, so repeated ids are summed in file order.
-      std::stable_sort(features.begin() + feature_begin, features.end(),
-                       [](const Entry& a, const Entry& b) { return a.id < b.id; });
-      size_t kept = feature_begin;
-      for (size_t i = feature_begin; i < features.size(); ++i) {
-        if (kept > feature_begin && features[kept - 1].id == features[i].id) {
-          features[kept - 1].value += features[i].value;
-          if (!std::isfinite(features[kept - 1].value)) {
-            const uint64_t shown = features[i].id + (spec_.one_based ? 1 : 0);
-            return Fail(line, "the values of repeated feature id " + std::to_string(shown) +
-                                  " sum beyond float range");
-          }
-          if (out_.duplicate_offset == kNone) out_.duplicate_offset = line - base_;
-        } else {
-          features[kept++] = features[i];
-        }
-      }
-      features.resize(kept);
-    }
+    features.resize(feature_begin + summed.size);
     if (features.size() > feature_begin) {
       out_.feature_bound = std::max<uint64_t>(out_.feature_bound, features.back().id + 1ull);
     }
@@ -230,11 +210,7 @@ class ChunkParser {
     if (!spec_.labeled) return true;
 
     auto& labels = out_.labels;
-    if (!std::is_sorted(labels.begin() + label_begin, labels.end()) ||
-        std::adjacent_find(labels.begin() + label_begin, labels.end()) != labels.end()) {
-      std::sort(labels.begin() + label_begin, labels.end());
-      labels.erase(std::unique(labels.begin() + label_begin, labels.end()), labels.end());
-    }
+    labels.resize(label_begin + SortAndDedupLabels(labels.data() + label_begin, labels.data() + labels.size()));
     if (labels.size() > label_begin) {
       out_.label_bound = std::max<uint64_t>(out_.label_bound, labels.back() + 1ull);
     }

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "data/canonical_row.h"
+
 namespace xmlt::data::text {
 
 constexpr uint64_t kMaxId = std::numeric_limits<uint32_t>::max();
@@ -21,10 +23,8 @@ inline bool IsDelimiter(char c) { return IsBlank(c) || c == '\n'; }
 // The token starting at `p`, printable and bounded, for messages.
 std::string Quote(const char* p, const char* end);
 
-struct Entry {
-  uint32_t id;
-  float value;
-};
+// A feature as parsed, in the form SortAndSumFeatures makes canonical in place.
+using Entry = FeatureEntry;
 
 // What a run of rows parses to. Rules that apply to one row at a time only, so any chunking of the
 // file gives the same rows; errors and warnings keep the smallest byte offset, so the first in file
