@@ -3,6 +3,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "engine/device_spec.h"
 #include "engine/heterogeneity.h"
@@ -10,6 +11,50 @@
 #include "run/trainer.h"
 
 namespace xmlt::apps {
+
+namespace {
+
+using Engine = scheduler::EngineOptions;
+
+// How each multi-device --algo dispatches batches and merges the replicas, as CreateMerger is a
+// table of merges; --schedule and --merge given explicitly override either, so any combination can
+// be swept. single and slide train one device and have neither.
+struct AlgorithmPreset {
+  std::string_view name, schedule, merge;
+};
+constexpr AlgorithmPreset kMultiDeviceAlgorithms[] = {
+    {"adaptive", "dynamic", "normalized"},  // Adaptive SGD: Algorithm 1's dispatch and merge
+    {"elastic", "static", "average"},
+    {"adasum", "static", "adasum"},
+    {"sync", "sync", "gradient"},  // the presets set the local momentum (ApplyPreset)
+    {"crossbow", "sync", "crossbow"},
+};
+
+template <typename Value>
+struct Named {
+  std::string_view name;
+  Value value;
+};
+constexpr Named<Engine::Schedule> kSchedules[] = {
+    {"dynamic", Engine::Schedule::kDynamic}, {"static", Engine::Schedule::kStatic}, {"sync", Engine::Schedule::kSync}};
+constexpr Named<Engine::Clock> kClocks[] = {{"wall", Engine::Clock::kWall}, {"virtual", Engine::Clock::kVirtual}};
+constexpr Named<Engine::MergeOn> kMergePlaces[] = {
+    {"auto", Engine::MergeOn::kAuto}, {"host", Engine::MergeOn::kHost}, {"gpus", Engine::MergeOn::kGpus}};
+constexpr Named<Engine::Merge> kMerges[] = {{"normalized", Engine::Merge::kNormalized},
+                                            {"average", Engine::Merge::kAverage},
+                                            {"adasum", Engine::Merge::kAdasum},
+                                            {"crossbow", Engine::Merge::kCrossbow},
+                                            {"gradient", Engine::Merge::kGradient}};
+
+// The row of `table` called `name`, or null.
+template <typename Row, size_t N>
+const Row* Find(const Row (&table)[N], std::string_view name) {
+  for (const Row& row : table)
+    if (row.name == name) return &row;
+  return nullptr;
+}
+
+}  // namespace
 
 bool OneDevice(const TrainFlags& f) { return f.algo == "single" || f.algo == "slide"; }
 
@@ -24,14 +69,9 @@ void ApplyAlgorithm(TrainFlags& f) {
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string("--collective: ") + e.what());
   }
-  using Engine = scheduler::EngineOptions;
-  if (f.clock == "wall") {
-    f.engine.clock = Engine::Clock::kWall;
-  } else if (f.clock == "virtual") {
-    f.engine.clock = Engine::Clock::kVirtual;
-  } else {
-    throw std::invalid_argument("--clock must be wall or virtual");
-  }
+  const auto* clock = Find(kClocks, f.clock);
+  if (clock == nullptr) throw std::invalid_argument("--clock must be wall or virtual");
+  f.engine.clock = clock->value;
   if (f.clock_costs != "model" && f.clock_costs != "measured")
     throw std::invalid_argument("--clock-costs must be model or measured, not '" + f.clock_costs + "'");
   if (f.given("--clock-costs") && f.clock == "wall")
@@ -42,16 +82,9 @@ void ApplyAlgorithm(TrainFlags& f) {
   } else {
     throw std::invalid_argument("--momentum-mode must be heavy or nesterov");
   }
-  if (f.merge_on == "auto") {
-    f.engine.merge_on = Engine::MergeOn::kAuto;
-  } else if (f.merge_on == "host") {
-    f.engine.merge_on = Engine::MergeOn::kHost;
-  } else if (f.merge_on == "gpus") {
-    f.engine.merge_on = Engine::MergeOn::kGpus;
-  } else {
-    throw std::invalid_argument("--merge-on must be auto, host or gpus");
-  }
-  std::string schedule, merge;
+  const auto* merge_on = Find(kMergePlaces, f.merge_on);
+  if (merge_on == nullptr) throw std::invalid_argument("--merge-on must be auto, host or gpus");
+  f.engine.merge_on = merge_on->value;
   if (f.algo == "slide") {
     // SLIDE: one CPU device whose threads share its model, with the sampled output layer; plain
     // SGD (its step has no momentum buffer to update sparsely).
@@ -71,52 +104,28 @@ void ApplyAlgorithm(TrainFlags& f) {
     if (f.given("--devices") && f.engine.devices.size() != 1)
       throw std::invalid_argument("--algo single trains on one device; use --algo adaptive, elastic, adasum, "
                                   "sync or crossbow for " + f.devices);
-    const Engine::MergeOn merge_on = f.engine.merge_on;
+    const Engine::MergeOn place = f.engine.merge_on;
     f.engine = run::SingleDeviceEngine(f.given("--devices") ? f.engine.devices[0] : engine::DeviceSpec{});
     // Its one replica becomes the global model after every mega-batch, on the GPU or on the host.
-    f.engine.merge_on = merge_on;
-    if (merge_on == Engine::MergeOn::kGpus && f.engine.devices[0].kind != engine::DeviceKind::kCuda)
+    f.engine.merge_on = place;
+    if (place == Engine::MergeOn::kGpus && f.engine.devices[0].kind != engine::DeviceKind::kCuda)
       throw std::invalid_argument("--merge-on gpus needs a GPU; --algo single trains on " + f.engine.devices[0].id);
     return;
-  } else if (f.algo == "adaptive") {
-    schedule = "dynamic", merge = "normalized";
-  } else if (f.algo == "elastic") {
-    schedule = "static", merge = "average";
-  } else if (f.algo == "adasum") {
-    schedule = "static", merge = "adasum";
-  } else if (f.algo == "sync") {
-    schedule = "sync", merge = "gradient";  // the presets set the local momentum (ApplyPreset)
-  } else if (f.algo == "crossbow") {
-    schedule = "sync", merge = "crossbow";
-  } else {
+  }
+  const AlgorithmPreset* preset = Find(kMultiDeviceAlgorithms, f.algo);
+  if (preset == nullptr)
     throw std::invalid_argument("--algo must be single, slide, adaptive, elastic, adasum, sync or crossbow");
-  }
-  if (f.given("--schedule")) schedule = f.schedule;
-  if (f.given("--merge")) merge = f.merge;
+  const std::string_view schedule = f.given("--schedule") ? std::string_view(f.schedule) : preset->schedule;
+  const std::string_view merge = f.given("--merge") ? std::string_view(f.merge) : preset->merge;
 
-  if (schedule == "dynamic") {
-    f.engine.schedule = Engine::Schedule::kDynamic;
-  } else if (schedule == "static") {
-    f.engine.schedule = Engine::Schedule::kStatic;
-  } else if (schedule == "sync") {
-    f.engine.schedule = Engine::Schedule::kSync;
-  } else {
-    throw std::invalid_argument("--schedule must be dynamic, static or sync");
-  }
+  const auto* dispatch = Find(kSchedules, schedule);
+  if (dispatch == nullptr) throw std::invalid_argument("--schedule must be dynamic, static or sync");
+  f.engine.schedule = dispatch->value;
   f.engine.scale_batches = f.engine.schedule == Engine::Schedule::kDynamic;
-  if (merge == "normalized") {
-    f.engine.merge = Engine::Merge::kNormalized;
-  } else if (merge == "average") {
-    f.engine.merge = Engine::Merge::kAverage;
-  } else if (merge == "adasum") {
-    f.engine.merge = Engine::Merge::kAdasum;
-  } else if (merge == "crossbow") {
-    f.engine.merge = Engine::Merge::kCrossbow;
-  } else if (merge == "gradient") {
-    f.engine.merge = Engine::Merge::kGradient;
-  } else {
+  const auto* rule = Find(kMerges, merge);
+  if (rule == nullptr)
     throw std::invalid_argument("--merge must be normalized, average, adasum, crossbow or gradient");
-  }
+  f.engine.merge = rule->value;
   // The CPU devices of the list train with SLIDE's output layer (the device pool makes them); the
   // merges see the same parameters either way.
   if (f.cpu_output == "sampled") {
