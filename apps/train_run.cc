@@ -23,6 +23,7 @@
 #include "apps/setting_flags.h"
 #include "apps/stdout_check.h"
 #include "apps/stop_signals.h"
+#include "apps/stop_texts.h"
 #include "apps/train_data.h"
 #include "apps/train_outputs.h"
 #include "apps/train_ranker.h"
@@ -153,14 +154,15 @@ run::TrainResult Train(TrainFlags& f, TrainSession& session, const TrainingData&
 // metrics stay FILE.partial. Returns its exit code.
 int EndStoppedRun(const TrainFlags& f, const TrainSession& session, const run::TrainResult& result,
                   const std::string& stdout_error, bool writer) {
-  const std::string go_on = result.checkpoint.empty() ? std::string("no --checkpoint-dir, so the progress is lost")
-                                                      : "resume with --resume " + f.control.checkpoint_dir;
+  const std::string checkpoint_dir = result.checkpoint.empty() ? std::string() : f.control.checkpoint_dir;
   // The stop this run asked for itself (a real SIGPIPE is ignored while training).
   if (!stdout_error.empty() && result.stopped_by_signal == SIGPIPE) {
-    std::cerr << "error: " << stdout_error << "; the run stopped at a safe point; " << go_on << "\n";
+    std::cerr << "error: " << stdout_error << "; the run stopped at a safe point; "
+              << ResumeAdvice(checkpoint_dir, kCliWording) << "\n";
     return kExitFailure;
   }
-  if (writer && session.print) std::cerr << "stopped by signal " << result.stopped_by_signal << "; " << go_on << "\n";
+  if (writer && session.print)
+    std::cerr << StoppedInTrainingText(result.stopped_by_signal, checkpoint_dir, kCliWording) << "\n";
   return 128 + result.stopped_by_signal;
 }
 
@@ -176,13 +178,10 @@ int EndStoppedStage(const TrainFlags& f, TrainSession& session, engine::TrainedM
   if (!f.model_out.empty()) engine::SaveModel(mlp, f.model_out);
   metrics.Finish();
   if (session.print) {
-    std::cerr << "stopped by signal " << signal << " in the ranker stage, after training; "
-              << (f.model_out.empty() ? std::string("the trained MLP is in no file without --model")
-                                      : f.model_out + " holds the trained MLP without its ranker")
-              << "; "
-              << (session.checkpoint.empty() ? std::string("no --checkpoint-dir, so no resume can fit the ranker")
-                                             : "resume with --resume " + f.control.checkpoint_dir + " to fit it")
-              << "\n";
+    const std::string kept = f.model_out.empty() ? std::string("the trained MLP is in no file without --model")
+                                                 : f.model_out + " holds the trained MLP without its ranker";
+    const std::string checkpoint_dir = session.checkpoint.empty() ? std::string() : f.control.checkpoint_dir;
+    std::cerr << StoppedInRankerStageText(signal, kept, checkpoint_dir, kCliWording) << "\n";
   }
   return 128 + signal;
 }

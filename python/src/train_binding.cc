@@ -21,6 +21,7 @@
 
 #include "apps/progress_throttle.h"
 #include "apps/stop_signals.h"
+#include "apps/stop_texts.h"
 #include "apps/train_arguments.h"
 #include "apps/train_run.h"
 #include "data/input_error.h"
@@ -133,25 +134,19 @@ nb::tuple Train(const std::vector<std::string>& args, nb::handle x_parts, nb::ha
   if (session.stopped_by_signal != 0 && session.stopped_in_ranker_stage) {
     // Training had finished: the trained MLP comes with the KeyboardInterrupt, as after a failed
     // output, and a checkpoint (checkpoint_dir) resumes to fit the ranker.
-    const std::string where = session.checkpoint.empty()
-                                  ? std::string("no checkpoint_dir, so no resume can fit the ranker")
-                                  : "resume=" + session.checkpoint + " fits it";
     nb::object raised = nb::borrow(PyExc_KeyboardInterrupt)(
-        "training stopped by signal " + std::to_string(session.stopped_by_signal) +
-        " in the ranker stage, after training; the exception's model is the trained MLP without its ranker; " +
-        where);
+        "training " + apps::StoppedInRankerStageText(session.stopped_by_signal,
+                                                     "the exception's model is the trained MLP without its ranker",
+                                                     session.checkpoint, apps::kPythonWording));
     raised.attr("model") = nb::cast(holder.release(), nb::rv_policy::take_ownership);
     raised.attr("summary") = std::string("null");
     PyErr_SetObject(PyExc_KeyboardInterrupt, raised.ptr());
     throw nb::python_error();
   }
   if (session.stopped_by_signal != 0) {
-    const std::string where = session.checkpoint.empty()
-                                  ? std::string("no checkpoint_dir, so the progress is lost")
-                                  : "checkpointed in " + session.checkpoint + "; resume with resume=<that folder>";
-    PyErr_SetString(PyExc_KeyboardInterrupt, ("training stopped by signal " + std::to_string(session.stopped_by_signal) +
-                                              " at a safe point; " + where)
-                                                 .c_str());
+    const std::string text =
+        "training " + apps::StoppedInTrainingText(session.stopped_by_signal, session.checkpoint, apps::kPythonWording);
+    PyErr_SetString(PyExc_KeyboardInterrupt, text.c_str());
     throw nb::python_error();
   }
   return nb::make_tuple(nb::cast(holder.release(), nb::rv_policy::take_ownership), session.summary.dump());

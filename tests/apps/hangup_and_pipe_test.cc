@@ -49,7 +49,7 @@ TEST(HangupAndPipe, SighupCheckpointsAndExits129AndTheRunResumes) {
   const std::string err = ReadFile(long_run.err);
   if (code == 0) GTEST_SKIP() << "the run finished before the signal arrived";
   ASSERT_EQ(code, 128 + SIGHUP) << err;
-  EXPECT_NE(err.find("stopped by signal 1; resume with --resume " + long_run.checkpoints), std::string::npos) << err;
+  EXPECT_NE(err.find("stopped by signal 1 at a safe point; resume with --resume " + long_run.checkpoints), std::string::npos) << err;
   EXPECT_NO_THROW(run::CheckpointReader::Open(long_run.checkpoints));
   EXPECT_FALSE(std::filesystem::exists(long_run.model));
   std::vector<std::string> resume = long_run.Args();

@@ -41,7 +41,7 @@ stop_when m.jsonl.partial training "${training[@]}"
 [[ $status -eq 138 ]] || fail "a SIGUSR1 in training: mpirun exited $status, not 138"
 [[ -s ck/checkpoint.xmlc ]] || fail "a SIGUSR1 in training left no checkpoint"
 [[ ! -e stopped.bin ]] || fail "a run stopped in training wrote a model"
-grep -q "stopped by signal 10; resume with --resume ck" training.err || fail "no stop message"
+grep -q "stopped by signal 10 at a safe point; resume with --resume ck" training.err || fail "no stop message"
 "$mpiexec" -np 2 "$xmltrain" train "${common[@]}" "${training[@]}" --resume ck > resumed.out 2> resumed.err ||
   fail "the resume under mpirun failed"
 "$mpiexec" -np 2 "$xmltrain" train "${common[@]}" --epochs 8 --eval-every 1 --ranker off --model whole.bin \
