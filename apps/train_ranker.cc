@@ -119,8 +119,9 @@ scheduler::RankerMemory PlannedRankerMemory(const TrainFlags& f, const TrainingD
   if (!f.ranker_options.enabled || !here) return {};
   const uint64_t rows = data.train.num_rows();
   // By folds, every row is scored out of its fold, as held-out rows are.
-  const uint64_t scored = data.holdout ? data.holdout->num_rows() : run::BlendFolds(f.ranker_options, rows) > 0 ? rows : 0;
-  return run::RankerStageMemory(f.ranker_options, data.shape, data.train, rows, scored, data.ranker_pairs);
+  const bool by_folds = !data.holdout && run::BlendFolds(f.ranker_options, rows) > 0;
+  const uint64_t scored = data.holdout ? data.holdout->num_rows() : by_folds ? rows : 0;
+  return run::RankerStageMemory(f.ranker_options, data.shape, data.train, rows, scored, data.ranker_pairs, by_folds);
 }
 
 namespace {

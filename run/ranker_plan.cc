@@ -10,7 +10,7 @@ namespace xmlt::run {
 
 scheduler::RankerMemory RankerStageMemory(const RankerOptions& options, const kernels::ModelShape& shape,
                                           const data::Dataset& train, uint64_t kept, uint64_t held_out,
-                                          uint64_t pairs) {
+                                          uint64_t pairs, bool by_folds) {
   scheduler::RankerMemoryShape r;
   r.rows = kept;
   r.feature_nnz = train.features.nnz();
@@ -19,7 +19,9 @@ scheduler::RankerMemory RankerStageMemory(const RankerOptions& options, const ke
   r.shortlist = options.shortlist;
   r.pairs = pairs;
   r.threads = uint64_t(tbb::this_task_arena::max_concurrency());
-  return scheduler::PlanRankerMemory(shape, r);
+  scheduler::RankerMemory memory = scheduler::PlanRankerMemory(shape, r);
+  memory.by_folds = by_folds && memory.mlp > 0;
+  return memory;
 }
 
 RankerPlan PlanRanker(const RankerOptions& options, const kernels::ModelShape& shape, const data::Dataset& train,
@@ -35,7 +37,7 @@ RankerPlan PlanRanker(const RankerOptions& options, const kernels::ModelShape& s
   // By folds, every row is scored out of its fold, as held-out rows are.
   const uint64_t scored = plan.folds > 0 ? train.num_rows() : plan.held_out;
   const auto fits = [&](uint64_t pairs) {
-    plan.memory = RankerStageMemory(options, shape, train, kept, scored, pairs);
+    plan.memory = RankerStageMemory(options, shape, train, kept, scored, pairs, plan.folds > 0);
     return pairs <= kMaxRankerPairs && (available == 0 || plan.memory.total() <= available);
   };
   // Bounded first (a pass over the rows); counted only where the bound does not fit.

@@ -14,11 +14,11 @@
 namespace xmlt::run {
 
 // The stage's host memory for `kept` training rows of `train` (its entries counted whole: a
-// bound for any of its rows), `held_out` rows to choose on and `pairs` (feature, label) pairs, on
-// the threads TBB allows.
+// bound for any of its rows), `held_out` rows to choose on (by folds, every row, scored out of its
+// fold) and `pairs` (feature, label) pairs, on the threads TBB allows.
 scheduler::RankerMemory RankerStageMemory(const RankerOptions& options, const kernels::ModelShape& shape,
                                           const data::Dataset& train, uint64_t kept, uint64_t held_out,
-                                          uint64_t pairs);
+                                          uint64_t pairs, bool by_folds);
 
 struct RankerPlan {
   enum class Verdict { kFits, kTooFewRows, kTooManyPairs, kTooLittleMemory };

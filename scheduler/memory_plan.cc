@@ -35,7 +35,11 @@ uint64_t MemoryPlan::training_total() const {
   return total;
 }
 
-uint64_t MemoryPlan::host_total() const { return std::max(training_total(), ranker.total()); }
+uint64_t MemoryPlan::host_total() const {
+  // By folds, the run's trained MLP is kept while each fold trains, and beside the fold's ranker.
+  const uint64_t kept = ranker.by_folds ? ranker.mlp : 0;
+  return std::max({training_total(), Add(training_total(), kept), Add(ranker.total(), kept)});
+}
 
 uint64_t RankerMemory::total() const {
   if (mlp == 0) return 0;
@@ -100,7 +104,8 @@ std::string MemoryPlan::ToString() const {
         << "  the ranker's stage after training: " << MiB(ranker.total()) << " at its peak (" << ranker.pairs
         << " (feature, label) pairs at most: " << MiB(ranker.model) << ", dense lookups " << MiB(ranker.dense)
         << ", shortlists " << MiB(ranker.shortlists) << ", solver " << MiB(ranker.solver) << ", held-out rows "
-        << MiB(ranker.holdout) << ", the MLP " << MiB(ranker.mlp) << ")\n";
+        << MiB(ranker.holdout) << ", the MLP " << MiB(ranker.mlp) << ")"
+        << (ranker.by_folds ? "; by folds, each fold's training and ranker beside the trained MLP" : "") << "\n";
   }
   out << "  host memory in all: " << MiB(host_total());
   return out.str();

@@ -45,6 +45,9 @@ struct RankerMemory {
   uint64_t build = 0;       // building the pairs: each feature's rows and the counters, then freed
   uint64_t solver = 0;      // the solver's instances (a row and a sign each) and every thread's scratch
   uint64_t holdout = 0;     // the held-out rows' shortlists: ids, probabilities and linear scores
+  // The blend chosen by folds (run/fold_blend_choice.h): each fold's MLP trains as the run did,
+  // beside the run's trained MLP, and its ranker is then fitted beside both.
+  bool by_folds = false;
   // The peak: the MLP and the shortlists throughout, then the largest of the shortlists' forward
   // pass, the build, the solve and the choice on the held-out rows. 0 without a ranker.
   uint64_t total() const;
@@ -59,7 +62,7 @@ struct MemoryPlan {
   uint64_t checkpoint = 0;  // transient copies while a checkpoint is written or read
   RankerMemory ranker;      // the ranker's stage after training (none: zeros)
   uint64_t training_total() const;  // everything in host memory while training (CPU devices included)
-  uint64_t host_total() const;      // the larger of training_total and the ranker's stage
+  uint64_t host_total() const;      // the larger of training_total and the ranker's stage (with its folds)
   std::string ToString() const;  // per-device and host lines, in MiB
 };
 

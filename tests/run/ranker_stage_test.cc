@@ -193,6 +193,10 @@ TEST(RankerStage, TheMemoryPlanCountsTheRankersPairsShortlistsAndSolver) {
   plan.ranker = planned;
   EXPECT_EQ(plan.host_total(), std::max<uint64_t>(1 << 20, planned.total()));
   EXPECT_NE(plan.ToString().find("the ranker's stage after training"), std::string::npos) << plan.ToString();
+  // By folds, the trained MLP is kept while each fold trains as the run did, and beside its ranker.
+  plan.ranker.by_folds = true;
+  EXPECT_EQ(plan.host_total(), std::max<uint64_t>((1 << 20) + planned.mlp, planned.total() + planned.mlp));
+  EXPECT_NE(plan.ToString().find("by folds"), std::string::npos) << plan.ToString();
 }
 
 // Issue 61, point 2: 128.6 s went into a ranker that was then dropped. The labels the held-out
