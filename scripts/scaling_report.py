@@ -82,8 +82,8 @@ def report(runs, clock):
         f"P@1 less one standard error ({', '.join(f'{targets[s]:.4f}' for s in seeds)} for seeds "
         f"{', '.join(map(str, seeds))}). Intervals are 95% t intervals over the seeds.",
         "",
-        "| devices | seeds | time to target (s) | speed-up to target | epochs to target | whole run's speed-up "
-        "| final P@1 |",
+        f"| devices | seeds | time to target ({clock_name} s) | speed-up to target | epochs to target "
+        "| whole run's speed-up | final model's P@1 |",
         "|---|---|---|---|---|---|---|",
     ]
     for n in sorted({d for d, _ in runs}):
