@@ -1,5 +1,5 @@
 // One `xmltrain train` run from its parsed flags; see train_run.h. It settles the flags before
-// the data is loaded and again after (train_settling.h), claims its outputs (train_outputs.h),
+// the data is loaded and again after (settle_around_loading.h), claims its outputs (train_outputs.h),
 // loads the data (train_data.h), trains, and says what it did (train_report.h).
 #include "apps/train_run.h"
 
@@ -28,7 +28,7 @@
 #include "apps/train_outputs.h"
 #include "apps/train_ranker.h"
 #include "apps/train_report.h"
-#include "apps/train_settling.h"
+#include "apps/settle_around_loading.h"
 #include "data/folder_lock.h"
 #include "data/input_error.h"
 #include "engine/model_file.h"

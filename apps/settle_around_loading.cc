@@ -1,5 +1,5 @@
-// When `xmltrain train`'s flags become the run's settings; see train_settling.h.
-#include "apps/train_settling.h"
+// When `xmltrain train`'s flags become the run's settings; see settle_around_loading.h.
+#include "apps/settle_around_loading.h"
 
 #include <filesystem>
 #include <optional>
