@@ -70,8 +70,8 @@ struct Model {
   explicit Model(size_t n) : replicas(n) {
     // Small values: every replica counts as regularized, the perturbed path of Algorithm 2.
     for (size_t i = 0; i < n; ++i) replicas[i].assign(kModel, 1e-3f * float(i + 1));
-    global.current.assign(kModel, 1e-3f);
-    global.previous.assign(kModel, 1e-3f);
+    global.MutableCurrent().assign(kModel, 1e-3f);
+    global.MutablePrevious().assign(kModel, 1e-3f);
     set.size = kModel;
     for (auto& r : replicas) set.params.push_back(r.data());
   }

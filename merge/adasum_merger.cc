@@ -22,8 +22,8 @@ class AdasumMerger : public Merger {
     CheckOptionalInput(input, n, "adasum");
     const float gamma = static_cast<float>(options_.momentum);
     const bool nesterov = options_.momentum_mode == MomentumMode::kNesterov;
-    float* const w = global->current.data();
-    float* const wp = global->previous.data();
+    float* const w = global->MutableCurrent().data();
+    float* const wp = global->MutablePrevious().data();
     // The starting point the replicas were given by the previous merge is recomputed from w and
     // w_p with the same expression in both callbacks, so deltas and update agree to the bit.
     // Under kNesterov the look-ahead already is the momentum step: no extra term at the end.

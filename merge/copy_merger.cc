@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include "merge/merge_checks.h"
 #include "merge/merger.h"
@@ -19,8 +20,9 @@ class CopyMerger : public Merger {
       throw std::invalid_argument("copy merge: one replica, not " + std::to_string(replicas.count()));
     CheckOptionalInput(input, 1, "copy");
     // w_p <- w (no copy: the old w is not needed again), w <- the replica.
-    std::swap(global->previous, global->current);
-    std::copy(replicas.params[0], replicas.params[0] + replicas.size, global->current.begin());
+    std::vector<float>& w = global->MutableCurrent();
+    global->MutablePrevious().swap(w);
+    std::copy(replicas.params[0], replicas.params[0] + replicas.size, w.begin());
     MergeOutcome outcome;
     outcome.weights = {1.0};
     return outcome;

@@ -49,11 +49,13 @@ class ElasticForceMerger : public Merger {
 
     const size_t size = replicas.size;
     const size_t blocks = (size + kBlock - 1) / kBlock;
+    // Taken once, before the blocks run in parallel: the accessors record where the model is.
+    float* const center = global->MutableCurrent().data();
+    float* const center_prev = global->MutablePrevious().data();
     tbb::parallel_for(tbb::blocked_range<size_t>(0, blocks), [&](const auto& r) {
       for (size_t b = r.begin(); b != r.end(); ++b) {
         const size_t begin = b * kBlock;
-        PullBlock(replicas, static_cast<float>(a), begin, std::min(begin + kBlock, size),
-                  global);
+        PullBlock(replicas, static_cast<float>(a), begin, std::min(begin + kBlock, size), center, center_prev);
       }
     });
     return outcome;
@@ -62,11 +64,11 @@ class ElasticForceMerger : public Merger {
   std::string name() const override { return "elastic_force"; }
 
  private:
-  void PullBlock(const ReplicaSet& replicas, float a, size_t begin, size_t end,
-                 GlobalModel* global) const {
+  void PullBlock(const ReplicaSet& replicas, float a, size_t begin, size_t end, float* center,
+                 float* center_prev) const {
     const size_t m = end - begin;
-    float* x = global->current.data() + begin;
-    float* x_prev = global->previous.data() + begin;
+    float* x = center + begin;
+    float* x_prev = center_prev + begin;
     // The center is read once, before any replica moves it: every pull uses the old x.
     float x_old[kBlock];
     float pulls[kBlock];

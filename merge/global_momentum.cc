@@ -5,8 +5,9 @@
 namespace xmlt::merge {
 
 FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum, MomentumMode mode) {
-  float* current = global->current.data();
-  float* previous = global->previous.data();
+  // Fetched first if newer on the GPUs; the host vectors are the model from here on.
+  float* current = global->MutableCurrent().data();
+  float* previous = global->MutablePrevious().data();
   const float gamma = static_cast<float>(momentum);
   if (mode == MomentumMode::kNesterov) {
     // The replicas started from the look-ahead w + gamma (w - w_p), so their combination already
@@ -40,8 +41,6 @@ FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum, MomentumM
 
 void Collective::WeightedAllReduceWithMomentum(const ReplicaSet& replicas, const std::vector<double>& weights,
                                                double momentum, MomentumMode mode, GlobalModel* global) {
-  global->SyncToHost();
-  global->HostWritten();  // the host vectors are the model from here on
   WeightedAllReduce(replicas, weights, GlobalMomentumFinish(global, momentum, mode));
 }
 

@@ -12,10 +12,10 @@
 
 namespace xmlt::merge {
 
-// The collective's finish step for the rule above: reads and rewrites global->current and
-// global->previous block by block, so it needs no buffer beyond them. It leaves in `values` what
-// every replica starts the next round from: w' under kHeavy, the look-ahead w' + gamma (w' - w)
-// under kNesterov (global->current always receives w', never the look-ahead).
+// The collective's finish step for the rule above: reads and rewrites w and w_p on the host
+// (global->MutableCurrent(), MutablePrevious()) block by block, so it needs no buffer beyond them.
+// It leaves in `values` what every replica starts the next round from: w' under kHeavy, the
+// look-ahead w' + gamma (w' - w) under kNesterov (w always receives w', never the look-ahead).
 FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum,
                                  MomentumMode mode = MomentumMode::kHeavy);
 

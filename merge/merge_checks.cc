@@ -13,18 +13,17 @@ void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* globa
   for (const float* x : replicas.params)
     if (x == nullptr && replicas.size > 0 && !other_ranks)
       throw std::invalid_argument("merge: null replica parameters");
-  if (global->current.size() != replicas.size || global->previous.size() != replicas.size) {
-    throw std::invalid_argument("merge: replicas have " + std::to_string(replicas.size) +
-                                " parameters, global model " +
-                                std::to_string(global->current.size()) + " (previous " +
-                                std::to_string(global->previous.size()) + ")");
+  if (global->size() != replicas.size || global->previous_size() != replicas.size) {
+    throw std::invalid_argument("merge: replicas have " + std::to_string(replicas.size) + " parameters, global model " +
+                                std::to_string(global->size()) + " (previous " +
+                                std::to_string(global->previous_size()) + ")");
   }
 }
 
 void CheckOnHost(const ReplicaSet& replicas, const GlobalModel* global, const std::string& merge) {
   if (replicas.on_gpus())
     throw std::invalid_argument(merge + " merge: runs on replicas in host memory, these are on GPUs");
-  if (global != nullptr && global->host_stale)
+  if (global != nullptr && global->newer_on_gpus())
     throw std::logic_error(merge + " merge: the global model is newer on the GPUs (SyncToHost first)");
 }
 

@@ -11,7 +11,7 @@ namespace xmlt::merge {
 
 // Throws std::invalid_argument unless there is at least one replica, no replica pointer is null
 // (with other_ranks, null ones are another rank's replicas: for merges whose collective reads only
-// this rank's, and checks those), and global->current and global->previous both have
+// this rank's, and checks those), and w and w_p (global->size(), previous_size()) both have
 // replicas.size parameters.
 void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global, bool other_ranks = false);
 

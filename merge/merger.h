@@ -37,7 +37,7 @@ struct MergeOptions {
 class Merger {
  public:
   virtual ~Merger() = default;
-  // Combines the replicas into global->current (keeping global->previous for momentum) and sets
+  // Combines the replicas into w (global->current(), keeping w_p for momentum) and sets
   // every replica's starting point for the next round: the new global model (or its look-ahead
   // under kNesterov) for averaging merges; for elastic-force merges each replica keeps its own
   // state, pulled toward the center.

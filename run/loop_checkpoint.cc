@@ -33,11 +33,10 @@ void TrainingLoop::Resume() {
                            "this checkpoint was cut inside a mega-batch (" + DevicesOf(meta) +
                                "); resume it with those devices, or re-plan from a checkpoint written between "
                                "mega-batches (--checkpoint-every)");
-  reader.ReadInto("global.current", global_.current.data(), global_.current.size());
-  reader.ReadInto("global.previous", global_.previous.data(), global_.previous.size());
-  global_.HostWritten();
+  reader.ReadInto("global.current", global_.MutableCurrent().data(), global_.size());
+  reader.ReadInto("global.previous", global_.MutablePrevious().data(), global_.previous_size());
   try {
-    RestorePool(pool_, reader, meta.at("pool"), global_.current, replan);
+    RestorePool(pool_, reader, meta.at("pool"), global_.current(), replan);
     if (!replan && ResumeLowersLr(meta.at("run"), options_.lr)) ResetLearningRates(pool_, options_.lr);
     std::vector<DeviceRecord> fresh = std::move(progress_.since_eval);
     progress_ = ProgressFromJson(meta.at("progress"));
@@ -83,8 +82,8 @@ void TrainingLoop::WriteCheckpoint(const char* why) {
   nlohmann::json meta = {{"run", fingerprint_}, {"progress", ProgressToJson(progress_)}, {"pool", SavePoolMeta(pool_)}};
   if (open_.open()) meta["open_mega_batch"] = OpenMegaBatchToJson(open_);
   CheckpointWriter writer(meta.dump());
-  writer.Add("global.current", global_.current);
-  writer.Add("global.previous", global_.previous);
+  writer.Add("global.current", global_.current());
+  writer.Add("global.previous", global_.previous());
   std::vector<std::vector<float>> momentum;  // must outlive Write, as must the devices' other state
   std::vector<std::vector<uint8_t>> extra;
   AddPoolSections(pool_, &writer, &momentum, &extra);

@@ -25,7 +25,7 @@ void TrainingLoop::Account(const MegaBatchWork& trained) {
   if (engine_.clock == scheduler::EngineOptions::Clock::kWall) {
     progress_.train_seconds += run.span_s + trained.merge_s;
   } else if (trained.merges > 0) {
-    const double units = double(global_.current.size()) * double(alive.size());
+    const double units = double(global_.size()) * double(alive.size());
     if (progress_.merge_cost_s == 0) {
       progress_.merge_cost_s =
           engine_.merge_cost_s > 0 ? engine_.merge_cost_s : trained.merge_s / double(trained.merges) / units;
@@ -80,11 +80,11 @@ void TrainingLoop::Evaluate() {
     std::optional<engine::Evaluation> scored;
     {
       struct Lent {
-        std::vector<float>& a;
-        std::vector<float>& b;
-        Lent(std::vector<float>& x, std::vector<float>& y) : a(x), b(y) { a.swap(b); }
-        ~Lent() { a.swap(b); }
-      } lent(model_->params, global_.current);
+        std::vector<float>& params;
+        merge::GlobalModel& global;
+        Lent(std::vector<float>& p, merge::GlobalModel& g) : params(p), global(g) { global.SwapCurrent(&params); }
+        ~Lent() { global.SwapCurrent(&params); }
+      } lent(model_->params, global_);
       scored = EvaluateOnDevices(pool_, *model_, *test_, whole ? all_test_rows_ : eval_rows_);
     }
     for (size_t i : alive_before)

@@ -50,13 +50,12 @@ merge::MergeOutcome SurvivorMerge::GoOnFromTheHostCopy(scheduler::DevicePool& po
   // w and w_p is whole (a host merge writes it only after every mirror was read; a merge on the
   // GPUs leaves the copy made after the last mega-batch), so every survivor restarts from it.
   ++global_models_lost_;
-  global->host_stale = false;
-  global->HostWritten();
+  global->FallBackToHostCopy();
   devices_.clear();
   merger_.reset();
   for (size_t i : pool.alive()) {
     engine::Device& d = pool.device(i);
-    std::copy(global->current.begin(), global->current.end(), d.HostParams());
+    std::copy(global->current().begin(), global->current().end(), d.HostParams());
     d.FinishMerge();
   }
   merge::MergeOutcome outcome;
@@ -69,7 +68,7 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
   const std::vector<size_t> alive = pool.alive();
   const bool across_ranks = engine_.ranks != nullptr && engine_.ranks->size() > 1;
   merge::ReplicaSet replicas;
-  replicas.size = global->current.size();
+  replicas.size = global->size();
   replicas.tensors = tensors_;
   if (on_gpus_) return RunOnGpus(pool, part, alive, replicas, global);
   if (alive != devices_) {
@@ -140,17 +139,7 @@ merge::MergeOutcome SurvivorMerge::RunOnGpus(scheduler::DevicePool& pool, const 
     devices_ = alive;
     // The old merger's GPUs held w and w_p; a lost GPU took its share with it, and the host's copy
     // (the rollback target's, taken after the last sound mega-batch) stands in.
-    if (global->host_stale) {
-      std::vector<float> current(global->current.size()), previous(global->previous.size());
-      try {
-        global->on_gpus->Fetch(current.data(), previous.data());
-        global->current.swap(current);
-        global->previous.swap(previous);
-      } catch (const std::exception&) {
-        ++global_models_lost_;
-      }
-    }
-    global->HostWritten();
+    if (!global->TakeBackFromGpus()) ++global_models_lost_;
     merger_.reset();  // its buffers go before the new ones are allocated
     merger_ = CreateMerger(engine_, {MergePlace::kGpus, 0, {}, &replicas, owners});
   }

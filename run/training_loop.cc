@@ -128,7 +128,7 @@ TrainResult TrainingLoop::Train() {
   const bool finished = stopped_by_signal_ == 0 && progress_.rows_done >= total_rows_;
   if (finished && (progress_.evals.empty() || progress_.evals.back().train_samples != progress_.rows_done)) Evaluate();
   global_.SyncToHost();
-  model_->params = global_.current;
+  model_->params = global_.current();
   TrainResult result = ResultOf(progress_);
   result.stopped_by_signal = stopped_by_signal_;
   result.checkpoint = checkpoint_;
@@ -203,9 +203,7 @@ void TrainingLoop::RollBack(uint64_t index, const scheduler::MegaBatchRun& run) 
   const double spent = progress_.train_seconds + run.span_s;
   std::vector<EvalRecord> evals = std::move(progress_.evals);
   const SavedState& trusted = trusted_.trusted();
-  global_.current = trusted.global;
-  global_.previous = trusted.global;
-  global_.HostWritten();
+  global_.Assign(trusted.global, trusted.global);
   progress_ = trusted.progress;
   progress_.rollbacks = rollbacks;
   progress_.train_seconds = spent;
@@ -220,7 +218,7 @@ void TrainingLoop::RollBack(uint64_t index, const scheduler::MegaBatchRun& run) 
     open_.planned = planned;
     open_.mega_batch_rows = rows;
   }
-  xmlt::run::RollBack(pool_, trusted.pool, global_.current);
+  xmlt::run::RollBack(pool_, trusted.pool, global_.current());
   if (rollbacks_here_ > control_.max_rollbacks) {
     WriteCheckpoint("last good state");
     throw RunStopped(RunStopped::Why::kDiverged,

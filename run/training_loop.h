@@ -44,7 +44,7 @@ class TrainingLoop {
   // mega-batch (which is also the copy a lost GPU's share of w falls back to).
   SavedState Capture() {
     global_.SyncToHost();
-    return SavedState{TakeSnapshot(pool_), global_.current, progress_, open_};
+    return SavedState{TakeSnapshot(pool_), global_.current(), progress_, open_};
   }
   int StopSignal() const;
   const std::atomic<int>* StopWithinMegaBatch() const;

@@ -1,6 +1,6 @@
 // Merges of replicas that live in GPU memory, run on the GPUs (the device code beside this file): the replicas never
 // go through the host, and the global model w and its previous value w_p stay on the GPUs
-// (GlobalModel::on_gpus) until an evaluation, a checkpoint or the rollback target asks for them.
+// (GlobalModel::KeptOnGpus) until an evaluation, a checkpoint or the rollback target asks for them.
 // Built only with the CUDA backend. Each takes a ReplicaSet whose `gpus` says where each replica
 // is; the replicas' pointers must stay the same from merge to merge (a new alive set means a new
 // merger).

@@ -56,9 +56,14 @@ struct RingAllReduce::Impl {
     return Piece(part.begin, part.end, c, gpus.size());
   }
 
-  // Step `step` (1 .. 2N-2) of partition p at ring position k: receive from position k - 1 after
-  // its step - 1; the reduce-scatter adds, the all-gather overwrites.
-  void RingStep(size_t p, size_t k, size_t step) {
+  // What a ring position does with the chunk it receives: adds it into its own (the
+  // reduce-scatter) or copies it over its own (the all-gather).
+  enum class Receive { kAdd, kOverwrite };
+
+  // Ring step `step` of partition p at ring position k: chunk `c` comes from position k - 1 once
+  // that position's step - 1 is done. Steps count on across both phases (1 .. 2N-2, 0 being the
+  // local sum), so that consecutive steps alternate between each GPU's two events.
+  void ReceiveChunk(size_t p, size_t k, size_t step, size_t c, Receive how) {
     const size_t n = gpus.size();
     const size_t receiver = At(p, k), sender = At(p, (k + n - 1) % n);
     Gpu& to = gpus[receiver];
@@ -66,17 +71,41 @@ struct RingAllReduce::Impl {
     const cudaStream_t stream = to.streams[p].get();
     DeviceGuard guard(to.ordinal);
     XMLT_CUDA_CHECK(cudaStreamWaitEvent(stream, EventOf(sender, p, step - 1).get(), 0));
-    const bool reduce = step <= n - 1;
-    const size_t s = reduce ? step - 1 : step - n;  // the step within its phase
-    const size_t chunk = reduce ? (k + 2 * n - 1 - s) % n : (k + n - s) % n;
-    const Range r = Chunk(p, chunk);
+    const Range r = Chunk(p, c);
     if (r.size() > 0) {
-      float* destination = reduce ? to.received[p].data() : to.acc.data() + r.begin;
+      const bool add = how == Receive::kAdd;
+      float* destination = add ? to.received[p].data() : to.acc.data() + r.begin;
       XMLT_CUDA_CHECK(cudaMemcpyPeerAsync(destination, to.ordinal, from.acc.data() + r.begin, from.ordinal,
                                           r.size() * sizeof(float), stream));
-      if (reduce) LaunchAdd(stream, to.acc.data() + r.begin, to.received[p].data(), r.size());
+      if (add) LaunchAdd(stream, to.acc.data() + r.begin, to.received[p].data(), r.size());
     }
     EventOf(receiver, p, step).Record(stream);
+  }
+
+  // The reduce-scatter, N-1 steps (ring steps 1 .. N-1). At step s, position k sends chunk
+  // k - s (mod N) to k + 1 and receives chunk k - 1 - s from k - 1, adding it into its own: the
+  // chunk it sends next. After the last step position k holds chunk k + 1 summed over every GPU
+  // (Owned), and with momentum applies the rule to it there.
+  void ReduceScatter(const DeviceMomentum* momentum) {
+    const size_t n = gpus.size();
+    for (size_t s = 0; s + 1 < n; ++s)
+      for (size_t p = 0; p < partitions; ++p)
+        for (size_t k = 0; k < n; ++k) {
+          ReceiveChunk(p, k, 1 + s, (k + 2 * n - 1 - s) % n, Receive::kAdd);
+          if (momentum != nullptr && s + 2 == n) Finish(p, k, *momentum);
+        }
+    if (momentum != nullptr && n == 1)  // no ring: the one GPU owns everything after its local sum
+      for (size_t p = 0; p < partitions; ++p) Finish(p, 0, *momentum);
+  }
+
+  // The all-gather, N-1 steps (ring steps N .. 2N-2). At step s, position k sends chunk k + 1 - s
+  // (mod N) to k + 1 (the one it owns at s = 0, then the one it received the step before) and
+  // receives chunk k - s from k - 1, over its own.
+  void AllGather() {
+    const size_t n = gpus.size();
+    for (size_t s = 0; s + 1 < n; ++s)
+      for (size_t p = 0; p < partitions; ++p)
+        for (size_t k = 0; k < n; ++k) ReceiveChunk(p, k, n + s, (k + n - s) % n, Receive::kOverwrite);
   }
 
   // The chunk of partition p that ring position k holds whole after the reduce-scatter.
@@ -183,14 +212,8 @@ void RingAllReduce::Impl::Run(const std::vector<double>& weights, const DeviceMo
   // additions; within a step every GPU waits only for its left neighbour's previous step.
   for (size_t p = 0; p < partitions; ++p)
     for (size_t g = 0; g < n; ++g) LocalSum(g, p, weights);
-  for (size_t step = 1; step + 1 < 2 * n; ++step)
-    for (size_t p = 0; p < partitions; ++p)
-      for (size_t k = 0; k < n; ++k) {
-        RingStep(p, k, step);
-        if (momentum != nullptr && step == n - 1) Finish(p, k, *momentum);
-      }
-  if (momentum != nullptr && n == 1)  // no ring: the one GPU owns everything after its local sum
-    for (size_t p = 0; p < partitions; ++p) Finish(p, 0, *momentum);
+  ReduceScatter(momentum);
+  AllGather();
   if (to_replicas)
     for (size_t p = 0; p < partitions; ++p)
       for (size_t g = 0; g < n; ++g) Scatter(g, p);

@@ -1,5 +1,5 @@
 // What the merges that keep w and w_p on the GPUs share. Such a merge hands the global model a
-// shared pointer to itself (GlobalModel::on_gpus), so that w and w_p outlive the merger the run
+// shared pointer to itself (GlobalModel::KeptOnGpus), so that w and w_p outlive the merger the run
 // replaces when a device drops, until they are fetched; merger factories return unique pointers,
 // so SharedMerger owns the shared one.
 #pragma once
@@ -21,13 +21,9 @@ namespace xmlt::merge {
 inline void MergeKeepingGlobalOnGpus(GlobalModel* global, const std::shared_ptr<GlobalModelOnGpus>& holder,
                                      const std::function<void(const float* current, const float* previous)>& upload,
                                      const std::function<void()>& merge) {
-  if (global->on_gpus != holder) {
-    global->SyncToHost();
-    upload(global->current.data(), global->previous.data());
-  }
+  if (global->gpu_holder() != holder.get()) upload(global->current().data(), global->previous().data());
   merge();
-  global->on_gpus = holder;
-  global->host_stale = true;
+  global->KeptOnGpus(holder);
 }
 
 template <class GpuMerger>

@@ -307,8 +307,8 @@ TEST(AdasumMerger, HeavyMomentumHandComputed) {
   const MergeOutcome out = merger->Merge(r.View(), MergeInput{}, &global);
   EXPECT_EQ((std::vector<double>{1.0, 1.0}), out.weights);
   EXPECT_FALSE(out.perturbed);
-  ExpectFloats({2.75, 2.75}, global.current);
-  ExpectFloats({1, 2}, global.previous);
+  ExpectFloats({2.75, 2.75}, global.current());
+  ExpectFloats({1, 2}, global.previous());
   ExpectFloats({2.75, 2.75}, r.data[0]);
   ExpectFloats({2.75, 2.75}, r.data[1]);
 }
@@ -318,16 +318,16 @@ TEST(AdasumMerger, NesterovMomentumHandComputed) {
   GlobalModel global{{1, 2}, {0, 2}};
   Replicas r{{{2.5, 2}, {2.5, 3}}, {}};
   merger->Merge(r.View(), MergeInput{}, &global);
-  ExpectFloats({2.75, 2.75}, global.current);
-  ExpectFloats({1, 2}, global.previous);
+  ExpectFloats({2.75, 2.75}, global.current());
+  ExpectFloats({1, 2}, global.previous());
   ExpectFloats({3.625, 3.125}, r.data[0]);
   ExpectFloats({3.625, 3.125}, r.data[1]);
   // A second round in which no device moved: every delta is 0 (the look-ahead is recomputed
   // from w and w_p, not stored), so w'' = start = (3.625, 3.125) and the replicas go to
   // w'' + 0.5 (w'' - w') = (4.0625, 3.3125).
   merger->Merge(r.View(), MergeInput{}, &global);
-  ExpectFloats({3.625, 3.125}, global.current);
-  ExpectFloats({2.75, 2.75}, global.previous);
+  ExpectFloats({3.625, 3.125}, global.current());
+  ExpectFloats({2.75, 2.75}, global.previous());
   ExpectFloats({4.0625, 3.3125}, r.data[0]);
   ExpectFloats({4.0625, 3.3125}, r.data[1]);
 }
@@ -342,12 +342,12 @@ TEST(AdasumMerger, MatchesReferenceWithMomentumOverDeviceCounts) {
       Replicas deltas = CorrelatedReplicas(n, sizes, static_cast<uint32_t>(10 + n));
       const Replicas g = CorrelatedReplicas(2, sizes, 77);
       GlobalModel global{g.data[0], g.data[1]};
-      const size_t total = global.current.size();
+      const size_t total = global.current().size();
       // Where the replicas started (in double) and where local training left them.
       Vec start(total), step(total);
       for (size_t j = 0; j < total; ++j) {
-        step[j] = gamma * (double(global.current[j]) - global.previous[j]);
-        start[j] = global.current[j] + (mode == MomentumMode::kNesterov ? step[j] : 0.0);
+        step[j] = gamma * (double(global.current()[j]) - global.previous()[j]);
+        start[j] = global.current()[j] + (mode == MomentumMode::kNesterov ? step[j] : 0.0);
       }
       Replicas r = deltas;
       for (auto& x : r.data)
@@ -362,12 +362,12 @@ TEST(AdasumMerger, MatchesReferenceWithMomentumOverDeviceCounts) {
         expected[j] = start[j] + sum[j] + (mode == MomentumMode::kHeavy ? step[j] : 0.0);
         next_start[j] =
             expected[j] +
-            (mode == MomentumMode::kNesterov ? gamma * (expected[j] - global.current[j]) : 0.0);
+            (mode == MomentumMode::kNesterov ? gamma * (expected[j] - global.current()[j]) : 0.0);
       }
-      const std::vector<float> old_current = global.current;
+      const std::vector<float> old_current = global.current();
       Adasum(gamma, mode)->Merge(r.View(), MergeInput{}, &global);
-      EXPECT_EQ(old_current, global.previous);
-      ExpectClose(expected, global.current, 0, total);
+      EXPECT_EQ(old_current, global.previous());
+      ExpectClose(expected, global.current(), 0, total);
       ExpectAllEqual(r);
       ExpectClose(next_start, r.data[0], 0, total);
     }
@@ -388,7 +388,7 @@ TEST(AdasumMerger, RejectsInconsistentInputs) {
   r.tensors = {0, 5};
   EXPECT_THROW(merger->Merge(r.View(), MergeInput{}, &global), std::invalid_argument);
   EXPECT_EQ((std::vector<float>{1, 2, 3}), r.data[0]);
-  EXPECT_EQ((std::vector<float>{0, 0, 0}), global.current);
+  EXPECT_EQ((std::vector<float>{0, 0, 0}), global.current());
 }
 
 }  // namespace

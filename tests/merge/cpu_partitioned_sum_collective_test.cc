@@ -91,22 +91,22 @@ TEST(CpuPartitionedSumCollective, WeightedAllReduceMomentumFinishMatchesSerialRe
         const std::vector<double> w = OddWeights(n, static_cast<uint32_t>(n + 17));
         std::vector<double> ref(size), mag(size);
         for (size_t j = 0; j < size; ++j) {
-          const double step = gamma * (double(global.current[j]) - double(global.previous[j]));
+          const double step = gamma * (double(global.current()[j]) - double(global.previous()[j]));
           ref[j] = step;
-          mag[j] = std::abs(gamma * global.current[j]) + std::abs(gamma * global.previous[j]);
+          mag[j] = std::abs(gamma * global.current()[j]) + std::abs(gamma * global.previous()[j]);
           for (size_t i = 0; i < n; ++i) {
             ref[j] += w[i] * r.data[i][j];
             mag[j] += std::abs(w[i] * r.data[i][j]);
           }
         }
-        const std::vector<float> old_current = global.current;
+        const std::vector<float> old_current = global.current();
         MakeCpuPartitionedSumCollective(partitions)
             ->WeightedAllReduce(r.View(), w, GlobalMomentumFinish(&global, gamma));
         for (size_t j = 0; j < size; ++j) {
-          ASSERT_NEAR(ref[j], global.current[j], Tolerance(mag[j])) << "parameter " << j;
-          ASSERT_EQ(old_current[j], global.previous[j]) << "parameter " << j;
+          ASSERT_NEAR(ref[j], global.current()[j], Tolerance(mag[j])) << "parameter " << j;
+          ASSERT_EQ(old_current[j], global.previous()[j]) << "parameter " << j;
         }
-        ExpectAllReplicasEqual(r, global.current);
+        ExpectAllReplicasEqual(r, global.current());
       }
     }
   }

@@ -40,15 +40,15 @@ TEST(ElasticForceMerger, CrossbowOverTwoMerges) {
   EXPECT_FALSE(out.perturbed);
   ExpectModel({2, 1}, r.data[0]);
   ExpectModel({1, 4}, r.data[1]);
-  ExpectModel({2, 3}, global.current);
-  ExpectModel({1, 2}, global.previous);
+  ExpectModel({2, 3}, global.current());
+  ExpectModel({1, 2}, global.previous());
 
   r.data = {{4, 1}, {2, 7}};
   out = merger->Merge(r.View(), MergeInput{}, &global);
   ExpectModel({3, 2}, r.data[0]);
   ExpectModel({2, 5}, r.data[1]);
-  ExpectModel({3.9f, 4.9f}, global.current);
-  ExpectModel({2, 3}, global.previous);
+  ExpectModel({3.9f, 4.9f}, global.current());
+  ExpectModel({2, 3}, global.previous());
 }
 
 // EASGD: a = 0.25, gamma = 0, x = x_prev = {0, 4}.
@@ -67,15 +67,15 @@ TEST(ElasticForceMerger, EasgdOverTwoMerges) {
   EXPECT_DOUBLE_EQ(0.25, out.weights[1]);
   ExpectModel({3, 1}, r.data[0]);
   ExpectModel({6, 4}, r.data[1]);
-  ExpectModel({3, 3}, global.current);
-  ExpectModel({0, 4}, global.previous);
+  ExpectModel({3, 3}, global.current());
+  ExpectModel({0, 4}, global.previous());
 
   r.data = {{7, -1}, {-1, 3}};
   out = merger->Merge(r.View(), MergeInput{}, &global);
   ExpectModel({6, 0}, r.data[0]);
   ExpectModel({0, 3}, r.data[1]);
-  ExpectModel({3, 2}, global.current);
-  ExpectModel({3, 3}, global.previous);
+  ExpectModel({3, 2}, global.current());
+  ExpectModel({3, 3}, global.previous());
 }
 
 // Three replicas over several blocks, each parameter different so that block offsets matter:
@@ -90,8 +90,8 @@ TEST(ElasticForceMerger, EveryBlockUsesItsOwnOffset) {
   std::vector<float> x_expected(size), prev_expected(size);
   for (size_t j = 0; j < size; ++j) {
     const float x = static_cast<float>(j);
-    global.current[j] = x;
-    global.previous[j] = x - 2;
+    global.MutableCurrent()[j] = x;
+    global.MutablePrevious()[j] = x - 2;
     for (int i = 0; i < 3; ++i) {
       r.data[i][j] = x + d[i];
       z_expected[i][j] = x + pulled[i];
@@ -101,8 +101,8 @@ TEST(ElasticForceMerger, EveryBlockUsesItsOwnOffset) {
   }
   Elastic(0.5, 0.5)->Merge(r.View(), MergeInput{}, &global);
   for (int i = 0; i < 3; ++i) ExpectModel(z_expected[i], r.data[i]);
-  ExpectModel(x_expected, global.current);
-  ExpectModel(prev_expected, global.previous);
+  ExpectModel(x_expected, global.current());
+  ExpectModel(prev_expected, global.previous());
 }
 
 TEST(ElasticForceMerger, RejectsBadAlphaAndNesterov) {
@@ -134,7 +134,7 @@ TEST(ElasticForceMerger, RejectsInconsistentInputsWithoutTouchingTheModel) {
   EXPECT_THROW(merger->Merge(r.View(), MergeInput{}, &small), std::invalid_argument);
   ExpectModel({1, 1, 1}, r.data[0]);
   ExpectModel({2, 2, 2}, r.data[1]);
-  ExpectModel({0, 0, 0}, global.current);
+  ExpectModel({0, 0, 0}, global.current());
 }
 
 }  // namespace

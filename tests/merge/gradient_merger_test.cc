@@ -52,20 +52,20 @@ TEST(GradientMerger, AveragedGradientWithMomentumOverTwoRounds) {
   auto merger = MakeGradientMerger(options, MakeCpuPartitionedSumCollective());
   EXPECT_EQ("gradient", merger->name());
   GlobalModel global{{1, 2, 3}, {1, 2, 3}};
-  Steps r(global.current, 0.1f, {{1, 0, -2}, {3, -4, 0}});
+  Steps r(global.current(), 0.1f, {{1, 0, -2}, {3, -4, 0}});
   MergeOutcome out = merger->Merge(r.View(), OneStepEach(2), &global);
   ASSERT_EQ(2u, out.weights.size());
   EXPECT_DOUBLE_EQ(0.5, out.weights[0]);
   EXPECT_DOUBLE_EQ(0.5, out.weights[1]);
   EXPECT_FALSE(out.perturbed);
-  ExpectModel({0.8f, 2.2f, 3.1f}, global.current);
-  ExpectModel({1, 2, 3}, global.previous);
+  ExpectModel({0.8f, 2.2f, 3.1f}, global.current());
+  ExpectModel({1, 2, 3}, global.previous());
   for (const auto& replica : r.data) ExpectModel({0.8f, 2.2f, 3.1f}, replica);
 
-  r = Steps(global.current, 0.1f, {{2, 2, 0}, {0, -2, 4}});
+  r = Steps(global.current(), 0.1f, {{2, 2, 0}, {0, -2, 4}});
   out = merger->Merge(r.View(), OneStepEach(2), &global);
-  ExpectModel({0.52f, 2.38f, 2.99f}, global.current);
-  ExpectModel({0.8f, 2.2f, 3.1f}, global.previous);
+  ExpectModel({0.52f, 2.38f, 2.99f}, global.current());
+  ExpectModel({0.8f, 2.2f, 3.1f}, global.previous());
   for (const auto& replica : r.data) ExpectModel({0.52f, 2.38f, 2.99f}, replica);
 }
 
@@ -80,8 +80,8 @@ TEST(GradientMerger, NesterovStepsFromTheLookAhead) {
   GlobalModel global{{1, 2}, {0, 2}};
   Steps r({1.5f, 2}, 0.1f, {{1, 2}, {3, 0}});
   merger->Merge(r.View(), OneStepEach(2), &global);
-  ExpectModel({1.3f, 1.9f}, global.current);
-  ExpectModel({1, 2}, global.previous);
+  ExpectModel({1.3f, 1.9f}, global.current());
+  ExpectModel({1, 2}, global.previous());
   for (const auto& replica : r.data) ExpectModel({1.45f, 1.85f}, replica);
 }
 
@@ -89,7 +89,7 @@ TEST(GradientMerger, NeedsAtMostOneUpdatePerReplica) {
   MergeOptions options;
   auto merger = MakeGradientMerger(options, MakeCpuPartitionedSumCollective());
   GlobalModel global{{1, 2}, {1, 2}};
-  Steps r(global.current, 0.1f, {{1, 1}, {2, 2}});
+  Steps r(global.current(), 0.1f, {{1, 1}, {2, 2}});
   const std::vector<std::vector<float>> before = r.data;
   for (std::vector<uint64_t> updates : {std::vector<uint64_t>{1, 2},
                                         std::vector<uint64_t>{0, 0},
@@ -103,7 +103,7 @@ TEST(GradientMerger, NeedsAtMostOneUpdatePerReplica) {
   EXPECT_THROW(merger->Merge(r.View(), three, &global), std::invalid_argument);
   EXPECT_THROW(MakeGradientMerger(options, nullptr), std::invalid_argument);
   EXPECT_EQ(before, r.data);
-  ExpectModel({1, 2}, global.current);
+  ExpectModel({1, 2}, global.current());
   // Without update counts there is nothing to check.
   EXPECT_NO_THROW(merger->Merge(r.View(), MergeInput{}, &global));
 }
@@ -123,7 +123,7 @@ TEST(GradientMerger, DevicesThatSatOutAreLeftOutOfTheMean) {
   input.updates = {0, 1};
   const MergeOutcome outcome = merger->Merge(replicas, input, &global);
   EXPECT_EQ(outcome.weights, (std::vector<double>{0, 1}));
-  ExpectModel({1.2f, 1.8f}, global.current);
+  ExpectModel({1.2f, 1.8f}, global.current());
   for (const auto& replica : data) ExpectModel({1.2f, 1.8f}, replica);
 }
 

@@ -67,8 +67,8 @@ TEST(NormalizedMerger, EqualUpdatesWeighByBatchSize) {
   EXPECT_FALSE(out.perturbed);
   EXPECT_EQ(-1, out.most_updated);
   EXPECT_EQ(-1, out.least_updated);
-  ExpectModel({1.25, 2.5, 0.75, 4}, global.current);
-  ExpectModel({0, 0, 0, 0}, global.previous);
+  ExpectModel({1.25, 2.5, 0.75, 4}, global.current());
+  ExpectModel({0, 0, 0, 0}, global.previous());
   ExpectEveryReplica(r, {1.25, 2.5, 0.75, 4});
 }
 
@@ -83,7 +83,7 @@ TEST(NormalizedMerger, UnequalUpdatesWeighByUpdates) {
   EXPECT_FALSE(out.perturbed);
   // 0.1 * 1 + 0.3 * 2 + 0.2 * 0.5 + 0.4 * 5
   ExpectEveryReplica(r, std::vector<float>(1000, 2.8f));
-  ExpectModel(std::vector<float>(1000, 2.8f), global.current);
+  ExpectModel(std::vector<float>(1000, 2.8f), global.current());
 }
 
 TEST(NormalizedMerger, PerturbsWhenEveryReplicaIsRegularized) {
@@ -197,8 +197,8 @@ TEST(NormalizedMerger, OneDeviceIsNeverPerturbed) {
   ExpectWeights({1.0}, out.weights);
   EXPECT_FALSE(out.perturbed);
   EXPECT_EQ(-1, out.most_updated);
-  ExpectModel({0.235f, -0.205f}, global.current);
-  ExpectModel({0.5, 0.5}, global.previous);
+  ExpectModel({0.235f, -0.205f}, global.current());
+  ExpectModel({0.5, 0.5}, global.previous());
   ExpectEveryReplica(r, {0.235f, -0.205f});
 }
 
@@ -223,16 +223,16 @@ void TwoMerges(double gamma, const std::vector<float>& second) {
   MergeOutcome out = merger->Merge(r.View(), Input({1, 3}, {2, 2}), &global);
   EXPECT_FALSE(out.perturbed);
   ExpectWeights({0.25, 0.75}, out.weights);
-  ExpectModel({1.5, 4}, global.current);
-  ExpectModel({1, -1}, global.previous);
+  ExpectModel({1.5, 4}, global.current());
+  ExpectModel({1, -1}, global.previous());
   ExpectEveryReplica(r, {1.5, 4});
 
   r.data = {{2, 4}, {1, 2}};  // what local training left
   out = merger->Merge(r.View(), Input({1, 3}, {3, 1}), &global);
   EXPECT_FALSE(out.perturbed);
   ExpectWeights({0.75, 0.25}, out.weights);
-  ExpectModel(second, global.current);
-  ExpectModel({1.5, 4}, global.previous);
+  ExpectModel(second, global.current());
+  ExpectModel({1.5, 4}, global.previous());
   ExpectEveryReplica(r, second);
 }
 
@@ -261,7 +261,7 @@ TEST(NormalizedMerger, RejectsInconsistentInputsWithoutTouchingTheModel) {
   EXPECT_THROW(merger->Merge(r.View(), Input({1, 2}, {1, 2}), &no_previous), std::invalid_argument);
   ExpectModel({1, 1, 1}, r.data[0]);
   ExpectModel({2, 2, 2}, r.data[1]);
-  ExpectModel({0, 0, 0}, global.current);
+  ExpectModel({0, 0, 0}, global.current());
   // lr may be left empty: Algorithm 2 does not use it.
   MergeInput no_lr = Input({1, 3}, {2, 2});
   no_lr.lr.clear();
@@ -292,8 +292,8 @@ TEST(AverageMerger, GlobalMomentum) {
   const MergeOutcome out = merger->Merge(r.View(), MergeInput{}, &global);
   ExpectWeights({0.25, 0.25, 0.25, 0.25}, out.weights);
   EXPECT_FALSE(out.perturbed);
-  ExpectModel({0.035f, 0.035f, 0.035f}, global.current);
-  ExpectModel({0.01f, 0.01f, 0.01f}, global.previous);
+  ExpectModel({0.035f, 0.035f, 0.035f}, global.current());
+  ExpectModel({0.01f, 0.01f, 0.01f}, global.previous());
   ExpectEveryReplica(r, {0.035f, 0.035f, 0.035f});
   GlobalModel small = Global({0}, {0});
   EXPECT_THROW(merger->Merge(r.View(), MergeInput{}, &small), std::invalid_argument);
@@ -308,15 +308,15 @@ TEST(CopyMerger, TakesTheOneReplicaAsTheGlobalModel) {
   const MergeOutcome out = MakeCopyMerger()->Merge(one.View(), MergeInput{}, &global);
   EXPECT_EQ(out.weights, (std::vector<double>{1.0}));
   EXPECT_FALSE(out.perturbed);
-  ExpectModel({1.5f, -2, 0.25f}, global.current);
-  ExpectModel({7, 8, 9}, global.previous);
+  ExpectModel({1.5f, -2, 0.25f}, global.current());
+  ExpectModel({7, 8, 9}, global.previous());
   ExpectModel({1.5f, -2, 0.25f}, one.data[0]);
 
   Replicas two{{{1, 2, 3}, {4, 5, 6}}};
   GlobalModel untouched = Global({7, 8, 9}, {1, 1, 1});
   EXPECT_THROW(MakeCopyMerger()->Merge(two.View(), MergeInput{}, &untouched), std::invalid_argument);
-  ExpectModel({7, 8, 9}, untouched.current);
-  ExpectModel({1, 1, 1}, untouched.previous);
+  ExpectModel({7, 8, 9}, untouched.current());
+  ExpectModel({1, 1, 1}, untouched.previous());
 }
 
 }  // namespace

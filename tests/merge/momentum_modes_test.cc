@@ -55,15 +55,15 @@ TEST(MomentumModes, NormalizedNesterovOverTwoRounds) {
   Replicas r{{{3, 1}, {1, 5}}};
   MergeOutcome out = merger->Merge(r.View(), Input({1, 3}, {2, 2}), &global);
   EXPECT_FALSE(out.perturbed);
-  ExpectModel({1.5, 4}, global.current);
-  ExpectModel({1, -1}, global.previous);
+  ExpectModel({1.5, 4}, global.current());
+  ExpectModel({1, -1}, global.previous());
   ExpectEveryReplica(r, {1.75, 6.5});
 
   r.data = {{2, 6}, {1, 7}};
   out = merger->Merge(r.View(), Input({1, 3}, {3, 1}), &global);
   EXPECT_FALSE(out.perturbed);
-  ExpectModel({1.75, 6.25}, global.current);
-  ExpectModel({1.5, 4}, global.previous);
+  ExpectModel({1.75, 6.25}, global.current());
+  ExpectModel({1.5, 4}, global.previous());
   ExpectEveryReplica(r, {1.875, 7.375});
 }
 
@@ -79,14 +79,14 @@ TEST(MomentumModes, AverageNesterovOverTwoRounds) {
   Replicas r{{{1, 2, -3}, {3, 4, -5}}};
   MergeOutcome out = merger->Merge(r.View(), MergeInput{}, &global);
   EXPECT_NEAR(0.5, out.weights[0], 1e-12);
-  ExpectModel({2, 3, -4}, global.current);
-  ExpectModel({0, 2, -4}, global.previous);
+  ExpectModel({2, 3, -4}, global.current());
+  ExpectModel({0, 2, -4}, global.previous());
   ExpectEveryReplica(r, {3.8f, 3.9f, -4});
 
   r.data = {{4, 4, -4}, {3, 5, -2}};
   out = merger->Merge(r.View(), MergeInput{}, &global);
-  ExpectModel({3.5, 4.5, -3}, global.current);
-  ExpectModel({2, 3, -4}, global.previous);
+  ExpectModel({3.5, 4.5, -3}, global.current());
+  ExpectModel({2, 3, -4}, global.previous());
   ExpectEveryReplica(r, {4.85f, 5.85f, -2.1f});
 }
 
@@ -99,8 +99,8 @@ TEST(MomentumModes, HeavyAddsTheMomentumToTheGlobalModel) {
   GlobalModel global{{0, 2, -4}, {-1, 2, -5}};
   Replicas r{{{1, 2, -3}, {3, 4, -5}}};
   merger->Merge(r.View(), MergeInput{}, &global);
-  ExpectModel({2.9f, 3, -3.1f}, global.current);
-  ExpectModel({0, 2, -4}, global.previous);
+  ExpectModel({2.9f, 3, -3.1f}, global.current());
+  ExpectModel({0, 2, -4}, global.previous());
   ExpectEveryReplica(r, {2.9f, 3, -3.1f});
 }
 
@@ -114,8 +114,8 @@ TEST(MomentumModes, NesterovFinishFollowsBlockOffsets) {
   std::vector<float> merged(size), ahead(size), old(size);
   for (size_t j = 0; j < size; ++j) {
     const float x = static_cast<float>(j);
-    global.current[j] = x;
-    global.previous[j] = x - 2;
+    global.MutableCurrent()[j] = x;
+    global.MutablePrevious()[j] = x - 2;
     r.data[0][j] = x + 1;
     r.data[1][j] = x + 3;
     merged[j] = x + 2;
@@ -124,8 +124,8 @@ TEST(MomentumModes, NesterovFinishFollowsBlockOffsets) {
   }
   MergeWithGlobalMomentum(*MakeCpuPartitionedSumCollective(3), r.View(), {0.5, 0.5}, 0.5, &global,
                           MomentumMode::kNesterov);
-  ExpectModel(merged, global.current);
-  ExpectModel(old, global.previous);
+  ExpectModel(merged, global.current());
+  ExpectModel(old, global.previous());
   ExpectEveryReplica(r, ahead);
 }
 

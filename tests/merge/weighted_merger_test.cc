@@ -38,8 +38,8 @@ TEST(WeightedMerger, AppliesTheRulesWeightsUnderTheGlobalMomentum) {
   const MergeOutcome out = merger->Merge(r.View(), MergeInput{}, &global);
   EXPECT_EQ(1, calls);
   EXPECT_EQ((std::vector<double>{0.25, 0.75}), out.weights);
-  ExpectModel({2, 4}, global.current);
-  ExpectModel({2, 2}, global.previous);
+  ExpectModel({2, 4}, global.current());
+  ExpectModel({2, 2}, global.previous());
   ExpectModel({2, 4}, r.data[0]);
   ExpectModel({2, 4}, r.data[1]);
 }
@@ -72,8 +72,8 @@ TEST(WeightedMerger, ARuleThatThrowsLeavesTheModelAndTheReplicasUntouched) {
   GlobalModel global{{5, 6}, {7, 8}};
   EXPECT_THROW(merger->Merge(r.View(), MergeInput{}, &global), std::invalid_argument);
   EXPECT_EQ((std::vector<std::vector<float>>{{1, 2}, {3, 4}}), r.data);
-  EXPECT_EQ((std::vector<float>{5, 6}), global.current);
-  EXPECT_EQ((std::vector<float>{7, 8}), global.previous);
+  EXPECT_EQ((std::vector<float>{5, 6}), global.current());
+  EXPECT_EQ((std::vector<float>{7, 8}), global.previous());
 }
 
 }  // namespace

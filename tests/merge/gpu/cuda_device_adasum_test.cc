@@ -78,9 +78,9 @@ struct Scenario {
 // The per-value bound of the file comment: 1e-5 of |w_j| + |w_p_j| + sum_i |d_ij|.
 std::vector<double> Bounds(const Replicas& replicas, const merge::GlobalModel& global, bool nesterov) {
   const float gamma = float(kGamma);
-  std::vector<double> bound(global.current.size());
+  std::vector<double> bound(global.current().size());
   for (size_t j = 0; j < bound.size(); ++j) {
-    const float w = global.current[j], wp = global.previous[j];
+    const float w = global.current()[j], wp = global.previous()[j];
     const float start = nesterov ? w + gamma * (w - wp) : w;
     double magnitude = std::abs(w) + std::abs(wp);
     for (const std::vector<float>& x : replicas.host) magnitude += std::abs(x[j] - start);
@@ -99,14 +99,14 @@ void MergeOnBothSides(const Scenario& s, int merges, size_t still = size_t(-1)) 
   for (size_t i = 0; i < s.layout.size(); ++i) values.push_back(Normal(s.count, rng, 1.0f));
   Replicas replicas(s.layout, std::move(values));
   merge::GlobalModel global;
-  global.current = Normal(s.count, rng, 1.0f);
-  global.previous = Normal(s.count, rng, 1.0f);
+  global.MutableCurrent() = Normal(s.count, rng, 1.0f);
+  global.MutablePrevious() = Normal(s.count, rng, 1.0f);
   merge::MergeOptions options;
   options.momentum = kGamma;
   options.momentum_mode = s.nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy;
   const auto host = merge::MakeAdasumMerger(options);
   DeviceAdasum device(replicas.View(), s.count, s.tensors, DeviceMomentum{kGamma, s.nesterov});
-  device.SetGlobalModel(global.current.data(), global.previous.data());
+  device.SetGlobalModel(global.current().data(), global.previous().data());
   for (int m = 0; m < merges; ++m) {
     if (m > 0)
       for (size_t i = 0; i < replicas.host.size(); ++i)
@@ -122,8 +122,8 @@ void MergeOnBothSides(const Scenario& s, int merges, size_t still = size_t(-1)) 
     device.GetGlobalModel(current.data(), previous.data());
     const std::string where = s.where + ", merge " + std::to_string(m);
     for (size_t j = 0; j < s.count; ++j) {
-      ASSERT_NEAR(current[j], global.current[j], bound[j]) << where << ", w " << j;
-      ASSERT_NEAR(previous[j], global.previous[j], bound[j]) << where << ", w_p " << j;
+      ASSERT_NEAR(current[j], global.current()[j], bound[j]) << where << ", w " << j;
+      ASSERT_NEAR(previous[j], global.previous()[j], bound[j]) << where << ", w_p " << j;
     }
     for (size_t i = 0; i < replicas.host.size(); ++i) {
       const std::vector<float> got = replicas.Read(i);

@@ -183,11 +183,11 @@ TEST(CudaGpuMergers, EveryMergeOnTheGpusEqualsItsHostMergeForEveryLayoutAndSize)
             EXPECT_EQ(got.perturbed, expected.perturbed);
             for (size_t i = 0; i < n; ++i)
               ExpectClose(twins.Read(i), twins.host[i], "round " + std::to_string(round) + ", replica " + std::to_string(i));
-            ASSERT_TRUE(gpu_global.host_stale) << "the GPU merge keeps w on the GPUs";
+            ASSERT_TRUE(gpu_global.newer_on_gpus()) << "the GPU merge keeps w on the GPUs";
             ASSERT_TRUE(gpu_global.CurrentFinite());
             gpu_global.SyncToHost();
-            ExpectClose(gpu_global.current, host_global.current, "round " + std::to_string(round) + ", w");
-            ExpectClose(gpu_global.previous, host_global.previous, "round " + std::to_string(round) + ", w_p");
+            ExpectClose(gpu_global.current(), host_global.current(), "round " + std::to_string(round) + ", w");
+            ExpectClose(gpu_global.previous(), host_global.previous(), "round " + std::to_string(round) + ", w_p");
             twins.Move(rng);
           }
         }
@@ -209,11 +209,8 @@ TEST(CudaGpuMergers, HostWritesReachTheGpusAndNonFiniteValuesAreSeenThere) {
   GlobalModel global{std::vector<float>(count, 1.0f), std::vector<float>(count, 1.0f)};
   MergeInput input;
   merger->Merge(set, input, &global);
-  global.SyncToHost();
   // Rolled back: w = w_p = 0 on the host; the next merge must start from there (momentum term 0).
-  std::fill(global.current.begin(), global.current.end(), 0.0f);
-  std::fill(global.previous.begin(), global.previous.end(), 0.0f);
-  global.HostWritten();
+  global.Assign(std::vector<float>(count, 0.0f), std::vector<float>(count, 0.0f));
   const std::vector<float> mean = [&] {
     std::vector<float> m(count, 0.0f);
     for (size_t i = 0; i < twins.host.size(); ++i)
@@ -222,7 +219,7 @@ TEST(CudaGpuMergers, HostWritesReachTheGpusAndNonFiniteValuesAreSeenThere) {
   }();
   merger->Merge(set, input, &global);
   global.SyncToHost();
-  ExpectClose(global.current, mean, "w after the rollback (no momentum from before it)");
+  ExpectClose(global.current(), mean, "w after the rollback (no momentum from before it)");
   // A NaN in a replica: the merged w is not finite, and the GPUs say so.
   {
     DeviceGuard guard(twins.gpus[0]);
@@ -230,7 +227,7 @@ TEST(CudaGpuMergers, HostWritesReachTheGpusAndNonFiniteValuesAreSeenThere) {
     XMLT_CUDA_CHECK(cudaMemcpy(twins.device[0].data() + 3, &nan, sizeof(float), cudaMemcpyHostToDevice));
   }
   merger->Merge(set, input, &global);
-  EXPECT_TRUE(global.host_stale);
+  EXPECT_TRUE(global.newer_on_gpus());
   EXPECT_FALSE(global.CurrentFinite());
 }
 

@@ -95,9 +95,9 @@ TEST(CudaNcclAcrossRanks, EveryRankEqualsTheHostRuleWithTheSameBits) {
           for (const int g : replicas.gpus) owners.push_back(RankOfGpu(g, gpus, ranks));
           std::vector<std::vector<float>> host = replicas.host;
           merge::GlobalModel global;
-          global.current = Replicas({0}, count, seed + 1).host[0];
-          global.previous = Replicas({0}, count, seed + 2).host[0];
-          const std::vector<float> start_current = global.current, start_previous = global.previous;
+          global.MutableCurrent() = Replicas({0}, count, seed + 1).host[0];
+          global.MutablePrevious() = Replicas({0}, count, seed + 2).host[0];
+          const std::vector<float> start_current = global.current(), start_previous = global.previous();
           std::vector<double> expected_norms;
           for (const std::vector<float>& h : host) {
             double sum = 0;
@@ -158,8 +158,8 @@ TEST(CudaNcclAcrossRanks, EveryRankEqualsTheHostRuleWithTheSameBits) {
                 << where << ", replica " << i;
           for (size_t j = 0; j < count; ++j) {
             const double scale = 1e-5 * (1 + magnitude[j]);
-            ASSERT_NEAR(got_current[0][j], global.current[j], scale) << where << ", w " << j;
-            ASSERT_NEAR(got_previous[0][j], global.previous[j], scale) << where << ", w_p " << j;
+            ASSERT_NEAR(got_current[0][j], global.current()[j], scale) << where << ", w " << j;
+            ASSERT_NEAR(got_previous[0][j], global.previous()[j], scale) << where << ", w_p " << j;
           }
           for (size_t i = 0; i < host.size(); ++i) {
             const std::vector<float> got = replicas.Read(i);

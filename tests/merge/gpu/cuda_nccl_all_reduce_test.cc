@@ -92,10 +92,10 @@ TEST(CudaNcclAllReduce, GlobalMomentumOnTheShardsOwnersEqualsTheHostRule) {
           Replicas replicas(Layout(gpus, per_gpu), count, seed);
           std::vector<std::vector<float>> host = replicas.host;
           merge::GlobalModel global;
-          global.current = Replicas({0}, count, seed + 1).host[0];
-          global.previous = Replicas({0}, count, seed + 2).host[0];
+          global.MutableCurrent() = Replicas({0}, count, seed + 1).host[0];
+          global.MutablePrevious() = Replicas({0}, count, seed + 2).host[0];
           NcclAllReduce nccl(replicas.View(), count);
-          nccl.SetGlobalModel(global.current.data(), global.previous.data());
+          nccl.SetGlobalModel(global.current().data(), global.previous().data());
           const auto naive = merge::MakeNaiveCollective();
           std::mt19937_64 rng(seed);
           std::normal_distribution<float> step(0.0f, 0.1f);
@@ -110,9 +110,9 @@ TEST(CudaNcclAllReduce, GlobalMomentumOnTheShardsOwnersEqualsTheHostRule) {
             std::vector<float> current(count), previous(count);
             nccl.GetGlobalModel(current.data(), previous.data());
             for (size_t j = 0; j < count; ++j) {
-              const double scale = 1e-5 * (1 + std::abs(global.current[j]) + std::abs(global.previous[j]));
-              ASSERT_NEAR(current[j], global.current[j], scale) << where << ", merge " << merge << ", w " << j;
-              ASSERT_NEAR(previous[j], global.previous[j], scale) << where << ", merge " << merge << ", w_p " << j;
+              const double scale = 1e-5 * (1 + std::abs(global.current()[j]) + std::abs(global.previous()[j]));
+              ASSERT_NEAR(current[j], global.current()[j], scale) << where << ", merge " << merge << ", w " << j;
+              ASSERT_NEAR(previous[j], global.previous()[j], scale) << where << ", merge " << merge << ", w_p " << j;
             }
             for (size_t i = 0; i < host.size(); ++i) {
               const std::vector<float> got = replicas.Read(i);

@@ -87,10 +87,10 @@ TEST(CudaRingAllReduce, GlobalMomentumOnTheChunksOwnersEqualsTheHostRule) {
           Replicas replicas(Layout(gpus, 2), count, seed);
           std::vector<std::vector<float>> host = replicas.host;
           merge::GlobalModel global;
-          global.current = Replicas({0}, count, seed + 1).host[0];
-          global.previous = Replicas({0}, count, seed + 2).host[0];
+          global.MutableCurrent() = Replicas({0}, count, seed + 1).host[0];
+          global.MutablePrevious() = Replicas({0}, count, seed + 2).host[0];
           RingAllReduce ring(replicas.View(), count, partitions);
-          ring.SetGlobalModel(global.current.data(), global.previous.data());
+          ring.SetGlobalModel(global.current().data(), global.previous().data());
           const auto naive = merge::MakeNaiveCollective();
           std::mt19937_64 rng(seed);
           std::normal_distribution<float> step(0.0f, 0.1f);
@@ -105,9 +105,9 @@ TEST(CudaRingAllReduce, GlobalMomentumOnTheChunksOwnersEqualsTheHostRule) {
             std::vector<float> current(count), previous(count);
             ring.GetGlobalModel(current.data(), previous.data());
             for (size_t j = 0; j < count; ++j) {
-              const double scale = 1e-5 * (1 + std::abs(global.current[j]) + std::abs(global.previous[j]));
-              ASSERT_NEAR(current[j], global.current[j], scale) << where << ", merge " << merge << ", w " << j;
-              ASSERT_NEAR(previous[j], global.previous[j], scale) << where << ", merge " << merge << ", w_p " << j;
+              const double scale = 1e-5 * (1 + std::abs(global.current()[j]) + std::abs(global.previous()[j]));
+              ASSERT_NEAR(current[j], global.current()[j], scale) << where << ", merge " << merge << ", w " << j;
+              ASSERT_NEAR(previous[j], global.previous()[j], scale) << where << ", merge " << merge << ", w_p " << j;
             }
             for (size_t i = 0; i < host.size(); ++i) {
               const std::vector<float> got = replicas.Read(i);
