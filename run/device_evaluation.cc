@@ -8,7 +8,7 @@
 #include "kernels/context_lost.h"
 #include "scheduler/fault_text.h"
 #include "scheduler/rank_exchange.h"
-#include "scheduler/settlement.h"
+#include "scheduler/result_tally.h"
 
 namespace xmlt::run {
 

@@ -8,7 +8,7 @@
 #include "ranks/rank_group.h"
 #include "run/merge_factory.h"
 #include "run/replica_exchange.h"
-#include "scheduler/settlement.h"
+#include "scheduler/result_tally.h"
 
 namespace xmlt::run {
 

@@ -44,7 +44,7 @@ TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test
   });
   for (size_t i = 0; i < pool_.size(); ++i) progress_.since_eval[i].id = pool_.device(i).spec().id;
   // The virtual clock's costs not given: the cost model's, unless measuring was asked for (then
-  // the first mega-batch and merge calibrate them, settlement.cc and loop_records.cc).
+  // the first mega-batch and merge calibrate them, result_tally.cc and loop_records.cc).
   if (engine.clock == scheduler::EngineOptions::Clock::kVirtual && !engine.measure_clock_costs) {
     const bool every_device_sampled =
         engine.sampled_output.enabled && std::all_of(engine.devices.begin(), engine.devices.end(), [](const auto& d) {

@@ -2,7 +2,7 @@
 // device, the rank that owns each, their batch sizes and learning rates, their faults (a failed
 // device is dropped), the rows (row_queue.h), the dispatch plan and its clocks, and injected faults.
 // How the batches of a mega-batch are dealt is a Dealer's (dealer.h); how their results count and
-// how long they took, settlement.h's.
+// how long they took, result_tally.h's.
 #pragma once
 
 #include <functional>

@@ -3,7 +3,7 @@
 // the ranks in proportion to how fast their devices trained in the last mega-batch (RankShares),
 // and each rank deals its share dynamically to its own devices, as the wall-clock dealer does.
 // Every rank takes every share's rows from the queue, in rank order, so the queues stay alike;
-// then the ranks swap what they dealt and what it gave, and every rank settles the same plan. The
+// then the ranks swap what they dealt and what it gave, and every rank tallies the same plan. The
 // shares are re-balanced after every mega-batch; within one, the ranks can end apart by up to about
 // a batch per device (the price of no message per batch). See dealer.h.
 #include <algorithm>
@@ -15,7 +15,7 @@
 
 #include "scheduler/dealer.h"
 #include "scheduler/rank_exchange.h"
-#include "scheduler/settlement.h"
+#include "scheduler/result_tally.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -87,7 +87,7 @@ class RankShareDealer : public Dealer {
       span_s = std::max(span_s, deal.span_s);
     }
     pool_.ShareResults(plan, &results);
-    Settle(pool_, plan, results, run);
+    TallyResults(pool_, plan, results, run);
     Measure(plan, results, run);
     run->span_s += span_s;
     return dealt;

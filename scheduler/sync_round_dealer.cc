@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "scheduler/dealer.h"
-#include "scheduler/settlement.h"
+#include "scheduler/result_tally.h"
 
 namespace xmlt::scheduler {
 namespace {

@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "scheduler/dealer.h"
-#include "scheduler/settlement.h"
+#include "scheduler/result_tally.h"
 
 namespace xmlt::scheduler {
 namespace {
@@ -35,7 +35,7 @@ class WallClockDealer : public Dealer {
           return true;
         });
     dealt.stopped = dealt.stopped && dealt.rows < request.budget && cap > 0;
-    Settle(pool_, plan, results, run);
+    TallyResults(pool_, plan, results, run);
     for (size_t k = 0; k < plan.size(); ++k)
       if (!pool_.dropped(plan[k].device)) run->busy_s[plan[k].device] += results[k].busy_s;
     run->span_s += std::chrono::duration<double>(Clock::now() - start).count();

@@ -12,11 +12,11 @@
 
 namespace xmlt::scheduler {
 
-// Settles the results of `plan` (results[k] is batch k's) into `run`.
-void Settle(DevicePool& pool, const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
-            MegaBatchRun* run);
+// Counts the results of `plan` (results[k] is batch k's) into `run`.
+void TallyResults(DevicePool& pool, const std::vector<Assignment>& plan,
+                  const std::vector<engine::BatchResult>& results, MegaBatchRun* run);
 
-// Settles a planned run's results into `run` and times it: on the wall clock as it took since
+// Counts a planned run's results into `run` and times it: on the wall clock as it took since
 // `start` (across ranks the slowest rank's time), on the virtual clock from the rows, the
 // slowdowns and the row cost (calibrated on the first mega-batch with work done, unless given).
 void Conclude(DevicePool& pool, const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,

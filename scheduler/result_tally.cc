@@ -1,5 +1,5 @@
-// How the results of a mega-batch count; see settlement.h.
-#include "scheduler/settlement.h"
+// How the results of a mega-batch count; see result_tally.h.
+#include "scheduler/result_tally.h"
 
 #include <algorithm>
 #include <chrono>
@@ -32,8 +32,8 @@ void TimeOnTheVirtualClock(DevicePool& pool, const std::vector<Assignment>& plan
 }  // namespace
 
 // A failed device's replica, and with it even its successful steps of the mega-batch, is lost.
-void Settle(DevicePool& pool, const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
-            MegaBatchRun* out) {
+void TallyResults(DevicePool& pool, const std::vector<Assignment>& plan,
+                  const std::vector<engine::BatchResult>& results, MegaBatchRun* out) {
   for (const engine::BatchResult& result : results) {
     if (!result.error || pool.dropped(result.device)) continue;
     pool.Drop(result.device, FaultText(result.error));
@@ -75,7 +75,7 @@ void DropContextSharers(DevicePool& pool, size_t failed) {
 void Conclude(DevicePool& pool, const std::vector<Assignment>& plan, const std::vector<engine::BatchResult>& results,
               std::chrono::steady_clock::time_point start, MegaBatchRun* run) {
   const uint64_t rows_before = run->rows;
-  Settle(pool, plan, results, run);
+  TallyResults(pool, plan, results, run);
   const EngineOptions& engine = pool.engine();
   if (engine.clock == EngineOptions::Clock::kWall) {
     // Across ranks, the slowest rank's time: every rank books the same.
