@@ -8,7 +8,7 @@
 #include "engine/device_spec.h"
 #include "engine/heterogeneity.h"
 #include "merge/collective.h"
-#include "run/trainer.h"
+#include "run/one_device_run.h"
 
 namespace xmlt::apps {
 

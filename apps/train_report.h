@@ -12,7 +12,7 @@
 #include "kernels/model.h"
 #include "run/lr_search.h"
 #include "run/metrics_log.h"
-#include "run/trainer.h"
+#include "run/one_device_run.h"
 
 namespace xmlt::apps {
 

@@ -35,7 +35,7 @@
 #include "ranks/rank_group.h"
 #include "run/metrics_log.h"
 #include "run/multi_device_run.h"
-#include "run/trainer.h"
+#include "run/one_device_run.h"
 
 namespace xmlt::apps {
 namespace {
@@ -83,9 +83,9 @@ namespace {
 // Trains `model` on the loaded data; rank 0 (`writer`) logs each evaluation to `metrics` and says
 // it, with the progress on a terminal. `stdout_error` receives why stdout could not be written,
 // once it could not.
-run::TrainResult Train(TrainFlags& f, TrainSession& session, const TrainingData& data, bool writer,
-                       StopSignals& signals, run::MetricsLog& metrics, kernels::Model<float>* model,
-                       std::string* stdout_error) {
+run::TrainResult TrainTheMlp(TrainFlags& f, TrainSession& session, const TrainingData& data, bool writer,
+                             StopSignals& signals, run::MetricsLog& metrics, kernels::Model<float>* model,
+                             std::string* stdout_error) {
   using Clock = std::chrono::steady_clock;
   const bool show_progress = writer && session.print && ::isatty(::fileno(stderr)) != 0;
   run::TrainCallbacks callbacks;
@@ -251,7 +251,7 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
   if (writer) SayModelAndStep(f, data, settled.planned_host_bytes, ranks->size());
 
   std::string stdout_error;  // why stdout could not be written, once it could not
-  const run::TrainResult result = Train(f, session, data, writer, signals, *metrics, &model, &stdout_error);
+  const run::TrainResult result = TrainTheMlp(f, session, data, writer, signals, *metrics, &model, &stdout_error);
   session.stopped_by_signal = result.stopped_by_signal;
   session.checkpoint = result.checkpoint;
   if (result.stopped_by_signal != 0) return EndStoppedRun(f, session, result, stdout_error, writer);

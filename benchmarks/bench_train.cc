@@ -16,7 +16,7 @@
 #include "data/synthetic_generator.h"
 #include "engine/cpu_replica.h"
 #include "engine/sampled_cpu_device.h"
-#include "run/trainer.h"
+#include "run/one_device_run.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/gemm.h"
@@ -143,7 +143,7 @@ void EngineOneDevice(benchmark::State& state, const std::string& preset, double 
   kernels::Model<float> model = kernels::InitModel<float>(shape, 1);
   uint64_t rows = 0;
   for (auto _ : state) {
-    const run::TrainResult result = run::Train(train, nullptr, options, &model);
+    const run::TrainResult result = run::TrainOnOneDevice(train, nullptr, options, &model);
     rows += result.last.train_samples;
   }
   state.SetItemsProcessed(int64_t(rows));

@@ -13,7 +13,7 @@
 #include "data/row_subset.h"
 #include "run/multi_device_run.h"
 #include "run/run_control.h"
-#include "run/trainer.h"
+#include "run/one_device_run.h"
 
 namespace xmlt::run {
 

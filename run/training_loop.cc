@@ -60,7 +60,7 @@ TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test
   std::vector<float>().swap(model_->params);
 }
 
-TrainResult TrainingLoop::Train() {
+TrainResult TrainingLoop::Run() {
   if (!control_.resume_dir.empty()) Resume();
   wall_before_ = progress_.wall_seconds;
   start_ = Clock::now();
@@ -266,7 +266,7 @@ TrainResult RunMultiDevice(const data::Dataset& train, const data::Dataset* test
                            const RunControl& control) {
   scheduler::ValidateTrainOptions(options);
   scheduler::ValidateEngineOptions(engine);
-  return TrainingLoop(train, test, options, engine, model, callbacks, control).Train();
+  return TrainingLoop(train, test, options, engine, model, callbacks, control).Run();
 }
 
 }  // namespace xmlt::run

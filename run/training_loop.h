@@ -1,5 +1,5 @@
 // The training loop of a multi-device run (RunMultiDevice, multi_device_run.h): the devices, the
-// global model, the bookkeeping, and the last good state to roll back to. Train() is the loop; each
+// global model, the bookkeeping, and the last good state to roll back to. Run() is the loop; each
 // step of it is a method. The loop itself is in training_loop.cc, its checkpoints in
 // loop_checkpoint.cc, its counters and evaluations in loop_records.cc.
 #pragma once
@@ -18,7 +18,7 @@
 #include "run/rollback.h"
 #include "run/run_progress.h"
 #include "run/survivor_merge.h"
-#include "run/trainer.h"
+#include "run/one_device_run.h"
 #include "scheduler/dealer.h"
 #include "scheduler/device_pool.h"
 
@@ -30,7 +30,7 @@ class TrainingLoop {
                const scheduler::EngineOptions& engine, kernels::Model<float>* model, const TrainCallbacks& callbacks,
                const RunControl& control);
 
-  TrainResult Train();
+  TrainResult Run();
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -1,7 +1,7 @@
 // The multi-device engine under the virtual clock: who gets how many rows, whether Algorithm 1
 // equalizes the updates, how idle time behaves under static dispatch, and determinism.
 #include "run/multi_device_run.h"
-#include "run/trainer.h"
+#include "run/one_device_run.h"
 
 #include <gtest/gtest.h>
 

@@ -20,7 +20,7 @@
 #include "run/checkpoint_file.h"
 #include "run/multi_device_run.h"
 #include "run/run_progress.h"
-#include "run/trainer.h"
+#include "run/one_device_run.h"
 #include "scheduler/memory_plan.h"
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/test_support.h"
@@ -75,7 +75,7 @@ inline Outcome TrainFor(const scheduler::TrainOptions& options, const scheduler:
   };
   out.result = engine != nullptr
                    ? RunMultiDevice(data.train, &data.test, options, *engine, &out.model, callbacks, control)
-                   : Train(data.train, &data.test, options, &out.model, callbacks, control);
+                   : TrainOnOneDevice(data.train, &data.test, options, &out.model, callbacks, control);
   return out;
 }
 

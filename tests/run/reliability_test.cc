@@ -18,7 +18,7 @@
 #include "run/checkpoint_file.h"
 #include "run/multi_device_run.h"
 #include "run/run_progress.h"
-#include "run/trainer.h"
+#include "run/one_device_run.h"
 #include "scheduler/memory_plan.h"
 #include "tests/run/reliability_support.h"
 #include "tests/scheduler/scheduler_test_support.h"

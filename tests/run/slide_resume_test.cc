@@ -10,7 +10,7 @@
 
 #include "run/checkpoint_file.h"
 #include "run/multi_device_run.h"
-#include "run/trainer.h"
+#include "run/one_device_run.h"
 #include "tests/run/reliability_support.h"
 #include "tests/scheduler/scheduler_test_support.h"
 #include "tests/test_support.h"

@@ -1,5 +1,5 @@
-// Training on one device; see trainer.h.
-#include "run/trainer.h"
+// Training on one device; see one_device_run.h.
+#include "run/one_device_run.h"
 
 #include "run/multi_device_run.h"
 
@@ -18,8 +18,8 @@ scheduler::EngineOptions SingleDeviceEngine(const engine::DeviceSpec& device) {
   return engine;
 }
 
-TrainResult Train(const data::Dataset& train, const data::Dataset* test, const scheduler::TrainOptions& options,
-                  kernels::Model<float>* model, const TrainCallbacks& callbacks, const RunControl& control) {
+TrainResult TrainOnOneDevice(const data::Dataset& train, const data::Dataset* test,
+                             const scheduler::TrainOptions& options, kernels::Model<float>* model, const TrainCallbacks& callbacks, const RunControl& control) {
   return RunMultiDevice(train, test, options, SingleDeviceEngine(), model, callbacks, control);
 }
 

@@ -18,8 +18,8 @@ scheduler::EngineOptions SingleDeviceEngine(const engine::DeviceSpec& device = {
 // Trains `model` in place on one CPU device (RunMultiDevice with SingleDeviceEngine()). `test` may
 // be null (no evaluation; records carry only training data). `control` adds checkpoints, resuming,
 // stopping on a signal and divergence rollbacks.
-TrainResult Train(const data::Dataset& train, const data::Dataset* test, const scheduler::TrainOptions& options,
-                  kernels::Model<float>* model, const TrainCallbacks& callbacks = {},
+TrainResult TrainOnOneDevice(const data::Dataset& train, const data::Dataset* test,
+                             const scheduler::TrainOptions& options, kernels::Model<float>* model, const TrainCallbacks& callbacks = {},
                   const RunControl& control = {});
 
 }  // namespace xmlt::run

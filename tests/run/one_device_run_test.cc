@@ -1,7 +1,7 @@
 // Tests of training on one device (--algo single, the engine with one replica): determinism, epoch and sample accounting (shorter
 // tail batches, fractional epochs, unlabeled rows skipped), evaluation schedules, learning on a
 // separable problem, divergence and option validation.
-#include "run/trainer.h"
+#include "run/one_device_run.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -102,11 +102,11 @@ TrainRun DoTrain(const scheduler::TrainOptions& options, const data::Dataset* te
     run.progress_done.push_back(done);
     run.progress_loss.push_back(loss);
   };
-  run.result = Train(train, test, options, &run.model, callbacks);
+  run.result = TrainOnOneDevice(train, test, options, &run.model, callbacks);
   return run;
 }
 
-TEST(TrainerTest, SameSeedGivesIdenticalParametersAndMetrics) {
+TEST(OneDeviceRunTest, SameSeedGivesIdenticalParametersAndMetrics) {
   const TrainRun a = DoTrain(Options());
   const TrainRun b = DoTrain(Options());
   EXPECT_EQ(a.model.params, b.model.params);
@@ -119,7 +119,7 @@ TEST(TrainerTest, SameSeedGivesIdenticalParametersAndMetrics) {
   }
 }
 
-TEST(TrainerTest, DifferentSeedShufflesDifferently) {
+TEST(OneDeviceRunTest, DifferentSeedShufflesDifferently) {
   scheduler::TrainOptions other = Options();
   other.seed = 2;
   const TrainRun a = DoTrain(Options());
@@ -128,7 +128,7 @@ TEST(TrainerTest, DifferentSeedShufflesDifferently) {
   EXPECT_NE(a.records.back().train_loss, b.records.back().train_loss);
 }
 
-TEST(TrainerTest, ModelIsTrainedInPlace) {
+TEST(OneDeviceRunTest, ModelIsTrainedInPlace) {
   const Model<float> before = NewModel();
   const TrainRun run = DoTrain(Options());
   ASSERT_EQ(run.model.params.size(), before.params.size());
@@ -139,7 +139,7 @@ TEST(TrainerTest, ModelIsTrainedInPlace) {
 // Issue 64, point 1: the model a run starts from was held for the whole run as the evaluations'
 // copy, one copy of the parameters more than training needs. It is released once copied into the
 // global model and the replica; evaluations borrow the global model, and Train gives it back.
-TEST(TrainerTest, TheStartingModelIsNotHeldWhileTraining) {
+TEST(OneDeviceRunTest, TheStartingModelIsNotHeldWhileTraining) {
   Model<float> model = NewModel();
   const size_t parameters = model.params.size();
   std::vector<size_t> held;
@@ -149,7 +149,7 @@ TEST(TrainerTest, TheStartingModelIsNotHeldWhileTraining) {
     held.push_back(model.params.size());
     p1.push_back(r.test.metrics.p1);
   };
-  Train(TrainSet(), &TestSet(), Options(), &model, callbacks);
+  TrainOnOneDevice(TrainSet(), &TestSet(), Options(), &model, callbacks);
   ASSERT_FALSE(held.empty());
   for (const size_t h : held) EXPECT_EQ(h, 0u) << "the starting model's copy was held while training";
   EXPECT_GT(*std::max_element(p1.begin(), p1.end()), 0.5) << "the evaluations scored the model they borrowed";
@@ -158,7 +158,7 @@ TEST(TrainerTest, TheStartingModelIsNotHeldWhileTraining) {
   EXPECT_EQ(model.params, DoTrain(Options()).model.params);
 }
 
-TEST(TrainerTest, EpochsCountLabeledRowsWithShorterTailBatches) {
+TEST(OneDeviceRunTest, EpochsCountLabeledRowsWithShorterTailBatches) {
   const TrainRun run = DoTrain(Options());
   EXPECT_EQ(run.result.last.train_samples, 3 * kLabeledRows);
   EXPECT_DOUBLE_EQ(run.result.last.epoch, 3.0);
@@ -176,7 +176,7 @@ TEST(TrainerTest, EpochsCountLabeledRowsWithShorterTailBatches) {
 // Issue: reliability, second round, row 9: every mega-batch has its own number. Mega-batches end
 // at epoch ends, and run on to the end rather than leave less than half of one there: each epoch
 // of 7 batches is one mega-batch of 3 and one of 4, and with --mega-batch 5 a single one of 7.
-TEST(TrainerTest, EveryMegaBatchHasItsOwnNumberAndEndsAtTheEpochsEnd) {
+TEST(OneDeviceRunTest, EveryMegaBatchHasItsOwnNumberAndEndsAtTheEpochsEnd) {
   scheduler::TrainOptions options = Options();
   options.mega_batch = 3;
   options.eval = scheduler::EvalSchedule{scheduler::EvalSchedule::Kind::kEveryMegaBatches, 1};
@@ -197,14 +197,14 @@ TEST(TrainerTest, EveryMegaBatchHasItsOwnNumberAndEndsAtTheEpochsEnd) {
 // Issue: reliability, second round, row 3. An end-of-run checkpoint that cannot be written (a
 // full disk; here a folder under a regular file) does not lose the trained model: Train returns it
 // and says why the checkpoint failed.
-TEST(TrainerTest, AFailedEndCheckpointStillReturnsTheTrainedModel) {
+TEST(OneDeviceRunTest, AFailedEndCheckpointStillReturnsTheTrainedModel) {
   xmlt::testing::TempDir dir;
   xmlt::testing::WriteFile(dir.File("a-file"), "x");
   RunControl control;
   control.checkpoint_dir = dir.File("a-file/checkpoints");
   Model<float> model = NewModel();
   const Model<float> before = model;
-  const TrainResult result = Train(TrainSet(), &TestSet(), Options(), &model, {}, control);
+  const TrainResult result = TrainOnOneDevice(TrainSet(), &TestSet(), Options(), &model, {}, control);
   EXPECT_FALSE(result.end_checkpoint_error.empty());
   EXPECT_TRUE(result.checkpoint.empty());
   EXPECT_EQ(result.last.train_samples, 3 * kLabeledRows);
@@ -213,7 +213,7 @@ TEST(TrainerTest, AFailedEndCheckpointStillReturnsTheTrainedModel) {
 
 // Issue: reliability, third round, row 14. A periodic checkpoint that cannot be written (a full
 // disk) is reported and the run goes on, as after a failed end checkpoint; it ended the run.
-TEST(TrainerTest, AFailedPeriodicCheckpointIsReportedAndTrainingGoesOn) {
+TEST(OneDeviceRunTest, AFailedPeriodicCheckpointIsReportedAndTrainingGoesOn) {
   xmlt::testing::TempDir dir;
   xmlt::testing::WriteFile(dir.File("a-file"), "x");
   RunControl control;
@@ -224,7 +224,7 @@ TEST(TrainerTest, AFailedPeriodicCheckpointIsReportedAndTrainingGoesOn) {
   callbacks.on_event = [&](const std::string& text) { events.push_back(text); };
   Model<float> model = NewModel();
   TrainResult result;
-  ASSERT_NO_THROW(result = Train(TrainSet(), &TestSet(), Options(), &model, callbacks, control));
+  ASSERT_NO_THROW(result = TrainOnOneDevice(TrainSet(), &TestSet(), Options(), &model, callbacks, control));
   EXPECT_EQ(result.last.train_samples, 3 * kLabeledRows);
   EXPECT_FALSE(result.end_checkpoint_error.empty());
   size_t failed = 0;
@@ -232,7 +232,7 @@ TEST(TrainerTest, AFailedPeriodicCheckpointIsReportedAndTrainingGoesOn) {
   EXPECT_GT(failed, 0u);
 }
 
-TEST(TrainerTest, FractionalEpochsStopMidEpoch) {
+TEST(OneDeviceRunTest, FractionalEpochsStopMidEpoch) {
   scheduler::TrainOptions options = Options();
   options.epochs = 2.5;
   const TrainRun run = DoTrain(options);
@@ -250,7 +250,7 @@ TEST(TrainerTest, FractionalEpochsStopMidEpoch) {
   EXPECT_EQ(short_run.result.batches, 2u);
 }
 
-TEST(TrainerTest, RowsWithoutLabelsAreNeverTrainedOn) {
+TEST(OneDeviceRunTest, RowsWithoutLabelsAreNeverTrainedOn) {
   // With one row per batch, a batch holding an unlabeled row would have a loss of exactly 0 (a
   // labeled row's cross-entropy is always positive), and it would add to the sample count.
   scheduler::TrainOptions options = Options();
@@ -268,7 +268,7 @@ TEST(TrainerTest, RowsWithoutLabelsAreNeverTrainedOn) {
       EXPECT_EQ(run.model.Weight(0)[f * 16 + u], initial.Weight(0)[f * 16 + u]) << "feature " << f;
 }
 
-TEST(TrainerTest, TrainingSetWithoutLabelsIsRejectedNamingTheSource) {
+TEST(OneDeviceRunTest, TrainingSetWithoutLabelsIsRejectedNamingTheSource) {
   const data::Dataset none = MakeData(5, 3, {0, 1, 2, 3, 4});
   try {
     DoTrain(Options(), nullptr, none);
@@ -278,7 +278,7 @@ TEST(TrainerTest, TrainingSetWithoutLabelsIsRejectedNamingTheSource) {
   }
 }
 
-TEST(TrainerTest, EachEpochScheduleEvaluatesOncePerEpoch) {
+TEST(OneDeviceRunTest, EachEpochScheduleEvaluatesOncePerEpoch) {
   const TrainRun run = DoTrain(Options());
   ASSERT_EQ(run.records.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
@@ -295,7 +295,7 @@ TEST(TrainerTest, EachEpochScheduleEvaluatesOncePerEpoch) {
   EXPECT_EQ(run.result.last.train_samples, run.records.back().train_samples);
 }
 
-TEST(TrainerTest, EndScheduleEvaluatesOnce) {
+TEST(OneDeviceRunTest, EndScheduleEvaluatesOnce) {
   scheduler::TrainOptions options = Options();
   options.eval.kind = scheduler::EvalSchedule::Kind::kEnd;
   const TrainRun run = DoTrain(options);
@@ -305,7 +305,7 @@ TEST(TrainerTest, EndScheduleEvaluatesOnce) {
   EXPECT_EQ(run.records[0].devices[0].updates, 21u);
 }
 
-TEST(TrainerTest, EveryMegaBatchesScheduleEvaluatesOnTheMegaBatchCount) {
+TEST(OneDeviceRunTest, EveryMegaBatchesScheduleEvaluatesOnTheMegaBatchCount) {
   scheduler::TrainOptions options = Options();
   options.eval.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
   options.eval.mega_batches = 2;
@@ -330,7 +330,7 @@ TEST(TrainerTest, EveryMegaBatchesScheduleEvaluatesOnTheMegaBatchCount) {
   EXPECT_EQ(aligned.records[2].train_samples, 3 * kLabeledRows);
 }
 
-TEST(TrainerTest, WithoutATestSetRecordsCarryTrainingData) {
+TEST(OneDeviceRunTest, WithoutATestSetRecordsCarryTrainingData) {
   const TrainRun run = DoTrain(Options(), nullptr);
   ASSERT_EQ(run.records.size(), 3u);
   EXPECT_EQ(run.records.back().test.rows, 0u);
@@ -338,7 +338,7 @@ TEST(TrainerTest, WithoutATestSetRecordsCarryTrainingData) {
   EXPECT_EQ(run.records.back().train_samples, 3 * kLabeledRows);
 }
 
-TEST(TrainerTest, LossDecreasesAndAccuracyRisesOnASeparableProblem) {
+TEST(OneDeviceRunTest, LossDecreasesAndAccuracyRisesOnASeparableProblem) {
   const double initial_loss = engine::Evaluate(NewModel(), TestSet()).loss;
   scheduler::TrainOptions options = Options();
   options.epochs = 10;
@@ -352,7 +352,7 @@ TEST(TrainerTest, LossDecreasesAndAccuracyRisesOnASeparableProblem) {
   EXPECT_GE(run.result.best.test.metrics.p1, run.result.last.test.metrics.p1);
 }
 
-TEST(TrainerTest, HugeLearningRateRaisesAClearDivergenceError) {
+TEST(OneDeviceRunTest, HugeLearningRateRaisesAClearDivergenceError) {
   scheduler::TrainOptions options = Options();
   options.lr = 1e30f;
   options.local_momentum = 0;
@@ -367,7 +367,7 @@ TEST(TrainerTest, HugeLearningRateRaisesAClearDivergenceError) {
   }
 }
 
-TEST(TrainerTest, InvalidOptionsAreRejected) {
+TEST(OneDeviceRunTest, InvalidOptionsAreRejected) {
   for (auto mutate : std::vector<void (*)(scheduler::TrainOptions&)>{
            [](scheduler::TrainOptions& o) { o.batch = 0; },
            [](scheduler::TrainOptions& o) { o.epochs = 0; },
@@ -378,7 +378,7 @@ TEST(TrainerTest, InvalidOptionsAreRejected) {
     scheduler::TrainOptions options = Options();
     mutate(options);
     Model<float> model = NewModel();
-    EXPECT_THROW(Train(TrainSet(), nullptr, options, &model), std::invalid_argument);
+    EXPECT_THROW(TrainOnOneDevice(TrainSet(), nullptr, options, &model), std::invalid_argument);
   }
 }
 
@@ -392,7 +392,7 @@ void ExpectRejectedInChild(const scheduler::TrainOptions& options) {
         ::alarm(5);  // SIGALRM ends a run that never finishes (a valid check throws at once)
         Model<float> model = NewModel();
         try {
-          Train(TrainSet(), nullptr, options, &model);
+          TrainOnOneDevice(TrainSet(), nullptr, options, &model);
         } catch (const std::invalid_argument&) {
           std::_Exit(0);
         } catch (...) {
@@ -405,7 +405,7 @@ void ExpectRejectedInChild(const scheduler::TrainOptions& options) {
 
 // Regression: an every-0-mega-batches schedule divided by zero (SIGFPE). The CLI never builds it
 // ("0" means "end"), but Train validates it like the other options.
-TEST(TrainerTest, EveryZeroMegaBatchesIsRejected) {
+TEST(OneDeviceRunTest, EveryZeroMegaBatchesIsRejected) {
   scheduler::TrainOptions options = Options();
   options.eval.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
   options.eval.mega_batches = 0;
@@ -414,7 +414,7 @@ TEST(TrainerTest, EveryZeroMegaBatchesIsRejected) {
 
 // Regression: `!(epochs > 0)` let +infinity through and `std::llround(inf * rows)` is 2^63 on
 // x86-64, so `train --epochs inf` trained practically forever.
-TEST(TrainerTest, InfiniteEpochsAreRejected) {
+TEST(OneDeviceRunTest, InfiniteEpochsAreRejected) {
   scheduler::TrainOptions options = Options();
   options.epochs = std::numeric_limits<double>::infinity();
   ExpectRejectedInChild(options);
