@@ -80,27 +80,13 @@ void SettleBeforeLoading(TrainFlags& f, ranks::RankGroup* ranks) {
   SettleRankerFlags(f);
 }
 
-AfterLoading SettleAfterLoading(TrainFlags& f, ranks::RankGroup* ranks, const TrainingData& data,
-                                const StopCheck& stopped) {
+AfterLoading SettleAfterLoading(TrainFlags& f, ranks::RankGroup* ranks, const TrainingData& data) {
   AfterLoading settled;
-  const LrScaling lr_scaling = ApplyPreset(f, data.train.num_rows());
+  settled.lr_scaling = ApplyPreset(f, data.train.num_rows());
   ApplySampledOutputPreset(f, data.shape.num_labels);
   // Before anything is trained, the ranks compare what each is about to train.
   if (ranks->size() > 1) CheckRanksAgree(ranks, RankSettings(f, data));
   settled.planned_host_bytes = CheckMemoryPlan(f, data.shape, data.train, PlannedRankerMemory(f, data, ranks->rank() == 0));
-  const std::optional<float> resumed_lr = ResumedLearningRate(f);
-  settled.stopped_by_signal = stopped("while the data loaded");
-  if (settled.stopped_by_signal != 0) return settled;
-  std::optional<float> lr = resumed_lr ? resumed_lr : GivenLearningRate(f);
-  if (!lr) {  // --lr auto, on a run that does not resume
-    const LrSearchPick pick = SearchBaseLearningRate(f, data.train, data.shape, ranks->size(), ranks->rank() == 0);
-    settled.lr_search = pick.report;
-    lr = pick.lr;
-    settled.stopped_by_signal = stopped("while --lr auto searched");
-    if (settled.stopped_by_signal != 0) return settled;
-  }
-  ScaleLearningRate(f, lr_scaling, *lr, resumed_lr.has_value());
-  RecordResumeSettings(f, lr_scaling, *lr, resumed_lr.has_value(), !settled.lr_search.is_null());
   return settled;
 }
 

@@ -28,6 +28,7 @@
 #include "apps/train_outputs.h"
 #include "apps/train_ranker.h"
 #include "apps/train_report.h"
+#include "apps/learning_rate_step.h"
 #include "apps/settle_around_loading.h"
 #include "data/folder_lock.h"
 #include "data/input_error.h"
@@ -245,8 +246,9 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
   // After the test rows' propensities, which come from every training row, as eval --train takes
   // them; rank 0 decides for all ranks whether a ranker fits.
   HoldOutRankerRows(f, &data, ranks);
-  const AfterLoading settled = SettleAfterLoading(f, ranks, data, stopped_before_training);
-  if (settled.stopped_by_signal != 0) return 128 + settled.stopped_by_signal;
+  const AfterLoading settled = SettleAfterLoading(f, ranks, data);
+  const LearningRateStep rate = SetLearningRate(f, ranks, data, settled.lr_scaling, stopped_before_training);
+  if (rate.stopped_by_signal != 0) return 128 + rate.stopped_by_signal;
   kernels::Model<float> model = kernels::InitModel<float>(data.shape, f.options.seed);
   if (writer) SayModelAndStep(f, data, settled.planned_host_bytes, ranks->size());
 
@@ -270,7 +272,7 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
   };
   RankerOutcome ranked = FitRanker(f, data, std::move(model), session.print, stage_stopped, &signals.requested());
   if (ranked.stopped) return EndStoppedStage(f, session, std::move(ranked.model), *metrics, signals.requested().load());
-  session.summary = TrainSummary(f, data, result, settled.lr_search);
+  session.summary = TrainSummary(f, data, result, rate.lr_search);
   AddRankerSummary(f, ranked, &session.summary);
   // The trained model is the caller's before its files are written: an error writing them (a full
   // disk) must not lose it (Python raises with the model attached).
