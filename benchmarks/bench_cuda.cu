@@ -209,14 +209,14 @@ double PeerCopyGBps(int from, int to) {
 
 // `replicas` zeroed model-sized buffers dealt round-robin over the first `gpus` GPUs (replica i on
 // GPU i % gpus), kept in `buffers`; returns where each one is.
-std::vector<merge::gpu::GpuReplica> ZeroReplicas(int replicas, int gpus, size_t count,
-                                                    std::vector<kernels::cuda::DeviceBuffer<float>>* buffers) {
-  std::vector<merge::gpu::GpuReplica> view;
+std::vector<base::ReplicaParams> ZeroReplicas(int replicas, int gpus, size_t count,
+                                              std::vector<kernels::cuda::DeviceBuffer<float>>* buffers) {
+  std::vector<base::ReplicaParams> view;
   for (int i = 0; i < replicas; ++i) {
     kernels::cuda::DeviceGuard guard(i % gpus);
     buffers->emplace_back(count);
     Check(cudaMemset(buffers->back().data(), 0, count * sizeof(float)), "cudaMemset");
-    view.push_back({i % gpus, buffers->back().data()});
+    view.push_back({buffers->back().data(), i % gpus});
   }
   return view;
 }
@@ -240,7 +240,7 @@ void CudaMerge(benchmark::State& state) {
   const size_t count = shape.NumParameters();
   const double bytes = double(count) * sizeof(float);
   std::vector<kernels::cuda::DeviceBuffer<float>> buffers;
-  const std::vector<merge::gpu::GpuReplica> view = ZeroReplicas(replicas, gpus, count, &buffers);
+  const std::vector<base::ReplicaParams> view = ZeroReplicas(replicas, gpus, count, &buffers);
   const double peer_gbps = gpus > 1 ? PeerCopyGBps(1, 0) : 0;
   merge::gpu::RingAllReduce ring(view, count, partitions);
   const std::vector<double> weights(size_t(replicas), 1.0 / replicas);
@@ -287,7 +287,7 @@ void CudaMergeAdasum(benchmark::State& state) {
     for (const kernels::TensorView& t : {layer.weight, layer.bias}) tensors.push_back(t.offset);
   std::sort(tensors.begin(), tensors.end());
   std::vector<kernels::cuda::DeviceBuffer<float>> buffers;
-  const std::vector<merge::gpu::GpuReplica> view = ZeroReplicas(replicas, gpus, count, &buffers);
+  const std::vector<base::ReplicaParams> view = ZeroReplicas(replicas, gpus, count, &buffers);
   merge::gpu::DeviceAdasum adasum(view, count, tensors, merge::gpu::DeviceMomentum{0.9, false});
   const std::vector<float> zeros(count, 0.0f);
   adasum.SetGlobalModel(zeros.data(), zeros.data());

@@ -73,7 +73,7 @@ struct Model {
     global.MutableCurrent().assign(kModel, 1e-3f);
     global.MutablePrevious().assign(kModel, 1e-3f);
     set.size = kModel;
-    for (auto& r : replicas) set.params.push_back(r.data());
+    for (auto& r : replicas) set.members.push_back({r.data()});
   }
 };
 

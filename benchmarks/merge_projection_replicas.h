@@ -37,9 +37,9 @@ struct Replicas {
       XMLT_CUDA_CHECK(cudaMemcpy(params[g].data(), host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
     }
   }
-  std::vector<GpuReplica> View() {
-    std::vector<GpuReplica> view;
-    for (int g = 0; g < gpus(); ++g) view.push_back({g, params[g].data()});
+  std::vector<xmlt::base::ReplicaParams> View() {
+    std::vector<xmlt::base::ReplicaParams> view;
+    for (int g = 0; g < gpus(); ++g) view.push_back({params[g].data(), g});
     return view;
   }
   // Whether every value of every replica is `expected`, within `tolerance` of it.

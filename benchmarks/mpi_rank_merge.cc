@@ -82,13 +82,13 @@ int main(int argc, char** argv) {
   std::vector<bool> is_local;
   for (int r = 0; r < ranks; ++r)
     for (int k = 0; k < local; ++k) {
-      set.params.push_back(r == rank ? replicas[k].data() : replicas[0].data());
+      set.members.push_back({r == rank ? replicas[k].data() : replicas[0].data()});
       is_local.push_back(r == rank);
     }
   const std::vector<double> weights(set.count(), 1.0 / double(set.count()));
   xmlt::merge::ReplicaSet mine;
   mine.size = floats;
-  for (auto& r : replicas) mine.params.push_back(r.data());
+  for (auto& r : replicas) mine.members.push_back({r.data()});
   const std::vector<double> my_weights(local, 1.0 / double(set.count()));
 
   xmlt::merge::GlobalModel global{replicas[0], replicas[0]};

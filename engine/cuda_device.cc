@@ -78,7 +78,7 @@ class CudaDevice final : public Device {
     }
     return host_.data();
   }
-  GpuParams ParamsOnGpu() override { return {mlp_.gpu(), mlp_.device_params()}; }
+  base::ReplicaParams ParamsOnGpu() override { return {mlp_.device_params(), mlp_.gpu()}; }
   bool Lost() override { return mlp_.ContextLost(); }
   size_t NumParams() const override { return host_.size(); }
   void PrepareMerge() override {

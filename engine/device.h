@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/replica_params.h"
 #include "data/dataset.h"
 #include "engine/device_spec.h"
 #include "engine/evaluator.h"
@@ -39,11 +40,7 @@ class Device {
   // The replica's parameters in GPU memory, for merges that run on the GPUs (merge/gpu/): the
   // GPU's ordinal and the pointer, which stays the same for the device's life; gpu -1 for a
   // replica in host memory. Such a merge needs neither PrepareMerge nor FinishMerge.
-  struct GpuParams {
-    int gpu = -1;
-    float* params = nullptr;
-  };
-  virtual GpuParams ParamsOnGpu() { return {}; }
+  virtual base::ReplicaParams ParamsOnGpu() { return {}; }
   // Whether the device can no longer run anything (a GPU whose context a sticky error took): asked
   // when a merge failed, to learn which device it lost.
   virtual bool Lost() { return false; }

@@ -148,8 +148,8 @@ void AdasumAllReduce(const ReplicaSet& vectors, const PrepareBlock& prepare,
                      const FinishBlock& finish) {
   const size_t n = vectors.count();
   if (n == 0) throw std::invalid_argument("adasum: no replicas");
-  for (const float* x : vectors.params)
-    if (x == nullptr && vectors.size > 0) throw std::invalid_argument("adasum: null parameters");
+  for (const base::ReplicaParams& x : vectors.members)
+    if (x.params == nullptr && vectors.size > 0) throw std::invalid_argument("adasum: null parameters");
   const std::vector<size_t> bounds = TensorBounds(vectors);
   const size_t tensors = bounds.size() - 1;
   std::vector<Chunk> chunks;
@@ -172,7 +172,7 @@ void AdasumAllReduce(const ReplicaSet& vectors, const PrepareBlock& prepare,
       for (size_t c = range.begin(); c != range.end(); ++c) {
         const Chunk& chunk = chunks[c];
         const size_t m = chunk.end - chunk.begin;
-        auto at = [&](size_t i) { return vectors.params[i] + chunk.begin; };
+        auto at = [&](size_t i) { return vectors.members[i].params + chunk.begin; };
         if (pass == 0 && prepare)
           for (size_t i = 0; i < n; ++i) prepare(i, chunk.begin, chunk.end, at(i));
         if (combine) {

@@ -25,8 +25,8 @@ double SumOfSquares(const float* x, size_t n) {
 
 void CheckReplicaPointers(const ReplicaSet& replicas) {
   if (replicas.on_gpus()) throw std::invalid_argument("collective: a host collective given replicas on GPUs");
-  for (const float* x : replicas.params)
-    if (x == nullptr && replicas.size > 0)
+  for (const base::ReplicaParams& x : replicas.members)
+    if (x.params == nullptr && replicas.size > 0)
       throw std::invalid_argument("collective: null replica parameters");
 }
 

@@ -22,7 +22,7 @@ class CopyMerger : public Merger {
     // w_p <- w (no copy: the old w is not needed again), w <- the replica.
     std::vector<float>& w = global->MutableCurrent();
     global->MutablePrevious().swap(w);
-    std::copy(replicas.params[0], replicas.params[0] + replicas.size, w.begin());
+    std::copy(replicas.members[0].params, replicas.members[0].params + replicas.size, w.begin());
     MergeOutcome outcome;
     outcome.weights = {1.0};
     return outcome;

@@ -34,7 +34,7 @@ class CpuPartitionedSumCollective : public Collective {
       if (lo == hi) return;
       for (size_t k = 0; k < n; ++k) {
         const size_t i = (p + k) % n;
-        partial[p * n + i] = DeterministicSquaredNorm(replicas.params[i], lo, hi);
+        partial[p * n + i] = DeterministicSquaredNorm(replicas.members[i].params, lo, hi);
       }
     });
     std::vector<double> norms(n, 0.0);
@@ -80,21 +80,21 @@ class CpuPartitionedSumCollective : public Collective {
     // of the terms for 8 replicas.
     float values[kBlock];
     {
-      const float* x = replicas.params[first] + begin;
+      const float* x = replicas.members[first].params + begin;
       const float w = static_cast<float>(weights[first]);
 #pragma omp simd
       for (size_t j = 0; j < m; ++j) values[j] = w * x[j];
     }
     for (size_t k = 1; k < n; ++k) {
       const size_t i = (first + k) % n;
-      const float* x = replicas.params[i] + begin;
+      const float* x = replicas.members[i].params + begin;
       const float w = static_cast<float>(weights[i]);
 #pragma omp simd
       for (size_t j = 0; j < m; ++j) values[j] += w * x[j];
     }
     if (finish) finish(begin, end, values);
     for (size_t k = 0; k < n; ++k)
-      std::memcpy(replicas.params[(first + k) % n] + begin, values, m * sizeof(float));
+      std::memcpy(replicas.members[(first + k) % n].params + begin, values, m * sizeof(float));
   }
 
   size_t partitions_;

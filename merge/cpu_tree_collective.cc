@@ -38,7 +38,7 @@ class CpuTreeCollective : public Collective {
     CheckReplicaPointers(replicas);
     std::vector<double> norms(replicas.count(), 0.0);
     tbb::parallel_for(size_t{0}, replicas.count(), [&](size_t i) {
-      norms[i] = DeterministicSquaredNorm(replicas.params[i], 0, replicas.size);
+      norms[i] = DeterministicSquaredNorm(replicas.members[i].params, 0, replicas.size);
     });
     return norms;
   }
@@ -80,20 +80,20 @@ class CpuTreeCollective : public Collective {
                           float root_scale, size_t begin, size_t end, const FinishBlock& finish) {
     const size_t m = end - begin;
     for (const Step& s : steps) {
-      float* a = replicas.params[s.left] + begin;
-      const float* b = replicas.params[s.right] + begin;
+      float* a = replicas.members[s.left].params + begin;
+      const float* b = replicas.members[s.right].params + begin;
       const float wa = s.left_scale, wb = s.right_scale;
 #pragma omp simd
       for (size_t j = 0; j < m; ++j) a[j] = wa * a[j] + wb * b[j];
     }
-    float* root = replicas.params[0] + begin;
+    float* root = replicas.members[0].params + begin;
     if (root_scale != 1.0f) {
 #pragma omp simd
       for (size_t j = 0; j < m; ++j) root[j] *= root_scale;
     }
     if (finish) finish(begin, end, root);
     for (size_t i = 1; i < replicas.count(); ++i)
-      std::memcpy(replicas.params[i] + begin, root, m * sizeof(float));
+      std::memcpy(replicas.members[i].params + begin, root, m * sizeof(float));
   }
 
   size_t partitions_;

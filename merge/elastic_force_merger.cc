@@ -74,8 +74,8 @@ class ElasticForceMerger : public Merger {
     float pulls[kBlock];
     std::copy(x, x + m, x_old);
     std::fill(pulls, pulls + m, 0.0f);
-    for (float* replica : replicas.params) {
-      float* z = replica + begin;
+    for (const base::ReplicaParams& replica : replicas.members) {
+      float* z = replica.params + begin;
 #pragma omp simd
       for (size_t j = 0; j < m; ++j) {
         const float c = a * (z[j] - x_old[j]);

@@ -10,8 +10,8 @@ namespace xmlt::merge {
 void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* global, bool other_ranks) {
   if (replicas.count() == 0) throw std::invalid_argument("merge: no replicas");
   if (global == nullptr) throw std::invalid_argument("merge: no global model");
-  for (const float* x : replicas.params)
-    if (x == nullptr && replicas.size > 0 && !other_ranks)
+  for (const base::ReplicaParams& x : replicas.members)
+    if (x.params == nullptr && replicas.size > 0 && !other_ranks)
       throw std::invalid_argument("merge: null replica parameters");
   if (global->size() != replicas.size || global->previous_size() != replicas.size) {
     throw std::invalid_argument("merge: replicas have " + std::to_string(replicas.size) + " parameters, global model " +

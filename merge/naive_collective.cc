@@ -21,7 +21,7 @@ class NaiveCollective : public Collective {
     std::vector<double> norms(replicas.count(), 0.0);
     for (size_t i = 0; i < replicas.count(); ++i)
       for (size_t j = 0; j < replicas.size; ++j)
-        norms[i] += static_cast<double>(replicas.params[i][j]) * replicas.params[i][j];
+        norms[i] += static_cast<double>(replicas.members[i].params[j]) * replicas.members[i].params[j];
     return norms;
   }
 
@@ -35,13 +35,13 @@ class NaiveCollective : public Collective {
       const size_t m = std::min(kBlock, replicas.size - begin);
       std::fill(sums, sums + m, 0.0);
       for (size_t i = 0; i < n; ++i) {
-        const float* x = replicas.params[i] + begin;
+        const float* x = replicas.members[i].params + begin;
         for (size_t j = 0; j < m; ++j) sums[j] += weights[i] * x[j];
       }
       for (size_t j = 0; j < m; ++j) values[j] = static_cast<float>(sums[j]);
       if (finish) finish(begin, begin + m, values);
       for (size_t i = 0; i < n; ++i)
-        std::memcpy(replicas.params[i] + begin, values, m * sizeof(float));
+        std::memcpy(replicas.members[i].params + begin, values, m * sizeof(float));
     }
   }
 

@@ -55,7 +55,7 @@ class RankSumCollective : public Collective {
         if (is_local_[i]) my_weights.push_back(weights[i]);
       // The rank's partial sum lands in every local replica; the first one carries it on.
       local_->WeightedAllReduce(mine, my_weights, nullptr);
-      total = mine.params[0];
+      total = mine.members[0].params;
     } else {
       // Every device of this rank has dropped: it still adds its zeros, as the others wait for it.
       no_replicas_.assign(replicas.size, 0.0f);
@@ -68,7 +68,7 @@ class RankSumCollective : public Collective {
         const size_t begin = b * kBlock, end = std::min(begin + kBlock, replicas.size);
         if (finish) finish(begin, end, total + begin);
         for (size_t k = 1; k < mine.count(); ++k)
-          std::memcpy(mine.params[k] + begin, total + begin, (end - begin) * sizeof(float));
+          std::memcpy(mine.members[k].params + begin, total + begin, (end - begin) * sizeof(float));
       }
     });
     no_replicas_ = {};
@@ -86,7 +86,7 @@ class RankSumCollective : public Collective {
     mine.size = replicas.size;
     mine.tensors = replicas.tensors;
     for (size_t i = 0; i < replicas.count(); ++i)
-      if (is_local_[i]) mine.params.push_back(replicas.params[i]);
+      if (is_local_[i]) mine.members.push_back(replicas.members[i]);
     return mine;
   }
 

@@ -3,25 +3,30 @@
 // into is in global_model.h.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
+
+#include "base/replica_params.h"
 
 namespace xmlt::merge {
 
 struct ReplicaSet {
-  // One per device. Across ranks, another rank's replica is null where the merge is a weighted
-  // sum: the rank sum collective reads this rank's replicas only (merge_checks.h).
-  std::vector<float*> params;
+  // One per device: all in host memory (gpu -1), or all on GPUs (params then point into that GPU's
+  // memory; only the GPU merges read them). Across ranks, another rank's replica has null params
+  // where the merge is a weighted sum: the rank sum collective reads this rank's replicas only
+  // (merge_checks.h); on GPUs its gpu still places it among NCCL's ranks.
+  std::vector<base::ReplicaParams> members;
   size_t size = 0;             // parameters per replica
   // Start offset of each tensor (layer weight or bias) in the flat vector, ascending, the first 0;
   // tensor k spans [tensors[k], tensors[k+1]) or up to `size`. Empty means one tensor. Merges
   // that work per tensor (Adasum) need it; element-wise ones ignore it.
   std::vector<size_t> tensors;
-  // Where each replica lives: empty when every one is in host memory, else one GPU ordinal per
-  // replica (params then point into that GPU's memory; only the GPU merges read them).
-  std::vector<int> gpus = {};
-  size_t count() const { return params.size(); }
-  bool on_gpus() const { return !gpus.empty(); }
+  size_t count() const { return members.size(); }
+  // Any replica on a GPU: the host merges refuse the set (the GPU merges need every one there).
+  bool on_gpus() const {
+    return std::any_of(members.begin(), members.end(), [](const base::ReplicaParams& r) { return r.on_gpu(); });
+  }
 };
 
 }  // namespace xmlt::merge

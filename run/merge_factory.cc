@@ -47,18 +47,19 @@ std::shared_ptr<merge::Collective> GpuCollective(const scheduler::EngineOptions&
       const std::vector<std::vector<uint8_t>> all = group->AllGather(std::vector<uint8_t>(bytes, bytes + size));
       std::copy(all[0].begin(), all[0].end(), bytes);
     };
-    return merge::MakeGpuCollectiveAcrossRanks(*site.replicas, merge::gpu::NcclRanks{group->rank(), site.owners,
-                                                                                     from_rank0});
+    return merge::gpu::MakeGpuCollectiveAcrossRanks(*site.replicas,
+                                                    merge::gpu::NcclRanks{group->rank(), site.owners, from_rank0});
   }
-  return merge::MakeGpuCollective(engine.collective == merge::CollectiveKind::kNccl ? merge::GpuCollectiveKind::kNccl
-                                                                                    : merge::GpuCollectiveKind::kRing,
-                                  *site.replicas);
+  const merge::gpu::GpuCollectiveKind kind = engine.collective == merge::CollectiveKind::kNccl
+                                                 ? merge::gpu::GpuCollectiveKind::kNccl
+                                                 : merge::gpu::GpuCollectiveKind::kRing;
+  return merge::gpu::MakeGpuCollective(kind, *site.replicas);
 }
 std::unique_ptr<merge::Merger> GpuAdasum(const merge::MergeOptions& options, const MergeSite& site) {
-  return merge::MakeGpuAdasumMerger(options, *site.replicas);
+  return merge::gpu::MakeGpuAdasumMerger(options, *site.replicas);
 }
 std::unique_ptr<merge::Merger> GpuElasticForce(const merge::MergeOptions& options, const MergeSite& site) {
-  return merge::MakeGpuElasticForceMerger(options, *site.replicas);
+  return merge::gpu::MakeGpuElasticForceMerger(options, *site.replicas);
 }
 #else
 [[noreturn]] void NoGpus() { throw std::logic_error("merges on GPUs need the CUDA backend"); }

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/replica_params.h"
 #include "ranks/rank_group.h"
 #include "run/merge_factory.h"
 #include "run/replica_exchange.h"
@@ -84,7 +85,7 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
   // Every GPU's copy to its mirror is queued before the first is waited for (in HostParams).
   for (size_t i : alive) pool.device(i).PrepareMerge();
   for (size_t i : alive) {
-    replicas.params.push_back(local_only && !pool.local(i) ? nullptr : pool.device(i).HostParams());
+    replicas.members.push_back({local_only && !pool.local(i) ? nullptr : pool.device(i).HostParams()});
     input.batch.push_back(pool.states()[i].batch);
     input.lr.push_back(pool.states()[i].lr);
     input.updates.push_back(part.updates[i]);
@@ -108,13 +109,11 @@ merge::MergeOutcome SurvivorMerge::RunOnGpus(scheduler::DevicePool& pool, const 
     if (across_ranks) owners.push_back(engine_.device_rank.at(i));
     if (!pool.local(i)) {
       // Another rank's replica: its GPU places it in NCCL's ranks; its bytes are never read here.
-      replicas.params.push_back(nullptr);
-      replicas.gpus.push_back(pool.device(i).spec().ordinal);
+      replicas.members.push_back({nullptr, pool.device(i).spec().ordinal});
     } else {
-      const engine::Device::GpuParams at = pool.device(i).ParamsOnGpu();
-      if (at.gpu < 0) throw std::logic_error("merge on GPUs: device " + pool.device(i).spec().id + " is not a GPU");
-      replicas.params.push_back(at.params);
-      replicas.gpus.push_back(at.gpu);
+      const base::ReplicaParams at = pool.device(i).ParamsOnGpu();
+      if (!at.on_gpu()) throw std::logic_error("merge on GPUs: device " + pool.device(i).spec().id + " is not a GPU");
+      replicas.members.push_back(at);
     }
     input.batch.push_back(pool.states()[i].batch);
     input.lr.push_back(pool.states()[i].lr);

@@ -51,7 +51,7 @@ struct DeviceAdasum::Impl {
     DeviceBuffer<float> coefficients;  // two per tensor
   };
 
-  std::vector<GpuReplica> replicas;
+  std::vector<base::ReplicaParams> replicas;
   size_t count = 0;
   std::vector<size_t> bounds;  // tensor t spans [bounds[t], bounds[t + 1])
   DeviceMomentum momentum;
@@ -277,7 +277,7 @@ void DeviceAdasum::Impl::Update(size_t g) {
                                     cudaMemcpyDeviceToDevice, stream));
 }
 
-DeviceAdasum::DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::vector<size_t> tensors,
+DeviceAdasum::DeviceAdasum(std::vector<base::ReplicaParams> replicas, size_t count, std::vector<size_t> tensors,
                            DeviceMomentum momentum)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;

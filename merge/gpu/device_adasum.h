@@ -66,7 +66,8 @@ class DeviceAdasum {
   // within `count`; empty: one tensor), as merge::ReplicaSet::tensors. Enables peer access between
   // the GPUs that copy to each other where they allow it. Throws std::invalid_argument on no
   // replicas, a null replica or bad tensor offsets, std::runtime_error on CUDA failures.
-  DeviceAdasum(std::vector<GpuReplica> replicas, size_t count, std::vector<size_t> tensors, DeviceMomentum momentum);
+  DeviceAdasum(std::vector<base::ReplicaParams> replicas, size_t count, std::vector<size_t> tensors,
+               DeviceMomentum momentum);
   ~DeviceAdasum();
   DeviceAdasum(const DeviceAdasum&) = delete;
   DeviceAdasum& operator=(const DeviceAdasum&) = delete;

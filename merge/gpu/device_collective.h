@@ -1,4 +1,4 @@
-// What the merges of replicas that live in GPU memory share: where a replica is, the global
+// What the merges of replicas that live in GPU memory share: the replicas by GPU, the global
 // momentum rule, and the weighted all-reduce interface that the ring (ring_all_reduce.h) and NCCL
 // (nccl_all_reduce.h) implement. The global model w and its previous value w_p live on the GPUs
 // too; they are copied to or from the host only through SetGlobalModel and GetGlobalModel.
@@ -9,13 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace xmlt::merge::gpu {
+#include "base/replica_params.h"
 
-// A replica: `params` points to the model's parameters in the memory of GPU `gpu`.
-struct GpuReplica {
-  int gpu = 0;
-  float* params = nullptr;
-};
+namespace xmlt::merge::gpu {
 
 // The global momentum rule (merge/global_momentum.h, value for value): kHeavy: w' = sum +
 // gamma (w - w_p), replicas take w'; kNesterov: w' = sum, replicas take the look-ahead
@@ -31,7 +27,7 @@ struct GpuReplicaGroup {
   int ordinal = 0;
   std::vector<size_t> replicas;
 };
-inline std::vector<GpuReplicaGroup> GroupByGpu(const std::vector<GpuReplica>& replicas, size_t count,
+inline std::vector<GpuReplicaGroup> GroupByGpu(const std::vector<base::ReplicaParams>& replicas, size_t count,
                                                const std::string& who) {
   if (replicas.empty()) throw std::invalid_argument(who + ": no replicas");
   std::vector<GpuReplicaGroup> groups;

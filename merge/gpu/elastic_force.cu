@@ -62,7 +62,8 @@ struct DeviceElasticForce::Impl {
   std::unique_ptr<RingAllReduce> ring;  // over the GPUs' pull sums
 };
 
-DeviceElasticForce::DeviceElasticForce(std::vector<GpuReplica> replicas, size_t count, double alpha, double gamma)
+DeviceElasticForce::DeviceElasticForce(std::vector<base::ReplicaParams> replicas, size_t count, double alpha,
+                                       double gamma)
     : impl_(std::make_unique<Impl>()) {
   if (replicas.empty()) throw std::invalid_argument("DeviceElasticForce: no replicas");
   if (!(alpha > 0.0 && alpha <= 1.0))
@@ -74,7 +75,8 @@ DeviceElasticForce::DeviceElasticForce(std::vector<GpuReplica> replicas, size_t 
   for (size_t i = 0; i < replicas.size(); ++i) {
     if (replicas[i].params == nullptr && count > 0)
       throw std::invalid_argument("DeviceElasticForce: replica " + std::to_string(i) + " has no parameters");
-    auto it = std::find_if(m.gpus.begin(), m.gpus.end(), [&](const Impl::Gpu& g) { return g.ordinal == replicas[i].gpu; });
+    auto it = std::find_if(m.gpus.begin(), m.gpus.end(),
+                           [&](const Impl::Gpu& g) { return g.ordinal == replicas[i].gpu; });
     if (it == m.gpus.end()) {
       DeviceGuard guard(replicas[i].gpu);
       m.gpus.emplace_back();
@@ -93,8 +95,8 @@ DeviceElasticForce::DeviceElasticForce(std::vector<GpuReplica> replicas, size_t 
   }
   m.center = DeviceGlobalModel("DeviceElasticForce", std::move(layouts), "center");
   m.center.Allocate();
-  std::vector<GpuReplica> sums;
-  for (Impl::Gpu& gpu : m.gpus) sums.push_back({gpu.ordinal, gpu.pulls.data()});
+  std::vector<base::ReplicaParams> sums;
+  for (Impl::Gpu& gpu : m.gpus) sums.push_back({gpu.pulls.data(), gpu.ordinal});
   if (count > 0) m.ring = std::make_unique<RingAllReduce>(sums, count);
 }
 

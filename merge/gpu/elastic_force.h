@@ -20,7 +20,7 @@ class DeviceElasticForce {
   // alpha: the pull strength a in (0, 1]; gamma: the center's momentum (EASGD uses 0). Holds on
   // each GPU the pulls' sum and the center x and x_prev (three model copies). Throws
   // std::invalid_argument on no replicas, a null pointer or alpha outside (0, 1].
-  DeviceElasticForce(std::vector<GpuReplica> replicas, size_t count, double alpha, double gamma);
+  DeviceElasticForce(std::vector<base::ReplicaParams> replicas, size_t count, double alpha, double gamma);
   ~DeviceElasticForce();
   DeviceElasticForce(const DeviceElasticForce&) = delete;
   DeviceElasticForce& operator=(const DeviceElasticForce&) = delete;

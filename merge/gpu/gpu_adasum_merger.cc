@@ -10,7 +10,7 @@
 #include "merge/gpu/shared_merger.h"
 #include "merge/merge_checks.h"
 
-namespace xmlt::merge {
+namespace xmlt::merge::gpu {
 namespace {
 
 class GpuAdasumMerger final : public Merger,
@@ -18,14 +18,14 @@ class GpuAdasumMerger final : public Merger,
                               public std::enable_shared_from_this<GpuAdasumMerger> {
  public:
   GpuAdasumMerger(const MergeOptions& options, const ReplicaSet& replicas)
-      : replicas_(replicas.params),
+      : replicas_(replicas.members),
         device_(GpuReplicas(replicas), replicas.size, replicas.tensors,
                 {options.momentum, options.momentum_mode == MomentumMode::kNesterov}) {}
 
   MergeOutcome Merge(const ReplicaSet& replicas, const MergeInput& input, GlobalModel* global) override {
     CheckReplicasAndGlobal(replicas, global);
     CheckOptionalInput(input, replicas.count(), "adasum");
-    if (replicas.params != replicas_) throw std::invalid_argument("GPU adasum merge: built for other replicas");
+    if (replicas.members != replicas_) throw std::invalid_argument("GPU adasum merge: built for other replicas");
     MergeKeepingGlobalOnGpus(
         global, shared_from_this(), [&](const float* w, const float* w_p) { device_.SetGlobalModel(w, w_p); },
         [&] { device_.Merge(); });
@@ -39,8 +39,8 @@ class GpuAdasumMerger final : public Merger,
   bool CurrentFinite() override { return device_.GlobalModelFinite(); }
 
  private:
-  std::vector<float*> replicas_;
-  gpu::DeviceAdasum device_;
+  std::vector<base::ReplicaParams> replicas_;
+  DeviceAdasum device_;
 };
 
 }  // namespace
@@ -49,4 +49,4 @@ std::unique_ptr<Merger> MakeGpuAdasumMerger(const MergeOptions& options, const R
   return std::make_unique<SharedMerger<GpuAdasumMerger>>(std::make_shared<GpuAdasumMerger>(options, replicas));
 }
 
-}  // namespace xmlt::merge
+}  // namespace xmlt::merge::gpu

@@ -10,15 +10,15 @@
 #include "merge/gpu/ring_all_reduce.h"
 #include "merge/gpu/shared_merger.h"
 
-namespace xmlt::merge {
+namespace xmlt::merge::gpu {
 namespace {
 
 class GpuCollective final : public Collective,
                             public GlobalModelOnGpus,
                             public std::enable_shared_from_this<GpuCollective> {
  public:
-  GpuCollective(std::unique_ptr<gpu::DeviceCollective> device, const ReplicaSet& replicas)
-      : device_(std::move(device)), replicas_(replicas.params), size_(replicas.size) {}
+  GpuCollective(std::unique_ptr<DeviceCollective> device, const ReplicaSet& replicas)
+      : device_(std::move(device)), replicas_(replicas.members), size_(replicas.size) {}
 
   std::vector<double> SquaredNorms(const ReplicaSet& replicas) override {
     CheckSame(replicas);
@@ -46,34 +46,34 @@ class GpuCollective final : public Collective,
 
  private:
   void CheckSame(const ReplicaSet& replicas) const {
-    if (replicas.params != replicas_ || replicas.size != size_)
+    if (replicas.members != replicas_ || replicas.size != size_)
       throw std::invalid_argument("GPU collective: built for other replicas");
   }
 
-  std::unique_ptr<gpu::DeviceCollective> device_;
-  std::vector<float*> replicas_;
+  std::unique_ptr<DeviceCollective> device_;
+  std::vector<base::ReplicaParams> replicas_;
   size_t size_;
 };
 
 }  // namespace
 
 std::shared_ptr<Collective> MakeGpuCollective(GpuCollectiveKind kind, const ReplicaSet& replicas) {
-  const std::vector<gpu::GpuReplica> on_gpus = GpuReplicas(replicas);
-  std::unique_ptr<gpu::DeviceCollective> device;
+  const std::vector<base::ReplicaParams> on_gpus = GpuReplicas(replicas);
+  std::unique_ptr<DeviceCollective> device;
   switch (kind) {
     case GpuCollectiveKind::kRing:
-      device = std::make_unique<gpu::RingAllReduce>(on_gpus, replicas.size);
+      device = std::make_unique<RingAllReduce>(on_gpus, replicas.size);
       break;
     case GpuCollectiveKind::kNccl:
-      device = std::make_unique<gpu::NcclAllReduce>(on_gpus, replicas.size);
+      device = std::make_unique<NcclAllReduce>(on_gpus, replicas.size);
       break;
   }
   return std::make_shared<GpuCollective>(std::move(device), replicas);
 }
 
-std::shared_ptr<Collective> MakeGpuCollectiveAcrossRanks(const ReplicaSet& replicas, gpu::NcclRanks ranks) {
-  auto device = std::make_unique<gpu::NcclAllReduce>(GpuReplicas(replicas), replicas.size, std::move(ranks));
+std::shared_ptr<Collective> MakeGpuCollectiveAcrossRanks(const ReplicaSet& replicas, NcclRanks ranks) {
+  auto device = std::make_unique<NcclAllReduce>(GpuReplicas(replicas), replicas.size, std::move(ranks));
   return std::make_shared<GpuCollective>(std::move(device), replicas);
 }
 
-}  // namespace xmlt::merge
+}  // namespace xmlt::merge::gpu

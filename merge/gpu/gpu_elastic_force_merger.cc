@@ -9,7 +9,7 @@
 #include "merge/gpu/shared_merger.h"
 #include "merge/merge_checks.h"
 
-namespace xmlt::merge {
+namespace xmlt::merge::gpu {
 namespace {
 
 class GpuElasticForceMerger final : public Merger,
@@ -18,7 +18,7 @@ class GpuElasticForceMerger final : public Merger,
  public:
   GpuElasticForceMerger(const MergeOptions& options, const ReplicaSet& replicas)
       : alpha_(options.elastic_alpha > 0.0 ? options.elastic_alpha : 1.0 / double(replicas.count())),
-        replicas_(replicas.params),
+        replicas_(replicas.members),
         device_(GpuReplicas(replicas), replicas.size, alpha_, options.momentum) {
     // The host merger's refusals, word for word where they apply.
     if (options.momentum_mode == MomentumMode::kNesterov)
@@ -28,7 +28,7 @@ class GpuElasticForceMerger final : public Merger,
   MergeOutcome Merge(const ReplicaSet& replicas, const MergeInput& input, GlobalModel* global) override {
     CheckReplicasAndGlobal(replicas, global);
     CheckOptionalInput(input, replicas.count(), "elastic force");
-    if (replicas.params != replicas_) throw std::invalid_argument("GPU elastic force merge: built for other replicas");
+    if (replicas.members != replicas_) throw std::invalid_argument("GPU elastic force merge: built for other replicas");
     MergeKeepingGlobalOnGpus(
         global, shared_from_this(), [&](const float* w, const float* w_p) { device_.SetGlobalModel(w, w_p); },
         [&] { device_.Merge(); });
@@ -43,8 +43,8 @@ class GpuElasticForceMerger final : public Merger,
 
  private:
   double alpha_;
-  std::vector<float*> replicas_;
-  gpu::DeviceElasticForce device_;
+  std::vector<base::ReplicaParams> replicas_;
+  DeviceElasticForce device_;
 };
 
 }  // namespace
@@ -54,7 +54,8 @@ std::unique_ptr<Merger> MakeGpuElasticForceMerger(const MergeOptions& options, c
   if (!(a >= 0.0 && a <= 1.0))
     throw std::invalid_argument("elastic force merge: elastic alpha must be in (0, 1] (0 means 1/n), got " +
                                 std::to_string(a));
-  return std::make_unique<SharedMerger<GpuElasticForceMerger>>(std::make_shared<GpuElasticForceMerger>(options, replicas));
+  return std::make_unique<SharedMerger<GpuElasticForceMerger>>(
+      std::make_shared<GpuElasticForceMerger>(options, replicas));
 }
 
-}  // namespace xmlt::merge
+}  // namespace xmlt::merge::gpu

@@ -1,9 +1,8 @@
 // Merges of replicas that live in GPU memory, run on the GPUs (the device code beside this file): the replicas never
 // go through the host, and the global model w and its previous value w_p stay on the GPUs
 // (GlobalModel::KeptOnGpus) until an evaluation, a checkpoint or the rollback target asks for them.
-// Built only with the CUDA backend. Each takes a ReplicaSet whose `gpus` says where each replica
-// is; the replicas' pointers must stay the same from merge to merge (a new alive set means a new
-// merger).
+// Built only with the CUDA backend. Each takes a ReplicaSet whose members are all on GPUs; the
+// replicas' pointers must stay the same from merge to merge (a new alive set means a new merger).
 #pragma once
 
 #include <memory>
@@ -14,7 +13,7 @@
 #include "merge/merger.h"
 #include "merge/replica_set.h"
 
-namespace xmlt::merge {
+namespace xmlt::merge::gpu {
 
 // The device collectives: our multi-stream ring (merge/gpu/ring_all_reduce.h) or NCCL
 // (merge/gpu/nccl_all_reduce.h). Weighted merges (normalized, average, gradient) run on them
@@ -26,7 +25,7 @@ std::shared_ptr<Collective> MakeGpuCollective(GpuCollectiveKind kind, const Repl
 // NCCL over every rank's GPUs (the hierarchical merge across ranks): `replicas` lists every
 // rank's replicas, the other ranks' with null pointers and their GPU ordinals; `ranks` says who
 // owns each and carries rank 0's NCCL id. Every rank makes it, and every call on it, together.
-std::shared_ptr<Collective> MakeGpuCollectiveAcrossRanks(const ReplicaSet& replicas, gpu::NcclRanks ranks);
+std::shared_ptr<Collective> MakeGpuCollectiveAcrossRanks(const ReplicaSet& replicas, NcclRanks ranks);
 
 // The elastic force merge (EASGD, CROSSBOW) on the GPUs (merge/gpu/elastic_force.h); the same
 // rule and checks as MakeElasticForceMerger.
@@ -36,4 +35,4 @@ std::unique_ptr<Merger> MakeGpuElasticForceMerger(const MergeOptions& options, c
 // (replicas.tensors), its dot products in double, for any number of replicas.
 std::unique_ptr<Merger> MakeGpuAdasumMerger(const MergeOptions& options, const ReplicaSet& replicas);
 
-}  // namespace xmlt::merge
+}  // namespace xmlt::merge::gpu

@@ -24,7 +24,7 @@ using kernels::cuda::PinnedBuffer;
 
 // The GPUs of this process and the NCCL rank of each: (process, GPU) pairs in order of first
 // appearance among the replicas; all of them in one process.
-void NcclMergeState::MakeGroups(const std::vector<GpuReplica>& all, const NcclRanks* processes) {
+void NcclMergeState::MakeGroups(const std::vector<base::ReplicaParams>& all, const NcclRanks* processes) {
   if (processes == nullptr) {
     for (GpuReplicaGroup& group : GroupByGpu(all, count, "NcclAllReduce")) {
       gpus.emplace_back();
@@ -84,7 +84,8 @@ void NcclMergeState::MakeBuffers() {
   global = DeviceGlobalModel("NcclAllReduce", std::move(layouts));
 }
 
-NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count) : state_(std::make_unique<NcclMergeState>()) {
+NcclAllReduce::NcclAllReduce(std::vector<base::ReplicaParams> replicas, size_t count)
+    : state_(std::make_unique<NcclMergeState>()) {
   NcclMergeState& m = *state_;
   m.count = count;
   m.MakeGroups(replicas, nullptr);
@@ -98,7 +99,7 @@ NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count) : s
   for (size_t r = 0; r < m.gpus.size(); ++r) m.gpus[r].comm = comms[r];
 }
 
-NcclAllReduce::NcclAllReduce(std::vector<GpuReplica> replicas, size_t count, NcclRanks processes)
+NcclAllReduce::NcclAllReduce(std::vector<base::ReplicaParams> replicas, size_t count, NcclRanks processes)
     : state_(std::make_unique<NcclMergeState>()) {
   NcclMergeState& m = *state_;
   m.count = count;

@@ -45,11 +45,11 @@ class NcclAllReduce final : public DeviceCollective {
   // accumulator of the model's size on each GPU with several replicas. Throws
   // std::invalid_argument on no replicas or a null pointer, std::runtime_error on CUDA or NCCL
   // failures.
-  NcclAllReduce(std::vector<GpuReplica> replicas, size_t count);
+  NcclAllReduce(std::vector<base::ReplicaParams> replicas, size_t count);
   // The same across processes: every process makes this call with the same replicas (the others'
   // with null pointers if it likes), owners and count. Throws std::invalid_argument when the
   // owners do not match the replicas or a process holds none.
-  NcclAllReduce(std::vector<GpuReplica> replicas, size_t count, NcclRanks ranks);
+  NcclAllReduce(std::vector<base::ReplicaParams> replicas, size_t count, NcclRanks ranks);
   // Destroys the communicators, or aborts them when Abort() was not called but a merge failed (a
   // destroy waits for the failed collective, which may never end).
   ~NcclAllReduce() override;

@@ -49,7 +49,7 @@ struct NcclMergeState {
     kernels::cuda::PinnedBuffer<double> norms;  // one per replica (all replicas)
   };
 
-  std::vector<GpuReplica> replicas;
+  std::vector<base::ReplicaParams> replicas;
   size_t count = 0;
   size_t shard = 0;  // count / GPUs: what each rank owns after the reduce-scatter
   size_t main = 0;   // shard * GPUs: what the reduce-scatter takes
@@ -104,7 +104,7 @@ struct NcclMergeState {
     }
   };
 
-  void MakeGroups(const std::vector<GpuReplica>& all, const NcclRanks* processes);
+  void MakeGroups(const std::vector<base::ReplicaParams>& all, const NcclRanks* processes);
   void MakeBuffers();
   void TearDown(bool abort);
   void Run(const std::vector<double>& weights, const DeviceMomentum* momentum);

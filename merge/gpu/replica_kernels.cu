@@ -102,8 +102,8 @@ void LaunchWeightedSum(cudaStream_t stream, float* acc, size_t offset, size_t n,
 }
 
 void LaunchWeightedSumOfReplicas(cudaStream_t stream, float* acc, size_t offset, size_t n,
-                                 const std::vector<GpuReplica>& replicas, const std::vector<size_t>& chosen,
-                                 const std::vector<double>& weights) {
+                                 const std::vector<base::ReplicaParams>& replicas,
+                                 const std::vector<size_t>& chosen, const std::vector<double>& weights) {
   for (size_t first = 0; first < chosen.size() && n > 0; first += kTermsPerPass) {
     WeightedTerms terms{};
     terms.count = int(std::min<size_t>(kTermsPerPass, chosen.size() - first));

@@ -30,8 +30,8 @@ void LaunchWeightedSum(cudaStream_t stream, float* acc, size_t offset, size_t n,
 // the replicas of one GPU summed into its accumulator, kTermsPerPass at a time (the first pass
 // writes, the others add).
 void LaunchWeightedSumOfReplicas(cudaStream_t stream, float* acc, size_t offset, size_t n,
-                                 const std::vector<GpuReplica>& replicas, const std::vector<size_t>& chosen,
-                                 const std::vector<double>& weights);
+                                 const std::vector<base::ReplicaParams>& replicas,
+                                 const std::vector<size_t>& chosen, const std::vector<double>& weights);
 // acc[j] += received[j], j < n.
 void LaunchAdd(cudaStream_t stream, float* acc, const float* received, size_t n);
 // The global momentum rule on n values: `values` holds the weighted sum and becomes what the

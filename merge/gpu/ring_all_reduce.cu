@@ -37,7 +37,7 @@ struct RingAllReduce::Impl {
     PinnedBuffer<double> norms;                 // the totals on the host
   };
 
-  std::vector<GpuReplica> replicas;
+  std::vector<base::ReplicaParams> replicas;
   size_t count = 0;
   size_t partitions = 0;
   bool peer_access = true;
@@ -151,7 +151,7 @@ struct RingAllReduce::Impl {
   }
 };
 
-RingAllReduce::RingAllReduce(std::vector<GpuReplica> replicas, size_t count, size_t partitions)
+RingAllReduce::RingAllReduce(std::vector<base::ReplicaParams> replicas, size_t count, size_t partitions)
     : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   for (GpuReplicaGroup& group : GroupByGpu(replicas, count, "RingAllReduce")) {

@@ -29,7 +29,7 @@ class RingAllReduce final : public DeviceCollective {
   // `count` floats: an accumulator and receive buffers on each GPU, `partitions` streams per GPU
   // (0: one per GPU), events. Enables peer access between the GPUs where they allow it. Throws
   // std::invalid_argument on no replicas or a null pointer, std::runtime_error on CUDA failures.
-  RingAllReduce(std::vector<GpuReplica> replicas, size_t count, size_t partitions = 0);
+  RingAllReduce(std::vector<base::ReplicaParams> replicas, size_t count, size_t partitions = 0);
   ~RingAllReduce() override;
   RingAllReduce(const RingAllReduce&) = delete;
   RingAllReduce& operator=(const RingAllReduce&) = delete;

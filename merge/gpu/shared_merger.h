@@ -13,7 +13,7 @@
 #include "merge/merger.h"
 #include "merge/replica_set.h"
 
-namespace xmlt::merge {
+namespace xmlt::merge::gpu {
 
 // What every merge that keeps w and w_p on the GPUs does around its work: w and w_p go up when the
 // host's are newer than `holder`'s (at the start, after a resume or a rollback, or after another
@@ -39,4 +39,4 @@ class SharedMerger final : public Merger {
   std::shared_ptr<GpuMerger> merger_;
 };
 
-}  // namespace xmlt::merge
+}  // namespace xmlt::merge::gpu

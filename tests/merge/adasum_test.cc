@@ -279,7 +279,7 @@ TEST(AdasumOperator, RejectsBadArgumentsWithoutTouchingTheReplicas) {
   EXPECT_THROW(AdasumAllReduce(ReplicaSet{}, nullptr, nullptr), std::invalid_argument);
   ReplicaSet null_params = r.View();
   null_params.tensors.clear();
-  null_params.params[1] = nullptr;
+  null_params.members[1].params = nullptr;
   EXPECT_THROW(AdasumAllReduce(null_params, nullptr, nullptr), std::invalid_argument);
   EXPECT_EQ(original.data, r.data);
 }

@@ -187,7 +187,7 @@ TEST(Collectives, RejectBadArguments) {
                  std::invalid_argument);
     EXPECT_THROW(collective->WeightedAllReduce(ReplicaSet{}, {}, nullptr), std::invalid_argument);
     ReplicaSet null_params = r.View();
-    null_params.params[1] = nullptr;
+    null_params.members[1].params = nullptr;
     EXPECT_THROW(collective->WeightedAllReduce(null_params, {1, 1, 1}, nullptr),
                  std::invalid_argument);
     EXPECT_THROW(collective->SquaredNorms(null_params), std::invalid_argument);

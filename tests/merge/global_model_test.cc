@@ -135,7 +135,7 @@ TEST(GlobalModel, HostMergesStartFromTheNewestModel) {
   std::vector<float> a = {1, 1}, b = {3, 3};
   ReplicaSet replicas;
   replicas.size = 2;
-  replicas.params = {a.data(), b.data()};
+  replicas.members = {{a.data()}, {b.data()}};
   GlobalModel global{{0, 0}, {0, 0}};
   auto held = std::make_shared<HeldElsewhere>();
   held->current = {2, 2};
@@ -152,15 +152,14 @@ TEST(GlobalModel, HostMergesStartFromTheNewestModel) {
 
   global.KeptOnGpus(held);
   EXPECT_THROW(MakeAdasumMerger(options)->Merge(replicas, {}, &global), std::logic_error);
-  EXPECT_THROW(MakeCopyMerger()->Merge(ReplicaSet{{a.data()}, 2, {}, {}}, {}, &global), std::logic_error);
+  EXPECT_THROW(MakeCopyMerger()->Merge(ReplicaSet{{{a.data()}}, 2, {}}, {}, &global), std::logic_error);
 }
 
 TEST(GlobalModel, HostCollectivesRefuseReplicasOnGpus) {
   std::vector<float> a = {1, 1};
   ReplicaSet replicas;
   replicas.size = 2;
-  replicas.params = {a.data()};
-  replicas.gpus = {0};
+  replicas.members = {{a.data(), 0}};
   for (const char* name : {"ring", "tree", "naive"}) {
     EXPECT_THROW(MakeCollective(name, 1)->SquaredNorms(replicas), std::invalid_argument) << name;
     EXPECT_THROW(MakeCollective(name, 1)->WeightedAllReduce(replicas, {1.0}, nullptr), std::invalid_argument) << name;

@@ -27,7 +27,7 @@ struct Steps {
   ReplicaSet View() {
     ReplicaSet set;
     set.size = data[0].size();
-    for (auto& d : data) set.params.push_back(d.data());
+    for (auto& d : data) set.members.push_back({d.data()});
     return set;
   }
 };
@@ -118,7 +118,7 @@ TEST(GradientMerger, DevicesThatSatOutAreLeftOutOfTheMean) {
   std::vector<std::vector<float>> data = {{1, 2}, {1.2f, 1.8f}};
   ReplicaSet replicas;
   replicas.size = 2;
-  for (auto& d : data) replicas.params.push_back(d.data());
+  for (auto& d : data) replicas.members.push_back({d.data()});
   MergeInput input = OneStepEach(2);
   input.updates = {0, 1};
   const MergeOutcome outcome = merger->Merge(replicas, input, &global);

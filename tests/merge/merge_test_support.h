@@ -20,7 +20,7 @@ struct Replicas {
   ReplicaSet View() {
     ReplicaSet set;
     set.size = data.empty() ? 0 : data[0].size();
-    for (auto& d : data) set.params.push_back(d.data());
+    for (auto& d : data) set.members.push_back({d.data()});
     set.tensors = tensors;
     return set;
   }

@@ -138,7 +138,7 @@ TEST(RankSumCollective, TheOtherRanksReplicasMayBeNull) {
     Replicas present = ViewOfRank(all, c, rank), absent = present;
     ReplicaSet with_nulls = absent.View();
     for (size_t i = 0; i < c.owner.size(); ++i)
-      if (c.owner[i] != rank) with_nulls.params[i] = nullptr;
+      if (c.owner[i] != rank) with_nulls.members[i].params = nullptr;
     MakeRankSumCollective(MakeCollective("ring", c.owner.size()), group, IsLocal(c, rank))
         ->WeightedAllReduce(present.View(), weights, nullptr);
     MakeRankSumCollective(MakeCollective("ring", c.owner.size()), group, IsLocal(c, rank))
@@ -149,7 +149,7 @@ TEST(RankSumCollective, TheOtherRanksReplicasMayBeNull) {
           << "rank " << rank << ", replica " << i;
     }
     ReplicaSet own_null = present.View();
-    own_null.params[rank == 0 ? 0 : 1] = nullptr;
+    own_null.members[rank == 0 ? 0 : 1].params = nullptr;
     EXPECT_THROW(MakeRankSumCollective(MakeCollective("ring", c.owner.size()), group, IsLocal(c, rank))
                      ->WeightedAllReduce(own_null, weights, nullptr),
                  std::invalid_argument);

@@ -115,7 +115,7 @@ void MergeOnBothSides(const Scenario& s, int merges, size_t still = size_t(-1)) 
     merge::ReplicaSet set;
     set.size = s.count;
     set.tensors = s.tensors;
-    for (std::vector<float>& h : replicas.host) set.params.push_back(h.data());
+    for (std::vector<float>& h : replicas.host) set.members.push_back({h.data()});
     host->Merge(set, merge::MergeInput{}, &global);
     device.Merge();
     std::vector<float> current(s.count), previous(s.count);
@@ -290,7 +290,7 @@ TEST(CudaDeviceAdasum, RefusesNoReplicasNullParametersBadTensorsAndAMergeWithout
   std::mt19937_64 rng(5);
   Replicas replicas({0, 0}, {Normal(10, rng, 1.0f), Normal(10, rng, 1.0f)});
   EXPECT_THROW(DeviceAdasum({}, 10, {}, {}), std::invalid_argument);
-  EXPECT_THROW(DeviceAdasum({{0, nullptr}}, 10, {}, {}), std::invalid_argument);
+  EXPECT_THROW(DeviceAdasum({{nullptr, 0}}, 10, {}, {}), std::invalid_argument);
   for (const std::vector<size_t>& tensors : {std::vector<size_t>{1}, {0, 5, 3}, {0, 11}})
     EXPECT_THROW(DeviceAdasum(replicas.View(), 10, tensors, {}), std::invalid_argument);
   DeviceAdasum adasum(replicas.View(), 10, {0, 4, 10}, {});

@@ -31,15 +31,15 @@
 #include "gpusim/traffic.h"
 #endif
 
-namespace xmlt::merge {
+namespace xmlt::merge::gpu {
 namespace {
 
 using kernels::cuda::DeviceBuffer;
 using kernels::cuda::DeviceGuard;
 
-using gpu::testing::FewestGpus;
-using gpu::testing::Gpus;
-using gpu::testing::Layout;
+using testing::FewestGpus;
+using testing::Gpus;
+using testing::Layout;
 
 // The same replicas on the host and on the GPUs.
 struct Twins {
@@ -62,15 +62,14 @@ struct Twins {
     ReplicaSet set;
     set.size = count;
     set.tensors = tensors;
-    for (std::vector<float>& h : host) set.params.push_back(h.data());
+    for (std::vector<float>& h : host) set.members.push_back({h.data()});
     return set;
   }
   ReplicaSet GpuSet(const std::vector<size_t>& tensors) {
     ReplicaSet set;
     set.size = count;
     set.tensors = tensors;
-    set.gpus = gpus;
-    for (DeviceBuffer<float>& d : device) set.params.push_back(d.data());
+    for (size_t i = 0; i < gpus.size(); ++i) set.members.push_back({device[i].data(), gpus[i]});
     return set;
   }
   std::vector<float> Read(size_t i) const {
@@ -281,4 +280,4 @@ TEST(CudaGpuMergersSim, NoByteOfTheModelGoesThroughTheHost) {
 #endif
 
 }  // namespace
-}  // namespace xmlt::merge
+}  // namespace xmlt::merge::gpu

@@ -70,8 +70,8 @@ void OnRanks(int ranks, const std::function<void(int, xmlt::ranks::RankGroup&)>&
 }
 
 // The replicas' view for `rank`: its own replicas, the others' pointers null (never read).
-std::vector<GpuReplica> ViewOf(Replicas& replicas, const std::vector<int>& owners, int rank) {
-  std::vector<GpuReplica> view = replicas.View();
+std::vector<base::ReplicaParams> ViewOf(Replicas& replicas, const std::vector<int>& owners, int rank) {
+  std::vector<base::ReplicaParams> view = replicas.View();
   for (size_t i = 0; i < view.size(); ++i)
     if (owners[i] != rank) view[i].params = nullptr;
   return view;
@@ -124,7 +124,7 @@ TEST(CudaNcclAcrossRanks, EveryRankEqualsTheHostRuleWithTheSameBits) {
           const auto naive = merge::MakeNaiveCollective();
           merge::ReplicaSet set;
           set.size = count;
-          for (std::vector<float>& h : host) set.params.push_back(h.data());
+          for (std::vector<float>& h : host) set.members.push_back({h.data()});
           merge::MergeWithGlobalMomentum(
               *naive, set, w2, 0.9, &global,
               nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy);

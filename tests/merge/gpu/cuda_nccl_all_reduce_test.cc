@@ -103,7 +103,7 @@ TEST(CudaNcclAllReduce, GlobalMomentumOnTheShardsOwnersEqualsTheHostRule) {
             const std::vector<double> w = RandomWeights(host.size(), seed + 10 + merge);
             merge::ReplicaSet set;
             set.size = count;
-            for (std::vector<float>& h : host) set.params.push_back(h.data());
+            for (std::vector<float>& h : host) set.members.push_back({h.data()});
             merge::MergeWithGlobalMomentum(*naive, set, w, 0.9, &global,
                                            nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy);
             nccl.WeightedAllReduce(w, DeviceMomentum{0.9, nesterov});
@@ -204,7 +204,7 @@ TEST(CudaNcclAllReduce, RefusesAWrongWeightCountNoReplicasAndMomentumWithoutAGlo
   NcclAllReduce nccl(replicas.View(), 10);
   EXPECT_THROW(nccl.WeightedAllReduce({1.0}), std::invalid_argument);
   EXPECT_THROW(NcclAllReduce({}, 10), std::invalid_argument);
-  EXPECT_THROW(NcclAllReduce({{0, nullptr}}, 10), std::invalid_argument);
+  EXPECT_THROW(NcclAllReduce({{nullptr, 0}}, 10), std::invalid_argument);
   EXPECT_THROW(nccl.WeightedAllReduce({1.0, 1.0}, DeviceMomentum{0.9, false}), std::logic_error);
   EXPECT_THROW(nccl.GlobalModelFinite(), std::logic_error);
   nccl.WeightedAllReduce({0.5, 0.25});  // still usable after the refusals

@@ -98,7 +98,7 @@ TEST(CudaRingAllReduce, GlobalMomentumOnTheChunksOwnersEqualsTheHostRule) {
             const std::vector<double> w = RandomWeights(host.size(), seed + 10 + merge);
             merge::ReplicaSet set;
             set.size = count;
-            for (std::vector<float>& h : host) set.params.push_back(h.data());
+            for (std::vector<float>& h : host) set.members.push_back({h.data()});
             merge::MergeWithGlobalMomentum(*naive, set, w, 0.9, &global,
                                            nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy);
             ring.WeightedAllReduce(w, DeviceMomentum{0.9, nesterov});
@@ -147,7 +147,7 @@ TEST(CudaRingAllReduce, RefusesAWrongWeightCountAndNoReplicas) {
   RingAllReduce ring(replicas.View(), 10);
   EXPECT_THROW(ring.WeightedAllReduce({1.0}), std::invalid_argument);
   EXPECT_THROW(RingAllReduce({}, 10), std::invalid_argument);
-  EXPECT_THROW(RingAllReduce({{0, nullptr}}, 10), std::invalid_argument);
+  EXPECT_THROW(RingAllReduce({{nullptr, 0}}, 10), std::invalid_argument);
   EXPECT_THROW(ring.WeightedAllReduce({1.0, 1.0}, DeviceMomentum{0.9, false}), std::logic_error);  // no w, w_p yet
 }
 

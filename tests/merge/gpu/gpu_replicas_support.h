@@ -9,10 +9,10 @@
 #include <random>
 #include <vector>
 
+#include "base/replica_params.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_count.h"
-#include "merge/gpu/device_collective.h"
 
 namespace xmlt::merge::gpu::testing {
 
@@ -73,9 +73,9 @@ struct TwinReplicas {
   TwinReplicas(std::vector<int> gpu_of, size_t count, uint64_t seed, float sigma = 1.0f)
       : TwinReplicas(gpu_of, Draw(gpu_of.size(), count, seed, sigma)) {}
 
-  std::vector<GpuReplica> View() {
-    std::vector<GpuReplica> view;
-    for (size_t i = 0; i < gpus.size(); ++i) view.push_back({gpus[i], device[i].data()});
+  std::vector<base::ReplicaParams> View() {
+    std::vector<base::ReplicaParams> view;
+    for (size_t i = 0; i < gpus.size(); ++i) view.push_back({device[i].data(), gpus[i]});
     return view;
   }
   std::vector<float> Read(size_t i) const {
