@@ -4,9 +4,8 @@
 // the rows are cut into kBlendFolds folds; for each, an MLP trained the way the run trains (the
 // caller's) on the other folds, and a ranker fitted on them, score the fold's rows. The blend is
 // chosen on every row, each scored by models that never saw it; the run's MLP and ranker then
-// train on all the rows and take that blend. On Bibtex cut to 300 rows the MLP alone was 1.6
-// points of P@1 under the best library, a fixed blend within one standard error of it
-// (docs/experiments/peers.md).
+// train on all the rows and take that blend. Without it, such a set got the MLP alone, below the
+// linear libraries (measured: docs/experiments/peers.md, "Small training sets").
 #pragma once
 
 #include <cstdint>
