@@ -16,6 +16,7 @@
 #include "scheduler/memory_plan.h"
 #include "engine/evaluator.h"
 #include "tests/make_dataset.h"
+#include "tests/run/ranker_test_rows.h"
 
 namespace xmlt::run {
 namespace {
@@ -71,28 +72,6 @@ TEST(RankerStage, ThePairCountIsExactWhereTheBoundWouldPassTheLimit) {
   const data::Dataset wide = testing::MakeDataset({{{{0, 1.0f}}, {0, 1}}, {{{0, 1.0f}}, {0, 1}}}, 2, 3);
   EXPECT_EQ(kernels::CountLinearRankerPairs(wide), 2u);
   EXPECT_EQ(RankerPairBound(wide), 3u);
-}
-
-// Rows whose one label is their first feature's id (mod `labels`), among noise features: a linear
-// model separates them, an untrained MLP does not.
-data::Dataset SeparableRows(uint32_t rows, uint32_t labels, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<testing::DatasetRow> out(rows);
-  for (testing::DatasetRow& row : out) {
-    const uint32_t label = uint32_t(rng() % labels);
-    const uint32_t noise = labels + uint32_t(rng() % labels);
-    row.features = {{label, 0.8f}, {noise, 0.6f}};
-    row.labels = {label};
-  }
-  return testing::MakeDataset(out, 2 * labels, labels);
-}
-
-kernels::Model<float> UntrainedMlp(uint64_t features, uint64_t labels) {
-  kernels::ModelShape shape;
-  shape.num_features = features;
-  shape.num_labels = labels;
-  shape.hidden = {8};
-  return kernels::InitModel<float>(shape, 3);
 }
 
 TEST(RankerStage, TheChosenBlendLiftsTheHeldOutRowsOverTheMlpAlone) {
