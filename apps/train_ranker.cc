@@ -172,6 +172,17 @@ std::optional<run::FoldBlendChoice> ChooseBlendByFolds(const TrainFlags& f, cons
   return std::nullopt;
 }
 
+// The devices that score the shortlists: this rank's (rank 0 runs the stage), in the run's math.
+run::ShortlistDevices ShortlistDevicesOf(const TrainFlags& f) {
+  run::ShortlistDevices where;
+  where.math = f.options.math;
+  const scheduler::EngineOptions& engine = f.engine;
+  const int rank = engine.ranks != nullptr ? engine.ranks->rank() : 0;
+  for (size_t d = 0; d < engine.devices.size(); ++d)
+    if (engine.device_rank.empty() || engine.device_rank[d] == rank) where.devices.push_back(engine.devices[d]);
+  return where;
+}
+
 }  // namespace
 
 RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::Model<float> mlp, bool say,
@@ -194,8 +205,9 @@ RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::
       return outcome;
     }
   }
-  run::RankerStageResult stage = run::TrainShortlistRanker(outcome.model.mlp, data.train, data.holdout.get(),
-                                                           f.ranker_options, stopped, folds ? &folds->choice : nullptr);
+  run::RankerStageResult stage =
+      run::TrainShortlistRanker(outcome.model.mlp, data.train, data.holdout.get(), f.ranker_options, stopped,
+                                folds ? &folds->choice : nullptr, ShortlistDevicesOf(f));
   if (folds) {
     stage.report.folds = folds->folds;
     stage.report.choice_seconds += folds->seconds;

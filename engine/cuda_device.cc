@@ -22,15 +22,6 @@
 namespace xmlt::engine {
 namespace {
 
-kernels::cuda::Math DenseMath(kernels::OutputMath math) {
-  switch (math) {
-    case kernels::OutputMath::kTf32: return kernels::cuda::Math::kTf32;
-    case kernels::OutputMath::kBf16: return kernels::cuda::Math::kBf16;
-    case kernels::OutputMath::kFp32: break;
-  }
-  return kernels::cuda::Math::kFp32;
-}
-
 // Page-locked memory registered with GPU `gpu`'s context, holding `params`.
 kernels::cuda::PinnedBuffer<float> PinnedCopy(int gpu, const std::vector<float>& params) {
   kernels::cuda::DeviceGuard guard(gpu);
@@ -48,7 +39,7 @@ class CudaDevice final : public Device {
         regularization_(regularization),
         limits_(limits),
         mlp_(spec.ordinal, initial.shape, limits.max_rows, limits.max_feature_nnz, limits.max_label_nnz,
-             DenseMath(math)),
+             kernels::cuda::DenseMath(math)),
         host_(PinnedCopy(spec.ordinal, initial.params)) {
     mlp_.UploadParams(host_.data(), host_.size());
   }

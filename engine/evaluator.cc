@@ -9,6 +9,7 @@
 #include "data/sparse_batch.h"
 #include "kernels/cpu/softmax_loss.h"
 #include "kernels/cpu/sparse_mlp.h"
+#include "kernels/cpu/output_top_k.h"
 #include "kernels/cpu/top_k.h"
 
 namespace xmlt::engine {
@@ -313,21 +314,33 @@ Evaluation Evaluate(const TrainedModel& model, const data::Dataset& dataset) {
   return sums.Mean();
 }
 
+void TopLabelsOfRows(const kernels::Model<float>& model, const data::Dataset& dataset, const uint64_t* rows,
+                     size_t count, uint32_t k, kernels::OutputMath math, uint32_t* top,
+                     const std::function<bool()>& stopped) {
+  if (k == 0 || count == 0) return;
+  // Chunks of rows as large as the training step's batches: one product per block of labels
+  // serves them all, and a stop is seen within one chunk.
+  constexpr uint32_t kChunkRows = 1024;
+  const uint32_t chunk = uint32_t(std::min<size_t>(kChunkRows, count));
+  kernels::cpu::OutputTopKWorkspace workspace(model.shape, chunk, k, math);
+  std::vector<std::vector<float>> activations;
+  data::SparseBatch batch;
+  const bool clip = !FitsModel(model.shape, dataset);
+  for (size_t first = 0; first < count; first += chunk) {
+    if (stopped && stopped()) return;
+    const size_t size = std::min<size_t>(chunk, count - first);
+    data::GatherBatch(dataset, rows + first, size, &batch);
+    if (clip) ClipToModel(model.shape, &batch);
+    kernels::cpu::HiddenActivations(model, batch, &activations);
+    kernels::cpu::OutputTopK(model, activations.back().data(), batch.num_rows, top + first * k, nullptr, &workspace);
+  }
+}
+
 std::vector<uint32_t> TopLabels(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k,
-                                const std::function<bool()>& stopped) {
+                                const std::function<bool()>& stopped, kernels::OutputMath math) {
   std::vector<uint32_t> top(dataset.num_rows() * k);
   const std::vector<uint64_t> rows = AllRows(dataset);
-  // Chunk by chunk, so that a stop is seen within one chunk's forward pass.
-  const size_t chunk = stopped ? ChunkRows(model.shape.num_labels) : rows.size();
-  for (size_t begin = 0; begin < rows.size(); begin += chunk) {
-    if (stopped && stopped()) break;
-    const size_t count = std::min(chunk, rows.size() - begin);
-    ForEachChunk(model, dataset, rows.data() + begin, count, [&](const data::SparseBatch& batch,
-                                     const kernels::cpu::MlpWorkspace<float>& ws, size_t first) {
-      kernels::cpu::TopK<float>(ws.logits.data(), batch.num_rows, model.shape.num_labels, k,
-                                top.data() + (begin + first) * k, nullptr);
-    });
-  }
+  TopLabelsOfRows(model, dataset, rows.data(), rows.size(), k, math, top.data(), stopped);
   return top;
 }
 

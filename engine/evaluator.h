@@ -10,6 +10,7 @@
 #include "data/sparse_batch.h"
 #include "engine/trained_model.h"
 #include "kernels/model.h"
+#include "kernels/output_math.h"
 #include "kernels/ranking_metrics.h"
 
 namespace xmlt::engine {
@@ -74,9 +75,18 @@ Prediction Predict(const kernels::Model<float>& model, const data::Dataset& data
 Prediction Predict(const TrainedModel& model, const data::Dataset& dataset, uint32_t k);
 
 // The MLP's k best labels of each row (rows x k, best first, ties to the lower id), without their
-// probabilities: the shortlists the ranker trains on. `stopped`, when given, is asked before each
-// chunk of rows: once true, the rest is left unscored (zeros) for the caller to drop.
+// probabilities: the shortlists the ranker trains on. The output layer's products run in `math`
+// (fp32, or bf16 where the CPU has it), block by block of labels with each row's running top k
+// (kernels/cpu/output_top_k.h): the rows x labels logits are never held. `stopped`, when given, is
+// asked before each chunk of rows: once true, the rest is left unscored (zeros) for the caller to
+// drop.
 std::vector<uint32_t> TopLabels(const kernels::Model<float>& model, const data::Dataset& dataset, uint32_t k,
-                                const std::function<bool()>& stopped = {});
+                                const std::function<bool()>& stopped = {},
+                                kernels::OutputMath math = kernels::OutputMath::kFp32);
+
+// The same for `count` rows of `dataset` (row ids), into `top` (count x k).
+void TopLabelsOfRows(const kernels::Model<float>& model, const data::Dataset& dataset, const uint64_t* rows,
+                     size_t count, uint32_t k, kernels::OutputMath math, uint32_t* top,
+                     const std::function<bool()>& stopped = {});
 
 }  // namespace xmlt::engine

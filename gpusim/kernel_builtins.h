@@ -113,6 +113,18 @@ T __shfl_up_sync(unsigned mask, T value, unsigned delta, int width = warpSize) {
   return ::gpusim::detail::Exchange(mask, value, inside ? lane - delta : lane);
 }
 
+// The bits of a float and back, as the CUDA intrinsics reinterpret them.
+inline unsigned __float_as_uint(float value) {
+  unsigned bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+inline float __uint_as_float(unsigned bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
 template <class T>
 T atomicAdd(T* address, T value) {
   return ::gpusim::detail::AtomicUpdate(address, [value](T old) { return T(old + value); });

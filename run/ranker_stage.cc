@@ -73,7 +73,8 @@ uint64_t CountRankerPairs(const data::Dataset& train, uint64_t limit) {
 
 RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const data::Dataset& train,
                                        const data::Dataset* holdout, const RankerOptions& options,
-                                       const std::function<bool()>& stopped, const BlendChoice* chosen) {
+                                       const std::function<bool()>& stopped, const BlendChoice* chosen,
+                                       const ShortlistDevices& where) {
   // The ranker's features and labels are the MLP's: checked before anything is built.
   if (train.num_features() != mlp.shape.num_features || train.num_labels() != mlp.shape.num_labels)
     throw std::invalid_argument("the ranker's training rows do not have the model's features and labels");
@@ -87,7 +88,7 @@ RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const d
     return result;
   }
   Clock::time_point start = Clock::now();
-  const std::vector<uint32_t> shortlists = engine::TopLabels(mlp, train, shortlist, stopped);
+  const std::vector<uint32_t> shortlists = ShortlistsOnDevices(where, mlp, train, shortlist, stopped);
   report.shortlist_seconds = SecondsSince(start);
   if (stop_now()) {
     result.stopped = true;

@@ -1,8 +1,9 @@
-// The stage after training that fits the shortlist ranker (kernels/ranker/shortlist_ranker.h) on the
-// host, once the merged model is final, whatever the algorithm and devices: the MLP's top
-// `shortlist` labels for every training row, the linear ranker's squared hinge solved per label
-// over each row's labels and that shortlist (kernels/ranker/linear_ranker_dual.h), and the blend chosen on
-// held-out training rows that neither model trained on (docs/experiments/peers.md).
+// The stage after training that fits the shortlist ranker (kernels/ranker/shortlist_ranker.h) once
+// the merged model is final, whatever the algorithm and devices: the MLP's top `shortlist` labels
+// for every training row, scored by the run's devices (run/device_shortlists.h); the linear
+// ranker's squared hinge solved per label over each row's labels and that shortlist on the host
+// (kernels/ranker/linear_ranker_dual.h); and the blend chosen on held-out training rows that
+// neither model trained on (docs/experiments/peers.md).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "kernels/ranker/linear_ranker_dual.h"
 #include "kernels/ranker/shortlist_ranker.h"
 #include "run/blend_choice.h"
+#include "run/device_shortlists.h"
 
 namespace xmlt::run {
 
@@ -84,10 +86,11 @@ struct RankerStageResult {
 // the solver's labels and passes, and the steps: once true, the stage ends within one of them,
 // with `stopped` set and no ranker. `chosen`, when given, is a choice already made on other rows
 // (by folds, run/fold_blend_choice.h): the ranker takes its form and weight, and with a weight of
-// 0 nothing is solved.
+// 0 nothing is solved. The training rows' shortlists are scored on `where` (run/device_shortlists.h):
+// the run's devices, or the host in fp32 when none are named.
 RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const data::Dataset& train,
                                        const data::Dataset* holdout, const RankerOptions& options,
                                        const std::function<bool()>& stopped = {},
-                                       const BlendChoice* chosen = nullptr);
+                                       const BlendChoice* chosen = nullptr, const ShortlistDevices& where = {});
 
 }  // namespace xmlt::run

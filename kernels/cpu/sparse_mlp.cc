@@ -322,6 +322,17 @@ void Forward(const Model<T>& model, const data::SparseBatch& batch, MlpWorkspace
 }
 
 template <class T>
+void HiddenActivations(const Model<T>& model, const data::SparseBatch& batch, std::vector<std::vector<T>>* activations) {
+  const size_t last = model.shape.num_layers() - 1;
+  activations->resize(last);
+  for (size_t l = 0; l < last; ++l)
+    (*activations)[l].resize(std::max<uint64_t>((*activations)[l].size(), uint64_t(batch.num_rows) * model.shape.hidden[l]));
+  SparseInputForward(model, batch, (*activations)[0].data());
+  for (size_t l = 1; l < last; ++l)
+    DenseForward(model, l, (*activations)[l - 1].data(), batch.num_rows, (*activations)[l].data(), true);
+}
+
+template <class T>
 void TrainingForward(const Model<T>& model, const data::SparseBatch& batch, const StepRule<T>& rule,
                      MlpWorkspace<T>* ws) {
   LogitsForward(model, batch, &rule, ws);
@@ -378,6 +389,10 @@ template struct MlpWorkspace<float>;
 template struct MlpWorkspace<double>;
 template void Forward<float>(const Model<float>&, const data::SparseBatch&, MlpWorkspace<float>*);
 template void Forward<double>(const Model<double>&, const data::SparseBatch&, MlpWorkspace<double>*);
+template void HiddenActivations<float>(const Model<float>&, const data::SparseBatch&,
+                                       std::vector<std::vector<float>>*);
+template void HiddenActivations<double>(const Model<double>&, const data::SparseBatch&,
+                                        std::vector<std::vector<double>>*);
 template void TrainingForward<float>(const Model<float>&, const data::SparseBatch&, const StepRule<float>&,
                                      MlpWorkspace<float>*);
 template void TrainingForward<double>(const Model<double>&, const data::SparseBatch&, const StepRule<double>&,

@@ -72,6 +72,12 @@ bool DropoutKeeps(uint64_t key, size_t layer, uint32_t row, uint64_t unit, doubl
 template <class T>
 void Forward(const Model<T>& model, const data::SparseBatch& batch, MlpWorkspace<T>* workspace);
 
+// The hidden layers' forward pass alone, into `activations` (per hidden layer rows x units, resized
+// as needed), without an MlpWorkspace's logits: what the shortlists' top-k reads
+// (kernels/cpu/output_top_k.h).
+template <class T>
+void HiddenActivations(const Model<T>& model, const data::SparseBatch& batch, std::vector<std::vector<T>>* activations);
+
 // Forward as TrainStep computes it under `rule`: with its dropout masks on the hidden activations
 // (Forward when rule.dropout is 0). The finite-difference checks differentiate this.
 template <class T>

@@ -56,7 +56,7 @@ size_t CublasWorkspaceBytes(int gpu) {
 
 struct CudaMlp::Impl {
   Impl(int gpu_index, const ModelShape& model_shape, uint32_t rows, uint64_t feature_nnz,
-       uint64_t label_nnz, Math dense_math)
+       uint64_t label_nnz, Math dense_math, uint32_t top_k)
       : gpu(gpu_index),
         shape(model_shape),
         max_rows(rows),
@@ -69,8 +69,9 @@ struct CudaMlp::Impl {
         workspace(model_shape, rows, feature_nnz),
         staging(LayoutFor(rows, feature_nnz, label_nnz).total),
         batch_bytes(LayoutFor(rows, feature_nnz, label_nnz).total),
-        top_labels(size_t(rows) * kMaxTopK),
-        top_host(size_t(rows) * kMaxTopK),
+        max_top_k(top_k),
+        top_labels(size_t(rows) * top_k),
+        top_host(size_t(rows) * top_k),
         loss_host(1) {
     model.shape = shape;
     model.layers = LayoutOf(shape);
@@ -152,36 +153,38 @@ struct CudaMlp::Impl {
   DeviceMlpWorkspace workspace;
   PinnedBuffer<unsigned char> staging;
   DeviceBuffer<unsigned char> batch_bytes;
+  uint32_t max_top_k;  // Predict's deepest list
   DeviceBuffer<uint32_t> top_labels;
   PinnedBuffer<uint32_t> top_host;
   PinnedBuffer<double> loss_host;
 };
 
 CudaMlp::CudaMlp(int gpu, const ModelShape& shape, uint32_t max_rows, uint64_t max_feature_nnz,
-                 uint64_t max_label_nnz, Math math) {
+                 uint64_t max_label_nnz, Math math, uint32_t max_top_k) {
   ValidateShape(shape);
   if (max_rows == 0) Reject("max_rows must be positive");
+  if (max_top_k > kMaxTopK) Reject("max_top_k = " + std::to_string(max_top_k) + " exceeds " + std::to_string(kMaxTopK));
   const int count = CudaDeviceCountOrZero();
   if (gpu < 0 || gpu >= count)
     Reject("no CUDA device " + std::to_string(gpu) + " (" + std::to_string(count) + " present)");
   DeviceGuard guard(gpu);
-  impl_ = std::make_unique<Impl>(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, math);
+  impl_ = std::make_unique<Impl>(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, math, max_top_k);
   // The memory plan reads PlannedBytes: it must be what was allocated, to the byte.
-  if (!(AllocatedBytes() == PlannedBytes(gpu, shape, max_rows, max_feature_nnz, max_label_nnz)))
+  if (!(AllocatedBytes() == PlannedBytes(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, max_top_k)))
     throw std::logic_error("CudaMlp: PlannedBytes differs from what the constructor allocated");
 }
 
 CudaMlpBytes CudaMlp::PlannedBytes(int gpu, const ModelShape& shape, uint32_t max_rows,
-                                   uint64_t max_feature_nnz, uint64_t max_label_nnz) {
+                                   uint64_t max_feature_nnz, uint64_t max_label_nnz, uint32_t max_top_k) {
   ValidateShape(shape);
   DeviceGuard guard(gpu);
   CudaMlpBytes b;
   b.params = b.velocity = shape.NumParameters() * sizeof(float);
   b.workspace = DeviceMlpWorkspace::PlannedBytes(shape, max_rows, max_feature_nnz);
   const uint64_t staged = LayoutFor(max_rows, max_feature_nnz, max_label_nnz).total;
-  b.batch = staged + uint64_t(max_rows) * kMaxTopK * sizeof(uint32_t);
+  b.batch = staged + uint64_t(max_rows) * max_top_k * sizeof(uint32_t);
   b.blas = CublasWorkspaceBytes(gpu);
-  b.pinned_host = staged + uint64_t(max_rows) * kMaxTopK * sizeof(uint32_t) + sizeof(double);
+  b.pinned_host = staged + uint64_t(max_rows) * max_top_k * sizeof(uint32_t) + sizeof(double);
   // params, velocity, cuBLAS workspace, batch, top-k; the workspace's: one per hidden layer,
   // logits, two deltas, four entry arrays and CUB's scratch (with entries), two loss buffers.
   const uint64_t sort_arrays = max_feature_nnz > 0 ? 5 : 0;
@@ -339,7 +342,9 @@ cpu::LossResult CudaMlp::TrainBatch(const data::SparseBatch& batch, float lr, fl
 
 void CudaMlp::Predict(const data::SparseBatch& batch, uint32_t k, uint32_t* top_labels,
                       double* loss_sum, uint32_t* labeled) {
-  if (k > kMaxTopK) Reject("Predict: k = " + std::to_string(k) + " exceeds " + std::to_string(kMaxTopK));
+  if (k > impl_->max_top_k)
+    Reject("Predict: k = " + std::to_string(k) + " exceeds the " + std::to_string(impl_->max_top_k) +
+           " this replica was built for");
   if (k > 0 && top_labels == nullptr) Reject("Predict: no output for the top labels");
   Impl& m = *impl_;
   DeviceGuard guard(m.gpu);

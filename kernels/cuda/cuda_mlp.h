@@ -10,6 +10,7 @@
 #include "data/sparse_batch.h"
 #include "kernels/cpu/softmax_loss.h"
 #include "kernels/cuda/dense_math.h"
+#include "kernels/cuda/top_k_limits.h"
 #include "kernels/model.h"
 
 namespace xmlt::kernels::cuda {
@@ -48,8 +49,9 @@ class CudaMlp {
   // math: the dense products' precision (gemm.h): kFp32, or kTf32 / kBf16, faster and rounder.
   // Parameters start at zero; upload them before training. Throws std::invalid_argument for a
   // bad shape or bounds, std::runtime_error for CUDA failures (no such GPU, out of memory).
+  // max_top_k: Predict's deepest list (kMaxWarpTopK for evaluations; a shortlist's k for the ranker).
   CudaMlp(int gpu, const ModelShape& shape, uint32_t max_rows, uint64_t max_feature_nnz,
-          uint64_t max_label_nnz, Math math);
+          uint64_t max_label_nnz, Math math, uint32_t max_top_k = kMaxWarpTopK);
   ~CudaMlp();
   CudaMlp(CudaMlp&&) noexcept;
   CudaMlp& operator=(CudaMlp&&) noexcept;
@@ -61,7 +63,8 @@ class CudaMlp {
   // Before building one: what it would allocate on GPU `gpu` for these bounds (CUB's scratch and
   // the cuBLAS workspace depend on the GPU). The constructor checks that it holds exactly that.
   static CudaMlpBytes PlannedBytes(int gpu, const ModelShape& shape, uint32_t max_rows,
-                                   uint64_t max_feature_nnz, uint64_t max_label_nnz);
+                                   uint64_t max_feature_nnz, uint64_t max_label_nnz,
+                                   uint32_t max_top_k = kMaxWarpTopK);
   CudaMlpBytes AllocatedBytes() const;
 
   // The parameters in GPU memory (the layout of Model<float>::params), for merges that run on the
@@ -94,7 +97,7 @@ class CudaMlp {
   cpu::LossResult TrainBatch(const data::SparseBatch& batch, float lr, float momentum,
                              const CudaStepRegularization& regularization = {});
 
-  // Forward pass: the k <= 32 best labels of each row into top_labels (host, rows x k, best
+  // Forward pass: the k <= max_top_k best labels of each row into top_labels (host, rows x k, best
   // first, ties to the lower id) and, when non-null, the summed loss and the labeled row count.
   void Predict(const data::SparseBatch& batch, uint32_t k, uint32_t* top_labels, double* loss_sum,
                uint32_t* labeled);

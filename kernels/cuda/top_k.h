@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-namespace xmlt::kernels::cuda {
+#include "kernels/cuda/top_k_limits.h"
 
-constexpr uint32_t kMaxTopK = 32;
+namespace xmlt::kernels::cuda {
 
 // scores: rows x num_labels (device). Writes rows x k label ids (and scores when top_scores is
 // non-null) to device memory; slots beyond num_labels get UINT32_MAX and -inf. k <= kMaxTopK

@@ -1,5 +1,7 @@
 // cuda::TopK against cpu::TopK: ties (few distinct scores), NaN and infinite scores, k beyond the
-// label count, row counts that do not fill the last block, label counts around the warp width.
+// label count, row counts that do not fill the last block, label counts around the warp width, and
+// both paths: a warp per row up to k = 32, a block's radix select beyond (the ranker's shortlists:
+// 33, 50, 100, 1000 and the largest, 1024).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,8 +21,9 @@ enum class Scores { kDistinct, kManyTies, kWithNaNs };
 
 void CheckTopK(Scores kind) {
   for (uint64_t labels : {1ull, 4ull, 5ull, 31ull, 32ull, 33ull, 37ull, 1000ull, 4099ull}) {
-    for (uint32_t k : {1u, 5u, 32u}) {
-      const uint32_t rows = 9;
+    for (uint32_t k : {1u, 5u, 32u, 33u, 50u, 100u, 1000u, kMaxTopK}) {
+      // The block path's radix passes run a fiber per thread here: fewer rows keep it quick.
+      const uint32_t rows = k > kMaxWarpTopK ? 3 : 9;
       std::mt19937_64 rng(labels * 100 + k);
       std::normal_distribution<float> normal(0.0f, 1.0f);
       std::vector<float> scores(rows * labels);
@@ -64,11 +67,34 @@ TEST(CudaTopK, MatchesCpuWithNaNsRankedAsMinusInfinity) {
   CheckTopK(Scores::kWithNaNs);
 }
 
-TEST(CudaTopK, RejectsKAbove32) {
+// Ties across the radix select's cut: every score equal but a few above, so the k-th best is a tie
+// shared by thousands of labels, of which the lowest ids must be taken, in label order.
+TEST(CudaTopK, BlockPathTakesTheLowestIdsOfATieAtTheCut) {
   XMLT_SKIP_WITHOUT_GPU();
-  DeviceBuffer<float> scores(40);
-  DeviceBuffer<uint32_t> top(40);
-  EXPECT_THROW(TopK(scores.data(), 1, 40, 33, top.data(), nullptr, nullptr), std::invalid_argument);
+  const uint64_t labels = 5000;
+  const uint32_t rows = 2, k = 64;
+  std::vector<float> scores(rows * labels, 0.5f);
+  for (uint64_t j : {17ull, 4000ull, 4999ull}) scores[j] = 2.0f;
+  scores[labels + 3] = -0.0f;  // the second row: -0 and +0 tie, as on the CPU
+  for (uint64_t j = labels + 10; j < 2 * labels; ++j) scores[j] = 0.0f;
+  std::vector<uint32_t> expected(rows * k);
+  std::vector<float> expected_scores(rows * k);
+  cpu::TopK<float>(scores.data(), rows, labels, k, expected.data(), expected_scores.data());
+  DeviceBuffer<float> device_scores = DeviceBuffer<float>::FromHost(scores);
+  DeviceBuffer<uint32_t> top(rows * k);
+  DeviceBuffer<float> top_scores(rows * k);
+  TopK(device_scores.data(), rows, labels, k, top.data(), top_scores.data(), nullptr);
+  XMLT_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_EQ(top.ToHost(), expected);
+  EXPECT_EQ(top_scores.ToHost(), expected_scores);
+  EXPECT_EQ(expected[3], 0u);  // the first row: 17, 4000, 4999, then the ties from label 0
+}
+
+TEST(CudaTopK, RejectsKAboveItsLimit) {
+  XMLT_SKIP_WITHOUT_GPU();
+  DeviceBuffer<float> scores(2000);
+  DeviceBuffer<uint32_t> top(2000);
+  EXPECT_THROW(TopK(scores.data(), 1, 2000, kMaxTopK + 1, top.data(), nullptr, nullptr), std::invalid_argument);
 }
 
 }  // namespace
