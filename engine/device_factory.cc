@@ -9,8 +9,10 @@
 #include "engine/device.h"
 #include "engine/device_query.h"
 #include "engine/sampled_cpu_device.h"
+#include "engine/shortlist_scorer.h"
 #ifdef XMLT_HAVE_CUDA
 #include "engine/cuda_device.h"
+#include "engine/cuda_shortlist_scorer.h"
 #endif
 
 namespace xmlt::engine {
@@ -66,6 +68,18 @@ std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<
   return MakeCudaDevice(spec, initial, limits, local_momentum, math, regularization);
 #else
   throw std::logic_error("a CUDA device was found but the CUDA backend is not built");
+#endif
+}
+
+std::unique_ptr<ShortlistScorer> MakeShortlistScorer(const DeviceSpec& spec, const kernels::Model<float>& mlp,
+                                                     uint32_t k, kernels::OutputMath math,
+                                                     const data::Dataset& dataset) {
+  if (spec.kind == DeviceKind::kCpu) return MakeHostShortlistScorer(mlp, k, math);
+#ifdef XMLT_HAVE_CUDA
+  return MakeCudaShortlistScorer(spec, mlp, k, math, dataset);
+#else
+  (void)dataset;
+  throw std::invalid_argument("device " + spec.id + ": this build has no CUDA backend");
 #endif
 }
 

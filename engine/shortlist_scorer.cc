@@ -1,12 +1,7 @@
-// The shortlists' scorers; see shortlist_scorer.h.
+// The host's scorer of the shortlists; see shortlist_scorer.h.
 #include "engine/shortlist_scorer.h"
 
-#include <stdexcept>
-
 #include "engine/evaluator.h"
-#ifdef XMLT_HAVE_CUDA
-#include "engine/cuda_shortlist_scorer.h"
-#endif
 
 namespace xmlt::engine {
 namespace {
@@ -30,16 +25,9 @@ class HostShortlistScorer final : public ShortlistScorer {
 
 }  // namespace
 
-std::unique_ptr<ShortlistScorer> MakeShortlistScorer(const DeviceSpec& spec, const kernels::Model<float>& mlp,
-                                                     uint32_t k, kernels::OutputMath math,
-                                                     const data::Dataset& dataset) {
-  if (spec.kind == DeviceKind::kCpu) return std::make_unique<HostShortlistScorer>(mlp, k, math);
-#ifdef XMLT_HAVE_CUDA
-  return MakeCudaShortlistScorer(spec, mlp, k, math, dataset);
-#else
-  (void)dataset;
-  throw std::invalid_argument("device " + spec.id + ": this build has no CUDA backend");
-#endif
+std::unique_ptr<ShortlistScorer> MakeHostShortlistScorer(const kernels::Model<float>& mlp, uint32_t k,
+                                                         kernels::OutputMath math) {
+  return std::make_unique<HostShortlistScorer>(mlp, k, math);
 }
 
 }  // namespace xmlt::engine

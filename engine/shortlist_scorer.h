@@ -22,7 +22,11 @@ class ShortlistScorer {
                      const std::function<bool()>& stopped) = 0;
 };
 
-// A scorer of `mlp`'s top k on the device `spec` names, its products in `math`: on a CPU device the
+// The host's scorer, for CPU devices: TopLabelsOfRows in bf16 when `math` is, else fp32.
+std::unique_ptr<ShortlistScorer> MakeHostShortlistScorer(const kernels::Model<float>& mlp, uint32_t k,
+                                                         kernels::OutputMath math);
+
+// A scorer of `mlp`'s top k on the device `spec` names (engine/device_factory.cc), its products in `math`: on a CPU device the
 // host's cores (TopLabelsOfRows; fp32 unless math is bf16), on a GPU the forward pass and the
 // top-k kernel there (a copy of the model in its memory, chunks bounded by `dataset`'s largest
 // rows). Throws std::invalid_argument for a device this build cannot run.
