@@ -26,6 +26,8 @@
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <string>
 #include <cstdint>
@@ -41,6 +43,7 @@
 #include "kernels/cpu/top_k.h"
 #include "kernels/ranker/linear_ranker_dual.h"
 #include "kernels/ranker/shortlist_ranker.h"
+#include "run/ranker_plan.h"
 #include "run/ranker_stage.h"
 
 namespace {
@@ -148,6 +151,13 @@ ModelShape DefaultShape(const data::Dataset& train) {
   return shape;
 }
 
+// The process's peak resident set so far, in MiB.
+double PeakResidentMiB() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
 // --math auto on CPU devices: bf16 where the CPU has it.
 OutputMath DefaultCpuMath() { return cpu::Bf16Available(nullptr) ? OutputMath::kBf16 : OutputMath::kFp32; }
 
@@ -193,6 +203,14 @@ void StageAtTable1Shape(benchmark::State& state, const std::string& preset) {
     state.counters["build_s"] = SecondsSince(start);
     state.counters["ranker_mib"] =
         double(ranker.num_pairs() * 8 + ranker.feature_ptr.size() * 8 + ranker.dense_offset.size() * 4) / (1 << 20);
+    // What a run plans for the stage (the defaults' 5,000 held-out rows beside the training rows),
+    // against the process's peak resident set once the stage is done (the generated rows included).
+    const ModelShape shape = DefaultShape(train);
+    state.counters["planned_stage_mib"] =
+        double(run::RankerStageMemory(run::RankerOptions{}, shape, train, train.num_rows(), run::kMaxHoldoutRows,
+                                      ranker.num_pairs(), false)
+                   .total()) /
+        (1 << 20);
     std::mt19937_64 rng(1);
     std::vector<uint32_t> shortlists(train.num_rows() * kShortlist);
     for (uint32_t& label : shortlists) label = train.labels.col_idx[rng() % train.labels.nnz()];
@@ -204,7 +222,7 @@ void StageAtTable1Shape(benchmark::State& state, const std::string& preset) {
     state.counters["mean_passes"] = report.mean_passes;
     // The MLP's top 50 of a sample of rows, at the defaults' width and math at these shapes.
     const OutputMath math = DefaultCpuMath();
-    const Model<float> mlp = InitModel<float>(DefaultShape(train), 1);
+    const Model<float> mlp = InitModel<float>(shape, 1);
     const data::Dataset some = SampleRows(train, 2048, &rng);
     start = Clock::now();
     benchmark::DoNotOptimize(engine::TopLabels(mlp, some, kShortlist, {}, math).data());
@@ -216,6 +234,7 @@ void StageAtTable1Shape(benchmark::State& state, const std::string& preset) {
     const double step_s = DefaultStepSeconds(train, mlp, math);
     state.counters["training_s"] = step_s * 20.0 * std::ceil(double(train.num_rows()) / 256.0);
     state.counters["stage_over_training"] = state.counters["stage_s"] / state.counters["training_s"];
+    state.counters["peak_rss_mib"] = PeakResidentMiB();
     state.counters["bf16"] = math == OutputMath::kBf16 ? 1 : 0;
   }
 }

@@ -314,14 +314,27 @@ Evaluation Evaluate(const TrainedModel& model, const data::Dataset& dataset) {
   return sums.Mean();
 }
 
+namespace {
+
+// The shortlists' chunks of rows: one product per block of labels serves them all (fewer chunks
+// convert and read the weights fewer times: 1,024 rows scored 1.24x faster than 256 at
+// Amazon-670K's shape in bf16), and a stop is seen within one chunk.
+constexpr uint32_t kTopLabelsChunkRows = 1024;
+
+}  // namespace
+
+uint64_t TopLabelsWorkspaceBytes(const kernels::ModelShape& shape, uint32_t k, uint64_t threads) {
+  uint64_t activations = 0;
+  for (uint32_t h : shape.hidden) activations += uint64_t(kTopLabelsChunkRows) * h * sizeof(float);
+  return activations + kernels::cpu::OutputTopKWorkspaceBytes(shape, kTopLabelsChunkRows, k,
+                                                              kernels::OutputMath::kBf16, threads);
+}
+
 void TopLabelsOfRows(const kernels::Model<float>& model, const data::Dataset& dataset, const uint64_t* rows,
                      size_t count, uint32_t k, kernels::OutputMath math, uint32_t* top,
                      const std::function<bool()>& stopped) {
   if (k == 0 || count == 0) return;
-  // Chunks of rows as large as the training step's batches: one product per block of labels
-  // serves them all, and a stop is seen within one chunk.
-  constexpr uint32_t kChunkRows = 1024;
-  const uint32_t chunk = uint32_t(std::min<size_t>(kChunkRows, count));
+  const uint32_t chunk = uint32_t(std::min<size_t>(kTopLabelsChunkRows, count));
   kernels::cpu::OutputTopKWorkspace workspace(model.shape, chunk, k, math);
   std::vector<std::vector<float>> activations;
   data::SparseBatch batch;

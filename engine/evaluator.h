@@ -84,6 +84,10 @@ std::vector<uint32_t> TopLabels(const kernels::Model<float>& model, const data::
                                 const std::function<bool()>& stopped = {},
                                 kernels::OutputMath math = kernels::OutputMath::kFp32);
 
+// The bytes TopLabelsOfRows holds besides the model, for memory plans: its chunk's activations and
+// the fused top-k's lists and `threads` threads' tiles, in bf16 (the larger).
+uint64_t TopLabelsWorkspaceBytes(const kernels::ModelShape& shape, uint32_t k, uint64_t threads);
+
 // The same for `count` rows of `dataset` (row ids), into `top` (count x k).
 void TopLabelsOfRows(const kernels::Model<float>& model, const data::Dataset& dataset, const uint64_t* rows,
                      size_t count, uint32_t k, kernels::OutputMath math, uint32_t* top,

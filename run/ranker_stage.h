@@ -34,8 +34,11 @@ struct RankerOptions {
 inline constexpr uint64_t kMaxHoldoutRows = 5000;
 // Fewer held-out rows than this cannot choose a blend: --ranker auto then trains no ranker.
 inline constexpr uint64_t kMinHoldoutRows = 100;
-// The ranker's (feature, label) pairs are held to this many (8 bytes each, 2 GiB).
-inline constexpr uint64_t kMaxRankerPairs = uint64_t{1} << 28;
+// The ranker's (feature, label) pairs are held to this many: its solver names a pair in 32 bits, one
+// value of which means none (kernels/ranker/linear_ranker_dual.cc). At 8 bytes a pair that is
+// 32 GiB, so on most machines the memory plan decides first (run/ranker_plan.h): Delicious-200K's
+// 1.15 G pairs fit a machine of 24 GiB (docs/benchmarks/ranker.md).
+inline constexpr uint64_t kMaxRankerPairs = uint64_t{UINT32_MAX} - 1;
 
 // How many of `rows` training rows to hold out (0: too few rows for a choice, or a fixed blend).
 uint64_t HoldoutRows(const RankerOptions& options, uint64_t rows);

@@ -54,7 +54,9 @@ RankerMemory PlanRankerMemory(const kernels::ModelShape& shape, const RankerMemo
   RankerMemory m;
   m.pairs = r.pairs;
   m.mlp = Mul(shape.NumParameters(), sizeof(float));
-  m.forward = engine::EvaluationWorkspaceBytes(shape);
+  // The held-out rows' choice scores chunks of whole logits; the shortlists' fused top-k less.
+  m.forward = std::max(engine::EvaluationWorkspaceBytes(shape),
+                       engine::TopLabelsWorkspaceBytes(shape, uint32_t(shortlist), std::max<uint64_t>(r.threads, 1)));
   m.shortlists = Mul(Mul(r.rows, shortlist), sizeof(uint32_t));
   // kernels::LinearRanker: per pair a label and a weight; per feature an offset; per label a bias.
   m.model = Add(Add(Mul(r.pairs, sizeof(uint32_t) + sizeof(float)), Mul(features + 1, sizeof(uint64_t))),
