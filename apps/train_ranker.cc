@@ -222,6 +222,8 @@ RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::
   outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (say) {
     const run::RankerStageReport& r = outcome.report;
+    for (const std::string& fault : r.device_faults)
+      std::cerr << "warning: ranker: device " << fault << "; the host scored its share of the shortlists\n";
     char line[512];
     const kernels::ShortlistRanker* ranker = outcome.model.ranker.get();
     int used = std::snprintf(line, sizeof line, "ranker: %llu pairs, %.1f passes a label (%u at most), blend %s %.1f",
@@ -281,6 +283,7 @@ void AddRankerSummary(const TrainFlags& f, const RankerOutcome& outcome, nlohman
                           {"most_passes", r.solver.most_passes},
                           {"labels_at_pass_limit", r.solver.labels_at_limit},
                           {"labels_skipped", r.labels_skipped},
+                          {"device_faults", r.device_faults},
                           {"shortlist_s", r.shortlist_seconds},
                           {"build_s", r.build_seconds},
                           {"train_s", r.train_seconds},

@@ -14,7 +14,7 @@ namespace xmlt::run {
 
 std::vector<uint32_t> ShortlistsOnDevices(const ShortlistDevices& where, const kernels::Model<float>& mlp,
                                           const data::Dataset& train, uint32_t k,
-                                          const std::function<bool()>& stopped) {
+                                          const std::function<bool()>& stopped, std::vector<std::string>* faults) {
   std::vector<uint32_t> top(train.num_rows() * k, 0);
   std::vector<uint64_t> rows(train.num_rows());
   std::iota(rows.begin(), rows.end(), uint64_t{0});
@@ -22,8 +22,8 @@ std::vector<uint32_t> ShortlistsOnDevices(const ShortlistDevices& where, const k
   const std::vector<engine::DeviceSpec>& devices = where.devices.empty() ? host_only : where.devices;
 
   // One scorer per physical device: the host for every CPU device, each GPU once. Its rows are the
-  // shares of its devices, which need not be adjacent (cuda:0,cpu:0,cuda:0...), so each share is
-  // scored where it lies.
+  // shares of its devices, which need not be adjacent (a CPU device listed between two logical
+  // devices of one GPU), so each share is scored where it lies.
   struct Part {
     const engine::DeviceSpec* spec = nullptr;
     std::vector<base::Range> shares;
@@ -36,19 +36,20 @@ std::vector<uint32_t> ShortlistsOnDevices(const ShortlistDevices& where, const k
     part.shares.push_back(base::Piece(0, rows.size(), d, devices.size()));
   }
 
+  const auto score = [&](const engine::DeviceSpec& spec, const std::vector<base::Range>& shares) {
+    std::unique_ptr<engine::ShortlistScorer> scorer = engine::MakeShortlistScorer(spec, mlp, k, where.math, train);
+    for (const base::Range& share : shares) {
+      if (stopped && stopped()) return;
+      scorer->Score(train, rows.data() + share.begin, share.end - share.begin, top.data() + share.begin * k, stopped);
+    }
+  };
   std::vector<std::thread> threads;
   std::vector<std::exception_ptr> errors(parts.size());
   size_t index = 0;
   for (auto& [key, part] : parts) {
     threads.emplace_back([&, index, part_ptr = &part] {
       try {
-        std::unique_ptr<engine::ShortlistScorer> scorer =
-            engine::MakeShortlistScorer(*part_ptr->spec, mlp, k, where.math, train);
-        for (const base::Range& share : part_ptr->shares) {
-          if (stopped && stopped()) return;
-          scorer->Score(train, rows.data() + share.begin, share.end - share.begin, top.data() + share.begin * k,
-                        stopped);
-        }
+        score(*part_ptr->spec, part_ptr->shares);
       } catch (...) {
         errors[index] = std::current_exception();
       }
@@ -56,8 +57,18 @@ std::vector<uint32_t> ShortlistsOnDevices(const ShortlistDevices& where, const k
     ++index;
   }
   for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& error : errors)
-    if (error) std::rethrow_exception(error);
+  index = 0;
+  for (auto& [key, part] : parts) {
+    const std::exception_ptr error = errors[index++];
+    if (!error) continue;
+    if (key < 0) std::rethrow_exception(error);
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      if (faults != nullptr) faults->push_back(part.spec->id + ": " + e.what());
+    }
+    score(engine::DeviceSpec{}, part.shares);  // the host's cores instead
+  }
   return top;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "data/dataset.h"
@@ -24,9 +25,13 @@ struct ShortlistDevices {
 };
 
 // Rows x k labels, best first. A stop (`stopped` true) between chunks leaves the rest zeros, for
-// the caller to drop. A device's error is rethrown once every share has ended.
+// the caller to drop. A GPU that fails (it cannot be set up, or a fault while it scores) does not
+// end the stage after a whole training run: once every share has ended, the host scores that
+// GPU's shares again, and `faults` (when given) gets a line naming the device and the error. An
+// error of the host's own share is rethrown.
 std::vector<uint32_t> ShortlistsOnDevices(const ShortlistDevices& where, const kernels::Model<float>& mlp,
                                           const data::Dataset& train, uint32_t k,
-                                          const std::function<bool()>& stopped = {});
+                                          const std::function<bool()>& stopped = {},
+                                          std::vector<std::string>* faults = nullptr);
 
 }  // namespace xmlt::run

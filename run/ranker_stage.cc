@@ -88,7 +88,8 @@ RankerStageResult TrainShortlistRanker(const kernels::Model<float>& mlp, const d
     return result;
   }
   Clock::time_point start = Clock::now();
-  const std::vector<uint32_t> shortlists = ShortlistsOnDevices(where, mlp, train, shortlist, stopped);
+  const std::vector<uint32_t> shortlists =
+      ShortlistsOnDevices(where, mlp, train, shortlist, stopped, &report.device_faults);
   report.shortlist_seconds = SecondsSince(start);
   if (stop_now()) {
     result.stopped = true;

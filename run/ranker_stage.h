@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "data/dataset.h"
@@ -68,6 +69,9 @@ struct RankerStageReport {
   // Labels never solved: the held-out rows, scored once the labels they read were solved, chose
   // the MLP alone (blend 0), which ended the stage there.
   uint64_t labels_skipped = 0;
+  // GPUs that failed scoring their shares of the shortlists, each "id: error"; the host scored
+  // those shares instead (run/device_shortlists.h).
+  std::vector<std::string> device_faults;
   double shortlist_seconds = 0, build_seconds = 0, train_seconds = 0, choice_seconds = 0;
   double seconds() const { return shortlist_seconds + build_seconds + train_seconds + choice_seconds; }
 };

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "data/sparse_batch.h"
@@ -99,6 +100,16 @@ TEST(DeviceShortlists, AStopLeavesTheRestUnscored) {
   const size_t first_share = 101 * 5;
   EXPECT_TRUE(std::equal(top.begin(), top.begin() + first_share, host.begin()));
   EXPECT_TRUE(std::all_of(top.begin() + first_share, top.end(), [](uint32_t label) { return label == 0; }));
+}
+
+// A GPU that cannot score (here one that does not exist, in any build) costs the stage nothing but
+// time: the host scores its share, and the fault is said.
+TEST(DeviceShortlists, AFailedGpusShareIsScoredOnTheHost) {
+  ShortlistCase s;
+  std::vector<std::string> faults;
+  EXPECT_EQ(ShortlistsOnDevices(On("cuda:7,cpu:1"), s.mlp, s.rows, 20, {}, &faults), engine::TopLabels(s.mlp, s.rows, 20));
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_EQ(faults[0].rfind("cuda:7: ", 0), 0u) << faults[0];
 }
 
 TEST(DeviceShortlists, TheHostComputesInBf16OnlyWhereTheRunDoes) {
