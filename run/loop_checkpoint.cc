@@ -34,7 +34,12 @@ void TrainingLoop::Resume() {
                                "); resume it with those devices, or re-plan from a checkpoint written between "
                                "mega-batches (--checkpoint-every)");
   reader.ReadInto("global.current", global_.MutableCurrent().data(), global_.size());
-  reader.ReadInto("global.previous", global_.MutablePrevious().data(), global_.previous_size());
+  // A run that keeps no w_p (scheduler::KeepsPreviousModel) writes none and reads none; one that
+  // keeps it resumes a checkpoint without it as a rollback does, with w_p = w (no momentum yet).
+  if (global_.previous_size() > 0 && reader.Has("global.previous"))
+    reader.ReadInto("global.previous", global_.MutablePrevious().data(), global_.previous_size());
+  else if (global_.previous_size() > 0)
+    global_.MutablePrevious() = global_.current();
   try {
     RestorePool(pool_, reader, meta.at("pool"), global_.current(), replan);
     if (!replan && ResumeLowersLr(meta.at("run"), options_.lr)) ResetLearningRates(pool_, options_.lr);
@@ -83,7 +88,7 @@ void TrainingLoop::WriteCheckpoint(const char* why) {
   if (open_.open()) meta["open_mega_batch"] = OpenMegaBatchToJson(open_);
   CheckpointWriter writer(meta.dump());
   writer.Add("global.current", global_.current());
-  writer.Add("global.previous", global_.previous());
+  if (global_.previous_size() > 0) writer.Add("global.previous", global_.previous());
   std::vector<std::vector<float>> momentum;  // must outlive Write, as must the devices' other state
   std::vector<std::vector<uint8_t>> extra;
   AddPoolSections(pool_, &writer, &momentum, &extra);

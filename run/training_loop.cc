@@ -27,7 +27,7 @@ TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test
       control_(control),
       pool_(train, options, engine, *model, control.faults),
       dealer_(scheduler::MakeDealer(pool_)),
-      global_{model->params, model->params},
+      global_{model->params, scheduler::KeepsPreviousModel(engine) ? model->params : std::vector<float>{}},
       fingerprint_(WithOuterSettings(RunFingerprint(options, engine, model->shape, train, test),
                                      control.outer_settings, control.notes)),
       survivor_merge_(engine, *model),
@@ -203,7 +203,7 @@ void TrainingLoop::RollBack(uint64_t index, const scheduler::MegaBatchRun& run) 
   const double spent = progress_.train_seconds + run.span_s;
   std::vector<EvalRecord> evals = std::move(progress_.evals);
   const SavedState& trusted = trusted_.trusted();
-  global_.Assign(trusted.global, trusted.global);
+  global_.Assign(trusted.global, global_.previous_size() > 0 ? trusted.global : std::vector<float>{});
   progress_ = trusted.progress;
   progress_.rollbacks = rollbacks;
   progress_.train_seconds = spent;

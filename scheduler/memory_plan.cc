@@ -209,9 +209,10 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
           break;
         }
   }
-  // The engine keeps w, w_prev, and the trusted and the latest state's w for rollbacks; the model
-  // it was given is released once copied into them (evaluations borrow w).
-  plan.global = Mul(params, 4);
+  // The engine keeps w, w_prev (not for a one-replica copy on the host: KeepsPreviousModel), and the
+  // trusted and the latest state's w for rollbacks; the model it was given is released once copied
+  // into them (evaluations borrow w).
+  plan.global = Mul(params, KeepsPreviousModel(engine) ? 4 : 3);
   // The sampler's row order, once in the sampler and once in each saved state.
   const uint64_t arena_rows = DevicePool::ArenaRows(options.mega_batch, options.batch, specs.size());
   plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, 3)), sizeof(uint64_t));

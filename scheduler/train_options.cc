@@ -95,6 +95,10 @@ bool MergesOnGpus(const EngineOptions& engine) {
   return engine.merge_on != EngineOptions::MergeOn::kHost && gpus_only && gpu_collective && across_ranks_ok;
 }
 
+bool KeepsPreviousModel(const EngineOptions& engine) {
+  return !(engine.merge == EngineOptions::Merge::kCopy && !MergesOnGpus(engine));
+}
+
 std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options) {
   // Its own stream of the seed: the sample must not move when the shuffling's use of it changes.
   return engine::SampleEvalRows(test_rows, options.eval_rows, options.seed ^ 0x6576616c2d726f77ull);

@@ -126,4 +126,9 @@ bool MergesByWeightedSum(const EngineOptions& engine);
 // with --collective nccl and a weighted-sum merge (one communicator over every rank's GPUs).
 bool MergesOnGpus(const EngineOptions& engine);
 
+// Whether the run keeps w_p, the global model's previous value, beside w: every merge does but
+// the one-replica copy on the host (--algo single on a CPU), whose w is its replica's and which has
+// no global momentum to take from w - w_p. A copy of the model less there (memory_plan.cc).
+bool KeepsPreviousModel(const EngineOptions& engine);
+
 }  // namespace xmlt::scheduler

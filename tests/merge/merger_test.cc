@@ -319,5 +319,17 @@ TEST(CopyMerger, TakesTheOneReplicaAsTheGlobalModel) {
   ExpectModel({1, 1, 1}, untouched.previous());
 }
 
+// A run of one replica on a CPU keeps no w_p (scheduler::KeepsPreviousModel): the copy takes the
+// replica as w and leaves w_p empty; a w_p of another size is refused.
+TEST(CopyMerger, KeepsNoPreviousModelWhereTheRunKeepsNone) {
+  Replicas one{{{1.5f, -2, 0.25f}}};
+  GlobalModel global = Global({7, 8, 9}, {});
+  MakeCopyMerger()->Merge(one.View(), MergeInput{}, &global);
+  ExpectModel({1.5f, -2, 0.25f}, global.current());
+  EXPECT_EQ(global.previous_size(), 0u);
+  GlobalModel wrong = Global({7, 8, 9}, {1, 1});
+  EXPECT_THROW(MakeCopyMerger()->Merge(one.View(), MergeInput{}, &wrong), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace xmlt::merge

@@ -250,6 +250,22 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   EXPECT_THROW(scheduler::CheckMemoryFits(gpu, 0, {uint64_t(8) << 30}), std::runtime_error);
 }
 
+// The global model's copies: w, w_p and the two rollback states, but no w_p for the one-replica
+// copy on a CPU (--algo single), which has no global momentum to read it.
+TEST(MemoryPlan, OneCpuDeviceKeepsNoPreviousGlobalModel) {
+  const kernels::ModelShape shape{1000, {32}, 200};
+  const uint64_t params = shape.NumParameters() * sizeof(float);
+  const engine::DeviceLimits limits{64, 64 * 10, 64 * 3};
+  scheduler::TrainOptions options;
+  const scheduler::EngineOptions single = SingleDeviceEngine();
+  ASSERT_FALSE(scheduler::KeepsPreviousModel(single));
+  EXPECT_EQ(scheduler::PlanMemory(shape, options, single, limits, 1000, false).global, 3 * params);
+  scheduler::EngineOptions four;
+  four.devices = engine::ParseDeviceList("cpu:4");
+  ASSERT_TRUE(scheduler::KeepsPreviousModel(four));
+  EXPECT_EQ(scheduler::PlanMemory(shape, options, four, limits, 1000, false).global, 4 * params);
+}
+
 // Across ranks another rank's device is a host mirror here: hierarchical merges (adaptive, elastic,
 // sync) never make it, so it counts only on rank 0 with checkpoints (which it writes); Adasum
 // reads every replica at every merge and holds it.

@@ -47,6 +47,8 @@ TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
   EXPECT_EQ(first.result.stopped_by_signal, 15);
   ASSERT_EQ(first.records.size(), 2u);
   ASSERT_FALSE(first.result.checkpoint.empty());
+  // One replica on a CPU keeps no w_p (scheduler::KeepsPreviousModel): its checkpoint holds none.
+  EXPECT_EQ(CheckpointReader::Open(dir.path()).Has("global.previous"), !single);
 
   control.resume_dir = dir.path();
   const Outcome resumed = TrainFor(options, single ? nullptr : &engine, control);
