@@ -59,7 +59,7 @@ MergeInput Input(std::vector<double> batch, std::vector<uint64_t> updates) {
 
 TEST(NormalizedMerger, EqualUpdatesWeighByBatchSize) {
   // alpha = b / sum b = {100, 200, 100} / 400; ||r0|| / 4 = sqrt(30) / 4 > 0.1: no perturbation.
-  Replicas r{{{1, 2, 3, 4}, {2, 2, 2, 2}, {0, 4, -4, 8}}};
+  Replicas r{{{1, 2, 3, 4}, {2, 2, 2, 2}, {0, 4, -4, 8}}, {}};
   GlobalModel global = Global({0, 0, 0, 0}, {0, 0, 0, 0});
   const MergeOutcome out =
       Normalized(0.0)->Merge(r.View(), Input({100, 200, 100}, {5, 5, 5}), &global);
@@ -191,7 +191,7 @@ TEST(NormalizedMerger, AllEqualPerturbsFirstUpAndLastDown) {
 
 TEST(NormalizedMerger, OneDeviceIsNeverPerturbed) {
   // alpha = {1}; w' = r0 + 0.9 (w - w_p) = {0.01 + 0.9 * 0.25, 0.02 - 0.9 * 0.25}.
-  Replicas r{{{0.01f, 0.02f}}};
+  Replicas r{{{0.01f, 0.02f}}, {}};
   GlobalModel global = Global({0.5, 0.5}, {0.25, 0.75});
   const MergeOutcome out = Normalized(0.9)->Merge(r.View(), Input({16}, {3}), &global);
   ExpectWeights({1.0}, out.weights);
@@ -203,7 +203,7 @@ TEST(NormalizedMerger, OneDeviceIsNeverPerturbed) {
 }
 
 TEST(NormalizedMerger, EmptyModelMergesWithoutPerturbation) {
-  Replicas r{{{}, {}}};
+  Replicas r{{{}, {}}, {}};
   GlobalModel global;
   const MergeOutcome out = Normalized(0.9)->Merge(r.View(), Input({1, 1}, {2, 2}), &global);
   ExpectWeights({0.5, 0.5}, out.weights);
@@ -219,7 +219,7 @@ TEST(NormalizedMerger, EmptyModelMergesWithoutPerturbation) {
 void TwoMerges(double gamma, const std::vector<float>& second) {
   auto merger = Normalized(gamma);
   GlobalModel global = Global({1, -1}, {1, -1});
-  Replicas r{{{3, 1}, {1, 5}}};
+  Replicas r{{{3, 1}, {1, 5}}, {}};
   MergeOutcome out = merger->Merge(r.View(), Input({1, 3}, {2, 2}), &global);
   EXPECT_FALSE(out.perturbed);
   ExpectWeights({0.25, 0.75}, out.weights);
@@ -274,7 +274,7 @@ TEST(AverageMerger, EqualWeightsAndNoPerturbation) {
   options.momentum = 0.0;
   auto merger = MakeAverageMerger(options, MakeCpuPartitionedSumCollective());
   EXPECT_EQ("average", merger->name());
-  Replicas r{{{0.001f, 0.002f}, {0.003f, 0.006f}}};
+  Replicas r{{{0.001f, 0.002f}, {0.003f, 0.006f}}, {}};
   GlobalModel global = Global({0, 0}, {0, 0});
   const MergeOutcome out = merger->Merge(r.View(), Input({1, 3}, {4, 9}), &global);
   ExpectWeights({0.5, 0.5}, out.weights);
@@ -303,7 +303,7 @@ TEST(AverageMerger, GlobalMomentum) {
 // --algo single's merge: the one replica becomes w, the old w becomes w_p, and the replica is left
 // as it is; any other number of replicas is refused before anything is written.
 TEST(CopyMerger, TakesTheOneReplicaAsTheGlobalModel) {
-  Replicas one{{{1.5f, -2, 0.25f}}};
+  Replicas one{{{1.5f, -2, 0.25f}}, {}};
   GlobalModel global = Global({7, 8, 9}, {1, 1, 1});
   const MergeOutcome out = MakeCopyMerger()->Merge(one.View(), MergeInput{}, &global);
   EXPECT_EQ(out.weights, (std::vector<double>{1.0}));
@@ -312,7 +312,7 @@ TEST(CopyMerger, TakesTheOneReplicaAsTheGlobalModel) {
   ExpectModel({7, 8, 9}, global.previous());
   ExpectModel({1.5f, -2, 0.25f}, one.data[0]);
 
-  Replicas two{{{1, 2, 3}, {4, 5, 6}}};
+  Replicas two{{{1, 2, 3}, {4, 5, 6}}, {}};
   GlobalModel untouched = Global({7, 8, 9}, {1, 1, 1});
   EXPECT_THROW(MakeCopyMerger()->Merge(two.View(), MergeInput{}, &untouched), std::invalid_argument);
   ExpectModel({7, 8, 9}, untouched.current());
@@ -322,7 +322,7 @@ TEST(CopyMerger, TakesTheOneReplicaAsTheGlobalModel) {
 // A run of one replica on a CPU keeps no w_p (scheduler::KeepsPreviousModel): the copy takes the
 // replica as w and leaves w_p empty; a w_p of another size is refused.
 TEST(CopyMerger, KeepsNoPreviousModelWhereTheRunKeepsNone) {
-  Replicas one{{{1.5f, -2, 0.25f}}};
+  Replicas one{{{1.5f, -2, 0.25f}}, {}};
   GlobalModel global = Global({7, 8, 9}, {});
   MakeCopyMerger()->Merge(one.View(), MergeInput{}, &global);
   ExpectModel({1.5f, -2, 0.25f}, global.current());

@@ -39,8 +39,8 @@ EvalRecord SampleRecord() {
   r.test.loss = 2.0625;
   r.test.rows = 2515;
   r.perturbed = true;
-  r.devices.push_back({"cpu:0", 128, 0.3, 40, 5120, 0.625, 1.5, 0.25});
-  r.devices.push_back({"cuda:1", 64, 0.15, 80, 5120, 0.375, 2.5, 0.5});
+  r.devices.push_back({"cpu:0", 128, 0.3, 40, 5120, 0.625, 1.5, 0.25, false, ""});
+  r.devices.push_back({"cuda:1", 64, 0.15, 80, 5120, 0.375, 2.5, 0.5, false, ""});
   return r;
 }
 
