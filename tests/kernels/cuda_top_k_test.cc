@@ -90,6 +90,30 @@ TEST(CudaTopK, BlockPathTakesTheLowestIdsOfATieAtTheCut) {
   EXPECT_EQ(expected[3], 0u);  // the first row: 17, 4000, 4999, then the ties from label 0
 }
 
+// The block path at Amazon-670K's label count, the ranker's shortlist depth and its deepest: the
+// radix passes and the gather over 670,091 labels a row, ties among them.
+TEST(CudaTopK, BlockPathAtTable1LabelCount) {
+  XMLT_SKIP_WITHOUT_GPU();
+  const uint64_t labels = 670091;
+  const uint32_t rows = 2;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> scores(rows * labels);
+  for (float& s : scores) s = std::round(normal(rng) * 64.0f) / 64.0f;  // many ties
+  DeviceBuffer<float> device_scores = DeviceBuffer<float>::FromHost(scores);
+  for (uint32_t k : {50u, 1000u}) {
+    std::vector<uint32_t> expected(rows * k);
+    std::vector<float> expected_scores(rows * k);
+    cpu::TopK<float>(scores.data(), rows, labels, k, expected.data(), expected_scores.data());
+    DeviceBuffer<uint32_t> top(rows * k);
+    DeviceBuffer<float> top_scores(rows * k);
+    TopK(device_scores.data(), rows, labels, k, top.data(), top_scores.data(), nullptr);
+    XMLT_CUDA_CHECK(cudaDeviceSynchronize());
+    EXPECT_EQ(top.ToHost(), expected) << "k " << k;
+    EXPECT_EQ(top_scores.ToHost(), expected_scores) << "k " << k;
+  }
+}
+
 TEST(CudaTopK, RejectsKAboveItsLimit) {
   XMLT_SKIP_WITHOUT_GPU();
   DeviceBuffer<float> scores(2000);
