@@ -149,6 +149,14 @@ TEST(OutputTopK, TheSameListsOnOneThreadAsOnSeveral) {
   ExpectBestWithinRounding(c, k, OutputMath::kFp32, 1e-5);
 }
 
+// At Amazon-670K's label count: hundreds of blocks a row, the lists merged over the groups.
+TEST(OutputTopK, Table1LabelCount) {
+  const Case c = MakeCase(670091, 3, 9);
+  ExpectBestWithinRounding(c, 50, OutputMath::kFp32, 1e-5);
+  std::string why;
+  if (Bf16Available(&why)) ExpectBestWithinRounding(c, 50, OutputMath::kBf16, 1e-4);
+}
+
 TEST(OutputTopK, RefusesMoreRowsThanItsWorkspace) {
   Case c = MakeCase(100, 4, 3);
   OutputTopKWorkspace ws(c.model.shape, 2, 5, OutputMath::kFp32);
