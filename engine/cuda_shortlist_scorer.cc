@@ -9,17 +9,12 @@
 
 #include "data/sparse_batch.h"
 #include "engine/device.h"
+#include "engine/evaluator.h"
 #include "kernels/context_lost.h"
 #include "kernels/cuda/cuda_mlp.h"
 
 namespace xmlt::engine {
 namespace {
-
-// Rows a chunk: as many as keep its logits within 256 MiB, at most 1,024.
-uint32_t ChunkRows(uint64_t num_labels) {
-  const uint64_t budget = (uint64_t{256} << 20) / sizeof(float);
-  return uint32_t(std::clamp<uint64_t>(budget / std::max<uint64_t>(num_labels, 1), 1, 1024));
-}
 
 class CudaShortlistScorer final : public ShortlistScorer {
  public:
@@ -72,7 +67,7 @@ std::unique_ptr<ShortlistScorer> MakeCudaShortlistScorer(const DeviceSpec& spec,
                                                          uint32_t k, kernels::OutputMath math,
                                                          const data::Dataset& dataset) {
   // The bounds hold any chunk of the dataset's rows: the sums of its largest rows.
-  const DeviceLimits limits = LimitsFor(dataset, std::min<uint64_t>(ChunkRows(mlp.shape.num_labels),
+  const DeviceLimits limits = LimitsFor(dataset, std::min<uint64_t>(LogitChunkRows(mlp.shape.num_labels),
                                                                     std::max<uint64_t>(dataset.num_rows(), 1)));
   try {
     return std::make_unique<CudaShortlistScorer>(spec, mlp, k, math, limits);

@@ -13,6 +13,11 @@
 #include "kernels/cpu/top_k.h"
 
 namespace xmlt::engine {
+
+uint32_t LogitChunkRows(uint64_t num_labels) {
+  const uint64_t budget = (uint64_t{256} << 20) / sizeof(float);
+  return uint32_t(std::clamp<uint64_t>(budget / std::max<uint64_t>(num_labels, 1), 1, 1024));
+}
 namespace {
 
 // The propensity-scored metrics' label weights, or null when the dataset carries none.
@@ -20,11 +25,6 @@ const float* InversePropensity(const data::Dataset& dataset) {
   return dataset.inverse_propensity.empty() ? nullptr : dataset.inverse_propensity.data();
 }
 
-// Rows per forward pass: bounded so that the logits stay within about 256 MiB.
-uint32_t ChunkRows(uint64_t num_labels) {
-  const uint64_t budget = (uint64_t{256} << 20) / sizeof(float);
-  return uint32_t(std::clamp<uint64_t>(budget / std::max<uint64_t>(num_labels, 1), 1, 1024));
-}
 
 // Drops ids the model has no room for, so a test file with unseen ids can still be scored.
 void ClipToModel(const kernels::ModelShape& shape, data::SparseBatch* batch) {
@@ -54,7 +54,7 @@ bool FitsModel(const kernels::ModelShape& shape, const data::Dataset& dataset) {
 template <class Visit>
 void ForEachChunk(const kernels::Model<float>& model, const data::Dataset& dataset,
                   const uint64_t* rows, size_t count, Visit visit) {
-  const uint32_t chunk = ChunkRows(model.shape.num_labels);
+  const uint32_t chunk = LogitChunkRows(model.shape.num_labels);
   kernels::cpu::MlpWorkspace<float> workspace(model.shape, chunk);
   data::SparseBatch batch;
   const bool clip = !FitsModel(model.shape, dataset);
@@ -169,7 +169,7 @@ Evaluation Evaluate(const kernels::Model<float>& model, const data::Dataset& dat
 }
 
 uint64_t EvaluationWorkspaceBytes(const kernels::ModelShape& shape) {
-  const uint64_t rows = ChunkRows(shape.num_labels);
+  const uint64_t rows = LogitChunkRows(shape.num_labels);
   uint64_t per_row = shape.num_labels + 3;  // logits, the top-k and the batch's row pointers
   for (uint32_t h : shape.hidden) per_row += 3 * uint64_t(h);  // activations and the two deltas
   return rows * per_row * sizeof(float) +
@@ -259,7 +259,7 @@ Prediction PredictRanked(const kernels::Model<float>& mlp, const kernels::Shortl
   const uint32_t depth = std::max(k, RankedDepth(mlp, ranker, k));
   const std::vector<uint64_t> rows = AllRows(dataset);
   // Chunk by chunk when a stop may come, so that it is seen within one chunk's forward pass.
-  const size_t chunk = stopped ? ChunkRows(mlp.shape.num_labels) : rows.size();
+  const size_t chunk = stopped ? LogitChunkRows(mlp.shape.num_labels) : rows.size();
   for (size_t begin = 0; begin < rows.size(); begin += chunk) {
     if (stopped && stopped()) break;
     const size_t count = std::min(chunk, rows.size() - begin);

@@ -52,6 +52,10 @@ EvaluationSums EvaluateRowsInChunks(const kernels::Model<float>& model, const da
                                     const uint64_t* rows, size_t count, uint32_t max_rows,
                                     uint64_t max_feature_nnz, uint64_t max_label_nnz, const ScoreBatch& score);
 
+// Rows a chunk of whole logits takes, bounded so that they stay within about 256 MiB (at most
+// 1,024): the evaluator's chunks, and a GPU's when it scores the ranker's shortlists.
+uint32_t LogitChunkRows(uint64_t num_labels);
+
 // The bytes one evaluation holds besides the model (a chunk's activations, logits and scratch),
 // for memory plans: each device of a run holds this while it scores its share.
 uint64_t EvaluationWorkspaceBytes(const kernels::ModelShape& shape);

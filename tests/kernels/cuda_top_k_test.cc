@@ -19,6 +19,27 @@ namespace {
 
 enum class Scores { kDistinct, kManyTies, kWithNaNs };
 
+// Each row's k labels and scores, rows x k.
+struct TopLists {
+  std::vector<uint32_t> labels;
+  std::vector<float> scores;
+};
+
+TopLists CpuTopK(const std::vector<float>& scores, uint32_t rows, uint64_t labels, uint32_t k) {
+  TopLists top{std::vector<uint32_t>(rows * k), std::vector<float>(rows * k)};
+  cpu::TopK<float>(scores.data(), rows, labels, k, top.labels.data(), top.scores.data());
+  return top;
+}
+
+// cuda::TopK over scores already in device memory, waited for and copied back.
+TopLists GpuTopK(const float* device_scores, uint32_t rows, uint64_t labels, uint32_t k) {
+  DeviceBuffer<uint32_t> top(rows * k);
+  DeviceBuffer<float> top_scores(rows * k);
+  TopK(device_scores, rows, labels, k, top.data(), top_scores.data(), nullptr);
+  XMLT_CUDA_CHECK(cudaDeviceSynchronize());
+  return {top.ToHost(), top_scores.ToHost()};
+}
+
 void CheckTopK(Scores kind) {
   for (uint64_t labels : {1ull, 4ull, 5ull, 31ull, 32ull, 33ull, 37ull, 1000ull, 4099ull}) {
     for (uint32_t k : {1u, 5u, 32u, 33u, 50u, 100u, 1000u, kMaxTopK}) {
@@ -33,17 +54,14 @@ void CheckTopK(Scores kind) {
         if (kind == Scores::kWithNaNs && rng() % 5 == 0) s = std::nanf("");
         if (kind == Scores::kWithNaNs && rng() % 10 == 0) s = -INFINITY;
       }
-      std::vector<uint32_t> expected(rows * k);
-      std::vector<float> expected_scores(rows * k);
-      cpu::TopK<float>(scores.data(), rows, labels, k, expected.data(), expected_scores.data());
+      const TopLists cpu = CpuTopK(scores, rows, labels, k);
+      const std::vector<uint32_t>& expected = cpu.labels;
+      const std::vector<float>& expected_scores = cpu.scores;
 
       DeviceBuffer<float> device_scores = DeviceBuffer<float>::FromHost(scores);
-      DeviceBuffer<uint32_t> top(rows * k);
-      DeviceBuffer<float> top_scores(rows * k);
-      TopK(device_scores.data(), rows, labels, k, top.data(), top_scores.data(), nullptr);
-      XMLT_CUDA_CHECK(cudaDeviceSynchronize());
-      const std::vector<uint32_t> actual = top.ToHost();
-      const std::vector<float> actual_scores = top_scores.ToHost();
+      const TopLists gpu = GpuTopK(device_scores.data(), rows, labels, k);
+      const std::vector<uint32_t>& actual = gpu.labels;
+      const std::vector<float>& actual_scores = gpu.scores;
       for (size_t i = 0; i < actual.size(); ++i) {
         ASSERT_EQ(actual[i], expected[i]) << "labels " << labels << " k " << k << " slot " << i;
         ASSERT_EQ(actual_scores[i], expected_scores[i]) << "labels " << labels << " k " << k;  // no NaN comes out
@@ -77,17 +95,12 @@ TEST(CudaTopK, BlockPathTakesTheLowestIdsOfATieAtTheCut) {
   for (uint64_t j : {17ull, 4000ull, 4999ull}) scores[j] = 2.0f;
   scores[labels + 3] = -0.0f;  // the second row: -0 and +0 tie, as on the CPU
   for (uint64_t j = labels + 10; j < 2 * labels; ++j) scores[j] = 0.0f;
-  std::vector<uint32_t> expected(rows * k);
-  std::vector<float> expected_scores(rows * k);
-  cpu::TopK<float>(scores.data(), rows, labels, k, expected.data(), expected_scores.data());
+  const TopLists expected = CpuTopK(scores, rows, labels, k);
   DeviceBuffer<float> device_scores = DeviceBuffer<float>::FromHost(scores);
-  DeviceBuffer<uint32_t> top(rows * k);
-  DeviceBuffer<float> top_scores(rows * k);
-  TopK(device_scores.data(), rows, labels, k, top.data(), top_scores.data(), nullptr);
-  XMLT_CUDA_CHECK(cudaDeviceSynchronize());
-  EXPECT_EQ(top.ToHost(), expected);
-  EXPECT_EQ(top_scores.ToHost(), expected_scores);
-  EXPECT_EQ(expected[3], 0u);  // the first row: 17, 4000, 4999, then the ties from label 0
+  const TopLists actual = GpuTopK(device_scores.data(), rows, labels, k);
+  EXPECT_EQ(actual.labels, expected.labels);
+  EXPECT_EQ(actual.scores, expected.scores);
+  EXPECT_EQ(expected.labels[3], 0u);  // the first row: 17, 4000, 4999, then the ties from label 0
 }
 
 // The block path at Amazon-670K's label count, the ranker's shortlist depth and its deepest: the
@@ -102,15 +115,10 @@ TEST(CudaTopK, BlockPathAtTable1LabelCount) {
   for (float& s : scores) s = std::round(normal(rng) * 64.0f) / 64.0f;  // many ties
   DeviceBuffer<float> device_scores = DeviceBuffer<float>::FromHost(scores);
   for (uint32_t k : {50u, 1000u}) {
-    std::vector<uint32_t> expected(rows * k);
-    std::vector<float> expected_scores(rows * k);
-    cpu::TopK<float>(scores.data(), rows, labels, k, expected.data(), expected_scores.data());
-    DeviceBuffer<uint32_t> top(rows * k);
-    DeviceBuffer<float> top_scores(rows * k);
-    TopK(device_scores.data(), rows, labels, k, top.data(), top_scores.data(), nullptr);
-    XMLT_CUDA_CHECK(cudaDeviceSynchronize());
-    EXPECT_EQ(top.ToHost(), expected) << "k " << k;
-    EXPECT_EQ(top_scores.ToHost(), expected_scores) << "k " << k;
+    const TopLists expected = CpuTopK(scores, rows, labels, k);
+    const TopLists actual = GpuTopK(device_scores.data(), rows, labels, k);
+    EXPECT_EQ(actual.labels, expected.labels) << "k " << k;
+    EXPECT_EQ(actual.scores, expected.scores) << "k " << k;
   }
 }
 
