@@ -33,6 +33,19 @@ faults=(
   "merge/gpu/replica_kernels.cu|      const float next = values[j] + gamma * (current[j] - previous[j]);|      const float next = values[j] + gamma * (previous[j] - current[j]);|-|^CudaRingAllReduce\\.GlobalMomentum[A-Za-z]*$|the global momentum's sign flipped on the GPUs (heavy ball)"
   "merge/gpu/elastic_force.cu|    pulls[j] = (first ? 0.0f : pulls[j]) + c;|    pulls[j] = pulls[j] + c;|-|^CudaGpuMergers\\.EveryMerge[A-Za-z]*$|the elastic force's pulls not cleared: each merge adds the last merge's pulls again"
   # Every __syncthreads of the kernels that have them, one at a time.
+  # TopKBlockKernel's first barrier (after the padding) is not planted: each thread pads the places
+  # it would fill itself when the row is short, and a long row's radix passes meet a barrier before
+  # the gather, so its removal is no fault. The two barriers around the histogram's atomicAdds are
+  # planted with "-": the wrong lists fail the tests, but racecheck has not reported these two
+  # (2026-12-06; why not is open).
+  "kernels/cuda/top_k.cu|histogram[b] = 0;\n      __syncthreads();|histogram[b] = 0;|-|^CudaTopK\\.[A-Za-z0-9]*$|the radix select counts into bins another thread has not yet cleared"
+  "kernels/cuda/top_k.cu|(kBins - 1)], 1u);\n      }\n      __syncthreads();|(kBins - 1)], 1u);\n      }|-|^CudaTopK\\.[A-Za-z0-9]*$|the radix select picks its byte before every count is in"
+  "kernels/cuda/top_k.cu|      __syncthreads();\n    }\n    // The keys above the threshold|    }\n    // The keys above the threshold|racecheck|^CudaTopK\\.[A-Za-z0-9]*$|the radix select's next pass reads the prefix before thread 0 has written it"
+  "kernels/cuda/top_k.cu|    tie_at[t] = ties;\n    __syncthreads();|    tie_at[t] = ties;|initcheck,racecheck|^CudaTopK\\.[A-Za-z0-9]*$|the gather's offsets summed before every thread has counted its share"
+  "kernels/cuda/top_k.cu|        tie_sum += b;\n      }\n    }\n    __syncthreads();|        tie_sum += b;\n      }\n    }|racecheck|^CudaTopK\\.[A-Za-z0-9]*$|the gather reads its offsets before thread 0 has summed them"
+  "kernels/cuda/top_k.cu|    }\n  }\n  __syncthreads();\n\n  // A bitonic sort|    }\n  }\n\n  // A bitonic sort|racecheck|^CudaTopK\\.[A-Za-z0-9]*$|the bitonic sort starts before the gather has written every place"
+  "kernels/cuda/top_k.cu|          id[j] = swap_id;\n        }\n      }\n      __syncthreads();|          id[j] = swap_id;\n        }\n      }|racecheck|^CudaTopK\\.[A-Za-z0-9]*$|the bitonic sort's stages without their __syncthreads"
+  "kernels/cuda/top_k.cu|  if (key_a != key_b) return key_a > key_b;\n  return id_a < id_b;|  if (key_a != key_b) return key_a > key_b;\n  return id_a > id_b;|-|^CudaTopK\\.[A-Za-z0-9]*$|the block path's ties to the higher label id"
   "merge/gpu/adasum_kernels.cu|  bb[threadIdx.x] = sbb;\n  __syncthreads();|  bb[threadIdx.x] = sbb;|racecheck|^CudaDeviceAdasum\\.[A-Za-z]*$|DotsKernel's first __syncthreads removed: the tree reads partial sums before their threads have written them"
   "merge/gpu/adasum_kernels.cu|      bb[threadIdx.x] += bb[threadIdx.x + half];\n    }\n    __syncthreads();|      bb[threadIdx.x] += bb[threadIdx.x + half];\n    }|racecheck|^CudaDeviceAdasum\\.[A-Za-z]*$|DotsKernel's tree without its __syncthreads: a level reads sums the level before has not finished"
   "merge/gpu/adasum_kernels.cu|    sums[k][threadIdx.x] = local;\n  }\n  __syncthreads();|    sums[k][threadIdx.x] = local;\n  }|racecheck|^CudaDeviceAdasum\\.[A-Za-z]*$|SumDotsKernel's first __syncthreads removed"
@@ -82,7 +95,8 @@ PY
       --output-on-failure > tests.log 2>&1
     status=$?
     set -e
-    first=$(grep -m1 -E '^\s*[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*' tests.log | sed -E 's/^.*Test +#[0-9]+: ([^ ]+) .*$/\1/')
+    # No failing test is a missed fault, reported below: grep finding none must not end the script.
+    first=$(grep -m1 -E '^\s*[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*' tests.log | sed -E 's/^.*Test +#[0-9]+: ([^ ]+) .*$/\1/' || true)
     report=$(grep -m1 -E 'kernel [A-Za-z_<>:]+: (racecheck|initcheck|synccheck): ' tests.log |
       sed -E 's/^.*(kernel [A-Za-z_<>:]+: )/\1/' || true)
     if [[ $status -eq 0 ]]; then
