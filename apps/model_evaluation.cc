@@ -56,7 +56,7 @@ nlohmann::json EvaluateModel(const engine::TrainedModel& model, const data::Data
   }
   const engine::Evaluation e = engine::Evaluate(model, test);
   nlohmann::json result = {{"rows", e.rows}};
-  result.update(RankingJson(e.metrics));
+  result.update(TopKMetricsJson(e.metrics));
   result["loss"] = e.loss;
   return result;
 }

@@ -1,4 +1,4 @@
-// --propensity and the ranking metrics' JSON; see propensity_flag.h.
+// --propensity and the top-k metrics' JSON; see propensity_flag.h.
 #include "apps/propensity_flag.h"
 
 #include <CLI/CLI.hpp>
@@ -31,7 +31,7 @@ void AddPropensityFlag(CLI::App* command, std::string* text) {
       ->capture_default_str();
 }
 
-nlohmann::json RankingJson(const kernels::RankingMetrics& m) {
+nlohmann::json TopKMetricsJson(const kernels::TopKMetrics& m) {
   nlohmann::json j = {{"p1", m.p1}, {"p3", m.p3}, {"p5", m.p5}, {"ndcg3", m.ndcg3}, {"ndcg5", m.ndcg5}};
   if (m.propensity_scored)
     j.update({{"psp1", m.psp1}, {"psp3", m.psp3}, {"psp5", m.psp5}, {"psndcg3", m.psndcg3}, {"psndcg5", m.psndcg5}});

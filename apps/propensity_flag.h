@@ -1,12 +1,12 @@
 // The --propensity flag of train and eval (the A and B of the propensity-scored metrics) and the
-// JSON of a set of ranking metrics, as the summaries and eval print them.
+// JSON of a set of top-k metrics, as the summaries and eval print them.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "kernels/propensity.h"
-#include "kernels/ranking_metrics.h"
+#include "kernels/top_k_metrics.h"
 
 namespace CLI {
 class App;
@@ -19,6 +19,6 @@ kernels::PropensityModel ParsePropensity(const std::string& text);
 void AddPropensityFlag(CLI::App* command, std::string* text);
 
 // p1..ndcg5, and psp1..psndcg5 when they were computed.
-nlohmann::json RankingJson(const kernels::RankingMetrics& metrics);
+nlohmann::json TopKMetricsJson(const kernels::TopKMetrics& metrics);
 
 }  // namespace xmlt::apps

@@ -263,7 +263,7 @@ void AddRankerSummary(const TrainFlags& f, const RankerOutcome& outcome, nlohman
   for (const run::BlendTrial& t : r.choice.trials) {
     nlohmann::json trial = {
         {"form", kernels::BlendFormName(t.form)}, {"blend", t.blend}, {"mean_precision", t.mean_precision}};
-    trial.update(RankingJson(t.metrics));
+    trial.update(TopKMetricsJson(t.metrics));
     trials.push_back(trial);
   }
   (*summary)["ranker"] = {{"fitted", true},
@@ -296,7 +296,7 @@ void AddRankerSummary(const TrainFlags& f, const RankerOutcome& outcome, nlohman
   for (const char* key : {"p1", "p3", "p5", "ndcg3", "ndcg5", "psp1", "psp3", "psp5", "psndcg3", "psndcg5"})
     if (summary->contains(key)) mlp[key] = (*summary)[key];
   (*summary)["mlp"] = mlp;
-  summary->update(RankingJson(outcome.test->metrics));
+  summary->update(TopKMetricsJson(outcome.test->metrics));
 }
 
 }  // namespace xmlt::apps

@@ -40,7 +40,7 @@ nlohmann::json SummaryFigures(const kernels::ModelShape& shape, const run::Train
       {"rollbacks", result.rollbacks}};
   if (virtual_clock) summary["samples_per_virtual_s"] = per_second(last.train_time_s);
   if (has_test) {
-    summary.update(RankingJson(last.test.metrics));
+    summary.update(TopKMetricsJson(last.test.metrics));
     // The best of the MLP's evaluations during training; p1.. are the final model's (with the
     // shortlist ranker when it has one), which no evaluation during training saw.
     summary.update({{"loss", last.test.loss},

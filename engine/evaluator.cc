@@ -91,7 +91,7 @@ Evaluation EvaluationSums::Mean() const {
 
 EvaluationSums EvaluateRows(const kernels::Model<float>& model, const data::Dataset& dataset,
                             const uint64_t* rows, size_t count) {
-  constexpr uint32_t k = kernels::RankingAccumulator::kDepth;
+  constexpr uint32_t k = kernels::TopKAccumulator::kDepth;
   EvaluationSums sums;
   std::vector<uint32_t> top;
   ForEachChunk(model, dataset, rows, count, [&](const data::SparseBatch& batch,
@@ -119,7 +119,7 @@ EvaluationSums EvaluateRows(const kernels::Model<float>& model, const data::Data
 EvaluationSums EvaluateRowsInChunks(const kernels::Model<float>& model, const data::Dataset& dataset,
                                     const uint64_t* rows, size_t count, uint32_t max_rows,
                                     uint64_t max_feature_nnz, uint64_t max_label_nnz, const ScoreBatch& score) {
-  constexpr uint32_t k = kernels::RankingAccumulator::kDepth;
+  constexpr uint32_t k = kernels::TopKAccumulator::kDepth;
   EvaluationSums sums;
   const bool clip = !FitsModel(model.shape, dataset);
   const data::CsrMatrix& labels = dataset.labels;
@@ -289,7 +289,7 @@ Prediction Predict(const TrainedModel& model, const data::Dataset& dataset, uint
 
 Evaluation Evaluate(const TrainedModel& model, const data::Dataset& dataset) {
   if (!model.ranker) return Evaluate(model.mlp, dataset);
-  constexpr uint32_t k = kernels::RankingAccumulator::kDepth;
+  constexpr uint32_t k = kernels::TopKAccumulator::kDepth;
   const uint32_t depth = RankedDepth(model.mlp, model.ranker.get(), k);
   const std::vector<uint64_t> rows = AllRows(dataset);
   EvaluationSums sums;

@@ -11,12 +11,12 @@
 #include "engine/trained_model.h"
 #include "kernels/model.h"
 #include "kernels/output_math.h"
-#include "kernels/ranking_metrics.h"
+#include "kernels/top_k_metrics.h"
 
 namespace xmlt::engine {
 
 struct Evaluation {
-  kernels::RankingMetrics metrics;
+  kernels::TopKMetrics metrics;
   double loss = 0;  // mean cross-entropy over rows with labels
   uint64_t rows = 0;
 };
@@ -24,7 +24,7 @@ struct Evaluation {
 // The sums behind an Evaluation, so that parts of a test set scored on different devices can be
 // added up (in a fixed order, for a reproducible result) and turned into means once.
 struct EvaluationSums {
-  kernels::RankingAccumulator ranking;
+  kernels::TopKAccumulator ranking;
   double loss_sum = 0;
   uint64_t labeled_rows = 0;
   void Add(const EvaluationSums& other);

@@ -1,4 +1,4 @@
-// Label propensities for the propensity-scored metrics (kernels/ranking_metrics.h), the model of
+// Label propensities for the propensity-scored metrics (kernels/top_k_metrics.h), the model of
 // Jain, Prabhu and Varma (2016) as the extreme classification repository computes them: with N
 // training rows and N_l of them carrying label l, p_l = 1 / (1 + C (N_l + B)^-A), C = (ln N - 1)
 // (B + 1)^A. A and B are fitted per dataset family: 0.55 and 1.5 in general, 0.6 and 2.6 for

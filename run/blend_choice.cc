@@ -11,7 +11,7 @@ std::vector<float> BlendGrid() {
 
 BlendChoice ChooseBlend(const data::CsrMatrix& labels, const uint32_t* shortlists, const float* probabilities,
                         const float* linear_scores, uint32_t shortlist_size) {
-  constexpr uint32_t depth = kernels::RankingAccumulator::kDepth;
+  constexpr uint32_t depth = kernels::TopKAccumulator::kDepth;
   BlendChoice choice;
   std::vector<float> blended(shortlist_size);
   std::vector<uint32_t> order, top(depth);
@@ -19,7 +19,7 @@ BlendChoice ChooseBlend(const data::CsrMatrix& labels, const uint32_t* shortlist
     const auto form = kernels::BlendForm(f);
     for (const float blend : BlendGrid()) {
       if (blend == 0.0f && form != kernels::BlendForm::kArithmetic) continue;  // the MLP alone, tried once
-      kernels::RankingAccumulator accumulator;
+      kernels::TopKAccumulator accumulator;
       for (uint64_t r = 0; r < labels.num_rows; ++r) {
         const uint64_t at = r * shortlist_size;
         for (uint32_t i = 0; i < shortlist_size; ++i)

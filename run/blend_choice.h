@@ -10,7 +10,7 @@
 
 #include "data/csr_matrix.h"
 #include "kernels/ranker/shortlist_ranker.h"
-#include "kernels/ranking_metrics.h"
+#include "kernels/top_k_metrics.h"
 
 namespace xmlt::run {
 
@@ -19,7 +19,7 @@ namespace xmlt::run {
 struct BlendTrial {
   kernels::BlendForm form = kernels::BlendForm::kArithmetic;
   float blend = 0;
-  kernels::RankingMetrics metrics;
+  kernels::TopKMetrics metrics;
   double mean_precision = 0;  // (P@1 + P@3 + P@5) / 3
 };
 

@@ -13,7 +13,7 @@ namespace {
 // NaN compares false with everything: one in a row's first k entries would stop every later
 // score from entering the list. It ranks as -infinity instead (top_k.h).
 template <class T>
-T RankingScore(T s) {
+T OrderingScore(T s) {
   return s == s ? s : -std::numeric_limits<T>::infinity();
 }
 
@@ -30,7 +30,7 @@ void TopK(const T* scores, uint32_t rows, uint64_t num_labels, uint32_t k, uint3
       const T* row = scores + uint64_t(r) * num_labels;
       uint32_t filled = 0;
       for (uint64_t j = 0; j < num_labels; ++j) {
-        const T s = RankingScore(row[j]);
+        const T s = OrderingScore(row[j]);
         // Strictly greater: an equal score met later has a higher id and loses the tie.
         if (filled == k && !(s > best[k - 1])) continue;
         uint32_t pos = filled < k ? filled++ : k - 1;

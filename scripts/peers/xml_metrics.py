@@ -1,5 +1,5 @@
 """P@k and PSP@k (k = 1, 3, 5) of top-5 predictions: one implementation for every system the peer
-comparison scores, with xmltrain eval's definitions (kernels/ranking_metrics.h, the extreme
+comparison scores, with xmltrain eval's definitions (kernels/top_k_metrics.h, the extreme
 classification repository's): P@k = hits in the top k / k, averaged over every test row (a row
 without labels counts, as all misses); PSP@k = the weighted hits over the same sum for each row's
 true labels ranked by weight, with the inverse propensities w_l = 1 + C (N_l + B)^-A,

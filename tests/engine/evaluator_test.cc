@@ -356,7 +356,7 @@ TEST(EvaluateRowsInChunks, ChunksWithinTheBoundsAddUpToTheCpuEvaluation) {
   EXPECT_EQ(chunked.ranking.rows(), ids.size());
   EXPECT_EQ(chunked.labeled_rows, whole.labeled_rows);
   EXPECT_NEAR(chunked.loss_sum, whole.loss_sum, 1e-9 * std::abs(whole.loss_sum));
-  const kernels::RankingMetrics a = chunked.ranking.Mean(), b = whole.ranking.Mean();
+  const kernels::TopKMetrics a = chunked.ranking.Mean(), b = whole.ranking.Mean();
   EXPECT_NEAR(a.p1, b.p1, 1e-12);
   EXPECT_NEAR(a.p3, b.p3, 1e-12);
   EXPECT_NEAR(a.p5, b.p5, 1e-12);

@@ -105,7 +105,7 @@ TEST(RankedPrediction, TheEvaluationScoresTheReRankedListAndTheMlpsLoss) {
   data::Dataset rows = RandomRows(60, 30, 25, 3);
   const TrainedModel model = RankedModel(rows, 10, 1.0f);
   const Prediction ranked = Predict(model, rows, 5);
-  kernels::RankingAccumulator expected;
+  kernels::TopKAccumulator expected;
   for (uint64_t r = 0; r < rows.num_rows(); ++r)
     expected.AddRow(ranked.labels.data() + r * 5, rows.labels.col_idx.data() + rows.labels.RowBegin(r),
                     uint32_t(rows.labels.RowSize(r)));

@@ -245,7 +245,7 @@ TEST(CudaDevice, EvaluateRowsMatchesCpuEvaluatorAndLeavesTheReplica) {
   EXPECT_EQ(actual.labeled_rows, expected.labeled_rows);
   EXPECT_NEAR(actual.loss_sum, expected.loss_sum, 1e-5 * std::abs(expected.loss_sum));
   EXPECT_EQ(actual.ranking.rows(), expected.ranking.rows());
-  const kernels::RankingMetrics a = actual.ranking.Mean(), e = expected.ranking.Mean();
+  const kernels::TopKMetrics a = actual.ranking.Mean(), e = expected.ranking.Mean();
   const double one_row = 1.0 / double(rows.size()) + 1e-12;
   EXPECT_NEAR(a.p1, e.p1, one_row);
   EXPECT_NEAR(a.p3, e.p3, one_row);

@@ -4,20 +4,20 @@
 #include <cmath>
 
 #include "kernels/propensity.h"
-#include "kernels/ranking_metrics.h"
+#include "kernels/top_k_metrics.h"
 
 namespace xmlt::kernels {
 namespace {
 
 double Gain(int rank) { return 1.0 / std::log2(rank + 1.0); }  // rank counted from 1
 
-TEST(RankingMetrics, HandMadeRow) {
+TEST(TopKMetrics, HandMadeRow) {
   // Predicted 7, 3, 9, 1, 4; true labels {1, 3, 8}: hits at ranks 2 and 4.
   const uint32_t top[5] = {7, 3, 9, 1, 4};
   const uint32_t labels[3] = {1, 3, 8};
-  RankingAccumulator acc;
+  TopKAccumulator acc;
   acc.AddRow(top, labels, 3);
-  const RankingMetrics m = acc.Mean();
+  const TopKMetrics m = acc.Mean();
   EXPECT_DOUBLE_EQ(m.p1, 0.0);
   EXPECT_DOUBLE_EQ(m.p3, 1.0 / 3);
   EXPECT_DOUBLE_EQ(m.p5, 2.0 / 5);
@@ -25,36 +25,36 @@ TEST(RankingMetrics, HandMadeRow) {
   EXPECT_NEAR(m.ndcg5, (Gain(2) + Gain(4)) / (Gain(1) + Gain(2) + Gain(3)), 1e-12);
 }
 
-TEST(RankingMetrics, SingleLabelIdealIsOneGainAndPerfectRowScoresOne) {
+TEST(TopKMetrics, SingleLabelIdealIsOneGainAndPerfectRowScoresOne) {
   const uint32_t top[5] = {2, 0, 1, 3, 4};
   const uint32_t one[1] = {2};
-  RankingAccumulator acc;
+  TopKAccumulator acc;
   acc.AddRow(top, one, 1);
-  RankingMetrics m = acc.Mean();
+  TopKMetrics m = acc.Mean();
   EXPECT_DOUBLE_EQ(m.p1, 1.0);
   EXPECT_DOUBLE_EQ(m.p5, 0.2);
   EXPECT_DOUBLE_EQ(m.ndcg3, 1.0);
   EXPECT_DOUBLE_EQ(m.ndcg5, 1.0);
 }
 
-TEST(RankingMetrics, RowsWithoutLabelsCountAsZeroAndMergeAverages) {
+TEST(TopKMetrics, RowsWithoutLabelsCountAsZeroAndMergeAverages) {
   const uint32_t top[5] = {0, 1, 2, 3, 4};
   const uint32_t all[5] = {0, 1, 2, 3, 4};
-  RankingAccumulator a, b;
+  TopKAccumulator a, b;
   a.AddRow(top, all, 5);
   b.AddRow(top, nullptr, 0);
   a.Merge(b);
-  const RankingMetrics m = a.Mean();
+  const TopKMetrics m = a.Mean();
   EXPECT_EQ(a.rows(), 2u);
   EXPECT_DOUBLE_EQ(m.p1, 0.5);
   EXPECT_DOUBLE_EQ(m.p5, 0.5);
   EXPECT_DOUBLE_EQ(m.ndcg5, 0.5);
 }
 
-TEST(RankingMetrics, MissingPredictionsNeverHit) {
+TEST(TopKMetrics, MissingPredictionsNeverHit) {
   const uint32_t top[5] = {4, UINT32_MAX, UINT32_MAX, UINT32_MAX, UINT32_MAX};
   const uint32_t labels[2] = {4, 5};
-  RankingAccumulator acc;
+  TopKAccumulator acc;
   acc.AddRow(top, labels, 2);
   EXPECT_DOUBLE_EQ(acc.Mean().p3, 1.0 / 3);
   EXPECT_NEAR(acc.Mean().ndcg3, Gain(1) / (Gain(1) + Gain(2)), 1e-12);
@@ -64,17 +64,17 @@ TEST(RankingMetrics, MissingPredictionsNeverHit) {
 // 3. PSP@1 = 2 / 4 (the best first label is 3); PSP@3 = (2 + 4) / (4 + 2) = 1; PSnDCG@3 =
 // (2 + 4 g2) / (4 + 2 g2) with g2 = 1 / log2(3). A row without labels changes no ratio, and a
 // merge of two halves equals one accumulator over both.
-TEST(RankingMetrics, PropensityScoredMetricsOfAHandWorkedRow) {
+TEST(TopKMetrics, PropensityScoredMetricsOfAHandWorkedRow) {
   const float weights[6] = {1, 2, 3, 4, 5, 6};
   const uint32_t top[5] = {1, 3, 0, 2, 5};
   const uint32_t labels[2] = {1, 3};
-  RankingAccumulator one, half, other;
+  TopKAccumulator one, half, other;
   one.AddRow(top, labels, 2, weights, 6);
   one.AddRow(top, nullptr, 0, weights, 6);
   half.AddRow(top, labels, 2, weights, 6);
   other.AddRow(top, nullptr, 0, weights, 6);
   half.Merge(other);
-  for (const RankingMetrics& m : {one.Mean(), half.Mean()}) {
+  for (const TopKMetrics& m : {one.Mean(), half.Mean()}) {
     ASSERT_TRUE(m.propensity_scored);
     EXPECT_DOUBLE_EQ(m.psp1, 0.5);
     EXPECT_DOUBLE_EQ(m.psp3, 1.0);
@@ -83,7 +83,7 @@ TEST(RankingMetrics, PropensityScoredMetricsOfAHandWorkedRow) {
     EXPECT_NEAR(m.psndcg5, (2 + 4 * Gain(2)) / (4 + 2 * Gain(2)), 1e-12);
     EXPECT_DOUBLE_EQ(m.p1, 0.5);  // the plain metrics are unchanged
   }
-  RankingAccumulator plain;
+  TopKAccumulator plain;
   plain.AddRow(top, labels, 2);
   EXPECT_FALSE(plain.Mean().propensity_scored);
   EXPECT_EQ(plain.Mean().psp1, 0.0);

@@ -1,5 +1,5 @@
-// Ranking metrics; see ranking_metrics.h.
-#include "kernels/ranking_metrics.h"
+// Top-k metrics; see top_k_metrics.h.
+#include "kernels/top_k_metrics.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 namespace xmlt::kernels {
 
-void RankingAccumulator::AddRow(const uint32_t* top, const uint32_t* labels, uint32_t num_labels,
+void TopKAccumulator::AddRow(const uint32_t* top, const uint32_t* labels, uint32_t num_labels,
                                 const float* inverse_propensity, uint64_t weights_size) {
   ++rows_;
   if (inverse_propensity != nullptr) sum_.propensity_scored = true;
@@ -59,7 +59,7 @@ void RankingAccumulator::AddRow(const uint32_t* top, const uint32_t* labels, uin
   }
 }
 
-void RankingAccumulator::Merge(const RankingAccumulator& other) {
+void TopKAccumulator::Merge(const TopKAccumulator& other) {
   sum_.p1 += other.sum_.p1;
   sum_.p3 += other.sum_.p3;
   sum_.p5 += other.sum_.p5;
@@ -77,10 +77,10 @@ void RankingAccumulator::Merge(const RankingAccumulator& other) {
   rows_ += other.rows_;
 }
 
-RankingMetrics RankingAccumulator::Mean() const {
+TopKMetrics TopKAccumulator::Mean() const {
   if (rows_ == 0) return {};
   const double n = double(rows_);
-  RankingMetrics mean{sum_.p1 / n, sum_.p3 / n, sum_.p5 / n, sum_.ndcg3 / n, sum_.ndcg5 / n};
+  TopKMetrics mean{sum_.p1 / n, sum_.p3 / n, sum_.p5 / n, sum_.ndcg3 / n, sum_.ndcg5 / n};
   mean.propensity_scored = sum_.propensity_scored;
   if (mean.propensity_scored) {
     auto ratio = [](double num, double den) { return den > 0 ? num / den : 0.0; };

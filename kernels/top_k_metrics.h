@@ -15,7 +15,7 @@
 
 namespace xmlt::kernels {
 
-struct RankingMetrics {
+struct TopKMetrics {
   double p1 = 0, p3 = 0, p5 = 0, ndcg3 = 0, ndcg5 = 0;
   bool propensity_scored = false;  // the five below were computed
   double psp1 = 0, psp3 = 0, psp5 = 0, psndcg3 = 0, psndcg5 = 0;
@@ -23,7 +23,7 @@ struct RankingMetrics {
 
 // Sums over rows, turned into means by Mean(). Plain values only: the sums travel between ranks
 // as bytes.
-class RankingAccumulator {
+class TopKAccumulator {
  public:
   static constexpr uint32_t kDepth = 5;  // top-k labels needed per row
 
@@ -32,12 +32,12 @@ class RankingAccumulator {
   // for no propensity-scored metrics; every row of one accumulator must give it or none.
   void AddRow(const uint32_t* top, const uint32_t* labels, uint32_t num_labels,
               const float* inverse_propensity = nullptr, uint64_t weights_size = 0);
-  void Merge(const RankingAccumulator& other);
-  RankingMetrics Mean() const;
+  void Merge(const TopKAccumulator& other);
+  TopKMetrics Mean() const;
   uint64_t rows() const { return rows_; }
 
  private:
-  RankingMetrics sum_;
+  TopKMetrics sum_;
   uint64_t rows_ = 0;
   // The propensity-scored sums: numerators (the ranking) and denominators (the best ranking) at
   // k = 1, 3, 5 (precision) and 3, 5 (nDCG).
