@@ -140,14 +140,15 @@ LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
   const uint64_t batches_per_epoch = (training_rows + f.options.batch - 1) / f.options.batch;
   const PresetValues values =
       f.preset == "paper" ? PaperPreset(f.algo) : DefaultPreset(f.algo, devices, batches_per_epoch);
-  if (!f.given("--momentum")) f.engine.momentum = values.momentum;
+  if (!f.given("--momentum")) f.engine.merge_rule.momentum = values.momentum;
   if (!f.given("--local-momentum")) f.options.local_momentum = values.local_momentum;
   if (!f.given("--mega-batch")) f.options.mega_batch = values.mega_batch;
   f.options.mega_batch_warmup =
       f.given("--mega-batch-warmup") ? f.mega_batch_warmup == "on" : values.mega_batch_warmup;
   const LrScaling scaling = f.given("--lr-scaling") ? ParseLrScaling(f.lr_scaling) : values.lr_scaling;
   // Their spellings were checked before loading (CheckFlagsBeforeLoading).
-  f.engine.pert_renormalize = f.given("--pert-weights") ? f.pert_weights == "normalized" : values.pert_renormalize;
+  f.engine.merge_rule.renormalize_perturbed =
+      f.given("--pert-weights") ? f.pert_weights == "normalized" : values.pert_renormalize;
   return scaling;
 }
 

@@ -32,30 +32,31 @@ void ValidateTrainOptions(const TrainOptions& options) {
 
 void ValidateEngineOptions(const EngineOptions& engine) {
   // Written so that NaN fails every check.
-  if (!(engine.momentum >= 0 && engine.momentum < 1)) throw OptionError("momentum", "must be in [0, 1)");
-  if (!(engine.pert_threshold >= 0)) throw OptionError("pert_threshold", "must be >= 0");
-  if (!(engine.pert_delta >= 0 && engine.pert_delta < 1)) throw OptionError("pert_delta", "must be in [0, 1)");
+  const merge::MergeOptions& rule = engine.merge_rule;
+  if (!(rule.momentum >= 0 && rule.momentum < 1)) throw OptionError("momentum", "must be in [0, 1)");
+  if (!(rule.pert_threshold >= 0)) throw OptionError("pert_threshold", "must be >= 0");
+  if (!(rule.pert_delta >= 0 && rule.pert_delta < 1)) throw OptionError("pert_delta", "must be in [0, 1)");
   if (!(engine.batch_min >= 0)) throw OptionError("batch_min", "must be >= 0");
   if (!(engine.beta >= 0)) throw OptionError("beta", "must be >= 0");
   if (!(engine.row_cost_s >= 0) || !std::isfinite(engine.row_cost_s))
     throw OptionError("row_cost", "must be >= 0");
   if (!(engine.merge_cost_s >= 0) || !std::isfinite(engine.merge_cost_s))
     throw OptionError("merge_cost", "must be >= 0");
-  if (!(engine.elastic_alpha >= 0 && engine.elastic_alpha <= 1))
+  if (!(rule.elastic_alpha >= 0 && rule.elastic_alpha <= 1))
     throw OptionError("elastic_alpha", "must be in [0, 1]");
   using Merge = EngineOptions::Merge;
   const bool one_step_merge = engine.merge == Merge::kGradient || engine.merge == Merge::kCrossbow;
   if (one_step_merge != (engine.schedule == EngineOptions::Schedule::kSync))
     throw OptionError("merge", "gradient and crossbow combine one step per device and need the sync schedule, "
                                "and the sync schedule needs one of them");
-  const bool elastic_force = engine.merge == Merge::kCrossbow || (engine.merge == Merge::kAverage && engine.elastic_alpha > 0);
+  const bool elastic_force = engine.merge == Merge::kCrossbow || (engine.merge == Merge::kAverage && rule.elastic_alpha > 0);
   if (engine.devices.empty()) throw OptionError("devices", "lists no device");
   if (engine.merge == Merge::kCopy && engine.devices.size() != 1)
     throw OptionError("devices", "must be one device for the copy merge (single)");
   if (!engine.heterogeneity.speed.empty() && engine.heterogeneity.speed.size() != engine.devices.size())
     throw OptionError("speed", "has " + std::to_string(engine.heterogeneity.speed.size()) + " values for " +
                                    std::to_string(engine.devices.size()) + " devices");
-  if (elastic_force && engine.nesterov)
+  if (elastic_force && rule.momentum_mode == merge::MomentumMode::kNesterov)
     throw OptionError("momentum_mode", "nesterov does not apply to elastic-force merges (EASGD, CROSSBOW)");
   if (!engine.device_rank.empty() && engine.device_rank.size() != engine.devices.size())
     throw OptionError("devices", "has " + std::to_string(engine.device_rank.size()) + " owning ranks for " +
@@ -107,7 +108,7 @@ std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options
 bool MergesByWeightedSum(const EngineOptions& engine) {
   using Merge = EngineOptions::Merge;
   return engine.merge == Merge::kNormalized || engine.merge == Merge::kGradient ||
-         (engine.merge == Merge::kAverage && engine.elastic_alpha <= 0);
+         (engine.merge == Merge::kAverage && engine.merge_rule.elastic_alpha <= 0);
 }
 
 uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,

@@ -12,6 +12,7 @@
 #include "kernels/output_math.h"
 #include "kernels/propensity.h"
 #include "merge/collective.h"
+#include "merge/merger.h"
 #include "scheduler/lr_schedule.h"
 
 namespace xmlt::ranks {
@@ -65,15 +66,13 @@ struct EngineOptions {
   // always on the host mirrors (the path mixed CPU+GPU lists take); gpus: on the GPUs, refused
   // where that is not possible.
   enum class MergeOn { kAuto, kHost, kGpus } merge_on = MergeOn::kAuto;
-  bool nesterov = false;         // --momentum-mode nesterov: replicas start from the look-ahead
-  double elastic_alpha = 0;      // average: > 0 turns on EASGD's elastic force; crossbow: 0 = 1/n
   std::vector<engine::DeviceSpec> devices = engine::ParseDeviceList("cpu:4");
   double batch_min = 0;          // b_min; 0 = batch / 8
   double beta = 0;               // Algorithm 1's beta; 0 = b_min / 2
-  double momentum = 0.9;         // gamma of the global update
-  double pert_threshold = 0.1;   // perturb when every replica's L2 norm / #params is below it
-  double pert_delta = 0.1;       // perturbation factor
-  bool pert_renormalize = true;  // perturbed merge weights scaled back to sum 1 (paper: false)
+  // The merge's own settings, as the merges take them (merge/merger.h): the global momentum gamma
+  // and its mode (nesterov: replicas start from the look-ahead), the normalized merge's
+  // perturbation, and the elastic force's pull (average: > 0 turns on EASGD's; crossbow: 0 = 1/n).
+  merge::MergeOptions merge_rule;
   engine::HeterogeneitySpec heterogeneity;  // --speed (one per device, or none) and --hetero
   engine::SampledOutputOptions sampled_output;  // CPU devices train with SLIDE's output layer (--algo slide)
   enum class Clock { kWall, kVirtual } clock = Clock::kVirtual;

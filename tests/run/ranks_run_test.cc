@@ -31,7 +31,7 @@ scheduler::TrainOptions Options() { return testing::ShortRunOptions(2); }
 scheduler::TrainOptions OptionsFor(const std::string& algo, scheduler::EngineOptions* engine) {
   scheduler::TrainOptions options = Options();
   const apps::PresetValues preset = apps::DefaultPreset(algo, 4, Data().train.num_rows() / options.batch);
-  engine->momentum = preset.momentum;
+  engine->merge_rule.momentum = preset.momentum;
   options.local_momentum = preset.local_momentum;
   return options;
 }

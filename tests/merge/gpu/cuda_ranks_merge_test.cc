@@ -195,7 +195,7 @@ TEST(CudaRanksMerge, ACheckpointedAndResumedRunEndsWhereTheWholeRunDoes) {
   if (kernels::cuda::CudaDeviceCountOrZero() < 2) GTEST_SKIP() << "needs two GPUs";
   scheduler::EngineOptions engine = RanksEngine("adaptive", 2, 1);
   engine.collective = merge::CollectiveKind::kNccl;
-  engine.momentum = 0;
+  engine.merge_rule.momentum = 0;
   scheduler::TrainOptions whole_run = xmlt::testing::ShortRunOptions(2), first_half = xmlt::testing::ShortRunOptions(1);
   const std::vector<Outcome> whole = TrainOnRanks(engine, 2, whole_run);
   xmlt::testing::TempDir dir;
