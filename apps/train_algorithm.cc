@@ -146,7 +146,6 @@ void SpreadOverRanks(TrainFlags& f, ranks::RankGroup* ranks) {
                                 std::to_string(ranks->size()) +
                                 " MPI ranks needs a multi-device --algo (adaptive, elastic, adasum, sync, crossbow)");
   f.engine.devices = engine::DevicesOfRanks(f.engine.devices, ranks->size(), &f.engine.device_rank);
-  f.engine.ranks = ranks;
   if (ranks->rank() != 0) {
     f.model_out.clear();
     f.metrics.clear();

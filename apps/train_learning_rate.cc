@@ -91,7 +91,7 @@ LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const data::Dataset& tr
   return pick;
 }
 
-void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resumed) {
+void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resumed, bool say) {
   const size_t devices = f.engine.devices.size();
   const bool scaled = !resumed && !OneDevice(f);
   f.options.lr = scaled ? float(double(rate) * LrScalingFactor(scaling, devices)) : rate;
@@ -104,7 +104,7 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resume
   const float input_lr = GivenInputLearningRate(f);
   f.options.input_lr = OneDevice(f) ? input_lr : float(double(input_lr) * (1.0 - f.engine.merge_rule.momentum));
   if (OneDevice(f)) return;
-  if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;  // rank 0 speaks for the run
+  if (!say) return;
   std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
             << f.engine.merge_rule.momentum << " --local-momentum " << f.options.local_momentum
             << (f.engine.sampled_output.enabled ? " (none on the sampled CPU devices: plain SGD at lr / (1 - it))" : "")

@@ -20,7 +20,7 @@ namespace {
 std::shared_ptr<merge::Collective> HostCollective(const scheduler::EngineOptions& engine, const MergeSite& site) {
   std::shared_ptr<merge::Collective> collective = merge::MakeCollective(engine.collective, site.devices);
   if (!site.is_local.empty() && scheduler::MergesByWeightedSum(engine))
-    collective = merge::MakeRankSumCollective(merge::MakeCollective(engine.collective, site.devices), *engine.ranks,
+    collective = merge::MakeRankSumCollective(merge::MakeCollective(engine.collective, site.devices), *site.ranks,
                                               site.is_local);
   return collective;
 }
@@ -30,7 +30,7 @@ std::shared_ptr<merge::Collective> HostCollective(const scheduler::EngineOptions
 // rank's GPUs.
 std::shared_ptr<merge::Collective> GpuCollective(const scheduler::EngineOptions& engine, const MergeSite& site) {
   if (!site.owners.empty()) {
-    ranks::RankGroup* group = engine.ranks;
+    ranks::RankGroup* group = site.ranks;
     // Rank 0's NCCL id reaches every rank through the rank group (its bytes overwrite the others').
     const auto from_rank0 = [group](uint8_t* bytes, size_t size) {
       const std::vector<std::vector<uint8_t>> all = group->AllGather(std::vector<uint8_t>(bytes, bytes + size));

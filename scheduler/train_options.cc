@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "engine/evaluator.h"
-#include "ranks/rank_group.h"
 
 namespace xmlt::scheduler {
 
@@ -63,7 +62,7 @@ void ValidateEngineOptions(const EngineOptions& engine) {
                                      std::to_string(engine.devices.size()) + " devices");
   const bool gpus_only = std::all_of(engine.devices.begin(), engine.devices.end(),
                                      [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCuda; });
-  const bool one_rank = engine.ranks == nullptr || engine.ranks->size() <= 1;
+  const bool one_rank = RankCount(engine) <= 1;
   const bool nccl = engine.collective == merge::CollectiveKind::kNccl;
   using MergeOn = EngineOptions::MergeOn;
   if (engine.merge_on == MergeOn::kGpus && !gpus_only)
@@ -84,10 +83,14 @@ void ValidateEngineOptions(const EngineOptions& engine) {
                                     "and merges on the GPUs (not --merge-on host)");
 }
 
+int RankCount(const EngineOptions& engine) {
+  return engine.device_rank.empty() ? 1 : *std::max_element(engine.device_rank.begin(), engine.device_rank.end()) + 1;
+}
+
 bool MergesOnGpus(const EngineOptions& engine) {
   const bool gpus_only = std::all_of(engine.devices.begin(), engine.devices.end(),
                                      [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCuda; });
-  const bool one_rank = engine.ranks == nullptr || engine.ranks->size() <= 1;
+  const bool one_rank = RankCount(engine) <= 1;
   // Across ranks only NCCL spans the processes, and only for the weighted sums (ValidateEngine).
   const bool gpu_collective =
       engine.collective == merge::CollectiveKind::kNccl ||

@@ -15,10 +15,6 @@
 #include "merge/merger.h"
 #include "scheduler/lr_schedule.h"
 
-namespace xmlt::ranks {
-class RankGroup;
-}
-
 namespace xmlt::scheduler {
 
 // Evaluate after every epoch (default), only at the end, or every N mega-batches.
@@ -84,10 +80,10 @@ struct EngineOptions {
   // first mega-batch and merge, and differ from run to run with the machine's load.
   bool measure_clock_costs = false;
   // Several processes (MPI ranks, each with its own devices): `devices` lists every device of every
-  // rank, rank after rank, device_rank[i] is the rank that owns device i, and `ranks` is the group
-  // in which every rank's scheduler runs the same plan. Empty and null: one process owns them all.
+  // rank, rank after rank, and device_rank[i] is the rank that owns device i. Empty: one process
+  // owns them all. The group the ranks run in is no option: the run is handed it beside these
+  // (run/multi_device_run.h), and every rank's scheduler runs the same plan there.
   std::vector<int> device_rank;
-  ranks::RankGroup* ranks = nullptr;
 };
 
 // A setting no run can use, under the name the options give it ("batch", "pert_threshold"); the
@@ -102,6 +98,9 @@ class OptionError : public std::invalid_argument {
  private:
   std::string setting_, problem_;
 };
+
+// How many ranks the run spans: device_rank's owners (every rank owns devices), 1 without it.
+int RankCount(const EngineOptions& engine);
 
 // Throw OptionError for values no run can use.
 void ValidateTrainOptions(const TrainOptions& options);

@@ -187,7 +187,7 @@ TEST(MultiDeviceRun, OneDeviceSyncIsSingleDeviceSgd) {
   scheduler::EngineOptions sync = SingleDeviceEngine();
   sync.schedule = scheduler::EngineOptions::Schedule::kSync;
   sync.merge = scheduler::EngineOptions::Merge::kGradient;
-  sync.momentum = 0;
+  sync.merge_rule.momentum = 0;
   kernels::Model<float> synchronous;
   TrainRun(options, sync, &synchronous);
 
