@@ -137,7 +137,7 @@ run::TrainResult TrainTheMlp(TrainFlags& f, TrainSession& session, const Trainin
   // A resumed run's log restarts from the checkpoint's records once the checkpoint is accepted.
   if (f.control.resume_dir.empty()) metrics.Begin();
   try {
-    // One process runs alone: the group is the engine's only across ranks.
+    // The engine takes the group only across ranks (null: one process owns every device).
     return run::RunMultiDevice(data.train, data.test.get(), f.options, f.engine, model, callbacks, f.control,
                                ranks->size() > 1 ? ranks : nullptr);
   } catch (const run::RunStopped& e) {
