@@ -22,7 +22,7 @@ LearningRateStep SetLearningRate(TrainFlags& f, ranks::RankGroup* ranks, const T
     step.stopped_by_signal = stopped("while --lr auto searched");
     if (step.stopped_by_signal != 0) return step;
   }
-  ScaleLearningRate(f, scaling, *lr, resumed_lr.has_value());
+  ScaleLearningRate(f, scaling, *lr, resumed_lr.has_value(), ranks->rank() == 0);
   RecordResumeSettings(f, scaling, *lr, resumed_lr.has_value(), !step.lr_search.is_null());
   return step;
 }

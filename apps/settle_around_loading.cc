@@ -46,7 +46,7 @@ void SettleBeforeLoading(TrainFlags& f, ranks::RankGroup* ranks) {
   ApplyAlgorithm(f);
   SpreadOverRanks(f, ranks);
   CheckFlagsBeforeLoading(f);
-  CheckGpusExist(f);
+  CheckGpusExist(f, ranks->rank());
   // A bad XMLT_CPU_ISA (unknown, or more than this CPU runs) is refused before any loading.
   try {
     kernels::cpu::ActiveCpuIsa();
@@ -83,10 +83,11 @@ void SettleBeforeLoading(TrainFlags& f, ranks::RankGroup* ranks) {
 AfterLoading SettleAfterLoading(TrainFlags& f, ranks::RankGroup* ranks, const TrainingData& data) {
   AfterLoading settled;
   settled.lr_scaling = ApplyPreset(f, data.train.num_rows());
-  ApplySampledOutputPreset(f, data.shape.num_labels);
+  ApplySampledOutputPreset(f, data.shape.num_labels, ranks->rank() == 0);
   // Before anything is trained, the ranks compare what each is about to train.
   if (ranks->size() > 1) CheckRanksAgree(ranks, RankSettings(f, data));
-  settled.planned_host_bytes = CheckMemoryPlan(f, data.shape, data.train, PlannedRankerMemory(f, data, ranks->rank() == 0));
+  settled.planned_host_bytes =
+      CheckMemoryPlan(f, data.shape, data.train, ranks->rank(), PlannedRankerMemory(f, data, ranks->rank() == 0));
   return settled;
 }
 

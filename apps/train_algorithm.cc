@@ -78,7 +78,8 @@ void ApplyAlgorithm(TrainFlags& f) {
     throw std::invalid_argument("--clock-costs is for the virtual clock; --clock wall measures real time");
   f.engine.measure_clock_costs = f.clock_costs == "measured";
   if (f.momentum_mode == "heavy" || f.momentum_mode == "nesterov") {
-    f.engine.nesterov = f.momentum_mode == "nesterov";
+    f.engine.merge_rule.momentum_mode =
+        f.momentum_mode == "nesterov" ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy;
   } else {
     throw std::invalid_argument("--momentum-mode must be heavy or nesterov");
   }
@@ -145,7 +146,6 @@ void SpreadOverRanks(TrainFlags& f, ranks::RankGroup* ranks) {
                                 std::to_string(ranks->size()) +
                                 " MPI ranks needs a multi-device --algo (adaptive, elastic, adasum, sync, crossbow)");
   f.engine.devices = engine::DevicesOfRanks(f.engine.devices, ranks->size(), &f.engine.device_rank);
-  f.engine.ranks = ranks;
   if (ranks->rank() != 0) {
     f.model_out.clear();
     f.metrics.clear();

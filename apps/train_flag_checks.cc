@@ -25,11 +25,10 @@ void SettleStepDefaults(TrainFlags& f) {
   GivenInputLearningRate(f);  // refused now; written after loading (ScaleLearningRate)
 }
 
-void CheckGpusExist(const TrainFlags& f) {
+void CheckGpusExist(const TrainFlags& f, int rank) {
   for (size_t i = 0; i < f.engine.devices.size(); ++i) {
     const engine::DeviceSpec& d = f.engine.devices[i];
-    const bool local = f.engine.ranks == nullptr || i >= f.engine.device_rank.size() ||
-                       f.engine.device_rank[i] == f.engine.ranks->rank();
+    const bool local = i >= f.engine.device_rank.size() || f.engine.device_rank[i] == rank;
     if (local && d.kind == engine::DeviceKind::kCuda && d.ordinal >= engine::CudaDeviceCount())
       throw std::invalid_argument("device " + d.id + " does not exist (" + engine::CudaDeviceSummary() +
                                   "); use --devices cpu:N");

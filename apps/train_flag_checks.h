@@ -11,8 +11,9 @@ namespace xmlt::apps {
 // a bad --input-optimizer, or --input-lr without Adagrad.
 void SettleStepDefaults(TrainFlags& f);
 
-// A GPU of this rank's that is not there, said before the data is loaded (minutes at full size).
-void CheckGpusExist(const TrainFlags& f);
+// A GPU of this rank's (`rank`, across ranks) that is not there, said before the data is loaded
+// (minutes at full size).
+void CheckGpusExist(const TrainFlags& f, int rank);
 
 // Flags that need no data are checked before the data is loaded (minutes at full size): the
 // training options as given, the multi-device ones, and flags that --algo single would ignore.

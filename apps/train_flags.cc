@@ -194,7 +194,8 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "Values of the knobs below that are not given: default (measured to match one device's "
                   "accuracy) or paper (the Adaptive SGD paper's section 5.1); table below")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--momentum", f->engine.momentum, "Global momentum gamma of the merged model (default: preset)")
+  cmd->add_option("--momentum", f->engine.merge_rule.momentum,
+                  "Global momentum gamma of the merged model (default: preset)")
       ->group(kEngine);
   cmd->add_option("--lr-scaling", f->lr_scaling,
                   "How --lr grows with the device count n: linear (x n), sqrt or none (default: preset)")
@@ -206,10 +207,10 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
   cmd->add_option("--pert-weights", f->pert_weights,
                   "Perturbed merge weights: normalized (scaled back to sum 1) or raw (the paper's; default: preset)")
       ->group(kEngine);
-  cmd->add_option("--pert-thr", f->engine.pert_threshold,
+  cmd->add_option("--pert-thr", f->engine.merge_rule.pert_threshold,
                   "Perturb merge weights when every replica's L2 norm / #params is below this")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--pert-delta", f->engine.pert_delta, "Perturbation factor of the merge weights")
+  cmd->add_option("--pert-delta", f->engine.merge_rule.pert_delta, "Perturbation factor of the merge weights")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--schedule", f->schedule,
                   "Overrides the preset: dynamic (next batch to the free device), static (equal shares), "
@@ -231,7 +232,7 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "heavy (w' = merge + gamma (w - w_prev)) or nesterov (replicas start from w + gamma "
                   "(w - w_prev))")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--elastic-alpha", f->engine.elastic_alpha,
+  cmd->add_option("--elastic-alpha", f->engine.merge_rule.elastic_alpha,
                   "Elastic force: with --merge average, EASGD's pull toward the center (0 = plain "
                   "averaging); with crossbow, its a (0 = 1 / devices)")
       ->capture_default_str()->group(kEngine);

@@ -91,7 +91,7 @@ LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const data::Dataset& tr
   return pick;
 }
 
-void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resumed) {
+void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resumed, bool say) {
   const size_t devices = f.engine.devices.size();
   const bool scaled = !resumed && !OneDevice(f);
   f.options.lr = scaled ? float(double(rate) * LrScalingFactor(scaling, devices)) : rate;
@@ -102,11 +102,11 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resume
   // device: it takes (1 - gamma) of the rate (sync 0.643 and Adasum 0.631 at gamma 0.9; Adasum at
   // the full rate 0.340).
   const float input_lr = GivenInputLearningRate(f);
-  f.options.input_lr = OneDevice(f) ? input_lr : float(double(input_lr) * (1.0 - f.engine.momentum));
+  f.options.input_lr = OneDevice(f) ? input_lr : float(double(input_lr) * (1.0 - f.engine.merge_rule.momentum));
   if (OneDevice(f)) return;
-  if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;  // rank 0 speaks for the run
+  if (!say) return;
   std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
-            << f.engine.momentum << " --local-momentum " << f.options.local_momentum
+            << f.engine.merge_rule.momentum << " --local-momentum " << f.options.local_momentum
             << (f.engine.sampled_output.enabled ? " (none on the sampled CPU devices: plain SGD at lr / (1 - it))" : "")
             << " --mega-batch "
             << f.options.mega_batch << (f.options.mega_batch_warmup ? " (warming up from one batch a device)" : "")
@@ -117,7 +117,7 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resume
     std::cerr << " (" << rate << " scaled " << LrScalingName(scaling) << ")";
   // The perturbation is the normalized merge's alone: elastic, adasum, sync and crossbow have none.
   if (f.engine.merge == scheduler::EngineOptions::Merge::kNormalized)
-    std::cerr << " --pert-weights " << (f.engine.pert_renormalize ? "normalized" : "raw");
+    std::cerr << " --pert-weights " << (f.engine.merge_rule.renormalize_perturbed ? "normalized" : "raw");
   std::cerr << "\n";
 }
 

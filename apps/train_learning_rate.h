@@ -49,7 +49,7 @@ LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const data::Dataset& tr
 // already, for these devices), or --lr's or the search's, which is for one device's batch: several
 // devices train with it scaled. The first layer's rate is GivenInputLearningRate's, damped on
 // several devices by the global momentum. Said on stderr with the preset's values, so that every
-// run shows what it trains with.
-void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resumed);
+// run shows what it trains with, when `say` (rank 0 speaks for the run).
+void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resumed, bool say);
 
 }  // namespace xmlt::apps

@@ -133,11 +133,10 @@ std::optional<run::FoldBlendChoice> ChooseBlendByFolds(const TrainFlags& f, cons
                                                        const std::function<bool()>& stopped,
                                                        const std::atomic<int>* stop_signal, bool* stopped_out) {
   scheduler::EngineOptions engine = f.engine;
-  if (engine.ranks != nullptr && engine.ranks->size() > 1) {
+  if (scheduler::RankCount(engine) > 1) {
     // The other ranks' part has ended: rank 0 trains the folds alone, on its host.
     engine.devices = engine::ParseDeviceList("cpu:" + std::to_string(engine.devices.size()));
     engine.device_rank.clear();
-    engine.ranks = nullptr;
     engine.merge_on = scheduler::EngineOptions::MergeOn::kAuto;
   }
   scheduler::TrainOptions options = f.options;
@@ -172,14 +171,14 @@ std::optional<run::FoldBlendChoice> ChooseBlendByFolds(const TrainFlags& f, cons
   return std::nullopt;
 }
 
-// The devices that score the shortlists: this rank's (rank 0 runs the stage), in the run's math.
+// The devices that score the shortlists: rank 0's, which runs the stage (the only rank of one
+// process), in the run's math.
 run::ShortlistDevices ShortlistDevicesOf(const TrainFlags& f) {
   run::ShortlistDevices where;
   where.math = f.options.math;
   const scheduler::EngineOptions& engine = f.engine;
-  const int rank = engine.ranks != nullptr ? engine.ranks->rank() : 0;
   for (size_t d = 0; d < engine.devices.size(); ++d)
-    if (engine.device_rank.empty() || engine.device_rank[d] == rank) where.devices.push_back(engine.devices[d]);
+    if (engine.device_rank.empty() || engine.device_rank[d] == 0) where.devices.push_back(engine.devices[d]);
   return where;
 }
 

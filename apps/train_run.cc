@@ -81,12 +81,13 @@ int RunTrain(TrainFlags& f, TrainSession& session) {
 
 namespace {
 
-// Trains `model` on the loaded data; rank 0 (`writer`) logs each evaluation to `metrics` and says
-// it, with the progress on a terminal. `stdout_error` receives why stdout could not be written,
-// once it could not.
-run::TrainResult TrainTheMlp(TrainFlags& f, TrainSession& session, const TrainingData& data, bool writer,
+// Trains `model` on the loaded data, with every rank of `ranks`; rank 0 (`writer`) logs each
+// evaluation to `metrics` and says it, with the progress on a terminal. `stdout_error` receives why
+// stdout could not be written, once it could not.
+run::TrainResult TrainTheMlp(TrainFlags& f, TrainSession& session, const TrainingData& data, ranks::RankGroup* ranks,
                              StopSignals& signals, run::MetricsLog& metrics, kernels::Model<float>* model,
                              std::string* stdout_error) {
+  const bool writer = ranks->rank() == 0;
   using Clock = std::chrono::steady_clock;
   const bool show_progress = writer && session.print && ::isatty(::fileno(stderr)) != 0;
   run::TrainCallbacks callbacks;
@@ -136,7 +137,9 @@ run::TrainResult TrainTheMlp(TrainFlags& f, TrainSession& session, const Trainin
   // A resumed run's log restarts from the checkpoint's records once the checkpoint is accepted.
   if (f.control.resume_dir.empty()) metrics.Begin();
   try {
-    return run::RunMultiDevice(data.train, data.test.get(), f.options, f.engine, model, callbacks, f.control);
+    // The engine takes the group only across ranks (null: one process owns every device).
+    return run::RunMultiDevice(data.train, data.test.get(), f.options, f.engine, model, callbacks, f.control,
+                               ranks->size() > 1 ? ranks : nullptr);
   } catch (const run::RunStopped& e) {
     // "A lower --lr" is the advice for a rate too high; for raw values this large the data is the
     // cause, and --normalize, which a resume cannot change, the fix.
@@ -253,7 +256,7 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
   if (writer) SayModelAndStep(f, data, settled.planned_host_bytes, ranks->size());
 
   std::string stdout_error;  // why stdout could not be written, once it could not
-  const run::TrainResult result = TrainTheMlp(f, session, data, writer, signals, *metrics, &model, &stdout_error);
+  const run::TrainResult result = TrainTheMlp(f, session, data, ranks, signals, *metrics, &model, &stdout_error);
   session.stopped_by_signal = result.stopped_by_signal;
   session.checkpoint = result.checkpoint;
   if (result.stopped_by_signal != 0) return EndStoppedRun(f, session, result, stdout_error, writer);

@@ -140,32 +140,33 @@ LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
   const uint64_t batches_per_epoch = (training_rows + f.options.batch - 1) / f.options.batch;
   const PresetValues values =
       f.preset == "paper" ? PaperPreset(f.algo) : DefaultPreset(f.algo, devices, batches_per_epoch);
-  if (!f.given("--momentum")) f.engine.momentum = values.momentum;
+  if (!f.given("--momentum")) f.engine.merge_rule.momentum = values.momentum;
   if (!f.given("--local-momentum")) f.options.local_momentum = values.local_momentum;
   if (!f.given("--mega-batch")) f.options.mega_batch = values.mega_batch;
   f.options.mega_batch_warmup =
       f.given("--mega-batch-warmup") ? f.mega_batch_warmup == "on" : values.mega_batch_warmup;
   const LrScaling scaling = f.given("--lr-scaling") ? ParseLrScaling(f.lr_scaling) : values.lr_scaling;
   // Their spellings were checked before loading (CheckFlagsBeforeLoading).
-  f.engine.pert_renormalize = f.given("--pert-weights") ? f.pert_weights == "normalized" : values.pert_renormalize;
+  f.engine.merge_rule.renormalize_perturbed =
+      f.given("--pert-weights") ? f.pert_weights == "normalized" : values.pert_renormalize;
   return scaling;
 }
 
 // Before the model and the replicas are allocated: fails now, with the numbers, when the run does
 // not fit this machine (a usage error: a smaller --batch, fewer devices, or the data's declared
 // sizes, a header's D and L, are the fix). Returns the planned host memory.
-uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train,
+uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train, int rank,
                          const scheduler::RankerMemory& ranker) {
   scheduler::MemoryPlan plan =
       scheduler::PlanMemory(shape, OptionsWithGivenInputRate(f), f.engine,
                             engine::LimitsFor(train, f.options.batch), train.num_rows(),
-                            !f.control.checkpoint_dir.empty() || !f.control.resume_dir.empty());
+                            !f.control.checkpoint_dir.empty() || !f.control.resume_dir.empty(), rank);
   plan.ranker = ranker;
   // Only the GPUs the run uses: asking a GPU opens a context on it, which holds its memory.
   std::vector<uint64_t> gpu_free;
   for (size_t i = 0; i < f.engine.devices.size(); ++i) {
     const engine::DeviceSpec& spec = f.engine.devices[i];
-    const bool here = f.engine.ranks == nullptr || f.engine.device_rank.at(i) == f.engine.ranks->rank();
+    const bool here = f.engine.device_rank.empty() || f.engine.device_rank.at(i) == rank;
     if (spec.kind != engine::DeviceKind::kCuda || !here) continue;
     if (gpu_free.size() <= size_t(spec.ordinal)) gpu_free.resize(size_t(spec.ordinal) + 1, 0);
     if (gpu_free[size_t(spec.ordinal)] == 0) gpu_free[size_t(spec.ordinal)] = engine::CudaFreeMemory(spec.ordinal);
@@ -186,7 +187,7 @@ uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, 
   return plan.host_total();
 }
 
-void ApplySampledOutputPreset(TrainFlags& f, uint64_t labels) {
+void ApplySampledOutputPreset(TrainFlags& f, uint64_t labels, bool say) {
   if (!f.engine.sampled_output.enabled) return;
   const engine::SampledOutputOptions preset = engine::SampledOutputOptions::PresetFor(labels);
   engine::SampledOutputOptions& s = f.engine.sampled_output;
@@ -197,7 +198,7 @@ void ApplySampledOutputPreset(TrainFlags& f, uint64_t labels) {
     s.weight_padding = engine::SampledOutputOptions::WeightPaddingFor(labels, s.min_active);
   s.seed = f.options.seed;
   s.report_active_sets = true;
-  if (f.engine.ranks != nullptr && f.engine.ranks->rank() != 0) return;
+  if (!say) return;
   std::cerr << "slide: " << s.hash << " K=" << s.k << " L=" << s.l << ", buckets of up to " << s.bucket_cap
             << " labels, active sets padded to " << s.min_active
             << (s.weight_padding ? " (the padding weighted)" : " (the padding unweighted)") << ", tables rebuilt every merge and rehashed after "

@@ -46,8 +46,9 @@ kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<e
 kernels::OutputMath SettleOutputMath(const TrainFlags& f, bool sampled_output);
 
 // --algo slide's hash family, K and L where not given: SLIDE's published settings for an output
-// layer of `labels` labels (engine::SampledOutputOptions::PresetFor); said on stderr.
-void ApplySampledOutputPreset(TrainFlags& f, uint64_t labels);
+// layer of `labels` labels (engine::SampledOutputOptions::PresetFor); said on stderr when `say`
+// (rank 0).
+void ApplySampledOutputPreset(TrainFlags& f, uint64_t labels, bool say);
 
 // The multi-device knobs the user left unset, from --preset; returns how the learning rate scales
 // with the device count (train_learning_rate.h's ScaleLearningRate applies it once the base rate is known).
@@ -57,8 +58,8 @@ LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows);
 // not fit this machine (a usage error: a smaller --batch, fewer devices, or the data's declared
 // sizes, a header's D and L, are the fix). `ranker` is the ranker's stage after training
 // (train_ranker.h's PlanRanker; zeros without one), which the plan counts as the peak it is once
-// training's memory is freed. Returns the planned host memory.
-uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train,
+// training's memory is freed. `rank`: this process's, across ranks. Returns the planned host memory.
+uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train, int rank,
                          const scheduler::RankerMemory& ranker = {});
 
 }  // namespace xmlt::apps

@@ -14,7 +14,7 @@ namespace xmlt::run {
 
 std::optional<engine::Evaluation> EvaluateOnDevices(scheduler::DevicePool& pool, const kernels::Model<float>& model,
                                                     const data::Dataset& test, const std::vector<uint64_t>& rows) {
-  ranks::RankGroup* ranks = pool.engine().ranks;
+  ranks::RankGroup* ranks = pool.ranks();
   for (;;) {
     const std::vector<size_t> devices = pool.alive();
     if (devices.empty()) return std::nullopt;

@@ -79,7 +79,7 @@ void TrainingLoop::WriteCheckpoint(const char* why) {
   // Across ranks w and w_p may be sharded over every rank's GPUs: their copy to the host is a
   // collective every rank makes.
   global_.SyncToHost();
-  if (engine_.ranks != nullptr && engine_.ranks->rank() != 0) {
+  if (pool_.ranks() != nullptr && pool_.ranks()->rank() != 0) {
     checkpoint_ = CheckpointPath(control_.checkpoint_dir);
     return;
   }
@@ -124,7 +124,7 @@ void TrainingLoop::TryWriteEndCheckpoint() {
 // take memory only on rank 0 while it writes a checkpoint (Adasum and CROSSBOW keep theirs,
 // which every merge refills; a resume or rollback touches local devices only).
 void TrainingLoop::ReleaseIdleMirrors() {
-  if (engine_.ranks != nullptr && scheduler::MergesByWeightedSum(engine_)) ReleaseMirrors(pool_);
+  if (pool_.ranks() != nullptr && scheduler::MergesByWeightedSum(engine_)) ReleaseMirrors(pool_);
 }
 
 }  // namespace xmlt::run

@@ -30,8 +30,8 @@ void TrainingLoop::Account(const MegaBatchWork& trained) {
       progress_.merge_cost_s =
           engine_.merge_cost_s > 0 ? engine_.merge_cost_s : trained.merge_s / double(trained.merges) / units;
       // Measured, it differs from rank to rank; rank 0's holds for all.
-      if (engine_.ranks != nullptr)
-        progress_.merge_cost_s = scheduler::FromRank(*engine_.ranks, progress_.merge_cost_s, 0);
+      if (pool_.ranks() != nullptr)
+        progress_.merge_cost_s = scheduler::FromRank(*pool_.ranks(), progress_.merge_cost_s, 0);
     }
     progress_.train_seconds += run.span_s + double(trained.merges) * units * progress_.merge_cost_s;
   }

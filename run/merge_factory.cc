@@ -15,23 +15,12 @@
 namespace xmlt::run {
 namespace {
 
-merge::MergeOptions OptionsOf(const scheduler::EngineOptions& engine) {
-  merge::MergeOptions options;
-  options.momentum = engine.momentum;
-  options.momentum_mode = engine.nesterov ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy;
-  options.pert_threshold = engine.pert_threshold;
-  options.pert_delta = engine.pert_delta;
-  options.renormalize_perturbed = engine.pert_renormalize;
-  options.elastic_alpha = engine.elastic_alpha;
-  return options;
-}
-
 // The host collective of the weighted merges; across ranks the rank's own collective keeps the
 // one-process partitioning, so that norms are the same bits.
 std::shared_ptr<merge::Collective> HostCollective(const scheduler::EngineOptions& engine, const MergeSite& site) {
   std::shared_ptr<merge::Collective> collective = merge::MakeCollective(engine.collective, site.devices);
   if (!site.is_local.empty() && scheduler::MergesByWeightedSum(engine))
-    collective = merge::MakeRankSumCollective(merge::MakeCollective(engine.collective, site.devices), *engine.ranks,
+    collective = merge::MakeRankSumCollective(merge::MakeCollective(engine.collective, site.devices), *site.ranks,
                                               site.is_local);
   return collective;
 }
@@ -41,7 +30,7 @@ std::shared_ptr<merge::Collective> HostCollective(const scheduler::EngineOptions
 // rank's GPUs.
 std::shared_ptr<merge::Collective> GpuCollective(const scheduler::EngineOptions& engine, const MergeSite& site) {
   if (!site.owners.empty()) {
-    ranks::RankGroup* group = engine.ranks;
+    ranks::RankGroup* group = site.ranks;
     // Rank 0's NCCL id reaches every rank through the rank group (its bytes overwrite the others').
     const auto from_rank0 = [group](uint8_t* bytes, size_t size) {
       const std::vector<std::vector<uint8_t>> all = group->AllGather(std::vector<uint8_t>(bytes, bytes + size));
@@ -75,7 +64,7 @@ std::unique_ptr<merge::Merger> CreateMerger(const scheduler::EngineOptions& engi
 #ifndef XMLT_HAVE_CUDA
   if (on_gpus) NoGpus();
 #endif
-  merge::MergeOptions options = OptionsOf(engine);
+  const merge::MergeOptions& options = engine.merge_rule;
   // The weighted merges' collective: on the host made for every rule (a collective the host lacks
   // fails them all alike), on the GPUs only for the rules that sum.
   const std::shared_ptr<merge::Collective> host = on_gpus ? nullptr : HostCollective(engine, site);
@@ -84,18 +73,20 @@ std::unique_ptr<merge::Merger> CreateMerger(const scheduler::EngineOptions& engi
   switch (engine.merge) {
     case Merge::kNormalized: return merge::MakeNormalizedMerger(options, collective());
     case Merge::kAverage:
-      if (!(engine.elastic_alpha > 0)) return merge::MakeAverageMerger(options, collective());
+      if (!(options.elastic_alpha > 0)) return merge::MakeAverageMerger(options, collective());
       [[fallthrough]];  // an average with a pull strength: the elastic force
     case Merge::kCrossbow:
       return on_gpus ? GpuElasticForce(options, site) : merge::MakeElasticForceMerger(options, collective());
     case Merge::kAdasum: return on_gpus ? GpuAdasum(options, site) : merge::MakeAdasumMerger(options);
     case Merge::kGradient: return merge::MakeGradientMerger(options, collective());
-    case Merge::kCopy:
+    case Merge::kCopy: {
       if (!on_gpus) return merge::MakeCopyMerger();
       // On the GPUs the one replica taken as w, w_p <- w: an average of one with no momentum.
-      options.momentum = 0;
-      options.momentum_mode = merge::MomentumMode::kHeavy;
-      return merge::MakeAverageMerger(options, collective());
+      merge::MergeOptions average_of_one = options;
+      average_of_one.momentum = 0;
+      average_of_one.momentum_mode = merge::MomentumMode::kHeavy;
+      return merge::MakeAverageMerger(average_of_one, collective());
+    }
   }
   throw std::logic_error("unknown merge");
 }

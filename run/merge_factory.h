@@ -8,6 +8,7 @@
 
 #include "merge/merger.h"
 #include "merge/replica_set.h"
+#include "ranks/rank_group.h"
 #include "scheduler/train_options.h"
 
 namespace xmlt::run {
@@ -25,10 +26,12 @@ struct MergeSite {
   // otherwise): the weighted sums then run on one NCCL communicator over every rank's GPUs.
   const merge::ReplicaSet* replicas = nullptr;
   std::vector<int> owners;
+  // Across ranks (is_local or owners given): the group the ranks sum in.
+  ranks::RankGroup* ranks = nullptr;
 };
 
-// The merge of `engine.merge` at `site`. Throws std::logic_error for the GPUs without the CUDA
-// backend, and what the merges' factories throw on bad options.
+// The merge of `engine.merge`, under `engine.merge_rule`, at `site`. Throws std::logic_error for
+// the GPUs without the CUDA backend, and what the merges' factories throw on bad options.
 std::unique_ptr<merge::Merger> CreateMerger(const scheduler::EngineOptions& engine, const MergeSite& site);
 
 }  // namespace xmlt::run

@@ -16,16 +16,19 @@
 
 #include "data/dataset.h"
 #include "kernels/model.h"
+#include "ranks/rank_group.h"
 #include "run/run_control.h"
 #include "run/train_result.h"
 #include "scheduler/train_options.h"
 
 namespace xmlt::run {
 
-// Trains `model` (the initial global model) in place; records carry per-device statistics.
+// Trains `model` (the initial global model) in place; records carry per-device statistics. Across
+// ranks (engine.device_rank names the owners) every rank calls it with the group they run in,
+// `ranks`; null: one process owns every device.
 TrainResult RunMultiDevice(const data::Dataset& train, const data::Dataset* test,
                            const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
                            kernels::Model<float>* model, const TrainCallbacks& callbacks = {},
-                           const RunControl& control = {});
+                           const RunControl& control = {}, ranks::RankGroup* ranks = nullptr);
 
 }  // namespace xmlt::run

@@ -11,8 +11,8 @@ scheduler::EngineOptions SingleDeviceEngine(const engine::DeviceSpec& device) {
   engine.schedule = scheduler::EngineOptions::Schedule::kDynamic;
   engine.scale_batches = false;
   engine.merge = scheduler::EngineOptions::Merge::kCopy;
-  engine.momentum = 0;
-  engine.elastic_alpha = 0;
+  engine.merge_rule.momentum = 0;
+  engine.merge_rule.elastic_alpha = 0;
   engine.heterogeneity = {};
   engine.clock = scheduler::EngineOptions::Clock::kWall;
   return engine;

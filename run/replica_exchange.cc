@@ -6,15 +6,15 @@
 namespace xmlt::run {
 
 void ShareReplicas(scheduler::DevicePool& pool) {
-  if (pool.engine().ranks == nullptr) return;
+  if (pool.ranks() == nullptr) return;
   const std::vector<size_t> ids = pool.alive();
-  scheduler::SendReplicasToEveryRank(*pool.engine().ranks, pool.owners(), ids, pool.DevicesAt(ids));
+  scheduler::SendReplicasToEveryRank(*pool.ranks(), pool.owners(), ids, pool.DevicesAt(ids));
 }
 
 void GatherReplicas(scheduler::DevicePool& pool, int root) {
-  if (pool.engine().ranks == nullptr) return;
+  if (pool.ranks() == nullptr) return;
   const std::vector<size_t> ids = pool.alive();
-  scheduler::SendReplicasToRoot(*pool.engine().ranks, root, pool.owners(), ids, pool.DevicesAt(ids));
+  scheduler::SendReplicasToRoot(*pool.ranks(), root, pool.owners(), ids, pool.DevicesAt(ids));
 }
 
 void ReleaseMirrors(scheduler::DevicePool& pool) {

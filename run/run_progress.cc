@@ -149,12 +149,12 @@ nlohmann::json RunFingerprint(const scheduler::TrainOptions& options, const sche
   j["schedule"] = ScheduleName(engine.schedule);
   j["merge"] = MergeName(engine.merge);
   j["collective"] = merge::CollectiveName(engine.collective);
-  j["momentum_mode"] = engine.nesterov ? "nesterov" : "heavy";
-  j["elastic_alpha"] = engine.elastic_alpha;
-  j["momentum"] = engine.momentum;
-  j["pert_threshold"] = engine.pert_threshold;
-  j["pert_delta"] = engine.pert_delta;
-  j["pert_weights"] = engine.pert_renormalize ? "normalized" : "raw";
+  j["momentum_mode"] = engine.merge_rule.momentum_mode == merge::MomentumMode::kNesterov ? "nesterov" : "heavy";
+  j["elastic_alpha"] = engine.merge_rule.elastic_alpha;
+  j["momentum"] = engine.merge_rule.momentum;
+  j["pert_threshold"] = engine.merge_rule.pert_threshold;
+  j["pert_delta"] = engine.merge_rule.pert_delta;
+  j["pert_weights"] = engine.merge_rule.renormalize_perturbed ? "normalized" : "raw";
   j["speed"] = engine.heterogeneity.speed;
   j["hetero"] = engine.heterogeneity.cvb ? nlohmann::json{{"vmach", engine.heterogeneity.vmach},
                                                              {"vtask", engine.heterogeneity.vtask}}

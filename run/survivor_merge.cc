@@ -12,6 +12,11 @@
 #include "scheduler/result_tally.h"
 
 namespace xmlt::run {
+namespace {
+
+bool AcrossRanks(const scheduler::DevicePool& pool) { return pool.ranks() != nullptr && pool.ranks()->size() > 1; }
+
+}  // namespace
 
 SurvivorMerge::SurvivorMerge(const scheduler::EngineOptions& engine, const kernels::Model<float>& model)
     : engine_(engine), on_gpus_(scheduler::MergesOnGpus(engine)) {
@@ -23,7 +28,7 @@ SurvivorMerge::SurvivorMerge(const scheduler::EngineOptions& engine, const kerne
 
 merge::MergeOutcome SurvivorMerge::Run(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part,
                                        merge::GlobalModel* global) {
-  const bool across_ranks = engine_.ranks != nullptr && engine_.ranks->size() > 1;
+  const bool across_ranks = AcrossRanks(pool);
   try {
     return RunOnce(pool, part, global);
   } catch (const std::exception&) {
@@ -67,7 +72,7 @@ merge::MergeOutcome SurvivorMerge::GoOnFromTheHostCopy(scheduler::DevicePool& po
 merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part,
                                            merge::GlobalModel* global) {
   const std::vector<size_t> alive = pool.alive();
-  const bool across_ranks = engine_.ranks != nullptr && engine_.ranks->size() > 1;
+  const bool across_ranks = AcrossRanks(pool);
   merge::ReplicaSet replicas;
   replicas.size = global->size();
   replicas.tensors = tensors_;
@@ -77,7 +82,7 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
     std::vector<bool> is_local;
     if (across_ranks)
       for (size_t i : alive) is_local.push_back(pool.local(i));
-    merger_ = CreateMerger(engine_, {MergePlace::kHost, alive.size(), is_local, nullptr, {}});
+    merger_ = CreateMerger(engine_, {MergePlace::kHost, alive.size(), is_local, nullptr, {}, pool.ranks()});
   }
   merge::MergeInput input;
   // A hierarchical merge reads this rank's replicas only: the others' mirrors are not even made.
@@ -102,7 +107,7 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
 merge::MergeOutcome SurvivorMerge::RunOnGpus(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part,
                                              const std::vector<size_t>& alive, merge::ReplicaSet& replicas,
                                              merge::GlobalModel* global) {
-  const bool across_ranks = engine_.ranks != nullptr && engine_.ranks->size() > 1;
+  const bool across_ranks = AcrossRanks(pool);
   merge::MergeInput input;
   std::vector<int> owners;  // across ranks: each replica's rank
   for (size_t i : alive) {
@@ -130,7 +135,7 @@ merge::MergeOutcome SurvivorMerge::RunOnGpus(scheduler::DevicePool& pool, const 
                                "; a run across ranks that merges through NCCL stops (the communicator spans every "
                                "rank's GPUs): resume it from its checkpoint on the GPUs that remain");
     }
-    for (int rank = 0; across_ranks && rank < engine_.ranks->size(); ++rank)
+    for (int rank = 0; across_ranks && rank < pool.ranks()->size(); ++rank)
       if (std::find(owners.begin(), owners.end(), rank) == owners.end())
         throw std::runtime_error("rank " + std::to_string(rank) +
                                  " has no GPU left to merge on: a run across ranks stops here (resume it from its "
@@ -140,7 +145,7 @@ merge::MergeOutcome SurvivorMerge::RunOnGpus(scheduler::DevicePool& pool, const 
     // (the rollback target's, taken after the last sound mega-batch) stands in.
     if (!global->TakeBackFromGpus()) ++global_models_lost_;
     merger_.reset();  // its buffers go before the new ones are allocated
-    merger_ = CreateMerger(engine_, {MergePlace::kGpus, 0, {}, &replicas, owners});
+    merger_ = CreateMerger(engine_, {MergePlace::kGpus, 0, {}, &replicas, owners, pool.ranks()});
   }
   return PerDevice(pool, alive, merger_->Merge(replicas, input, global));
 }

@@ -18,14 +18,15 @@ double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::dura
 
 TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test,
                            const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
-                           kernels::Model<float>* model, const TrainCallbacks& callbacks, const RunControl& control)
+                           kernels::Model<float>* model, const TrainCallbacks& callbacks, const RunControl& control,
+                           ranks::RankGroup* ranks)
     : test_(test),
       options_(options),
       engine_(engine),
       model_(model),
       callbacks_(callbacks),
       control_(control),
-      pool_(train, options, engine, *model, control.faults),
+      pool_(train, options, engine, *model, control.faults, ranks),
       dealer_(scheduler::MakeDealer(pool_)),
       global_{model->params, scheduler::KeepsPreviousModel(engine) ? model->params : std::vector<float>{}},
       fingerprint_(WithOuterSettings(RunFingerprint(options, engine, model->shape, train, test),
@@ -236,11 +237,11 @@ void TrainingLoop::RollBack(uint64_t index, const scheduler::MegaBatchRun& run) 
 // mega-batches (within one, each rank's plan must go on to the same end).
 int TrainingLoop::StopSignal() const {
   const int signal = control_.stop_signal != nullptr ? control_.stop_signal->load() : 0;
-  return engine_.ranks != nullptr ? scheduler::AgreeOnMax(*engine_.ranks, signal) : signal;
+  return pool_.ranks() != nullptr ? scheduler::AgreeOnMax(*pool_.ranks(), signal) : signal;
 }
 
 const std::atomic<int>* TrainingLoop::StopWithinMegaBatch() const {
-  return engine_.ranks != nullptr ? nullptr : control_.stop_signal;
+  return pool_.ranks() != nullptr ? nullptr : control_.stop_signal;
 }
 
 void TrainingLoop::StopWithoutDevices() {
@@ -263,10 +264,10 @@ double TrainingLoop::WallSeconds() const { return wall_before_ + Seconds(Clock::
 TrainResult RunMultiDevice(const data::Dataset& train, const data::Dataset* test,
                            const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
                            kernels::Model<float>* model, const TrainCallbacks& callbacks,
-                           const RunControl& control) {
+                           const RunControl& control, ranks::RankGroup* ranks) {
   scheduler::ValidateTrainOptions(options);
   scheduler::ValidateEngineOptions(engine);
-  return TrainingLoop(train, test, options, engine, model, callbacks, control).Run();
+  return TrainingLoop(train, test, options, engine, model, callbacks, control, ranks).Run();
 }
 
 }  // namespace xmlt::run

@@ -28,7 +28,7 @@ class TrainingLoop {
  public:
   TrainingLoop(const data::Dataset& train, const data::Dataset* test, const scheduler::TrainOptions& options,
                const scheduler::EngineOptions& engine, kernels::Model<float>* model, const TrainCallbacks& callbacks,
-               const RunControl& control);
+               const RunControl& control, ranks::RankGroup* ranks);
 
   TrainResult Run();
 

@@ -7,7 +7,7 @@ std::unique_ptr<Dealer> MakeDealer(DevicePool& pool) {
   const EngineOptions& engine = pool.engine();
   if (engine.schedule == EngineOptions::Schedule::kSync) return MakeSyncRoundDealer(pool);
   if (engine.schedule == EngineOptions::Schedule::kDynamic && engine.clock == EngineOptions::Clock::kWall)
-    return engine.ranks != nullptr ? MakeRankShareDealer(pool) : MakeWallClockDealer(pool);
+    return pool.ranks() != nullptr ? MakeRankShareDealer(pool) : MakeWallClockDealer(pool);
   return MakePlannedDealer(pool);
 }
 

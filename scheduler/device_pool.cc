@@ -2,6 +2,8 @@
 #include "scheduler/device_pool.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "engine/device_spec.h"
 #include "engine/remote_device.h"
@@ -20,13 +22,20 @@ DispatchPlanner MakePlanner(const TrainOptions& options, const EngineOptions& en
 }  // namespace
 
 DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, const EngineOptions& engine,
-                       const kernels::Model<float>& initial, std::vector<FaultInjection> faults)
-    : options_(options), loss_watch_(options.divergence_factor), engine_(engine), rows_(train, options.seed),
+                       const kernels::Model<float>& initial, std::vector<FaultInjection> faults,
+                       ranks::RankGroup* ranks)
+    : options_(options), loss_watch_(options.divergence_factor), engine_(engine), ranks_(ranks),
+      rows_(train, options.seed),
       planner_(MakePlanner(options, engine)), faults_(std::move(faults), engine.devices.size()) {
   const std::vector<engine::DeviceSpec>& specs = engine.devices;
   const size_t n = specs.size();
   bounds_ = MakeBounds(options.batch, engine.batch_min, engine.beta);
   const engine::DeviceLimits limits = engine::LimitsFor(train, options.batch);
+  // The group and the owners must tell of the same ranks: a device no rank owns would never train.
+  if (ranks != nullptr && (engine.device_rank.empty() || ranks->size() != RankCount(engine)))
+    throw std::invalid_argument("a run across " + std::to_string(ranks->size()) + " ranks whose devices name " +
+                                std::to_string(engine.device_rank.empty() ? 0 : RankCount(engine)) +
+                                " owning ranks");
   device_rank_ = engine.device_rank.empty() ? std::vector<int>(n, 0) : engine.device_rank;
   for (size_t i = 0; i < n; ++i) {
     // A sampled CPU device steps with plain SGD (a momentum buffer would touch every output row);
@@ -115,10 +124,10 @@ engine::BatchResult DevicePool::Collect() {
 }
 
 void DevicePool::ShareResults(const std::vector<Assignment>& plan, std::vector<engine::BatchResult>* results) {
-  if (engine_.ranks == nullptr) return;
+  if (ranks_ == nullptr) return;
   std::vector<size_t> devices;
   for (const Assignment& a : plan) devices.push_back(a.device);
-  ShareBatchResults(*engine_.ranks, device_rank_, devices, results);
+  ShareBatchResults(*ranks_, device_rank_, devices, results);
 }
 
 }  // namespace xmlt::scheduler

@@ -48,14 +48,18 @@ struct Assignment {
 
 class DevicePool {
  public:
+  // Across ranks `ranks` is the group in which every rank runs this pool's plan (RankCount(engine)
+  // ranks, this process one of them); null: one process owns every device.
   DevicePool(const data::Dataset& train, const TrainOptions& options, const EngineOptions& engine,
-             const kernels::Model<float>& initial, std::vector<FaultInjection> faults);
+             const kernels::Model<float>& initial, std::vector<FaultInjection> faults,
+             ranks::RankGroup* ranks = nullptr);
 
   const TrainOptions& options() const { return options_; }
   const EngineOptions& engine() const { return engine_; }
+  ranks::RankGroup* ranks() const { return ranks_; }  // null in one process
   size_t size() const { return workers_.size(); }
   // Whether this process trains device i (across ranks, each device has one owning rank).
-  bool local(size_t i) const { return engine_.ranks == nullptr || device_rank_[i] == engine_.ranks->rank(); }
+  bool local(size_t i) const { return ranks_ == nullptr || device_rank_[i] == ranks_->rank(); }
   int owner(size_t i) const { return device_rank_[i]; }
   const std::vector<int>& owners() const { return device_rank_; }
   std::vector<size_t> alive() const;  // devices not dropped, ascending
@@ -122,6 +126,7 @@ class DevicePool {
   const TrainOptions& options_;
   LossWatch loss_watch_;  // batch losses in plan order: the same on every run of a seed
   const EngineOptions& engine_;
+  ranks::RankGroup* ranks_;
   RowQueue rows_;
   DispatchPlanner planner_;
   FaultInjections faults_;

@@ -114,7 +114,8 @@ std::string MemoryPlan::ToString() const {
 }
 
 MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& options, const EngineOptions& engine,
-                      const engine::DeviceLimits& limits, uint64_t training_rows, bool checkpoints) {
+                      const engine::DeviceLimits& limits, uint64_t training_rows, bool checkpoints, int rank) {
+  const bool across_ranks = RankCount(engine) > 1;
   const uint64_t params = Mul(shape.NumParameters(), sizeof(float));
   uint64_t hidden_sum = 0, widest = 0;
   for (uint32_t h : shape.hidden) hidden_sum += h, widest = std::max<uint64_t>(widest, h);
@@ -173,10 +174,10 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
     // Another rank's device is here at most a host mirror of its replica and momentum: held by
     // merges that read every replica (Adasum, CROSSBOW), and on rank 0 while it writes a
     // checkpoint; hierarchical merges never make it, and a resume restores only local devices.
-    if (engine.ranks != nullptr && engine.device_rank.at(index) != engine.ranks->rank()) {
+    if (across_ranks && engine.device_rank.at(index) != rank) {
       d = DeviceMemory{};
       d.id = spec.id;
-      if ((checkpoints && engine.ranks->rank() == 0) || !MergesByWeightedSum(engine))
+      if ((checkpoints && rank == 0) || !MergesByWeightedSum(engine))
         d.host_mirror = Add(params, device.momentum);
     }
     plan.devices.push_back(d);
@@ -190,15 +191,15 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
     std::vector<std::pair<int, int>> all_gpus;  // (rank, ordinal)
     std::vector<int> gpus;
     for (size_t i = 0; i < specs.size(); ++i) {
-      const int rank = engine.device_rank.empty() ? 0 : engine.device_rank[i];
-      const std::pair<int, int> key{rank, specs[i].ordinal};
+      const int owner = engine.device_rank.empty() ? 0 : engine.device_rank[i];
+      const std::pair<int, int> key{owner, specs[i].ordinal};
       if (std::find(all_gpus.begin(), all_gpus.end(), key) == all_gpus.end()) all_gpus.push_back(key);
-      const bool local = engine.ranks == nullptr || rank == engine.ranks->rank();
+      const bool local = !across_ranks || owner == rank;
       if (local && std::find(gpus.begin(), gpus.end(), specs[i].ordinal) == gpus.end()) gpus.push_back(specs[i].ordinal);
     }
     const uint64_t n = all_gpus.size();
     const bool elastic = engine.merge == EngineOptions::Merge::kCrossbow ||
-                         (engine.merge == EngineOptions::Merge::kAverage && engine.elastic_alpha > 0);
+                         (engine.merge == EngineOptions::Merge::kAverage && engine.merge_rule.elastic_alpha > 0);
     uint64_t merge = Add(params, Mul(params, 3) / n);
     if (elastic) merge = Add(Mul(params, 4), params / n);
     if (engine.merge == EngineOptions::Merge::kAdasum) merge = Mul(params, 3);
@@ -217,7 +218,7 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   const uint64_t arena_rows = DevicePool::ArenaRows(options.mega_batch, options.batch, specs.size());
   plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, 3)), sizeof(uint64_t));
   // Across ranks, the cross-rank sum's receive buffer (a chunk of the model at a time).
-  if (engine.ranks != nullptr && engine.ranks->size() > 1)
+  if (across_ranks)
     plan.scheduler = Add(plan.scheduler,
                          Mul(std::min<uint64_t>(shape.NumParameters(), ranks::kSumChunk), sizeof(float)));
   // Writing copies each device's momentum out; reading holds the whole file once.

@@ -66,8 +66,9 @@ struct MemoryPlan {
   std::string ToString() const;  // per-device and host lines, in MiB
 };
 
+// The plan of this process, across ranks rank `rank` (device_rank's numbering; 0 in one process).
 MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& options, const EngineOptions& engine,
-                      const engine::DeviceLimits& limits, uint64_t training_rows, bool checkpoints);
+                      const engine::DeviceLimits& limits, uint64_t training_rows, bool checkpoints, int rank = 0);
 
 // Throws std::runtime_error with the plan when it needs more than `host_available` bytes of host
 // memory (0 = unknown: not checked) or more than a GPU's free memory (gpu_free[ordinal]; 0 = not

@@ -29,7 +29,7 @@ class RankShareDealer : public Dealer {
 
   Dealt Deal(const DealRequest& request, MegaBatchRun* run) override {
     if (!request.continues) pool_.planner().BeginMegaBatch();
-    ranks::RankGroup& ranks = *pool_.engine().ranks;
+    ranks::RankGroup& ranks = *pool_.ranks();
     const size_t me = size_t(ranks.rank()), rank_count = size_t(ranks.size());
     const Clock::time_point start = Clock::now();
     const std::vector<size_t> begin = TakeShares(RankShares(std::min(request.budget, request.cap)));
@@ -119,7 +119,7 @@ class RankShareDealer : public Dealer {
   // Largest remainders, ties to the lower rank: the same shares on every rank.
   std::vector<uint64_t> RankShares(uint64_t rows) const {
     const EngineOptions& engine = pool_.engine();
-    const size_t rank_count = size_t(engine.ranks->size());
+    const size_t rank_count = size_t(pool_.ranks()->size());
     const std::vector<size_t> devices = pool_.alive();
     bool measured = true;
     for (size_t i : devices) measured = measured && rows_per_s_[i] > 0;

@@ -80,7 +80,7 @@ void Conclude(DevicePool& pool, const std::vector<Assignment>& plan, const std::
   if (engine.clock == EngineOptions::Clock::kWall) {
     // Across ranks, the slowest rank's time: every rank books the same.
     const double span = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    run->span_s += engine.ranks != nullptr ? AgreeOnMax(*engine.ranks, span) : span;
+    run->span_s += pool.ranks() != nullptr ? AgreeOnMax(*pool.ranks(), span) : span;
   } else {
     TimeOnTheVirtualClock(pool, plan, results, rows_before, run);
   }

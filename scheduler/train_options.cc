@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "engine/evaluator.h"
-#include "ranks/rank_group.h"
 
 namespace xmlt::scheduler {
 
@@ -32,37 +31,38 @@ void ValidateTrainOptions(const TrainOptions& options) {
 
 void ValidateEngineOptions(const EngineOptions& engine) {
   // Written so that NaN fails every check.
-  if (!(engine.momentum >= 0 && engine.momentum < 1)) throw OptionError("momentum", "must be in [0, 1)");
-  if (!(engine.pert_threshold >= 0)) throw OptionError("pert_threshold", "must be >= 0");
-  if (!(engine.pert_delta >= 0 && engine.pert_delta < 1)) throw OptionError("pert_delta", "must be in [0, 1)");
+  const merge::MergeOptions& rule = engine.merge_rule;
+  if (!(rule.momentum >= 0 && rule.momentum < 1)) throw OptionError("momentum", "must be in [0, 1)");
+  if (!(rule.pert_threshold >= 0)) throw OptionError("pert_threshold", "must be >= 0");
+  if (!(rule.pert_delta >= 0 && rule.pert_delta < 1)) throw OptionError("pert_delta", "must be in [0, 1)");
   if (!(engine.batch_min >= 0)) throw OptionError("batch_min", "must be >= 0");
   if (!(engine.beta >= 0)) throw OptionError("beta", "must be >= 0");
   if (!(engine.row_cost_s >= 0) || !std::isfinite(engine.row_cost_s))
     throw OptionError("row_cost", "must be >= 0");
   if (!(engine.merge_cost_s >= 0) || !std::isfinite(engine.merge_cost_s))
     throw OptionError("merge_cost", "must be >= 0");
-  if (!(engine.elastic_alpha >= 0 && engine.elastic_alpha <= 1))
+  if (!(rule.elastic_alpha >= 0 && rule.elastic_alpha <= 1))
     throw OptionError("elastic_alpha", "must be in [0, 1]");
   using Merge = EngineOptions::Merge;
   const bool one_step_merge = engine.merge == Merge::kGradient || engine.merge == Merge::kCrossbow;
   if (one_step_merge != (engine.schedule == EngineOptions::Schedule::kSync))
     throw OptionError("merge", "gradient and crossbow combine one step per device and need the sync schedule, "
                                "and the sync schedule needs one of them");
-  const bool elastic_force = engine.merge == Merge::kCrossbow || (engine.merge == Merge::kAverage && engine.elastic_alpha > 0);
+  const bool elastic_force = engine.merge == Merge::kCrossbow || (engine.merge == Merge::kAverage && rule.elastic_alpha > 0);
   if (engine.devices.empty()) throw OptionError("devices", "lists no device");
   if (engine.merge == Merge::kCopy && engine.devices.size() != 1)
     throw OptionError("devices", "must be one device for the copy merge (single)");
   if (!engine.heterogeneity.speed.empty() && engine.heterogeneity.speed.size() != engine.devices.size())
     throw OptionError("speed", "has " + std::to_string(engine.heterogeneity.speed.size()) + " values for " +
                                    std::to_string(engine.devices.size()) + " devices");
-  if (elastic_force && engine.nesterov)
+  if (elastic_force && rule.momentum_mode == merge::MomentumMode::kNesterov)
     throw OptionError("momentum_mode", "nesterov does not apply to elastic-force merges (EASGD, CROSSBOW)");
   if (!engine.device_rank.empty() && engine.device_rank.size() != engine.devices.size())
     throw OptionError("devices", "has " + std::to_string(engine.device_rank.size()) + " owning ranks for " +
                                      std::to_string(engine.devices.size()) + " devices");
   const bool gpus_only = std::all_of(engine.devices.begin(), engine.devices.end(),
                                      [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCuda; });
-  const bool one_rank = engine.ranks == nullptr || engine.ranks->size() <= 1;
+  const bool one_rank = RankCount(engine) <= 1;
   const bool nccl = engine.collective == merge::CollectiveKind::kNccl;
   using MergeOn = EngineOptions::MergeOn;
   if (engine.merge_on == MergeOn::kGpus && !gpus_only)
@@ -83,10 +83,14 @@ void ValidateEngineOptions(const EngineOptions& engine) {
                                     "and merges on the GPUs (not --merge-on host)");
 }
 
+int RankCount(const EngineOptions& engine) {
+  return engine.device_rank.empty() ? 1 : *std::max_element(engine.device_rank.begin(), engine.device_rank.end()) + 1;
+}
+
 bool MergesOnGpus(const EngineOptions& engine) {
   const bool gpus_only = std::all_of(engine.devices.begin(), engine.devices.end(),
                                      [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCuda; });
-  const bool one_rank = engine.ranks == nullptr || engine.ranks->size() <= 1;
+  const bool one_rank = RankCount(engine) <= 1;
   // Across ranks only NCCL spans the processes, and only for the weighted sums (ValidateEngine).
   const bool gpu_collective =
       engine.collective == merge::CollectiveKind::kNccl ||
@@ -107,7 +111,7 @@ std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options
 bool MergesByWeightedSum(const EngineOptions& engine) {
   using Merge = EngineOptions::Merge;
   return engine.merge == Merge::kNormalized || engine.merge == Merge::kGradient ||
-         (engine.merge == Merge::kAverage && engine.elastic_alpha <= 0);
+         (engine.merge == Merge::kAverage && engine.merge_rule.elastic_alpha <= 0);
 }
 
 uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,

@@ -12,11 +12,8 @@
 #include "kernels/output_math.h"
 #include "kernels/propensity.h"
 #include "merge/collective.h"
+#include "merge/merger.h"
 #include "scheduler/lr_schedule.h"
-
-namespace xmlt::ranks {
-class RankGroup;
-}
 
 namespace xmlt::scheduler {
 
@@ -65,15 +62,13 @@ struct EngineOptions {
   // always on the host mirrors (the path mixed CPU+GPU lists take); gpus: on the GPUs, refused
   // where that is not possible.
   enum class MergeOn { kAuto, kHost, kGpus } merge_on = MergeOn::kAuto;
-  bool nesterov = false;         // --momentum-mode nesterov: replicas start from the look-ahead
-  double elastic_alpha = 0;      // average: > 0 turns on EASGD's elastic force; crossbow: 0 = 1/n
   std::vector<engine::DeviceSpec> devices = engine::ParseDeviceList("cpu:4");
   double batch_min = 0;          // b_min; 0 = batch / 8
   double beta = 0;               // Algorithm 1's beta; 0 = b_min / 2
-  double momentum = 0.9;         // gamma of the global update
-  double pert_threshold = 0.1;   // perturb when every replica's L2 norm / #params is below it
-  double pert_delta = 0.1;       // perturbation factor
-  bool pert_renormalize = true;  // perturbed merge weights scaled back to sum 1 (paper: false)
+  // The merge's own settings, as the merges take them (merge/merger.h): the global momentum gamma
+  // and its mode (nesterov: replicas start from the look-ahead), the normalized merge's
+  // perturbation, and the elastic force's pull (average: > 0 turns on EASGD's; crossbow: 0 = 1/n).
+  merge::MergeOptions merge_rule;
   engine::HeterogeneitySpec heterogeneity;  // --speed (one per device, or none) and --hetero
   engine::SampledOutputOptions sampled_output;  // CPU devices train with SLIDE's output layer (--algo slide)
   enum class Clock { kWall, kVirtual } clock = Clock::kVirtual;
@@ -85,10 +80,10 @@ struct EngineOptions {
   // first mega-batch and merge, and differ from run to run with the machine's load.
   bool measure_clock_costs = false;
   // Several processes (MPI ranks, each with its own devices): `devices` lists every device of every
-  // rank, rank after rank, device_rank[i] is the rank that owns device i, and `ranks` is the group
-  // in which every rank's scheduler runs the same plan. Empty and null: one process owns them all.
+  // rank, rank after rank, and device_rank[i] is the rank that owns device i. Empty: one process
+  // owns them all. The group the ranks run in is no option: the run is handed it beside these
+  // (run/multi_device_run.h), and every rank's scheduler runs the same plan there.
   std::vector<int> device_rank;
-  ranks::RankGroup* ranks = nullptr;
 };
 
 // A setting no run can use, under the name the options give it ("batch", "pert_threshold"); the
@@ -103,6 +98,9 @@ class OptionError : public std::invalid_argument {
  private:
   std::string setting_, problem_;
 };
+
+// How many ranks the run spans: device_rank's owners (every rank owns devices), 1 without it.
+int RankCount(const EngineOptions& engine);
 
 // Throw OptionError for values no run can use.
 void ValidateTrainOptions(const TrainOptions& options);

@@ -60,7 +60,7 @@ TEST_P(CudaResumeTest, AStopInsideAMegaBatchResumesToTheUninterruptedRun) {
   XMLT_SKIP_WITHOUT_GPU();
   scheduler::EngineOptions engine =
       testing::WithAlgo(testing::VirtualClockEngine("cuda:0,cuda:1,cpu:1", "1,1.3,1.8"), GetParam());
-  engine.momentum = 0.5;
+  engine.merge_rule.momentum = 0.5;
   const Outcome full = TrainFor(engine, {}, 0);
   ASSERT_GE(full.records.size(), 2u);
 
@@ -107,7 +107,7 @@ TEST(CudaRollback, ADivergenceRollsTheGpuReplicasBackWithTheCpus) {
   for (int k = 0; k < 2; ++k) {
     scheduler::EngineOptions engine =
         testing::WithAlgo(testing::VirtualClockEngine(devices[k], "1,1.3,1.8"), "adaptive");
-    engine.momentum = 0.5;
+    engine.merge_rule.momentum = 0.5;
     runs[k] = TrainFor(engine, control, 0);
     EXPECT_EQ(runs[k].result.rollbacks, 1u) << devices[k];
   }

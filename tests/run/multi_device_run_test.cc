@@ -129,7 +129,7 @@ TEST(MultiDeviceRun, TrainsEveryRowOnceAnEpochAndLearns) {
   // local momentum and, with the paper's gamma 0.9, overshoots (see README, "Adaptive SGD in
   // practice"); this run checks the engine's bookkeeping and learning without it.
   scheduler::EngineOptions engine = Adaptive("cpu:4", "1,1.1,1.2,1.32");
-  engine.momentum = 0;
+  engine.merge_rule.momentum = 0;
   const std::vector<EvalRecord> records = TrainRun(Options(), engine);
   uint64_t labeled = 0;
   for (uint64_t r = 0; r < Data().train.num_rows(); ++r) labeled += Data().train.labels.RowSize(r) > 0;
@@ -187,7 +187,7 @@ TEST(MultiDeviceRun, OneDeviceSyncIsSingleDeviceSgd) {
   scheduler::EngineOptions sync = SingleDeviceEngine();
   sync.schedule = scheduler::EngineOptions::Schedule::kSync;
   sync.merge = scheduler::EngineOptions::Merge::kGradient;
-  sync.momentum = 0;
+  sync.merge_rule.momentum = 0;
   kernels::Model<float> synchronous;
   TrainRun(options, sync, &synchronous);
 

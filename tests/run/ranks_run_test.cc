@@ -31,7 +31,7 @@ scheduler::TrainOptions Options() { return testing::ShortRunOptions(2); }
 scheduler::TrainOptions OptionsFor(const std::string& algo, scheduler::EngineOptions* engine) {
   scheduler::TrainOptions options = Options();
   const apps::PresetValues preset = apps::DefaultPreset(algo, 4, Data().train.num_rows() / options.batch);
-  engine->momentum = preset.momentum;
+  engine->merge_rule.momentum = preset.momentum;
   options.local_momentum = preset.local_momentum;
   return options;
 }
@@ -42,14 +42,14 @@ struct Outcome {
 };
 
 Outcome Train(const scheduler::EngineOptions& engine, const RunControl& control = {},
-              const scheduler::TrainOptions& options = Options()) {
+              const scheduler::TrainOptions& options = Options(), xmlt::ranks::RankGroup* group = nullptr) {
   const data::GeneratedData& data = Data();
   kernels::ModelShape shape{data.train.num_features(), options.hidden, data.train.num_labels()};
   kernels::Model<float> model = kernels::InitModel<float>(shape, options.seed);
   Outcome outcome;
   TrainCallbacks callbacks;
   callbacks.on_eval = [&](const EvalRecord& r) { outcome.records.push_back(r); };
-  RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks, control);
+  RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks, control, group);
   outcome.model = model.params;
   return outcome;
 }
@@ -66,8 +66,7 @@ std::vector<Outcome> TrainOnRanks(scheduler::EngineOptions engine, int ranks, co
       try {
         scheduler::EngineOptions mine = engine;
         mine.devices = engine::DevicesOfRanks(engine::ParseDeviceList(per_rank), ranks, &mine.device_rank);
-        mine.ranks = groups[r].get();
-        outcomes[r] = Train(mine, control, options);
+        outcomes[r] = Train(mine, control, options, groups[r].get());
       } catch (...) {
         errors[r] = std::current_exception();
       }

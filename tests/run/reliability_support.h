@@ -36,15 +36,15 @@ inline scheduler::TrainOptions Options() { return testing::ShortRunOptions(2); }
 
 inline scheduler::EngineOptions Engine(const std::string& algo) {
   scheduler::EngineOptions engine = testing::VirtualClockEngine("cpu:3", "1,1.3,1.8");
-  engine.momentum = 0.5;
+  engine.merge_rule.momentum = 0.5;
   if (algo == "adaptive-nesterov-cvb") {
-    engine.nesterov = true;
+    engine.merge_rule.momentum_mode = merge::MomentumMode::kNesterov;
     engine.heterogeneity = engine::ParseHetero("cvb:vmach=0.5,vtask=0.2");
     return engine;
   }
   if (algo == "single") return engine;  // unused: single runs through Train (SingleDeviceEngine)
   engine = testing::WithAlgo(engine, algo);
-  if (algo == "elastic") engine.elastic_alpha = 0.3;  // EASGD: replicas keep their own state between merges
+  if (algo == "elastic") engine.merge_rule.elastic_alpha = 0.3;  // EASGD: replicas keep their own state between merges
   return engine;
 }
 

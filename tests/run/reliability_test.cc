@@ -273,13 +273,12 @@ TEST(MemoryPlan, TheOtherRanksMirrorsCountOnlyWhereSomethingReadsThem) {
   const kernels::ModelShape shape{5000, {64}, 500};
   const engine::DeviceLimits limits{128, 128 * 100, 128 * 5};
   const scheduler::TrainOptions options;
-  std::vector<std::unique_ptr<ranks::RankGroup>> groups = ranks::MakeThreadGroups(2);
   scheduler::EngineOptions engine;
   engine.devices = engine::DevicesOfRanks(engine::ParseDeviceList("cpu:2"), 2, &engine.device_rank);
-  engine.ranks = groups[0].get();
   uint64_t replica = 0;  // parameters and momentum, as rank 0's own device holds them
   auto mirror = [&](bool checkpoints) {
-    const scheduler::MemoryPlan plan = scheduler::PlanMemory(shape, options, engine, limits, 10000, checkpoints);
+    const scheduler::MemoryPlan plan =
+        scheduler::PlanMemory(shape, options, engine, limits, 10000, checkpoints, /*rank=*/0);
     replica = plan.devices[0].params + plan.devices[0].momentum;
     EXPECT_EQ(plan.devices[0].params, shape.NumParameters() * sizeof(float)) << "rank 0's own device";
     EXPECT_EQ(plan.devices[2].total(), 0u) << "another rank's device trains nothing here";
@@ -287,10 +286,8 @@ TEST(MemoryPlan, TheOtherRanksMirrorsCountOnlyWhereSomethingReadsThem) {
   };
   EXPECT_EQ(mirror(false), 0u) << "adaptive without checkpoints makes no mirror";
   EXPECT_EQ(mirror(true), replica) << "a checkpoint brings the replica and its momentum to rank 0";
-  engine.ranks = groups[1].get();
-  EXPECT_EQ(scheduler::PlanMemory(shape, options, engine, limits, 10000, true).devices[0].host_mirror, 0u)
+  EXPECT_EQ(scheduler::PlanMemory(shape, options, engine, limits, 10000, true, /*rank=*/1).devices[0].host_mirror, 0u)
       << "rank 1 only sends its own replicas to rank 0's checkpoint";
-  engine.ranks = groups[0].get();
   engine.merge = scheduler::EngineOptions::Merge::kAdasum;
   engine.schedule = scheduler::EngineOptions::Schedule::kStatic;
   EXPECT_EQ(mirror(false), replica) << "Adasum reads every replica";

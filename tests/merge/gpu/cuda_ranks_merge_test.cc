@@ -73,14 +73,12 @@ std::vector<Outcome> TrainOnRanks(const scheduler::EngineOptions& engine, int ra
     threads.emplace_back([&, r] {
       Outcome& outcome = outcomes[size_t(r)];
       try {
-        scheduler::EngineOptions mine = engine;
-        mine.ranks = groups[size_t(r)].get();
         const data::GeneratedData& data = Data();
         kernels::Model<float> model = kernels::InitModel<float>(
             {data.train.num_features(), options.hidden, data.train.num_labels()}, options.seed);
         TrainCallbacks callbacks;
         callbacks.on_eval = [&](const EvalRecord& record) { outcome.records.push_back(record); };
-        RunMultiDevice(data.train, &data.test, options, mine, &model, callbacks, control);
+        RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks, control, groups[size_t(r)].get());
         outcome.model = model.params;
       } catch (const std::exception& e) {
         outcome.error = e.what();
@@ -118,16 +116,13 @@ TEST(CudaRanksMerge, NcclAcrossRanksEqualsTheHostMergeAndEveryRankHasTheSameMode
       scheduler::EngineOptions host = RanksEngine(algo, shape.ranks, shape.per_rank);
       host.merge_on = scheduler::EngineOptions::MergeOn::kHost;
       // What the summary's merge_on reports (apps/command_train.cc), on any rank.
-      auto group = xmlt::ranks::MakeThreadGroups(shape.ranks);
-      nccl.ranks = host.ranks = group[1].get();
       EXPECT_TRUE(scheduler::MergesOnGpus(nccl)) << where;
       EXPECT_FALSE(scheduler::MergesOnGpus(host)) << where;
-      nccl.ranks = host.ranks = nullptr;
 
       // The command line's momenta (apps/train_presets.cc): adaptive the replicas' only, sync the
       // merge's only (a momentum on a momentum oscillates here; see ranks_run_test.cc).
       scheduler::TrainOptions run = options;
-      nccl.momentum = host.momentum = algo == "sync" ? 0.9 : 0.0;
+      nccl.merge_rule.momentum = host.merge_rule.momentum = algo == "sync" ? 0.9 : 0.0;
       run.local_momentum = algo == "sync" ? 0.0f : 0.9f;
 #ifdef XMLT_GPUSIM
       gpusim::ResetTraffic();
@@ -172,8 +167,6 @@ TEST(CudaRanksMerge, NcclAcrossRanksIsRefusedForMergesThatReadEveryReplica) {
   for (const std::string algo : {"adasum", "crossbow"}) {
     scheduler::EngineOptions engine = RanksEngine(algo, 2, 1);
     engine.collective = merge::CollectiveKind::kNccl;
-    auto group = xmlt::ranks::MakeThreadGroups(2);
-    engine.ranks = group[0].get();
     EXPECT_FALSE(scheduler::MergesOnGpus(engine)) << algo;
     try {
       scheduler::ValidateEngineOptions(engine);
@@ -195,7 +188,7 @@ TEST(CudaRanksMerge, ACheckpointedAndResumedRunEndsWhereTheWholeRunDoes) {
   if (kernels::cuda::CudaDeviceCountOrZero() < 2) GTEST_SKIP() << "needs two GPUs";
   scheduler::EngineOptions engine = RanksEngine("adaptive", 2, 1);
   engine.collective = merge::CollectiveKind::kNccl;
-  engine.momentum = 0;
+  engine.merge_rule.momentum = 0;
   scheduler::TrainOptions whole_run = xmlt::testing::ShortRunOptions(2), first_half = xmlt::testing::ShortRunOptions(1);
   const std::vector<Outcome> whole = TrainOnRanks(engine, 2, whole_run);
   xmlt::testing::TempDir dir;
