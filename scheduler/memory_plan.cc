@@ -29,7 +29,7 @@ uint64_t Add(uint64_t a, uint64_t b) { return b > UINT64_MAX - a ? UINT64_MAX : 
 }  // namespace
 
 uint64_t MemoryPlan::training_total() const {
-  uint64_t total = Add(Add(global, scheduler), checkpoint);
+  uint64_t total = Add(Add(Add(Add(global_model, previous_model), rollback), scheduler), checkpoint);
   for (const DeviceMemory& d : devices)
     total = Add(Add(total, d.gpu ? d.host_mirror : d.total()), d.evaluation);
   return total;
@@ -98,9 +98,13 @@ std::string MemoryPlan::ToString() const {
     out << "; evaluating its share of the test set: " << MiB(d.evaluation) << " of host memory";
     out << "\n";
   }
-  out << "  global model, previous model and two rollback copies: " << MiB(global) << "\n"
+  out << "  the global model w: " << MiB(global_model) << "; its previous value w_p: "
+      << (previous_model > 0 ? MiB(previous_model) : std::string("none (one CPU device: its merge is a copy)"))
+      << "; the trusted and the latest state's w, for rollbacks: " << MiB(rollback) << "\n"
       << "  scheduler rows (and cross-rank sum scratch): " << MiB(scheduler) << "\n";
-  if (checkpoint > 0) out << "  checkpoint copies: " << MiB(checkpoint) << "\n";
+  if (checkpoint > 0)
+    out << "  checkpoint staging, while one is written or read (each device's parameters and momentum, w and w_p): "
+        << MiB(checkpoint) << "\n";
   if (ranker.total() > 0) {
     out << "  host memory while training: " << MiB(training_total()) << "\n"
         << "  the ranker's stage after training: " << MiB(ranker.total()) << " at its peak (" << ranker.pairs
@@ -213,7 +217,9 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   // The engine keeps w, w_prev (not for a one-replica copy on the host: KeepsPreviousModel), and the
   // trusted and the latest state's w for rollbacks; the model it was given is released once copied
   // into them (evaluations borrow w).
-  plan.global = Mul(params, KeepsPreviousModel(engine) ? 4 : 3);
+  plan.global_model = params;
+  plan.previous_model = KeepsPreviousModel(engine) ? params : 0;
+  plan.rollback = Mul(params, 2);
   // The sampler's row order, once in the sampler and once in each saved state.
   const uint64_t arena_rows = DevicePool::ArenaRows(options.mega_batch, options.batch, specs.size());
   plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, 3)), sizeof(uint64_t));

@@ -167,7 +167,7 @@ TEST(RankerStage, TheMemoryPlanCountsTheRankersPairsShortlistsAndSolver) {
   EXPECT_GE(planned.total(), planned.mlp + planned.shortlists + planned.model + planned.dense + planned.solver);
   // In the run's plan: the larger of training and the stage after it, which the plan says.
   scheduler::MemoryPlan plan;
-  plan.global = 1 << 20;
+  plan.global_model = 1 << 20;
   EXPECT_EQ(plan.host_total(), uint64_t(1) << 20);
   plan.ranker = planned;
   EXPECT_EQ(plan.host_total(), std::max<uint64_t>(1 << 20, planned.total()));

@@ -259,11 +259,18 @@ TEST(MemoryPlan, OneCpuDeviceKeepsNoPreviousGlobalModel) {
   scheduler::TrainOptions options;
   const scheduler::EngineOptions single = SingleDeviceEngine();
   ASSERT_FALSE(scheduler::KeepsPreviousModel(single));
-  EXPECT_EQ(scheduler::PlanMemory(shape, options, single, limits, 1000, false).global, 3 * params);
+  const scheduler::MemoryPlan one = scheduler::PlanMemory(shape, options, single, limits, 1000, false);
+  EXPECT_EQ(one.global_model, params);
+  EXPECT_EQ(one.previous_model, 0u);
+  EXPECT_EQ(one.rollback, 2 * params);
+  EXPECT_NE(one.ToString().find("w_p: none (one CPU device"), std::string::npos) << one.ToString();
   scheduler::EngineOptions four;
   four.devices = engine::ParseDeviceList("cpu:4");
   ASSERT_TRUE(scheduler::KeepsPreviousModel(four));
-  EXPECT_EQ(scheduler::PlanMemory(shape, options, four, limits, 1000, false).global, 4 * params);
+  const scheduler::MemoryPlan several = scheduler::PlanMemory(shape, options, four, limits, 1000, false);
+  EXPECT_EQ(several.global_model, params);
+  EXPECT_EQ(several.previous_model, params);
+  EXPECT_EQ(several.rollback, 2 * params);
 }
 
 // Across ranks another rank's device is a host mirror here: hierarchical merges (adaptive, elastic,
