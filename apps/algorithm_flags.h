@@ -4,11 +4,13 @@
 #pragma once
 
 #include "apps/train_flags.h"
+#include "scheduler/train_options.h"
 
 namespace xmlt::apps {
 
-// After ApplyAlgorithm, for a multi-device --algo: std::invalid_argument naming the first flag given
-// that the run's schedule and merge (from --algo, or --schedule and --merge) never read.
-void RefuseFlagsTheAlgorithmIgnores(const TrainFlags& f);
+// For a multi-device --algo, with the `engine` ApplyAlgorithm decided: std::invalid_argument naming
+// the first flag given that the run's schedule and merge (from --algo, or --schedule and --merge) never
+// read.
+void RefuseFlagsTheAlgorithmIgnores(const TrainFlags& f, const scheduler::EngineOptions& engine);
 
 }  // namespace xmlt::apps

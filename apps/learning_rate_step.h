@@ -1,6 +1,6 @@
-// The run's learning rate, a step of the run of its own once the data is loaded and the flags are
-// settled (settle_around_loading.h): --lr auto searches by training short runs, minutes at full
-// size, which settling the flags should not hide. The rate is the checkpoint's on a resume, --lr's
+// The run's learning rate, a step of the run of its own once the data is loaded and the rest is
+// planned (plan_around_loading.h): --lr auto searches by training short runs, minutes at full
+// size, which planning should not hide. The rate is the checkpoint's on a resume, --lr's
 // number, or the search's pick, then scaled for the devices (ScaleLearningRate) and recorded for a
 // resume (RecordResumeSettings).
 #pragma once
@@ -10,6 +10,7 @@
 
 #include "apps/train_data.h"
 #include "apps/train_flags.h"
+#include "apps/train_plan.h"
 #include "apps/train_presets.h"
 #include "ranks/rank_group.h"
 
@@ -24,9 +25,10 @@ struct LearningRateStep {
   int stopped_by_signal = 0;  // non-zero: a stop was asked for, and the learning rate is not set
 };
 
-// Writes f.options.lr and f.options.input_lr with `scaling` (the preset's). `stopped` is asked
-// before the search and after it: the longest waits before training.
-LearningRateStep SetLearningRate(TrainFlags& f, ranks::RankGroup* ranks, const TrainingData& data, LrScaling scaling,
-                                 const StopCheck& stopped);
+// Writes the plan's options.lr and options.input_lr with its lr_scaling (the preset's), and what a
+// checkpoint records of them; the plan's last step. `stopped` is asked before the search and after
+// it: the longest waits before training.
+LearningRateStep SetLearningRate(const TrainFlags& f, ranks::RankGroup* ranks, const TrainingData& data,
+                                 const StopCheck& stopped, TrainPlan* plan);
 
 }  // namespace xmlt::apps

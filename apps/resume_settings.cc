@@ -9,8 +9,9 @@
 
 namespace xmlt::apps {
 
-void RecordResumeSettings(TrainFlags& f, LrScaling scaling, float rate, bool resumed, bool searched) {
-  const run::RankerOptions& ranker = f.ranker_options;
+void RecordResumeSettings(const TrainFlags& f, float rate, bool resumed, bool searched, TrainPlan* plan) {
+  const LrScaling scaling = plan->lr_scaling;
+  const run::RankerOptions& ranker = plan->ranker;
   nlohmann::json settings = nlohmann::json::object();
   // Always recorded, so that a checkpoint holding none of these predates them (run::CheckSameRun).
   settings["ranker"] = ranker.enabled ? "auto" : "off";
@@ -21,8 +22,8 @@ void RecordResumeSettings(TrainFlags& f, LrScaling scaling, float rate, bool res
   // A resume without --lr goes on at the checkpoint's rate, which this scaling made: another
   // would be ignored there, so it is refused instead (one device scales nothing: "none").
   settings["lr_scaling"] = LrScalingName(scaling);
-  settings["merge_on"] = scheduler::MergesOnGpus(f.engine) ? "gpus" : "host";
-  f.control.outer_settings = settings;
+  settings["merge_on"] = scheduler::MergesOnGpus(plan->engine) ? "gpus" : "host";
+  plan->control.outer_settings = settings;
 
   // How the rate came from the flags: a refused resume shows it beside the rates it compares.
   std::ostringstream lr;
@@ -31,7 +32,7 @@ void RecordResumeSettings(TrainFlags& f, LrScaling scaling, float rate, bool res
   } else {
     lr << (searched ? "--lr auto: " : "--lr ") << rate;
     if (!OneDevice(f)) {
-      const size_t devices = f.engine.devices.size();
+      const size_t devices = plan->engine.devices.size();
       if (scaling == LrScaling::kNone) {
         lr << ", --lr-scaling none on " << devices << " devices";
       } else {
@@ -39,7 +40,7 @@ void RecordResumeSettings(TrainFlags& f, LrScaling scaling, float rate, bool res
       }
     }
   }
-  f.control.notes = nlohmann::json::object({{"lr", lr.str()}});
+  plan->control.notes = nlohmann::json::object({{"lr", lr.str()}});
 }
 
 }  // namespace xmlt::apps

@@ -6,13 +6,14 @@
 #pragma once
 
 #include "apps/train_flags.h"
+#include "apps/train_plan.h"
 #include "apps/train_presets.h"
 
 namespace xmlt::apps {
 
-// Writes f.control.outer_settings and f.control.notes, once the flags are settled (after loading:
-// the ranker may then have been left out) and the learning rate is written. `rate` is the one
-// ScaleLearningRate was given: the checkpoint's (`resumed`), --lr's, or the search's (`searched`).
-void RecordResumeSettings(TrainFlags& f, LrScaling scaling, float rate, bool resumed, bool searched);
+// Writes the plan's control.outer_settings and control.notes, once the rest is planned (after
+// loading: the ranker may then have been left out) and the learning rate is written. `rate` is the
+// one ScaleLearningRate was given: the checkpoint's (`resumed`), --lr's, or the search's (`searched`).
+void RecordResumeSettings(const TrainFlags& f, float rate, bool resumed, bool searched, TrainPlan* plan);
 
 }  // namespace xmlt::apps

@@ -8,7 +8,6 @@
 
 #include "apps/cli.h"
 #include "apps/command_input.h"
-#include "apps/train_settings.h"
 #include "data/input_error.h"
 #include "data/row_normalization.h"
 #include "kernels/propensity.h"
@@ -24,38 +23,53 @@ float LargestMagnitude(const data::CsrMatrix& features) {
 
 }  // namespace
 
-TrainingData LoadTrainingData(TrainFlags& f, const TrainSession& session, ranks::RankGroup* ranks) {
-  const bool writer = ranks->rank() == 0;
+namespace {
+
+// Where the readers' warnings go: the session's list, or stderr on rank 0.
+Warnings WarningsOf(const TrainSession& session, ranks::RankGroup* ranks) {
+  return session.warnings != nullptr ? Warnings::Into(session.warnings) : Warnings(ranks->rank() == 0);
+}
+
+}  // namespace
+
+TrainingData LoadTrainingRows(const TrainFlags& f, const TrainSession& session, ranks::RankGroup* ranks) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point load_start = Clock::now();
   if (f.normalize != "l2" && f.normalize != "none") throw std::invalid_argument("--normalize must be l2 or none");
   TrainingData loaded;
-  const Warnings warnings = session.warnings != nullptr ? Warnings::Into(session.warnings) : Warnings(writer);
-  loaded.train = session.train ? *session.train : LoadWithWarnings(f.train, f.train_labels, f.data, warnings);
-  // The training data alone sets the model's shape: a test row with a label or feature id the
-  // training data does not have is scored as eval scores it (ids beyond the model left out).
-  loaded.shape = SettleShape(f, loaded.train);
+  loaded.train =
+      session.train ? *session.train : LoadWithWarnings(f.train, f.train_labels, f.data, WarningsOf(session, ranks));
+  loaded.load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
+  return loaded;
+}
+
+void LoadTestRows(const TrainFlags& f, const TrainSession& session, ranks::RankGroup* ranks, const TrainPlan& plan,
+                  TrainingData* loaded) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point load_start = Clock::now();
+  const Warnings warnings = WarningsOf(session, ranks);
+  // A test row with a label or feature id the training data does not have is scored as eval
+  // scores it (ids beyond the model left out).
   if (session.test || !f.test.empty()) {
-    loaded.test = std::make_unique<data::Dataset>(AsModelInput(
-        session.test ? *session.test : LoadWithWarnings(f.test, f.test_labels, f.data, warnings), loaded.shape, f.test,
-        warnings));
+    loaded->test = std::make_unique<data::Dataset>(
+        AsModelInput(session.test ? *session.test : LoadWithWarnings(f.test, f.test_labels, f.data, warnings),
+                     plan.shape, f.test, warnings));
     // Scores of rows without labels would be means over nothing, printed as zeros (eval refuses it too).
-    if (loaded.test->labels.nnz() == 0)
+    if (loaded->test->labels.nnz() == 0)
       throw data::InputError(f.test, 0, "no row has a label: nothing to evaluate (leave out --test, or give a "
                                         "labelled test set)");
-    WarnUnlabelledEvaluationRows(*loaded.test, f.test, warnings);
+    WarnUnlabelledEvaluationRows(*loaded->test, f.test, warnings);
   }
-  if (loaded.shape.normalize_rows) loaded.train = data::NormalizeRowsL2(loaded.train);
-  loaded.load_seconds = std::chrono::duration<double>(Clock::now() - load_start).count();
-  loaded.largest_raw_value = f.normalize == "none" ? LargestMagnitude(loaded.train.features) : 0.0f;
+  if (plan.shape.normalize_rows) loaded->train = data::NormalizeRowsL2(loaded->train);
+  loaded->largest_raw_value = f.normalize == "none" ? LargestMagnitude(loaded->train.features) : 0.0f;
   // The test rows are also scored with the propensity-scored metrics, the propensities from the
   // training labels.
-  if (loaded.test && loaded.train.num_rows() >= 2) {
-    const uint64_t labels = std::max<uint64_t>(loaded.test->num_labels(), loaded.shape.num_labels);
-    loaded.test->inverse_propensity = data::SharedArray<float>(
-        kernels::InversePropensities(loaded.train.labels, labels, f.options.propensity));
+  if (loaded->test && loaded->train.num_rows() >= 2) {
+    const uint64_t labels = std::max<uint64_t>(loaded->test->num_labels(), plan.shape.num_labels);
+    loaded->test->inverse_propensity =
+        data::SharedArray<float>(kernels::InversePropensities(loaded->train.labels, labels, plan.options.propensity));
   }
-  return loaded;
+  loaded->load_seconds += std::chrono::duration<double>(Clock::now() - load_start).count();
 }
 
 }  // namespace xmlt::apps

@@ -3,20 +3,22 @@
 #pragma once
 
 #include "apps/train_flags.h"
+#include "apps/train_plan.h"
 
 namespace xmlt::apps {
 
-// The step's defaults, which every device implements: dropout 0.5 unless --dropout is given, and
-// --input-optimizer auto as adagrad (its rate written after loading, by ScaleLearningRate); refuses
-// a bad --input-optimizer, or --input-lr without Adagrad.
-void SettleStepDefaults(TrainFlags& f);
+// The step's defaults, which every device implements: the plan's dropout 0.5 unless --dropout is
+// given, and --input-optimizer auto as adagrad (its rate written after loading, by
+// ScaleLearningRate); refuses a bad --input-optimizer, or --input-lr without Adagrad.
+void SettleStepDefaults(const TrainFlags& f, TrainPlan* plan);
 
 // A GPU of this rank's (`rank`, across ranks) that is not there, said before the data is loaded
 // (minutes at full size).
-void CheckGpusExist(const TrainFlags& f, int rank);
+void CheckGpusExist(const TrainPlan& plan, int rank);
 
 // Flags that need no data are checked before the data is loaded (minutes at full size): the
-// training options as given, the multi-device ones, and flags that --algo single would ignore.
-void CheckFlagsBeforeLoading(TrainFlags& f);
+// training options as given (with the step's defaults), the multi-device ones as the algorithm
+// decided them, and flags that --algo single would ignore. Decides nothing.
+void CheckFlagsBeforeLoading(const TrainFlags& f, const TrainPlan& plan);
 
 }  // namespace xmlt::apps

@@ -1,12 +1,13 @@
-// The flags of `xmltrain train` as given, and the typed options some of them bind to directly;
-// train_settings.h turns the rest into options and checks them.
+// The flags of `xmltrain train` as given, and the typed options some of them bind to directly.
+// Planning (train_plan.h) reads them once, const, and decides the run's TrainPlan; the bound
+// options are private, read only by PlanAsGiven, so the run cannot read one the plan settled.
 #pragma once
 
-#include "apps/cli_app.h"
 #include <string>
 #include <vector>
 
 #include "apps/cli.h"
+#include "apps/cli_app.h"
 #include "apps/command_input.h"
 #include "engine/sampled_output.h"
 #include "run/ranker_stage.h"
@@ -14,6 +15,8 @@
 #include "scheduler/train_options.h"
 
 namespace xmlt::apps {
+
+struct TrainPlan;  // train_plan.h
 
 struct TrainFlags {
   std::string train, train_labels, test, test_labels, metrics, model_out;
@@ -30,21 +33,28 @@ struct TrainFlags {
   std::string mega_batch_warmup;  // on or off; from the preset unless given
   std::string propensity = "0.55,1.5";
   std::string algo = "single", clock = "virtual", clock_costs = "model";
-  std::string ranker = "auto", ranker_blend = "auto";  // settled into ranker_options before loading
-  run::RankerOptions ranker_options;                    // --ranker-holdout, -shortlist, -passes bound here
-  engine::SampledOutputOptions sampled_output;  // --slide-*: copied into `engine` by --algo slide or --cpu-output
+  std::string ranker = "auto", ranker_blend = "auto";  // decided into the plan's ranker before loading
   std::string cpu_output = "dense";             // the output layer of a multi-device run's CPU devices
-  // Parsed once, in ApplyAlgorithm, into the typed fields of `engine`.
+  // Parsed once, in ApplyAlgorithm, into the typed fields of the plan's engine.
   std::string devices = "cpu:4", speed, hetero = "none", collective = "ring", merge_on = "auto";
-  scheduler::EngineOptions engine;
   std::string schedule = "dynamic", merge = "normalized", momentum_mode = "heavy";
   CLI::App* command = nullptr;
   bool given(const char* flag) const;  // whether the command line named `flag`
   DataFlags data;
-  scheduler::TrainOptions options;
-  run::RunControl control;
   std::vector<std::string> faults;
   double rank_timeout_s = 1800;  // across MPI ranks: how long a rank waits for the others
+
+ private:
+  // The options CLI11 binds flags into directly, as given: the plan starts from them
+  // (PlanAsGiven) and its steps settle the rest. Private, so that the run reads the plan's.
+  scheduler::TrainOptions options;
+  scheduler::EngineOptions engine;
+  run::RunControl control;
+  run::RankerOptions ranker_options;            // --ranker-holdout, -shortlist, -passes
+  engine::SampledOutputOptions sampled_output;  // --slide-*: copied into the engine by --algo slide or --cpu-output
+  friend void AddTrainFlags(CLI::App* cmd, TrainFlags* f);
+  friend TrainPlan PlanAsGiven(const TrainFlags& f);
+  friend const engine::SampledOutputOptions& GivenSampledOutput(const TrainFlags& f);
 };
 
 // Adds the train command's flags to `cmd`, bound to `f`.

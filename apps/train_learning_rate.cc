@@ -65,36 +65,37 @@ float GivenInputLearningRate(const TrainFlags& f) {
   return adagrad ? f.input_lr : 0.0f;
 }
 
-scheduler::TrainOptions OptionsWithGivenInputRate(const TrainFlags& f) {
-  scheduler::TrainOptions options = f.options;
+scheduler::TrainOptions OptionsWithGivenInputRate(const TrainFlags& f, const TrainPlan& plan) {
+  scheduler::TrainOptions options = plan.options;
   options.input_lr = GivenInputLearningRate(f);
   return options;
 }
 
-std::optional<float> ResumedLearningRate(const TrainFlags& f) {
+std::optional<float> ResumedLearningRate(const TrainFlags& f, const TrainPlan& plan) {
   // A resume goes on at the checkpoint's rate unless --lr gives a number (checkpoint_folder.h).
-  if (f.control.resume_dir.empty() || (f.lr != "auto" && f.given("--lr"))) return std::nullopt;
-  return CheckpointedLearningRate(f.control.resume_dir, f.engine.devices);
+  if (plan.control.resume_dir.empty() || (f.lr != "auto" && f.given("--lr"))) return std::nullopt;
+  return CheckpointedLearningRate(plan.control.resume_dir, plan.engine.devices);
 }
 
-LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const data::Dataset& train, const kernels::ModelShape& shape,
+LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const TrainPlan& plan, const data::Dataset& train,
                                     size_t ranks, bool say) {
-  const engine::DeviceSpec search_device = run::LrSearchDevice(f.engine.devices, ranks);
+  const engine::DeviceSpec search_device = run::LrSearchDevice(plan.engine.devices, ranks);
   // --algo slide searches with its sampled step; --cpu-output sampled with the dense step, whose
   // rate the run's dense devices take (its sampled devices scale it, ScaleLearningRate).
   const run::LrSearchResult search =
-      run::SearchLearningRate(train, shape, OptionsWithGivenInputRate(f), search_device,
-                              f.algo == "slide" ? f.engine.sampled_output : engine::SampledOutputOptions{});
+      run::SearchLearningRate(train, plan.shape, OptionsWithGivenInputRate(f, plan), search_device,
+                              f.algo == "slide" ? plan.engine.sampled_output : engine::SampledOutputOptions{});
   LrSearchPick pick;
   pick.report = ReportLrSearch(search, search_device, say);
   pick.lr = float(search.picked);
   return pick;
 }
 
-void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resumed, bool say) {
-  const size_t devices = f.engine.devices.size();
+void ScaleLearningRate(const TrainFlags& f, float rate, bool resumed, bool say, TrainPlan* plan) {
+  const LrScaling scaling = plan->lr_scaling;
+  const size_t devices = plan->engine.devices.size();
   const bool scaled = !resumed && !OneDevice(f);
-  f.options.lr = scaled ? float(double(rate) * LrScalingFactor(scaling, devices)) : rate;
+  plan->options.lr = scaled ? float(double(rate) * LrScalingFactor(scaling, devices)) : rate;
   // The first layer's Adagrad rate is not scaled with the devices: its steps are per-coordinate
   // sizes, not a share of a gradient (Bibtex, 4 devices, best P@1: adaptive 0.647 and elastic 0.644
   // unscaled, 0.617 and 0.611 with the rate x 4; one device 0.638). A global momentum gamma
@@ -102,22 +103,23 @@ void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resume
   // device: it takes (1 - gamma) of the rate (sync 0.643 and Adasum 0.631 at gamma 0.9; Adasum at
   // the full rate 0.340).
   const float input_lr = GivenInputLearningRate(f);
-  f.options.input_lr = OneDevice(f) ? input_lr : float(double(input_lr) * (1.0 - f.engine.merge_rule.momentum));
+  plan->options.input_lr = OneDevice(f) ? input_lr : float(double(input_lr) * (1.0 - plan->engine.merge_rule.momentum));
   if (OneDevice(f)) return;
   if (!say) return;
   std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
-            << f.engine.merge_rule.momentum << " --local-momentum " << f.options.local_momentum
-            << (f.engine.sampled_output.enabled ? " (none on the sampled CPU devices: plain SGD at lr / (1 - it))" : "")
-            << " --mega-batch "
-            << f.options.mega_batch << (f.options.mega_batch_warmup ? " (warming up from one batch a device)" : "")
-            << " --lr " << f.options.lr;
+            << plan->engine.merge_rule.momentum << " --local-momentum " << plan->options.local_momentum
+            << (plan->engine.sampled_output.enabled ? " (none on the sampled CPU devices: plain SGD at lr / (1 - it))"
+                                                    : "")
+            << " --mega-batch " << plan->options.mega_batch
+            << (plan->options.mega_batch_warmup ? " (warming up from one batch a device)" : "") << " --lr "
+            << plan->options.lr;
   if (resumed)
     std::cerr << " (the checkpoint's)";
   else
     std::cerr << " (" << rate << " scaled " << LrScalingName(scaling) << ")";
   // The perturbation is the normalized merge's alone: elastic, adasum, sync and crossbow have none.
-  if (f.engine.merge == scheduler::EngineOptions::Merge::kNormalized)
-    std::cerr << " --pert-weights " << (f.engine.merge_rule.renormalize_perturbed ? "normalized" : "raw");
+  if (plan->engine.merge == scheduler::EngineOptions::Merge::kNormalized)
+    std::cerr << " --pert-weights " << (plan->engine.merge_rule.renormalize_perturbed ? "normalized" : "raw");
   std::cerr << "\n";
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "apps/train_flags.h"
+#include "apps/train_plan.h"
 #include "apps/train_presets.h"
 #include "data/dataset.h"
 #include "kernels/model.h"
@@ -26,30 +27,31 @@ std::optional<float> GivenLearningRate(const TrainFlags& f);
 // Adagrad to set, with std::invalid_argument naming the flag.
 float GivenInputLearningRate(const TrainFlags& f);
 
-// f.options with the first layer's rate as given, for what reads the options before
+// The plan's options with the first layer's rate as given, for what reads them before
 // ScaleLearningRate writes the rates: the ranks' agreement, the memory plan and the --lr auto
 // search (on one device, whose Adagrad rate is not damped).
-scheduler::TrainOptions OptionsWithGivenInputRate(const TrainFlags& f);
+scheduler::TrainOptions OptionsWithGivenInputRate(const TrainFlags& f, const TrainPlan& plan);
 
 // The rate a resumed run goes on at, scaled already for the devices it trained on; nullopt when
 // the run is not resumed, when --lr gives a number, or when the checkpoint has none for these
 // devices (CheckpointedLearningRate).
-std::optional<float> ResumedLearningRate(const TrainFlags& f);
+std::optional<float> ResumedLearningRate(const TrainFlags& f, const TrainPlan& plan);
 
-// --lr auto: the rate short runs on a slice of the training rows pick, for one device's batch,
-// with what the summary reports of the search ("lr_search"); said on stderr when `say` (rank 0).
+// --lr auto: the rate short runs on a slice of the training rows pick, for one device's batch and
+// the plan's model shape, with what the summary reports of the search ("lr_search"); said on stderr when `say` (rank
+// 0).
 struct LrSearchPick {
   float lr = 0;
   nlohmann::json report;
 };
-LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const data::Dataset& train, const kernels::ModelShape& shape,
+LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const TrainPlan& plan, const data::Dataset& train,
                                     size_t ranks, bool say);
 
-// The one write of options.lr and options.input_lr. `rate` is a resumed run's (`resumed`: scaled
-// already, for these devices), or --lr's or the search's, which is for one device's batch: several
-// devices train with it scaled. The first layer's rate is GivenInputLearningRate's, damped on
-// several devices by the global momentum. Said on stderr with the preset's values, so that every
-// run shows what it trains with, when `say` (rank 0 speaks for the run).
-void ScaleLearningRate(TrainFlags& f, LrScaling scaling, float rate, bool resumed, bool say);
+// The one write of the plan's options.lr and options.input_lr. `rate` is a resumed run's
+// (`resumed`: scaled already, for these devices), or --lr's or the search's, which is for one
+// device's batch: several devices train with it scaled by the plan's lr_scaling. The first layer's rate is
+// GivenInputLearningRate's, damped on several devices by the global momentum. Said on stderr with the preset's values,
+// so that every run shows what it trains with, when `say` (rank 0 speaks for the run).
+void ScaleLearningRate(const TrainFlags& f, float rate, bool resumed, bool say, TrainPlan* plan);
 
 }  // namespace xmlt::apps

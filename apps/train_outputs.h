@@ -7,16 +7,19 @@
 #include <string>
 
 #include "apps/train_flags.h"
+#include "apps/train_plan.h"
 #include "apps/train_session.h"
 #include "data/folder_lock.h"
 #include "run/metrics_log.h"
 
 namespace xmlt::apps {
 
-// Refuses outputs in the checkpoint folder, output paths that cannot be written, and outputs over
-// an input or over each other (std::invalid_argument), then takes the --checkpoint-dir lock on the
-// writing rank (`writer`), held until the run ends; null when there is no folder to lock.
-std::unique_ptr<data::FolderLock> ClaimTrainOutputs(const TrainFlags& f, const TrainSession& session, bool writer);
+// The plan's outputs: refuses outputs in the checkpoint folder, output paths that cannot be
+// written, and outputs over an input (the flags') or over each other (std::invalid_argument), then
+// takes the --checkpoint-dir lock on the writing rank (`writer`), held until the run ends; null
+// when there is no folder to lock.
+std::unique_ptr<data::FolderLock> ClaimTrainOutputs(const TrainFlags& f, const TrainPlan& plan,
+                                                    const TrainSession& session, bool writer);
 
 // --metrics' log (one that discards records for an empty path); a file another run is writing is
 // refused as a usage error (std::invalid_argument).

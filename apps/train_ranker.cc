@@ -39,10 +39,10 @@ float ParseBlend(const std::string& text) {
 
 }  // namespace
 
-void SettleRankerFlags(TrainFlags& f) {
+void SettleRankerFlags(const TrainFlags& f, TrainPlan* plan) {
   if (f.ranker != "auto" && f.ranker != "off")
     throw std::invalid_argument("--ranker must be auto or off, not '" + f.ranker + "'");
-  run::RankerOptions& o = f.ranker_options;
+  run::RankerOptions& o = plan->ranker;
   o.enabled = f.ranker == "auto" && !(f.preset == "paper" && !f.given("--ranker"));
   o.blend = f.ranker_blend == "auto" ? -1.0f : ParseBlend(f.ranker_blend);
   if (!(o.holdout > 0 && o.holdout <= 0.5))
@@ -78,8 +78,8 @@ bool AgreeOnRank0(ranks::RankGroup* ranks, bool fits) {
 
 }  // namespace
 
-void HoldOutRankerRows(TrainFlags& f, TrainingData* data, ranks::RankGroup* ranks) {
-  run::RankerOptions& o = f.ranker_options;
+void HoldOutRankerRows(TrainingData* data, ranks::RankGroup* ranks, TrainPlan* plan) {
+  run::RankerOptions& o = plan->ranker;
   if (!o.enabled) return;
   const bool writer = ranks == nullptr || ranks->rank() == 0;
   const uint64_t rows = data->train.num_rows(), held_out = run::HoldoutRows(o, rows);
@@ -92,36 +92,36 @@ void HoldOutRankerRows(TrainFlags& f, TrainingData* data, ranks::RankGroup* rank
   }
   // Rank 0 fits the ranker: its memory decides.
   const uint64_t available = writer ? scheduler::AvailableMemory() : 0;
-  const run::RankerPlan plan = writer ? run::PlanRanker(o, data->shape, data->train, available) : run::RankerPlan{};
-  if (!AgreeOnRank0(ranks, plan.fits())) {
+  const run::RankerPlan fit = writer ? run::PlanRanker(o, plan->shape, data->train, available) : run::RankerPlan{};
+  if (!AgreeOnRank0(ranks, fit.fits())) {
     if (writer) {
       std::cerr << "warning: no ranker: ";
-      if (plan.verdict == run::RankerPlan::Verdict::kTooManyPairs)
-        std::cerr << "the training rows hold " << plan.pairs << " (feature, label) pairs, more than its "
+      if (fit.verdict == run::RankerPlan::Verdict::kTooManyPairs)
+        std::cerr << "the training rows hold " << fit.pairs << " (feature, label) pairs, more than its "
                   << run::kMaxRankerPairs;
       else
-        std::cerr << "its stage after training would need " << MiB(plan.memory.total()) << " of host memory for "
-                  << plan.pairs << " (feature, label) pairs, and " << MiB(available) << " are available"
+        std::cerr << "its stage after training would need " << MiB(fit.memory.total()) << " of host memory for "
+                  << fit.pairs << " (feature, label) pairs, and " << MiB(available) << " are available"
                   << (available == scheduler::MemoryLimitFromEnvironment() ? " (XMLT_MEMORY_LIMIT)" : "");
       std::cerr << "; decided before training: the MLP alone is trained on every row (--ranker off says so)\n";
     }
     o.enabled = false;
     return;
   }
-  data->ranker_pairs = plan.pairs;
+  data->ranker_pairs = fit.pairs;
   if (held_out == 0) return;  // a fixed blend, or one chosen by folds before training
-  const run::HoldoutSplit split = run::SplitHoldout(rows, held_out, f.options.seed);
+  const run::HoldoutSplit split = run::SplitHoldout(rows, held_out, plan->options.seed);
   data->holdout = std::make_unique<data::Dataset>(data::SelectRows(data->train, split.held_out));
   data->train = data::SelectRows(data->train, split.kept);
 }
 
-scheduler::RankerMemory PlannedRankerMemory(const TrainFlags& f, const TrainingData& data, bool here) {
-  if (!f.ranker_options.enabled || !here) return {};
+scheduler::RankerMemory PlannedRankerMemory(const TrainPlan& plan, const TrainingData& data, bool here) {
+  if (!plan.ranker.enabled || !here) return {};
   const uint64_t rows = data.train.num_rows();
   // By folds, every row is scored out of its fold, as held-out rows are.
-  const bool by_folds = !data.holdout && run::BlendFolds(f.ranker_options, rows) > 0;
+  const bool by_folds = !data.holdout && run::BlendFolds(plan.ranker, rows) > 0;
   const uint64_t scored = data.holdout ? data.holdout->num_rows() : by_folds ? rows : 0;
-  return run::RankerStageMemory(f.ranker_options, data.shape, data.train, rows, scored, data.ranker_pairs, by_folds);
+  return run::RankerStageMemory(plan.ranker, plan.shape, data.train, rows, scored, data.ranker_pairs, by_folds);
 }
 
 namespace {
@@ -129,25 +129,25 @@ namespace {
 // The blend chosen by folds of `data.train` (run/fold_blend_choice.h), each fold's MLP trained as
 // the run trained its own. nullopt, said when `say`, when a fold's MLP diverged or a stop ended it
 // (`*stopped_out` then set when it was the stage's stop).
-std::optional<run::FoldBlendChoice> ChooseBlendByFolds(const TrainFlags& f, const TrainingData& data, bool say,
+std::optional<run::FoldBlendChoice> ChooseBlendByFolds(const TrainPlan& plan, const TrainingData& data, bool say,
                                                        const std::function<bool()>& stopped,
                                                        const std::atomic<int>* stop_signal, bool* stopped_out) {
-  scheduler::EngineOptions engine = f.engine;
+  scheduler::EngineOptions engine = plan.engine;
   if (scheduler::RankCount(engine) > 1) {
     // The other ranks' part has ended: rank 0 trains the folds alone, on its host.
     engine.devices = engine::ParseDeviceList("cpu:" + std::to_string(engine.devices.size()));
     engine.device_rank.clear();
     engine.merge_on = scheduler::EngineOptions::MergeOn::kAuto;
   }
-  scheduler::TrainOptions options = f.options;
+  scheduler::TrainOptions options = plan.options;
   options.eval = scheduler::EvalSchedule{scheduler::EvalSchedule::Kind::kEnd, 0};
   options.eval_rows = 0;
   run::RunControl control;
-  control.max_rollbacks = f.control.max_rollbacks;
+  control.max_rollbacks = plan.control.max_rollbacks;
   control.stop_signal = stop_signal;
   bool diverged = false;
   const auto train_mlp = [&](const data::Dataset& rows) -> std::optional<kernels::Model<float>> {
-    kernels::Model<float> model = kernels::InitModel<float>(data.shape, f.options.seed);
+    kernels::Model<float> model = kernels::InitModel<float>(plan.shape, plan.options.seed);
     try {
       if (run::RunMultiDevice(rows, nullptr, options, engine, &model, {}, control).stopped_by_signal != 0)
         return std::nullopt;
@@ -161,7 +161,7 @@ std::optional<run::FoldBlendChoice> ChooseBlendByFolds(const TrainFlags& f, cons
   if (say)
     std::cerr << "ranker: " << rows << " training rows are too few to hold a share out; its blend is chosen by "
               << run::kBlendFolds << " folds (the MLP and the ranker trained on the other folds)\n";
-  run::FoldBlendChoice choice = run::ChooseBlendByFolds(data.train, f.ranker_options, f.options.seed, train_mlp,
+  run::FoldBlendChoice choice = run::ChooseBlendByFolds(data.train, plan.ranker, plan.options.seed, train_mlp,
                                                         /*scoring=*/true, stopped);
   if (!choice.stopped) return choice;
   *stopped_out = stopped && stopped();
@@ -173,10 +173,10 @@ std::optional<run::FoldBlendChoice> ChooseBlendByFolds(const TrainFlags& f, cons
 
 // The devices that score the shortlists: rank 0's, which runs the stage (the only rank of one
 // process), in the run's math.
-run::ShortlistDevices ShortlistDevicesOf(const TrainFlags& f) {
+run::ShortlistDevices ShortlistDevicesOf(const TrainPlan& plan) {
   run::ShortlistDevices where;
-  where.math = f.options.math;
-  const scheduler::EngineOptions& engine = f.engine;
+  where.math = plan.options.math;
+  const scheduler::EngineOptions& engine = plan.engine;
   for (size_t d = 0; d < engine.devices.size(); ++d)
     if (engine.device_rank.empty() || engine.device_rank[d] == 0) where.devices.push_back(engine.devices[d]);
   return where;
@@ -184,17 +184,17 @@ run::ShortlistDevices ShortlistDevicesOf(const TrainFlags& f) {
 
 }  // namespace
 
-RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::Model<float> mlp, bool say,
+RankerOutcome FitRanker(const TrainPlan& plan, const TrainingData& data, kernels::Model<float> mlp, bool say,
                         const std::function<bool()>& stopped, const std::atomic<int>* stop_signal) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
   RankerOutcome outcome;
   outcome.model.mlp = std::move(mlp);
-  if (!f.ranker_options.enabled) return outcome;
+  if (!plan.ranker.enabled) return outcome;
   std::optional<run::FoldBlendChoice> folds;
-  if (!data.holdout && run::BlendFolds(f.ranker_options, data.train.num_rows()) > 0) {
+  if (!data.holdout && run::BlendFolds(plan.ranker, data.train.num_rows()) > 0) {
     bool stopped_in_folds = false;
-    folds = ChooseBlendByFolds(f, data, say, stopped, stop_signal, &stopped_in_folds);
+    folds = ChooseBlendByFolds(plan, data, say, stopped, stop_signal, &stopped_in_folds);
     if (stopped_in_folds) {
       outcome.stopped = true;
       return outcome;
@@ -205,8 +205,8 @@ RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::
     }
   }
   run::RankerStageResult stage =
-      run::TrainShortlistRanker(outcome.model.mlp, data.train, data.holdout.get(), f.ranker_options, stopped,
-                                folds ? &folds->choice : nullptr, ShortlistDevicesOf(f));
+      run::TrainShortlistRanker(outcome.model.mlp, data.train, data.holdout.get(), plan.ranker, stopped,
+                                folds ? &folds->choice : nullptr, ShortlistDevicesOf(plan));
   if (folds) {
     stage.report.folds = folds->folds;
     stage.report.choice_seconds += folds->seconds;
@@ -217,7 +217,8 @@ RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::
   }
   outcome.model.ranker = stage.ranker;
   outcome.report = std::move(stage.report);
-  if (data.test && outcome.model.ranker) outcome.test = run::EvaluateFinalModel(outcome.model, *data.test, f.options);
+  if (data.test && outcome.model.ranker)
+    outcome.test = run::EvaluateFinalModel(outcome.model, *data.test, plan.options);
   outcome.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (say) {
     const run::RankerStageReport& r = outcome.report;
@@ -252,8 +253,8 @@ RankerOutcome FitRanker(const TrainFlags& f, const TrainingData& data, kernels::
   return outcome;
 }
 
-void AddRankerSummary(const TrainFlags& f, const RankerOutcome& outcome, nlohmann::json* summary) {
-  if (!f.ranker_options.enabled) {
+void AddRankerSummary(const TrainPlan& plan, const RankerOutcome& outcome, nlohmann::json* summary) {
+  if (!plan.ranker.enabled) {
     (*summary)["ranker"] = {{"fitted", false}};
     return;
   }
@@ -265,29 +266,30 @@ void AddRankerSummary(const TrainFlags& f, const RankerOutcome& outcome, nlohman
     trial.update(TopKMetricsJson(t.metrics));
     trials.push_back(trial);
   }
-  (*summary)["ranker"] = {{"fitted", true},
-                          {"used", outcome.model.ranker != nullptr},
-                          {"blend", outcome.model.ranker ? outcome.model.ranker->blend : 0.0f},
-                          {"blend_form", kernels::BlendFormName(outcome.model.ranker ? outcome.model.ranker->form
-                                                                                     : kernels::BlendForm::kArithmetic)},
-                          {"blend_chosen", f.ranker_options.choose_blend()},
-                          {"holdout_rows", r.holdout_rows},
-                          {"blend_folds", r.folds},
-                          {"trials", trials},
-                          {"shortlist", f.ranker_options.shortlist},
-                          {"pairs", r.pairs},
-                          {"dense_features", r.dense_features},
-                          {"instances", r.solver.instances},
-                          {"mean_passes", r.solver.mean_passes},
-                          {"most_passes", r.solver.most_passes},
-                          {"labels_at_pass_limit", r.solver.labels_at_limit},
-                          {"labels_skipped", r.labels_skipped},
-                          {"device_faults", r.device_faults},
-                          {"shortlist_s", r.shortlist_seconds},
-                          {"build_s", r.build_seconds},
-                          {"train_s", r.train_seconds},
-                          {"choice_s", r.choice_seconds},
-                          {"time_s", outcome.seconds}};
+  (*summary)["ranker"] = {
+      {"fitted", true},
+      {"used", outcome.model.ranker != nullptr},
+      {"blend", outcome.model.ranker ? outcome.model.ranker->blend : 0.0f},
+      {"blend_form",
+       kernels::BlendFormName(outcome.model.ranker ? outcome.model.ranker->form : kernels::BlendForm::kArithmetic)},
+      {"blend_chosen", plan.ranker.choose_blend()},
+      {"holdout_rows", r.holdout_rows},
+      {"blend_folds", r.folds},
+      {"trials", trials},
+      {"shortlist", plan.ranker.shortlist},
+      {"pairs", r.pairs},
+      {"dense_features", r.dense_features},
+      {"instances", r.solver.instances},
+      {"mean_passes", r.solver.mean_passes},
+      {"most_passes", r.solver.most_passes},
+      {"labels_at_pass_limit", r.solver.labels_at_limit},
+      {"labels_skipped", r.labels_skipped},
+      {"device_faults", r.device_faults},
+      {"shortlist_s", r.shortlist_seconds},
+      {"build_s", r.build_seconds},
+      {"train_s", r.train_seconds},
+      {"choice_s", r.choice_seconds},
+      {"time_s", outcome.seconds}};
   if (summary->contains("wall_time_s")) (*summary)["wall_time_s"] = (*summary)["wall_time_s"].get<double>() + outcome.seconds;
   if (!outcome.test) return;
   // The final model's figures: the MLP's last evaluation moves to "mlp".

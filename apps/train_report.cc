@@ -102,52 +102,52 @@ nlohmann::json ReportLrSearch(const run::LrSearchResult& search, const engine::D
           {"seconds", search.seconds}};
 }
 
-void SayModelAndStep(const TrainFlags& f, const TrainingData& data, uint64_t planned_host_bytes, size_t ranks) {
-  const kernels::ModelShape& shape = data.shape;
+void SayModelAndStep(const TrainFlags& f, const TrainPlan& plan, const TrainingData& data, size_t ranks) {
+  const kernels::ModelShape& shape = plan.shape;
   std::cerr << "model " << shape.ToString() << " (" << shape.NumParameters() << " parameters), "
             << data.train.num_rows() << " training rows, loaded in " << data.load_seconds << " s; planned host memory "
-            << ((planned_host_bytes + (1 << 20) - 1) >> 20) << " MiB"
-            << (ranks > 1 ? " on rank 0 (the most of any rank: it alone writes checkpoints)" : "")
-            << "; training on "
-            << engine::DeviceListText(f.engine.devices) << " (" << engine::CudaDeviceSummary()
-            << (ranks > 1 ? " on rank 0; " + std::to_string(ranks) + " ranks" : std::string())
-            << ")\n";
+            << ((plan.planned_host_bytes + (1 << 20) - 1) >> 20) << " MiB"
+            << (ranks > 1 ? " on rank 0 (the most of any rank: it alone writes checkpoints)" : "") << "; training on "
+            << engine::DeviceListText(plan.engine.devices) << " (" << engine::CudaDeviceSummary()
+            << (ranks > 1 ? " on rank 0; " + std::to_string(ranks) + " ranks" : std::string()) << ")\n";
   const bool cpu_devices =
-      std::any_of(f.engine.devices.begin(), f.engine.devices.end(),
+      std::any_of(plan.engine.devices.begin(), plan.engine.devices.end(),
                   [](const engine::DeviceSpec& spec) { return spec.kind == engine::DeviceKind::kCpu; });
-  std::cerr << "step: SGD at lr " << f.options.lr << " (" << f.lr_schedule << "), local momentum "
-            << f.options.local_momentum << "; first layer "
-            << (f.options.input_lr > 0 ? "Adagrad at " + std::to_string(f.options.input_lr) : std::string("the same"))
-            << "; dropout " << f.options.dropout << "; weight decay " << f.options.weight_decay
-            << "; output products in " << kernels::OutputMathName(f.options.math)
-            << (f.options.math == kernels::OutputMath::kBf16 && cpu_devices ? " (" + kernels::cpu::Bf16Isa() + ")" : "")
+  std::cerr << "step: SGD at lr " << plan.options.lr << " (" << f.lr_schedule << "), local momentum "
+            << plan.options.local_momentum << "; first layer "
+            << (plan.options.input_lr > 0 ? "Adagrad at " + std::to_string(plan.options.input_lr)
+                                          : std::string("the same"))
+            << "; dropout " << plan.options.dropout << "; weight decay " << plan.options.weight_decay
+            << "; output products in " << kernels::OutputMathName(plan.options.math)
+            << (plan.options.math == kernels::OutputMath::kBf16 && cpu_devices ? " (" + kernels::cpu::Bf16Isa() + ")"
+                                                                               : "")
             << "\n";
 }
 
-nlohmann::json TrainSummary(const TrainFlags& f, const TrainingData& data, const run::TrainResult& result,
-                            const nlohmann::json& lr_search) {
-  nlohmann::json summary = SummaryFigures(data.shape, result, data.load_seconds, data.test != nullptr,
-                                          f.engine.clock == scheduler::EngineOptions::Clock::kVirtual);
+nlohmann::json TrainSummary(const TrainFlags& f, const TrainPlan& plan, const TrainingData& data,
+                            const run::TrainResult& result, const nlohmann::json& lr_search) {
+  nlohmann::json summary = SummaryFigures(plan.shape, result, data.load_seconds, data.test != nullptr,
+                                          plan.engine.clock == scheduler::EngineOptions::Clock::kVirtual);
   // What the virtual clock charged, and where that came from: its times compare only between
   // runs that charged the same.
-  if (f.engine.clock == scheduler::EngineOptions::Clock::kVirtual)
+  if (plan.engine.clock == scheduler::EngineOptions::Clock::kVirtual)
     summary["virtual_clock"] = {{"row_cost_s", result.row_cost_s},
                                 {"merge_cost_s", result.merge_cost_s},
-                                {"costs", f.engine.row_cost_s > 0 && f.engine.merge_cost_s > 0 ? "given"
-                                          : f.engine.measure_clock_costs                         ? "measured"
-                                                                                                 : "model"}};
-  if (!f.model_out.empty()) summary["model"] = f.model_out;
+                                {"costs", plan.engine.row_cost_s > 0 && plan.engine.merge_cost_s > 0 ? "given"
+                                          : plan.engine.measure_clock_costs                          ? "measured"
+                                                                                                     : "model"}};
+  if (!plan.model_out.empty()) summary["model"] = plan.model_out;
   if (!result.checkpoint.empty()) summary["checkpoint"] = result.checkpoint;
   if (!result.end_checkpoint_error.empty()) summary["checkpoint_error"] = result.end_checkpoint_error;
   if (!lr_search.is_null()) summary["lr_search"] = lr_search;
-  summary["merge_on"] = scheduler::MergesOnGpus(f.engine) ? "gpus" : "host";
+  summary["merge_on"] = scheduler::MergesOnGpus(plan.engine) ? "gpus" : "host";
   // The CPU step's vector kernels: XMLT_CPU_ISA's, or the widest this CPU runs.
   summary["cpu_isa"] = kernels::cpu::CpuIsaName(kernels::cpu::ActiveCpuIsa());
   // Which devices stepped with the sampled output layer, and so without local momentum.
-  if (f.algo != "slide" && f.engine.sampled_output.enabled) {
+  if (f.algo != "slide" && plan.engine.sampled_output.enabled) {
     summary["cpu_output"] = "sampled";
     nlohmann::json sampled = nlohmann::json::array();
-    for (const engine::DeviceSpec& spec : f.engine.devices)
+    for (const engine::DeviceSpec& spec : plan.engine.devices)
       if (spec.kind == engine::DeviceKind::kCpu) sampled.push_back(spec.id);
     summary["sampled_devices"] = sampled;
   }

@@ -8,6 +8,7 @@
 
 #include "apps/train_data.h"
 #include "apps/train_flags.h"
+#include "apps/train_plan.h"
 #include "engine/device_spec.h"
 #include "kernels/model.h"
 #include "run/lr_search.h"
@@ -25,12 +26,12 @@ nlohmann::json ReportLrSearch(const run::LrSearchResult& search, const engine::D
 
 // The run's first lines on stderr, once its model is made (the caller's rank 0 says them): the
 // model, the data and the planned host memory, the devices; then the step it trains with.
-void SayModelAndStep(const TrainFlags& f, const TrainingData& data, uint64_t planned_host_bytes, size_t ranks);
+void SayModelAndStep(const TrainFlags& f, const TrainPlan& plan, const TrainingData& data, size_t ranks);
 
 // The summary of a finished run: its figures (with the last evaluation's test metrics when it has
 // a test set), the files it wrote, the learning-rate search (`lr_search`, when not null) and how
 // it trained.
-nlohmann::json TrainSummary(const TrainFlags& f, const TrainingData& data, const run::TrainResult& result,
-                            const nlohmann::json& lr_search);
+nlohmann::json TrainSummary(const TrainFlags& f, const TrainPlan& plan, const TrainingData& data,
+                            const run::TrainResult& result, const nlohmann::json& lr_search);
 
 }  // namespace xmlt::apps

@@ -1,6 +1,8 @@
-// One `xmltrain train` run from its parsed flags; see train_run.h. It settles the flags before
-// the data is loaded and again after (settle_around_loading.h), claims its outputs (train_outputs.h),
-// loads the data (train_data.h), trains, and says what it did (train_report.h).
+// One `xmltrain train` run from its parsed flags; see train_run.h. It plans the run from the flags
+// before the data is loaded, between the training and the test rows, and after
+// (plan_around_loading.h), claims its outputs (train_outputs.h), loads the data (train_data.h),
+// sets the learning rate (learning_rate_step.h), then trains from the plan alone and says what it
+// did (train_report.h).
 #include "apps/train_run.h"
 
 #include <unistd.h>
@@ -17,6 +19,8 @@
 #include <string>
 
 #include "apps/cli.h"
+#include "apps/learning_rate_step.h"
+#include "apps/plan_around_loading.h"
 #include "apps/progress_line.h"
 #include "apps/progress_throttle.h"
 #include "apps/rank_agreement.h"
@@ -26,10 +30,10 @@
 #include "apps/stop_texts.h"
 #include "apps/train_data.h"
 #include "apps/train_outputs.h"
+#include "apps/train_plan.h"
 #include "apps/train_ranker.h"
 #include "apps/train_report.h"
-#include "apps/learning_rate_step.h"
-#include "apps/settle_around_loading.h"
+#include "apps/train_settings.h"
 #include "data/folder_lock.h"
 #include "data/input_error.h"
 #include "engine/model_file.h"
@@ -45,11 +49,11 @@ namespace {
 // whatever the learning rate.
 constexpr float kLargeRawValue = 1e4f;
 
-int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& session);
+int RunTrainOnRanks(const TrainFlags& f, ranks::RankGroup* ranks, TrainSession& session);
 
 }  // namespace
 
-int RunTrain(TrainFlags& f, TrainSession& session) {
+int RunTrain(const TrainFlags& f, TrainSession& session) {
   if (!(f.rank_timeout_s > 0)) throw std::invalid_argument("--rank-timeout must be positive");
   std::unique_ptr<ranks::RankGroup> ranks =
       xmlt::ranks::JoinRankGroup(std::chrono::milliseconds(int64_t(std::min(f.rank_timeout_s, 1e9) * 1000)));
@@ -84,9 +88,9 @@ namespace {
 // Trains `model` on the loaded data, with every rank of `ranks`; rank 0 (`writer`) logs each
 // evaluation to `metrics` and says it, with the progress on a terminal. `stdout_error` receives why
 // stdout could not be written, once it could not.
-run::TrainResult TrainTheMlp(TrainFlags& f, TrainSession& session, const TrainingData& data, ranks::RankGroup* ranks,
-                             StopSignals& signals, run::MetricsLog& metrics, kernels::Model<float>* model,
-                             std::string* stdout_error) {
+run::TrainResult TrainTheMlp(const TrainPlan& plan, TrainSession& session, const TrainingData& data,
+                             ranks::RankGroup* ranks, StopSignals& signals, run::MetricsLog& metrics,
+                             kernels::Model<float>* model, std::string* stdout_error) {
   const bool writer = ranks->rank() == 0;
   using Clock = std::chrono::steady_clock;
   const bool show_progress = writer && session.print && ::isatty(::fileno(stderr)) != 0;
@@ -112,7 +116,7 @@ run::TrainResult TrainTheMlp(TrainFlags& f, TrainSession& session, const Trainin
   callbacks.on_eval = [&](const run::EvalRecord& record) {
     if (!writer) return;
     if (show_progress) std::cerr << "\r\033[K";
-    if (session.print) PrintEval(record, f.engine.clock == scheduler::EngineOptions::Clock::kVirtual);
+    if (session.print) PrintEval(record, plan.engine.clock == scheduler::EngineOptions::Clock::kVirtual);
     metrics.Append(record);
     say_if_metrics_failed();
     if (session.on_eval) session.on_eval(record);
@@ -121,7 +125,7 @@ run::TrainResult TrainTheMlp(TrainFlags& f, TrainSession& session, const Trainin
     // A run that can no longer report stops at its next safe point when a checkpoint keeps its
     // progress. Without one, stopping would lose the whole run: it trains on to write its model
     // and metrics files, and fails at the end.
-    if (!stdout_error->empty() && !f.control.checkpoint_dir.empty()) signals.Request(SIGPIPE);
+    if (!stdout_error->empty() && !plan.control.checkpoint_dir.empty()) signals.Request(SIGPIPE);
   };
   if (session.on_progress) {
     callbacks.on_progress = session.on_progress;
@@ -133,12 +137,13 @@ run::TrainResult TrainTheMlp(TrainFlags& f, TrainSession& session, const Trainin
       std::fprintf(stderr, "\r\033[K%s", ProgressLine(done, total, loss, elapsed).c_str());
     };
   }
-  f.control.stop_signal = &signals.requested();
+  run::RunControl control = plan.control;
+  control.stop_signal = &signals.requested();
   // A resumed run's log restarts from the checkpoint's records once the checkpoint is accepted.
-  if (f.control.resume_dir.empty()) metrics.Begin();
+  if (control.resume_dir.empty()) metrics.Begin();
   try {
     // The engine takes the group only across ranks (null: one process owns every device).
-    return run::RunMultiDevice(data.train, data.test.get(), f.options, f.engine, model, callbacks, f.control,
+    return run::RunMultiDevice(data.train, data.test.get(), plan.options, plan.engine, model, callbacks, control,
                                ranks->size() > 1 ? ranks : nullptr);
   } catch (const run::RunStopped& e) {
     // "A lower --lr" is the advice for a rate too high; for raw values this large the data is the
@@ -156,9 +161,9 @@ run::TrainResult TrainTheMlp(TrainFlags& f, TrainSession& session, const Trainin
 
 // A run a signal stopped (or its own stop, once stdout could not be written): no model file, the
 // metrics stay FILE.partial. Returns its exit code.
-int EndStoppedRun(const TrainFlags& f, const TrainSession& session, const run::TrainResult& result,
+int EndStoppedRun(const TrainPlan& plan, const TrainSession& session, const run::TrainResult& result,
                   const std::string& stdout_error, bool writer) {
-  const std::string checkpoint_dir = result.checkpoint.empty() ? std::string() : f.control.checkpoint_dir;
+  const std::string checkpoint_dir = result.checkpoint.empty() ? std::string() : plan.control.checkpoint_dir;
   // The stop this run asked for itself (a real SIGPIPE is ignored while training).
   if (!stdout_error.empty() && result.stopped_by_signal == SIGPIPE) {
     std::cerr << "error: " << stdout_error << "; the run stopped at a safe point; "
@@ -174,17 +179,17 @@ int EndStoppedRun(const TrainFlags& f, const TrainSession& session, const run::T
 // gets it alone (as --ranker off writes it) and the metrics file, whose evaluations are all there,
 // is finished; the end-of-training checkpoint holds the same MLP, and --resume fits the ranker.
 // Returns the exit code, 128 + the signal.
-int EndStoppedStage(const TrainFlags& f, TrainSession& session, engine::TrainedModel mlp, run::MetricsLog& metrics,
+int EndStoppedStage(const TrainPlan& plan, TrainSession& session, engine::TrainedModel mlp, run::MetricsLog& metrics,
                     int signal) {
   session.stopped_by_signal = signal;
   session.stopped_in_ranker_stage = true;
   if (session.model != nullptr) *session.model = mlp;
-  if (!f.model_out.empty()) engine::SaveModel(mlp, f.model_out);
+  if (!plan.model_out.empty()) engine::SaveModel(mlp, plan.model_out);
   metrics.Finish();
   if (session.print) {
-    const std::string kept = f.model_out.empty() ? std::string("the trained MLP is in no file without --model")
-                                                 : f.model_out + " holds the trained MLP without its ranker";
-    const std::string checkpoint_dir = session.checkpoint.empty() ? std::string() : f.control.checkpoint_dir;
+    const std::string kept = plan.model_out.empty() ? std::string("the trained MLP is in no file without --model")
+                                                    : plan.model_out + " holds the trained MLP without its ranker";
+    const std::string checkpoint_dir = session.checkpoint.empty() ? std::string() : plan.control.checkpoint_dir;
     std::cerr << StoppedInRankerStageText(signal, kept, checkpoint_dir, kCliWording) << "\n";
   }
   return 128 + signal;
@@ -223,11 +228,59 @@ int PrintSummary(const nlohmann::json& summary, const run::TrainResult& result, 
   return failed ? kExitFailure : kExitOk;
 }
 
-int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& session) {
+// The run once it is planned: the model made, trained with every rank of `ranks`, the ranker
+// fitted on rank 0, and the outputs written; returns the exit code. Reads the plan alone for what
+// the run does, the flags only for what was given as it was (the step's --lr-schedule, the
+// algorithm's name).
+int TrainAsPlanned(const TrainFlags& f, const TrainPlan& plan, ranks::RankGroup* ranks, TrainSession& session,
+                   StopSignals& signals, const TrainingData& data, const nlohmann::json& lr_search,
+                   run::MetricsLog& metrics) {
   const bool writer = ranks->rank() == 0;
-  SettleBeforeLoading(f, ranks);
+  kernels::Model<float> model = kernels::InitModel<float>(plan.shape, plan.options.seed);
+  if (writer) SayModelAndStep(f, plan, data, ranks->size());
+
+  std::string stdout_error;  // why stdout could not be written, once it could not
+  const run::TrainResult result = TrainTheMlp(plan, session, data, ranks, signals, metrics, &model, &stdout_error);
+  session.stopped_by_signal = result.stopped_by_signal;
+  session.checkpoint = result.checkpoint;
+  if (result.stopped_by_signal != 0) return EndStoppedRun(plan, session, result, stdout_error, writer);
+  // The ranker is fitted on rank 0, which writes the model and the metrics (the other ranks have
+  // neither: apps/train_algorithm.cc); their part ends here.
+  if (!writer) {
+    metrics.Finish();
+    return kExitOk;
+  }
+  // A stop in the stage ends it within seconds: a signal, or what this run asked for (a callback
+  // that raised). Not a stdout that failed at the last evaluation: the model and metrics files are
+  // still written, and the summary says what failed (PrintSummary).
+  const auto stage_stopped = [&signals] {
+    const int signal = signals.requested().load();
+    return signal != 0 && signal != SIGPIPE;
+  };
+  RankerOutcome ranked = FitRanker(plan, data, std::move(model), session.print, stage_stopped, &signals.requested());
+  if (ranked.stopped)
+    return EndStoppedStage(plan, session, std::move(ranked.model), metrics, signals.requested().load());
+  session.summary = TrainSummary(f, plan, data, result, lr_search);
+  AddRankerSummary(plan, ranked, &session.summary);
+  // The trained model is the caller's before its files are written: an error writing them (a full
+  // disk) must not lose it (Python raises with the model attached).
+  engine::TrainedModel& trained =
+      session.model != nullptr ? (*session.model = std::move(ranked.model)) : ranked.model;
+  session.trained = true;
+  if (!plan.model_out.empty()) engine::SaveModel(trained, plan.model_out);
+  const std::string metrics_error = FinishMetrics(metrics);
+  if (!session.print) {  // the summary names a failed end-of-run checkpoint
+    if (!metrics_error.empty()) throw std::runtime_error(metrics_error);
+    return kExitOk;
+  }
+  return PrintSummary(session.summary, result, stdout_error, metrics_error);
+}
+
+int RunTrainOnRanks(const TrainFlags& f, ranks::RankGroup* ranks, TrainSession& session) {
+  const bool writer = ranks->rank() == 0;
+  TrainPlan plan = PlanBeforeLoading(f, ranks);
   // Held until the run ends: one run at a time writes a checkpoint folder.
-  const std::unique_ptr<data::FolderLock> checkpoint_lock = ClaimTrainOutputs(f, session, writer);
+  const std::unique_ptr<data::FolderLock> checkpoint_lock = ClaimTrainOutputs(f, plan, session, writer);
   // From here a signal asks for a stop: before training (loading, the --lr auto search) it is
   // taken at the next step with a message, and a second one exits at once, as in training.
   StopSignals signals(session.second_signal_exits);
@@ -243,52 +296,19 @@ int RunTrainOnRanks(TrainFlags& f, ranks::RankGroup* ranks, TrainSession& sessio
       std::cerr << "stopped by signal " << signal << " " << during << ", before training began: nothing was trained\n";
     return signal;
   };
-  const std::unique_ptr<run::MetricsLog> metrics = OpenMetricsLog(f.metrics);
+  const std::unique_ptr<run::MetricsLog> metrics = OpenMetricsLog(plan.metrics);
 
-  TrainingData data = LoadTrainingData(f, session, ranks);
+  TrainingData data = LoadTrainingRows(f, session, ranks);
+  // The training rows alone decide the model's shape; the test rows are read as its input.
+  PlanShape(f, data.train, &plan);
+  LoadTestRows(f, session, ranks, plan, &data);
   // After the test rows' propensities, which come from every training row, as eval --train takes
   // them; rank 0 decides for all ranks whether a ranker fits.
-  HoldOutRankerRows(f, &data, ranks);
-  const AfterLoading settled = SettleAfterLoading(f, ranks, data);
-  const LearningRateStep rate = SetLearningRate(f, ranks, data, settled.lr_scaling, stopped_before_training);
+  HoldOutRankerRows(&data, ranks, &plan);
+  PlanAfterLoading(f, ranks, data, &plan);
+  const LearningRateStep rate = SetLearningRate(f, ranks, data, stopped_before_training, &plan);
   if (rate.stopped_by_signal != 0) return 128 + rate.stopped_by_signal;
-  kernels::Model<float> model = kernels::InitModel<float>(data.shape, f.options.seed);
-  if (writer) SayModelAndStep(f, data, settled.planned_host_bytes, ranks->size());
-
-  std::string stdout_error;  // why stdout could not be written, once it could not
-  const run::TrainResult result = TrainTheMlp(f, session, data, ranks, signals, *metrics, &model, &stdout_error);
-  session.stopped_by_signal = result.stopped_by_signal;
-  session.checkpoint = result.checkpoint;
-  if (result.stopped_by_signal != 0) return EndStoppedRun(f, session, result, stdout_error, writer);
-  // The ranker is fitted on rank 0, which writes the model and the metrics (the other ranks have
-  // neither: apps/train_algorithm.cc); their part ends here.
-  if (!writer) {
-    metrics->Finish();
-    return kExitOk;
-  }
-  // A stop in the stage ends it within seconds: a signal, or what this run asked for (a callback
-  // that raised). Not a stdout that failed at the last evaluation: the model and metrics files are
-  // still written, and the summary says what failed (PrintSummary).
-  const auto stage_stopped = [&signals] {
-    const int signal = signals.requested().load();
-    return signal != 0 && signal != SIGPIPE;
-  };
-  RankerOutcome ranked = FitRanker(f, data, std::move(model), session.print, stage_stopped, &signals.requested());
-  if (ranked.stopped) return EndStoppedStage(f, session, std::move(ranked.model), *metrics, signals.requested().load());
-  session.summary = TrainSummary(f, data, result, rate.lr_search);
-  AddRankerSummary(f, ranked, &session.summary);
-  // The trained model is the caller's before its files are written: an error writing them (a full
-  // disk) must not lose it (Python raises with the model attached).
-  engine::TrainedModel& trained =
-      session.model != nullptr ? (*session.model = std::move(ranked.model)) : ranked.model;
-  session.trained = true;
-  if (!f.model_out.empty()) engine::SaveModel(trained, f.model_out);
-  const std::string metrics_error = FinishMetrics(*metrics);
-  if (!session.print) {  // the summary names a failed end-of-run checkpoint
-    if (!metrics_error.empty()) throw std::runtime_error(metrics_error);
-    return kExitOk;
-  }
-  return PrintSummary(session.summary, result, stdout_error, metrics_error);
+  return TrainAsPlanned(f, plan, ranks, session, signals, data, rate.lr_search, *metrics);
 }
 
 }  // namespace

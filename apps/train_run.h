@@ -8,8 +8,9 @@
 
 namespace xmlt::apps {
 
-// Runs `xmltrain train` with `f` (parsed by AddTrainFlags's options); returns the exit code the
-// command line ends with. Throws what the command line turns into "error: ..." (cli.h).
-int RunTrain(TrainFlags& f, TrainSession& session);
+// Runs `xmltrain train` with `f` (parsed by AddTrainFlags's options), planned once (train_plan.h);
+// returns the exit code the command line ends with. Throws what the command line turns into
+// "error: ..." (cli.h).
+int RunTrain(const TrainFlags& f, TrainSession& session);
 
 }  // namespace xmlt::apps

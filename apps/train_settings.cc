@@ -47,16 +47,16 @@ std::vector<uint32_t> ParseHidden(const std::string& text) {
   return sizes;
 }
 
-kernels::ModelShape SettleShape(TrainFlags& f, const data::Dataset& train) {
+void PlanShape(const TrainFlags& f, const data::Dataset& train, TrainPlan* plan) {
   kernels::ModelShape shape;
   shape.num_features = train.num_features();
   shape.num_labels = train.num_labels();
-  f.options.hidden = f.hidden == "auto" ? std::vector<uint32_t>{DefaultHidden(shape.num_features, shape.num_labels)}
-                                        : ParseHidden(f.hidden);
-  shape.hidden = f.options.hidden;
+  shape.hidden = f.hidden == "auto" ? std::vector<uint32_t>{DefaultHidden(shape.num_features, shape.num_labels)}
+                                    : ParseHidden(f.hidden);
   shape.normalize_rows = f.normalize == "l2";
   kernels::ValidateShape(shape);
-  return shape;
+  plan->shape = shape;
+  plan->options.hidden = shape.hidden;
 }
 
 scheduler::EvalSchedule ParseEvalEvery(const std::string& text) {
@@ -109,14 +109,15 @@ kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<e
   return kernels::OutputMath::kBf16;
 }
 
-kernels::OutputMath SettleOutputMath(const TrainFlags& f, bool sampled_output) {
-  if (f.control.resume_dir.empty() || f.math != "auto") return ParseOutputMath(f.math, f.engine.devices, sampled_output);
-  const std::optional<std::string> saved = CheckpointedOutputMath(f.control.resume_dir);
-  if (!saved) return ParseOutputMath(f.math, f.engine.devices, sampled_output);
+kernels::OutputMath SettleOutputMath(const TrainFlags& f, const TrainPlan& plan, bool sampled_output) {
+  if (plan.control.resume_dir.empty() || f.math != "auto")
+    return ParseOutputMath(f.math, plan.engine.devices, sampled_output);
+  const std::optional<std::string> saved = CheckpointedOutputMath(plan.control.resume_dir);
+  if (!saved) return ParseOutputMath(f.math, plan.engine.devices, sampled_output);
   try {
-    return ParseOutputMath(*saved, f.engine.devices, sampled_output);
+    return ParseOutputMath(*saved, plan.engine.devices, sampled_output);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("--resume " + f.control.resume_dir + ": the run trained with --math " + *saved +
+    throw std::invalid_argument("--resume " + plan.control.resume_dir + ": the run trained with --math " + *saved +
                                 ", which a resume with --math auto keeps, and " + e.what());
   }
 }
@@ -132,41 +133,39 @@ uint32_t DefaultHidden(uint64_t features, uint64_t labels) {
   return hidden;
 }
 
-// The multi-device knobs the user left unset, from --preset; returns how the learning rate scales
-// with the device count (ScaleLearningRate applies it once the base rate is known).
-LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows) {
-  if (OneDevice(f)) return LrScaling::kNone;
-  const size_t devices = f.engine.devices.size();
-  const uint64_t batches_per_epoch = (training_rows + f.options.batch - 1) / f.options.batch;
+// The multi-device knobs the user left unset, from --preset, and how the learning rate scales with
+// the device count (ScaleLearningRate applies it once the base rate is known).
+void ApplyPreset(const TrainFlags& f, uint64_t training_rows, TrainPlan* plan) {
+  if (OneDevice(f)) return;  // its rate scales with nothing: LrScaling::kNone
+  const size_t devices = plan->engine.devices.size();
+  const uint64_t batches_per_epoch = (training_rows + plan->options.batch - 1) / plan->options.batch;
   const PresetValues values =
       f.preset == "paper" ? PaperPreset(f.algo) : DefaultPreset(f.algo, devices, batches_per_epoch);
-  if (!f.given("--momentum")) f.engine.merge_rule.momentum = values.momentum;
-  if (!f.given("--local-momentum")) f.options.local_momentum = values.local_momentum;
-  if (!f.given("--mega-batch")) f.options.mega_batch = values.mega_batch;
-  f.options.mega_batch_warmup =
+  if (!f.given("--momentum")) plan->engine.merge_rule.momentum = values.momentum;
+  if (!f.given("--local-momentum")) plan->options.local_momentum = values.local_momentum;
+  if (!f.given("--mega-batch")) plan->options.mega_batch = values.mega_batch;
+  plan->options.mega_batch_warmup =
       f.given("--mega-batch-warmup") ? f.mega_batch_warmup == "on" : values.mega_batch_warmup;
-  const LrScaling scaling = f.given("--lr-scaling") ? ParseLrScaling(f.lr_scaling) : values.lr_scaling;
+  plan->lr_scaling = f.given("--lr-scaling") ? ParseLrScaling(f.lr_scaling) : values.lr_scaling;
   // Their spellings were checked before loading (CheckFlagsBeforeLoading).
-  f.engine.merge_rule.renormalize_perturbed =
+  plan->engine.merge_rule.renormalize_perturbed =
       f.given("--pert-weights") ? f.pert_weights == "normalized" : values.pert_renormalize;
-  return scaling;
 }
 
 // Before the model and the replicas are allocated: fails now, with the numbers, when the run does
 // not fit this machine (a usage error: a smaller --batch, fewer devices, or the data's declared
 // sizes, a header's D and L, are the fix). Returns the planned host memory.
-uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train, int rank,
+uint64_t CheckMemoryPlan(const TrainFlags& f, const TrainPlan& plan, const data::Dataset& train, int rank,
                          const scheduler::RankerMemory& ranker) {
-  scheduler::MemoryPlan plan =
-      scheduler::PlanMemory(shape, OptionsWithGivenInputRate(f), f.engine,
-                            engine::LimitsFor(train, f.options.batch), train.num_rows(),
-                            !f.control.checkpoint_dir.empty() || !f.control.resume_dir.empty(), rank);
-  plan.ranker = ranker;
+  scheduler::MemoryPlan memory = scheduler::PlanMemory(
+      plan.shape, OptionsWithGivenInputRate(f, plan), plan.engine, engine::LimitsFor(train, plan.options.batch),
+      train.num_rows(), !plan.control.checkpoint_dir.empty() || !plan.control.resume_dir.empty(), rank);
+  memory.ranker = ranker;
   // Only the GPUs the run uses: asking a GPU opens a context on it, which holds its memory.
   std::vector<uint64_t> gpu_free;
-  for (size_t i = 0; i < f.engine.devices.size(); ++i) {
-    const engine::DeviceSpec& spec = f.engine.devices[i];
-    const bool here = f.engine.device_rank.empty() || f.engine.device_rank.at(i) == rank;
+  for (size_t i = 0; i < plan.engine.devices.size(); ++i) {
+    const engine::DeviceSpec& spec = plan.engine.devices[i];
+    const bool here = plan.engine.device_rank.empty() || plan.engine.device_rank.at(i) == rank;
     if (spec.kind != engine::DeviceKind::kCuda || !here) continue;
     if (gpu_free.size() <= size_t(spec.ordinal)) gpu_free.resize(size_t(spec.ordinal) + 1, 0);
     if (gpu_free[size_t(spec.ordinal)] == 0) gpu_free[size_t(spec.ordinal)] = engine::CudaFreeMemory(spec.ordinal);
@@ -174,7 +173,7 @@ uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, 
   // The machine's available memory, or less inside a memory-limited cgroup (a container).
   const uint64_t available = scheduler::AvailableMemory();
   try {
-    scheduler::CheckMemoryFits(plan, available, gpu_free);
+    scheduler::CheckMemoryFits(memory, available, gpu_free);
   } catch (const std::runtime_error& e) {
     const bool cgroup = available > 0 && available == scheduler::CgroupMemoryHeadroom();
     const bool set = available > 0 && available == scheduler::MemoryLimitFromEnvironment();
@@ -184,19 +183,19 @@ uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, 
                                             "current use, less than the machine has free)"
                                           : ""));
   }
-  return plan.host_total();
+  return memory.host_total();
 }
 
-void ApplySampledOutputPreset(TrainFlags& f, uint64_t labels, bool say) {
-  if (!f.engine.sampled_output.enabled) return;
+void ApplySampledOutputPreset(const TrainFlags& f, uint64_t labels, bool say, TrainPlan* plan) {
+  if (!plan->engine.sampled_output.enabled) return;
   const engine::SampledOutputOptions preset = engine::SampledOutputOptions::PresetFor(labels);
-  engine::SampledOutputOptions& s = f.engine.sampled_output;
+  engine::SampledOutputOptions& s = plan->engine.sampled_output;
   if (!f.given("--slide-hash")) s.hash = preset.hash;
   if (!f.given("--slide-k")) s.k = preset.k;
   if (!f.given("--slide-l")) s.l = preset.l;
   if (!f.given("--slide-weight-padding"))
     s.weight_padding = engine::SampledOutputOptions::WeightPaddingFor(labels, s.min_active);
-  s.seed = f.options.seed;
+  s.seed = plan->options.seed;
   s.report_active_sets = true;
   if (!say) return;
   std::cerr << "slide: " << s.hash << " K=" << s.k << " L=" << s.l << ", buckets of up to " << s.bucket_cap

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "apps/train_flags.h"
+#include "apps/train_plan.h"
 #include "apps/train_presets.h"
 #include "data/dataset.h"
 #include "engine/device_spec.h"
@@ -26,9 +27,9 @@ std::vector<uint32_t> ParseHidden(const std::string& text);
 // of two (Bibtex, EURLEX57K: 1024; Delicious: 512; the Table 1 shapes: 128).
 uint32_t DefaultHidden(uint64_t features, uint64_t labels);
 
-// The model's shape, from the training rows alone: --hidden, or with auto DefaultHidden of the
-// rows' features and labels (written into options.hidden). Refuses a shape the model cannot take.
-kernels::ModelShape SettleShape(TrainFlags& f, const data::Dataset& train);
+// The plan's model shape, from the training rows alone: --hidden, or with auto DefaultHidden of the
+// rows' features and labels (the plan's options.hidden too). Refuses a shape the model cannot take.
+void PlanShape(const TrainFlags& f, const data::Dataset& train, TrainPlan* plan);
 
 // --eval-every: 'epoch', 'end' (or 0), or every N mega-batches.
 scheduler::EvalSchedule ParseEvalEvery(const std::string& text);
@@ -43,23 +44,24 @@ kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<e
 // math. auto resolves per device, so a run moved from a lost GPU (fp32) to CPUs with bf16 would
 // otherwise change it and be refused for a flag the user never set. Where the new devices cannot
 // compute the checkpoint's math (tf32 on CPUs), it is refused naming the checkpoint and --math.
-kernels::OutputMath SettleOutputMath(const TrainFlags& f, bool sampled_output);
+kernels::OutputMath SettleOutputMath(const TrainFlags& f, const TrainPlan& plan, bool sampled_output);
 
-// --algo slide's hash family, K and L where not given: SLIDE's published settings for an output
-// layer of `labels` labels (engine::SampledOutputOptions::PresetFor); said on stderr when `say`
-// (rank 0).
-void ApplySampledOutputPreset(TrainFlags& f, uint64_t labels, bool say);
+// --algo slide's hash family, K and L where not given, in the plan's engine: SLIDE's published
+// settings for an output layer of `labels` labels (engine::SampledOutputOptions::PresetFor); said
+// on stderr when `say` (rank 0).
+void ApplySampledOutputPreset(const TrainFlags& f, uint64_t labels, bool say, TrainPlan* plan);
 
-// The multi-device knobs the user left unset, from --preset; returns how the learning rate scales
-// with the device count (train_learning_rate.h's ScaleLearningRate applies it once the base rate is known).
-LrScaling ApplyPreset(TrainFlags& f, uint64_t training_rows);
+// The multi-device knobs the user left unset, from --preset, into the plan, with how the learning
+// rate scales with the device count (train_learning_rate.h's ScaleLearningRate applies it once the
+// base rate is known).
+void ApplyPreset(const TrainFlags& f, uint64_t training_rows, TrainPlan* plan);
 
 // Before the model and the replicas are allocated: fails now, with the numbers, when the run does
 // not fit this machine (a usage error: a smaller --batch, fewer devices, or the data's declared
 // sizes, a header's D and L, are the fix). `ranker` is the ranker's stage after training
 // (train_ranker.h's PlanRanker; zeros without one), which the plan counts as the peak it is once
 // training's memory is freed. `rank`: this process's, across ranks. Returns the planned host memory.
-uint64_t CheckMemoryPlan(const TrainFlags& f, const kernels::ModelShape& shape, const data::Dataset& train, int rank,
+uint64_t CheckMemoryPlan(const TrainFlags& f, const TrainPlan& plan, const data::Dataset& train, int rank,
                          const scheduler::RankerMemory& ranker = {});
 
 }  // namespace xmlt::apps
