@@ -202,8 +202,7 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
       if (local && std::find(gpus.begin(), gpus.end(), specs[i].ordinal) == gpus.end()) gpus.push_back(specs[i].ordinal);
     }
     const uint64_t n = all_gpus.size();
-    const bool elastic = engine.merge == EngineOptions::Merge::kCrossbow ||
-                         (engine.merge == EngineOptions::Merge::kAverage && engine.merge_rule.elastic_alpha > 0);
+    const bool elastic = MergesByElasticForce(engine);
     uint64_t merge = Add(params, Mul(params, 3) / n);
     if (elastic) merge = Add(Mul(params, 4), params / n);
     if (engine.merge == EngineOptions::Merge::kAdasum) merge = Mul(params, 3);

@@ -48,7 +48,7 @@ void ValidateEngineOptions(const EngineOptions& engine) {
   if (one_step_merge != (engine.schedule == EngineOptions::Schedule::kSync))
     throw OptionError("merge", "gradient and crossbow combine one step per device and need the sync schedule, "
                                "and the sync schedule needs one of them");
-  const bool elastic_force = engine.merge == Merge::kCrossbow || (engine.merge == Merge::kAverage && rule.elastic_alpha > 0);
+  const bool elastic_force = MergesByElasticForce(engine);
   if (engine.devices.empty()) throw OptionError("devices", "lists no device");
   if (engine.merge == Merge::kCopy && engine.devices.size() != 1)
     throw OptionError("devices", "must be one device for the copy merge (single)");
@@ -112,6 +112,11 @@ bool MergesByWeightedSum(const EngineOptions& engine) {
   using Merge = EngineOptions::Merge;
   return engine.merge == Merge::kNormalized || engine.merge == Merge::kGradient ||
          (engine.merge == Merge::kAverage && engine.merge_rule.elastic_alpha <= 0);
+}
+
+bool MergesByElasticForce(const EngineOptions& engine) {
+  using Merge = EngineOptions::Merge;
+  return engine.merge == Merge::kCrossbow || (engine.merge == Merge::kAverage && engine.merge_rule.elastic_alpha > 0);
 }
 
 uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,

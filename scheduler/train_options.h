@@ -119,6 +119,10 @@ uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,
 // sum collective, and never read the mirrors of the other ranks' replicas.
 bool MergesByWeightedSum(const EngineOptions& engine);
 
+// The merges that pull each replica toward the center by an elastic force instead of replacing it:
+// CROSSBOW, and the average with a pull strength (EASGD).
+bool MergesByElasticForce(const EngineOptions& engine);
+
 // Whether a run's merges run on the GPUs (merge_on above): decided once from the device list, since
 // the devices that drop out of a run leave GPUs only where there were GPUs only. Across ranks only
 // with --collective nccl and a weighted-sum merge (one communicator over every rank's GPUs).
