@@ -8,7 +8,7 @@ namespace xmlt::apps {
 
 namespace {
 
-using Engine = scheduler::EngineOptions;
+using Engine = scheduler::SchedulerOptions;
 
 // The run as the user chose it: "--algo elastic", "--algo adaptive --merge average".
 std::string ChosenRun(const TrainFlags& f) {
@@ -25,25 +25,25 @@ void Refuse(const TrainFlags& f, const char* flag, const std::string& reader, co
 
 }  // namespace
 
-void RefuseFlagsTheAlgorithmIgnores(const TrainFlags& f, const scheduler::EngineOptions& engine) {
+void RefuseFlagsTheAlgorithmIgnores(const TrainFlags& f, const scheduler::SchedulerOptions& scheduling) {
   // Algorithm 1 rescales the batches after each mega-batch of dynamic dispatch only (loop_records.cc).
-  if (engine.schedule != Engine::Schedule::kDynamic)
+  if (scheduling.schedule != Engine::Schedule::kDynamic)
     for (const char* flag : {"--batch-min", "--beta"})
       if (f.given(flag))
         Refuse(f, flag, "Algorithm 1's batch sizes, which only dynamic dispatch rescales",
                "--algo adaptive (or --schedule dynamic)");
   // The perturbation is Algorithm 2's, the normalized merge's (normalized_merger.cc).
-  if (engine.merge != Engine::Merge::kNormalized)
+  if (scheduling.merge != Engine::Merge::kNormalized)
     for (const char* flag : {"--pert-thr", "--pert-delta", "--pert-weights"})
       if (f.given(flag))
         Refuse(f, flag, "the normalized merge's perturbation (Algorithm 2)", "--algo adaptive (or --merge normalized)");
   // Sync dispatch merges every round: its mega-batch only sets when it evaluates, so there is no
   // merge to warm up (training_loop.cc).
-  if (f.given("--mega-batch-warmup") && engine.schedule == Engine::Schedule::kSync)
+  if (f.given("--mega-batch-warmup") && scheduling.schedule == Engine::Schedule::kSync)
     Refuse(f, "--mega-batch-warmup", "the merges after a mega-batch of dynamic or static dispatch",
            "--algo adaptive, elastic or adasum (or --schedule dynamic or static)");
   // The elastic force is EASGD's (the average merge) and CROSSBOW's (merge_factory.cc).
-  if (f.given("--elastic-alpha") && engine.merge != Engine::Merge::kAverage && engine.merge != Engine::Merge::kCrossbow)
+  if (f.given("--elastic-alpha") && scheduling.merge != Engine::Merge::kAverage && scheduling.merge != Engine::Merge::kCrossbow)
     Refuse(f, "--elastic-alpha", "the elastic force of the average merge (EASGD) and of crossbow",
            "--algo elastic or crossbow (or --merge average)");
 }

@@ -8,9 +8,9 @@
 
 namespace xmlt::apps {
 
-// For a multi-device --algo, with the `engine` ApplyAlgorithm decided: std::invalid_argument naming
+// For a multi-device --algo, with the `scheduling` ApplyAlgorithm decided: std::invalid_argument naming
 // the first flag given that the run's schedule and merge (from --algo, or --schedule and --merge) never
 // read.
-void RefuseFlagsTheAlgorithmIgnores(const TrainFlags& f, const scheduler::EngineOptions& engine);
+void RefuseFlagsTheAlgorithmIgnores(const TrainFlags& f, const scheduler::SchedulerOptions& scheduling);
 
 }  // namespace xmlt::apps

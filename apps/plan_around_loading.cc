@@ -28,7 +28,7 @@ namespace {
 // steer the loop.
 nlohmann::json RankSettings(const TrainFlags& f, const TrainPlan& plan, const TrainingData& data) {
   nlohmann::json settings =
-      run::RunFingerprint(OptionsWithGivenInputRate(f, plan), plan.engine, plan.shape, data.train, data.test.get());
+      run::RunFingerprint(OptionsWithGivenInputRate(f, plan), plan.scheduling, plan.shape, data.train, data.test.get());
   settings["lr"] = f.lr;  // as given: 'auto' has no value yet, and the scaling is the same on every rank
   settings["epochs"] = plan.options.epochs;
   settings["eval_every"] = f.eval_every;
@@ -46,7 +46,7 @@ TrainPlan PlanBeforeLoading(const TrainFlags& f, ranks::RankGroup* ranks) {
   TrainPlan plan = PlanAsGiven(f);
   ApplyAlgorithm(f, &plan);
   SpreadOverRanks(f, ranks, &plan);
-  SettleStepDefaults(f, &plan);
+  PlanStepDefaults(f, &plan);
   CheckFlagsBeforeLoading(f, plan);
   CheckGpusExist(plan, ranks->rank());
   // A bad XMLT_CPU_ISA (unknown, or more than this CPU runs) is refused before any loading.
@@ -76,11 +76,11 @@ TrainPlan PlanBeforeLoading(const TrainFlags& f, ranks::RankGroup* ranks) {
   if (f.given("--propensity") && f.test.empty())
     throw std::invalid_argument("--propensity weighs the PSP@k of the --test evaluations; give --test");
   const bool sampled_output = f.algo == "slide" || (f.cpu_output == "sampled" && f.algo != "single");
-  options.math = SettleOutputMath(f, plan, sampled_output);
+  options.math = PlanOutputMath(f, plan, sampled_output);
   options.propensity = ParsePropensity(f.propensity);
   GivenLearningRate(f);  // refused now; decided after loading (ScaleLearningRate)
   options.lr_schedule = scheduler::ParseLrSchedule(f.lr_schedule);
-  SettleRankerFlags(f, &plan);
+  PlanRankerOptions(f, &plan);
   return plan;
 }
 

@@ -22,7 +22,7 @@ void RecordResumeSettings(const TrainFlags& f, float rate, bool resumed, bool se
   // A resume without --lr goes on at the checkpoint's rate, which this scaling made: another
   // would be ignored there, so it is refused instead (one device scales nothing: "none").
   settings["lr_scaling"] = LrScalingName(scaling);
-  settings["merge_on"] = scheduler::MergesOnGpus(plan->engine) ? "gpus" : "host";
+  settings["merge_on"] = scheduler::MergesOnGpus(plan->scheduling) ? "gpus" : "host";
   plan->control.outer_settings = settings;
 
   // How the rate came from the flags: a refused resume shows it beside the rates it compares.
@@ -32,7 +32,7 @@ void RecordResumeSettings(const TrainFlags& f, float rate, bool resumed, bool se
   } else {
     lr << (searched ? "--lr auto: " : "--lr ") << rate;
     if (!OneDevice(f)) {
-      const size_t devices = plan->engine.devices.size();
+      const size_t devices = plan->scheduling.devices.size();
       if (scaling == LrScaling::kNone) {
         lr << ", --lr-scaling none on " << devices << " devices";
       } else {

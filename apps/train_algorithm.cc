@@ -14,7 +14,7 @@ namespace xmlt::apps {
 
 namespace {
 
-using Engine = scheduler::EngineOptions;
+using Engine = scheduler::SchedulerOptions;
 
 // How each multi-device --algo dispatches batches and merges the replicas, as CreateMerger is a
 // table of merges; --schedule and --merge given explicitly override either, so any combination can
@@ -61,57 +61,57 @@ bool OneDevice(const TrainFlags& f) { return f.algo == "single" || f.algo == "sl
 // --algo presets set how batches are dispatched and merged; --schedule, --merge and
 // --local-momentum given explicitly override them, so any combination can be swept.
 void ApplyAlgorithm(const TrainFlags& f, TrainPlan* plan) {
-  plan->engine.devices = engine::ParseDeviceList(f.devices);
-  plan->engine.heterogeneity = engine::ParseHetero(f.hetero);
-  plan->engine.heterogeneity.speed = engine::ParseSpeeds(f.speed);
+  plan->scheduling.devices = engine::ParseDeviceList(f.devices);
+  plan->scheduling.heterogeneity = engine::ParseHetero(f.hetero);
+  plan->scheduling.heterogeneity.speed = engine::ParseSpeeds(f.speed);
   try {
-    plan->engine.collective = merge::ParseCollectiveKind(f.collective);
+    plan->scheduling.collective = merge::ParseCollectiveKind(f.collective);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(std::string("--collective: ") + e.what());
   }
   const auto* clock = Find(kClocks, f.clock);
   if (clock == nullptr) throw std::invalid_argument("--clock must be wall or virtual");
-  plan->engine.clock = clock->value;
+  plan->scheduling.clock = clock->value;
   if (f.clock_costs != "model" && f.clock_costs != "measured")
     throw std::invalid_argument("--clock-costs must be model or measured, not '" + f.clock_costs + "'");
   if (f.given("--clock-costs") && f.clock == "wall")
     throw std::invalid_argument("--clock-costs is for the virtual clock; --clock wall measures real time");
-  plan->engine.measure_clock_costs = f.clock_costs == "measured";
+  plan->scheduling.measure_clock_costs = f.clock_costs == "measured";
   if (f.momentum_mode == "heavy" || f.momentum_mode == "nesterov") {
-    plan->engine.merge_rule.momentum_mode =
+    plan->scheduling.merge_rule.momentum_mode =
         f.momentum_mode == "nesterov" ? merge::MomentumMode::kNesterov : merge::MomentumMode::kHeavy;
   } else {
     throw std::invalid_argument("--momentum-mode must be heavy or nesterov");
   }
   const auto* merge_on = Find(kMergePlaces, f.merge_on);
   if (merge_on == nullptr) throw std::invalid_argument("--merge-on must be auto, host or gpus");
-  plan->engine.merge_on = merge_on->value;
+  plan->scheduling.merge_on = merge_on->value;
   if (f.algo == "slide") {
     // SLIDE: one CPU device whose threads share its model, with the sampled output layer; plain
     // SGD (its step has no momentum buffer to update sparsely).
     if (f.given("--devices") &&
-        (plan->engine.devices.size() != 1 || plan->engine.devices[0].kind != engine::DeviceKind::kCpu))
+        (plan->scheduling.devices.size() != 1 || plan->scheduling.devices[0].kind != engine::DeviceKind::kCpu))
       throw std::invalid_argument("--algo slide trains on one CPU device, whose threads share the model (--threads); "
                                   "not on " + f.devices);
     if (f.given("--merge-on"))
       throw std::invalid_argument("--merge-on: --algo slide trains one CPU device and has no merge; drop it");
-    plan->engine = run::SingleDeviceEngine(engine::DeviceSpec{});
-    plan->engine.sampled_output = GivenSampledOutput(f);
-    plan->engine.sampled_output.enabled = true;
+    plan->scheduling = run::SingleDeviceEngine(engine::DeviceSpec{});
+    plan->scheduling.sampled_output = GivenSampledOutput(f);
+    plan->scheduling.sampled_output.enabled = true;
     if (!f.given("--local-momentum")) plan->options.local_momentum = 0;
     return;  // its --lr default, 1, is GivenLearningRate's
   }
   if (f.algo == "single") {
     // The engine with one device, of any kind: the CPU unless --devices names another.
-    if (f.given("--devices") && plan->engine.devices.size() != 1)
+    if (f.given("--devices") && plan->scheduling.devices.size() != 1)
       throw std::invalid_argument("--algo single trains on one device; use --algo adaptive, elastic, adasum, "
                                   "sync or crossbow for " + f.devices);
-    const Engine::MergeOn place = plan->engine.merge_on;
-    plan->engine = run::SingleDeviceEngine(f.given("--devices") ? plan->engine.devices[0] : engine::DeviceSpec{});
+    const Engine::MergeOn place = plan->scheduling.merge_on;
+    plan->scheduling = run::SingleDeviceEngine(f.given("--devices") ? plan->scheduling.devices[0] : engine::DeviceSpec{});
     // Its one replica becomes the global model after every mega-batch, on the GPU or on the host.
-    plan->engine.merge_on = place;
-    if (place == Engine::MergeOn::kGpus && plan->engine.devices[0].kind != engine::DeviceKind::kCuda)
-      throw std::invalid_argument("--merge-on gpus needs a GPU; --algo single trains on " + plan->engine.devices[0].id);
+    plan->scheduling.merge_on = place;
+    if (place == Engine::MergeOn::kGpus && plan->scheduling.devices[0].kind != engine::DeviceKind::kCuda)
+      throw std::invalid_argument("--merge-on gpus needs a GPU; --algo single trains on " + plan->scheduling.devices[0].id);
     return;
   }
   const AlgorithmPreset* preset = Find(kMultiDeviceAlgorithms, f.algo);
@@ -122,17 +122,17 @@ void ApplyAlgorithm(const TrainFlags& f, TrainPlan* plan) {
 
   const auto* dispatch = Find(kSchedules, schedule);
   if (dispatch == nullptr) throw std::invalid_argument("--schedule must be dynamic, static or sync");
-  plan->engine.schedule = dispatch->value;
-  plan->engine.scale_batches = plan->engine.schedule == Engine::Schedule::kDynamic;
+  plan->scheduling.schedule = dispatch->value;
+  plan->scheduling.scale_batches = plan->scheduling.schedule == Engine::Schedule::kDynamic;
   const auto* rule = Find(kMerges, merge);
   if (rule == nullptr)
     throw std::invalid_argument("--merge must be normalized, average, adasum, crossbow or gradient");
-  plan->engine.merge = rule->value;
+  plan->scheduling.merge = rule->value;
   // The CPU devices of the list train with SLIDE's output layer (the device pool makes them); the
   // merges see the same parameters either way.
   if (f.cpu_output == "sampled") {
-    plan->engine.sampled_output = GivenSampledOutput(f);
-    plan->engine.sampled_output.enabled = true;
+    plan->scheduling.sampled_output = GivenSampledOutput(f);
+    plan->scheduling.sampled_output.enabled = true;
   }
 }
 
@@ -146,7 +146,7 @@ void SpreadOverRanks(const TrainFlags& f, ranks::RankGroup* ranks, TrainPlan* pl
     throw std::invalid_argument("--algo " + f.algo + " trains one device in one process; a run over " +
                                 std::to_string(ranks->size()) +
                                 " MPI ranks needs a multi-device --algo (adaptive, elastic, adasum, sync, crossbow)");
-  plan->engine.devices = engine::DevicesOfRanks(plan->engine.devices, ranks->size(), &plan->engine.device_rank);
+  plan->scheduling.devices = engine::DevicesOfRanks(plan->scheduling.devices, ranks->size(), &plan->scheduling.device_rank);
   if (ranks->rank() != 0) {
     plan->model_out.clear();
     plan->metrics.clear();

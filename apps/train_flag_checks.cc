@@ -19,16 +19,16 @@ namespace xmlt::apps {
 
 // Dropout 0.5 and the first layer's Adagrad by default: every device's step implements both (the
 // CPU's dense and sampled steps and the CUDA replica; engine/step_regularization.h).
-void SettleStepDefaults(const TrainFlags& f, TrainPlan* plan) {
+void PlanStepDefaults(const TrainFlags& f, TrainPlan* plan) {
   // Dropout 0.5 on the hidden layer: the wide default layer overfits without it (peers.md).
   if (!f.given("--dropout")) plan->options.dropout = 0.5f;
   GivenInputLearningRate(f);  // refused now; written after loading (ScaleLearningRate)
 }
 
 void CheckGpusExist(const TrainPlan& plan, int rank) {
-  for (size_t i = 0; i < plan.engine.devices.size(); ++i) {
-    const engine::DeviceSpec& d = plan.engine.devices[i];
-    const bool local = i >= plan.engine.device_rank.size() || plan.engine.device_rank[i] == rank;
+  for (size_t i = 0; i < plan.scheduling.devices.size(); ++i) {
+    const engine::DeviceSpec& d = plan.scheduling.devices[i];
+    const bool local = i >= plan.scheduling.device_rank.size() || plan.scheduling.device_rank[i] == rank;
     if (local && d.kind == engine::DeviceKind::kCuda && d.ordinal >= engine::CudaDeviceCount())
       throw std::invalid_argument("device " + d.id + " does not exist (" + engine::CudaDeviceSummary() +
                                   "); use --devices cpu:N");
@@ -47,7 +47,7 @@ void CheckFlagsBeforeLoading(const TrainFlags& f, const TrainPlan& plan) {
                                 (f.algo == "slide" ? " is the sampled output layer on one CPU device already"
                                                    : " trains one dense device: use --algo slide for SLIDE's"));
   const bool cpu_sampled = f.cpu_output == "sampled" && !OneDevice(f);
-  if (cpu_sampled && std::none_of(plan.engine.devices.begin(), plan.engine.devices.end(),
+  if (cpu_sampled && std::none_of(plan.scheduling.devices.begin(), plan.scheduling.devices.end(),
                                   [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCpu; }))
     throw std::invalid_argument("--cpu-output sampled: --devices " + f.devices + " has no CPU device to sample on");
   if (f.algo != "slide" && !cpu_sampled)
@@ -76,7 +76,7 @@ void CheckFlagsBeforeLoading(const TrainFlags& f, const TrainPlan& plan) {
                                 std::string(f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
                                 "'s sampled output layer");
   if (plan.options.weight_decay != 0)
-    for (const engine::DeviceSpec& d : plan.engine.devices)
+    for (const engine::DeviceSpec& d : plan.scheduling.devices)
       if (d.kind != engine::DeviceKind::kCpu)
         throw std::invalid_argument("--weight-decay is implemented by the dense step of CPU devices only, not by the "
                                     "CUDA backend (device " + d.id + "): use --devices cpu:N");
@@ -91,7 +91,7 @@ void CheckFlagsBeforeLoading(const TrainFlags& f, const TrainPlan& plan) {
                                     "crossbow");
     return;
   }
-  RefuseFlagsTheAlgorithmIgnores(f, plan.engine);
+  RefuseFlagsTheAlgorithmIgnores(f, plan.scheduling);
   if (f.preset != "default" && f.preset != "paper")
     throw std::invalid_argument("--preset must be default or paper, not '" + f.preset + "'");
   if (f.given("--lr-scaling")) ParseLrScaling(f.lr_scaling);
@@ -99,10 +99,10 @@ void CheckFlagsBeforeLoading(const TrainFlags& f, const TrainPlan& plan) {
     throw std::invalid_argument("--mega-batch-warmup must be on or off, not '" + f.mega_batch_warmup + "'");
   if (f.given("--pert-weights") && f.pert_weights != "normalized" && f.pert_weights != "raw")
     throw std::invalid_argument("--pert-weights must be normalized or raw, not '" + f.pert_weights + "'");
-  scheduler::ValidateEngineOptions(plan.engine);
-  if (plan.engine.batch_min > double(plan.options.batch)) {
+  scheduler::ValidateSchedulerOptions(plan.scheduling);
+  if (plan.scheduling.batch_min > double(plan.options.batch)) {
     std::ostringstream text;
-    text << "--batch-min " << plan.engine.batch_min << " is above --batch " << plan.options.batch << " (b_max)";
+    text << "--batch-min " << plan.scheduling.batch_min << " is above --batch " << plan.options.batch << " (b_max)";
     throw std::invalid_argument(text.str());
   }
 }

@@ -10,7 +10,7 @@ namespace xmlt::apps {
 // The step's defaults, which every device implements: the plan's dropout 0.5 unless --dropout is
 // given, and --input-optimizer auto as adagrad (its rate written after loading, by
 // ScaleLearningRate); refuses a bad --input-optimizer, or --input-lr without Adagrad.
-void SettleStepDefaults(const TrainFlags& f, TrainPlan* plan);
+void PlanStepDefaults(const TrainFlags& f, TrainPlan* plan);
 
 // A GPU of this rank's (`rank`, across ranks) that is not there, said before the data is loaded
 // (minutes at full size).

@@ -181,20 +181,20 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "length on a nominal 10 GFLOP/s, 10 GB/s device: the same for every run) or measured (timed on "
                   "the run's own first mega-batch and merge: they vary with the machine's load)")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--row-cost", f->engine.row_cost_s, "Virtual clock: seconds per row (0 = from --clock-costs)")
+  cmd->add_option("--row-cost", f->scheduling.row_cost_s, "Virtual clock: seconds per row (0 = from --clock-costs)")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--merge-cost", f->engine.merge_cost_s,
+  cmd->add_option("--merge-cost", f->scheduling.merge_cost_s,
                   "Virtual clock: seconds per parameter and replica of one merge (0 = from --clock-costs)")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--batch-min", f->engine.batch_min, "Smallest batch of Algorithm 1 (0 = --batch / 8)")
+  cmd->add_option("--batch-min", f->scheduling.batch_min, "Smallest batch of Algorithm 1 (0 = --batch / 8)")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--beta", f->engine.beta, "Algorithm 1's rows per update of deviation (0 = batch-min / 2)")
+  cmd->add_option("--beta", f->scheduling.beta, "Algorithm 1's rows per update of deviation (0 = batch-min / 2)")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--preset", f->preset,
                   "Values of the knobs below that are not given: default (measured to match one device's "
                   "accuracy) or paper (the Adaptive SGD paper's section 5.1); table below")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--momentum", f->engine.merge_rule.momentum,
+  cmd->add_option("--momentum", f->scheduling.merge_rule.momentum,
                   "Global momentum gamma of the merged model (default: preset)")
       ->group(kEngine);
   cmd->add_option("--lr-scaling", f->lr_scaling,
@@ -207,10 +207,10 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
   cmd->add_option("--pert-weights", f->pert_weights,
                   "Perturbed merge weights: normalized (scaled back to sum 1) or raw (the paper's; default: preset)")
       ->group(kEngine);
-  cmd->add_option("--pert-thr", f->engine.merge_rule.pert_threshold,
+  cmd->add_option("--pert-thr", f->scheduling.merge_rule.pert_threshold,
                   "Perturb merge weights when every replica's L2 norm / #params is below this")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--pert-delta", f->engine.merge_rule.pert_delta, "Perturbation factor of the merge weights")
+  cmd->add_option("--pert-delta", f->scheduling.merge_rule.pert_delta, "Perturbation factor of the merge weights")
       ->capture_default_str()->group(kEngine);
   cmd->add_option("--schedule", f->schedule,
                   "Overrides the preset: dynamic (next batch to the free device), static (equal shares), "
@@ -232,7 +232,7 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "heavy (w' = merge + gamma (w - w_prev)) or nesterov (replicas start from w + gamma "
                   "(w - w_prev))")
       ->capture_default_str()->group(kEngine);
-  cmd->add_option("--elastic-alpha", f->engine.merge_rule.elastic_alpha,
+  cmd->add_option("--elastic-alpha", f->scheduling.merge_rule.elastic_alpha,
                   "Elastic force: with --merge average, EASGD's pull toward the center (0 = plain "
                   "averaging); with crossbow, its a (0 = 1 / devices)")
       ->capture_default_str()->group(kEngine);

@@ -1,6 +1,6 @@
 // The flags of `xmltrain train` as given, and the typed options some of them bind to directly.
 // Planning (train_plan.h) reads them once, const, and decides the run's TrainPlan; the bound
-// options are private, read only by PlanAsGiven, so the run cannot read one the plan settled.
+// options are private, read only by PlanAsGiven, so the run cannot read one the plan decided.
 #pragma once
 
 #include <string>
@@ -46,9 +46,9 @@ struct TrainFlags {
 
  private:
   // The options CLI11 binds flags into directly, as given: the plan starts from them
-  // (PlanAsGiven) and its steps settle the rest. Private, so that the run reads the plan's.
+  // (PlanAsGiven) and its steps decide the rest. Private, so that the run reads the plan's.
   scheduler::TrainOptions options;
-  scheduler::EngineOptions engine;
+  scheduler::SchedulerOptions scheduling;
   run::RunControl control;
   run::RankerOptions ranker_options;            // --ranker-holdout, -shortlist, -passes
   engine::SampledOutputOptions sampled_output;  // --slide-*: copied into the engine by --algo slide or --cpu-output

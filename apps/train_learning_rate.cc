@@ -74,17 +74,17 @@ scheduler::TrainOptions OptionsWithGivenInputRate(const TrainFlags& f, const Tra
 std::optional<float> ResumedLearningRate(const TrainFlags& f, const TrainPlan& plan) {
   // A resume goes on at the checkpoint's rate unless --lr gives a number (checkpoint_folder.h).
   if (plan.control.resume_dir.empty() || (f.lr != "auto" && f.given("--lr"))) return std::nullopt;
-  return CheckpointedLearningRate(plan.control.resume_dir, plan.engine.devices);
+  return CheckpointedLearningRate(plan.control.resume_dir, plan.scheduling.devices);
 }
 
 LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const TrainPlan& plan, const data::Dataset& train,
                                     size_t ranks, bool say) {
-  const engine::DeviceSpec search_device = run::LrSearchDevice(plan.engine.devices, ranks);
+  const engine::DeviceSpec search_device = run::LrSearchDevice(plan.scheduling.devices, ranks);
   // --algo slide searches with its sampled step; --cpu-output sampled with the dense step, whose
   // rate the run's dense devices take (its sampled devices scale it, ScaleLearningRate).
   const run::LrSearchResult search =
       run::SearchLearningRate(train, plan.shape, OptionsWithGivenInputRate(f, plan), search_device,
-                              f.algo == "slide" ? plan.engine.sampled_output : engine::SampledOutputOptions{});
+                              f.algo == "slide" ? plan.scheduling.sampled_output : engine::SampledOutputOptions{});
   LrSearchPick pick;
   pick.report = ReportLrSearch(search, search_device, say);
   pick.lr = float(search.picked);
@@ -93,7 +93,7 @@ LrSearchPick SearchBaseLearningRate(const TrainFlags& f, const TrainPlan& plan, 
 
 void ScaleLearningRate(const TrainFlags& f, float rate, bool resumed, bool say, TrainPlan* plan) {
   const LrScaling scaling = plan->lr_scaling;
-  const size_t devices = plan->engine.devices.size();
+  const size_t devices = plan->scheduling.devices.size();
   const bool scaled = !resumed && !OneDevice(f);
   plan->options.lr = scaled ? float(double(rate) * LrScalingFactor(scaling, devices)) : rate;
   // The first layer's Adagrad rate is not scaled with the devices: its steps are per-coordinate
@@ -103,12 +103,12 @@ void ScaleLearningRate(const TrainFlags& f, float rate, bool resumed, bool say, 
   // device: it takes (1 - gamma) of the rate (sync 0.643 and Adasum 0.631 at gamma 0.9; Adasum at
   // the full rate 0.340).
   const float input_lr = GivenInputLearningRate(f);
-  plan->options.input_lr = OneDevice(f) ? input_lr : float(double(input_lr) * (1.0 - plan->engine.merge_rule.momentum));
+  plan->options.input_lr = OneDevice(f) ? input_lr : float(double(input_lr) * (1.0 - plan->scheduling.merge_rule.momentum));
   if (OneDevice(f)) return;
   if (!say) return;
   std::cerr << "preset " << f.preset << " for " << f.algo << " on " << devices << " devices: --momentum "
-            << plan->engine.merge_rule.momentum << " --local-momentum " << plan->options.local_momentum
-            << (plan->engine.sampled_output.enabled ? " (none on the sampled CPU devices: plain SGD at lr / (1 - it))"
+            << plan->scheduling.merge_rule.momentum << " --local-momentum " << plan->options.local_momentum
+            << (plan->scheduling.sampled_output.enabled ? " (none on the sampled CPU devices: plain SGD at lr / (1 - it))"
                                                     : "")
             << " --mega-batch " << plan->options.mega_batch
             << (plan->options.mega_batch_warmup ? " (warming up from one batch a device)" : "") << " --lr "
@@ -118,8 +118,8 @@ void ScaleLearningRate(const TrainFlags& f, float rate, bool resumed, bool say, 
   else
     std::cerr << " (" << rate << " scaled " << LrScalingName(scaling) << ")";
   // The perturbation is the normalized merge's alone: elastic, adasum, sync and crossbow have none.
-  if (plan->engine.merge == scheduler::EngineOptions::Merge::kNormalized)
-    std::cerr << " --pert-weights " << (plan->engine.merge_rule.renormalize_perturbed ? "normalized" : "raw");
+  if (plan->scheduling.merge == scheduler::SchedulerOptions::Merge::kNormalized)
+    std::cerr << " --pert-weights " << (plan->scheduling.merge_rule.renormalize_perturbed ? "normalized" : "raw");
   std::cerr << "\n";
 }
 

@@ -8,7 +8,7 @@ namespace xmlt::apps {
 TrainPlan PlanAsGiven(const TrainFlags& f) {
   TrainPlan plan;
   plan.options = f.options;
-  plan.engine = f.engine;
+  plan.scheduling = f.scheduling;
   plan.control = f.control;
   plan.ranker = f.ranker_options;
   plan.model_out = f.model_out;

@@ -21,7 +21,7 @@ struct TrainFlags;
 
 struct TrainPlan {
   scheduler::TrainOptions options;
-  scheduler::EngineOptions engine;
+  scheduler::SchedulerOptions scheduling;
   run::RunControl control;
   run::RankerOptions ranker;
   // This rank's outputs: --model and --metrics on rank 0; none on the other ranks of an MPI run
@@ -34,7 +34,7 @@ struct TrainPlan {
 
 // The plan as the flags give it, before any step decided anything: the options CLI11 bound the
 // flags into, and the outputs. The one reader of those bound options (TrainFlags keeps them to
-// itself), so that nothing after planning can read a value the steps have not settled.
+// itself), so that nothing after planning can read a value the steps have not decided.
 TrainPlan PlanAsGiven(const TrainFlags& f);
 
 // The --slide-* flags as given (the algorithm's step copies them into the engine).

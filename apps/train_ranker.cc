@@ -39,7 +39,7 @@ float ParseBlend(const std::string& text) {
 
 }  // namespace
 
-void SettleRankerFlags(const TrainFlags& f, TrainPlan* plan) {
+void PlanRankerOptions(const TrainFlags& f, TrainPlan* plan) {
   if (f.ranker != "auto" && f.ranker != "off")
     throw std::invalid_argument("--ranker must be auto or off, not '" + f.ranker + "'");
   run::RankerOptions& o = plan->ranker;
@@ -132,12 +132,12 @@ namespace {
 std::optional<run::FoldBlendChoice> ChooseBlendByFolds(const TrainPlan& plan, const TrainingData& data, bool say,
                                                        const std::function<bool()>& stopped,
                                                        const std::atomic<int>* stop_signal, bool* stopped_out) {
-  scheduler::EngineOptions engine = plan.engine;
-  if (scheduler::RankCount(engine) > 1) {
+  scheduler::SchedulerOptions scheduling = plan.scheduling;
+  if (scheduler::RankCount(scheduling) > 1) {
     // The other ranks' part has ended: rank 0 trains the folds alone, on its host.
-    engine.devices = engine::ParseDeviceList("cpu:" + std::to_string(engine.devices.size()));
-    engine.device_rank.clear();
-    engine.merge_on = scheduler::EngineOptions::MergeOn::kAuto;
+    scheduling.devices = engine::ParseDeviceList("cpu:" + std::to_string(scheduling.devices.size()));
+    scheduling.device_rank.clear();
+    scheduling.merge_on = scheduler::SchedulerOptions::MergeOn::kAuto;
   }
   scheduler::TrainOptions options = plan.options;
   options.eval = scheduler::EvalSchedule{scheduler::EvalSchedule::Kind::kEnd, 0};
@@ -149,7 +149,7 @@ std::optional<run::FoldBlendChoice> ChooseBlendByFolds(const TrainPlan& plan, co
   const auto train_mlp = [&](const data::Dataset& rows) -> std::optional<kernels::Model<float>> {
     kernels::Model<float> model = kernels::InitModel<float>(plan.shape, plan.options.seed);
     try {
-      if (run::RunMultiDevice(rows, nullptr, options, engine, &model, {}, control).stopped_by_signal != 0)
+      if (run::RunMultiDevice(rows, nullptr, options, scheduling, &model, {}, control).stopped_by_signal != 0)
         return std::nullopt;
     } catch (const run::RunStopped&) {
       diverged = true;  // past its rollbacks, or out of devices: no choice
@@ -176,9 +176,9 @@ std::optional<run::FoldBlendChoice> ChooseBlendByFolds(const TrainPlan& plan, co
 run::ShortlistDevices ShortlistDevicesOf(const TrainPlan& plan) {
   run::ShortlistDevices where;
   where.math = plan.options.math;
-  const scheduler::EngineOptions& engine = plan.engine;
-  for (size_t d = 0; d < engine.devices.size(); ++d)
-    if (engine.device_rank.empty() || engine.device_rank[d] == 0) where.devices.push_back(engine.devices[d]);
+  const scheduler::SchedulerOptions& scheduling = plan.scheduling;
+  for (size_t d = 0; d < scheduling.devices.size(); ++d)
+    if (scheduling.device_rank.empty() || scheduling.device_rank[d] == 0) where.devices.push_back(scheduling.devices[d]);
   return where;
 }
 

@@ -24,7 +24,7 @@ namespace xmlt::apps {
 // --ranker, --ranker-blend, -holdout, -shortlist, -passes into the plan's ranker; throws
 // std::invalid_argument for a bad value. --preset paper trains the paper's MLP alone unless
 // --ranker is given.
-void SettleRankerFlags(const TrainFlags& f, TrainPlan* plan);
+void PlanRankerOptions(const TrainFlags& f, TrainPlan* plan);
 
 // Holds out the rows --ranker-blend auto chooses on (run::HoldoutRows of the training rows, drawn
 // from --seed): data->holdout gets them and data->train keeps the rest, so neither model trains on

@@ -108,10 +108,10 @@ void SayModelAndStep(const TrainFlags& f, const TrainPlan& plan, const TrainingD
             << data.train.num_rows() << " training rows, loaded in " << data.load_seconds << " s; planned host memory "
             << ((plan.planned_host_bytes + (1 << 20) - 1) >> 20) << " MiB"
             << (ranks > 1 ? " on rank 0 (the most of any rank: it alone writes checkpoints)" : "") << "; training on "
-            << engine::DeviceListText(plan.engine.devices) << " (" << engine::CudaDeviceSummary()
+            << engine::DeviceListText(plan.scheduling.devices) << " (" << engine::CudaDeviceSummary()
             << (ranks > 1 ? " on rank 0; " + std::to_string(ranks) + " ranks" : std::string()) << ")\n";
   const bool cpu_devices =
-      std::any_of(plan.engine.devices.begin(), plan.engine.devices.end(),
+      std::any_of(plan.scheduling.devices.begin(), plan.scheduling.devices.end(),
                   [](const engine::DeviceSpec& spec) { return spec.kind == engine::DeviceKind::kCpu; });
   std::cerr << "step: SGD at lr " << plan.options.lr << " (" << f.lr_schedule << "), local momentum "
             << plan.options.local_momentum << "; first layer "
@@ -127,27 +127,27 @@ void SayModelAndStep(const TrainFlags& f, const TrainPlan& plan, const TrainingD
 nlohmann::json TrainSummary(const TrainFlags& f, const TrainPlan& plan, const TrainingData& data,
                             const run::TrainResult& result, const nlohmann::json& lr_search) {
   nlohmann::json summary = SummaryFigures(plan.shape, result, data.load_seconds, data.test != nullptr,
-                                          plan.engine.clock == scheduler::EngineOptions::Clock::kVirtual);
+                                          plan.scheduling.clock == scheduler::SchedulerOptions::Clock::kVirtual);
   // What the virtual clock charged, and where that came from: its times compare only between
   // runs that charged the same.
-  if (plan.engine.clock == scheduler::EngineOptions::Clock::kVirtual)
+  if (plan.scheduling.clock == scheduler::SchedulerOptions::Clock::kVirtual)
     summary["virtual_clock"] = {{"row_cost_s", result.row_cost_s},
                                 {"merge_cost_s", result.merge_cost_s},
-                                {"costs", plan.engine.row_cost_s > 0 && plan.engine.merge_cost_s > 0 ? "given"
-                                          : plan.engine.measure_clock_costs                          ? "measured"
+                                {"costs", plan.scheduling.row_cost_s > 0 && plan.scheduling.merge_cost_s > 0 ? "given"
+                                          : plan.scheduling.measure_clock_costs                          ? "measured"
                                                                                                      : "model"}};
   if (!plan.model_out.empty()) summary["model"] = plan.model_out;
   if (!result.checkpoint.empty()) summary["checkpoint"] = result.checkpoint;
   if (!result.end_checkpoint_error.empty()) summary["checkpoint_error"] = result.end_checkpoint_error;
   if (!lr_search.is_null()) summary["lr_search"] = lr_search;
-  summary["merge_on"] = scheduler::MergesOnGpus(plan.engine) ? "gpus" : "host";
+  summary["merge_on"] = scheduler::MergesOnGpus(plan.scheduling) ? "gpus" : "host";
   // The CPU step's vector kernels: XMLT_CPU_ISA's, or the widest this CPU runs.
   summary["cpu_isa"] = kernels::cpu::CpuIsaName(kernels::cpu::ActiveCpuIsa());
   // Which devices stepped with the sampled output layer, and so without local momentum.
-  if (f.algo != "slide" && plan.engine.sampled_output.enabled) {
+  if (f.algo != "slide" && plan.scheduling.sampled_output.enabled) {
     summary["cpu_output"] = "sampled";
     nlohmann::json sampled = nlohmann::json::array();
-    for (const engine::DeviceSpec& spec : plan.engine.devices)
+    for (const engine::DeviceSpec& spec : plan.scheduling.devices)
       if (spec.kind == engine::DeviceKind::kCpu) sampled.push_back(spec.id);
     summary["sampled_devices"] = sampled;
   }

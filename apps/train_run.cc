@@ -116,7 +116,7 @@ run::TrainResult TrainTheMlp(const TrainPlan& plan, TrainSession& session, const
   callbacks.on_eval = [&](const run::EvalRecord& record) {
     if (!writer) return;
     if (show_progress) std::cerr << "\r\033[K";
-    if (session.print) PrintEval(record, plan.engine.clock == scheduler::EngineOptions::Clock::kVirtual);
+    if (session.print) PrintEval(record, plan.scheduling.clock == scheduler::SchedulerOptions::Clock::kVirtual);
     metrics.Append(record);
     say_if_metrics_failed();
     if (session.on_eval) session.on_eval(record);
@@ -143,7 +143,7 @@ run::TrainResult TrainTheMlp(const TrainPlan& plan, TrainSession& session, const
   if (control.resume_dir.empty()) metrics.Begin();
   try {
     // The engine takes the group only across ranks (null: one process owns every device).
-    return run::RunMultiDevice(data.train, data.test.get(), plan.options, plan.engine, model, callbacks, control,
+    return run::RunMultiDevice(data.train, data.test.get(), plan.options, plan.scheduling, model, callbacks, control,
                                ranks->size() > 1 ? ranks : nullptr);
   } catch (const run::RunStopped& e) {
     // "A lower --lr" is the advice for a rate too high; for raw values this large the data is the

@@ -109,13 +109,13 @@ kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<e
   return kernels::OutputMath::kBf16;
 }
 
-kernels::OutputMath SettleOutputMath(const TrainFlags& f, const TrainPlan& plan, bool sampled_output) {
+kernels::OutputMath PlanOutputMath(const TrainFlags& f, const TrainPlan& plan, bool sampled_output) {
   if (plan.control.resume_dir.empty() || f.math != "auto")
-    return ParseOutputMath(f.math, plan.engine.devices, sampled_output);
+    return ParseOutputMath(f.math, plan.scheduling.devices, sampled_output);
   const std::optional<std::string> saved = CheckpointedOutputMath(plan.control.resume_dir);
-  if (!saved) return ParseOutputMath(f.math, plan.engine.devices, sampled_output);
+  if (!saved) return ParseOutputMath(f.math, plan.scheduling.devices, sampled_output);
   try {
-    return ParseOutputMath(*saved, plan.engine.devices, sampled_output);
+    return ParseOutputMath(*saved, plan.scheduling.devices, sampled_output);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument("--resume " + plan.control.resume_dir + ": the run trained with --math " + *saved +
                                 ", which a resume with --math auto keeps, and " + e.what());
@@ -137,18 +137,18 @@ uint32_t DefaultHidden(uint64_t features, uint64_t labels) {
 // the device count (ScaleLearningRate applies it once the base rate is known).
 void ApplyPreset(const TrainFlags& f, uint64_t training_rows, TrainPlan* plan) {
   if (OneDevice(f)) return;  // its rate scales with nothing: LrScaling::kNone
-  const size_t devices = plan->engine.devices.size();
+  const size_t devices = plan->scheduling.devices.size();
   const uint64_t batches_per_epoch = (training_rows + plan->options.batch - 1) / plan->options.batch;
   const PresetValues values =
       f.preset == "paper" ? PaperPreset(f.algo) : DefaultPreset(f.algo, devices, batches_per_epoch);
-  if (!f.given("--momentum")) plan->engine.merge_rule.momentum = values.momentum;
+  if (!f.given("--momentum")) plan->scheduling.merge_rule.momentum = values.momentum;
   if (!f.given("--local-momentum")) plan->options.local_momentum = values.local_momentum;
   if (!f.given("--mega-batch")) plan->options.mega_batch = values.mega_batch;
   plan->options.mega_batch_warmup =
       f.given("--mega-batch-warmup") ? f.mega_batch_warmup == "on" : values.mega_batch_warmup;
   plan->lr_scaling = f.given("--lr-scaling") ? ParseLrScaling(f.lr_scaling) : values.lr_scaling;
   // Their spellings were checked before loading (CheckFlagsBeforeLoading).
-  plan->engine.merge_rule.renormalize_perturbed =
+  plan->scheduling.merge_rule.renormalize_perturbed =
       f.given("--pert-weights") ? f.pert_weights == "normalized" : values.pert_renormalize;
 }
 
@@ -158,14 +158,14 @@ void ApplyPreset(const TrainFlags& f, uint64_t training_rows, TrainPlan* plan) {
 uint64_t CheckMemoryPlan(const TrainFlags& f, const TrainPlan& plan, const data::Dataset& train, int rank,
                          const scheduler::RankerMemory& ranker) {
   scheduler::MemoryPlan memory = scheduler::PlanMemory(
-      plan.shape, OptionsWithGivenInputRate(f, plan), plan.engine, engine::LimitsFor(train, plan.options.batch),
+      plan.shape, OptionsWithGivenInputRate(f, plan), plan.scheduling, engine::LimitsFor(train, plan.options.batch),
       train.num_rows(), !plan.control.checkpoint_dir.empty() || !plan.control.resume_dir.empty(), rank);
   memory.ranker = ranker;
   // Only the GPUs the run uses: asking a GPU opens a context on it, which holds its memory.
   std::vector<uint64_t> gpu_free;
-  for (size_t i = 0; i < plan.engine.devices.size(); ++i) {
-    const engine::DeviceSpec& spec = plan.engine.devices[i];
-    const bool here = plan.engine.device_rank.empty() || plan.engine.device_rank.at(i) == rank;
+  for (size_t i = 0; i < plan.scheduling.devices.size(); ++i) {
+    const engine::DeviceSpec& spec = plan.scheduling.devices[i];
+    const bool here = plan.scheduling.device_rank.empty() || plan.scheduling.device_rank.at(i) == rank;
     if (spec.kind != engine::DeviceKind::kCuda || !here) continue;
     if (gpu_free.size() <= size_t(spec.ordinal)) gpu_free.resize(size_t(spec.ordinal) + 1, 0);
     if (gpu_free[size_t(spec.ordinal)] == 0) gpu_free[size_t(spec.ordinal)] = engine::CudaFreeMemory(spec.ordinal);
@@ -187,9 +187,9 @@ uint64_t CheckMemoryPlan(const TrainFlags& f, const TrainPlan& plan, const data:
 }
 
 void ApplySampledOutputPreset(const TrainFlags& f, uint64_t labels, bool say, TrainPlan* plan) {
-  if (!plan->engine.sampled_output.enabled) return;
+  if (!plan->scheduling.sampled_output.enabled) return;
   const engine::SampledOutputOptions preset = engine::SampledOutputOptions::PresetFor(labels);
-  engine::SampledOutputOptions& s = plan->engine.sampled_output;
+  engine::SampledOutputOptions& s = plan->scheduling.sampled_output;
   if (!f.given("--slide-hash")) s.hash = preset.hash;
   if (!f.given("--slide-k")) s.k = preset.k;
   if (!f.given("--slide-l")) s.l = preset.l;

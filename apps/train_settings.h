@@ -44,7 +44,7 @@ kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<e
 // math. auto resolves per device, so a run moved from a lost GPU (fp32) to CPUs with bf16 would
 // otherwise change it and be refused for a flag the user never set. Where the new devices cannot
 // compute the checkpoint's math (tf32 on CPUs), it is refused naming the checkpoint and --math.
-kernels::OutputMath SettleOutputMath(const TrainFlags& f, const TrainPlan& plan, bool sampled_output);
+kernels::OutputMath PlanOutputMath(const TrainFlags& f, const TrainPlan& plan, bool sampled_output);
 
 // --algo slide's hash family, K and L where not given, in the plan's engine: SLIDE's published
 // settings for an output layer of `labels` labels (engine::SampledOutputOptions::PresetFor); said

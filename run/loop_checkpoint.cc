@@ -124,7 +124,7 @@ void TrainingLoop::TryWriteEndCheckpoint() {
 // take memory only on rank 0 while it writes a checkpoint (Adasum and CROSSBOW keep theirs,
 // which every merge refills; a resume or rollback touches local devices only).
 void TrainingLoop::ReleaseIdleMirrors() {
-  if (pool_.ranks() != nullptr && scheduler::MergesByWeightedSum(engine_)) ReleaseMirrors(pool_);
+  if (pool_.ranks() != nullptr && scheduler::MergesByWeightedSum(scheduling_)) ReleaseMirrors(pool_);
 }
 
 }  // namespace xmlt::run

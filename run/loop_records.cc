@@ -22,13 +22,13 @@ void TrainingLoop::Account(const MegaBatchWork& trained) {
   // Merges cost time too: measured on the wall clock; on the virtual clock a cost per parameter
   // and replica (given, or calibrated on the first merge), so that algorithms merging every
   // step (sync, crossbow) pay for it deterministically.
-  if (engine_.clock == scheduler::EngineOptions::Clock::kWall) {
+  if (scheduling_.clock == scheduler::SchedulerOptions::Clock::kWall) {
     progress_.train_seconds += run.span_s + trained.merge_s;
   } else if (trained.merges > 0) {
     const double units = double(global_.size()) * double(alive.size());
     if (progress_.merge_cost_s == 0) {
       progress_.merge_cost_s =
-          engine_.merge_cost_s > 0 ? engine_.merge_cost_s : trained.merge_s / double(trained.merges) / units;
+          scheduling_.merge_cost_s > 0 ? scheduling_.merge_cost_s : trained.merge_s / double(trained.merges) / units;
       // Measured, it differs from rank to rank; rank 0's holds for all.
       if (pool_.ranks() != nullptr)
         progress_.merge_cost_s = scheduler::FromRank(*pool_.ranks(), progress_.merge_cost_s, 0);
@@ -47,7 +47,7 @@ void TrainingLoop::Account(const MegaBatchWork& trained) {
     d.dropped = pool_.dropped(i);
     d.fault = pool_.fault(i);
   }
-  if (engine_.scale_batches && engine_.schedule == scheduler::EngineOptions::Schedule::kDynamic) {
+  if (scheduling_.scale_batches && scheduling_.schedule == scheduler::SchedulerOptions::Schedule::kDynamic) {
     // Algorithm 1 over the devices still alive (a dropped one's zero updates would skew the mean).
     std::vector<uint64_t> updates;
     std::vector<scheduler::BatchSizeAndLr> states;

@@ -87,9 +87,9 @@ LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::Mod
   trial.final_eval_full = true;
   RunControl control;
   control.max_rollbacks = 0;  // a candidate that diverges is out, not rescued at half the rate
-  scheduler::EngineOptions engine = SingleDeviceEngine(device);
-  engine.sampled_output = sampled;
-  engine.sampled_output.report_active_sets = false;  // the run reports its own
+  scheduler::SchedulerOptions scheduling = SingleDeviceEngine(device);
+  scheduling.sampled_output = sampled;
+  scheduling.sampled_output.report_active_sets = false;  // the run reports its own
 
   for (const double lr : LrSearchGrid()) {
     LrCandidate candidate;
@@ -97,7 +97,7 @@ LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::Mod
     trial.lr = float(lr);
     kernels::Model<float> model = kernels::InitModel<float>(shape, options.seed);
     try {
-      const TrainResult run = RunMultiDevice(search, &heldout, trial, engine, &model, {}, control);
+      const TrainResult run = RunMultiDevice(search, &heldout, trial, scheduling, &model, {}, control);
       candidate.heldout_p1 = run.last.test.metrics.p1;
       candidate.heldout_loss = run.last.test.loss;
       candidate.diverged = !std::isfinite(candidate.heldout_loss);

@@ -17,10 +17,10 @@ namespace {
 
 // The host collective of the weighted merges; across ranks the rank's own collective keeps the
 // one-process partitioning, so that norms are the same bits.
-std::shared_ptr<merge::Collective> HostCollective(const scheduler::EngineOptions& engine, const MergeSite& site) {
-  std::shared_ptr<merge::Collective> collective = merge::MakeCollective(engine.collective, site.devices);
-  if (!site.is_local.empty() && scheduler::MergesByWeightedSum(engine))
-    collective = merge::MakeRankSumCollective(merge::MakeCollective(engine.collective, site.devices), *site.ranks,
+std::shared_ptr<merge::Collective> HostCollective(const scheduler::SchedulerOptions& scheduling, const MergeSite& site) {
+  std::shared_ptr<merge::Collective> collective = merge::MakeCollective(scheduling.collective, site.devices);
+  if (!site.is_local.empty() && scheduler::MergesByWeightedSum(scheduling))
+    collective = merge::MakeRankSumCollective(merge::MakeCollective(scheduling.collective, site.devices), *site.ranks,
                                               site.is_local);
   return collective;
 }
@@ -28,7 +28,7 @@ std::shared_ptr<merge::Collective> HostCollective(const scheduler::EngineOptions
 #ifdef XMLT_HAVE_CUDA
 // The GPUs' collective of the weighted merges: the ring or NCCL; across ranks NCCL over every
 // rank's GPUs.
-std::shared_ptr<merge::Collective> GpuCollective(const scheduler::EngineOptions& engine, const MergeSite& site) {
+std::shared_ptr<merge::Collective> GpuCollective(const scheduler::SchedulerOptions& scheduling, const MergeSite& site) {
   if (!site.owners.empty()) {
     ranks::RankGroup* group = site.ranks;
     // Rank 0's NCCL id reaches every rank through the rank group (its bytes overwrite the others').
@@ -39,7 +39,7 @@ std::shared_ptr<merge::Collective> GpuCollective(const scheduler::EngineOptions&
     return merge::gpu::MakeGpuCollectiveAcrossRanks(*site.replicas,
                                                     merge::gpu::NcclRanks{group->rank(), site.owners, from_rank0});
   }
-  const merge::gpu::GpuCollectiveKind kind = engine.collective == merge::CollectiveKind::kNccl
+  const merge::gpu::GpuCollectiveKind kind = scheduling.collective == merge::CollectiveKind::kNccl
                                                  ? merge::gpu::GpuCollectiveKind::kNccl
                                                  : merge::gpu::GpuCollectiveKind::kRing;
   return merge::gpu::MakeGpuCollective(kind, *site.replicas);
@@ -52,25 +52,25 @@ std::unique_ptr<merge::Merger> GpuElasticForce(const merge::MergeOptions& option
 }
 #else
 [[noreturn]] void NoGpus() { throw std::logic_error("merges on GPUs need the CUDA backend"); }
-std::shared_ptr<merge::Collective> GpuCollective(const scheduler::EngineOptions&, const MergeSite&) { NoGpus(); }
+std::shared_ptr<merge::Collective> GpuCollective(const scheduler::SchedulerOptions&, const MergeSite&) { NoGpus(); }
 std::unique_ptr<merge::Merger> GpuAdasum(const merge::MergeOptions&, const MergeSite&) { NoGpus(); }
 std::unique_ptr<merge::Merger> GpuElasticForce(const merge::MergeOptions&, const MergeSite&) { NoGpus(); }
 #endif
 
 }  // namespace
 
-std::unique_ptr<merge::Merger> CreateMerger(const scheduler::EngineOptions& engine, const MergeSite& site) {
+std::unique_ptr<merge::Merger> CreateMerger(const scheduler::SchedulerOptions& scheduling, const MergeSite& site) {
   const bool on_gpus = site.place == MergePlace::kGpus;
 #ifndef XMLT_HAVE_CUDA
   if (on_gpus) NoGpus();
 #endif
-  const merge::MergeOptions& options = engine.merge_rule;
+  const merge::MergeOptions& options = scheduling.merge_rule;
   // The weighted merges' collective: on the host made for every rule (a collective the host lacks
   // fails them all alike), on the GPUs only for the rules that sum.
-  const std::shared_ptr<merge::Collective> host = on_gpus ? nullptr : HostCollective(engine, site);
-  const auto collective = [&] { return on_gpus ? GpuCollective(engine, site) : host; };
-  using Merge = scheduler::EngineOptions::Merge;
-  switch (engine.merge) {
+  const std::shared_ptr<merge::Collective> host = on_gpus ? nullptr : HostCollective(scheduling, site);
+  const auto collective = [&] { return on_gpus ? GpuCollective(scheduling, site) : host; };
+  using Merge = scheduler::SchedulerOptions::Merge;
+  switch (scheduling.merge) {
     case Merge::kNormalized: return merge::MakeNormalizedMerger(options, collective());
     case Merge::kAverage:
       if (!(options.elastic_alpha > 0)) return merge::MakeAverageMerger(options, collective());

@@ -30,8 +30,8 @@ struct MergeSite {
   ranks::RankGroup* ranks = nullptr;
 };
 
-// The merge of `engine.merge`, under `engine.merge_rule`, at `site`. Throws std::logic_error for
+// The merge of `scheduling.merge`, under `scheduling.merge_rule`, at `site`. Throws std::logic_error for
 // the GPUs without the CUDA backend, and what the merges' factories throw on bad options.
-std::unique_ptr<merge::Merger> CreateMerger(const scheduler::EngineOptions& engine, const MergeSite& site);
+std::unique_ptr<merge::Merger> CreateMerger(const scheduler::SchedulerOptions& scheduling, const MergeSite& site);
 
 }  // namespace xmlt::run

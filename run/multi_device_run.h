@@ -2,7 +2,7 @@
 // mega-batches into batches and dispatches them (dynamically to whichever device is free, or
 // statically in equal shares), merges the replicas after each mega-batch, rescales batch sizes
 // and learning rates (Algorithm 1), and evaluates on the schedule. Adaptive SGD and elastic SGD
-// are two settings of EngineOptions.
+// are two settings of SchedulerOptions.
 //
 // Reliability (RunControl): the whole state is checkpointed between mega-batches and a resumed run
 // continues exactly (with the virtual clock and fixed --row-cost / --merge-cost, its metrics equal
@@ -24,10 +24,10 @@
 namespace xmlt::run {
 
 // Trains `model` (the initial global model) in place; records carry per-device statistics. Across
-// ranks (engine.device_rank names the owners) every rank calls it with the group they run in,
+// ranks (scheduling.device_rank names the owners) every rank calls it with the group they run in,
 // `ranks`; null: one process owns every device.
 TrainResult RunMultiDevice(const data::Dataset& train, const data::Dataset* test,
-                           const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
+                           const scheduler::TrainOptions& options, const scheduler::SchedulerOptions& scheduling,
                            kernels::Model<float>* model, const TrainCallbacks& callbacks = {},
                            const RunControl& control = {}, ranks::RankGroup* ranks = nullptr);
 

@@ -5,17 +5,17 @@
 
 namespace xmlt::run {
 
-scheduler::EngineOptions SingleDeviceEngine(const engine::DeviceSpec& device) {
-  scheduler::EngineOptions engine;
-  engine.devices = {device};
-  engine.schedule = scheduler::EngineOptions::Schedule::kDynamic;
-  engine.scale_batches = false;
-  engine.merge = scheduler::EngineOptions::Merge::kCopy;
-  engine.merge_rule.momentum = 0;
-  engine.merge_rule.elastic_alpha = 0;
-  engine.heterogeneity = {};
-  engine.clock = scheduler::EngineOptions::Clock::kWall;
-  return engine;
+scheduler::SchedulerOptions SingleDeviceEngine(const engine::DeviceSpec& device) {
+  scheduler::SchedulerOptions scheduling;
+  scheduling.devices = {device};
+  scheduling.schedule = scheduler::SchedulerOptions::Schedule::kDynamic;
+  scheduling.scale_batches = false;
+  scheduling.merge = scheduler::SchedulerOptions::Merge::kCopy;
+  scheduling.merge_rule.momentum = 0;
+  scheduling.merge_rule.elastic_alpha = 0;
+  scheduling.heterogeneity = {};
+  scheduling.clock = scheduler::SchedulerOptions::Clock::kWall;
+  return scheduling;
 }
 
 TrainResult TrainOnOneDevice(const data::Dataset& train, const data::Dataset* test,

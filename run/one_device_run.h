@@ -13,7 +13,7 @@ namespace xmlt::run {
 // --algo single on `device` (the first CPU worker unless told otherwise): dynamic dispatch to the
 // one device on the wall clock, no batch scaling, and a merge that takes the replica as the global
 // model.
-scheduler::EngineOptions SingleDeviceEngine(const engine::DeviceSpec& device = {});
+scheduler::SchedulerOptions SingleDeviceEngine(const engine::DeviceSpec& device = {});
 
 // Trains `model` in place on one CPU device (RunMultiDevice with SingleDeviceEngine()). `test` may
 // be null (no evaluation; records carry only training data). `control` adds checkpoints, resuming,

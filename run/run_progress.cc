@@ -84,28 +84,28 @@ TrainResult ResultOf(const RunProgress& progress) {
 namespace {
 
 // Values by the names the flags take, so that a refused --resume says what changed.
-const char* ScheduleName(scheduler::EngineOptions::Schedule schedule) {
+const char* ScheduleName(scheduler::SchedulerOptions::Schedule schedule) {
   switch (schedule) {
-    case scheduler::EngineOptions::Schedule::kStatic: return "static";
-    case scheduler::EngineOptions::Schedule::kSync: return "sync";
+    case scheduler::SchedulerOptions::Schedule::kStatic: return "static";
+    case scheduler::SchedulerOptions::Schedule::kSync: return "sync";
     default: return "dynamic";
   }
 }
 
-const char* MergeName(scheduler::EngineOptions::Merge merge) {
+const char* MergeName(scheduler::SchedulerOptions::Merge merge) {
   switch (merge) {
-    case scheduler::EngineOptions::Merge::kAverage: return "average";
-    case scheduler::EngineOptions::Merge::kAdasum: return "adasum";
-    case scheduler::EngineOptions::Merge::kCrossbow: return "crossbow";
-    case scheduler::EngineOptions::Merge::kGradient: return "gradient";
-    case scheduler::EngineOptions::Merge::kCopy: return "copy";
+    case scheduler::SchedulerOptions::Merge::kAverage: return "average";
+    case scheduler::SchedulerOptions::Merge::kAdasum: return "adasum";
+    case scheduler::SchedulerOptions::Merge::kCrossbow: return "crossbow";
+    case scheduler::SchedulerOptions::Merge::kGradient: return "gradient";
+    case scheduler::SchedulerOptions::Merge::kCopy: return "copy";
     default: return "normalized";
   }
 }
 
 }  // namespace
 
-nlohmann::json RunFingerprint(const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
+nlohmann::json RunFingerprint(const scheduler::TrainOptions& options, const scheduler::SchedulerOptions& scheduling,
                               const kernels::ModelShape& shape, const data::Dataset& train,
                               const data::Dataset* test) {
   nlohmann::json j = {{"model", shape.ToString()},
@@ -137,34 +137,34 @@ nlohmann::json RunFingerprint(const scheduler::TrainOptions& options, const sche
   if (options.dropout != 0) j["dropout"] = options.dropout;
   if (options.input_lr != 0) j["input_adagrad_lr"] = options.input_lr;
   if (options.divergence_factor != 100) j["divergence_factor"] = options.divergence_factor;
-  if (engine.sampled_output.enabled) {  // only when set, as above
-    const engine::SampledOutputOptions& s = engine.sampled_output;
+  if (scheduling.sampled_output.enabled) {  // only when set, as above
+    const engine::SampledOutputOptions& s = scheduling.sampled_output;
     j["sampled_output"] = {{"hash", s.hash},           {"k", s.k},
                            {"l", s.l},                 {"bucket_bits", s.bucket_bits},
                            {"bucket_cap", s.bucket_cap}, {"min_active", s.min_active},
                            {"first_rebuild", s.first_rebuild}, {"rebuild_growth", s.rebuild_growth},
                            {"weight_padding", s.weight_padding}, {"seed", s.seed}};
   }
-  j["devices"] = engine::DeviceListText(engine.devices);
-  j["schedule"] = ScheduleName(engine.schedule);
-  j["merge"] = MergeName(engine.merge);
-  j["collective"] = merge::CollectiveName(engine.collective);
-  j["momentum_mode"] = engine.merge_rule.momentum_mode == merge::MomentumMode::kNesterov ? "nesterov" : "heavy";
-  j["elastic_alpha"] = engine.merge_rule.elastic_alpha;
-  j["momentum"] = engine.merge_rule.momentum;
-  j["pert_threshold"] = engine.merge_rule.pert_threshold;
-  j["pert_delta"] = engine.merge_rule.pert_delta;
-  j["pert_weights"] = engine.merge_rule.renormalize_perturbed ? "normalized" : "raw";
-  j["speed"] = engine.heterogeneity.speed;
-  j["hetero"] = engine.heterogeneity.cvb ? nlohmann::json{{"vmach", engine.heterogeneity.vmach},
-                                                             {"vtask", engine.heterogeneity.vtask}}
+  j["devices"] = engine::DeviceListText(scheduling.devices);
+  j["schedule"] = ScheduleName(scheduling.schedule);
+  j["merge"] = MergeName(scheduling.merge);
+  j["collective"] = merge::CollectiveName(scheduling.collective);
+  j["momentum_mode"] = scheduling.merge_rule.momentum_mode == merge::MomentumMode::kNesterov ? "nesterov" : "heavy";
+  j["elastic_alpha"] = scheduling.merge_rule.elastic_alpha;
+  j["momentum"] = scheduling.merge_rule.momentum;
+  j["pert_threshold"] = scheduling.merge_rule.pert_threshold;
+  j["pert_delta"] = scheduling.merge_rule.pert_delta;
+  j["pert_weights"] = scheduling.merge_rule.renormalize_perturbed ? "normalized" : "raw";
+  j["speed"] = scheduling.heterogeneity.speed;
+  j["hetero"] = scheduling.heterogeneity.cvb ? nlohmann::json{{"vmach", scheduling.heterogeneity.vmach},
+                                                             {"vtask", scheduling.heterogeneity.vtask}}
                                            : nlohmann::json("none");
-  j["clock"] = engine.clock == scheduler::EngineOptions::Clock::kWall ? "wall" : "virtual";
-  j["row_cost"] = engine.row_cost_s;
-  if (engine.measure_clock_costs) j["clock_costs"] = "measured";  // only when set, as above
-  j["merge_cost"] = engine.merge_cost_s;
-  j["batch_min"] = engine.batch_min;
-  j["beta"] = engine.beta;
+  j["clock"] = scheduling.clock == scheduler::SchedulerOptions::Clock::kWall ? "wall" : "virtual";
+  j["row_cost"] = scheduling.row_cost_s;
+  if (scheduling.measure_clock_costs) j["clock_costs"] = "measured";  // only when set, as above
+  j["merge_cost"] = scheduling.merge_cost_s;
+  j["batch_min"] = scheduling.batch_min;
+  j["beta"] = scheduling.beta;
   return j;
 }
 

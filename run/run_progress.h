@@ -40,7 +40,7 @@ TrainResult ResultOf(const RunProgress& progress);
 // (the command line maps them to its flags): model shape, devices, algorithm settings, batch,
 // learning rate, seed, and checksums of the training data and of the test data (`test` may be
 // null: no test set). The epochs and the evaluation schedule may change.
-nlohmann::json RunFingerprint(const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
+nlohmann::json RunFingerprint(const scheduler::TrainOptions& options, const scheduler::SchedulerOptions& scheduling,
                               const kernels::ModelShape& shape, const data::Dataset& train,
                               const data::Dataset* test);
 

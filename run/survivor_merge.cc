@@ -18,8 +18,8 @@ bool AcrossRanks(const scheduler::DevicePool& pool) { return pool.ranks() != nul
 
 }  // namespace
 
-SurvivorMerge::SurvivorMerge(const scheduler::EngineOptions& engine, const kernels::Model<float>& model)
-    : engine_(engine), on_gpus_(scheduler::MergesOnGpus(engine)) {
+SurvivorMerge::SurvivorMerge(const scheduler::SchedulerOptions& scheduling, const kernels::Model<float>& model)
+    : scheduling_(scheduling), on_gpus_(scheduler::MergesOnGpus(scheduling)) {
   for (const kernels::LayerView& layer : model.layers) {
     tensors_.push_back(layer.weight.offset);
     tensors_.push_back(layer.bias.offset);
@@ -82,11 +82,11 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
     std::vector<bool> is_local;
     if (across_ranks)
       for (size_t i : alive) is_local.push_back(pool.local(i));
-    merger_ = CreateMerger(engine_, {MergePlace::kHost, alive.size(), is_local, nullptr, {}, pool.ranks()});
+    merger_ = CreateMerger(scheduling_, {MergePlace::kHost, alive.size(), is_local, nullptr, {}, pool.ranks()});
   }
   merge::MergeInput input;
   // A hierarchical merge reads this rank's replicas only: the others' mirrors are not even made.
-  const bool local_only = across_ranks && scheduler::MergesByWeightedSum(engine_);
+  const bool local_only = across_ranks && scheduler::MergesByWeightedSum(scheduling_);
   // Every GPU's copy to its mirror is queued before the first is waited for (in HostParams).
   for (size_t i : alive) pool.device(i).PrepareMerge();
   for (size_t i : alive) {
@@ -98,7 +98,7 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
   // Across ranks a weighted sum is hierarchical (the rank sum collective reads local replicas
   // only); the other merges read every replica on every rank, so the mirrors of the other ranks'
   // devices are filled first. Either way every rank ends with the same bits.
-  if (across_ranks && !scheduler::MergesByWeightedSum(engine_)) ShareReplicas(pool);
+  if (across_ranks && !scheduler::MergesByWeightedSum(scheduling_)) ShareReplicas(pool);
   merge::MergeOutcome outcome = merger_->Merge(replicas, input, global);
   for (size_t i : alive) pool.device(i).FinishMerge();
   return PerDevice(pool, alive, std::move(outcome));
@@ -111,7 +111,7 @@ merge::MergeOutcome SurvivorMerge::RunOnGpus(scheduler::DevicePool& pool, const 
   merge::MergeInput input;
   std::vector<int> owners;  // across ranks: each replica's rank
   for (size_t i : alive) {
-    if (across_ranks) owners.push_back(engine_.device_rank.at(i));
+    if (across_ranks) owners.push_back(scheduling_.device_rank.at(i));
     if (!pool.local(i)) {
       // Another rank's replica: its GPU places it in NCCL's ranks; its bytes are never read here.
       replicas.members.push_back({nullptr, pool.device(i).spec().ordinal});
@@ -145,7 +145,7 @@ merge::MergeOutcome SurvivorMerge::RunOnGpus(scheduler::DevicePool& pool, const 
     // (the rollback target's, taken after the last sound mega-batch) stands in.
     if (!global->TakeBackFromGpus()) ++global_models_lost_;
     merger_.reset();  // its buffers go before the new ones are allocated
-    merger_ = CreateMerger(engine_, {MergePlace::kGpus, 0, {}, &replicas, owners, pool.ranks()});
+    merger_ = CreateMerger(scheduling_, {MergePlace::kGpus, 0, {}, &replicas, owners, pool.ranks()});
   }
   return PerDevice(pool, alive, merger_->Merge(replicas, input, global));
 }

@@ -18,7 +18,7 @@ namespace xmlt::run {
 
 class SurvivorMerge {
  public:
-  SurvivorMerge(const scheduler::EngineOptions& engine, const kernels::Model<float>& model);
+  SurvivorMerge(const scheduler::SchedulerOptions& scheduling, const kernels::Model<float>& model);
 
   // Merges the alive devices' replicas into `global`, `part` holding their updates; returns alpha_i
   // per device (0 if dropped).
@@ -40,7 +40,7 @@ class SurvivorMerge {
   static merge::MergeOutcome PerDevice(const scheduler::DevicePool& pool, const std::vector<size_t>& alive,
                                        merge::MergeOutcome outcome);
 
-  const scheduler::EngineOptions& engine_;
+  const scheduler::SchedulerOptions& scheduling_;
   std::vector<size_t> tensors_;
   std::vector<size_t> devices_;
   std::unique_ptr<merge::Merger> merger_;

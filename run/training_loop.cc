@@ -17,21 +17,21 @@ double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::dura
 }  // namespace
 
 TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test,
-                           const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
+                           const scheduler::TrainOptions& options, const scheduler::SchedulerOptions& scheduling,
                            kernels::Model<float>* model, const TrainCallbacks& callbacks, const RunControl& control,
                            ranks::RankGroup* ranks)
     : test_(test),
       options_(options),
-      engine_(engine),
+      scheduling_(scheduling),
       model_(model),
       callbacks_(callbacks),
       control_(control),
-      pool_(train, options, engine, *model, control.faults, ranks),
+      pool_(train, options, scheduling, *model, control.faults, ranks),
       dealer_(scheduler::MakeDealer(pool_)),
-      global_{model->params, scheduler::KeepsPreviousModel(engine) ? model->params : std::vector<float>{}},
-      fingerprint_(WithOuterSettings(RunFingerprint(options, engine, model->shape, train, test),
+      global_{model->params, scheduler::KeepsPreviousModel(scheduling) ? model->params : std::vector<float>{}},
+      fingerprint_(WithOuterSettings(RunFingerprint(options, scheduling, model->shape, train, test),
                                      control.outer_settings, control.notes)),
-      survivor_merge_(engine, *model),
+      survivor_merge_(scheduling, *model),
       rows_per_epoch_(pool_.rows_per_epoch()),
       total_rows_(scheduler::TotalTrainingRows(options, rows_per_epoch_, train.source)),
       eval_rows_(test == nullptr ? std::vector<uint64_t>{} : scheduler::EvalSample(test->num_rows(), options)),
@@ -46,15 +46,15 @@ TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test
   for (size_t i = 0; i < pool_.size(); ++i) progress_.since_eval[i].id = pool_.device(i).spec().id;
   // The virtual clock's costs not given: the cost model's, unless measuring was asked for (then
   // the first mega-batch and merge calibrate them, result_tally.cc and loop_records.cc).
-  if (engine.clock == scheduler::EngineOptions::Clock::kVirtual && !engine.measure_clock_costs) {
+  if (scheduling.clock == scheduler::SchedulerOptions::Clock::kVirtual && !scheduling.measure_clock_costs) {
     const bool every_device_sampled =
-        engine.sampled_output.enabled && std::all_of(engine.devices.begin(), engine.devices.end(), [](const auto& d) {
+        scheduling.sampled_output.enabled && std::all_of(scheduling.devices.begin(), scheduling.devices.end(), [](const auto& d) {
           return d.kind == engine::DeviceKind::kCpu;
         });
     const scheduler::ClockCosts costs =
-        scheduler::ModelClockCosts(model->shape, train, engine.sampled_output, every_device_sampled);
-    if (engine.row_cost_s == 0) pool_.row_cost_s() = costs.row_cost_s;
-    if (engine.merge_cost_s == 0) progress_.merge_cost_s = costs.merge_cost_s;
+        scheduler::ModelClockCosts(model->shape, train, scheduling.sampled_output, every_device_sampled);
+    if (scheduling.row_cost_s == 0) pool_.row_cost_s() = costs.row_cost_s;
+    if (scheduling.merge_cost_s == 0) progress_.merge_cost_s = costs.merge_cost_s;
   }
   // The caller's model is the global model's start, copied above into w, w_p and the replicas; its
   // parameters are not held while training (evaluations borrow w), and Train gives them back.
@@ -134,7 +134,7 @@ TrainResult TrainingLoop::Run() {
   result.stopped_by_signal = stopped_by_signal_;
   result.checkpoint = checkpoint_;
   result.end_checkpoint_error = end_checkpoint_error_;
-  if (engine_.clock == scheduler::EngineOptions::Clock::kVirtual) {
+  if (scheduling_.clock == scheduler::SchedulerOptions::Clock::kVirtual) {
     result.row_cost_s = pool_.row_cost_s();
     result.merge_cost_s = progress_.merge_cost_s;
   }
@@ -262,12 +262,12 @@ void TrainingLoop::Event(const std::string& text) const {
 double TrainingLoop::WallSeconds() const { return wall_before_ + Seconds(Clock::now() - start_); }
 
 TrainResult RunMultiDevice(const data::Dataset& train, const data::Dataset* test,
-                           const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
+                           const scheduler::TrainOptions& options, const scheduler::SchedulerOptions& scheduling,
                            kernels::Model<float>* model, const TrainCallbacks& callbacks,
                            const RunControl& control, ranks::RankGroup* ranks) {
   scheduler::ValidateTrainOptions(options);
-  scheduler::ValidateEngineOptions(engine);
-  return TrainingLoop(train, test, options, engine, model, callbacks, control, ranks).Run();
+  scheduler::ValidateSchedulerOptions(scheduling);
+  return TrainingLoop(train, test, options, scheduling, model, callbacks, control, ranks).Run();
 }
 
 }  // namespace xmlt::run

@@ -27,7 +27,7 @@ namespace xmlt::run {
 class TrainingLoop {
  public:
   TrainingLoop(const data::Dataset& train, const data::Dataset* test, const scheduler::TrainOptions& options,
-               const scheduler::EngineOptions& engine, kernels::Model<float>* model, const TrainCallbacks& callbacks,
+               const scheduler::SchedulerOptions& scheduling, kernels::Model<float>* model, const TrainCallbacks& callbacks,
                const RunControl& control, ranks::RankGroup* ranks);
 
   TrainResult Run();
@@ -68,7 +68,7 @@ class TrainingLoop {
 
   const data::Dataset* test_;
   const scheduler::TrainOptions& options_;
-  const scheduler::EngineOptions& engine_;
+  const scheduler::SchedulerOptions& scheduling_;
   kernels::Model<float>* model_;
   const TrainCallbacks& callbacks_;
   const RunControl& control_;

@@ -4,9 +4,9 @@
 namespace xmlt::scheduler {
 
 std::unique_ptr<Dealer> MakeDealer(DevicePool& pool) {
-  const EngineOptions& engine = pool.engine();
-  if (engine.schedule == EngineOptions::Schedule::kSync) return MakeSyncRoundDealer(pool);
-  if (engine.schedule == EngineOptions::Schedule::kDynamic && engine.clock == EngineOptions::Clock::kWall)
+  const SchedulerOptions& scheduling = pool.scheduling();
+  if (scheduling.schedule == SchedulerOptions::Schedule::kSync) return MakeSyncRoundDealer(pool);
+  if (scheduling.schedule == SchedulerOptions::Schedule::kDynamic && scheduling.clock == SchedulerOptions::Clock::kWall)
     return pool.ranks() != nullptr ? MakeRankShareDealer(pool) : MakeWallClockDealer(pool);
   return MakePlannedDealer(pool);
 }

@@ -13,36 +13,36 @@ namespace xmlt::scheduler {
 namespace {
 
 // The engine's options checked first: the planner's slowdown model would refuse them less clearly.
-DispatchPlanner MakePlanner(const TrainOptions& options, const EngineOptions& engine) {
-  ValidateEngineOptions(engine);
-  return DispatchPlanner(engine.schedule, options.mega_batch,
-                         engine::SlowdownModel(engine.heterogeneity, engine.devices.size(), options.seed));
+DispatchPlanner MakePlanner(const TrainOptions& options, const SchedulerOptions& scheduling) {
+  ValidateSchedulerOptions(scheduling);
+  return DispatchPlanner(scheduling.schedule, options.mega_batch,
+                         engine::SlowdownModel(scheduling.heterogeneity, scheduling.devices.size(), options.seed));
 }
 
 }  // namespace
 
-DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, const EngineOptions& engine,
+DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, const SchedulerOptions& scheduling,
                        const kernels::Model<float>& initial, std::vector<FaultInjection> faults,
                        ranks::RankGroup* ranks)
-    : options_(options), loss_watch_(options.divergence_factor), engine_(engine), ranks_(ranks),
+    : options_(options), loss_watch_(options.divergence_factor), scheduling_(scheduling), ranks_(ranks),
       rows_(train, options.seed),
-      planner_(MakePlanner(options, engine)), faults_(std::move(faults), engine.devices.size()) {
-  const std::vector<engine::DeviceSpec>& specs = engine.devices;
+      planner_(MakePlanner(options, scheduling)), faults_(std::move(faults), scheduling.devices.size()) {
+  const std::vector<engine::DeviceSpec>& specs = scheduling.devices;
   const size_t n = specs.size();
-  bounds_ = MakeBounds(options.batch, engine.batch_min, engine.beta);
+  bounds_ = MakeBounds(options.batch, scheduling.batch_min, scheduling.beta);
   const engine::DeviceLimits limits = engine::LimitsFor(train, options.batch);
   // The group and the owners must tell of the same ranks: a device no rank owns would never train.
-  if (ranks != nullptr && (engine.device_rank.empty() || ranks->size() != RankCount(engine)))
+  if (ranks != nullptr && (scheduling.device_rank.empty() || ranks->size() != RankCount(scheduling)))
     throw std::invalid_argument("a run across " + std::to_string(ranks->size()) + " ranks whose devices name " +
-                                std::to_string(engine.device_rank.empty() ? 0 : RankCount(engine)) +
+                                std::to_string(scheduling.device_rank.empty() ? 0 : RankCount(scheduling)) +
                                 " owning ranks");
-  device_rank_ = engine.device_rank.empty() ? std::vector<int>(n, 0) : engine.device_rank;
+  device_rank_ = scheduling.device_rank.empty() ? std::vector<int>(n, 0) : scheduling.device_rank;
   for (size_t i = 0; i < n; ++i) {
     // A sampled CPU device steps with plain SGD (a momentum buffer would touch every output row);
     // the other devices keep the local momentum. It takes heavy ball's long-run step instead,
     // lr / (1 - momentum), so that between merges its replica moves as far as the others' (two
     // on Bibtex, 5 epochs: P@1 0.06 without it, 0.42 to 0.45 with it, dense 0.39 to 0.41).
-    const bool sampled = specs[i].kind == engine::DeviceKind::kCpu && engine.sampled_output.enabled;
+    const bool sampled = specs[i].kind == engine::DeviceKind::kCpu && scheduling.sampled_output.enabled;
     const float momentum = sampled ? 0.0f : options.local_momentum;
     step_scale_.push_back(sampled ? 1.0 / (1.0 - double(options.local_momentum)) : 1.0);
     // Another rank's device is a mirror here: its owner trains it. Adagrad's rate is a step size
@@ -52,7 +52,7 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
     const engine::StepRegularization regularization{options.weight_decay, options.dropout, options.seed, i,
                                                     input_adagrad_ratio};
     std::unique_ptr<engine::Device> device =
-        local(i) ? engine::MakeDevice(specs[i], initial, limits, momentum, options.math, engine.sampled_output,
+        local(i) ? engine::MakeDevice(specs[i], initial, limits, momentum, options.math, scheduling.sampled_output,
                                       regularization)
                  : engine::MakeRemoteDevice(specs[i], initial);
     workers_.push_back(std::make_unique<engine::Worker>(i, std::move(device), &train, &results_));
@@ -79,7 +79,7 @@ std::vector<engine::Device*> DevicePool::DevicesAt(const std::vector<size_t>& id
 // ceil(M / n), so the mega-batch is rounded up to a multiple of n.
 uint64_t DevicePool::MegaBatchRows() const {
   const uint64_t n = std::max<size_t>(alive().size(), 1);
-  const uint64_t batches = engine_.schedule == EngineOptions::Schedule::kStatic
+  const uint64_t batches = scheduling_.schedule == SchedulerOptions::Schedule::kStatic
                                ? (options_.mega_batch + n - 1) / n * n
                                : options_.mega_batch;
   return batches * options_.batch;
@@ -110,7 +110,7 @@ engine::BatchTask DevicePool::TaskFor(const Assignment& a, uint64_t id) {
   // At the full rate, Bibtex's epoch-end batch of 16 rows (of 128) cost one device up to 0.09 of P@1.
   task.lr = float(states_[a.device].lr * lr_scale_ * step_scale_[a.device] * a.rate_share);
   task.slowdown = a.slowdown;
-  task.emulate_wait = engine_.clock == EngineOptions::Clock::kWall;
+  task.emulate_wait = scheduling_.clock == SchedulerOptions::Clock::kWall;
   task.id = id;
   faults_.Arm(a.device, &task);
   return task;

@@ -48,14 +48,14 @@ struct Assignment {
 
 class DevicePool {
  public:
-  // Across ranks `ranks` is the group in which every rank runs this pool's plan (RankCount(engine)
+  // Across ranks `ranks` is the group in which every rank runs this pool's plan (RankCount(scheduling)
   // ranks, this process one of them); null: one process owns every device.
-  DevicePool(const data::Dataset& train, const TrainOptions& options, const EngineOptions& engine,
+  DevicePool(const data::Dataset& train, const TrainOptions& options, const SchedulerOptions& scheduling,
              const kernels::Model<float>& initial, std::vector<FaultInjection> faults,
              ranks::RankGroup* ranks = nullptr);
 
   const TrainOptions& options() const { return options_; }
-  const EngineOptions& engine() const { return engine_; }
+  const SchedulerOptions& scheduling() const { return scheduling_; }
   ranks::RankGroup* ranks() const { return ranks_; }  // null in one process
   size_t size() const { return workers_.size(); }
   // Whether this process trains device i (across ranks, each device has one owning rank).
@@ -125,7 +125,7 @@ class DevicePool {
  private:
   const TrainOptions& options_;
   LossWatch loss_watch_;  // batch losses in plan order: the same on every run of a seed
-  const EngineOptions& engine_;
+  const SchedulerOptions& scheduling_;
   ranks::RankGroup* ranks_;
   RowQueue rows_;
   DispatchPlanner planner_;

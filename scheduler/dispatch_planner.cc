@@ -7,7 +7,7 @@
 
 namespace xmlt::scheduler {
 
-DispatchPlanner::DispatchPlanner(EngineOptions::Schedule schedule, uint32_t mega_batch, engine::SlowdownModel slowdown)
+DispatchPlanner::DispatchPlanner(SchedulerOptions::Schedule schedule, uint32_t mega_batch, engine::SlowdownModel slowdown)
     : schedule_(schedule), mega_batch_(mega_batch), slowdown_(std::move(slowdown)) {
   clock_.assign(slowdown_.num_devices(), 0.0);
   work_.assign(slowdown_.num_devices(), 0.0);
@@ -20,7 +20,7 @@ void DispatchPlanner::BeginMegaBatch() {
 }
 
 std::optional<size_t> DispatchPlanner::NextDevice(const std::vector<size_t>& alive) const {
-  if (schedule_ == EngineOptions::Schedule::kDynamic) {
+  if (schedule_ == SchedulerOptions::Schedule::kDynamic) {
     size_t next = alive[0];
     for (size_t d : alive)
       if (clock_[d] < clock_[next]) next = d;
@@ -32,7 +32,7 @@ std::optional<size_t> DispatchPlanner::NextDevice(const std::vector<size_t>& ali
 }
 
 void DispatchPlanner::Dealt(size_t device, uint64_t rows, double slowdown) {
-  if (schedule_ == EngineOptions::Schedule::kDynamic) {
+  if (schedule_ == SchedulerOptions::Schedule::kDynamic) {
     clock_[device] += double(rows) * slowdown;
   } else {
     ++position_;

@@ -24,7 +24,7 @@ namespace xmlt::scheduler {
 
 class DispatchPlanner {
  public:
-  DispatchPlanner(EngineOptions::Schedule schedule, uint32_t mega_batch, engine::SlowdownModel slowdown);
+  DispatchPlanner(SchedulerOptions::Schedule schedule, uint32_t mega_batch, engine::SlowdownModel slowdown);
 
   size_t devices() const { return clock_.size(); }
 
@@ -58,7 +58,7 @@ class DispatchPlanner {
   void Restore(const nlohmann::json& meta);
 
  private:
-  EngineOptions::Schedule schedule_;
+  SchedulerOptions::Schedule schedule_;
   uint32_t mega_batch_;
   engine::SlowdownModel slowdown_;
   std::vector<double> clock_, work_;

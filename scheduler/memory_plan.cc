@@ -117,9 +117,9 @@ std::string MemoryPlan::ToString() const {
   return out.str();
 }
 
-MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& options, const EngineOptions& engine,
+MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& options, const SchedulerOptions& scheduling,
                       const engine::DeviceLimits& limits, uint64_t training_rows, bool checkpoints, int rank) {
-  const bool across_ranks = RankCount(engine) > 1;
+  const bool across_ranks = RankCount(scheduling) > 1;
   const uint64_t params = Mul(shape.NumParameters(), sizeof(float));
   uint64_t hidden_sum = 0, widest = 0;
   for (uint32_t h : shape.hidden) hidden_sum += h, widest = std::max<uint64_t>(widest, h);
@@ -143,7 +143,7 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
                      Mul(limits.max_label_nnz, sizeof(uint32_t)));
 
   MemoryPlan plan;
-  const std::vector<engine::DeviceSpec>& specs = engine.devices;
+  const std::vector<engine::DeviceSpec>& specs = scheduling.devices;
   for (const engine::DeviceSpec& spec : specs) {
     const size_t index = plan.devices.size();
     DeviceMemory d = device;
@@ -151,10 +151,10 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
     d.gpu = spec.kind == engine::DeviceKind::kCuda;
     d.ordinal = spec.ordinal;
     d.host_mirror = d.gpu ? params : 0;
-    if (!d.gpu && engine.sampled_output.enabled) {
+    if (!d.gpu && scheduling.sampled_output.enabled) {
       // SLIDE's device keeps no logits: its LSH tables, and each thread's label stamps and scratch.
       const uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
-      d.workspace = Add(engine.sampled_output.TableBytes(shape.num_labels),
+      d.workspace = Add(scheduling.sampled_output.TableBytes(shape.num_labels),
                         Mul(threads, Mul(shape.num_labels, 2 * sizeof(uint32_t))));
       // Plain SGD whatever the local momentum of the run's other devices: its one optimizer state is
       // the first layer's Adagrad squares, one per first-layer weight.
@@ -178,10 +178,10 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
     // Another rank's device is here at most a host mirror of its replica and momentum: held by
     // merges that read every replica (Adasum, CROSSBOW), and on rank 0 while it writes a
     // checkpoint; hierarchical merges never make it, and a resume restores only local devices.
-    if (across_ranks && engine.device_rank.at(index) != rank) {
+    if (across_ranks && scheduling.device_rank.at(index) != rank) {
       d = DeviceMemory{};
       d.id = spec.id;
-      if ((checkpoints && rank == 0) || !MergesByWeightedSum(engine))
+      if ((checkpoints && rank == 0) || !MergesByWeightedSum(scheduling))
         d.host_mirror = Add(params, device.momentum);
     }
     plan.devices.push_back(d);
@@ -190,22 +190,22 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   // n GPUs and a model of M bytes: the ring (or NCCL) an accumulator (M), its receive chunks
   // (about M / n) and its share of w and w_p (2 M / n); the elastic force also the pulls and the
   // center's two copies (3 M); Adasum w and w_p whole and a receive buffer (3 M).
-  if (MergesOnGpus(engine)) {
+  if (MergesOnGpus(scheduling)) {
     // n counts every rank's GPUs (NCCL's ranks across ranks); the buffers are this rank's only.
     std::vector<std::pair<int, int>> all_gpus;  // (rank, ordinal)
     std::vector<int> gpus;
     for (size_t i = 0; i < specs.size(); ++i) {
-      const int owner = engine.device_rank.empty() ? 0 : engine.device_rank[i];
+      const int owner = scheduling.device_rank.empty() ? 0 : scheduling.device_rank[i];
       const std::pair<int, int> key{owner, specs[i].ordinal};
       if (std::find(all_gpus.begin(), all_gpus.end(), key) == all_gpus.end()) all_gpus.push_back(key);
       const bool local = !across_ranks || owner == rank;
       if (local && std::find(gpus.begin(), gpus.end(), specs[i].ordinal) == gpus.end()) gpus.push_back(specs[i].ordinal);
     }
     const uint64_t n = all_gpus.size();
-    const bool elastic = MergesByElasticForce(engine);
+    const bool elastic = MergesByElasticForce(scheduling);
     uint64_t merge = Add(params, Mul(params, 3) / n);
     if (elastic) merge = Add(Mul(params, 4), params / n);
-    if (engine.merge == EngineOptions::Merge::kAdasum) merge = Mul(params, 3);
+    if (scheduling.merge == SchedulerOptions::Merge::kAdasum) merge = Mul(params, 3);
     for (const int gpu : gpus)
       for (DeviceMemory& d : plan.devices)
         if (d.gpu && d.ordinal == gpu) {
@@ -217,7 +217,7 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   // trusted and the latest state's w for rollbacks; the model it was given is released once copied
   // into them (evaluations borrow w).
   plan.global_model = params;
-  plan.previous_model = KeepsPreviousModel(engine) ? params : 0;
+  plan.previous_model = KeepsPreviousModel(scheduling) ? params : 0;
   plan.rollback = Mul(params, 2);
   // The sampler's row order, once in the sampler and once in each saved state.
   const uint64_t arena_rows = DevicePool::ArenaRows(options.mega_batch, options.batch, specs.size());

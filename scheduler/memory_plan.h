@@ -70,7 +70,7 @@ struct MemoryPlan {
 };
 
 // The plan of this process, across ranks rank `rank` (device_rank's numbering; 0 in one process).
-MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& options, const EngineOptions& engine,
+MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& options, const SchedulerOptions& scheduling,
                       const engine::DeviceLimits& limits, uint64_t training_rows, bool checkpoints, int rank = 0);
 
 // Throws std::runtime_error with the plan when it needs more than `host_available` bytes of host

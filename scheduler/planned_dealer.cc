@@ -19,7 +19,7 @@ class PlannedDealer : public Dealer {
     constexpr uint32_t kQueued = 2;  // one running, one waiting: the device never idles for the coordinator
     DispatchPlanner& planner = pool_.planner();
     if (!request.continues) planner.BeginMegaBatch();
-    const bool dynamic = pool_.engine().schedule == EngineOptions::Schedule::kDynamic;
+    const bool dynamic = pool_.scheduling().schedule == SchedulerOptions::Schedule::kDynamic;
     const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
     const std::vector<size_t> devices = pool_.alive();
     std::vector<Assignment> plan;

@@ -118,14 +118,14 @@ class RankShareDealer : public Dealer {
   // until every one of them has been measured, to their count, each weighted by 1 / its --speed.
   // Largest remainders, ties to the lower rank: the same shares on every rank.
   std::vector<uint64_t> RankShares(uint64_t rows) const {
-    const EngineOptions& engine = pool_.engine();
+    const SchedulerOptions& scheduling = pool_.scheduling();
     const size_t rank_count = size_t(pool_.ranks()->size());
     const std::vector<size_t> devices = pool_.alive();
     bool measured = true;
     for (size_t i : devices) measured = measured && rows_per_s_[i] > 0;
     std::vector<double> rate(rank_count, 0.0);
     for (size_t i : devices) {
-      const std::vector<double>& speed = engine.heterogeneity.speed;
+      const std::vector<double>& speed = scheduling.heterogeneity.speed;
       rate[pool_.owner(i)] += measured ? rows_per_s_[i] : 1.0 / (speed.empty() ? 1.0 : speed[i]);
     }
     const double total = std::accumulate(rate.begin(), rate.end(), 0.0);

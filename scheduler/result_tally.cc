@@ -24,7 +24,7 @@ void TimeOnTheVirtualClock(DevicePool& pool, const std::vector<Assignment>& plan
   // The row cost is calibrated once, on the first mega-batch with work done, unless it was given.
   double& row_cost_s = pool.row_cost_s();
   if (row_cost_s == 0 && run->rows > rows_before)
-    row_cost_s = pool.engine().row_cost_s > 0 ? pool.engine().row_cost_s : compute_s / double(run->rows - rows_before);
+    row_cost_s = pool.scheduling().row_cost_s > 0 ? pool.scheduling().row_cost_s : compute_s / double(run->rows - rows_before);
   for (size_t i = 0; i < pool.size(); ++i) run->busy_s[i] = pool.planner().Work(i) * row_cost_s;
   run->span_s = *std::max_element(run->busy_s.begin(), run->busy_s.end());
 }
@@ -76,8 +76,8 @@ void Conclude(DevicePool& pool, const std::vector<Assignment>& plan, const std::
               std::chrono::steady_clock::time_point start, MegaBatchRun* run) {
   const uint64_t rows_before = run->rows;
   TallyResults(pool, plan, results, run);
-  const EngineOptions& engine = pool.engine();
-  if (engine.clock == EngineOptions::Clock::kWall) {
+  const SchedulerOptions& scheduling = pool.scheduling();
+  if (scheduling.clock == SchedulerOptions::Clock::kWall) {
     // Across ranks, the slowest rank's time: every rank books the same.
     const double span = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     run->span_s += pool.ranks() != nullptr ? AgreeOnMax(*pool.ranks(), span) : span;

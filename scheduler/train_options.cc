@@ -29,78 +29,78 @@ void ValidateTrainOptions(const TrainOptions& options) {
     throw OptionError("eval_every", "must be at least one mega-batch");
 }
 
-void ValidateEngineOptions(const EngineOptions& engine) {
+void ValidateSchedulerOptions(const SchedulerOptions& scheduling) {
   // Written so that NaN fails every check.
-  const merge::MergeOptions& rule = engine.merge_rule;
+  const merge::MergeOptions& rule = scheduling.merge_rule;
   if (!(rule.momentum >= 0 && rule.momentum < 1)) throw OptionError("momentum", "must be in [0, 1)");
   if (!(rule.pert_threshold >= 0)) throw OptionError("pert_threshold", "must be >= 0");
   if (!(rule.pert_delta >= 0 && rule.pert_delta < 1)) throw OptionError("pert_delta", "must be in [0, 1)");
-  if (!(engine.batch_min >= 0)) throw OptionError("batch_min", "must be >= 0");
-  if (!(engine.beta >= 0)) throw OptionError("beta", "must be >= 0");
-  if (!(engine.row_cost_s >= 0) || !std::isfinite(engine.row_cost_s))
+  if (!(scheduling.batch_min >= 0)) throw OptionError("batch_min", "must be >= 0");
+  if (!(scheduling.beta >= 0)) throw OptionError("beta", "must be >= 0");
+  if (!(scheduling.row_cost_s >= 0) || !std::isfinite(scheduling.row_cost_s))
     throw OptionError("row_cost", "must be >= 0");
-  if (!(engine.merge_cost_s >= 0) || !std::isfinite(engine.merge_cost_s))
+  if (!(scheduling.merge_cost_s >= 0) || !std::isfinite(scheduling.merge_cost_s))
     throw OptionError("merge_cost", "must be >= 0");
   if (!(rule.elastic_alpha >= 0 && rule.elastic_alpha <= 1))
     throw OptionError("elastic_alpha", "must be in [0, 1]");
-  using Merge = EngineOptions::Merge;
-  const bool one_step_merge = engine.merge == Merge::kGradient || engine.merge == Merge::kCrossbow;
-  if (one_step_merge != (engine.schedule == EngineOptions::Schedule::kSync))
+  using Merge = SchedulerOptions::Merge;
+  const bool one_step_merge = scheduling.merge == Merge::kGradient || scheduling.merge == Merge::kCrossbow;
+  if (one_step_merge != (scheduling.schedule == SchedulerOptions::Schedule::kSync))
     throw OptionError("merge", "gradient and crossbow combine one step per device and need the sync schedule, "
                                "and the sync schedule needs one of them");
-  const bool elastic_force = MergesByElasticForce(engine);
-  if (engine.devices.empty()) throw OptionError("devices", "lists no device");
-  if (engine.merge == Merge::kCopy && engine.devices.size() != 1)
+  const bool elastic_force = MergesByElasticForce(scheduling);
+  if (scheduling.devices.empty()) throw OptionError("devices", "lists no device");
+  if (scheduling.merge == Merge::kCopy && scheduling.devices.size() != 1)
     throw OptionError("devices", "must be one device for the copy merge (single)");
-  if (!engine.heterogeneity.speed.empty() && engine.heterogeneity.speed.size() != engine.devices.size())
-    throw OptionError("speed", "has " + std::to_string(engine.heterogeneity.speed.size()) + " values for " +
-                                   std::to_string(engine.devices.size()) + " devices");
+  if (!scheduling.heterogeneity.speed.empty() && scheduling.heterogeneity.speed.size() != scheduling.devices.size())
+    throw OptionError("speed", "has " + std::to_string(scheduling.heterogeneity.speed.size()) + " values for " +
+                                   std::to_string(scheduling.devices.size()) + " devices");
   if (elastic_force && rule.momentum_mode == merge::MomentumMode::kNesterov)
     throw OptionError("momentum_mode", "nesterov does not apply to elastic-force merges (EASGD, CROSSBOW)");
-  if (!engine.device_rank.empty() && engine.device_rank.size() != engine.devices.size())
-    throw OptionError("devices", "has " + std::to_string(engine.device_rank.size()) + " owning ranks for " +
-                                     std::to_string(engine.devices.size()) + " devices");
-  const bool gpus_only = std::all_of(engine.devices.begin(), engine.devices.end(),
+  if (!scheduling.device_rank.empty() && scheduling.device_rank.size() != scheduling.devices.size())
+    throw OptionError("devices", "has " + std::to_string(scheduling.device_rank.size()) + " owning ranks for " +
+                                     std::to_string(scheduling.devices.size()) + " devices");
+  const bool gpus_only = std::all_of(scheduling.devices.begin(), scheduling.devices.end(),
                                      [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCuda; });
-  const bool one_rank = RankCount(engine) <= 1;
-  const bool nccl = engine.collective == merge::CollectiveKind::kNccl;
-  using MergeOn = EngineOptions::MergeOn;
-  if (engine.merge_on == MergeOn::kGpus && !gpus_only)
+  const bool one_rank = RankCount(scheduling) <= 1;
+  const bool nccl = scheduling.collective == merge::CollectiveKind::kNccl;
+  using MergeOn = SchedulerOptions::MergeOn;
+  if (scheduling.merge_on == MergeOn::kGpus && !gpus_only)
     throw OptionError("merge_on", "gpus needs every device to be a GPU");
-  if (engine.merge_on == MergeOn::kGpus && !one_rank && !nccl)
+  if (scheduling.merge_on == MergeOn::kGpus && !one_rank && !nccl)
     throw OptionError("merge_on", "gpus across ranks runs the nccl collective, not " +
-                                      std::string(merge::CollectiveName(engine.collective)));
-  if (engine.merge_on == MergeOn::kGpus && engine.collective != merge::CollectiveKind::kPartitionedSum && !nccl)
+                                      std::string(merge::CollectiveName(scheduling.collective)));
+  if (scheduling.merge_on == MergeOn::kGpus && scheduling.collective != merge::CollectiveKind::kPartitionedSum && !nccl)
     throw OptionError("merge_on", "gpus runs the ring or nccl collective, not " +
-                                      std::string(merge::CollectiveName(engine.collective)));
+                                      std::string(merge::CollectiveName(scheduling.collective)));
   // Across ranks NCCL carries the hierarchical merge only: Adasum and the elastic force read every
   // replica, which the ranks exchange through host mirrors.
-  if (nccl && !one_rank && !MergesByWeightedSum(engine))
+  if (nccl && !one_rank && !MergesByWeightedSum(scheduling))
     throw OptionError("collective", "nccl across ranks carries the weighted-sum merges (adaptive, elastic without "
                                     "an elastic force, sync): this merge needs every replica on every rank");
-  if (nccl && !MergesOnGpus(engine))
+  if (nccl && !MergesOnGpus(scheduling))
     throw OptionError("collective", "nccl merges replicas on GPUs: it needs every device of every rank to be a GPU, "
                                     "and merges on the GPUs (not --merge-on host)");
 }
 
-int RankCount(const EngineOptions& engine) {
-  return engine.device_rank.empty() ? 1 : *std::max_element(engine.device_rank.begin(), engine.device_rank.end()) + 1;
+int RankCount(const SchedulerOptions& scheduling) {
+  return scheduling.device_rank.empty() ? 1 : *std::max_element(scheduling.device_rank.begin(), scheduling.device_rank.end()) + 1;
 }
 
-bool MergesOnGpus(const EngineOptions& engine) {
-  const bool gpus_only = std::all_of(engine.devices.begin(), engine.devices.end(),
+bool MergesOnGpus(const SchedulerOptions& scheduling) {
+  const bool gpus_only = std::all_of(scheduling.devices.begin(), scheduling.devices.end(),
                                      [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCuda; });
-  const bool one_rank = RankCount(engine) <= 1;
+  const bool one_rank = RankCount(scheduling) <= 1;
   // Across ranks only NCCL spans the processes, and only for the weighted sums (ValidateEngine).
   const bool gpu_collective =
-      engine.collective == merge::CollectiveKind::kNccl ||
-      (one_rank && engine.collective == merge::CollectiveKind::kPartitionedSum);
-  const bool across_ranks_ok = one_rank || MergesByWeightedSum(engine);
-  return engine.merge_on != EngineOptions::MergeOn::kHost && gpus_only && gpu_collective && across_ranks_ok;
+      scheduling.collective == merge::CollectiveKind::kNccl ||
+      (one_rank && scheduling.collective == merge::CollectiveKind::kPartitionedSum);
+  const bool across_ranks_ok = one_rank || MergesByWeightedSum(scheduling);
+  return scheduling.merge_on != SchedulerOptions::MergeOn::kHost && gpus_only && gpu_collective && across_ranks_ok;
 }
 
-bool KeepsPreviousModel(const EngineOptions& engine) {
-  return !(engine.merge == EngineOptions::Merge::kCopy && !MergesOnGpus(engine));
+bool KeepsPreviousModel(const SchedulerOptions& scheduling) {
+  return !(scheduling.merge == SchedulerOptions::Merge::kCopy && !MergesOnGpus(scheduling));
 }
 
 std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options) {
@@ -108,15 +108,15 @@ std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options
   return engine::SampleEvalRows(test_rows, options.eval_rows, options.seed ^ 0x6576616c2d726f77ull);
 }
 
-bool MergesByWeightedSum(const EngineOptions& engine) {
-  using Merge = EngineOptions::Merge;
-  return engine.merge == Merge::kNormalized || engine.merge == Merge::kGradient ||
-         (engine.merge == Merge::kAverage && engine.merge_rule.elastic_alpha <= 0);
+bool MergesByWeightedSum(const SchedulerOptions& scheduling) {
+  using Merge = SchedulerOptions::Merge;
+  return scheduling.merge == Merge::kNormalized || scheduling.merge == Merge::kGradient ||
+         (scheduling.merge == Merge::kAverage && scheduling.merge_rule.elastic_alpha <= 0);
 }
 
-bool MergesByElasticForce(const EngineOptions& engine) {
-  using Merge = EngineOptions::Merge;
-  return engine.merge == Merge::kCrossbow || (engine.merge == Merge::kAverage && engine.merge_rule.elastic_alpha > 0);
+bool MergesByElasticForce(const SchedulerOptions& scheduling) {
+  using Merge = SchedulerOptions::Merge;
+  return scheduling.merge == Merge::kCrossbow || (scheduling.merge == Merge::kAverage && scheduling.merge_rule.elastic_alpha > 0);
 }
 
 uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,

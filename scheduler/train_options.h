@@ -50,7 +50,7 @@ struct TrainOptions {
 
 // The devices and how batches are dispatched, sized and merged (--algo and the presets set these),
 // as typed values: the command line parses its flags once, at its edge.
-struct EngineOptions {
+struct SchedulerOptions {
   // dynamic: the next batch to whichever device is free; static: equal shares per mega-batch;
   // sync: every round each device takes --batch / n rows from the same model, merged every round.
   enum class Schedule { kDynamic, kStatic, kSync } schedule = Schedule::kDynamic;
@@ -100,11 +100,11 @@ class OptionError : public std::invalid_argument {
 };
 
 // How many ranks the run spans: device_rank's owners (every rank owns devices), 1 without it.
-int RankCount(const EngineOptions& engine);
+int RankCount(const SchedulerOptions& scheduling);
 
 // Throw OptionError for values no run can use.
 void ValidateTrainOptions(const TrainOptions& options);
-void ValidateEngineOptions(const EngineOptions& engine);
+void ValidateSchedulerOptions(const SchedulerOptions& scheduling);
 
 // The test rows every evaluation of the run scores but, with final_eval_full, the last: a sample
 // of --eval-rows rows drawn from the run's seed, or all of them.
@@ -117,20 +117,20 @@ uint64_t TotalTrainingRows(const TrainOptions& options, uint64_t rows_per_epoch,
 // The merges that are one weighted sum of the replicas (plus the global momentum): normalized,
 // average without an elastic force, gradient. Across ranks they run hierarchically, on the rank
 // sum collective, and never read the mirrors of the other ranks' replicas.
-bool MergesByWeightedSum(const EngineOptions& engine);
+bool MergesByWeightedSum(const SchedulerOptions& scheduling);
 
 // The merges that pull each replica toward the center by an elastic force instead of replacing it:
 // CROSSBOW, and the average with a pull strength (EASGD).
-bool MergesByElasticForce(const EngineOptions& engine);
+bool MergesByElasticForce(const SchedulerOptions& scheduling);
 
 // Whether a run's merges run on the GPUs (merge_on above): decided once from the device list, since
 // the devices that drop out of a run leave GPUs only where there were GPUs only. Across ranks only
 // with --collective nccl and a weighted-sum merge (one communicator over every rank's GPUs).
-bool MergesOnGpus(const EngineOptions& engine);
+bool MergesOnGpus(const SchedulerOptions& scheduling);
 
 // Whether the run keeps w_p, the global model's previous value, beside w: every merge does but
 // the one-replica copy on the host (--algo single on a CPU), whose w is its replica's and which has
 // no global momentum to take from w - w_p. A copy of the model less there (memory_plan.cc).
-bool KeepsPreviousModel(const EngineOptions& engine);
+bool KeepsPreviousModel(const SchedulerOptions& scheduling);
 
 }  // namespace xmlt::scheduler

@@ -94,14 +94,14 @@ TEST(CudaContextLost, EveryLogicalDeviceOfTheGpuIsDroppedTogetherAndTheCpuGoesOn
   options.hidden = {16};
   options.eval.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
   options.eval.mega_batches = 1;
-  const scheduler::EngineOptions engine = xmlt::testing::VirtualClockEngine("cuda:0x2,cpu:1", "1,1,1");
+  const scheduler::SchedulerOptions scheduling = xmlt::testing::VirtualClockEngine("cuda:0x2,cpu:1", "1,1,1");
   run::RunControl control;
   control.faults = {scheduler::FaultInjection{scheduler::FaultInjection::Kind::kLost, 0, 2}};
   Model<float> model = InitModel<float>({data.train.num_features(), options.hidden, data.train.num_labels()}, 1);
   std::vector<run::EvalRecord> records;
   run::TrainCallbacks callbacks;
   callbacks.on_eval = [&](const run::EvalRecord& r) { records.push_back(r); };
-  run::RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks, control);
+  run::RunMultiDevice(data.train, &data.test, options, scheduling, &model, callbacks, control);
   ASSERT_FALSE(records.empty());
   const run::EvalRecord& last = records.back();
   ASSERT_EQ(last.devices.size(), 3u);
@@ -169,13 +169,13 @@ TEST(CudaContextLostSim, ARealStickyErrorDropsTheGpusDevicesAndTheCpuGoesOn) {
   options.hidden = {16};
   options.eval.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
   options.eval.mega_batches = 1;
-  const scheduler::EngineOptions engine = xmlt::testing::VirtualClockEngine("cuda:0x2,cpu:1", "1,1,1");
+  const scheduler::SchedulerOptions scheduling = xmlt::testing::VirtualClockEngine("cuda:0x2,cpu:1", "1,1,1");
   Model<float> model = InitModel<float>({data.train.num_features(), options.hidden, data.train.num_labels()}, 1);
   std::vector<run::EvalRecord> records;
   run::TrainCallbacks callbacks;
   callbacks.on_eval = [&](const run::EvalRecord& r) { records.push_back(r); };
   gpusim::InjectStickyErrorAtLaunch(20, cudaErrorIllegalAddress, 0);
-  run::RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks, run::RunControl{});
+  run::RunMultiDevice(data.train, &data.test, options, scheduling, &model, callbacks, run::RunControl{});
   gpusim::ClearInjectedFaults();
   cudaSetDevice(0);
   cudaDeviceReset();  // a fresh context for the tests after this one in the same process

@@ -37,7 +37,7 @@ struct Outcome {
 
 // Trains (or resumes); `stop_at_rows` > 0 raises the stop flag once a batch brings the rows
 // trained to that many.
-Outcome TrainFor(const scheduler::EngineOptions& engine, RunControl control, uint64_t stop_at_rows) {
+Outcome TrainFor(const scheduler::SchedulerOptions& scheduling, RunControl control, uint64_t stop_at_rows) {
   const data::GeneratedData& data = Data();
   const scheduler::TrainOptions options = Options();
   Outcome out;
@@ -50,7 +50,7 @@ Outcome TrainFor(const scheduler::EngineOptions& engine, RunControl control, uin
   callbacks.on_progress = [&](uint64_t done, uint64_t, double) {
     if (stop_at_rows > 0 && done >= stop_at_rows) stop = 2;
   };
-  out.result = RunMultiDevice(data.train, &data.test, options, engine, &out.model, callbacks, control);
+  out.result = RunMultiDevice(data.train, &data.test, options, scheduling, &out.model, callbacks, control);
   return out;
 }
 
@@ -58,23 +58,23 @@ class CudaResumeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CudaResumeTest, AStopInsideAMegaBatchResumesToTheUninterruptedRun) {
   XMLT_SKIP_WITHOUT_GPU();
-  scheduler::EngineOptions engine =
+  scheduler::SchedulerOptions scheduling =
       testing::WithAlgo(testing::VirtualClockEngine("cuda:0,cuda:1,cpu:1", "1,1.3,1.8"), GetParam());
-  engine.merge_rule.momentum = 0.5;
-  const Outcome full = TrainFor(engine, {}, 0);
+  scheduling.merge_rule.momentum = 0.5;
+  const Outcome full = TrainFor(scheduling, {}, 0);
   ASSERT_GE(full.records.size(), 2u);
 
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
   const uint64_t rows_per_megabatch = uint64_t(Options().mega_batch) * Options().batch;
-  const Outcome first = TrainFor(engine, control, 2 * rows_per_megabatch + 40);
+  const Outcome first = TrainFor(scheduling, control, 2 * rows_per_megabatch + 40);
   EXPECT_EQ(first.result.stopped_by_signal, 2);
   const nlohmann::json progress = nlohmann::json::parse(CheckpointReader::Open(dir.path()).meta()).at("progress");
   EXPECT_EQ(progress.at("megabatches").get<uint64_t>(), 2u) << "the stop fell inside the third mega-batch";
 
   control.resume_dir = dir.path();
-  const Outcome resumed = TrainFor(engine, control, 0);
+  const Outcome resumed = TrainFor(scheduling, control, 0);
   EXPECT_EQ(resumed.result.stopped_by_signal, 0);
   ASSERT_EQ(full.records.size(), resumed.records.size());
   for (size_t k = 0; k < full.records.size(); ++k) {
@@ -105,10 +105,10 @@ TEST(CudaRollback, ADivergenceRollsTheGpuReplicasBackWithTheCpus) {
   Outcome runs[2];
   const char* devices[2] = {"cpu:3", "cuda:0,cuda:1,cpu:1"};
   for (int k = 0; k < 2; ++k) {
-    scheduler::EngineOptions engine =
+    scheduler::SchedulerOptions scheduling =
         testing::WithAlgo(testing::VirtualClockEngine(devices[k], "1,1.3,1.8"), "adaptive");
-    engine.merge_rule.momentum = 0.5;
-    runs[k] = TrainFor(engine, control, 0);
+    scheduling.merge_rule.momentum = 0.5;
+    runs[k] = TrainFor(scheduling, control, 0);
     EXPECT_EQ(runs[k].result.rollbacks, 1u) << devices[k];
   }
   ASSERT_EQ(runs[0].records.size(), runs[1].records.size());

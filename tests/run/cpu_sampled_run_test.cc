@@ -25,17 +25,17 @@ using namespace reliability;
 
 // Adaptive SGD on two CPU devices 1.5x apart, both sampled: 500 labels, active sets of at least
 // 24, rehashes inside each mega-batch (as tests/run/slide_resume_test.cc).
-scheduler::EngineOptions SampledCpus() {
-  scheduler::EngineOptions engine = OnDevices(Engine("adaptive"), "cpu:2", "1,1.5");
-  engine.sampled_output.enabled = true;
-  engine.sampled_output.hash = "dwta";
-  engine.sampled_output.k = 2;
-  engine.sampled_output.l = 6;
-  engine.sampled_output.bucket_cap = 16;
-  engine.sampled_output.min_active = 24;
-  engine.sampled_output.first_rebuild = 5;
-  engine.sampled_output.rebuild_growth = 1.2;
-  return engine;
+scheduler::SchedulerOptions SampledCpus() {
+  scheduler::SchedulerOptions scheduling = OnDevices(Engine("adaptive"), "cpu:2", "1,1.5");
+  scheduling.sampled_output.enabled = true;
+  scheduling.sampled_output.hash = "dwta";
+  scheduling.sampled_output.k = 2;
+  scheduling.sampled_output.l = 6;
+  scheduling.sampled_output.bucket_cap = 16;
+  scheduling.sampled_output.min_active = 24;
+  scheduling.sampled_output.first_rebuild = 5;
+  scheduling.sampled_output.rebuild_growth = 1.2;
+  return scheduling;
 }
 
 // The run's local momentum stays 0.9: the sampled devices step without it (the device pool gives
@@ -50,8 +50,8 @@ scheduler::TrainOptions SampledOptions() {
 TEST(CpuSampledRun, TwoSampledCpuDevicesResumeToTheUninterruptedRun) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
   const scheduler::TrainOptions options = SampledOptions();
-  const scheduler::EngineOptions engine = SampledCpus();
-  const Outcome full = TrainFor(options, &engine, {});
+  const scheduler::SchedulerOptions scheduling = SampledCpus();
+  const Outcome full = TrainFor(options, &scheduling, {});
   ASSERT_GE(full.records.size(), 4u);
   const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
   for (const bool inside : {false, true}) {
@@ -60,14 +60,14 @@ TEST(CpuSampledRun, TwoSampledCpuDevicesResumeToTheUninterruptedRun) {
     RunControl control;
     control.checkpoint_dir = dir.path();
     control.checkpoint_every = 1;
-    const Outcome first = inside ? TrainFor(options, &engine, control, 0, 3 * rows_per_megabatch + 3 * options.batch)
-                                 : TrainFor(options, &engine, control, 2);
+    const Outcome first = inside ? TrainFor(options, &scheduling, control, 0, 3 * rows_per_megabatch + 3 * options.batch)
+                                 : TrainFor(options, &scheduling, control, 2);
     EXPECT_NE(first.result.stopped_by_signal, 0);
     const CheckpointReader checkpoint = CheckpointReader::Open(dir.path());
     EXPECT_TRUE(checkpoint.Has("device.0.extra") && checkpoint.Has("device.1.extra"))
         << "each sampled device's tables are in the checkpoint";
     control.resume_dir = dir.path();
-    const Outcome resumed = TrainFor(options, &engine, control);
+    const Outcome resumed = TrainFor(options, &scheduling, control);
     EXPECT_EQ(resumed.result.stopped_by_signal, 0);
     ExpectSameRun(full, resumed, /*wall_clock_steps=*/false);
   }
@@ -79,34 +79,34 @@ TEST(CpuSampledRun, BesideAGpuOnlyTheCpuDeviceIsSampledAndTheResumeIsExact) {
   if (engine::CudaDeviceCount() == 0) GTEST_SKIP() << "no GPU (a CUDA or -DXMLT_CUDA=SIM build with a GPU)";
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
   const scheduler::TrainOptions options = SampledOptions();
-  scheduler::EngineOptions engine = SampledCpus();
-  engine.devices = engine::ParseDeviceList("cuda:0,cpu:1");
-  const Outcome full = TrainFor(options, &engine, {});
+  scheduler::SchedulerOptions scheduling = SampledCpus();
+  scheduling.devices = engine::ParseDeviceList("cuda:0,cpu:1");
+  const Outcome full = TrainFor(options, &scheduling, {});
   EXPECT_LT(full.records.back().test.loss, 0.9 * full.records.front().test.loss);
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
   control.checkpoint_every = 1;
-  const Outcome first = TrainFor(options, &engine, control, 2);
+  const Outcome first = TrainFor(options, &scheduling, control, 2);
   EXPECT_NE(first.result.stopped_by_signal, 0);
   const CheckpointReader checkpoint = CheckpointReader::Open(dir.path());
   EXPECT_FALSE(checkpoint.Has("device.0.extra")) << "the GPU has no tables";
   EXPECT_TRUE(checkpoint.Has("device.1.extra")) << "the CPU device's tables are in the checkpoint";
   control.resume_dir = dir.path();
-  const Outcome resumed = TrainFor(options, &engine, control);
+  const Outcome resumed = TrainFor(options, &scheduling, control);
   ExpectSameRun(full, resumed, /*wall_clock_steps=*/false);
 }
 
 TEST(CpuSampledRun, ItLearnsAndIsNotTheDenseRun) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
   scheduler::TrainOptions options = SampledOptions();
-  scheduler::EngineOptions engine = SampledCpus();
-  const Outcome sampled = TrainFor(options, &engine, {});
+  scheduler::SchedulerOptions scheduling = SampledCpus();
+  const Outcome sampled = TrainFor(options, &scheduling, {});
   EXPECT_LT(sampled.records.back().test.loss, 0.9 * sampled.records.front().test.loss);
-  engine.sampled_output.enabled = false;  // dense devices, plain SGD at the sampled devices' rate
+  scheduling.sampled_output.enabled = false;  // dense devices, plain SGD at the sampled devices' rate
   options.local_momentum = 0;
   options.lr = 1;
-  const Outcome dense = TrainFor(options, &engine, {});
+  const Outcome dense = TrainFor(options, &scheduling, {});
   EXPECT_NE(sampled.model.params, dense.model.params);
 }
 
@@ -114,25 +114,25 @@ TEST(CpuSampledRun, TheMemoryPlanCountsTheTablesOfTheCpuDevicesOnly) {
   const data::GeneratedData& data = Data();
   const kernels::ModelShape shape{data.train.num_features(), {16}, data.train.num_labels()};
   const scheduler::TrainOptions options = SampledOptions();
-  scheduler::EngineOptions engine = SampledCpus();
+  scheduler::SchedulerOptions scheduling = SampledCpus();
   const engine::DeviceLimits limits = engine::LimitsFor(data.train, options.batch);
   const scheduler::MemoryPlan sampled =
-      scheduler::PlanMemory(shape, options, engine, limits, data.train.num_rows(), false);
-  engine.sampled_output.enabled = false;
+      scheduler::PlanMemory(shape, options, scheduling, limits, data.train.num_rows(), false);
+  scheduling.sampled_output.enabled = false;
   const scheduler::MemoryPlan dense =
-      scheduler::PlanMemory(shape, options, engine, limits, data.train.num_rows(), false);
+      scheduler::PlanMemory(shape, options, scheduling, limits, data.train.num_rows(), false);
   ASSERT_EQ(sampled.devices.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_GE(sampled.devices[i].workspace, engine.sampled_output.TableBytes(shape.num_labels));
+    EXPECT_GE(sampled.devices[i].workspace, scheduling.sampled_output.TableBytes(shape.num_labels));
     EXPECT_EQ(sampled.devices[i].momentum, 0u) << "plain SGD: no velocity";
     EXPECT_GT(dense.devices[i].momentum, 0u);
   }
   // With the first layer's Adagrad, a sampled device holds its squares: one per first-layer weight.
   scheduler::TrainOptions adagrad = options;
   adagrad.input_lr = 0.1f;
-  engine.sampled_output.enabled = true;
+  scheduling.sampled_output.enabled = true;
   const scheduler::MemoryPlan with_squares =
-      scheduler::PlanMemory(shape, adagrad, engine, limits, data.train.num_rows(), false);
+      scheduler::PlanMemory(shape, adagrad, scheduling, limits, data.train.num_rows(), false);
   for (const scheduler::DeviceMemory& d : with_squares.devices)
     EXPECT_EQ(d.momentum, uint64_t(shape.num_features) * shape.hidden[0] * sizeof(float));
 }
@@ -153,9 +153,9 @@ TEST(CpuSampledRun, BibtexTwoSampledCpuDevicesLearn) {
   options.lr = 0.6f;
   options.local_momentum = 0.9f;
   options.mega_batch = 19;  // the preset: half an epoch
-  scheduler::EngineOptions engine = testing::VirtualClockEngine("cpu:2", "1,1");
-  engine.sampled_output = engine::SampledOutputOptions::PresetFor(std::max(train.num_labels(), test.num_labels()));
-  engine.sampled_output.enabled = true;
+  scheduler::SchedulerOptions scheduling = testing::VirtualClockEngine("cpu:2", "1,1");
+  scheduling.sampled_output = engine::SampledOutputOptions::PresetFor(std::max(train.num_labels(), test.num_labels()));
+  scheduling.sampled_output.enabled = true;
   const kernels::ModelShape shape{std::max(train.num_features(), test.num_features()), options.hidden,
                                   std::max(train.num_labels(), test.num_labels())};
   kernels::Model<float> model = kernels::InitModel<float>(shape, options.seed);
@@ -165,7 +165,7 @@ TEST(CpuSampledRun, BibtexTwoSampledCpuDevicesLearn) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();  // written at the end: the devices' tables show they were sampled
-  RunMultiDevice(train, &test, options, engine, &model, callbacks, control);
+  RunMultiDevice(train, &test, options, scheduling, &model, callbacks, control);
   const CheckpointReader checkpoint = CheckpointReader::Open(dir.path());
   EXPECT_TRUE(checkpoint.Has("device.0.extra") && checkpoint.Has("device.1.extra")) << "not sampled devices";
   EXPECT_GE(best, 0.48) << "best P@1 over 5 epochs (measured 0.515)";

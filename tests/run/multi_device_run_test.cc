@@ -31,15 +31,15 @@ scheduler::TrainOptions Options() {
   return options;
 }
 
-scheduler::EngineOptions Adaptive(const std::string& devices, const std::string& speed) {
+scheduler::SchedulerOptions Adaptive(const std::string& devices, const std::string& speed) {
   return testing::VirtualClockEngine(devices, speed);
 }
 
-scheduler::EngineOptions Elastic(const std::string& devices, const std::string& speed) {
+scheduler::SchedulerOptions Elastic(const std::string& devices, const std::string& speed) {
   return testing::WithAlgo(testing::VirtualClockEngine(devices, speed), "elastic");
 }
 
-std::vector<EvalRecord> TrainRun(const scheduler::TrainOptions& options, const scheduler::EngineOptions& engine,
+std::vector<EvalRecord> TrainRun(const scheduler::TrainOptions& options, const scheduler::SchedulerOptions& scheduling,
                             kernels::Model<float>* model_out = nullptr) {
   const data::GeneratedData& data = Data();
   kernels::ModelShape shape{data.train.num_features(), options.hidden, data.train.num_labels()};
@@ -47,7 +47,7 @@ std::vector<EvalRecord> TrainRun(const scheduler::TrainOptions& options, const s
   std::vector<EvalRecord> records;
   TrainCallbacks callbacks;
   callbacks.on_eval = [&](const EvalRecord& r) { records.push_back(r); };
-  RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks);
+  RunMultiDevice(data.train, &data.test, options, scheduling, &model, callbacks);
   if (model_out != nullptr) *model_out = std::move(model);
   return records;
 }
@@ -59,11 +59,11 @@ uint64_t TotalRows(const std::vector<EvalRecord>& records, size_t device) {
 }
 
 TEST(MultiDeviceRun, ATwiceSlowerDeviceGetsAboutHalfTheRowsWithoutBatchScaling) {
-  scheduler::EngineOptions engine = Adaptive("cpu:2", "1,2");
-  engine.scale_batches = false;
+  scheduler::SchedulerOptions scheduling = Adaptive("cpu:2", "1,2");
+  scheduling.scale_batches = false;
   scheduler::TrainOptions options = Options();
   options.mega_batch = 60;  // long enough that the 2:1 split is not rounded to whole batches
-  const std::vector<EvalRecord> records = TrainRun(options, engine);
+  const std::vector<EvalRecord> records = TrainRun(options, scheduling);
   const double fast = double(TotalRows(records, 0)), slow = double(TotalRows(records, 1));
   EXPECT_NEAR(slow / fast, 0.5, 0.06) << "fast " << fast << " slow " << slow;
   EXPECT_EQ(uint64_t(fast + slow), records.back().train_samples);
@@ -107,9 +107,9 @@ TEST(MultiDeviceRun, ElasticFastDevicesIdleMoreWhenTheGapGrows) {
 
 TEST(MultiDeviceRun, SameSeedGivesIdenticalMetricsAndModels) {
   kernels::Model<float> a, b;
-  const scheduler::EngineOptions engine = Adaptive("cpu:3", "1,1.5,2");
-  const std::vector<EvalRecord> first = TrainRun(Options(), engine, &a);
-  const std::vector<EvalRecord> second = TrainRun(Options(), engine, &b);
+  const scheduler::SchedulerOptions scheduling = Adaptive("cpu:3", "1,1.5,2");
+  const std::vector<EvalRecord> first = TrainRun(Options(), scheduling, &a);
+  const std::vector<EvalRecord> second = TrainRun(Options(), scheduling, &b);
   ASSERT_EQ(first.size(), second.size());
   for (size_t k = 0; k < first.size(); ++k) {
     EvalRecord x = first[k], y = second[k];
@@ -120,7 +120,7 @@ TEST(MultiDeviceRun, SameSeedGivesIdenticalMetricsAndModels) {
   scheduler::TrainOptions other = Options();
   other.seed = 2;
   kernels::Model<float> c;
-  TrainRun(other, engine, &c);
+  TrainRun(other, scheduling, &c);
   EXPECT_NE(a.params, c.params);
 }
 
@@ -128,9 +128,9 @@ TEST(MultiDeviceRun, TrainsEveryRowOnceAnEpochAndLearns) {
   // Merging every 10 batches, 57 times: the global momentum compounds on top of the replicas'
   // local momentum and, with the paper's gamma 0.9, overshoots (see README, "Adaptive SGD in
   // practice"); this run checks the engine's bookkeeping and learning without it.
-  scheduler::EngineOptions engine = Adaptive("cpu:4", "1,1.1,1.2,1.32");
-  engine.merge_rule.momentum = 0;
-  const std::vector<EvalRecord> records = TrainRun(Options(), engine);
+  scheduler::SchedulerOptions scheduling = Adaptive("cpu:4", "1,1.1,1.2,1.32");
+  scheduling.merge_rule.momentum = 0;
+  const std::vector<EvalRecord> records = TrainRun(Options(), scheduling);
   uint64_t labeled = 0;
   for (uint64_t r = 0; r < Data().train.num_rows(); ++r) labeled += Data().train.labels.RowSize(r) > 0;
   EXPECT_EQ(records.back().train_samples, 3 * labeled);
@@ -184,9 +184,9 @@ TEST(MultiDeviceRun, OneDeviceSyncIsSingleDeviceSgd) {
   kernels::Model<float> single;
   TrainRun(options, SingleDeviceEngine(), &single);
 
-  scheduler::EngineOptions sync = SingleDeviceEngine();
-  sync.schedule = scheduler::EngineOptions::Schedule::kSync;
-  sync.merge = scheduler::EngineOptions::Merge::kGradient;
+  scheduler::SchedulerOptions sync = SingleDeviceEngine();
+  sync.schedule = scheduler::SchedulerOptions::Schedule::kSync;
+  sync.merge = scheduler::SchedulerOptions::Merge::kGradient;
   sync.merge_rule.momentum = 0;
   kernels::Model<float> synchronous;
   TrainRun(options, sync, &synchronous);

@@ -28,10 +28,10 @@ scheduler::TrainOptions Options() { return testing::ShortRunOptions(2); }
 // uses: there training oscillates (P@1 between 0.04 and 0.17) and multiplies any rounding
 // difference by about 1.3 a merge, so whether two summation orders stay within a bound depends
 // on the instruction set the BLAS picks, not on the merge.
-scheduler::TrainOptions OptionsFor(const std::string& algo, scheduler::EngineOptions* engine) {
+scheduler::TrainOptions OptionsFor(const std::string& algo, scheduler::SchedulerOptions* scheduling) {
   scheduler::TrainOptions options = Options();
   const apps::PresetValues preset = apps::DefaultPreset(algo, 4, Data().train.num_rows() / options.batch);
-  engine->merge_rule.momentum = preset.momentum;
+  scheduling->merge_rule.momentum = preset.momentum;
   options.local_momentum = preset.local_momentum;
   return options;
 }
@@ -41,7 +41,7 @@ struct Outcome {
   std::vector<float> model;
 };
 
-Outcome Train(const scheduler::EngineOptions& engine, const RunControl& control = {},
+Outcome Train(const scheduler::SchedulerOptions& scheduling, const RunControl& control = {},
               const scheduler::TrainOptions& options = Options(), xmlt::ranks::RankGroup* group = nullptr) {
   const data::GeneratedData& data = Data();
   kernels::ModelShape shape{data.train.num_features(), options.hidden, data.train.num_labels()};
@@ -49,13 +49,13 @@ Outcome Train(const scheduler::EngineOptions& engine, const RunControl& control 
   Outcome outcome;
   TrainCallbacks callbacks;
   callbacks.on_eval = [&](const EvalRecord& r) { outcome.records.push_back(r); };
-  RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks, control, group);
+  RunMultiDevice(data.train, &data.test, options, scheduling, &model, callbacks, control, group);
   outcome.model = model.params;
   return outcome;
 }
 
 // `ranks` threads, each a rank with `per_rank` CPU devices; every rank's outcome.
-std::vector<Outcome> TrainOnRanks(scheduler::EngineOptions engine, int ranks, const std::string& per_rank,
+std::vector<Outcome> TrainOnRanks(scheduler::SchedulerOptions scheduling, int ranks, const std::string& per_rank,
                                   const RunControl& control = {}, const scheduler::TrainOptions& options = Options()) {
   std::vector<std::unique_ptr<xmlt::ranks::RankGroup>> groups = xmlt::ranks::MakeThreadGroups(ranks);
   std::vector<Outcome> outcomes(ranks);
@@ -64,7 +64,7 @@ std::vector<Outcome> TrainOnRanks(scheduler::EngineOptions engine, int ranks, co
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       try {
-        scheduler::EngineOptions mine = engine;
+        scheduler::SchedulerOptions mine = scheduling;
         mine.devices = engine::DevicesOfRanks(engine::ParseDeviceList(per_rank), ranks, &mine.device_rank);
         outcomes[r] = Train(mine, control, options, groups[r].get());
       } catch (...) {
@@ -105,10 +105,10 @@ double Distance(const Outcome& a, const Outcome& b) {
 
 TEST(RanksRun, TwoRanksOfTwoDevicesTrainTheRunOfFourDevicesForEveryAlgo) {
   for (const std::string algo : {"adaptive", "elastic", "adasum", "sync", "crossbow"}) {
-    scheduler::EngineOptions engine = testing::WithAlgo(testing::VirtualClockEngine("cpu:4", "1,1.1,1.2,1.32"), algo);
-    const scheduler::TrainOptions options = OptionsFor(algo, &engine);
-    const Outcome one = Train(engine, {}, options);
-    const std::vector<Outcome> spread = TrainOnRanks(engine, 2, "cpu:2", {}, options);
+    scheduler::SchedulerOptions scheduling = testing::WithAlgo(testing::VirtualClockEngine("cpu:4", "1,1.1,1.2,1.32"), algo);
+    const scheduler::TrainOptions options = OptionsFor(algo, &scheduling);
+    const Outcome one = Train(scheduling, {}, options);
+    const std::vector<Outcome> spread = TrainOnRanks(scheduling, 2, "cpu:2", {}, options);
     // Adaptive, elastic and sync merge hierarchically (each rank's devices, then across ranks): the
     // same sums rounded in another order. Adasum and crossbow merge every replica on every rank in
     // the one-process order: the same bits.
@@ -128,7 +128,7 @@ TEST(RanksRun, TwoRanksOfTwoDevicesTrainTheRunOfFourDevicesForEveryAlgo) {
       // of two rounding drifts of the same run holds on every instruction set, where a fixed
       // bound holds only where it was measured. Measured: 1.00x (sync and elastic, whose weights
       // are exact, even sum ((r0+r1)+(r2+r3)) as the tree does, to the bit) and 1.00x (adaptive).
-      scheduler::EngineOptions tree = engine, naive = engine;
+      scheduler::SchedulerOptions tree = scheduling, naive = scheduling;
       tree.collective = merge::CollectiveKind::kTree;
       naive.collective = merge::CollectiveKind::kNaive;
       const double order_drift =
@@ -144,9 +144,9 @@ TEST(RanksRun, TwoRanksOfTwoDevicesTrainTheRunOfFourDevicesForEveryAlgo) {
 // Three ranks of one device each against one process with three: a rank count that divides
 // nothing evenly.
 TEST(RanksRun, ThreeRanksOfOneDeviceTrainTheRunOfThreeDevices) {
-  const scheduler::EngineOptions engine = testing::VirtualClockEngine("cpu:3", "1,1.2,1.5");
-  const Outcome one = Train(engine);
-  const std::vector<Outcome> spread = TrainOnRanks(engine, 3, "cpu:1");
+  const scheduler::SchedulerOptions scheduling = testing::VirtualClockEngine("cpu:3", "1,1.2,1.5");
+  const Outcome one = Train(scheduling);
+  const std::vector<Outcome> spread = TrainOnRanks(scheduling, 3, "cpu:1");
   for (size_t r = 0; r < spread.size(); ++r) ExpectSameRun(one, spread[r], "rank " + std::to_string(r));
 }
 
@@ -157,9 +157,9 @@ TEST(RanksRun, ThreeRanksOfOneDeviceTrainTheRunOfThreeDevices) {
 // two epochs must be trained once.
 TEST(RanksRun, OnTheWallClockEachRankDealsItsShareAndTheRanksAgree) {
   for (const char* algo : {"adaptive", "elastic"}) {
-    scheduler::EngineOptions engine = testing::WithAlgo(testing::VirtualClockEngine("cpu:4", "1,1,3,3"), algo);
-    engine.clock = scheduler::EngineOptions::Clock::kWall;
-    const std::vector<Outcome> spread = TrainOnRanks(engine, 2, "cpu:2");
+    scheduler::SchedulerOptions scheduling = testing::WithAlgo(testing::VirtualClockEngine("cpu:4", "1,1,3,3"), algo);
+    scheduling.clock = scheduler::SchedulerOptions::Clock::kWall;
+    const std::vector<Outcome> spread = TrainOnRanks(scheduling, 2, "cpu:2");
     uint64_t rows = 0, fast = 0, slow = 0;
     for (const EvalRecord& record : spread[0].records) {
       fast += record.devices[0].rows + record.devices[1].rows;
@@ -196,11 +196,11 @@ TEST(RanksRun, OnTheWallClockEachRankDealsItsShareAndTheRanksAgree) {
 // A device of rank 1 fails mid-run on the wall clock: every rank drops it, its rows are trained by
 // the others, and the run ends with every row trained.
 TEST(RanksRun, OnTheWallClockAFailedDeviceIsDroppedOnEveryRank) {
-  scheduler::EngineOptions engine = testing::VirtualClockEngine("cpu:4", "1,1.1,1.2,1.32");
-  engine.clock = scheduler::EngineOptions::Clock::kWall;
+  scheduler::SchedulerOptions scheduling = testing::VirtualClockEngine("cpu:4", "1,1.1,1.2,1.32");
+  scheduling.clock = scheduler::SchedulerOptions::Clock::kWall;
   RunControl control;
   control.faults.push_back(scheduler::FaultInjection{scheduler::FaultInjection::Kind::kFail, 3, 3});
-  const std::vector<Outcome> spread = TrainOnRanks(engine, 2, "cpu:2", control);
+  const std::vector<Outcome> spread = TrainOnRanks(scheduling, 2, "cpu:2", control);
   for (const Outcome& outcome : spread) {
     EXPECT_EQ(outcome.records.back().train_samples, 2 * Data().train.num_rows());
     EXPECT_TRUE(outcome.records.back().devices[3].dropped);

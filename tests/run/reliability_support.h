@@ -34,18 +34,18 @@ inline const data::GeneratedData& Data() {
 
 inline scheduler::TrainOptions Options() { return testing::ShortRunOptions(2); }
 
-inline scheduler::EngineOptions Engine(const std::string& algo) {
-  scheduler::EngineOptions engine = testing::VirtualClockEngine("cpu:3", "1,1.3,1.8");
-  engine.merge_rule.momentum = 0.5;
+inline scheduler::SchedulerOptions Engine(const std::string& algo) {
+  scheduler::SchedulerOptions scheduling = testing::VirtualClockEngine("cpu:3", "1,1.3,1.8");
+  scheduling.merge_rule.momentum = 0.5;
   if (algo == "adaptive-nesterov-cvb") {
-    engine.merge_rule.momentum_mode = merge::MomentumMode::kNesterov;
-    engine.heterogeneity = engine::ParseHetero("cvb:vmach=0.5,vtask=0.2");
-    return engine;
+    scheduling.merge_rule.momentum_mode = merge::MomentumMode::kNesterov;
+    scheduling.heterogeneity = engine::ParseHetero("cvb:vmach=0.5,vtask=0.2");
+    return scheduling;
   }
-  if (algo == "single") return engine;  // unused: single runs through Train (SingleDeviceEngine)
-  engine = testing::WithAlgo(engine, algo);
-  if (algo == "elastic") engine.merge_rule.elastic_alpha = 0.3;  // EASGD: replicas keep their own state between merges
-  return engine;
+  if (algo == "single") return scheduling;  // unused: single runs through Train (SingleDeviceEngine)
+  scheduling = testing::WithAlgo(scheduling, algo);
+  if (algo == "elastic") scheduling.merge_rule.elastic_alpha = 0.3;  // EASGD: replicas keep their own state between merges
+  return scheduling;
 }
 
 struct Outcome {
@@ -56,7 +56,7 @@ struct Outcome {
 
 // Trains (or resumes); `stop_after` > 0 raises the stop flag once that many evaluations are done,
 // `stop_at_rows` > 0 once a batch brings the rows trained to that many.
-inline Outcome TrainFor(const scheduler::TrainOptions& options, const scheduler::EngineOptions* engine,
+inline Outcome TrainFor(const scheduler::TrainOptions& options, const scheduler::SchedulerOptions* scheduling,
                         RunControl control, size_t stop_after = 0, uint64_t stop_at_rows = 0) {
   const data::GeneratedData& data = Data();
   kernels::ModelShape shape{data.train.num_features(), options.hidden, data.train.num_labels()};
@@ -73,8 +73,8 @@ inline Outcome TrainFor(const scheduler::TrainOptions& options, const scheduler:
   callbacks.on_progress = [&](uint64_t done, uint64_t, double) {
     if (stop_at_rows > 0 && done >= stop_at_rows) stop = 2;
   };
-  out.result = engine != nullptr
-                   ? RunMultiDevice(data.train, &data.test, options, *engine, &out.model, callbacks, control)
+  out.result = scheduling != nullptr
+                   ? RunMultiDevice(data.train, &data.test, options, *scheduling, &out.model, callbacks, control)
                    : TrainOnOneDevice(data.train, &data.test, options, &out.model, callbacks, control);
   return out;
 }
@@ -125,12 +125,12 @@ inline uint64_t RowsTrained(const std::vector<EvalRecord>& records) {
   return rows;
 }
 
-// `engine` on other devices: an elastic restart resumes a checkpoint there.
-inline scheduler::EngineOptions OnDevices(scheduler::EngineOptions engine, const std::string& devices,
+// `scheduling` on other devices: an elastic restart resumes a checkpoint there.
+inline scheduler::SchedulerOptions OnDevices(scheduler::SchedulerOptions scheduling, const std::string& devices,
                                           const std::string& speed) {
-  engine.devices = engine::ParseDeviceList(devices);
-  if (!engine.heterogeneity.speed.empty()) engine.heterogeneity.speed = engine::ParseSpeeds(speed);
-  return engine;
+  scheduling.devices = engine::ParseDeviceList(devices);
+  if (!scheduling.heterogeneity.speed.empty()) scheduling.heterogeneity.speed = engine::ParseSpeeds(speed);
+  return scheduling;
 }
 
 }  // namespace xmlt::run::reliability

@@ -31,7 +31,7 @@ using namespace reliability;
 
 TEST(Rollback, ANaNLossRollsBackAndHalvesTheLearningRates) {
   const scheduler::TrainOptions options = Options();
-  const scheduler::EngineOptions engine = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
   RunControl control;
   scheduler::FaultInjection nan;
   nan.kind = scheduler::FaultInjection::Kind::kNaN;
@@ -39,7 +39,7 @@ TEST(Rollback, ANaNLossRollsBackAndHalvesTheLearningRates) {
   nan.megabatch = 3;
   control.faults = {nan};
   std::vector<std::string> events;
-  const Outcome out = TrainFor(options, &engine, control);
+  const Outcome out = TrainFor(options, &scheduling, control);
   EXPECT_EQ(out.result.rollbacks, 1u);
   EXPECT_EQ(out.records.back().rollbacks, 1u);
   EXPECT_EQ(out.records.front().rollbacks, 0u);
@@ -58,9 +58,9 @@ TEST(Rollback, TooManyDivergencesStopWithACheckpointOfTheLastGoodState) {
   nan.kind = scheduler::FaultInjection::Kind::kNaN;
   nan.megabatch = 2;
   control.faults = {nan, nan, nan};  // mega-batch 2 diverges three times over
-  const scheduler::EngineOptions engine = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
   try {
-    TrainFor(Options(), &engine, control);
+    TrainFor(Options(), &scheduling, control);
     FAIL() << "expected the run to stop";
   } catch (const RunStopped& e) {
     EXPECT_EQ(e.why(), RunStopped::Why::kDiverged);
@@ -71,7 +71,7 @@ TEST(Rollback, TooManyDivergencesStopWithACheckpointOfTheLastGoodState) {
   // mega-batch after it was sound), and resuming finishes the run.
   control.faults.clear();
   control.resume_dir = dir.path();
-  const Outcome resumed = TrainFor(Options(), &engine, control);
+  const Outcome resumed = TrainFor(Options(), &scheduling, control);
   EXPECT_EQ(resumed.result.rollbacks, 3u);
   EXPECT_NEAR(resumed.records.back().epoch, 2.0, 1e-9);
 }
@@ -92,8 +92,8 @@ TEST(Rollback, OneDeviceStopsWhenHalvingDoesNotHelp) {
 TEST(DeviceFaults, AFailedDeviceIsDroppedAndTheOthersTrainEveryRow) {
   for (const std::string algo : {"adaptive", "elastic", "sync"}) {
     SCOPED_TRACE(algo);
-    const scheduler::EngineOptions engine = Engine(algo);
-    const Outcome out = TrainFor(Options(), &engine, FailingDevice(1, 2));
+    const scheduler::SchedulerOptions scheduling = Engine(algo);
+    const Outcome out = TrainFor(Options(), &scheduling, FailingDevice(1, 2));
     const EvalRecord& last = out.records.back();
     EXPECT_TRUE(last.devices[1].dropped);
     EXPECT_NE(last.devices[1].fault.find("injected fault"), std::string::npos) << last.devices[1].fault;
@@ -120,12 +120,12 @@ TEST(DeviceFaults, AFaultInAnEpochsLastMegaBatchKeepsTheEvaluationsAndTheEndOnEp
   scheduler::TrainOptions options = Options();
   options.epochs = 3;
   options.eval.kind = scheduler::EvalSchedule::Kind::kEachEpoch;
-  const scheduler::EngineOptions engine = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
   // The first epoch's last mega-batch (Algorithm 1 sizes the batches), from the run without fault.
-  const uint64_t last_of_first_epoch = TrainFor(options, &engine, RunControl{}).records.at(0).megabatch;
+  const uint64_t last_of_first_epoch = TrainFor(options, &scheduling, RunControl{}).records.at(0).megabatch;
   RunControl control = FailingDevice(0, last_of_first_epoch);
   control.checkpoint_dir = dir.path();
-  const Outcome out = TrainFor(options, &engine, control);
+  const Outcome out = TrainFor(options, &scheduling, control);
   ASSERT_EQ(out.records.size(), 3u);
   ASSERT_TRUE(out.records[0].devices[0].dropped) << "the fault did not fire in the first epoch";
   for (size_t k = 0; k < 3; ++k) EXPECT_EQ(out.records[k].epoch, double(k + 1)) << "evaluation " << k;
@@ -135,7 +135,7 @@ TEST(DeviceFaults, AFaultInAnEpochsLastMegaBatchKeepsTheEvaluationsAndTheEndOnEp
   control.faults.clear();
   control.resume_dir = dir.path();
   options.epochs = 4;
-  const scheduler::EngineOptions fewer = OnDevices(engine, "cpu:2", "1,1.3");
+  const scheduler::SchedulerOptions fewer = OnDevices(scheduling, "cpu:2", "1,1.3");
   const Outcome extended = TrainFor(options, &fewer, control);
   EXPECT_EQ(extended.records.back().epoch, 4.0);
 }
@@ -143,10 +143,10 @@ TEST(DeviceFaults, AFaultInAnEpochsLastMegaBatchKeepsTheEvaluationsAndTheEndOnEp
 // The wall clock's dynamic dispatch (the most concurrent path: each result frees its device for
 // the next batch) with a device failing mid-run: every row is still trained, by the others.
 TEST(DeviceFaults, TheWallClockDispatchDropsAFailedDeviceToo) {
-  scheduler::EngineOptions engine = Engine("adaptive");
-  engine.clock = scheduler::EngineOptions::Clock::kWall;
-  engine.heterogeneity.speed = {1, 2, 1};
-  const Outcome out = TrainFor(Options(), &engine, FailingDevice(2, 3));
+  scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  scheduling.clock = scheduler::SchedulerOptions::Clock::kWall;
+  scheduling.heterogeneity.speed = {1, 2, 1};
+  const Outcome out = TrainFor(Options(), &scheduling, FailingDevice(2, 3));
   const EvalRecord& last = out.records.back();
   EXPECT_TRUE(last.devices[2].dropped);
   EXPECT_EQ(last.train_samples, 6000u);
@@ -156,9 +156,9 @@ TEST(DeviceFaults, TheWallClockDispatchDropsAFailedDeviceToo) {
 
 TEST(DeviceFaults, WithNoDeviceLeftTheRunStopsWithACheckpointThatResumes) {
   testing::TempDir dir;
-  scheduler::EngineOptions engine = Engine("adaptive");
-  engine.devices = engine::ParseDeviceList("cpu:2");
-  engine.heterogeneity.speed = {1, 1.5};
+  scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  scheduling.devices = engine::ParseDeviceList("cpu:2");
+  scheduling.heterogeneity.speed = {1, 1.5};
   RunControl control;
   control.checkpoint_dir = dir.path();
   scheduler::FaultInjection a, b;
@@ -166,7 +166,7 @@ TEST(DeviceFaults, WithNoDeviceLeftTheRunStopsWithACheckpointThatResumes) {
   a.megabatch = b.megabatch = 3;
   control.faults = {a, b};
   try {
-    TrainFor(Options(), &engine, control);
+    TrainFor(Options(), &scheduling, control);
     FAIL() << "expected the run to stop";
   } catch (const RunStopped& e) {
     EXPECT_EQ(e.why(), RunStopped::Why::kNoDevice);
@@ -175,7 +175,7 @@ TEST(DeviceFaults, WithNoDeviceLeftTheRunStopsWithACheckpointThatResumes) {
   }
   control.faults.clear();
   control.resume_dir = dir.path();
-  const Outcome resumed = TrainFor(Options(), &engine, control);  // both devices revived
+  const Outcome resumed = TrainFor(Options(), &scheduling, control);  // both devices revived
   EXPECT_EQ(resumed.records.back().train_samples, 6000u);
   EXPECT_FALSE(resumed.records.back().devices[0].dropped);
 }
@@ -184,7 +184,7 @@ TEST(DeviceFaults, WithNoDeviceLeftTheRunStopsWithACheckpointThatResumes) {
 // workers share none, so here only the injected device goes. The injection still pending at a
 // stop is kept in the checkpoint as what it is, and fires after the resume.
 TEST(DeviceFaults, ALostContextPendingAtAStopFiresAfterTheResumeAndTakesOnlyItsCpuWorker) {
-  const scheduler::EngineOptions engine = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
@@ -193,13 +193,13 @@ TEST(DeviceFaults, ALostContextPendingAtAStopFiresAfterTheResumeAndTakesOnlyItsC
   lost.device = 1;
   lost.megabatch = 8;
   control.faults = {lost};
-  const Outcome first = TrainFor(Options(), &engine, control, 2);  // stops after mega-batch 4
+  const Outcome first = TrainFor(Options(), &scheduling, control, 2);  // stops after mega-batch 4
   ASSERT_EQ(first.result.stopped_by_signal, 15);
   EXPECT_FALSE(first.records.back().devices[1].dropped);
 
   control.faults.clear();
   control.resume_dir = dir.path();
-  const Outcome resumed = TrainFor(Options(), &engine, control);
+  const Outcome resumed = TrainFor(Options(), &scheduling, control);
   const EvalRecord& last = resumed.records.back();
   EXPECT_TRUE(last.devices[1].dropped);
   EXPECT_NE(last.devices[1].fault.find("injected loss of the device's context"), std::string::npos)
@@ -212,10 +212,10 @@ TEST(DeviceFaults, ALostContextPendingAtAStopFiresAfterTheResumeAndTakesOnlyItsC
 TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   kernels::ModelShape shape{670091, {4096}, 670091};
   scheduler::TrainOptions options;
-  scheduler::EngineOptions engine;
-  engine.devices = engine::ParseDeviceList("cpu:4");
+  scheduler::SchedulerOptions scheduling;
+  scheduling.devices = engine::ParseDeviceList("cpu:4");
   const engine::DeviceLimits limits{128, 128 * 100, 128 * 5};
-  const scheduler::MemoryPlan plan = scheduler::PlanMemory(shape, options, engine, limits, 490449, true);
+  const scheduler::MemoryPlan plan = scheduler::PlanMemory(shape, options, scheduling, limits, 490449, true);
   ASSERT_EQ(plan.devices.size(), 4u);
   EXPECT_EQ(plan.devices[0].params, shape.NumParameters() * 4);
   EXPECT_EQ(plan.devices[0].momentum, shape.NumParameters() * 4);
@@ -229,22 +229,22 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
     EXPECT_NE(what.find("16384 MiB are available"), std::string::npos) << what;
   }
   const kernels::ModelShape small{5000, {64}, 500};
-  EXPECT_NO_THROW(scheduler::CheckMemoryFits(scheduler::PlanMemory(small, options, engine, limits, 10000, true),
+  EXPECT_NO_THROW(scheduler::CheckMemoryFits(scheduler::PlanMemory(small, options, scheduling, limits, 10000, true),
                                              uint64_t(16) << 30, {}));
   // Plain SGD keeps no buffer on a CPU device; the first layer's Adagrad keeps its squares in one.
   scheduler::TrainOptions plain = options;
   plain.local_momentum = 0;
-  EXPECT_EQ(scheduler::PlanMemory(shape, plain, engine, limits, 490449, false).devices[0].momentum, 0u);
+  EXPECT_EQ(scheduler::PlanMemory(shape, plain, scheduling, limits, 490449, false).devices[0].momentum, 0u);
   plain.input_lr = 0.1f;
-  EXPECT_EQ(scheduler::PlanMemory(shape, plain, engine, limits, 490449, false).devices[0].momentum,
+  EXPECT_EQ(scheduler::PlanMemory(shape, plain, scheduling, limits, 490449, false).devices[0].momentum,
             shape.NumParameters() * sizeof(float));
   // GPU replicas are checked against the GPU's free memory.
-  engine.devices = engine::ParseDeviceList("cuda:0x2");
-  const scheduler::MemoryPlan gpu = scheduler::PlanMemory(shape, options, engine, limits, 490449, false);
+  scheduling.devices = engine::ParseDeviceList("cuda:0x2");
+  const scheduler::MemoryPlan gpu = scheduler::PlanMemory(shape, options, scheduling, limits, 490449, false);
   EXPECT_TRUE(gpu.devices[0].gpu);
   scheduler::TrainOptions plain_sgd = options;
   plain_sgd.local_momentum = 0;
-  EXPECT_EQ(scheduler::PlanMemory(shape, plain_sgd, engine, limits, 490449, false).devices[0].momentum,
+  EXPECT_EQ(scheduler::PlanMemory(shape, plain_sgd, scheduling, limits, 490449, false).devices[0].momentum,
             shape.NumParameters() * sizeof(float))
       << "a CUDA replica allocates its velocity even for plain SGD";
   EXPECT_THROW(scheduler::CheckMemoryFits(gpu, 0, {uint64_t(8) << 30}), std::runtime_error);
@@ -257,14 +257,14 @@ TEST(MemoryPlan, OneCpuDeviceKeepsNoPreviousGlobalModel) {
   const uint64_t params = shape.NumParameters() * sizeof(float);
   const engine::DeviceLimits limits{64, 64 * 10, 64 * 3};
   scheduler::TrainOptions options;
-  const scheduler::EngineOptions single = SingleDeviceEngine();
+  const scheduler::SchedulerOptions single = SingleDeviceEngine();
   ASSERT_FALSE(scheduler::KeepsPreviousModel(single));
   const scheduler::MemoryPlan one = scheduler::PlanMemory(shape, options, single, limits, 1000, false);
   EXPECT_EQ(one.global_model, params);
   EXPECT_EQ(one.previous_model, 0u);
   EXPECT_EQ(one.rollback, 2 * params);
   EXPECT_NE(one.ToString().find("w_p: none (one CPU device"), std::string::npos) << one.ToString();
-  scheduler::EngineOptions four;
+  scheduler::SchedulerOptions four;
   four.devices = engine::ParseDeviceList("cpu:4");
   ASSERT_TRUE(scheduler::KeepsPreviousModel(four));
   const scheduler::MemoryPlan several = scheduler::PlanMemory(shape, options, four, limits, 1000, false);
@@ -280,12 +280,12 @@ TEST(MemoryPlan, TheOtherRanksMirrorsCountOnlyWhereSomethingReadsThem) {
   const kernels::ModelShape shape{5000, {64}, 500};
   const engine::DeviceLimits limits{128, 128 * 100, 128 * 5};
   const scheduler::TrainOptions options;
-  scheduler::EngineOptions engine;
-  engine.devices = engine::DevicesOfRanks(engine::ParseDeviceList("cpu:2"), 2, &engine.device_rank);
+  scheduler::SchedulerOptions scheduling;
+  scheduling.devices = engine::DevicesOfRanks(engine::ParseDeviceList("cpu:2"), 2, &scheduling.device_rank);
   uint64_t replica = 0;  // parameters and momentum, as rank 0's own device holds them
   auto mirror = [&](bool checkpoints) {
     const scheduler::MemoryPlan plan =
-        scheduler::PlanMemory(shape, options, engine, limits, 10000, checkpoints, /*rank=*/0);
+        scheduler::PlanMemory(shape, options, scheduling, limits, 10000, checkpoints, /*rank=*/0);
     replica = plan.devices[0].params + plan.devices[0].momentum;
     EXPECT_EQ(plan.devices[0].params, shape.NumParameters() * sizeof(float)) << "rank 0's own device";
     EXPECT_EQ(plan.devices[2].total(), 0u) << "another rank's device trains nothing here";
@@ -293,10 +293,10 @@ TEST(MemoryPlan, TheOtherRanksMirrorsCountOnlyWhereSomethingReadsThem) {
   };
   EXPECT_EQ(mirror(false), 0u) << "adaptive without checkpoints makes no mirror";
   EXPECT_EQ(mirror(true), replica) << "a checkpoint brings the replica and its momentum to rank 0";
-  EXPECT_EQ(scheduler::PlanMemory(shape, options, engine, limits, 10000, true, /*rank=*/1).devices[0].host_mirror, 0u)
+  EXPECT_EQ(scheduler::PlanMemory(shape, options, scheduling, limits, 10000, true, /*rank=*/1).devices[0].host_mirror, 0u)
       << "rank 1 only sends its own replicas to rank 0's checkpoint";
-  engine.merge = scheduler::EngineOptions::Merge::kAdasum;
-  engine.schedule = scheduler::EngineOptions::Schedule::kStatic;
+  scheduling.merge = scheduler::SchedulerOptions::Merge::kAdasum;
+  scheduling.schedule = scheduler::SchedulerOptions::Schedule::kStatic;
   EXPECT_EQ(mirror(false), replica) << "Adasum reads every replica";
 }
 

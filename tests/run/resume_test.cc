@@ -34,16 +34,16 @@ class ResumeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
   const scheduler::TrainOptions options = Options();
-  const scheduler::EngineOptions engine = Engine(GetParam());
+  const scheduler::SchedulerOptions scheduling = Engine(GetParam());
   const bool single = GetParam() == "single";
-  const Outcome full = TrainFor(options, single ? nullptr : &engine, {});
+  const Outcome full = TrainFor(options, single ? nullptr : &scheduling, {});
   ASSERT_GE(full.records.size(), 4u);
 
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
   control.checkpoint_every = 3;
-  const Outcome first = TrainFor(options, single ? nullptr : &engine, control, 2);
+  const Outcome first = TrainFor(options, single ? nullptr : &scheduling, control, 2);
   EXPECT_EQ(first.result.stopped_by_signal, 15);
   ASSERT_EQ(first.records.size(), 2u);
   ASSERT_FALSE(first.result.checkpoint.empty());
@@ -51,7 +51,7 @@ TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
   EXPECT_EQ(CheckpointReader::Open(dir.path()).Has("global.previous"), !single);
 
   control.resume_dir = dir.path();
-  const Outcome resumed = TrainFor(options, single ? nullptr : &engine, control);
+  const Outcome resumed = TrainFor(options, single ? nullptr : &scheduling, control);
   EXPECT_EQ(resumed.result.stopped_by_signal, 0);
   ExpectSameRun(full, resumed, single);
 }
@@ -61,15 +61,15 @@ TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
 // equals the uninterrupted one all the same.
 TEST_P(ResumeTest, AStopInsideAMegaBatchEndsItThereAndResumesExactly) {
   const scheduler::TrainOptions options = Options();
-  const scheduler::EngineOptions engine = Engine(GetParam());
+  const scheduler::SchedulerOptions scheduling = Engine(GetParam());
   const bool single = GetParam() == "single";
-  const Outcome full = TrainFor(options, single ? nullptr : &engine, {});
+  const Outcome full = TrainFor(options, single ? nullptr : &scheduling, {});
 
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
   const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
-  const Outcome first = TrainFor(options, single ? nullptr : &engine, control, 0, 3 * rows_per_megabatch + 40);
+  const Outcome first = TrainFor(options, single ? nullptr : &scheduling, control, 0, 3 * rows_per_megabatch + 40);
   EXPECT_EQ(first.result.stopped_by_signal, 2);
   // Stopped in the fourth mega-batch, within a few batches of the stop.
   const nlohmann::json progress =
@@ -77,7 +77,7 @@ TEST_P(ResumeTest, AStopInsideAMegaBatchEndsItThereAndResumesExactly) {
   EXPECT_EQ(progress.at("megabatches").get<uint64_t>(), 3u);
 
   control.resume_dir = dir.path();
-  const Outcome resumed = TrainFor(options, single ? nullptr : &engine, control);
+  const Outcome resumed = TrainFor(options, single ? nullptr : &scheduling, control);
   EXPECT_EQ(resumed.result.stopped_by_signal, 0);
   ExpectSameRun(full, resumed, single);
 }
@@ -91,9 +91,9 @@ INSTANTIATE_TEST_SUITE_P(EveryMerge, ResumeTest,
 class ExtendTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ExtendTest, AFinishedRunExtendedWithMoreEpochsEqualsTheLongerRun) {
-  const scheduler::EngineOptions engine = Engine(GetParam());
+  const scheduler::SchedulerOptions scheduling = Engine(GetParam());
   const bool single = GetParam() == "single";
-  const scheduler::EngineOptions* devices = single ? nullptr : &engine;
+  const scheduler::SchedulerOptions* devices = single ? nullptr : &scheduling;
   // Whole epochs: exactly the longer run. A fractional end (0.9 epochs, mega-batches of 1,280
   // rows: the end falls inside the third) cuts a mega-batch, kept open, and a batch, which a
   // longer run trains whole: the same rows, a close model.
@@ -147,20 +147,20 @@ class ElasticRestartTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ElasticRestartTest, ACheckpointOfOtherDevicesResumesReplanned) {
   const scheduler::TrainOptions options = Options();
-  const scheduler::EngineOptions engine = Engine(GetParam());
-  const Outcome full = TrainFor(options, &engine, {});
+  const scheduler::SchedulerOptions scheduling = Engine(GetParam());
+  const Outcome full = TrainFor(options, &scheduling, {});
   for (const auto& [devices, speed] : {std::pair{"cpu:2", "1,1.3"}, std::pair{"cpu:4", "1,1.3,1.8,1.1"}}) {
     SCOPED_TRACE(devices);
     testing::TempDir dir;
     RunControl control;
     control.checkpoint_dir = dir.path();
-    const Outcome first = TrainFor(options, &engine, control, 2);
+    const Outcome first = TrainFor(options, &scheduling, control, 2);
     ASSERT_EQ(first.records.size(), 2u);
     EXPECT_FALSE(nlohmann::json::parse(CheckpointReader::Open(dir.path()).meta()).contains("open_mega_batch"));
     const testing::TempDir copy;
     std::filesystem::copy(dir.path(), copy.path(), std::filesystem::copy_options::recursive);
 
-    const scheduler::EngineOptions other = OnDevices(engine, devices, speed);
+    const scheduler::SchedulerOptions other = OnDevices(scheduling, devices, speed);
     control.resume_dir = dir.path();
     const Outcome replanned = TrainFor(options, &other, control);
     EXPECT_EQ(replanned.result.stopped_by_signal, 0);
@@ -196,8 +196,8 @@ INSTANTIATE_TEST_SUITE_P(EveryMerge, ElasticRestartTest,
 // What the old devices alone hold is refused on others: a mega-batch cut by a stop lives in their
 // replicas. Settings that do not follow the devices must still match.
 TEST(ElasticRestart, RefusesAMegaBatchCutInsideAndOtherSettings) {
-  const scheduler::EngineOptions engine = Engine("adaptive");
-  const scheduler::EngineOptions fewer = OnDevices(engine, "cpu:2", "1,1.3");
+  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  const scheduler::SchedulerOptions fewer = OnDevices(scheduling, "cpu:2", "1,1.3");
   {
     testing::TempDir dir;
     RunControl control;
@@ -207,7 +207,7 @@ TEST(ElasticRestart, RefusesAMegaBatchCutInsideAndOtherSettings) {
     options.mega_batch = 40;
     scheduler::TrainOptions shorter = options;
     shorter.epochs = 0.9;
-    TrainFor(shorter, &engine, control);
+    TrainFor(shorter, &scheduling, control);
     ASSERT_TRUE(nlohmann::json::parse(CheckpointReader::Open(dir.path()).meta()).contains("open_mega_batch"));
     control.resume_dir = dir.path();
     try {
@@ -220,7 +220,7 @@ TEST(ElasticRestart, RefusesAMegaBatchCutInsideAndOtherSettings) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  TrainFor(Options(), &engine, control, 1);
+  TrainFor(Options(), &scheduling, control, 1);
   scheduler::TrainOptions other = Options();
   other.batch = 64;
   other.lr = 2 * Options().lr;
@@ -238,13 +238,13 @@ TEST(Resume, ADifferentSettingIsRefusedNamingTheSetting) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  const scheduler::EngineOptions engine = Engine("adaptive");
-  TrainFor(Options(), &engine, control, 1);
+  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  TrainFor(Options(), &scheduling, control, 1);
   scheduler::TrainOptions other = Options();
   other.batch = 64;
   control.resume_dir = dir.path();
   try {
-    TrainFor(other, &engine, control);
+    TrainFor(other, &scheduling, control);
     FAIL() << "expected a refusal";
   } catch (const RunMismatch& e) {
     // By the setting's name: the command line says which flag it is (apps/setting_flags.cc).
@@ -263,8 +263,8 @@ TEST(Resume, ADeviceBatchAboveTheBatchFlagIsRefused) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  const scheduler::EngineOptions engine = Engine("adaptive");
-  TrainFor(Options(), &engine, control, 1);
+  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  TrainFor(Options(), &scheduling, control, 1);
   {
     const CheckpointReader reader = CheckpointReader::Open(dir.path());
     nlohmann::json meta = nlohmann::json::parse(reader.meta());
@@ -285,7 +285,7 @@ TEST(Resume, ADeviceBatchAboveTheBatchFlagIsRefused) {
   }
   control.resume_dir = dir.path();
   try {
-    TrainFor(Options(), &engine, control);
+    TrainFor(Options(), &scheduling, control);
     FAIL() << "expected a refusal";
   } catch (const data::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("bad batch size"), std::string::npos) << e.what();
@@ -296,13 +296,13 @@ TEST(Resume, MoreEpochsContinueAFinishedRun) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  const scheduler::EngineOptions engine = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
   scheduler::TrainOptions options = Options();
   options.epochs = 1;
-  const Outcome first = TrainFor(options, &engine, control);
+  const Outcome first = TrainFor(options, &scheduling, control);
   control.resume_dir = dir.path();
   options.epochs = 2;
-  const Outcome more = TrainFor(options, &engine, control);
+  const Outcome more = TrainFor(options, &scheduling, control);
   EXPECT_NEAR(more.records.back().epoch, 2.0, 1e-9);
   EXPECT_GT(more.records.size(), first.records.size());
 }
@@ -310,7 +310,7 @@ TEST(Resume, MoreEpochsContinueAFinishedRun) {
 // Stopped between mega-batches (after 2 records) and inside one (in the fourth), each run resumed
 // from its checkpoint equals `full`, the uninterrupted run of the same options.
 void ExpectStoppedAndResumedRunsEqual(const Outcome& full, const scheduler::TrainOptions& options,
-                                      const scheduler::EngineOptions* devices, bool single) {
+                                      const scheduler::SchedulerOptions* devices, bool single) {
   for (const bool inside : {false, true}) {
     SCOPED_TRACE(inside ? "stopped inside a mega-batch" : "stopped between mega-batches");
     testing::TempDir dir;
@@ -333,8 +333,8 @@ TEST(Resume, ACosineScheduleResumesExactly) {
   for (const std::string algo : {"single", "adaptive"}) {
     SCOPED_TRACE(algo);
     const bool single = algo == "single";
-    const scheduler::EngineOptions engine = Engine(algo);
-    const scheduler::EngineOptions* devices = single ? nullptr : &engine;
+    const scheduler::SchedulerOptions scheduling = Engine(algo);
+    const scheduler::SchedulerOptions* devices = single ? nullptr : &scheduling;
     scheduler::TrainOptions options = Options();
     options.lr_schedule = scheduler::LrSchedule::kCosine;
     const Outcome full = TrainFor(options, devices, {});
@@ -359,8 +359,8 @@ TEST(Resume, DropoutAndWeightDecayResumeExactly) {
   for (const std::string algo : {"single", "adaptive"}) {
     SCOPED_TRACE(algo);
     const bool single = algo == "single";
-    const scheduler::EngineOptions engine = Engine(algo);
-    const scheduler::EngineOptions* devices = single ? nullptr : &engine;
+    const scheduler::SchedulerOptions scheduling = Engine(algo);
+    const scheduler::SchedulerOptions* devices = single ? nullptr : &scheduling;
     scheduler::TrainOptions options = Options();
     options.dropout = 0.3f;
     options.weight_decay = 1e-3f;

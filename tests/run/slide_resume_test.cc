@@ -22,17 +22,17 @@ using namespace reliability;
 
 // 500 labels, active sets of at least 24: the tables decide most of each row's labels; rehashes
 // after 5 updates, then every 6, 7, ...: several in each 8-batch mega-batch.
-scheduler::EngineOptions SlideEngine() {
-  scheduler::EngineOptions engine = SingleDeviceEngine(engine::DeviceSpec{});
-  engine.sampled_output.enabled = true;
-  engine.sampled_output.hash = "dwta";
-  engine.sampled_output.k = 2;
-  engine.sampled_output.l = 6;
-  engine.sampled_output.bucket_cap = 16;
-  engine.sampled_output.min_active = 24;
-  engine.sampled_output.first_rebuild = 5;
-  engine.sampled_output.rebuild_growth = 1.2;
-  return engine;
+scheduler::SchedulerOptions SlideEngine() {
+  scheduler::SchedulerOptions scheduling = SingleDeviceEngine(engine::DeviceSpec{});
+  scheduling.sampled_output.enabled = true;
+  scheduling.sampled_output.hash = "dwta";
+  scheduling.sampled_output.k = 2;
+  scheduling.sampled_output.l = 6;
+  scheduling.sampled_output.bucket_cap = 16;
+  scheduling.sampled_output.min_active = 24;
+  scheduling.sampled_output.first_rebuild = 5;
+  scheduling.sampled_output.rebuild_growth = 1.2;
+  return scheduling;
 }
 
 scheduler::TrainOptions SlideOptions() {
@@ -56,8 +56,8 @@ TEST(SlideResume, AStopBetweenOrInsideMegaBatchesResumesToTheUninterruptedRun) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
   for (const scheduler::TrainOptions& options : {SlideOptions(), RegularizedSlideOptions()}) {
   SCOPED_TRACE(options.dropout != 0 ? "dropout and Adagrad" : "plain SGD");
-  const scheduler::EngineOptions engine = SlideEngine();
-  const Outcome full = TrainFor(options, &engine, {});
+  const scheduler::SchedulerOptions scheduling = SlideEngine();
+  const Outcome full = TrainFor(options, &scheduling, {});
   ASSERT_GE(full.records.size(), 4u);
   const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
   for (const bool inside : {false, true}) {
@@ -66,12 +66,12 @@ TEST(SlideResume, AStopBetweenOrInsideMegaBatchesResumesToTheUninterruptedRun) {
     RunControl control;
     control.checkpoint_dir = dir.path();
     control.checkpoint_every = 1;
-    const Outcome first = inside ? TrainFor(options, &engine, control, 0, 3 * rows_per_megabatch + 3 * options.batch)
-                                 : TrainFor(options, &engine, control, 2);
+    const Outcome first = inside ? TrainFor(options, &scheduling, control, 0, 3 * rows_per_megabatch + 3 * options.batch)
+                                 : TrainFor(options, &scheduling, control, 2);
     EXPECT_NE(first.result.stopped_by_signal, 0);
     EXPECT_TRUE(CheckpointReader::Open(dir.path()).Has("device.0.extra")) << "the tables are not in the checkpoint";
     control.resume_dir = dir.path();
-    const Outcome resumed = TrainFor(options, &engine, control);
+    const Outcome resumed = TrainFor(options, &scheduling, control);
     EXPECT_EQ(resumed.result.stopped_by_signal, 0);
     ExpectSameRun(full, resumed, /*wall_clock_steps=*/true);
   }
@@ -81,19 +81,19 @@ TEST(SlideResume, AStopBetweenOrInsideMegaBatchesResumesToTheUninterruptedRun) {
 TEST(SlideResume, ItLearnsAndTheTablesChangeWhatItTrains) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
   const scheduler::TrainOptions options = SlideOptions();
-  scheduler::EngineOptions engine = SlideEngine();
-  const Outcome slide = TrainFor(options, &engine, {});
+  scheduler::SchedulerOptions scheduling = SlideEngine();
+  const Outcome slide = TrainFor(options, &scheduling, {});
   EXPECT_LT(slide.records.back().test.loss, 0.9 * slide.records.front().test.loss);
-  engine.sampled_output.enabled = false;  // the dense step at the same rate
-  const Outcome dense = TrainFor(options, &engine, {});
+  scheduling.sampled_output.enabled = false;  // the dense step at the same rate
+  const Outcome dense = TrainFor(options, &scheduling, {});
   EXPECT_NE(slide.model.params, dense.model.params);
 }
 
 TEST(SlideResume, DropoutAndAdagradChangeTheStepAndItStillLearns) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
-  const scheduler::EngineOptions engine = SlideEngine();
-  const Outcome plain = TrainFor(SlideOptions(), &engine, {});
-  const Outcome regularized = TrainFor(RegularizedSlideOptions(), &engine, {});
+  const scheduler::SchedulerOptions scheduling = SlideEngine();
+  const Outcome plain = TrainFor(SlideOptions(), &scheduling, {});
+  const Outcome regularized = TrainFor(RegularizedSlideOptions(), &scheduling, {});
   EXPECT_LT(regularized.records.back().test.loss, 0.9 * regularized.records.front().test.loss);
   EXPECT_NE(plain.model.params, regularized.model.params);
 }

@@ -9,7 +9,7 @@
 namespace xmlt::scheduler {
 namespace {
 
-using Schedule = EngineOptions::Schedule;
+using Schedule = SchedulerOptions::Schedule;
 
 DispatchPlanner Planner(Schedule schedule, std::vector<double> speed, uint32_t mega_batch = 100) {
   engine::HeterogeneitySpec spec;

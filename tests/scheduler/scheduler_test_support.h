@@ -12,7 +12,7 @@
 
 namespace xmlt::testing {
 
-using scheduler::EngineOptions;
+using scheduler::SchedulerOptions;
 
 inline data::GeneratedData NormalizedData(uint64_t train_rows, uint64_t test_rows, uint32_t features,
                                           uint32_t labels, uint32_t nnz_per_row, uint64_t seed) {
@@ -44,38 +44,38 @@ inline scheduler::TrainOptions ShortRunOptions(double epochs) {
 }
 
 // Adaptive SGD (dynamic dispatch, Algorithm 1, normalized merge) on the virtual clock.
-inline EngineOptions VirtualClockEngine(const std::string& devices, const std::string& speed) {
-  EngineOptions engine;
-  engine.devices = engine::ParseDeviceList(devices);
-  engine.heterogeneity.speed = engine::ParseSpeeds(speed);
-  engine.clock = EngineOptions::Clock::kVirtual;
-  engine.row_cost_s = 1e-4;
-  engine.merge_cost_s = 1e-9;
-  return engine;
+inline SchedulerOptions VirtualClockEngine(const std::string& devices, const std::string& speed) {
+  SchedulerOptions scheduling;
+  scheduling.devices = engine::ParseDeviceList(devices);
+  scheduling.heterogeneity.speed = engine::ParseSpeeds(speed);
+  scheduling.clock = SchedulerOptions::Clock::kVirtual;
+  scheduling.row_cost_s = 1e-4;
+  scheduling.merge_cost_s = 1e-9;
+  return scheduling;
 }
 
 // The schedule and merge of an --algo other than adaptive and single, as the CLI sets them.
-inline EngineOptions WithAlgo(EngineOptions engine, const std::string& algo) {
-  using Schedule = EngineOptions::Schedule;
-  using Merge = EngineOptions::Merge;
-  if (algo == "adaptive") return engine;
-  engine.scale_batches = false;
+inline SchedulerOptions WithAlgo(SchedulerOptions scheduling, const std::string& algo) {
+  using Schedule = SchedulerOptions::Schedule;
+  using Merge = SchedulerOptions::Merge;
+  if (algo == "adaptive") return scheduling;
+  scheduling.scale_batches = false;
   if (algo == "elastic") {
-    engine.schedule = Schedule::kStatic;
-    engine.merge = Merge::kAverage;
+    scheduling.schedule = Schedule::kStatic;
+    scheduling.merge = Merge::kAverage;
   } else if (algo == "adasum") {
-    engine.schedule = Schedule::kStatic;
-    engine.merge = Merge::kAdasum;
+    scheduling.schedule = Schedule::kStatic;
+    scheduling.merge = Merge::kAdasum;
   } else if (algo == "sync") {
-    engine.schedule = Schedule::kSync;
-    engine.merge = Merge::kGradient;
+    scheduling.schedule = Schedule::kSync;
+    scheduling.merge = Merge::kGradient;
   } else if (algo == "crossbow") {
-    engine.schedule = Schedule::kSync;
-    engine.merge = Merge::kCrossbow;
+    scheduling.schedule = Schedule::kSync;
+    scheduling.merge = Merge::kCrossbow;
   } else {
     ADD_FAILURE() << "no --algo " << algo;
   }
-  return engine;
+  return scheduling;
 }
 
 // A parameterized test's name from its --algo value: gtest names take no '-'.

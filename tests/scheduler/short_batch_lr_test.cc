@@ -16,13 +16,13 @@ namespace {
 struct OneDevicePool {
   data::GeneratedData data = testing::NormalizedData(100, 10, 50, 8, 4, 3);
   TrainOptions options = testing::ShortRunOptions(1);
-  EngineOptions engine = testing::VirtualClockEngine("cpu:1", "");
+  SchedulerOptions scheduling = testing::VirtualClockEngine("cpu:1", "");
   kernels::Model<float> initial;
   DevicePool pool;
   OneDevicePool()
       : initial(kernels::InitModel<float>(
             kernels::ModelShape{data.train.num_features(), options.hidden, data.train.num_labels()}, 1)),
-        pool(data.train, options, engine, initial, {}) {}
+        pool(data.train, options, scheduling, initial, {}) {}
 };
 
 TEST(ShortBatchLr, AWholeBatchStepsAtTheDevicesRate) {

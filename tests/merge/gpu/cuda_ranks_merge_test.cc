@@ -48,22 +48,22 @@ struct Outcome {
 };
 
 // `ranks` ranks of `per_rank` GPUs each, rank r on GPUs r * per_rank ..., on the virtual clock.
-scheduler::EngineOptions RanksEngine(const std::string& algo, int ranks, int per_rank) {
+scheduler::SchedulerOptions RanksEngine(const std::string& algo, int ranks, int per_rank) {
   std::string devices, speeds;
   for (int g = 0; g < ranks * per_rank; ++g) {
     devices += (g == 0 ? "" : ",") + std::string("cuda:") + std::to_string(g);
     speeds += (g == 0 ? "" : ",") + std::to_string(1 + 0.1 * g);
   }
-  scheduler::EngineOptions engine = xmlt::testing::WithAlgo(xmlt::testing::VirtualClockEngine(devices, speeds), algo);
+  scheduler::SchedulerOptions scheduling = xmlt::testing::WithAlgo(xmlt::testing::VirtualClockEngine(devices, speeds), algo);
   for (int g = 0; g < ranks * per_rank; ++g) {
-    engine.devices[size_t(g)].id += "@r" + std::to_string(g / per_rank);
-    engine.device_rank.push_back(g / per_rank);
+    scheduling.devices[size_t(g)].id += "@r" + std::to_string(g / per_rank);
+    scheduling.device_rank.push_back(g / per_rank);
   }
-  return engine;
+  return scheduling;
 }
 
-// Every rank's outcome of the run `engine` describes, one thread per rank.
-std::vector<Outcome> TrainOnRanks(const scheduler::EngineOptions& engine, int ranks,
+// Every rank's outcome of the run `scheduling` describes, one thread per rank.
+std::vector<Outcome> TrainOnRanks(const scheduler::SchedulerOptions& scheduling, int ranks,
                                   const scheduler::TrainOptions& options, const RunControl& control = {}) {
   std::vector<std::unique_ptr<xmlt::ranks::RankGroup>> groups =
       xmlt::ranks::MakeThreadGroups(ranks, std::chrono::seconds(30));
@@ -78,7 +78,7 @@ std::vector<Outcome> TrainOnRanks(const scheduler::EngineOptions& engine, int ra
             {data.train.num_features(), options.hidden, data.train.num_labels()}, options.seed);
         TrainCallbacks callbacks;
         callbacks.on_eval = [&](const EvalRecord& record) { outcome.records.push_back(record); };
-        RunMultiDevice(data.train, &data.test, options, engine, &model, callbacks, control, groups[size_t(r)].get());
+        RunMultiDevice(data.train, &data.test, options, scheduling, &model, callbacks, control, groups[size_t(r)].get());
         outcome.model = model.params;
       } catch (const std::exception& e) {
         outcome.error = e.what();
@@ -111,10 +111,10 @@ TEST(CudaRanksMerge, NcclAcrossRanksEqualsTheHostMergeAndEveryRankHasTheSameMode
     for (const std::string algo : {"adaptive", "sync"}) {
       const std::string where = algo + " on " + std::to_string(shape.ranks) + " ranks of " +
                                 std::to_string(shape.per_rank) + " GPUs";
-      scheduler::EngineOptions nccl = RanksEngine(algo, shape.ranks, shape.per_rank);
+      scheduler::SchedulerOptions nccl = RanksEngine(algo, shape.ranks, shape.per_rank);
       nccl.collective = merge::CollectiveKind::kNccl;
-      scheduler::EngineOptions host = RanksEngine(algo, shape.ranks, shape.per_rank);
-      host.merge_on = scheduler::EngineOptions::MergeOn::kHost;
+      scheduler::SchedulerOptions host = RanksEngine(algo, shape.ranks, shape.per_rank);
+      host.merge_on = scheduler::SchedulerOptions::MergeOn::kHost;
       // What the summary's merge_on reports (apps/command_train.cc), on any rank.
       EXPECT_TRUE(scheduler::MergesOnGpus(nccl)) << where;
       EXPECT_FALSE(scheduler::MergesOnGpus(host)) << where;
@@ -165,18 +165,18 @@ TEST(CudaRanksMerge, NcclAcrossRanksEqualsTheHostMergeAndEveryRankHasTheSameMode
 
 TEST(CudaRanksMerge, NcclAcrossRanksIsRefusedForMergesThatReadEveryReplica) {
   for (const std::string algo : {"adasum", "crossbow"}) {
-    scheduler::EngineOptions engine = RanksEngine(algo, 2, 1);
-    engine.collective = merge::CollectiveKind::kNccl;
-    EXPECT_FALSE(scheduler::MergesOnGpus(engine)) << algo;
+    scheduler::SchedulerOptions scheduling = RanksEngine(algo, 2, 1);
+    scheduling.collective = merge::CollectiveKind::kNccl;
+    EXPECT_FALSE(scheduler::MergesOnGpus(scheduling)) << algo;
     try {
-      scheduler::ValidateEngineOptions(engine);
+      scheduler::ValidateSchedulerOptions(scheduling);
       ADD_FAILURE() << algo << " with nccl across ranks was accepted";
     } catch (const scheduler::OptionError& e) {
       EXPECT_NE(std::string(e.what()).find("across ranks"), std::string::npos) << e.what();
     }
     // The ring across ranks merges on the host mirrors, as before.
-    engine.collective = merge::CollectiveKind::kPartitionedSum;
-    EXPECT_FALSE(scheduler::MergesOnGpus(engine)) << algo;
+    scheduling.collective = merge::CollectiveKind::kPartitionedSum;
+    EXPECT_FALSE(scheduler::MergesOnGpus(scheduling)) << algo;
   }
 }
 
@@ -186,19 +186,19 @@ TEST(CudaRanksMerge, NcclAcrossRanksIsRefusedForMergesThatReadEveryReplica) {
 TEST(CudaRanksMerge, ACheckpointedAndResumedRunEndsWhereTheWholeRunDoes) {
   XMLT_SKIP_WITHOUT_GPU();
   if (kernels::cuda::CudaDeviceCountOrZero() < 2) GTEST_SKIP() << "needs two GPUs";
-  scheduler::EngineOptions engine = RanksEngine("adaptive", 2, 1);
-  engine.collective = merge::CollectiveKind::kNccl;
-  engine.merge_rule.momentum = 0;
+  scheduler::SchedulerOptions scheduling = RanksEngine("adaptive", 2, 1);
+  scheduling.collective = merge::CollectiveKind::kNccl;
+  scheduling.merge_rule.momentum = 0;
   scheduler::TrainOptions whole_run = xmlt::testing::ShortRunOptions(2), first_half = xmlt::testing::ShortRunOptions(1);
-  const std::vector<Outcome> whole = TrainOnRanks(engine, 2, whole_run);
+  const std::vector<Outcome> whole = TrainOnRanks(scheduling, 2, whole_run);
   xmlt::testing::TempDir dir;
   RunControl checkpointed;
   checkpointed.checkpoint_dir = dir.path();
   checkpointed.checkpoint_every = 1;
-  const std::vector<Outcome> half = TrainOnRanks(engine, 2, first_half, checkpointed);
+  const std::vector<Outcome> half = TrainOnRanks(scheduling, 2, first_half, checkpointed);
   RunControl resumed = checkpointed;
   resumed.resume_dir = dir.path();
-  const std::vector<Outcome> rest = TrainOnRanks(engine, 2, whole_run, resumed);
+  const std::vector<Outcome> rest = TrainOnRanks(scheduling, 2, whole_run, resumed);
   for (int r = 0; r < 2; ++r) {
     ASSERT_EQ(whole[size_t(r)].error, "") << "rank " << r;
     ASSERT_EQ(half[size_t(r)].error, "") << "rank " << r;
@@ -219,14 +219,14 @@ TEST(CudaRanksMergeSim, AGpuLostOnOneRankStopsEveryRank) {
   if (gpus < 2) GTEST_SKIP() << "needs two GPUs";
   for (const int per_rank : {1, 2}) {
     if (2 * per_rank > gpus) continue;
-    scheduler::EngineOptions engine = RanksEngine("adaptive", 2, per_rank);
-    engine.collective = merge::CollectiveKind::kNccl;
+    scheduler::SchedulerOptions scheduling = RanksEngine("adaptive", 2, per_rank);
+    scheduling.collective = merge::CollectiveKind::kNccl;
     const int lost = 2 * per_rank - 1;
     const std::string lost_id = "cuda:" + std::to_string(lost) + "@r1";
     for (const uint64_t launch : {uint64_t(40), uint64_t(400)}) {
       const auto start = std::chrono::steady_clock::now();
       gpusim::InjectStickyErrorAtLaunch(launch, cudaErrorIllegalAddress, lost);
-      const std::vector<Outcome> outcomes = TrainOnRanks(engine, 2, xmlt::testing::ShortRunOptions(2));
+      const std::vector<Outcome> outcomes = TrainOnRanks(scheduling, 2, xmlt::testing::ShortRunOptions(2));
       gpusim::ClearInjectedFaults();
       for (int d = 0; d < gpus; ++d) {
         cudaSetDevice(d);
