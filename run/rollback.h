@@ -33,23 +33,50 @@ struct SavedState {
   MegaBatchWork open;
 };
 
-// The rollback target, and the state to trust next.
+// The rollback target, and the state to trust next. At most two copies of w: the trusted state's,
+// and the latest state's, which it may lend from the global model instead (TrustNow's `lend_w`).
 class TrustedStates {
  public:
-  // `now` is trusted as it is (the run's start, or right after a rollback).
-  void TrustNow(SavedState now) {
-    latest_ = std::move(now);
-    trusted_ = latest_;
+  // `now` is trusted as it is (the run's start, or right after a rollback) and is the latest state
+  // too. With `lend_w` the latest state keeps no copy of w: until the next merge it is the global
+  // model's, and that merge trusts it by taking w's buffer (TrustLatestAtMerge).
+  void TrustNow(SavedState now, bool lend_w) {
+    lends_w_ = lend_w;
+    latest_ = lend_w ? SavedState{now.pool, {}, now.progress, now.open} : now;
+    trusted_ = std::move(now);
   }
-  // The mega-batch after the latest state was sound: trust it, and keep `now` as the next.
-  void AfterSoundMegaBatch(SavedState now) {
+  // The mega-batch after the latest state was sound: trust it (unless its merge did). The trusted
+  // state's w is released first, so that the next Keep never holds three copies at once. A lent w
+  // is copied from `w`.
+  void TrustLatest(const std::vector<float>& w) {
+    if (!latest_) return;
+    trusted_.reset();
+    if (lends_w_) latest_->global = w;
     trusted_ = std::move(latest_);
-    latest_ = std::move(now);
+    latest_.reset();
   }
+  // Before a merge that overwrites w, the global model's (`*w`), with a copy of the one replica,
+  // once the mega-batch is known sound: the latest state, which lends w, is trusted by taking w's
+  // buffer, and w gets the old trusted state's buffer for the merge to overwrite. No copy is made.
+  void TrustLatestAtMerge(std::vector<float>* w) {
+    latest_->global.swap(*w);
+    w->swap(trusted_->global);
+    trusted_ = std::move(latest_);
+    latest_.reset();
+  }
+  // The state to trust next (without w where it is lent).
+  void Keep(SavedState now) { latest_ = std::move(now); }
   const SavedState& trusted() const { return *trusted_; }
+  bool lends_w() const { return lends_w_; }
+  // The run is over: both copies go.
+  void Clear() {
+    trusted_.reset();
+    latest_.reset();
+  }
 
  private:
   std::optional<SavedState> trusted_, latest_;
+  bool lends_w_ = false;
 };
 
 }  // namespace xmlt::run

@@ -65,7 +65,7 @@ TrainResult TrainingLoop::Run() {
   if (!control_.resume_dir.empty()) Resume();
   wall_before_ = progress_.wall_seconds;
   start_ = Clock::now();
-  trusted_.TrustNow(Capture());
+  trusted_.TrustNow(Capture(), scheduler::RollbackLendsGlobalModel(scheduling_));
   std::vector<size_t> alive_before;
   while (progress_.rows_done < total_rows_) {
     alive_before = pool_.alive();  // a device dropped in an evaluation was reported there
@@ -114,7 +114,8 @@ TrainResult TrainingLoop::Run() {
     const bool finished = progress_.rows_done >= total_rows_;
     const bool due = !trained.cut_by_end && EvaluationDue(epoch_before);
     if (due) Evaluate();
-    trusted_.AfterSoundMegaBatch(Capture());
+    trusted_.TrustLatest(global_.current());
+    trusted_.Keep(Capture(!trusted_.lends_w()));
     if (finished) {
       // The end's own evaluation comes after the end checkpoint, which thus holds the run as a
       // longer one passes through this point.
@@ -128,8 +129,10 @@ TrainResult TrainingLoop::Run() {
   // its checkpoint, written before it, does not hold.
   const bool finished = stopped_by_signal_ == 0 && progress_.rows_done >= total_rows_;
   if (finished && (progress_.evals.empty() || progress_.evals.back().train_samples != progress_.rows_done)) Evaluate();
+  // The rollback states go before w is handed back, by move: the run's end holds no extra copy.
+  trusted_.Clear();
   global_.SyncToHost();
-  model_->params = global_.current();
+  model_->params = std::move(global_.MutableCurrent());
   TrainResult result = ResultOf(progress_);
   result.stopped_by_signal = stopped_by_signal_;
   result.checkpoint = checkpoint_;
@@ -182,6 +185,10 @@ void TrainingLoop::MergeAfterRound(const scheduler::MegaBatchRun& round, MegaBat
   if (pool_.alive().empty()) return;
   const Clock::time_point merge_start = Clock::now();
   const uint64_t lost_before = survivor_merge_.global_models_lost();
+  // A copy merge can only make w non-finite from a non-finite replica, so the mega-batch is known
+  // sound before it: the state before it is trusted now, into w's buffer (TrustLatestAtMerge).
+  if (trusted_.lends_w() && round.diverged_on.empty() && ReplicaFinite())
+    trusted_.TrustLatestAtMerge(&global_.MutableCurrent());
   trained->merged = survivor_merge_.Run(pool_, round, &global_);
   trained->merge_s += Seconds(Clock::now() - merge_start);
   if (survivor_merge_.global_models_lost() != lost_before)
@@ -230,7 +237,17 @@ void TrainingLoop::RollBack(uint64_t index, const scheduler::MegaBatchRun& run) 
   Event("diverged in mega-batch " + std::to_string(index) + " (" + what + "): rolled back to mega-batch " +
         std::to_string(progress_.megabatches) + ", learning rates halved (rollback " + std::to_string(rollbacks_here_) +
         " of at most " + std::to_string(control_.max_rollbacks) + ")");
-  trusted_.TrustNow(Capture());
+  const bool lend_w = trusted_.lends_w();
+  trusted_.Clear();  // before the copy below: a rollback holds no third copy either
+  trusted_.TrustNow(Capture(), lend_w);
+}
+
+bool TrainingLoop::ReplicaFinite() {
+  if (pool_.alive().size() != 1) return false;
+  const float* params = pool_.device(pool_.alive()[0]).HostParams();
+  bool finite = true;
+  for (size_t i = 0; i < global_.size(); ++i) finite &= std::isfinite(params[i]);
+  return finite;
 }
 
 // The stop signal as every rank sees it: across ranks the largest any rank got, agreed between

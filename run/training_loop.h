@@ -41,11 +41,14 @@ class TrainingLoop {
   void MergeInto(MegaBatchWork* trained) { MergeAfterRound(trained->run, trained); }
   void RollBack(uint64_t index, const scheduler::MegaBatchRun& run);
   // The rollback target needs w on the host: after a merge on the GPUs, one copy back per
-  // mega-batch (which is also the copy a lost GPU's share of w falls back to).
-  SavedState Capture() {
+  // mega-batch (which is also the copy a lost GPU's share of w falls back to). Without w for a
+  // latest state that lends it (rollback.h: TrustedStates).
+  SavedState Capture(bool with_w = true) {
     global_.SyncToHost();
-    return SavedState{TakeSnapshot(pool_), global_.current(), progress_, open_};
+    return SavedState{TakeSnapshot(pool_), with_w ? global_.current() : std::vector<float>{}, progress_, open_};
   }
+  // Every value of the one replica finite: the copy merge's w will be (RollbackLendsGlobalModel).
+  bool ReplicaFinite();
   int StopSignal() const;
   const std::atomic<int>* StopWithinMegaBatch() const;
   [[noreturn]] void StopWithoutDevices();

@@ -100,7 +100,8 @@ std::string MemoryPlan::ToString() const {
   }
   out << "  the global model w: " << MiB(global_model) << "; its previous value w_p: "
       << (previous_model > 0 ? MiB(previous_model) : std::string("none (one CPU device: its merge is a copy)"))
-      << "; the trusted and the latest state's w, for rollbacks: " << MiB(rollback) << "\n"
+      << "; the trusted and the latest state's w, for rollbacks: " << MiB(rollback)
+      << (rollback > 0 && rollback == global_model ? " (one CPU device: the latest lends w)" : "") << "\n"
       << "  scheduler rows (and cross-rank sum scratch): " << MiB(scheduler) << "\n";
   if (checkpoint > 0)
     out << "  checkpoint staging, while one is written or read (each device's parameters and momentum, w and w_p): "
@@ -213,12 +214,13 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
           break;
         }
   }
-  // The engine keeps w, w_prev (not for a one-replica copy on the host: KeepsPreviousModel), and the
-  // trusted and the latest state's w for rollbacks; the model it was given is released once copied
-  // into them (evaluations borrow w).
+  // The loop keeps w, w_prev (not for a one-replica copy on the host: KeepsPreviousModel), and the
+  // trusted and the latest state's w for rollbacks (the latest lends w where the merge copies one
+  // CPU replica: RollbackLendsGlobalModel); the model it was given is released once copied into
+  // them (evaluations borrow w).
   plan.global_model = params;
   plan.previous_model = KeepsPreviousModel(scheduling) ? params : 0;
-  plan.rollback = Mul(params, 2);
+  plan.rollback = RollbackLendsGlobalModel(scheduling) ? params : Mul(params, 2);
   // The sampler's row order, once in the sampler and once in each saved state.
   const uint64_t arena_rows = DevicePool::ArenaRows(options.mega_batch, options.batch, specs.size());
   plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, 3)), sizeof(uint64_t));

@@ -60,7 +60,7 @@ struct MemoryPlan {
   // The engine's copies of the model in host memory, each named by its purpose:
   uint64_t global_model = 0;    // w: what the merges make, and what evaluations and checkpoints read
   uint64_t previous_model = 0;  // w_p, for the global momentum (0 where the run keeps none)
-  uint64_t rollback = 0;        // the trusted and the latest state's w, to roll back a divergence
+  uint64_t rollback = 0;        // the trusted and the latest state's w (lent: RollbackLendsGlobalModel), to roll back a divergence
   uint64_t scheduler = 0;   // the row arena and sampler (and across ranks, the sum's scratch)
   uint64_t checkpoint = 0;  // transient copies while a checkpoint is written or read
   RankerMemory ranker;      // the ranker's stage after training (none: zeros)

@@ -103,6 +103,11 @@ bool KeepsPreviousModel(const SchedulerOptions& scheduling) {
   return !(scheduling.merge == SchedulerOptions::Merge::kCopy && !MergesOnGpus(scheduling));
 }
 
+bool RollbackLendsGlobalModel(const SchedulerOptions& scheduling) {
+  return !KeepsPreviousModel(scheduling) && scheduling.schedule != SchedulerOptions::Schedule::kSync &&
+         scheduling.devices.size() == 1 && scheduling.devices[0].kind == engine::DeviceKind::kCpu;
+}
+
 std::vector<uint64_t> EvalSample(uint64_t test_rows, const TrainOptions& options) {
   // Its own stream of the seed: the sample must not move when the shuffling's use of it changes.
   return engine::SampleEvalRows(test_rows, options.eval_rows, options.seed ^ 0x6576616c2d726f77ull);

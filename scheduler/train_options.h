@@ -133,4 +133,10 @@ bool MergesOnGpus(const SchedulerOptions& scheduling);
 // no global momentum to take from w - w_p. A copy of the model less there (memory_plan.cc).
 bool KeepsPreviousModel(const SchedulerOptions& scheduling);
 
+// Whether the latest rollback state lends w from the global model instead of holding a copy
+// (run/rollback.h): where the merge copies the one CPU replica over w once a mega-batch, not every
+// round, the mega-batch is known sound before that merge, which then trusts the state by taking
+// w's buffer. One copy of the model for rollbacks instead of two (memory_plan.cc).
+bool RollbackLendsGlobalModel(const SchedulerOptions& scheduling);
+
 }  // namespace xmlt::scheduler

@@ -89,6 +89,61 @@ TEST(Rollback, OneDeviceStopsWhenHalvingDoesNotHelp) {
   }
 }
 
+// One CPU device lends w to its latest rollback state and trusts that state at the merge, into
+// w's buffer (scheduler::RollbackLendsGlobalModel): its rollbacks must land where those of a run
+// that copies the state land. The reference merges the one replica by the normalized merge of one
+// (weight 1, no momentum: w is the replica's copy too), which keeps w_p and copies each state.
+// Divergences at the first mega-batch (back to the start), twice in a row, and later on; then too
+// many, where the checkpoint of the last good state must resume to the same model.
+TEST(Rollback, OneCpuDeviceThatLendsWRollsBackWhereACopyDoes) {
+  const scheduler::SchedulerOptions lending = SingleDeviceEngine();
+  scheduler::SchedulerOptions copying = lending;
+  copying.merge = scheduler::SchedulerOptions::Merge::kNormalized;
+  copying.merge_rule.pert_threshold = 0;
+  ASSERT_TRUE(scheduler::RollbackLendsGlobalModel(lending));
+  ASSERT_FALSE(scheduler::RollbackLendsGlobalModel(copying));
+  scheduler::TrainOptions options = Options();
+  options.epochs = 3;
+  scheduler::FaultInjection nan;
+  nan.kind = scheduler::FaultInjection::Kind::kNaN;
+  const auto at = [&](uint64_t megabatch) {
+    scheduler::FaultInjection f = nan;
+    f.megabatch = megabatch;
+    return f;
+  };
+  RunControl control;
+  control.max_rollbacks = 10;
+  control.faults = {at(1), at(3), at(3), at(6)};
+  const Outcome lent = TrainFor(options, &lending, control);
+  const Outcome copied = TrainFor(options, &copying, control);
+  EXPECT_EQ(lent.result.rollbacks, 4u);
+  EXPECT_EQ(lent.result.rollbacks, copied.result.rollbacks);
+  ASSERT_EQ(lent.records.size(), copied.records.size());
+  for (size_t k = 0; k < lent.records.size(); ++k) {
+    EXPECT_EQ(lent.records[k].train_samples, copied.records[k].train_samples) << "evaluation " << k;
+    EXPECT_EQ(lent.records[k].rollbacks, copied.records[k].rollbacks) << "evaluation " << k;
+  }
+  EXPECT_EQ(lent.model.params, copied.model.params);
+
+  // Too many: each stops with the last good state's checkpoint, and resumes to the same model.
+  testing::TempDir lent_dir, copied_dir;
+  control.max_rollbacks = 1;
+  control.faults = {at(4), at(4)};
+  control.checkpoint_dir = lent_dir.path();
+  EXPECT_THROW(TrainFor(options, &lending, control), RunStopped);
+  control.checkpoint_dir = copied_dir.path();
+  EXPECT_THROW(TrainFor(options, &copying, control), RunStopped);
+  control.faults.clear();
+  control.resume_dir = lent_dir.path();
+  control.checkpoint_dir = lent_dir.path();
+  const Outcome lent_resumed = TrainFor(options, &lending, control);
+  control.resume_dir = copied_dir.path();
+  control.checkpoint_dir = copied_dir.path();
+  const Outcome copied_resumed = TrainFor(options, &copying, control);
+  EXPECT_EQ(lent_resumed.model.params, copied_resumed.model.params);
+  EXPECT_NE(lent_resumed.model.params, lent.model.params);  // halved rates at another mega-batch
+}
+
 TEST(DeviceFaults, AFailedDeviceIsDroppedAndTheOthersTrainEveryRow) {
   for (const std::string algo : {"adaptive", "elastic", "sync"}) {
     SCOPED_TRACE(algo);
@@ -262,8 +317,9 @@ TEST(MemoryPlan, OneCpuDeviceKeepsNoPreviousGlobalModel) {
   const scheduler::MemoryPlan one = scheduler::PlanMemory(shape, options, single, limits, 1000, false);
   EXPECT_EQ(one.global_model, params);
   EXPECT_EQ(one.previous_model, 0u);
-  EXPECT_EQ(one.rollback, 2 * params);
+  EXPECT_EQ(one.rollback, params);  // the trusted state's; the latest lends w
   EXPECT_NE(one.ToString().find("w_p: none (one CPU device"), std::string::npos) << one.ToString();
+  EXPECT_NE(one.ToString().find("the latest lends w"), std::string::npos) << one.ToString();
   scheduler::SchedulerOptions four;
   four.devices = engine::ParseDeviceList("cpu:4");
   ASSERT_TRUE(scheduler::KeepsPreviousModel(four));
