@@ -34,16 +34,16 @@ TEST(CpuStepDefaults, HiddenWidthFollowsTheDataShape) {
 }
 
 // What the run says it trains with, from its stderr "step:" line and its summary.
-struct Settled {
+struct Planned {
   std::string shape, step;
 };
 
-Settled TrainAndRead(const Data& d, std::vector<std::string> extra) {
+Planned TrainAndRead(const Data& d, std::vector<std::string> extra) {
   std::vector<std::string> args = {"train", "--train", d.train, "--test", d.test, "--epochs", "1", "--batch", "32"};
   args.insert(args.end(), extra.begin(), extra.end());
   const CliResult r = Cli(args);
   EXPECT_EQ(r.code, 0) << Describe(r);
-  Settled s;
+  Planned s;
   s.shape = LastJsonLine(r).value("model_shape", "");
   const size_t at = r.err.find("step: ");
   if (at != std::string::npos) s.step = r.err.substr(at, r.err.find('\n', at) - at);
@@ -52,39 +52,39 @@ Settled TrainAndRead(const Data& d, std::vector<std::string> extra) {
 
 TEST(CpuStepDefaults, CpuDenseRunsTakeAdagradAndDropoutUnlessTold) {
   Data d;
-  const Settled plain = TrainAndRead(d, {});
+  const Planned plain = TrainAndRead(d, {});
   EXPECT_EQ(plain.shape, "40-128-6");
   EXPECT_NE(plain.step.find("first layer Adagrad at 0.1"), std::string::npos) << plain.step;
   EXPECT_NE(plain.step.find("dropout 0.5"), std::string::npos) << plain.step;
   EXPECT_NE(plain.step.find("(cosine)"), std::string::npos) << plain.step;
-  const Settled told = TrainAndRead(d, {"--input-optimizer", "sgd", "--dropout", "0", "--hidden", "16"});
+  const Planned told = TrainAndRead(d, {"--input-optimizer", "sgd", "--dropout", "0", "--hidden", "16"});
   EXPECT_EQ(told.shape, "40-16-6");
   EXPECT_NE(told.step.find("first layer the same"), std::string::npos) << told.step;
   EXPECT_NE(told.step.find("dropout 0;"), std::string::npos) << told.step;
   // Several CPU devices take it too, at the same rate: lr is scaled with the device count
   // (adaptive's linear scaling: 0.6 on 2 devices), Adagrad's per-coordinate steps are not.
-  const Settled two = TrainAndRead(d, {"--algo", "adaptive", "--devices", "cpu:2"});
+  const Planned two = TrainAndRead(d, {"--algo", "adaptive", "--devices", "cpu:2"});
   EXPECT_NE(two.step.find("SGD at lr 0.6"), std::string::npos) << two.step;
   EXPECT_NE(two.step.find("first layer Adagrad at 0.1"), std::string::npos) << two.step;
   // Sync and Adasum merge under a global momentum of 0.9, which amplifies each merged step 10x:
   // Adagrad takes a tenth of its rate there.
   for (const char* algo : {"sync", "adasum"}) {
-    const Settled damped = TrainAndRead(d, {"--algo", algo, "--devices", "cpu:2"});
+    const Planned damped = TrainAndRead(d, {"--algo", algo, "--devices", "cpu:2"});
     EXPECT_NE(damped.step.find("first layer Adagrad at 0.01"), std::string::npos) << algo << ": " << damped.step;
     EXPECT_NE(damped.step.find("dropout 0.5;"), std::string::npos) << algo << ": " << damped.step;
   }
   // Elastic and crossbow keep no global momentum: the full rate. (With the runs above, every
   // algorithm trains here with the default step; the sanitizer builds lean on that.)
   for (const char* algo : {"elastic", "crossbow"}) {
-    const Settled full = TrainAndRead(d, {"--algo", algo, "--devices", "cpu:3"});
+    const Planned full = TrainAndRead(d, {"--algo", algo, "--devices", "cpu:3"});
     EXPECT_NE(full.step.find("first layer Adagrad at 0.1"), std::string::npos) << algo << ": " << full.step;
     EXPECT_NE(full.step.find("dropout 0.5;"), std::string::npos) << algo << ": " << full.step;
   }
   // SLIDE's sampled step takes both too, on one device and as the CPU devices of a larger run.
-  const Settled slide = TrainAndRead(d, {"--algo", "slide"});
+  const Planned slide = TrainAndRead(d, {"--algo", "slide"});
   EXPECT_NE(slide.step.find("first layer Adagrad at 0.1"), std::string::npos) << slide.step;
   EXPECT_NE(slide.step.find("dropout 0.5;"), std::string::npos) << slide.step;
-  const Settled sampled = TrainAndRead(d, {"--algo", "adaptive", "--devices", "cpu:2", "--cpu-output", "sampled"});
+  const Planned sampled = TrainAndRead(d, {"--algo", "adaptive", "--devices", "cpu:2", "--cpu-output", "sampled"});
   EXPECT_NE(sampled.step.find("first layer Adagrad at 0.1"), std::string::npos) << sampled.step;
   EXPECT_NE(sampled.step.find("dropout 0.5;"), std::string::npos) << sampled.step;
 }
@@ -101,12 +101,12 @@ TEST(CpuStepDefaults, OutputMathAutoIsBf16OnlyOnCpuOnlyDenseRuns) {
   EXPECT_EQ(ParseOutputMath("auto", engine::ParseDeviceList("cuda:0,cpu:1"), false), kernels::OutputMath::kFp32);
   EXPECT_EQ(ParseOutputMath("fp32", engine::ParseDeviceList("cpu:1"), false), kernels::OutputMath::kFp32);
   Data d;
-  const Settled plain = TrainAndRead(d, {});
+  const Planned plain = TrainAndRead(d, {});
   EXPECT_NE(plain.step.find(native ? "output products in bf16" : "output products in fp32"), std::string::npos)
       << plain.step;
-  const Settled slide = TrainAndRead(d, {"--algo", "slide"});
+  const Planned slide = TrainAndRead(d, {"--algo", "slide"});
   EXPECT_NE(slide.step.find("output products in fp32"), std::string::npos) << slide.step;
-  const Settled told = TrainAndRead(d, {"--math", "fp32"});
+  const Planned told = TrainAndRead(d, {"--math", "fp32"});
   EXPECT_NE(told.step.find("output products in fp32"), std::string::npos) << told.step;
 }
 
