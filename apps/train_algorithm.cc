@@ -14,7 +14,7 @@ namespace xmlt::apps {
 
 namespace {
 
-using Engine = scheduler::SchedulerOptions;
+using Scheduling = scheduler::SchedulerOptions;
 
 // How each multi-device --algo dispatches batches and merges the replicas, as CreateMerger is a
 // table of merges; --schedule and --merge given explicitly override either, so any combination can
@@ -35,16 +35,16 @@ struct Named {
   std::string_view name;
   Value value;
 };
-constexpr Named<Engine::Schedule> kSchedules[] = {
-    {"dynamic", Engine::Schedule::kDynamic}, {"static", Engine::Schedule::kStatic}, {"sync", Engine::Schedule::kSync}};
-constexpr Named<Engine::Clock> kClocks[] = {{"wall", Engine::Clock::kWall}, {"virtual", Engine::Clock::kVirtual}};
-constexpr Named<Engine::MergeOn> kMergePlaces[] = {
-    {"auto", Engine::MergeOn::kAuto}, {"host", Engine::MergeOn::kHost}, {"gpus", Engine::MergeOn::kGpus}};
-constexpr Named<Engine::Merge> kMerges[] = {{"normalized", Engine::Merge::kNormalized},
-                                            {"average", Engine::Merge::kAverage},
-                                            {"adasum", Engine::Merge::kAdasum},
-                                            {"crossbow", Engine::Merge::kCrossbow},
-                                            {"gradient", Engine::Merge::kGradient}};
+constexpr Named<Scheduling::Schedule> kSchedules[] = {
+    {"dynamic", Scheduling::Schedule::kDynamic}, {"static", Scheduling::Schedule::kStatic}, {"sync", Scheduling::Schedule::kSync}};
+constexpr Named<Scheduling::Clock> kClocks[] = {{"wall", Scheduling::Clock::kWall}, {"virtual", Scheduling::Clock::kVirtual}};
+constexpr Named<Scheduling::MergeOn> kMergePlaces[] = {
+    {"auto", Scheduling::MergeOn::kAuto}, {"host", Scheduling::MergeOn::kHost}, {"gpus", Scheduling::MergeOn::kGpus}};
+constexpr Named<Scheduling::Merge> kMerges[] = {{"normalized", Scheduling::Merge::kNormalized},
+                                            {"average", Scheduling::Merge::kAverage},
+                                            {"adasum", Scheduling::Merge::kAdasum},
+                                            {"crossbow", Scheduling::Merge::kCrossbow},
+                                            {"gradient", Scheduling::Merge::kGradient}};
 
 // The row of `table` called `name`, or null.
 template <typename Row, size_t N>
@@ -95,7 +95,7 @@ void ApplyAlgorithm(const TrainFlags& f, TrainPlan* plan) {
                                   "not on " + f.devices);
     if (f.given("--merge-on"))
       throw std::invalid_argument("--merge-on: --algo slide trains one CPU device and has no merge; drop it");
-    plan->scheduling = run::SingleDeviceEngine(engine::DeviceSpec{});
+    plan->scheduling = run::SingleDeviceScheduling(engine::DeviceSpec{});
     plan->scheduling.sampled_output = GivenSampledOutput(f);
     plan->scheduling.sampled_output.enabled = true;
     if (!f.given("--local-momentum")) plan->options.local_momentum = 0;
@@ -106,11 +106,11 @@ void ApplyAlgorithm(const TrainFlags& f, TrainPlan* plan) {
     if (f.given("--devices") && plan->scheduling.devices.size() != 1)
       throw std::invalid_argument("--algo single trains on one device; use --algo adaptive, elastic, adasum, "
                                   "sync or crossbow for " + f.devices);
-    const Engine::MergeOn place = plan->scheduling.merge_on;
-    plan->scheduling = run::SingleDeviceEngine(f.given("--devices") ? plan->scheduling.devices[0] : engine::DeviceSpec{});
+    const Scheduling::MergeOn place = plan->scheduling.merge_on;
+    plan->scheduling = run::SingleDeviceScheduling(f.given("--devices") ? plan->scheduling.devices[0] : engine::DeviceSpec{});
     // Its one replica becomes the global model after every mega-batch, on the GPU or on the host.
     plan->scheduling.merge_on = place;
-    if (place == Engine::MergeOn::kGpus && plan->scheduling.devices[0].kind != engine::DeviceKind::kCuda)
+    if (place == Scheduling::MergeOn::kGpus && plan->scheduling.devices[0].kind != engine::DeviceKind::kCuda)
       throw std::invalid_argument("--merge-on gpus needs a GPU; --algo single trains on " + plan->scheduling.devices[0].id);
     return;
   }
@@ -123,7 +123,7 @@ void ApplyAlgorithm(const TrainFlags& f, TrainPlan* plan) {
   const auto* dispatch = Find(kSchedules, schedule);
   if (dispatch == nullptr) throw std::invalid_argument("--schedule must be dynamic, static or sync");
   plan->scheduling.schedule = dispatch->value;
-  plan->scheduling.scale_batches = plan->scheduling.schedule == Engine::Schedule::kDynamic;
+  plan->scheduling.scale_batches = plan->scheduling.schedule == Scheduling::Schedule::kDynamic;
   const auto* rule = Find(kMerges, merge);
   if (rule == nullptr)
     throw std::invalid_argument("--merge must be normalized, average, adasum, crossbow or gradient");

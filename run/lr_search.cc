@@ -87,7 +87,7 @@ LrSearchResult SearchLearningRate(const data::Dataset& train, const kernels::Mod
   trial.final_eval_full = true;
   RunControl control;
   control.max_rollbacks = 0;  // a candidate that diverges is out, not rescued at half the rate
-  scheduler::SchedulerOptions scheduling = SingleDeviceEngine(device);
+  scheduler::SchedulerOptions scheduling = SingleDeviceScheduling(device);
   scheduling.sampled_output = sampled;
   scheduling.sampled_output.report_active_sets = false;  // the run reports its own
 

@@ -5,7 +5,7 @@
 
 namespace xmlt::run {
 
-scheduler::SchedulerOptions SingleDeviceEngine(const engine::DeviceSpec& device) {
+scheduler::SchedulerOptions SingleDeviceScheduling(const engine::DeviceSpec& device) {
   scheduler::SchedulerOptions scheduling;
   scheduling.devices = {device};
   scheduling.schedule = scheduler::SchedulerOptions::Schedule::kDynamic;
@@ -20,7 +20,7 @@ scheduler::SchedulerOptions SingleDeviceEngine(const engine::DeviceSpec& device)
 
 TrainResult TrainOnOneDevice(const data::Dataset& train, const data::Dataset* test,
                              const scheduler::TrainOptions& options, kernels::Model<float>* model, const TrainCallbacks& callbacks, const RunControl& control) {
-  return RunMultiDevice(train, test, options, SingleDeviceEngine(), model, callbacks, control);
+  return RunMultiDevice(train, test, options, SingleDeviceScheduling(), model, callbacks, control);
 }
 
 }  // namespace xmlt::run

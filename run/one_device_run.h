@@ -13,9 +13,9 @@ namespace xmlt::run {
 // --algo single on `device` (the first CPU worker unless told otherwise): dynamic dispatch to the
 // one device on the wall clock, no batch scaling, and a merge that takes the replica as the global
 // model.
-scheduler::SchedulerOptions SingleDeviceEngine(const engine::DeviceSpec& device = {});
+scheduler::SchedulerOptions SingleDeviceScheduling(const engine::DeviceSpec& device = {});
 
-// Trains `model` in place on one CPU device (RunMultiDevice with SingleDeviceEngine()). `test` may
+// Trains `model` in place on one CPU device (RunMultiDevice with SingleDeviceScheduling()). `test` may
 // be null (no evaluation; records carry only training data). `control` adds checkpoints, resuming,
 // stopping on a signal and divergence rollbacks.
 TrainResult TrainOnOneDevice(const data::Dataset& train, const data::Dataset* test,

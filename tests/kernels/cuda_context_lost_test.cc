@@ -94,7 +94,7 @@ TEST(CudaContextLost, EveryLogicalDeviceOfTheGpuIsDroppedTogetherAndTheCpuGoesOn
   options.hidden = {16};
   options.eval.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
   options.eval.mega_batches = 1;
-  const scheduler::SchedulerOptions scheduling = xmlt::testing::VirtualClockEngine("cuda:0x2,cpu:1", "1,1,1");
+  const scheduler::SchedulerOptions scheduling = xmlt::testing::VirtualClockScheduling("cuda:0x2,cpu:1", "1,1,1");
   run::RunControl control;
   control.faults = {scheduler::FaultInjection{scheduler::FaultInjection::Kind::kLost, 0, 2}};
   Model<float> model = InitModel<float>({data.train.num_features(), options.hidden, data.train.num_labels()}, 1);
@@ -169,7 +169,7 @@ TEST(CudaContextLostSim, ARealStickyErrorDropsTheGpusDevicesAndTheCpuGoesOn) {
   options.hidden = {16};
   options.eval.kind = scheduler::EvalSchedule::Kind::kEveryMegaBatches;
   options.eval.mega_batches = 1;
-  const scheduler::SchedulerOptions scheduling = xmlt::testing::VirtualClockEngine("cuda:0x2,cpu:1", "1,1,1");
+  const scheduler::SchedulerOptions scheduling = xmlt::testing::VirtualClockScheduling("cuda:0x2,cpu:1", "1,1,1");
   Model<float> model = InitModel<float>({data.train.num_features(), options.hidden, data.train.num_labels()}, 1);
   std::vector<run::EvalRecord> records;
   run::TrainCallbacks callbacks;

@@ -59,7 +59,7 @@ class CudaResumeTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(CudaResumeTest, AStopInsideAMegaBatchResumesToTheUninterruptedRun) {
   XMLT_SKIP_WITHOUT_GPU();
   scheduler::SchedulerOptions scheduling =
-      testing::WithAlgo(testing::VirtualClockEngine("cuda:0,cuda:1,cpu:1", "1,1.3,1.8"), GetParam());
+      testing::WithAlgo(testing::VirtualClockScheduling("cuda:0,cuda:1,cpu:1", "1,1.3,1.8"), GetParam());
   scheduling.merge_rule.momentum = 0.5;
   const Outcome full = TrainFor(scheduling, {}, 0);
   ASSERT_GE(full.records.size(), 2u);
@@ -106,7 +106,7 @@ TEST(CudaRollback, ADivergenceRollsTheGpuReplicasBackWithTheCpus) {
   const char* devices[2] = {"cpu:3", "cuda:0,cuda:1,cpu:1"};
   for (int k = 0; k < 2; ++k) {
     scheduler::SchedulerOptions scheduling =
-        testing::WithAlgo(testing::VirtualClockEngine(devices[k], "1,1.3,1.8"), "adaptive");
+        testing::WithAlgo(testing::VirtualClockScheduling(devices[k], "1,1.3,1.8"), "adaptive");
     scheduling.merge_rule.momentum = 0.5;
     runs[k] = TrainFor(scheduling, control, 0);
     EXPECT_EQ(runs[k].result.rollbacks, 1u) << devices[k];

@@ -26,7 +26,7 @@ using namespace reliability;
 // Adaptive SGD on two CPU devices 1.5x apart, both sampled: 500 labels, active sets of at least
 // 24, rehashes inside each mega-batch (as tests/run/slide_resume_test.cc).
 scheduler::SchedulerOptions SampledCpus() {
-  scheduler::SchedulerOptions scheduling = OnDevices(Engine("adaptive"), "cpu:2", "1,1.5");
+  scheduler::SchedulerOptions scheduling = OnDevices(Scheduling("adaptive"), "cpu:2", "1,1.5");
   scheduling.sampled_output.enabled = true;
   scheduling.sampled_output.hash = "dwta";
   scheduling.sampled_output.k = 2;
@@ -153,7 +153,7 @@ TEST(CpuSampledRun, BibtexTwoSampledCpuDevicesLearn) {
   options.lr = 0.6f;
   options.local_momentum = 0.9f;
   options.mega_batch = 19;  // the preset: half an epoch
-  scheduler::SchedulerOptions scheduling = testing::VirtualClockEngine("cpu:2", "1,1");
+  scheduler::SchedulerOptions scheduling = testing::VirtualClockScheduling("cpu:2", "1,1");
   scheduling.sampled_output = engine::SampledOutputOptions::PresetFor(std::max(train.num_labels(), test.num_labels()));
   scheduling.sampled_output.enabled = true;
   const kernels::ModelShape shape{std::max(train.num_features(), test.num_features()), options.hidden,

@@ -27,7 +27,7 @@ TEST_P(MixedDevicesRepeat, TwoRunsGiveTheSameModel) {
   if (engine::CudaDeviceCount() < gpus_needed)
     GTEST_SKIP() << "needs " << gpus_needed << " GPUs (a CUDA or -DXMLT_CUDA=SIM build)";
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
-  const scheduler::SchedulerOptions scheduling = OnDevices(Engine("adaptive"), GetParam(), "1,1.3,1.8");
+  const scheduler::SchedulerOptions scheduling = OnDevices(Scheduling("adaptive"), GetParam(), "1,1.3,1.8");
   const Outcome first = TrainFor(Options(), &scheduling, {});
   const Outcome second = TrainFor(Options(), &scheduling, {});
   ExpectSameRun(first, second, /*wall_clock_steps=*/false);

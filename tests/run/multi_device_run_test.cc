@@ -32,11 +32,11 @@ scheduler::TrainOptions Options() {
 }
 
 scheduler::SchedulerOptions Adaptive(const std::string& devices, const std::string& speed) {
-  return testing::VirtualClockEngine(devices, speed);
+  return testing::VirtualClockScheduling(devices, speed);
 }
 
 scheduler::SchedulerOptions Elastic(const std::string& devices, const std::string& speed) {
-  return testing::WithAlgo(testing::VirtualClockEngine(devices, speed), "elastic");
+  return testing::WithAlgo(testing::VirtualClockScheduling(devices, speed), "elastic");
 }
 
 std::vector<EvalRecord> TrainRun(const scheduler::TrainOptions& options, const scheduler::SchedulerOptions& scheduling,
@@ -182,9 +182,9 @@ TEST(MultiDeviceRun, OneDeviceSyncIsSingleDeviceSgd) {
   options.epochs = 0.5;
   options.local_momentum = 0;
   kernels::Model<float> single;
-  TrainRun(options, SingleDeviceEngine(), &single);
+  TrainRun(options, SingleDeviceScheduling(), &single);
 
-  scheduler::SchedulerOptions sync = SingleDeviceEngine();
+  scheduler::SchedulerOptions sync = SingleDeviceScheduling();
   sync.schedule = scheduler::SchedulerOptions::Schedule::kSync;
   sync.merge = scheduler::SchedulerOptions::Merge::kGradient;
   sync.merge_rule.momentum = 0;

@@ -105,7 +105,7 @@ double Distance(const Outcome& a, const Outcome& b) {
 
 TEST(RanksRun, TwoRanksOfTwoDevicesTrainTheRunOfFourDevicesForEveryAlgo) {
   for (const std::string algo : {"adaptive", "elastic", "adasum", "sync", "crossbow"}) {
-    scheduler::SchedulerOptions scheduling = testing::WithAlgo(testing::VirtualClockEngine("cpu:4", "1,1.1,1.2,1.32"), algo);
+    scheduler::SchedulerOptions scheduling = testing::WithAlgo(testing::VirtualClockScheduling("cpu:4", "1,1.1,1.2,1.32"), algo);
     const scheduler::TrainOptions options = OptionsFor(algo, &scheduling);
     const Outcome one = Train(scheduling, {}, options);
     const std::vector<Outcome> spread = TrainOnRanks(scheduling, 2, "cpu:2", {}, options);
@@ -144,7 +144,7 @@ TEST(RanksRun, TwoRanksOfTwoDevicesTrainTheRunOfFourDevicesForEveryAlgo) {
 // Three ranks of one device each against one process with three: a rank count that divides
 // nothing evenly.
 TEST(RanksRun, ThreeRanksOfOneDeviceTrainTheRunOfThreeDevices) {
-  const scheduler::SchedulerOptions scheduling = testing::VirtualClockEngine("cpu:3", "1,1.2,1.5");
+  const scheduler::SchedulerOptions scheduling = testing::VirtualClockScheduling("cpu:3", "1,1.2,1.5");
   const Outcome one = Train(scheduling);
   const std::vector<Outcome> spread = TrainOnRanks(scheduling, 3, "cpu:1");
   for (size_t r = 0; r < spread.size(); ++r) ExpectSameRun(one, spread[r], "rank " + std::to_string(r));
@@ -157,7 +157,7 @@ TEST(RanksRun, ThreeRanksOfOneDeviceTrainTheRunOfThreeDevices) {
 // two epochs must be trained once.
 TEST(RanksRun, OnTheWallClockEachRankDealsItsShareAndTheRanksAgree) {
   for (const char* algo : {"adaptive", "elastic"}) {
-    scheduler::SchedulerOptions scheduling = testing::WithAlgo(testing::VirtualClockEngine("cpu:4", "1,1,3,3"), algo);
+    scheduler::SchedulerOptions scheduling = testing::WithAlgo(testing::VirtualClockScheduling("cpu:4", "1,1,3,3"), algo);
     scheduling.clock = scheduler::SchedulerOptions::Clock::kWall;
     const std::vector<Outcome> spread = TrainOnRanks(scheduling, 2, "cpu:2");
     uint64_t rows = 0, fast = 0, slow = 0;
@@ -196,7 +196,7 @@ TEST(RanksRun, OnTheWallClockEachRankDealsItsShareAndTheRanksAgree) {
 // A device of rank 1 fails mid-run on the wall clock: every rank drops it, its rows are trained by
 // the others, and the run ends with every row trained.
 TEST(RanksRun, OnTheWallClockAFailedDeviceIsDroppedOnEveryRank) {
-  scheduler::SchedulerOptions scheduling = testing::VirtualClockEngine("cpu:4", "1,1.1,1.2,1.32");
+  scheduler::SchedulerOptions scheduling = testing::VirtualClockScheduling("cpu:4", "1,1.1,1.2,1.32");
   scheduling.clock = scheduler::SchedulerOptions::Clock::kWall;
   RunControl control;
   control.faults.push_back(scheduler::FaultInjection{scheduler::FaultInjection::Kind::kFail, 3, 3});

@@ -34,15 +34,15 @@ inline const data::GeneratedData& Data() {
 
 inline scheduler::TrainOptions Options() { return testing::ShortRunOptions(2); }
 
-inline scheduler::SchedulerOptions Engine(const std::string& algo) {
-  scheduler::SchedulerOptions scheduling = testing::VirtualClockEngine("cpu:3", "1,1.3,1.8");
+inline scheduler::SchedulerOptions Scheduling(const std::string& algo) {
+  scheduler::SchedulerOptions scheduling = testing::VirtualClockScheduling("cpu:3", "1,1.3,1.8");
   scheduling.merge_rule.momentum = 0.5;
   if (algo == "adaptive-nesterov-cvb") {
     scheduling.merge_rule.momentum_mode = merge::MomentumMode::kNesterov;
     scheduling.heterogeneity = engine::ParseHetero("cvb:vmach=0.5,vtask=0.2");
     return scheduling;
   }
-  if (algo == "single") return scheduling;  // unused: single runs through Train (SingleDeviceEngine)
+  if (algo == "single") return scheduling;  // unused: single runs through Train (SingleDeviceScheduling)
   scheduling = testing::WithAlgo(scheduling, algo);
   if (algo == "elastic") scheduling.merge_rule.elastic_alpha = 0.3;  // EASGD: replicas keep their own state between merges
   return scheduling;

@@ -31,7 +31,7 @@ using namespace reliability;
 
 TEST(Rollback, ANaNLossRollsBackAndHalvesTheLearningRates) {
   const scheduler::TrainOptions options = Options();
-  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   RunControl control;
   scheduler::FaultInjection nan;
   nan.kind = scheduler::FaultInjection::Kind::kNaN;
@@ -58,7 +58,7 @@ TEST(Rollback, TooManyDivergencesStopWithACheckpointOfTheLastGoodState) {
   nan.kind = scheduler::FaultInjection::Kind::kNaN;
   nan.megabatch = 2;
   control.faults = {nan, nan, nan};  // mega-batch 2 diverges three times over
-  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   try {
     TrainFor(Options(), &scheduling, control);
     FAIL() << "expected the run to stop";
@@ -96,7 +96,7 @@ TEST(Rollback, OneDeviceStopsWhenHalvingDoesNotHelp) {
 // Divergences at the first mega-batch (back to the start), twice in a row, and later on; then too
 // many, where the checkpoint of the last good state must resume to the same model.
 TEST(Rollback, OneCpuDeviceThatLendsWRollsBackWhereACopyDoes) {
-  const scheduler::SchedulerOptions lending = SingleDeviceEngine();
+  const scheduler::SchedulerOptions lending = SingleDeviceScheduling();
   scheduler::SchedulerOptions copying = lending;
   copying.merge = scheduler::SchedulerOptions::Merge::kNormalized;
   copying.merge_rule.pert_threshold = 0;
@@ -147,7 +147,7 @@ TEST(Rollback, OneCpuDeviceThatLendsWRollsBackWhereACopyDoes) {
 TEST(DeviceFaults, AFailedDeviceIsDroppedAndTheOthersTrainEveryRow) {
   for (const std::string algo : {"adaptive", "elastic", "sync"}) {
     SCOPED_TRACE(algo);
-    const scheduler::SchedulerOptions scheduling = Engine(algo);
+    const scheduler::SchedulerOptions scheduling = Scheduling(algo);
     const Outcome out = TrainFor(Options(), &scheduling, FailingDevice(1, 2));
     const EvalRecord& last = out.records.back();
     EXPECT_TRUE(last.devices[1].dropped);
@@ -175,7 +175,7 @@ TEST(DeviceFaults, AFaultInAnEpochsLastMegaBatchKeepsTheEvaluationsAndTheEndOnEp
   scheduler::TrainOptions options = Options();
   options.epochs = 3;
   options.eval.kind = scheduler::EvalSchedule::Kind::kEachEpoch;
-  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   // The first epoch's last mega-batch (Algorithm 1 sizes the batches), from the run without fault.
   const uint64_t last_of_first_epoch = TrainFor(options, &scheduling, RunControl{}).records.at(0).megabatch;
   RunControl control = FailingDevice(0, last_of_first_epoch);
@@ -198,7 +198,7 @@ TEST(DeviceFaults, AFaultInAnEpochsLastMegaBatchKeepsTheEvaluationsAndTheEndOnEp
 // The wall clock's dynamic dispatch (the most concurrent path: each result frees its device for
 // the next batch) with a device failing mid-run: every row is still trained, by the others.
 TEST(DeviceFaults, TheWallClockDispatchDropsAFailedDeviceToo) {
-  scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   scheduling.clock = scheduler::SchedulerOptions::Clock::kWall;
   scheduling.heterogeneity.speed = {1, 2, 1};
   const Outcome out = TrainFor(Options(), &scheduling, FailingDevice(2, 3));
@@ -211,7 +211,7 @@ TEST(DeviceFaults, TheWallClockDispatchDropsAFailedDeviceToo) {
 
 TEST(DeviceFaults, WithNoDeviceLeftTheRunStopsWithACheckpointThatResumes) {
   testing::TempDir dir;
-  scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   scheduling.devices = engine::ParseDeviceList("cpu:2");
   scheduling.heterogeneity.speed = {1, 1.5};
   RunControl control;
@@ -239,7 +239,7 @@ TEST(DeviceFaults, WithNoDeviceLeftTheRunStopsWithACheckpointThatResumes) {
 // workers share none, so here only the injected device goes. The injection still pending at a
 // stop is kept in the checkpoint as what it is, and fires after the resume.
 TEST(DeviceFaults, ALostContextPendingAtAStopFiresAfterTheResumeAndTakesOnlyItsCpuWorker) {
-  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
@@ -312,7 +312,7 @@ TEST(MemoryPlan, OneCpuDeviceKeepsNoPreviousGlobalModel) {
   const uint64_t params = shape.NumParameters() * sizeof(float);
   const engine::DeviceLimits limits{64, 64 * 10, 64 * 3};
   scheduler::TrainOptions options;
-  const scheduler::SchedulerOptions single = SingleDeviceEngine();
+  const scheduler::SchedulerOptions single = SingleDeviceScheduling();
   ASSERT_FALSE(scheduler::KeepsPreviousModel(single));
   const scheduler::MemoryPlan one = scheduler::PlanMemory(shape, options, single, limits, 1000, false);
   EXPECT_EQ(one.global_model, params);

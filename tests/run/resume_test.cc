@@ -34,7 +34,7 @@ class ResumeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
   const scheduler::TrainOptions options = Options();
-  const scheduler::SchedulerOptions scheduling = Engine(GetParam());
+  const scheduler::SchedulerOptions scheduling = Scheduling(GetParam());
   const bool single = GetParam() == "single";
   const Outcome full = TrainFor(options, single ? nullptr : &scheduling, {});
   ASSERT_GE(full.records.size(), 4u);
@@ -61,7 +61,7 @@ TEST_P(ResumeTest, AStoppedAndResumedRunEqualsTheUninterruptedOne) {
 // equals the uninterrupted one all the same.
 TEST_P(ResumeTest, AStopInsideAMegaBatchEndsItThereAndResumesExactly) {
   const scheduler::TrainOptions options = Options();
-  const scheduler::SchedulerOptions scheduling = Engine(GetParam());
+  const scheduler::SchedulerOptions scheduling = Scheduling(GetParam());
   const bool single = GetParam() == "single";
   const Outcome full = TrainFor(options, single ? nullptr : &scheduling, {});
 
@@ -91,7 +91,7 @@ INSTANTIATE_TEST_SUITE_P(EveryMerge, ResumeTest,
 class ExtendTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ExtendTest, AFinishedRunExtendedWithMoreEpochsEqualsTheLongerRun) {
-  const scheduler::SchedulerOptions scheduling = Engine(GetParam());
+  const scheduler::SchedulerOptions scheduling = Scheduling(GetParam());
   const bool single = GetParam() == "single";
   const scheduler::SchedulerOptions* devices = single ? nullptr : &scheduling;
   // Whole epochs: exactly the longer run. A fractional end (0.9 epochs, mega-batches of 1,280
@@ -147,7 +147,7 @@ class ElasticRestartTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ElasticRestartTest, ACheckpointOfOtherDevicesResumesReplanned) {
   const scheduler::TrainOptions options = Options();
-  const scheduler::SchedulerOptions scheduling = Engine(GetParam());
+  const scheduler::SchedulerOptions scheduling = Scheduling(GetParam());
   const Outcome full = TrainFor(options, &scheduling, {});
   for (const auto& [devices, speed] : {std::pair{"cpu:2", "1,1.3"}, std::pair{"cpu:4", "1,1.3,1.8,1.1"}}) {
     SCOPED_TRACE(devices);
@@ -196,7 +196,7 @@ INSTANTIATE_TEST_SUITE_P(EveryMerge, ElasticRestartTest,
 // What the old devices alone hold is refused on others: a mega-batch cut by a stop lives in their
 // replicas. Settings that do not follow the devices must still match.
 TEST(ElasticRestart, RefusesAMegaBatchCutInsideAndOtherSettings) {
-  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   const scheduler::SchedulerOptions fewer = OnDevices(scheduling, "cpu:2", "1,1.3");
   {
     testing::TempDir dir;
@@ -238,7 +238,7 @@ TEST(Resume, ADifferentSettingIsRefusedNamingTheSetting) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   TrainFor(Options(), &scheduling, control, 1);
   scheduler::TrainOptions other = Options();
   other.batch = 64;
@@ -263,7 +263,7 @@ TEST(Resume, ADeviceBatchAboveTheBatchFlagIsRefused) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   TrainFor(Options(), &scheduling, control, 1);
   {
     const CheckpointReader reader = CheckpointReader::Open(dir.path());
@@ -296,7 +296,7 @@ TEST(Resume, MoreEpochsContinueAFinishedRun) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   scheduler::TrainOptions options = Options();
   options.epochs = 1;
   const Outcome first = TrainFor(options, &scheduling, control);
@@ -333,7 +333,7 @@ TEST(Resume, ACosineScheduleResumesExactly) {
   for (const std::string algo : {"single", "adaptive"}) {
     SCOPED_TRACE(algo);
     const bool single = algo == "single";
-    const scheduler::SchedulerOptions scheduling = Engine(algo);
+    const scheduler::SchedulerOptions scheduling = Scheduling(algo);
     const scheduler::SchedulerOptions* devices = single ? nullptr : &scheduling;
     scheduler::TrainOptions options = Options();
     options.lr_schedule = scheduler::LrSchedule::kCosine;
@@ -359,7 +359,7 @@ TEST(Resume, DropoutAndWeightDecayResumeExactly) {
   for (const std::string algo : {"single", "adaptive"}) {
     SCOPED_TRACE(algo);
     const bool single = algo == "single";
-    const scheduler::SchedulerOptions scheduling = Engine(algo);
+    const scheduler::SchedulerOptions scheduling = Scheduling(algo);
     const scheduler::SchedulerOptions* devices = single ? nullptr : &scheduling;
     scheduler::TrainOptions options = Options();
     options.dropout = 0.3f;

@@ -22,8 +22,8 @@ using namespace reliability;
 
 // 500 labels, active sets of at least 24: the tables decide most of each row's labels; rehashes
 // after 5 updates, then every 6, 7, ...: several in each 8-batch mega-batch.
-scheduler::SchedulerOptions SlideEngine() {
-  scheduler::SchedulerOptions scheduling = SingleDeviceEngine(engine::DeviceSpec{});
+scheduler::SchedulerOptions SlideScheduling() {
+  scheduler::SchedulerOptions scheduling = SingleDeviceScheduling(engine::DeviceSpec{});
   scheduling.sampled_output.enabled = true;
   scheduling.sampled_output.hash = "dwta";
   scheduling.sampled_output.k = 2;
@@ -56,7 +56,7 @@ TEST(SlideResume, AStopBetweenOrInsideMegaBatchesResumesToTheUninterruptedRun) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
   for (const scheduler::TrainOptions& options : {SlideOptions(), RegularizedSlideOptions()}) {
   SCOPED_TRACE(options.dropout != 0 ? "dropout and Adagrad" : "plain SGD");
-  const scheduler::SchedulerOptions scheduling = SlideEngine();
+  const scheduler::SchedulerOptions scheduling = SlideScheduling();
   const Outcome full = TrainFor(options, &scheduling, {});
   ASSERT_GE(full.records.size(), 4u);
   const uint64_t rows_per_megabatch = uint64_t(options.mega_batch) * options.batch;
@@ -81,7 +81,7 @@ TEST(SlideResume, AStopBetweenOrInsideMegaBatchesResumesToTheUninterruptedRun) {
 TEST(SlideResume, ItLearnsAndTheTablesChangeWhatItTrains) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
   const scheduler::TrainOptions options = SlideOptions();
-  scheduler::SchedulerOptions scheduling = SlideEngine();
+  scheduler::SchedulerOptions scheduling = SlideScheduling();
   const Outcome slide = TrainFor(options, &scheduling, {});
   EXPECT_LT(slide.records.back().test.loss, 0.9 * slide.records.front().test.loss);
   scheduling.sampled_output.enabled = false;  // the dense step at the same rate
@@ -91,7 +91,7 @@ TEST(SlideResume, ItLearnsAndTheTablesChangeWhatItTrains) {
 
 TEST(SlideResume, DropoutAndAdagradChangeTheStepAndItStillLearns) {
   tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
-  const scheduler::SchedulerOptions scheduling = SlideEngine();
+  const scheduler::SchedulerOptions scheduling = SlideScheduling();
   const Outcome plain = TrainFor(SlideOptions(), &scheduling, {});
   const Outcome regularized = TrainFor(RegularizedSlideOptions(), &scheduling, {});
   EXPECT_LT(regularized.records.back().test.loss, 0.9 * regularized.records.front().test.loss);

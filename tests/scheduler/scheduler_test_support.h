@@ -44,7 +44,7 @@ inline scheduler::TrainOptions ShortRunOptions(double epochs) {
 }
 
 // Adaptive SGD (dynamic dispatch, Algorithm 1, normalized merge) on the virtual clock.
-inline SchedulerOptions VirtualClockEngine(const std::string& devices, const std::string& speed) {
+inline SchedulerOptions VirtualClockScheduling(const std::string& devices, const std::string& speed) {
   SchedulerOptions scheduling;
   scheduling.devices = engine::ParseDeviceList(devices);
   scheduling.heterogeneity.speed = engine::ParseSpeeds(speed);

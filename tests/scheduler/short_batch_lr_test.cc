@@ -16,7 +16,7 @@ namespace {
 struct OneDevicePool {
   data::GeneratedData data = testing::NormalizedData(100, 10, 50, 8, 4, 3);
   TrainOptions options = testing::ShortRunOptions(1);
-  SchedulerOptions scheduling = testing::VirtualClockEngine("cpu:1", "");
+  SchedulerOptions scheduling = testing::VirtualClockScheduling("cpu:1", "");
   kernels::Model<float> initial;
   DevicePool pool;
   OneDevicePool()

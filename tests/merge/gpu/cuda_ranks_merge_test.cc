@@ -48,13 +48,13 @@ struct Outcome {
 };
 
 // `ranks` ranks of `per_rank` GPUs each, rank r on GPUs r * per_rank ..., on the virtual clock.
-scheduler::SchedulerOptions RanksEngine(const std::string& algo, int ranks, int per_rank) {
+scheduler::SchedulerOptions RanksScheduling(const std::string& algo, int ranks, int per_rank) {
   std::string devices, speeds;
   for (int g = 0; g < ranks * per_rank; ++g) {
     devices += (g == 0 ? "" : ",") + std::string("cuda:") + std::to_string(g);
     speeds += (g == 0 ? "" : ",") + std::to_string(1 + 0.1 * g);
   }
-  scheduler::SchedulerOptions scheduling = xmlt::testing::WithAlgo(xmlt::testing::VirtualClockEngine(devices, speeds), algo);
+  scheduler::SchedulerOptions scheduling = xmlt::testing::WithAlgo(xmlt::testing::VirtualClockScheduling(devices, speeds), algo);
   for (int g = 0; g < ranks * per_rank; ++g) {
     scheduling.devices[size_t(g)].id += "@r" + std::to_string(g / per_rank);
     scheduling.device_rank.push_back(g / per_rank);
@@ -111,9 +111,9 @@ TEST(CudaRanksMerge, NcclAcrossRanksEqualsTheHostMergeAndEveryRankHasTheSameMode
     for (const std::string algo : {"adaptive", "sync"}) {
       const std::string where = algo + " on " + std::to_string(shape.ranks) + " ranks of " +
                                 std::to_string(shape.per_rank) + " GPUs";
-      scheduler::SchedulerOptions nccl = RanksEngine(algo, shape.ranks, shape.per_rank);
+      scheduler::SchedulerOptions nccl = RanksScheduling(algo, shape.ranks, shape.per_rank);
       nccl.collective = merge::CollectiveKind::kNccl;
-      scheduler::SchedulerOptions host = RanksEngine(algo, shape.ranks, shape.per_rank);
+      scheduler::SchedulerOptions host = RanksScheduling(algo, shape.ranks, shape.per_rank);
       host.merge_on = scheduler::SchedulerOptions::MergeOn::kHost;
       // What the summary's merge_on reports (apps/command_train.cc), on any rank.
       EXPECT_TRUE(scheduler::MergesOnGpus(nccl)) << where;
@@ -165,7 +165,7 @@ TEST(CudaRanksMerge, NcclAcrossRanksEqualsTheHostMergeAndEveryRankHasTheSameMode
 
 TEST(CudaRanksMerge, NcclAcrossRanksIsRefusedForMergesThatReadEveryReplica) {
   for (const std::string algo : {"adasum", "crossbow"}) {
-    scheduler::SchedulerOptions scheduling = RanksEngine(algo, 2, 1);
+    scheduler::SchedulerOptions scheduling = RanksScheduling(algo, 2, 1);
     scheduling.collective = merge::CollectiveKind::kNccl;
     EXPECT_FALSE(scheduler::MergesOnGpus(scheduling)) << algo;
     try {
@@ -186,7 +186,7 @@ TEST(CudaRanksMerge, NcclAcrossRanksIsRefusedForMergesThatReadEveryReplica) {
 TEST(CudaRanksMerge, ACheckpointedAndResumedRunEndsWhereTheWholeRunDoes) {
   XMLT_SKIP_WITHOUT_GPU();
   if (kernels::cuda::CudaDeviceCountOrZero() < 2) GTEST_SKIP() << "needs two GPUs";
-  scheduler::SchedulerOptions scheduling = RanksEngine("adaptive", 2, 1);
+  scheduler::SchedulerOptions scheduling = RanksScheduling("adaptive", 2, 1);
   scheduling.collective = merge::CollectiveKind::kNccl;
   scheduling.merge_rule.momentum = 0;
   scheduler::TrainOptions whole_run = xmlt::testing::ShortRunOptions(2), first_half = xmlt::testing::ShortRunOptions(1);
@@ -219,7 +219,7 @@ TEST(CudaRanksMergeSim, AGpuLostOnOneRankStopsEveryRank) {
   if (gpus < 2) GTEST_SKIP() << "needs two GPUs";
   for (const int per_rank : {1, 2}) {
     if (2 * per_rank > gpus) continue;
-    scheduler::SchedulerOptions scheduling = RanksEngine("adaptive", 2, per_rank);
+    scheduler::SchedulerOptions scheduling = RanksScheduling("adaptive", 2, per_rank);
     scheduling.collective = merge::CollectiveKind::kNccl;
     const int lost = 2 * per_rank - 1;
     const std::string lost_id = "cuda:" + std::to_string(lost) + "@r1";
