@@ -82,17 +82,17 @@ void CpuReplica::RestoreStepCount(const std::vector<uint8_t>& state) {
   std::memcpy(&steps_, state.data(), sizeof steps_);
 }
 
-void CpuReplica::RestoreVelocity(const std::vector<float>& velocity) {
+void CpuReplica::RestoreVelocity(const void* values, size_t count) {
   if (velocity_.params.empty()) {
-    if (!velocity.empty()) throw std::invalid_argument("momentum state given to a replica without momentum");
+    if (count != 0) throw std::invalid_argument("momentum state given to a replica without momentum");
     return;
   }
-  if (velocity.empty()) {
+  if (count == 0) {
     std::fill(velocity_.params.begin(), velocity_.params.end(), 0.0f);
-  } else if (velocity.size() == velocity_.params.size()) {
-    std::copy(velocity.begin(), velocity.end(), velocity_.params.begin());
+  } else if (count == velocity_.params.size()) {
+    std::memcpy(velocity_.params.data(), values, count * sizeof(float));
   } else {
-    throw std::invalid_argument("momentum state has " + std::to_string(velocity.size()) + " values for " +
+    throw std::invalid_argument("momentum state has " + std::to_string(count) + " values for " +
                                 std::to_string(velocity_.params.size()) + " parameters");
   }
 }

@@ -28,10 +28,11 @@ class CpuReplica {
   kernels::Model<float>& model() { return model_; }
 
   // The momentum buffer (with the first layer's Adagrad, its squares in the first layer's weights):
-  // empty without momentum or Adagrad. Restore takes a vector of the parameters' size,
-  // or an empty one to zero the buffer; throws std::invalid_argument for any other size.
+  // empty without momentum or Adagrad. Restore copies `count` values from `values` (float bytes,
+  // not necessarily aligned: a checkpoint's mapping) for the parameters' count, or zeroes the
+  // buffer for count 0; throws std::invalid_argument for any other count.
   const std::vector<float>& velocity() const { return velocity_.params; }
-  void RestoreVelocity(const std::vector<float>& velocity);
+  void RestoreVelocity(const void* values, size_t count);
 
   // The steps trained, from which the dropout masks are drawn: a checkpoint keeps it so that a
   // resumed run draws the masks the uninterrupted run would have. 8 bytes with dropout, else empty.

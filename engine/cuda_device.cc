@@ -3,7 +3,9 @@
 // replica where it is (ParamsOnGpu, merge/gpu/). Otherwise they run on a host mirror of the
 // parameters: the device downloads its replica before a merge and uploads the merged state after
 // it. The mirror is page-locked, so those copies run at the bus's speed without a staging copy;
-// checkpoints and rollbacks go through it too. Evaluation runs on
+// checkpoints and rollbacks go through it too. A checkpoint moves the optimizer state (the
+// momentum buffer) through a page-locked chunk of at most kOptimizerStateChunkBytes, made for the
+// copy: it is never held in host memory whole. Evaluation runs on
 // the GPU too: the replica waits in the mirror while the model being scored takes its place.
 #include "engine/cuda_device.h"
 
@@ -33,11 +35,13 @@ kernels::cuda::PinnedBuffer<float> PinnedCopy(int gpu, const std::vector<float>&
 class CudaDevice final : public Device {
  public:
   CudaDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, const DeviceLimits& limits,
-             float momentum, kernels::OutputMath math, const StepRegularization& regularization)
+             float momentum, kernels::OutputMath math, const StepRegularization& regularization,
+             size_t state_chunk_bytes)
       : spec_(spec),
         momentum_(momentum),
         regularization_(regularization),
         limits_(limits),
+        state_chunk_values_(std::max<size_t>(state_chunk_bytes / sizeof(float), 1)),
         mlp_(spec.ordinal, initial.shape, limits.max_rows, limits.max_feature_nnz, limits.max_label_nnz,
              kernels::cuda::DenseMath(math)),
         host_(PinnedCopy(spec.ordinal, initial.params)) {
@@ -82,11 +86,16 @@ class CudaDevice final : public Device {
     copying_ = true;
   }
   // The momentum buffer, whose first-layer weights hold Adagrad's squares when it is on.
-  std::vector<float> SaveOptimizerState() override {
-    if (!KeepsOptimizerState()) return {};
-    std::vector<float> state(host_.size());
-    mlp_.DownloadMomentum(state.data(), state.size());
-    return state;
+  size_t OptimizerStateSize() const override { return KeepsOptimizerState() ? host_.size() : 0; }
+  void StreamOptimizerState(const OptimizerStateSink& sink) override {
+    const size_t n = OptimizerStateSize();
+    if (n == 0) return;
+    kernels::cuda::PinnedBuffer<float> chunk = StateChunk(n);
+    for (size_t at = 0; at < n; at += chunk.size()) {
+      const size_t count = std::min(chunk.size(), n - at);
+      mlp_.DownloadMomentumRange(at, chunk.data(), count);
+      sink(chunk.data(), count);
+    }
   }
   // In chunks within the bounds the replica was built for (a test row beyond them alone is scored
   // on the CPU), with the model's ids clipped as the CPU evaluator does.
@@ -112,11 +121,22 @@ class CudaDevice final : public Device {
     mlp_.UploadParams(host_.data(), host_.size());
     return sums;
   }
-  void RestoreOptimizerState(const std::vector<float>& state) override {
-    if (state.empty()) return mlp_.ZeroMomentum();
+  // The values are copied into the chunk as bytes (a checkpoint's mapping need not align them),
+  // and uploaded from there.
+  void RestoreOptimizerState(const void* values, size_t count) override {
+    if (count == 0) return mlp_.ZeroMomentum();
     if (!KeepsOptimizerState())
       throw std::invalid_argument(spec_.id + ": momentum state given without momentum");
-    mlp_.UploadMomentum(state.data(), state.size());
+    if (count != host_.size())
+      throw std::invalid_argument(spec_.id + ": momentum state of " + std::to_string(count) + " values for " +
+                                  std::to_string(host_.size()) + " parameters");
+    kernels::cuda::PinnedBuffer<float> chunk = StateChunk(count);
+    const char* bytes = static_cast<const char*>(values);
+    for (size_t at = 0; at < count; at += chunk.size()) {
+      const size_t part = std::min(chunk.size(), count - at);
+      std::memcpy(chunk.data(), bytes + at * sizeof(float), part * sizeof(float));
+      mlp_.UploadMomentumRange(at, chunk.data(), part);
+    }
   }
   // With dropout, the step count the masks are drawn from (as the CPU replica's).
   std::vector<uint8_t> SaveExtraState() override {
@@ -137,12 +157,19 @@ class CudaDevice final : public Device {
 
  private:
   bool KeepsOptimizerState() const { return momentum_ != 0 || regularization_.input_adagrad_ratio > 0; }
+  // Page-locked memory for one chunk of an optimizer state of `values` values: the whole state when
+  // it is smaller than a chunk.
+  kernels::cuda::PinnedBuffer<float> StateChunk(size_t values) const {
+    kernels::cuda::DeviceGuard guard(spec_.ordinal);
+    return kernels::cuda::PinnedBuffer<float>(std::min(values, state_chunk_values_));
+  }
 
   DeviceSpec spec_;
   float momentum_;
   StepRegularization regularization_;
   uint64_t steps_ = 0;  // since the run began: the dropout masks' counter
   DeviceLimits limits_;
+  size_t state_chunk_values_;  // the most of the optimizer state a chunk holds
   kernels::cuda::CudaMlp mlp_;
   kernels::cuda::PinnedBuffer<float> host_;  // the mirror the merges work on
   bool copying_ = false;                      // a copy between host_ and the replica may be running
@@ -153,13 +180,14 @@ class CudaDevice final : public Device {
 
 std::unique_ptr<Device> MakeCudaDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
                                        const DeviceLimits& limits, float local_momentum, kernels::OutputMath math,
-                                       const StepRegularization& regularization) {
+                                       const StepRegularization& regularization, size_t state_chunk_bytes) {
   if (regularization.weight_decay != 0)
     throw std::invalid_argument("device " + spec.id + ": the CUDA backend has no weight decay");
   // The runtime's message names the failed call, not the GPU: a card out of memory for its replica's
   // buffers, or lost while they are made, is named here. A lost context stays a ContextLost.
   try {
-    return std::make_unique<CudaDevice>(spec, initial, limits, local_momentum, math, regularization);
+    return std::make_unique<CudaDevice>(spec, initial, limits, local_momentum, math, regularization,
+                                        state_chunk_bytes);
   } catch (const kernels::ContextLost& e) {
     throw kernels::ContextLost("device " + spec.id + ": cannot set up: " + e.what());
   } catch (const std::runtime_error& e) {

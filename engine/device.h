@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,10 @@
 #include "kernels/output_math.h"
 
 namespace xmlt::engine {
+
+// The most a device whose optimizer state is not in host memory (a GPU) holds of it in host
+// memory at a time while a checkpoint writes or reads it: 64 MiB.
+constexpr size_t kOptimizerStateChunkBytes = size_t(64) << 20;
 
 class Device {
  public:
@@ -48,11 +53,29 @@ class Device {
   // in again (with zeros, for the owner's next share). Other devices keep their replicas.
   virtual void ReleaseMirror() {}
 
-  // The optimizer state beyond the parameters (the local momentum, laid out like the parameters),
-  // copied out for checkpoints and back in on resume: empty when the device keeps none. Restoring
-  // an empty vector zeroes it (after a rollback the old velocity would carry the divergence on).
-  virtual std::vector<float> SaveOptimizerState() = 0;
-  virtual void RestoreOptimizerState(const std::vector<float>& state) = 0;
+  // The optimizer state beyond the parameters (the local momentum, laid out like the parameters,
+  // with the first layer's Adagrad its squares in the first layer's weights; a sampled device's
+  // squares alone): its size in values, 0 when the device keeps none.
+  virtual size_t OptimizerStateSize() const = 0;
+  // Hands the state to `sink` in consecutive pieces, in order, from where it lives (each piece is
+  // read during its call only): a checkpoint writes it without a whole copy. A device whose state
+  // is not in host memory (a GPU) downloads it through a buffer of at most
+  // kOptimizerStateChunkBytes.
+  using OptimizerStateSink = std::function<void(const float* values, size_t count)>;
+  virtual void StreamOptimizerState(const OptimizerStateSink& sink) = 0;
+  // Restores the state from `count` values stored at `values`, as float bytes that need not be
+  // aligned (a checkpoint's mapping: they are copied as bytes, to a GPU through the same bounded
+  // buffer); count 0 zeroes it (after a rollback the old velocity would carry the divergence on).
+  // Throws std::invalid_argument for a size the device does not keep.
+  virtual void RestoreOptimizerState(const void* values, size_t count) = 0;
+  // The same through a vector, for exchanges and tests: a whole copy of the state.
+  std::vector<float> SaveOptimizerState() {
+    std::vector<float> state;
+    state.reserve(OptimizerStateSize());
+    StreamOptimizerState([&](const float* values, size_t count) { state.insert(state.end(), values, values + count); });
+    return state;
+  }
+  void RestoreOptimizerState(const std::vector<float>& state) { RestoreOptimizerState(state.data(), state.size()); }
   // Any other state a resumed run needs to go on exactly where this one is (a sampled device's LSH
   // tables): empty for most devices. Restored after the parameters and FinishMerge; a device that
   // keeps none refuses a non-empty state.

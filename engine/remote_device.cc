@@ -1,6 +1,7 @@
 // A device of another rank; see remote_device.h.
 #include "engine/remote_device.h"
 
+#include <cstring>
 #include <stdexcept>
 
 namespace xmlt::engine {
@@ -25,9 +26,15 @@ class RemoteDevice : public Device {
     std::vector<float>().swap(optimizer_state_);
     std::vector<uint8_t>().swap(extra_state_);
   }
-  std::vector<float> SaveOptimizerState() override { return optimizer_state_; }
-  void RestoreOptimizerState(const std::vector<float>& state) override { optimizer_state_ = state; }
   // The owner's, gathered for a checkpoint (scheduler/rank_exchange.h, SendReplicasToRoot).
+  size_t OptimizerStateSize() const override { return optimizer_state_.size(); }
+  void StreamOptimizerState(const OptimizerStateSink& sink) override {
+    if (!optimizer_state_.empty()) sink(optimizer_state_.data(), optimizer_state_.size());
+  }
+  void RestoreOptimizerState(const void* values, size_t count) override {
+    optimizer_state_.resize(count);
+    if (count != 0) std::memcpy(optimizer_state_.data(), values, count * sizeof(float));
+  }
   std::vector<uint8_t> SaveExtraState() override { return extra_state_; }
   void RestoreExtraState(const std::vector<uint8_t>& state) override { extra_state_ = state; }
   EvaluationSums EvaluateRows(const kernels::Model<float>&, const data::Dataset&, const uint64_t*, size_t) override {

@@ -108,8 +108,12 @@ class SampledCpuDevice final : public Device {
   size_t NumParams() const override { return model_.params.size(); }
   // The merged (or restored, or rolled back) parameters replace the replica's: new tables.
   void FinishMerge() override { Rebuild(); }
-  // The first layer's Adagrad squares, the one optimizer state of the sampled step.
-  std::vector<float> SaveOptimizerState() override { return input_squares_; }
+  // The first layer's Adagrad squares, the one optimizer state of the sampled step, written from
+  // where they are.
+  size_t OptimizerStateSize() const override { return input_squares_.size(); }
+  void StreamOptimizerState(const OptimizerStateSink& sink) override {
+    if (!input_squares_.empty()) sink(input_squares_.data(), input_squares_.size());
+  }
   // The tables as they are (their keys), the rows updated since they were last rehashed and the
   // updates since the last rebuild: a resume inside a mega-batch goes on as if never stopped.
   // With dropout, also the step count its masks are drawn from (as the dense replica's).
@@ -139,14 +143,14 @@ class SampledCpuDevice final : public Device {
     if (regularization_.dropout != 0)
       std::memcpy(&steps_, at + keys * sizeof(uint32_t), sizeof steps_);
   }
-  void RestoreOptimizerState(const std::vector<float>& state) override {
-    if (state.empty()) {
+  void RestoreOptimizerState(const void* values, size_t count) override {
+    if (count == 0) {
       std::fill(input_squares_.begin(), input_squares_.end(), 0.0f);
-    } else if (state.size() == input_squares_.size()) {
-      input_squares_ = state;
+    } else if (count == input_squares_.size()) {
+      std::memcpy(input_squares_.data(), values, count * sizeof(float));
     } else {
       throw std::invalid_argument(
-          spec_.id + ": optimizer state of " + std::to_string(state.size()) +
+          spec_.id + ": optimizer state of " + std::to_string(count) +
           " values for a sampled output layer that keeps " + std::to_string(input_squares_.size()) +
           " (the first layer's Adagrad squares)");
     }

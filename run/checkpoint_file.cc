@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
+#include <utility>
 
 #include "data/atomic_file.h"
 #include "data/byte_reader.h"
@@ -38,7 +40,13 @@ std::string CheckpointPath(const std::string& directory) {
 
 void CheckpointWriter::Add(const std::string& name, const void* data, size_t bytes) {
   if (name.empty() || name.size() > kMaxNameBytes) throw std::invalid_argument("bad checkpoint section name '" + name + "'");
-  sections_.push_back({name, data, bytes});
+  sections_.push_back({name, data, bytes, nullptr});
+}
+
+void CheckpointWriter::AddStreamed(const std::string& name, size_t bytes, Producer produce) {
+  if (!produce) throw std::invalid_argument("checkpoint section '" + name + "' has no producer");
+  Add(name, nullptr, bytes);
+  sections_.back().produce = std::move(produce);
 }
 
 void CheckpointWriter::Write(const std::string& directory) const {
@@ -72,7 +80,23 @@ void CheckpointWriter::Write(const std::string& directory) const {
       head.AppendBytes(section.name.data(), section.name.size());
       head.Append(uint64_t(section.bytes));
       write(head.data(), head.size());
-      write(section.data, section.bytes);
+      if (!section.produce) {
+        write(section.data, section.bytes);
+        continue;
+      }
+      // The size is in the file already: more bytes would shift every later field, fewer leave a
+      // hole, so either fails the write before the file is committed.
+      size_t written = 0;
+      section.produce([&](const void* data, size_t bytes) {
+        if (bytes > section.bytes - written)
+          throw std::logic_error("checkpoint section '" + section.name + "' was made longer than its " +
+                                 std::to_string(section.bytes) + " bytes");
+        write(data, bytes);
+        written += bytes;
+      });
+      if (written != section.bytes)
+        throw std::logic_error("checkpoint section '" + section.name + "' was made of " + std::to_string(written) +
+                               " bytes, not its " + std::to_string(section.bytes));
     }
   } catch (...) {
     XXH3_freeState(state);

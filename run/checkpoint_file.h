@@ -6,11 +6,15 @@
 //   | sections x (u32 name bytes | name | u64 data bytes | data) | u64 checksum
 //
 // Written atomically (temporary file, fsync, rename, fsync of the directory), so a crash or a kill
-// at any moment leaves either the previous checkpoint or the new one, never a mix. Every size read
-// from a file is checked against the bytes that remain before anything is allocated from it.
+// at any moment leaves either the previous checkpoint or the new one, never a mix. Sections are
+// written from where they are, or made piece by piece while they are written (a GPU's optimizer
+// state): nothing is staged whole. Every size read from a file is checked against the bytes that
+// remain before anything is allocated from it; a resume copies sections from the file's mapping
+// straight to where they go.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,17 +36,26 @@ class CheckpointWriter {
   void Add(const std::string& name, const std::vector<T>& values) {
     Add(name, values.data(), values.size() * sizeof(T));
   }
+  // Adds a section of `bytes` bytes made while Write writes it: Write calls `produce` once, at the
+  // section's place, and `produce` hands its bytes to the writer it is given in consecutive pieces
+  // (each read during that call only). The checksum is taken over the pieces as they pass. A
+  // producer that throws, or whose pieces add up to other than `bytes`, fails the write (the
+  // previous checkpoint is then untouched). The file is the one Add would write for those bytes.
+  using PieceWriter = std::function<void(const void* data, size_t bytes)>;
+  using Producer = std::function<void(const PieceWriter& write)>;
+  void AddStreamed(const std::string& name, size_t bytes, Producer produce);
 
   // Writes CheckpointPath(directory), creating the directory when needed; stale temporary files
-  // of earlier, interrupted writes are removed first. Throws std::runtime_error on I/O errors
-  // (the previous checkpoint is then untouched).
+  // of earlier, interrupted writes are removed first. Throws std::runtime_error on I/O errors, and
+  // passes a producer's error on (the previous checkpoint is then untouched).
   void Write(const std::string& directory) const;
 
  private:
   struct Section {
     std::string name;
-    const void* data;
+    const void* data;  // or, when null, made by `produce`
     size_t bytes;
+    Producer produce;
   };
   std::string meta_;
   std::vector<Section> sections_;
@@ -78,6 +91,19 @@ class CheckpointReader {
   template <class T>
   void ReadInto(const std::string& name, T* out, size_t count) const {
     CopyOut(Find(name, sizeof(T), count), out);
+  }
+  // A section's values where the reader holds them (the file's mapping), for a copy straight to
+  // where they go when that is not host memory the caller can point to (a GPU's optimizer state).
+  // The bytes need not be aligned for T: copy them as bytes. Valid while the reader lives; the
+  // same checks as Read.
+  struct ValueView {
+    const void* bytes = nullptr;
+    size_t count = 0;  // values of T
+  };
+  template <class T>
+  ValueView View(const std::string& name, size_t expected_count = kAny) const {
+    const Span span = Find(name, sizeof(T), expected_count);
+    return {data_ + span.offset, span.bytes / sizeof(T)};
   }
 
  private:

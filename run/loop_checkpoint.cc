@@ -89,9 +89,10 @@ void TrainingLoop::WriteCheckpoint(const char* why) {
   CheckpointWriter writer(meta.dump());
   writer.Add("global.current", global_.current());
   if (global_.previous_size() > 0) writer.Add("global.previous", global_.previous());
-  std::vector<std::vector<float>> momentum;  // must outlive Write, as must the devices' other state
+  // w, w_p and the replicas are written from where they are, each device's optimizer state streamed
+  // from where it lives; the devices' other state is copied out and must outlive Write.
   std::vector<std::vector<uint8_t>> extra;
-  AddPoolSections(pool_, &writer, &momentum, &extra);
+  AddPoolSections(pool_, &writer, &extra);
   writer.Write(control_.checkpoint_dir);
   ReleaseIdleMirrors();
   checkpoint_ = CheckpointPath(control_.checkpoint_dir);

@@ -90,18 +90,21 @@ nlohmann::json SavePoolMeta(const scheduler::DevicePool& pool) {
 }
 
 void AddPoolSections(scheduler::DevicePool& pool, CheckpointWriter* writer,
-                     std::vector<std::vector<float>>* momentum_storage,
                      std::vector<std::vector<uint8_t>>* extra_storage) {
   writer->Add("sampler.order", pool.rows().sampler().order());
   writer->Add("requeued", pool.rows().returned());
-  momentum_storage->assign(pool.size(), {});
   extra_storage->assign(pool.size(), {});
   for (size_t i : pool.alive()) {
     engine::Device& d = pool.device(i);
     const std::string prefix = SectionPrefix(i);
     writer->Add(prefix + "params", d.HostParams(), d.NumParams() * sizeof(float));
-    (*momentum_storage)[i] = d.SaveOptimizerState();
-    if (!(*momentum_storage)[i].empty()) writer->Add(prefix + "momentum", (*momentum_storage)[i]);
+    if (const size_t values = d.OptimizerStateSize(); values > 0) {
+      writer->AddStreamed(prefix + "momentum", values * sizeof(float),
+                          [&d](const CheckpointWriter::PieceWriter& write) {
+                            d.StreamOptimizerState(
+                                [&](const float* state, size_t count) { write(state, count * sizeof(float)); });
+                          });
+    }
     (*extra_storage)[i] = d.SaveExtraState();
     if (!(*extra_storage)[i].empty()) writer->Add(prefix + "extra", (*extra_storage)[i]);
   }
@@ -141,10 +144,15 @@ void RestorePool(scheduler::DevicePool& pool, const CheckpointReader& reader, co
         std::copy(global.begin(), global.end(), d.HostParams());
       }
       d.FinishMerge();
-      // The device checks the state's size: a momentum buffer holds a value per parameter, the
-      // sampled step's Adagrad squares one per first-layer weight.
-      d.RestoreOptimizerState(!replan && reader.Has(prefix + "momentum") ? reader.Read<float>(prefix + "momentum")
-                                                                          : std::vector<float>{});
+      // Straight from the file's mapping into the device's buffer. The device checks the state's
+      // size: a momentum buffer holds a value per parameter, the sampled step's Adagrad squares one
+      // per first-layer weight.
+      if (!replan && reader.Has(prefix + "momentum")) {
+        const CheckpointReader::ValueView state = reader.View<float>(prefix + "momentum");
+        d.RestoreOptimizerState(state.bytes, state.count);
+      } else {
+        d.RestoreOptimizerState(nullptr, 0);
+      }
       if (!replan && reader.Has(prefix + "extra")) d.RestoreExtraState(reader.Read<uint8_t>(prefix + "extra"));
     }
     pool.faults().Restore(std::move(pending));

@@ -1,6 +1,7 @@
 // The devices' part of a checkpoint: their scalar state as JSON (the meta's "pool"), their arrays
 // as sections (the epoch's row order, returned rows, each alive device's replica and momentum).
-// Written between mega-batches, after a merge: replicas are read from the devices' host params.
+// Written between mega-batches, after a merge: replicas are read from the devices' host params,
+// the momentum streamed from where each device keeps it (engine::Device::StreamOptimizerState).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,10 +13,9 @@
 namespace xmlt::run {
 
 nlohmann::json SavePoolMeta(const scheduler::DevicePool& pool);
-// `momentum_storage` and `extra_storage` hold the momenta and the devices' other state (their
-// SaveExtraState) until the writer has written them.
+// The sections read the pool's devices when `writer` writes them: the pool must not change until
+// then. `extra_storage` holds the devices' other state (their SaveExtraState) until it is written.
 void AddPoolSections(scheduler::DevicePool& pool, CheckpointWriter* writer,
-                     std::vector<std::vector<float>>* momentum_storage,
                      std::vector<std::vector<uint8_t>>* extra_storage);
 
 // Restores the pool from a checkpoint; throws data::InputError naming the file. The data's state

@@ -104,7 +104,9 @@ std::string MemoryPlan::ToString() const {
       << (rollback > 0 && rollback == global_model ? " (one CPU device: the latest lends w)" : "") << "\n"
       << "  scheduler rows (and cross-rank sum scratch): " << MiB(scheduler) << "\n";
   if (checkpoint > 0)
-    out << "  checkpoint staging, while one is written or read (each device's parameters and momentum, w and w_p): "
+    out << "  checkpoint copies, while one is written or read (a GPU's chunk of its optimizer state, the devices' "
+           "extra state; w, w_p, the replicas and their optimizer state go from where they are, and come back "
+           "from the file's mapping): "
         << MiB(checkpoint) << "\n";
   if (ranker.total() > 0) {
     out << "  host memory while training: " << MiB(training_total()) << "\n"
@@ -228,8 +230,35 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   if (across_ranks)
     plan.scheduler = Add(plan.scheduler,
                          Mul(std::min<uint64_t>(shape.NumParameters(), ranks::kSumChunk), sizeof(float)));
-  // Writing copies each device's momentum out; reading holds the whole file once.
-  if (checkpoints) plan.checkpoint = Mul(params, specs.size() * 2 + 2);
+  // A checkpoint writes w, w_p and the replicas from where they are and streams each device's
+  // optimizer state from where it lives; a resume maps the file (page cache, which the kernel can
+  // drop: not counted) and copies from the mapping straight to where each part goes. What it holds
+  // besides: a GPU's page-locked chunk of its optimizer state (engine::kOptimizerStateChunkBytes at
+  // most, one device at a time, either way); each device's extra state (the dropout masks' step
+  // count; a sampled device's LSH tables: a mark per label and a key per label and table), every
+  // device's copied out until the file is written, one device's twice while it is read back; and
+  // across ranks, while the replicas are gathered to rank 0, one device's state at a time.
+  if (checkpoints) {
+    const bool keeps_state = options.local_momentum > 0 || options.input_lr > 0;
+    const uint64_t squares = shape.hidden.empty() ? 0 : Mul(Mul(shape.num_features, shape.hidden[0]), sizeof(float));
+    uint64_t chunk = 0, extras = 0, largest_extra = 0, largest_state = 0;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const bool gpu = specs[i].kind == engine::DeviceKind::kCuda;
+      const bool sampled = !gpu && scheduling.sampled_output.enabled;
+      const uint64_t state = sampled ? (options.input_lr > 0 ? squares : 0) : (keeps_state ? params : 0);
+      uint64_t extra = options.dropout > 0 ? sizeof(uint64_t) : 0;
+      if (sampled)
+        extra = Add(extra, Add(sizeof(uint64_t) + shape.num_labels,
+                               Mul(Mul(scheduling.sampled_output.l, shape.num_labels), sizeof(uint32_t))));
+      const bool local = !across_ranks || scheduling.device_rank.at(i) == rank;
+      if (gpu && local) chunk = std::max<uint64_t>(chunk, std::min<uint64_t>(state, engine::kOptimizerStateChunkBytes));
+      extras = Add(extras, extra);
+      largest_extra = std::max(largest_extra, extra);
+      largest_state = std::max(largest_state, state);
+    }
+    const uint64_t gather = across_ranks ? Add(largest_state, chunk) : 0;
+    plan.checkpoint = std::max({Add(chunk, extras), Mul(largest_extra, 2), gather});
+  }
   return plan;
 }
 

@@ -62,7 +62,7 @@ struct MemoryPlan {
   uint64_t previous_model = 0;  // w_p, for the global momentum (0 where the run keeps none)
   uint64_t rollback = 0;        // the trusted and the latest state's w (lent: RollbackLendsGlobalModel), to roll back a divergence
   uint64_t scheduler = 0;   // the row arena and sampler (and across ranks, the sum's scratch)
-  uint64_t checkpoint = 0;  // transient copies while a checkpoint is written or read
+  uint64_t checkpoint = 0;  // transient copies while a checkpoint is written or read (PlanMemory says which)
   RankerMemory ranker;      // the ranker's stage after training (none: zeros)
   uint64_t training_total() const;  // everything in host memory while training (CPU devices included)
   uint64_t host_total() const;      // the larger of training_total and the ranker's stage (with its folds)

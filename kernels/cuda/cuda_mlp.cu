@@ -291,18 +291,34 @@ void CudaMlp::UploadMomentum(const float* host, size_t n) {
   if (n != impl_->velocity.size())
     Reject("UploadMomentum: " + std::to_string(n) + " values for " +
            std::to_string(impl_->velocity.size()) + " parameters");
-  DeviceGuard guard(impl_->gpu);
-  XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->velocity.data(), host, n * sizeof(float),
-                                  cudaMemcpyHostToDevice, impl_->stream.get()));
-  impl_->Wait();
+  UploadMomentumRange(0, host, n);
 }
 
 void CudaMlp::DownloadMomentum(float* host, size_t n) const {
   if (n != impl_->velocity.size())
     Reject("DownloadMomentum: " + std::to_string(n) + " values for " +
            std::to_string(impl_->velocity.size()) + " parameters");
+  DownloadMomentumRange(0, host, n);
+}
+
+void CudaMlp::UploadMomentumRange(size_t offset, const float* host, size_t n) {
+  const size_t size = impl_->velocity.size();
+  if (offset > size || n > size - offset)
+    Reject("UploadMomentumRange: " + std::to_string(n) + " values from " + std::to_string(offset) +
+           " beyond the " + std::to_string(size) + " parameters");
   DeviceGuard guard(impl_->gpu);
-  XMLT_CUDA_CHECK(cudaMemcpyAsync(host, impl_->velocity.data(), n * sizeof(float),
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->velocity.data() + offset, host, n * sizeof(float),
+                                  cudaMemcpyHostToDevice, impl_->stream.get()));
+  impl_->Wait();
+}
+
+void CudaMlp::DownloadMomentumRange(size_t offset, float* host, size_t n) const {
+  const size_t size = impl_->velocity.size();
+  if (offset > size || n > size - offset)
+    Reject("DownloadMomentumRange: " + std::to_string(n) + " values from " + std::to_string(offset) +
+           " beyond the " + std::to_string(size) + " parameters");
+  DeviceGuard guard(impl_->gpu);
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(host, impl_->velocity.data() + offset, n * sizeof(float),
                                   cudaMemcpyDeviceToHost, impl_->stream.get()));
   impl_->Wait();
 }

@@ -84,9 +84,13 @@ class CudaMlp {
   // Whether this replica's GPU context is lost (a sticky error): every call on it would fail.
   bool ContextLost() const;
   void ZeroMomentum();
-  // The momentum buffer (same layout and size as the parameters), for checkpoints.
+  // The momentum buffer (same layout and size as the parameters), for checkpoints: whole (n must
+  // equal its size), or the n values from `offset` on, as a checkpoint streams it through a bounded
+  // host buffer.
   void UploadMomentum(const float* host, size_t n);
   void DownloadMomentum(float* host, size_t n) const;
+  void UploadMomentumRange(size_t offset, const float* host, size_t n);
+  void DownloadMomentumRange(size_t offset, float* host, size_t n) const;
 
   // One step of cpu::TrainStep semantics: plain SGD when momentum == 0, else heavy-ball momentum
   // (lazy for first-layer rows), with `regularization`'s dropout and first-layer Adagrad (whose

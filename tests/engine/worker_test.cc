@@ -24,8 +24,9 @@ class FakeDevice final : public Device {
   }
   float* HostParams() override { return nullptr; }
   size_t NumParams() const override { return 0; }
-  std::vector<float> SaveOptimizerState() override { return {}; }
-  void RestoreOptimizerState(const std::vector<float>&) override {}
+  size_t OptimizerStateSize() const override { return 0; }
+  void StreamOptimizerState(const OptimizerStateSink&) override {}
+  void RestoreOptimizerState(const void*, size_t) override {}
 
  private:
   DeviceSpec spec_;

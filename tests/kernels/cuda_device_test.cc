@@ -1,17 +1,20 @@
 // The engine's CUDA device (engine/cuda_device.cc, built by MakeDevice for "cuda:0") against the
 // CPU device on the same rows: training, its host mirror for merges (PrepareMerge copies the
 // replica out, FinishMerge copies the merged state back in), its optimizer state for checkpoints
-// (SaveOptimizerState / RestoreOptimizerState), and EvaluateRows against the CPU evaluator.
+// (SaveOptimizerState / RestoreOptimizerState, and streamed through a bounded chunk), and
+// EvaluateRows against the CPU evaluator.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "data/dataset.h"
+#include "engine/cuda_device.h"
 #include "engine/device.h"
 #include "engine/device_spec.h"
 #include "engine/evaluator.h"
@@ -163,6 +166,51 @@ TEST(CudaDevice, OptimizerStateRoundTripsAndMatchesCpuMomentum) {
   ASSERT_EQ(zeroed.size(), n);
   EXPECT_TRUE(std::all_of(zeroed.begin(), zeroed.end(), [](float v) { return v == 0.0f; }));
   EXPECT_THROW(gpu->RestoreOptimizerState(std::vector<float>(n - 1, 0.0f)), std::invalid_argument);
+}
+
+// A checkpoint moves the optimizer state through a chunk of bounded size, here 1,000 bytes (250
+// values, which do not divide the state's size), so either way takes many chunks. What goes out
+// is the CPU device's momentum; what comes back in, from bytes not aligned for a float (as in a
+// checkpoint's mapping), is that state exactly, and training goes on from it as on the CPU.
+TEST(CudaDevice, OptimizerStateMovesInChunksAndMatchesCpuMomentum) {
+  XMLT_SKIP_WITHOUT_GPU();
+  constexpr size_t kChunkBytes = 1000, kChunkValues = kChunkBytes / sizeof(float);
+  const data::Dataset train = RandomDataset(kTrainRows, 501, 203, 6);
+  const Model<float> initial = kernels::InitModel<float>(kShape, 9);
+  const size_t n = initial.params.size();
+  ASSERT_NE(n % kChunkValues, 0u);
+  const DeviceLimits limits = LimitsFor(train, kMaxRows);
+  std::unique_ptr<Device> gpu =
+      MakeCudaDevice(CudaSpec(), initial, limits, 0.9f, kernels::OutputMath::kFp32, {}, kChunkBytes);
+  std::unique_ptr<Device> cpu = MakeDevice(CpuSpec(), initial, limits, 0.9f);
+  ASSERT_NO_FATAL_FAILURE(TrainBoth(gpu.get(), cpu.get(), train, 0, 8, 0.05f));
+
+  ASSERT_EQ(gpu->OptimizerStateSize(), n);
+  std::vector<float> streamed;
+  size_t chunks = 0;
+  gpu->StreamOptimizerState([&](const float* values, size_t count) {
+    EXPECT_EQ(count, std::min(kChunkValues, n - streamed.size())) << "chunk " << chunks;
+    streamed.insert(streamed.end(), values, values + count);
+    ++chunks;
+  });
+  ASSERT_EQ(streamed.size(), n);
+  EXPECT_EQ(chunks, (n + kChunkValues - 1) / kChunkValues);
+  const std::vector<float> cpu_state = cpu->SaveOptimizerState();
+  ExpectNear(streamed.data(), cpu_state.data(), n, "streamed velocity");
+
+  // In from one byte past an aligned address, chunk by chunk; out again, bit for bit.
+  std::vector<char> stored(n * sizeof(float) + 1);
+  std::memcpy(stored.data() + 1, cpu_state.data(), n * sizeof(float));
+  gpu->RestoreOptimizerState(stored.data() + 1, n);
+  EXPECT_TRUE(xmlt::testing::SameBits(gpu->SaveOptimizerState().data(), cpu_state.data(), n));
+  std::copy(cpu->HostParams(), cpu->HostParams() + n, gpu->HostParams());
+  gpu->FinishMerge();
+  ASSERT_NO_FATAL_FAILURE(TrainBoth(gpu.get(), cpu.get(), train, 8, 14, 0.05f));
+  gpu->PrepareMerge();
+  ExpectNear(gpu->HostParams(), cpu->HostParams(), n, "parameters after resuming");
+  ExpectNear(gpu->SaveOptimizerState().data(), cpu->SaveOptimizerState().data(), n, "velocity after resuming");
+  EXPECT_THROW(gpu->RestoreOptimizerState(cpu_state.data(), n - 1), std::invalid_argument);
+  EXPECT_THROW(gpu->RestoreOptimizerState(cpu_state.data(), n + 1), std::invalid_argument);
 }
 
 TEST(CudaDevice, WithoutMomentumTrainsLikeCpuAndKeepsNoOptimizerState) {

@@ -1,5 +1,6 @@
-// The checkpoint container: round trip, every way a file can be damaged, and a process killed in
-// the middle of writing one, which must leave the previous checkpoint loadable.
+// The checkpoint container: round trip, every way a file can be damaged, a process killed in the
+// middle of writing one, which must leave the previous checkpoint loadable, and sections made
+// piece by piece while they are written (a device's optimizer state), which make the same file.
 #include "run/checkpoint_file.h"
 
 #include <gtest/gtest.h>
@@ -7,9 +8,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <thread>
 
 #include "data/input_error.h"
@@ -96,6 +100,84 @@ TEST(CheckpointFile, ARewriteReplacesTheCheckpointAndClearsStaleTemporaries) {
   WriteSample(dir.path(), 2);
   EXPECT_FALSE(std::filesystem::exists(stale));
   EXPECT_EQ(CheckpointReader::Open(dir.path()).Read<float>("params")[0], 2.0f);
+}
+
+// A section made piece by piece while it is written is the section added whole: the same bytes in
+// the file and the same checksum, whatever the pieces (uneven, empty ones among them).
+TEST(CheckpointFile, AStreamedSectionIsTheSectionAddedWhole) {
+  std::vector<float> momentum(1000);
+  for (size_t i = 0; i < momentum.size(); ++i) momentum[i] = 0.25f * float(i) - 7.0f;
+  const std::vector<uint64_t> order = {4, 1, 3};
+  testing::TempDir whole_dir, streamed_dir;
+  CheckpointWriter whole(R"({"step": 7})");
+  whole.Add("order", order);
+  whole.Add("momentum", momentum);
+  whole.Add("empty", std::vector<float>{});
+  whole.Write(whole_dir.path());
+
+  CheckpointWriter streamed(R"({"step": 7})");
+  streamed.Add("order", order);
+  size_t pieces = 0;
+  streamed.AddStreamed("momentum", momentum.size() * sizeof(float), [&](const CheckpointWriter::PieceWriter& write) {
+    // Pieces of 0, 1, 2, ... values, and whatever is left: the staging buffer is reused between
+    // them, as a GPU's chunk is.
+    std::vector<float> staging(momentum.size());
+    size_t at = 0;
+    for (size_t count = 0; at < momentum.size(); ++count, ++pieces) {
+      const size_t n = std::min(count, momentum.size() - at);
+      std::copy(momentum.begin() + at, momentum.begin() + at + n, staging.begin());
+      write(staging.data(), n * sizeof(float));
+      std::fill(staging.begin(), staging.end(), -1.0f);
+      at += n;
+    }
+  });
+  streamed.AddStreamed("empty", 0, [](const CheckpointWriter::PieceWriter&) {});
+  streamed.Write(streamed_dir.path());
+  EXPECT_GT(pieces, 10u);
+
+  const std::vector<char> expected = FileBytes(CheckpointPath(whole_dir.path()));
+  EXPECT_EQ(FileBytes(CheckpointPath(streamed_dir.path())), expected);  // the checksum at its end too
+  const CheckpointReader reader = CheckpointReader::Open(streamed_dir.path());
+  EXPECT_EQ(reader.Read<float>("momentum", momentum.size()), momentum);
+  // The values where the reader holds them: the file's bytes, not necessarily aligned for a float.
+  const CheckpointReader::ValueView view = reader.View<float>("momentum", momentum.size());
+  ASSERT_EQ(view.count, momentum.size());
+  EXPECT_EQ(std::memcmp(view.bytes, momentum.data(), momentum.size() * sizeof(float)), 0);
+  EXPECT_THROW(reader.View<float>("momentum", momentum.size() + 1), data::InputError);
+}
+
+// A producer that fails, or makes another size than it announced, fails the write: the previous
+// checkpoint stays, whole, and no temporary file is left behind.
+TEST(CheckpointFile, AFailedProducerLeavesThePreviousCheckpoint) {
+  testing::TempDir dir;
+  WriteSample(dir.path(), 42);
+  const std::vector<char> previous = FileBytes(CheckpointPath(dir.path()));
+  const std::vector<float> values(100, 1.0f);
+  const size_t bytes = values.size() * sizeof(float);
+  auto attempt = [&](const CheckpointWriter::Producer& produce) {
+    CheckpointWriter writer("{}");
+    writer.Add("params", values);
+    writer.AddStreamed("momentum", bytes, produce);
+    writer.Add("after", values);
+    writer.Write(dir.path());
+  };
+  EXPECT_THROW(attempt([&](const CheckpointWriter::PieceWriter& write) {
+                 write(values.data(), bytes / 2);
+                 throw std::runtime_error("the GPU was lost");
+               }),
+               std::runtime_error);
+  EXPECT_THROW(attempt([&](const CheckpointWriter::PieceWriter& write) { write(values.data(), bytes - 1); }),
+               std::logic_error);
+  EXPECT_THROW(attempt([&](const CheckpointWriter::PieceWriter& write) {
+                 write(values.data(), bytes);
+                 write(values.data(), 1);
+               }),
+               std::logic_error);
+  EXPECT_EQ(FileBytes(CheckpointPath(dir.path())), previous);
+  EXPECT_EQ(CheckpointReader::Open(dir.path()).Read<float>("params")[0], 42.0f);
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_EQ(entry.path().filename().string(), "checkpoint.xmlc") << "left behind";
+  EXPECT_THROW(CheckpointWriter("{}").AddStreamed("momentum", bytes, nullptr), std::invalid_argument);
 }
 
 // A child process rewrites a large checkpoint over and over; it is killed (SIGKILL: no cleanup)

@@ -356,5 +356,53 @@ TEST(MemoryPlan, TheOtherRanksMirrorsCountOnlyWhereSomethingReadsThem) {
   EXPECT_EQ(mirror(false), replica) << "Adasum reads every replica";
 }
 
+// A checkpoint writes w, w_p, the replicas and their optimizer state from where they are, and a
+// resume copies them from the file's mapping straight to where they go: no copy of the model is
+// staged (2n + 2 were counted before). What it holds is a GPU's chunk of its optimizer state
+// (64 MiB at most), the devices' extra state (the dropout masks' step counts, a sampled device's
+// LSH tables) and, across ranks, one device's state while the replicas are gathered.
+TEST(MemoryPlan, ACheckpointHoldsNoCopyOfTheModel) {
+  const kernels::ModelShape shape{5000, {64}, 500};
+  const uint64_t params = shape.NumParameters() * sizeof(float);
+  const engine::DeviceLimits limits{128, 128 * 100, 128 * 5};
+  scheduler::TrainOptions options;
+  scheduler::SchedulerOptions scheduling;
+  scheduling.devices = engine::ParseDeviceList("cpu:3");
+  auto checkpoint = [&](const kernels::ModelShape& s, bool checkpoints = true) {
+    return scheduler::PlanMemory(s, options, scheduling, limits, 10000, checkpoints).checkpoint;
+  };
+  EXPECT_EQ(checkpoint(shape, false), 0u);
+  EXPECT_EQ(checkpoint(shape), 0u) << "CPU devices' momentum is written from their buffers";
+  EXPECT_EQ(scheduler::PlanMemory(shape, options, SingleDeviceEngine(), limits, 10000, true).checkpoint, 0u);
+  options.dropout = 0.5f;
+  EXPECT_EQ(checkpoint(shape), 3 * sizeof(uint64_t)) << "each device's step count";
+  EXPECT_NE(scheduler::PlanMemory(shape, options, scheduling, limits, 10000, true).ToString().find(
+                "checkpoint copies, while one is written or read (a GPU's chunk"),
+            std::string::npos);
+
+  // A GPU's optimizer state goes through a chunk: all of it when it is smaller than 64 MiB.
+  scheduling.devices = engine::ParseDeviceList("cuda:0,cpu:1");
+  EXPECT_EQ(checkpoint(shape), params + 2 * sizeof(uint64_t));
+  const kernels::ModelShape large{200000, {128}, 300000};
+  ASSERT_GT(large.NumParameters() * sizeof(float), uint64_t(64) << 20);
+  EXPECT_EQ(checkpoint(large), (uint64_t(64) << 20) + 2 * sizeof(uint64_t));
+  options.local_momentum = 0;  // and no Adagrad: no state to write
+  EXPECT_EQ(checkpoint(large), 2 * sizeof(uint64_t));
+  options.local_momentum = 0.9f;
+  options.dropout = 0;
+
+  // Sampled CPU devices copy their tables out: a mark per label, a key per label and table.
+  scheduling.devices = engine::ParseDeviceList("cpu:2");
+  scheduling.sampled_output = engine::SampledOutputOptions::PresetFor(shape.num_labels);
+  const uint64_t tables =
+      sizeof(uint64_t) + shape.num_labels + uint64_t(scheduling.sampled_output.l) * shape.num_labels * sizeof(uint32_t);
+  EXPECT_EQ(checkpoint(shape), 2 * tables);
+  scheduling.sampled_output = {};
+
+  // Across ranks the gather copies one device's momentum at a time, on its owner and on rank 0.
+  scheduling.devices = engine::DevicesOfRanks(engine::ParseDeviceList("cpu:2"), 2, &scheduling.device_rank);
+  EXPECT_EQ(checkpoint(shape), params);
+}
+
 }  // namespace
 }  // namespace xmlt::run

@@ -292,6 +292,81 @@ TEST(Resume, ADeviceBatchAboveTheBatchFlagIsRefused) {
   }
 }
 
+// Each device's momentum goes from the checkpoint's mapping straight into its buffer, and a
+// checkpoint writes it from there: a run resumed and stopped at once writes every device's
+// momentum (and replica) back, bit for bit.
+TEST(Resume, EachDevicesMomentumIsRestoredExactly) {
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  scheduler::TrainOptions options = Options();
+  options.input_lr = 0.1f;  // Adagrad's squares in the first layer's part of the buffer
+  TrainFor(options, &scheduling, control, 1);
+  const std::vector<std::string> names = {"device.0.momentum", "device.1.momentum", "device.2.momentum",
+                                          "device.0.params", "device.1.params", "device.2.params"};
+  std::vector<std::vector<float>> written;
+  {
+    const CheckpointReader reader = CheckpointReader::Open(dir.path());
+    for (const std::string& name : names) written.push_back(reader.Read<float>(name));
+  }
+  for (size_t k = 0; k < 3; ++k)
+    ASSERT_TRUE(std::any_of(written[k].begin(), written[k].end(), [](float v) { return v != 0.0f; })) << names[k];
+
+  testing::TempDir again;
+  control.resume_dir = dir.path();
+  control.checkpoint_dir = again.path();
+  std::atomic<int> stop{0};
+  control.stop_signal = &stop;
+  TrainCallbacks callbacks;
+  callbacks.on_resume = [&](const std::vector<EvalRecord>&) { stop = 15; };
+  const data::GeneratedData& data = Data();
+  kernels::Model<float> model =
+      kernels::InitModel<float>({data.train.num_features(), options.hidden, data.train.num_labels()}, options.seed);
+  EXPECT_EQ(RunMultiDevice(data.train, &data.test, options, scheduling, &model, callbacks, control).stopped_by_signal,
+            15);
+  const CheckpointReader reader = CheckpointReader::Open(again.path());
+  for (size_t k = 0; k < names.size(); ++k) {
+    const std::vector<float> restored = reader.Read<float>(names[k], written[k].size());
+    EXPECT_TRUE(testing::SameBits(restored.data(), written[k].data(), restored.size())) << names[k];
+  }
+}
+
+// A momentum of another size than the device keeps is refused on resume, naming the file.
+TEST(Resume, AMomentumOfAnotherSizeIsRefusedNamingTheFile) {
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  TrainFor(Options(), &scheduling, control, 1);
+  {
+    // The same file, but a value short in device 1's momentum.
+    const CheckpointReader reader = CheckpointReader::Open(dir.path());
+    std::vector<std::pair<std::string, std::vector<uint8_t>>> sections;
+    for (const char* name : {"global.current", "global.previous", "sampler.order", "requeued"})
+      sections.emplace_back(name, reader.Read<uint8_t>(name));
+    for (int i = 0; i < 3; ++i)
+      for (const char* part : {".params", ".momentum", ".extra"}) {
+        const std::string name = "device." + std::to_string(i) + part;
+        if (reader.Has(name)) sections.emplace_back(name, reader.Read<uint8_t>(name));
+      }
+    CheckpointWriter writer(reader.meta());
+    for (auto& [name, bytes] : sections) {
+      if (name == "device.1.momentum") bytes.resize(bytes.size() - sizeof(float));
+      writer.Add(name, bytes);
+    }
+    writer.Write(dir.path());
+  }
+  control.resume_dir = dir.path();
+  try {
+    TrainFor(Options(), &scheduling, control);
+    FAIL() << "expected a refusal";
+  } catch (const data::InputError& e) {
+    EXPECT_EQ(e.file(), CheckpointPath(dir.path()));
+    EXPECT_NE(std::string(e.what()).find("momentum state has"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Resume, MoreEpochsContinueAFinishedRun) {
   testing::TempDir dir;
   RunControl control;

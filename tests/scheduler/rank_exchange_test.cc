@@ -33,8 +33,11 @@ class Replica : public engine::Device {
     return params.data();
   }
   size_t NumParams() const override { return kParams; }
-  std::vector<float> SaveOptimizerState() override { return momentum; }
-  void RestoreOptimizerState(const std::vector<float>& state) override { momentum = state; }
+  size_t OptimizerStateSize() const override { return momentum.size(); }
+  void StreamOptimizerState(const OptimizerStateSink& sink) override { sink(momentum.data(), momentum.size()); }
+  void RestoreOptimizerState(const void* values, size_t count) override {
+    momentum.assign(static_cast<const float*>(values), static_cast<const float*>(values) + count);
+  }
 
   engine::DeviceSpec spec_;
   std::vector<float> params, momentum;
