@@ -373,7 +373,7 @@ TEST(MemoryPlan, ACheckpointHoldsNoCopyOfTheModel) {
   };
   EXPECT_EQ(checkpoint(shape, false), 0u);
   EXPECT_EQ(checkpoint(shape), 0u) << "CPU devices' momentum is written from their buffers";
-  EXPECT_EQ(scheduler::PlanMemory(shape, options, SingleDeviceEngine(), limits, 10000, true).checkpoint, 0u);
+  EXPECT_EQ(scheduler::PlanMemory(shape, options, SingleDeviceScheduling(), limits, 10000, true).checkpoint, 0u);
   options.dropout = 0.5f;
   EXPECT_EQ(checkpoint(shape), 3 * sizeof(uint64_t)) << "each device's step count";
   EXPECT_NE(scheduler::PlanMemory(shape, options, scheduling, limits, 10000, true).ToString().find(

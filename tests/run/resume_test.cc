@@ -299,7 +299,7 @@ TEST(Resume, EachDevicesMomentumIsRestoredExactly) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   scheduler::TrainOptions options = Options();
   options.input_lr = 0.1f;  // Adagrad's squares in the first layer's part of the buffer
   TrainFor(options, &scheduling, control, 1);
@@ -337,7 +337,7 @@ TEST(Resume, AMomentumOfAnotherSizeIsRefusedNamingTheFile) {
   testing::TempDir dir;
   RunControl control;
   control.checkpoint_dir = dir.path();
-  const scheduler::SchedulerOptions scheduling = Engine("adaptive");
+  const scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   TrainFor(Options(), &scheduling, control, 1);
   {
     // The same file, but a value short in device 1's momentum.
