@@ -16,7 +16,9 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
   cmd->add_option("--train-labels", f->train_labels, "Labels file when --train is the X file of a split pair");
   cmd->add_option("--test", f->test, "Test data, evaluated on the --eval-every schedule");
   cmd->add_option("--test-labels", f->test_labels, "Labels file when --test is the X file of a split pair");
-  cmd->add_option("--epochs", f->options.epochs, "Passes over the training rows (fractions allowed)")
+  cmd->add_option("--epochs", f->options.epochs,
+                  "Passes over the training rows (fractions allowed); 30 where --hidden auto narrowed the MLP "
+                  "to 512 for the ranker")
       ->capture_default_str();
   cmd->add_option("--batch", f->options.batch, "Rows per batch")->capture_default_str()->check(kUnsignedValue);
   cmd->add_option("--lr", f->lr,
@@ -78,7 +80,8 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
   cmd->add_option("--hidden", f->hidden,
                   "Hidden layer sizes, comma separated (e.g. 256,128), or auto: one layer, the largest power of two "
                   "from 128 to 1024 that keeps (features + labels) x it within 2^27 parameters and is no wider "
-                  "than the features rounded up to a power of two")
+                  "than the features rounded up to a power of two; at most 512 with --ranker auto, whose shortlist is the "
+                  "MLP's job")
       ->capture_default_str();
   cmd->add_option("--mega-batch", f->options.mega_batch,
                   "Batches per mega-batch (single: 100; several devices: preset)")->check(kUnsignedValue);

@@ -51,8 +51,18 @@ void PlanShape(const TrainFlags& f, const data::Dataset& train, TrainPlan* plan)
   kernels::ModelShape shape;
   shape.num_features = train.num_features();
   shape.num_labels = train.num_labels();
-  shape.hidden = f.hidden == "auto" ? std::vector<uint32_t>{DefaultHidden(shape.num_features, shape.num_labels)}
-                                    : ParseHidden(f.hidden);
+  if (f.hidden == "auto") {
+    uint32_t width = DefaultHidden(shape.num_features, shape.num_labels);
+    // The ranker as planned before loading (a ranker left out after this, for too few rows or
+    // too little memory, keeps the narrower MLP).
+    if (plan->ranker.enabled && width > kShortlistMlpWidth) {
+      width = kShortlistMlpWidth;
+      if (!f.given("--epochs")) plan->options.epochs = kShortlistMlpEpochs;
+    }
+    shape.hidden = {width};
+  } else {
+    shape.hidden = ParseHidden(f.hidden);
+  }
   shape.normalize_rows = f.normalize == "l2";
   kernels::ValidateShape(shape);
   plan->shape = shape;
