@@ -124,7 +124,7 @@ namespace {
 
 // The multi-device defaults (--preset default): with only --algo, --devices and --speed, every
 // algorithm on four emulated devices 1.32x apart reaches 97% of one device's best P@1 at the
-// default 20 epochs. Measured on Bibtex with the defaults of docs/experiments/peers.md (one device
+// default epochs. Measured on Bibtex with the defaults of docs/experiments/peers.md (one device
 // 0.638, bar 0.619): adaptive 0.647, elastic 0.644, adasum 0.631, sync 0.643, crossbow 0.646.
 TEST(EndToEndTest, BibtexEveryAlgorithmWithDefaultFlagsHoldsNinetySevenPercentOfOneDevice) {
   const std::string folder = xmlt::testing::SharedDataDir("bibtex");
