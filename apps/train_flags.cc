@@ -80,8 +80,8 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
   cmd->add_option("--hidden", f->hidden,
                   "Hidden layer sizes, comma separated (e.g. 256,128), or auto: one layer, the largest power of two "
                   "from 128 to 1024 that keeps (features + labels) x it within 2^27 parameters and is no wider "
-                  "than the features rounded up to a power of two; at most 512 with --ranker auto, whose shortlist is the "
-                  "MLP's job")
+                  "than the features rounded up to a power of two; with --ranker auto, whose shortlist is the MLP's job, "
+                  "at most 512 where (features + labels) x the width passes 2^24")
       ->capture_default_str();
   cmd->add_option("--mega-batch", f->options.mega_batch,
                   "Batches per mega-batch (single: 100; several devices: preset)")->check(kUnsignedValue);

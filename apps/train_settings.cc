@@ -55,7 +55,8 @@ void PlanShape(const TrainFlags& f, const data::Dataset& train, TrainPlan* plan)
     uint32_t width = DefaultHidden(shape.num_features, shape.num_labels);
     // The ranker as planned before loading (a ranker left out after this, for too few rows or
     // too little memory, keeps the narrower MLP).
-    if (plan->ranker.enabled && width > kShortlistMlpWidth) {
+    const uint64_t parameters = (shape.num_features + shape.num_labels) * uint64_t{width};
+    if (plan->ranker.enabled && width > kShortlistMlpWidth && parameters > kShortlistMlpFromParameters) {
       width = kShortlistMlpWidth;
       if (!f.given("--epochs")) plan->options.epochs = kShortlistMlpEpochs;
     }

@@ -32,9 +32,13 @@ uint32_t DefaultHidden(uint64_t features, uint64_t labels);
 // --hidden auto is at most this wide, and an MLP narrowed by it trains this many epochs unless
 // --epochs says otherwise. On EURLEX57K, 512 units for 30 epochs matched 1,024 for 20 in P@1, 3
 // and 5 over three seeds, at 0.6 times the peak memory and 0.75 times the work
-// (docs/experiments/mlp-for-the-ranker.md).
+// (docs/experiments/mlp-for-the-ranker.md). Only where the full width is large enough for its
+// memory and time to matter: (features + labels) x width above 2^24 parameters. Below it (Bibtex:
+// 2 M at 1,024 units) the full width costs little, and Bibtex's P@1 moved by up to a point, in
+// either direction, from seed to seed at 512.
 constexpr uint32_t kShortlistMlpWidth = 512;
 constexpr double kShortlistMlpEpochs = 30;
+constexpr uint64_t kShortlistMlpFromParameters = uint64_t{1} << 24;
 
 // The plan's model shape, from the training rows alone: --hidden, or with auto DefaultHidden of the
 // rows' features and labels, at most kShortlistMlpWidth with the ranker (the plan's options.hidden

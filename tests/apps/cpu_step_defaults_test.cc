@@ -111,19 +111,22 @@ TEST(CpuStepDefaults, OutputMathAutoIsBf16OnlyOnCpuOnlyDenseRuns) {
   EXPECT_NE(told.step.find("output products in fp32"), std::string::npos) << told.step;
 }
 
-// With the shortlist ranker (the default), --hidden auto is at most 512 units and a layer it
-// narrowed trains 30 epochs; without the ranker, or with --hidden or --epochs given, nothing
-// changes. The rows declare 2,000 features, so that --hidden auto alone would be 1,024.
+// With the shortlist ranker (the default), --hidden auto is at most 512 units where the full width
+// would pass 2^24 parameters, and a layer it narrowed trains 30 epochs; without the ranker, with
+// --hidden or --epochs given, or below that size, nothing changes. The rows declare 20,000
+// features (21 M parameters at 1,024 units; at 2,000 features, 2 M: not narrowed).
 TEST(CpuStepDefaults, TheRankersMlpIsNarrowerAndTrainsLonger) {
   xmlt::testing::TempDir dir;
   const std::string train = dir.File("train.txt"), test = dir.File("test.txt");
-  const auto wide = [](std::string text) {
+  int declared = 0;
+  const auto wide = [&declared](std::string text) {
     const size_t end = text.find('\n');
     std::istringstream head(text.substr(0, end));
     int rows = 0, features = 0, labels = 0;
     head >> rows >> features >> labels;
-    return std::to_string(rows) + " 2000 " + std::to_string(labels) + text.substr(end);
+    return std::to_string(rows) + " " + std::to_string(declared) + " " + std::to_string(labels) + text.substr(end);
   };
+  declared = 20000;
   xmlt::testing::WriteFile(train, wide(testing::MakeText(300, 1)));
   xmlt::testing::WriteFile(test, wide(testing::MakeText(100, 2)));
   const auto run = [&](std::vector<std::string> extra) {
@@ -134,18 +137,24 @@ TEST(CpuStepDefaults, TheRankersMlpIsNarrowerAndTrainsLonger) {
     return LastJsonLine(r);
   };
   const nlohmann::json with_ranker = run({});
-  EXPECT_EQ(with_ranker.value("model_shape", ""), "2000-512-" + std::to_string(testing::kLabels));
+  EXPECT_EQ(with_ranker.value("model_shape", ""), "20000-512-" + std::to_string(testing::kLabels));
   EXPECT_NEAR(with_ranker.value("epochs", 0.0), kShortlistMlpEpochs, 1e-6);
   EXPECT_TRUE(with_ranker.contains("ranker")) << with_ranker.dump();
   const nlohmann::json without = run({"--ranker", "off", "--epochs", "1"});
-  EXPECT_EQ(without.value("model_shape", ""), "2000-1024-" + std::to_string(testing::kLabels));
+  EXPECT_EQ(without.value("model_shape", ""), "20000-1024-" + std::to_string(testing::kLabels));
   const nlohmann::json plain_epochs = run({"--ranker", "off"});
   EXPECT_NEAR(plain_epochs.value("epochs", 0.0), 20.0, 1e-6);
   const nlohmann::json told_epochs = run({"--epochs", "2"});
-  EXPECT_EQ(told_epochs.value("model_shape", ""), "2000-512-" + std::to_string(testing::kLabels));
+  EXPECT_EQ(told_epochs.value("model_shape", ""), "20000-512-" + std::to_string(testing::kLabels));
   EXPECT_NEAR(told_epochs.value("epochs", 0.0), 2.0, 1e-6);
   const nlohmann::json told_width = run({"--hidden", "1024", "--epochs", "1"});
-  EXPECT_EQ(told_width.value("model_shape", ""), "2000-1024-" + std::to_string(testing::kLabels));
+  EXPECT_EQ(told_width.value("model_shape", ""), "20000-1024-" + std::to_string(testing::kLabels));
+  declared = 2000;  // a small model keeps its full width and epochs with the ranker
+  xmlt::testing::WriteFile(train, wide(testing::MakeText(300, 1)));
+  xmlt::testing::WriteFile(test, wide(testing::MakeText(100, 2)));
+  const nlohmann::json small = run({});
+  EXPECT_EQ(small.value("model_shape", ""), "2000-1024-" + std::to_string(testing::kLabels));
+  EXPECT_NEAR(small.value("epochs", 0.0), 20.0, 1e-6);
 }
 
 TEST(CpuStepDefaults, AdagradWhereItCannotRunIsAUsageError) {
