@@ -59,6 +59,7 @@ class TrustedStates {
   // once the mega-batch is known sound: the latest state, which lends w, is trusted by taking w's
   // buffer, and w gets the old trusted state's buffer for the merge to overwrite. No copy is made.
   void TrustLatestAtMerge(std::vector<float>* w) {
+    if (!latest_) return;  // trusted already
     latest_->global.swap(*w);
     w->swap(trusted_->global);
     trusted_ = std::move(latest_);

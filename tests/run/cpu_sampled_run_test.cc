@@ -27,14 +27,7 @@ using namespace reliability;
 // 24, rehashes inside each mega-batch (as tests/run/slide_resume_test.cc).
 scheduler::SchedulerOptions SampledCpus() {
   scheduler::SchedulerOptions scheduling = OnDevices(Scheduling("adaptive"), "cpu:2", "1,1.5");
-  scheduling.sampled_output.enabled = true;
-  scheduling.sampled_output.hash = "dwta";
-  scheduling.sampled_output.k = 2;
-  scheduling.sampled_output.l = 6;
-  scheduling.sampled_output.bucket_cap = 16;
-  scheduling.sampled_output.min_active = 24;
-  scheduling.sampled_output.first_rebuild = 5;
-  scheduling.sampled_output.rebuild_growth = 1.2;
+  scheduling.sampled_output = SmallSampledOutput();
   return scheduling;
 }
 

@@ -16,6 +16,7 @@
 
 #include "data/input_error.h"
 #include "engine/device_spec.h"
+#include "engine/sampled_output.h"
 #include "ranks/rank_group.h"
 #include "run/checkpoint_file.h"
 #include "run/multi_device_run.h"
@@ -46,6 +47,22 @@ inline scheduler::SchedulerOptions Scheduling(const std::string& algo) {
   scheduling = testing::WithAlgo(scheduling, algo);
   if (algo == "elastic") scheduling.merge_rule.elastic_alpha = 0.3;  // EASGD: replicas keep their own state between merges
   return scheduling;
+}
+
+// SLIDE's output layer at this data's scale: 500 labels, active sets of at least 24 (the tables
+// decide most of each row's labels), rehashes after 5 updates, then every 6, 7, ...: several in
+// each 8-batch mega-batch (slide_resume_test.cc, cpu_sampled_run_test.cc).
+inline engine::SampledOutputOptions SmallSampledOutput() {
+  engine::SampledOutputOptions s;
+  s.enabled = true;
+  s.hash = "dwta";
+  s.k = 2;
+  s.l = 6;
+  s.bucket_cap = 16;
+  s.min_active = 24;
+  s.first_rebuild = 5;
+  s.rebuild_growth = 1.2;
+  return s;
 }
 
 struct Outcome {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -29,6 +30,25 @@ namespace xmlt::run {
 namespace {
 
 using namespace reliability;
+
+using Sections = std::vector<std::pair<std::string, std::vector<uint8_t>>>;
+
+// Writes the three-device checkpoint in `dir` again after `edit` changed its meta or its sections
+// (as bytes): a checkpoint no run writes, for the refusals on resume.
+void RewriteCheckpoint(const std::string& dir, const std::function<void(nlohmann::json*, Sections*)>& edit) {
+  const CheckpointReader reader = CheckpointReader::Open(dir);
+  nlohmann::json meta = nlohmann::json::parse(reader.meta());
+  std::vector<std::string> names = {"global.current", "global.previous", "sampler.order", "requeued"};
+  for (int i = 0; i < 3; ++i)
+    for (const char* part : {".params", ".momentum", ".extra"}) names.push_back("device." + std::to_string(i) + part);
+  Sections sections;
+  for (const std::string& name : names)
+    if (reader.Has(name)) sections.emplace_back(name, reader.Read<uint8_t>(name));
+  edit(&meta, &sections);
+  CheckpointWriter writer(meta.dump());
+  for (const auto& [name, bytes] : sections) writer.Add(name, bytes);
+  writer.Write(dir);
+}
 
 class ResumeTest : public ::testing::TestWithParam<std::string> {};
 
@@ -265,24 +285,9 @@ TEST(Resume, ADeviceBatchAboveTheBatchFlagIsRefused) {
   control.checkpoint_dir = dir.path();
   const scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   TrainFor(Options(), &scheduling, control, 1);
-  {
-    const CheckpointReader reader = CheckpointReader::Open(dir.path());
-    nlohmann::json meta = nlohmann::json::parse(reader.meta());
-    meta["pool"]["devices"][1]["batch"] = 2.0 * Options().batch;
-    std::vector<std::pair<std::string, std::vector<float>>> floats;
-    std::vector<std::pair<std::string, std::vector<uint64_t>>> rows;
-    for (const char* name : {"global.current", "global.previous"}) floats.emplace_back(name, reader.Read<float>(name));
-    for (const char* name : {"sampler.order", "requeued"}) rows.emplace_back(name, reader.Read<uint64_t>(name));
-    for (int i = 0; i < 3; ++i)
-      for (const char* part : {".params", ".momentum"}) {
-        const std::string name = "device." + std::to_string(i) + part;
-        if (reader.Has(name)) floats.emplace_back(name, reader.Read<float>(name));
-      }
-    CheckpointWriter writer(meta.dump());
-    for (const auto& [name, values] : floats) writer.Add(name, values);
-    for (const auto& [name, values] : rows) writer.Add(name, values);
-    writer.Write(dir.path());
-  }
+  RewriteCheckpoint(dir.path(), [](nlohmann::json* meta, Sections*) {
+    (*meta)["pool"]["devices"][1]["batch"] = 2.0 * Options().batch;
+  });
   control.resume_dir = dir.path();
   try {
     TrainFor(Options(), &scheduling, control);
@@ -339,24 +344,10 @@ TEST(Resume, AMomentumOfAnotherSizeIsRefusedNamingTheFile) {
   control.checkpoint_dir = dir.path();
   const scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
   TrainFor(Options(), &scheduling, control, 1);
-  {
-    // The same file, but a value short in device 1's momentum.
-    const CheckpointReader reader = CheckpointReader::Open(dir.path());
-    std::vector<std::pair<std::string, std::vector<uint8_t>>> sections;
-    for (const char* name : {"global.current", "global.previous", "sampler.order", "requeued"})
-      sections.emplace_back(name, reader.Read<uint8_t>(name));
-    for (int i = 0; i < 3; ++i)
-      for (const char* part : {".params", ".momentum", ".extra"}) {
-        const std::string name = "device." + std::to_string(i) + part;
-        if (reader.Has(name)) sections.emplace_back(name, reader.Read<uint8_t>(name));
-      }
-    CheckpointWriter writer(reader.meta());
-    for (auto& [name, bytes] : sections) {
+  RewriteCheckpoint(dir.path(), [](nlohmann::json*, Sections* sections) {  // a value short in device 1's momentum
+    for (auto& [name, bytes] : *sections)
       if (name == "device.1.momentum") bytes.resize(bytes.size() - sizeof(float));
-      writer.Add(name, bytes);
-    }
-    writer.Write(dir.path());
-  }
+  });
   control.resume_dir = dir.path();
   try {
     TrainFor(Options(), &scheduling, control);

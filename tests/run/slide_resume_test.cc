@@ -20,18 +20,10 @@ namespace {
 
 using namespace reliability;
 
-// 500 labels, active sets of at least 24: the tables decide most of each row's labels; rehashes
-// after 5 updates, then every 6, 7, ...: several in each 8-batch mega-batch.
+// One sampled CPU device (SmallSampledOutput).
 scheduler::SchedulerOptions SlideScheduling() {
   scheduler::SchedulerOptions scheduling = SingleDeviceScheduling(engine::DeviceSpec{});
-  scheduling.sampled_output.enabled = true;
-  scheduling.sampled_output.hash = "dwta";
-  scheduling.sampled_output.k = 2;
-  scheduling.sampled_output.l = 6;
-  scheduling.sampled_output.bucket_cap = 16;
-  scheduling.sampled_output.min_active = 24;
-  scheduling.sampled_output.first_rebuild = 5;
-  scheduling.sampled_output.rebuild_growth = 1.2;
+  scheduling.sampled_output = SmallSampledOutput();
   return scheduling;
 }
 
