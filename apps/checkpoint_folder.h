@@ -28,6 +28,8 @@ std::optional<float> CheckpointedLearningRate(const std::string& folder, const s
 // The output products' math the run checkpointed in `folder` trained with ("fp32", "bf16",
 // "tf32"); nullopt when the checkpoint cannot be read (resuming reports that).
 std::optional<std::string> CheckpointedOutputMath(const std::string& folder);
+// The checkpointed run's --optimizer-state, "fp32" or "bf16"; nullopt as above.
+std::optional<std::string> CheckpointedOptimizerState(const std::string& folder);
 
 // `folder` (--checkpoint-dir) holding a checkpoint that this run does not resume (`resume_dir`
 // is another folder, or empty) is refused, naming --resume as the way to continue it. Call it

@@ -29,6 +29,7 @@ std::string FlagOf(const std::string& setting) {
       {"eval_rows", "--eval-rows"},
       {"final_eval", "--final-eval"},
       {"math", "--math"},
+      {"optimizer_state", "--optimizer-state"},
       {"divergence_factor", "--divergence-factor"},
       {"sampled_output", "--algo slide or --cpu-output sampled, and the --slide-* knobs"},
       {"devices", "--devices"},

@@ -99,6 +99,11 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "GPUs, and CPUs with AMX or AVX-512 BF16); or tf32 (GPUs only). On a GPU it is every dense "
                   "product's cuBLAS compute type")
       ->capture_default_str();
+  cmd->add_option("--optimizer-state", f->optimizer_state,
+                  "How the CPU's dense step keeps its momentum and the first layer's Adagrad squares: auto (bf16 "
+                  "where --math is bf16, else fp32); fp32; or bf16 (half the memory, rounded stochastically; needs "
+                  "--math bf16). GPUs and the sampled step keep fp32")
+      ->capture_default_str();
   AddPropensityFlag(cmd, &f->propensity);
   cmd->add_option("--seed", f->options.seed, "Seed for initialization and shuffling")->capture_default_str()->check(kUnsignedValue);
   cmd->add_option("--metrics", f->metrics, "Write one JSON line per evaluation to this file");

@@ -25,6 +25,7 @@ struct TrainFlags {
   std::string normalize = "l2";
   std::string final_eval = "full";
   std::string math = "auto";
+  std::string optimizer_state = "auto";  // --optimizer-state
   std::string lr = "0.3";
   std::string lr_schedule = "cosine";
   std::string input_optimizer = "auto";  // adagrad where every device runs the CPU's dense local step

@@ -133,6 +133,31 @@ kernels::OutputMath PlanOutputMath(const TrainFlags& f, const TrainPlan& plan, b
   }
 }
 
+bool PlanBf16OptimizerState(const TrainFlags& f, const TrainPlan& plan, bool sampled_output) {
+  const std::string& text = f.optimizer_state;
+  if (text != "auto" && text != "fp32" && text != "bf16")
+    throw std::invalid_argument("--optimizer-state must be auto, fp32 or bf16, not '" + text + "'");
+  const bool bf16_products = plan.options.math == kernels::OutputMath::kBf16;
+  const bool dense_cpu = !sampled_output && std::any_of(plan.scheduling.devices.begin(), plan.scheduling.devices.end(),
+                                                        [](const engine::DeviceSpec& spec) {
+                                                          return spec.kind == engine::DeviceKind::kCpu;
+                                                        });
+  if (text == "bf16") {
+    if (!dense_cpu)
+      throw std::invalid_argument("--optimizer-state bf16 is for the CPU's dense step; this run has none (GPUs and "
+                                  "the sampled step keep their state in fp32)");
+    if (!bf16_products)
+      throw std::invalid_argument("--optimizer-state bf16 needs the output layer's products in bf16 (--math bf16); "
+                                  "this run computes them in " + std::string(kernels::OutputMathName(plan.options.math)));
+    return true;
+  }
+  if (text == "fp32") return false;
+  if (!plan.control.resume_dir.empty())
+    if (const std::optional<std::string> saved = CheckpointedOptimizerState(plan.control.resume_dir))
+      return *saved == "bf16" && dense_cpu && bf16_products;
+  return dense_cpu && bf16_products;
+}
+
 uint32_t DefaultHidden(uint64_t features, uint64_t labels) {
   // Wider hidden layers fitted every real set better up to 1024 (docs/experiments/peers.md), and a
   // layer wider than the input adds nothing the input can fill (Delicious' 500 features: 512

@@ -23,12 +23,9 @@ class CpuDevice final : public Device {
   }
   float* HostParams() override { return replica_.model().params.data(); }
   size_t NumParams() const override { return replica_.model().params.size(); }
-  size_t OptimizerStateSize() const override { return replica_.velocity().size(); }
-  // Straight from the replica's buffer.
-  void StreamOptimizerState(const OptimizerStateSink& sink) override {
-    const std::vector<float>& velocity = replica_.velocity();
-    if (!velocity.empty()) sink(velocity.data(), velocity.size());
-  }
+  size_t OptimizerStateSize() const override { return replica_.VelocitySize(); }
+  // From the replica's buffer: an fp32 state as it is, a bf16 one widened piece by piece.
+  void StreamOptimizerState(const OptimizerStateSink& sink) override { replica_.StreamVelocity(sink); }
   void RestoreOptimizerState(const void* values, size_t count) override { replica_.RestoreVelocity(values, count); }
   std::vector<uint8_t> SaveExtraState() override { return replica_.SaveStepCount(); }
   void RestoreExtraState(const std::vector<uint8_t>& state) override { replica_.RestoreStepCount(state); }

@@ -8,6 +8,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cpu/bf16_gemm.h"
+#include "kernels/cpu/stochastic_rounding.h"
+
 namespace xmlt::engine {
 namespace {
 
@@ -18,6 +21,12 @@ uint64_t Mix(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
+
+// Sets the bf16 state's rounding noise apart from the dropout masks drawn from the same step key.
+constexpr uint64_t kRoundingSalt = 0x5f0d2b7c9a4e3611ULL;
+
+// Values widened or read at a time while a bf16 state streams or restores (4 MiB of floats).
+constexpr size_t kVelocityPiece = size_t(1) << 20;
 
 }  // namespace
 
@@ -36,7 +45,15 @@ CpuReplica::CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, flo
   if (!(regularization_.input_adagrad_ratio >= 0) || !std::isfinite(regularization_.input_adagrad_ratio))
     throw std::invalid_argument("the first layer's Adagrad rate must be a finite number >= 0");
   // The first layer's Adagrad keeps its squares where that layer's velocity would be.
-  if (momentum_ > 0 || regularization_.input_adagrad_ratio > 0) velocity_ = kernels::ZeroModel<float>(model_.shape);
+  if (momentum_ > 0 || regularization_.input_adagrad_ratio > 0) {
+    if (!regularization_.bf16_optimizer_state) {
+      velocity_ = kernels::ZeroModel<float>(model_.shape);
+    } else if (math != kernels::OutputMath::kBf16) {
+      throw std::invalid_argument("a bf16 optimizer state needs the output layer's products in bf16 (--math bf16)");
+    } else {
+      velocity_bf16_.assign(model_.params.size(), 0);  // bf16 zero is all bits zero
+    }
+  }
 }
 
 kernels::cpu::LossResult CpuReplica::TrainBatch(const data::Dataset& dataset, const uint64_t* rows,
@@ -54,18 +71,20 @@ kernels::cpu::LossResult CpuReplica::TrainBatch(const data::Dataset& dataset, co
   rule.lr = lr;
   rule.momentum = momentum_;
   rule.velocity = velocity_.params.empty() ? nullptr : &velocity_;
+  rule.velocity_bf16 = velocity_bf16_.empty() ? nullptr : velocity_bf16_.data();
   rule.input_adagrad = regularization_.input_adagrad_ratio > 0;
   rule.input_lr = lr * regularization_.input_adagrad_ratio;
   rule.weight_decay = regularization_.weight_decay;
   rule.dropout = regularization_.dropout;
   rule.dropout_key = Mix(Mix(Mix(regularization_.seed) ^ regularization_.stream) ^ steps_);
+  rule.rounding_key = uint32_t(Mix(rule.dropout_key ^ kRoundingSalt));
   const kernels::cpu::LossResult loss = kernels::cpu::TrainStep(&model_, batch_, rule, &workspace_);
   ++steps_;
   return loss;
 }
 
 std::vector<uint8_t> CpuReplica::SaveStepCount() const {
-  if (regularization_.dropout == 0) return {};
+  if (!KeepsStepCount()) return {};
   std::vector<uint8_t> state(sizeof steps_);
   std::memcpy(state.data(), &steps_, sizeof steps_);
   return state;
@@ -76,24 +95,60 @@ void CpuReplica::RestoreStepCount(const std::vector<uint8_t>& state) {
     steps_ = 0;
     return;
   }
-  if (state.size() != sizeof steps_ || regularization_.dropout == 0)
-    throw std::invalid_argument("step count state of " + std::to_string(state.size()) +
-                                " bytes for a replica " + (regularization_.dropout == 0 ? "without dropout" : "with dropout"));
+  if (state.size() != sizeof steps_ || !KeepsStepCount())
+    throw std::invalid_argument("step count state of " + std::to_string(state.size()) + " bytes for a replica " +
+                                (KeepsStepCount() ? "that keeps 8" : "without dropout or a bf16 optimizer state"));
   std::memcpy(&steps_, state.data(), sizeof steps_);
 }
 
+void CpuReplica::StreamVelocity(const std::function<void(const float* values, size_t count)>& sink) const {
+  if (!velocity_.params.empty()) {
+    for (size_t at = 0; at < velocity_.params.size(); at += kVelocityPiece)
+      sink(velocity_.params.data() + at, std::min(kVelocityPiece, velocity_.params.size() - at));
+    return;
+  }
+  std::vector<float> piece(std::min(kVelocityPiece, velocity_bf16_.size()));
+  for (size_t at = 0; at < velocity_bf16_.size(); at += kVelocityPiece) {
+    const size_t count = std::min(kVelocityPiece, velocity_bf16_.size() - at);
+    for (size_t i = 0; i < count; ++i) piece[i] = kernels::cpu::WidenBf16(velocity_bf16_[at + i]);
+    sink(piece.data(), count);
+  }
+}
+
+std::vector<float> CpuReplica::SaveVelocity() const {
+  std::vector<float> values;
+  values.reserve(VelocitySize());
+  StreamVelocity([&](const float* piece, size_t count) { values.insert(values.end(), piece, piece + count); });
+  return values;
+}
+
 void CpuReplica::RestoreVelocity(const void* values, size_t count) {
-  if (velocity_.params.empty()) {
+  const size_t size = VelocitySize();
+  if (size == 0) {
     if (count != 0) throw std::invalid_argument("momentum state given to a replica without momentum");
     return;
   }
+  if (count != 0 && count != size)
+    throw std::invalid_argument("momentum state has " + std::to_string(count) + " values for " + std::to_string(size) +
+                                " parameters");
+  if (!velocity_.params.empty()) {
+    if (count == 0) {
+      std::fill(velocity_.params.begin(), velocity_.params.end(), 0.0f);
+    } else {
+      std::memcpy(velocity_.params.data(), values, count * sizeof(float));
+    }
+    return;
+  }
   if (count == 0) {
-    std::fill(velocity_.params.begin(), velocity_.params.end(), 0.0f);
-  } else if (count == velocity_.params.size()) {
-    std::memcpy(velocity_.params.data(), values, count * sizeof(float));
-  } else {
-    throw std::invalid_argument("momentum state has " + std::to_string(count) + " values for " +
-                                std::to_string(velocity_.params.size()) + " parameters");
+    std::fill(velocity_bf16_.begin(), velocity_bf16_.end(), uint16_t(0));
+    return;
+  }
+  std::vector<float> piece(std::min(kVelocityPiece, count));
+  const auto* bytes = static_cast<const unsigned char*>(values);
+  for (size_t at = 0; at < count; at += kVelocityPiece) {
+    const size_t n = std::min(kVelocityPiece, count - at);
+    std::memcpy(piece.data(), bytes + at * sizeof(float), n * sizeof(float));
+    for (size_t i = 0; i < n; ++i) velocity_bf16_[at + i] = kernels::cpu::FloatToBf16(piece[i]);
   }
 }
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "data/dataset.h"
 #include "data/sparse_batch.h"
@@ -28,23 +30,32 @@ class CpuReplica {
   kernels::Model<float>& model() { return model_; }
 
   // The momentum buffer (with the first layer's Adagrad, its squares in the first layer's weights):
-  // empty without momentum or Adagrad. Restore copies `count` values from `values` (float bytes,
-  // not necessarily aligned: a checkpoint's mapping) for the parameters' count, or zeroes the
-  // buffer for count 0; throws std::invalid_argument for any other count.
-  const std::vector<float>& velocity() const { return velocity_.params; }
+  // 0 values without momentum or Adagrad, else the parameters' count, in fp32 or, with
+  // regularization.bf16_optimizer_state, in bf16. Stream hands it to `sink` as floats, in pieces
+  // of at most 1 Mi values (a bf16 state is widened piece by piece, so no whole fp32 copy is made).
+  // Restore copies `count` values from `values` (float bytes, not necessarily aligned: a
+  // checkpoint's mapping; a bf16 state rounds them to nearest, which keeps values a bf16 state
+  // wrote exactly) for the parameters' count, or zeroes the buffer for count 0; throws
+  // std::invalid_argument for any other count.
+  size_t VelocitySize() const { return velocity_.params.size() + velocity_bf16_.size(); }
+  void StreamVelocity(const std::function<void(const float* values, size_t count)>& sink) const;
   void RestoreVelocity(const void* values, size_t count);
+  std::vector<float> SaveVelocity() const;  // the stream gathered: for tests and exchanges
 
-  // The steps trained, from which the dropout masks are drawn: a checkpoint keeps it so that a
-  // resumed run draws the masks the uninterrupted run would have. 8 bytes with dropout, else empty.
+  // The steps trained, from which the dropout masks and a bf16 state's rounding are drawn: a
+  // checkpoint keeps it so that a resumed run draws what the uninterrupted run would have. 8 bytes
+  // with dropout or a bf16 state, else empty.
   std::vector<uint8_t> SaveStepCount() const;
   void RestoreStepCount(const std::vector<uint8_t>& state);
 
  private:
   kernels::Model<float> model_;
   kernels::Model<float> velocity_;  // empty unless momentum > 0 or the first layer's Adagrad
+  std::vector<uint16_t> velocity_bf16_;  // in its place with a bf16 optimizer state
   float momentum_;
   StepRegularization regularization_;
   uint64_t steps_ = 0;
+  bool KeepsStepCount() const { return regularization_.dropout != 0 || !velocity_bf16_.empty(); }
   kernels::cpu::MlpWorkspace<float> workspace_;
   data::SparseBatch batch_;
 };

@@ -1,5 +1,6 @@
 // The regularization a device's training step applies (kernels/cpu/sparse_mlp.h, StepRule): L2
-// weight decay and dropout on the hidden activations, and the first layer's Adagrad. All 0 here:
+// weight decay and dropout on the hidden activations, and the first layer's Adagrad, and how the
+// step keeps its optimizer state. All 0 here:
 // the step is then exactly the step without them. The CPU dense step implements them all; the
 // sampled (SLIDE) step and the CUDA replica all but the weight decay, which they refuse.
 #pragma once
@@ -19,6 +20,10 @@ struct StepRegularization {
   // (so that a schedule, Algorithm 1's batch rescaling and a rollback's lowering move both rates
   // alike; the device pool sets the ratio from the run's two rates, scheduler/device_pool.cc).
   float input_adagrad_ratio = 0;
+  // The CPU dense step keeps its momentum and Adagrad's squares in bfloat16, rounded stochastically
+  // (--optimizer-state bf16; kernels/cpu/sparse_mlp.h, StepRule): half their memory. It needs the
+  // output layer's products in bf16. The sampled step and the CUDA replica keep them in fp32.
+  bool bf16_optimizer_state = false;
   bool on() const { return weight_decay != 0 || dropout != 0 || input_adagrad_ratio != 0; }
 };
 

@@ -154,6 +154,14 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
     d.gpu = spec.kind == engine::DeviceKind::kCuda;
     d.ordinal = spec.ordinal;
     d.host_mirror = d.gpu ? params : 0;
+    if (!d.gpu && !scheduling.sampled_output.enabled && options.bf16_optimizer_state && d.momentum > 0) {
+      // Two bytes a value, and each dense tensor but the output layer's widened for its product in
+      // turn: the first layer's bias, the hidden layers' weights and biases.
+      uint64_t widest_dense = shape.hidden[0];
+      for (size_t l = 1; l + 1 < shape.num_layers(); ++l)
+        widest_dense = std::max<uint64_t>(widest_dense, Mul(shape.LayerInputs(l), shape.LayerOutputs(l)));
+      d.momentum = Add(Mul(shape.NumParameters(), sizeof(uint16_t)), Mul(widest_dense, sizeof(float)));
+    }
     if (!d.gpu && scheduling.sampled_output.enabled) {
       // SLIDE's device keeps no logits: its LSH tables, and each thread's label stamps and scratch.
       const uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
@@ -246,12 +254,15 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
       const bool gpu = specs[i].kind == engine::DeviceKind::kCuda;
       const bool sampled = !gpu && scheduling.sampled_output.enabled;
       const uint64_t state = sampled ? (options.input_lr > 0 ? squares : 0) : (keeps_state ? params : 0);
-      uint64_t extra = options.dropout > 0 ? sizeof(uint64_t) : 0;
+      const bool bf16_state = !gpu && !sampled && options.bf16_optimizer_state && keeps_state;
+      uint64_t extra = options.dropout > 0 || bf16_state ? sizeof(uint64_t) : 0;
       if (sampled)
         extra = Add(extra, Add(sizeof(uint64_t) + shape.num_labels,
                                Mul(Mul(scheduling.sampled_output.l, shape.num_labels), sizeof(uint32_t))));
       const bool local = !across_ranks || scheduling.device_rank.at(i) == rank;
       if (gpu && local) chunk = std::max<uint64_t>(chunk, std::min<uint64_t>(state, engine::kOptimizerStateChunkBytes));
+      // A bf16 state is widened a piece of 1 Mi values at a time (engine/cpu_replica.h).
+      if (bf16_state && local) chunk = std::max<uint64_t>(chunk, std::min<uint64_t>(state, uint64_t(4) << 20));
       extras = Add(extras, extra);
       largest_extra = std::max(largest_extra, extra);
       largest_state = std::max(largest_state, state);

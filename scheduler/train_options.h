@@ -44,6 +44,9 @@ struct TrainOptions {
   // --propensity's A and B: the PSP@k of every evaluation depend on them (kernels/propensity.h).
   kernels::PropensityModel propensity;
   kernels::OutputMath math = kernels::OutputMath::kFp32;  // the output layer's training products
+  // --optimizer-state bf16: the CPU dense step keeps its momentum and Adagrad's squares in bf16
+  // (engine/step_regularization.h); GPUs and the sampled step keep fp32 whatever this says.
+  bool bf16_optimizer_state = false;
   double divergence_factor = 100;  // a batch loss above this x the first batch's diverged; 0 = off
   uint64_t seed = 1;             // initialization and shuffling
 };

@@ -35,6 +35,8 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
   T* grad_b = rule.gradient ? rule.gradient->params.data() + view.bias.offset : nullptr;
   T* vel_w = rule.velocity ? rule.velocity->params.data() + view.weight.offset : nullptr;
   T* vel_b = rule.velocity ? rule.velocity->params.data() + view.bias.offset : nullptr;
+  // A bf16 velocity (sparse_mlp.h) comes with bf16 products, which TrainStep checks.
+  uint16_t* vel16 = rule.velocity_bf16;
   uint32_t labeled = 0;
   for (uint32_t r = 0; r < rows; ++r) labeled += batch.NumLabels(r) > 0;
   const T scale = labeled > 0 ? T(1) / T(labeled) : T(0);
@@ -127,6 +129,15 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
               }
               if (grad_w != nullptr) {
                 for (uint64_t j = 0; j < blk.width; ++j) grad_b[blk.begin + j] = column_sum(j);
+              } else if (vel16 != nullptr) {
+                const uint64_t at = view.weight.offset + blk.begin * inputs;
+                vector_ops::MomentumBf16(wb, vel16 + at, dw, rule.momentum, rule.lr, n, rule.rounding_key, at);
+                for (uint64_t j = 0; j < blk.width; ++j) {
+                  const uint64_t b_at = view.bias.offset + blk.begin + j;
+                  const T v = rule.momentum * T(WidenBf16(vel16[b_at])) + column_sum(j);
+                  bias[blk.begin + j] -= rule.lr * v;
+                  vel16[b_at] = StochasticBf16(float(v), RoundingNoise(rule.rounding_key, b_at));
+                }
               } else if (vel_w != nullptr) {
                 vector_ops::Momentum(wb, vel_w + blk.begin * inputs, dw, rule.momentum, rule.lr, n);
                 for (uint64_t j = 0; j < blk.width; ++j) {

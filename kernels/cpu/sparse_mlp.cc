@@ -118,11 +118,28 @@ void ColumnSums(const T* m, uint32_t rows, int64_t cols, T alpha, T beta, T* dst
 
 // Applies the rule to a dense tensor whose gradient is `scale_g * (product)`: `accumulate(alpha,
 // beta, dst)` must compute dst = beta * dst + alpha * g.
-// `decay` is the weight decay of this tensor (0 for biases): g += decay * param.
+// `decay` is the weight decay of this tensor (0 for biases): g += decay * param. `offset` is the
+// tensor's offset in the parameters, where its velocity is (rule.velocity or rule.velocity_bf16);
+// a bf16 velocity is widened into `scratch` for the product and rounded back after the step.
 template <class T, class Accumulate>
-void ApplyDense(const StepRule<T>& rule, T* param, T* grad, T* velocity, uint64_t size, T decay,
+void ApplyDense(const StepRule<T>& rule, T* param, uint64_t offset, uint64_t size, T decay, std::vector<T>* scratch,
                 Accumulate accumulate) {
-  if (rule.gradient != nullptr) {
+  T* grad = rule.gradient == nullptr ? nullptr : rule.gradient->params.data() + offset;
+  T* velocity = rule.velocity == nullptr ? nullptr : rule.velocity->params.data() + offset;
+  if (rule.velocity_bf16 != nullptr) {
+    uint16_t* stored = rule.velocity_bf16 + offset;
+    scratch->resize(std::max<size_t>(scratch->size(), size));
+    velocity = scratch->data();
+    for (uint64_t i = 0; i < size; ++i) velocity[i] = T(WidenBf16(stored[i]));
+    accumulate(T(1), rule.momentum, velocity);
+    tbb::parallel_for(tbb::blocked_range<uint64_t>(0, size, 1 << 14), [&](const tbb::blocked_range<uint64_t>& r) {
+      if (decay != T(0))
+        for (uint64_t i = r.begin(); i < r.end(); ++i) velocity[i] += decay * param[i];
+      for (uint64_t i = r.begin(); i < r.end(); ++i) param[i] -= rule.lr * velocity[i];
+      vector_ops::RoundBf16(velocity + r.begin(), stored + r.begin(), r.end() - r.begin(), rule.rounding_key,
+                            offset + r.begin());
+    });
+  } else if (rule.gradient != nullptr) {
     accumulate(T(1), T(0), grad);
     if (decay != T(0))
       tbb::parallel_for(tbb::blocked_range<uint64_t>(0, size, 1 << 14), [&](const tbb::blocked_range<uint64_t>& r) {
@@ -147,11 +164,16 @@ T* TensorIn(Model<T>* model, const TensorView& view) {
   return model == nullptr ? nullptr : model->params.data() + view.offset;
 }
 
+template <class T>
+uint16_t* TensorIn(uint16_t* state, const TensorView& view) {
+  return state == nullptr ? nullptr : state + view.offset;
+}
+
 // Backward through a dense layer given delta = dLoss/dOut (rows x outputs): writes dLoss/dIn into
 // delta_in (unless null), then applies the rule to the weight and bias.
 template <class T>
 void DenseBackward(Model<T>* model, size_t layer, const StepRule<T>& rule, const T* in,
-                   uint32_t rows, const T* delta, T* delta_in) {
+                   uint32_t rows, const T* delta, T* delta_in, std::vector<T>* scratch) {
   const int64_t n_in = model->shape.LayerInputs(layer), n_out = model->shape.LayerOutputs(layer);
   const LayerView& view = model->layers[layer];
   T* w = model->params.data() + view.weight.offset;
@@ -159,15 +181,13 @@ void DenseBackward(Model<T>* model, size_t layer, const StepRule<T>& rule, const
   if (delta_in != nullptr)
     Gemm<T>(Op::kNone, Op::kNone, rows, n_in, n_out, T(1), delta, n_out, w, n_in, T(0), delta_in,
             n_in);
-  ApplyDense(rule, w, TensorIn(rule.gradient, view.weight), TensorIn(rule.velocity, view.weight),
-             view.weight.size(), rule.weight_decay, [&](T alpha, T beta, T* dst) {
+  ApplyDense(rule, w, view.weight.offset, view.weight.size(), rule.weight_decay, scratch,
+             [&](T alpha, T beta, T* dst) {
                Gemm<T>(Op::kTranspose, Op::kNone, n_out, n_in, rows, alpha, delta, n_out, in, n_in,
                        beta, dst, n_in);
              });
-  ApplyDense(rule, w + view.weight.size(), TensorIn(rule.gradient, view.bias),
-             TensorIn(rule.velocity, view.bias), view.bias.size(), T(0), [&](T alpha, T beta, T* dst) {
-               ColumnSums(delta, rows, n_out, alpha, beta, dst);
-             });
+  ApplyDense(rule, w + view.weight.size(), view.bias.offset, view.bias.size(), T(0), scratch,
+             [&](T alpha, T beta, T* dst) { ColumnSums(delta, rows, n_out, alpha, beta, dst); });
 }
 
 // Gradient of the first layer: bias from all rows, weight rows only for the features present.
@@ -200,6 +220,7 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
   T* w = model->params.data() + view.weight.offset;
   T* grad = TensorIn(rule.gradient, view.weight);
   T* velocity = TensorIn(rule.velocity, view.weight);
+  uint16_t* velocity_bf16 = TensorIn<T>(rule.velocity_bf16, view.weight);
   const T decay = rule.weight_decay;
   const size_t groups = ws->group_begin.size() - 1;
   tbb::parallel_for(tbb::blocked_range<size_t>(0, groups, 8), [&](const tbb::blocked_range<size_t>& range) {
@@ -211,6 +232,7 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
         const uint64_t ahead = uint64_t(feature_at(ws->group_begin[k + kPrefetchAhead])) * units;
         PrefetchRow(w + ahead, units, true);
         if (velocity != nullptr) PrefetchRow(velocity + ahead, units, true);
+        if (velocity_bf16 != nullptr) PrefetchRow(velocity_bf16 + ahead, units, true);
       }
       std::fill(g.begin(), g.end(), T(0));
       for (uint32_t i = ws->group_begin[k]; i < ws->group_begin[k + 1]; ++i) {
@@ -225,6 +247,12 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
         vector_ops::Axpy(g.data(), w + offset, decay, units);
       if (grad != nullptr) {
         std::copy(g.begin(), g.end(), grad + offset);
+      } else if (velocity_bf16 != nullptr && rule.input_adagrad) {
+        vector_ops::AdagradBf16(w + offset, velocity_bf16 + offset, g.data(), T(1), rule.input_lr, T(kAdagradEpsilon),
+                                units, rule.rounding_key, view.weight.offset + offset);
+      } else if (velocity_bf16 != nullptr) {
+        vector_ops::MomentumBf16(w + offset, velocity_bf16 + offset, g.data(), rule.momentum, rule.lr, units,
+                                 rule.rounding_key, view.weight.offset + offset);
       } else if (rule.input_adagrad) {
         vector_ops::Adagrad(w + offset, velocity + offset, g.data(), T(1), rule.input_lr, T(kAdagradEpsilon), units);
       } else if (velocity != nullptr) {
@@ -234,10 +262,8 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
       }
     }
   });
-  ApplyDense(rule, model->params.data() + view.bias.offset, TensorIn(rule.gradient, view.bias),
-             TensorIn(rule.velocity, view.bias), units, T(0), [&](T alpha, T beta, T* dst) {
-               ColumnSums(delta, batch.num_rows, int64_t(units), alpha, beta, dst);
-             });
+  ApplyDense(rule, model->params.data() + view.bias.offset, view.bias.offset, units, T(0), &ws->velocity_scratch,
+             [&](T alpha, T beta, T* dst) { ColumnSums(delta, batch.num_rows, int64_t(units), alpha, beta, dst); });
 }
 
 // delta *= relu'(activation): the ReLU passed the gradient only where its output was positive.
@@ -362,7 +388,11 @@ LossResult TrainStep(Model<T>* model, const data::SparseBatch& batch, const Step
   if (!(rule.dropout >= T(0) && rule.dropout < T(1))) throw std::invalid_argument("dropout must be in [0, 1)");
   if (!(rule.weight_decay >= T(0)) || !std::isfinite(rule.weight_decay))
     throw std::invalid_argument("weight decay must be a finite number >= 0");
-  if (rule.input_adagrad && (rule.velocity == nullptr || rule.gradient != nullptr))
+  if (rule.velocity_bf16 != nullptr && (rule.velocity != nullptr || rule.gradient != nullptr ||
+                                        ws->output.math != OutputMath::kBf16))
+    throw std::invalid_argument("a bf16 velocity takes the place of the fp32 one, steps the weights (no gradient "
+                                "output) and needs the output layer's products in bf16");
+  if (rule.input_adagrad && ((rule.velocity == nullptr && rule.velocity_bf16 == nullptr) || rule.gradient != nullptr))
     throw std::invalid_argument("the first layer's Adagrad keeps its squares in the velocity buffer and updates "
                                 "the weights: it needs a velocity and no gradient output");
   HiddenForward(*model, batch, &rule, ws);
@@ -377,7 +407,7 @@ LossResult TrainStep(Model<T>* model, const data::SparseBatch& batch, const Step
   for (size_t l = last - 1; l >= 1; --l) {
     HiddenBackward(rule, ws->activations[l].data(), uint64_t(rows) * model->shape.hidden[l], delta_in);
     T* next = delta_in == ws->delta.data() ? ws->delta_prev.data() : ws->delta.data();
-    DenseBackward(model, l, rule, ws->activations[l - 1].data(), rows, delta_in, next);
+    DenseBackward(model, l, rule, ws->activations[l - 1].data(), rows, delta_in, next, &ws->velocity_scratch);
     delta_in = next;
   }
   HiddenBackward(rule, ws->activations[0].data(), uint64_t(rows) * model->shape.hidden[0], delta_in);

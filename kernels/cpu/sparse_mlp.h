@@ -26,6 +26,7 @@ struct MlpWorkspace {
   std::vector<uint64_t> by_feature;         // feature id << 32 | batch entry, sorted (first layer)
   std::vector<uint32_t> entry_row;          // row of each batch entry
   std::vector<uint32_t> group_begin;        // start of each feature's run in by_feature
+  std::vector<T> velocity_scratch;          // a dense tensor's bf16 velocity, widened for its product
   OutputLayerWorkspace<T> output;           // the training step's fused output layer
 };
 
@@ -48,6 +49,10 @@ struct MlpWorkspace {
 // per coordinate, s += g^2 and w -= input_lr * g / (sqrt(s) + eps), s kept in the velocity's
 // first-layer weights (its bias keeps the rule above). Lazy as above: only the rows of the batch's
 // features, so a rare feature's row keeps a large step where a frequent one's has shrunk.
+// The velocity (momentum and Adagrad's squares) may be kept in bfloat16 instead (velocity_bf16,
+// laid out like the parameters, with the output layer's products in bf16): each value steps in
+// fp32 as above and is stored rounded stochastically (stochastic_rounding.h), with the noise of
+// (rounding_key, its offset). The weights stay fp32.
 template <class T>
 struct StepRule {
   T lr = 0;
@@ -59,6 +64,8 @@ struct StepRule {
   uint64_t dropout_key = 0;
   bool input_adagrad = false;
   T input_lr = 0;
+  uint16_t* velocity_bf16 = nullptr;
+  uint32_t rounding_key = 0;
 };
 
 // Adagrad's epsilon, added to the root of the accumulated squares (PyTorch's default).

@@ -40,6 +40,15 @@ struct VectorKernels {
   // Adagrad on a first-layer row, with g[j] = scale * d[j]: squares[j] += g[j]^2, then
   // w[j] -= lr * g[j] / (sqrt(squares[j]) + epsilon).
   void (*adagrad)(float* w, float* squares, const float* d, float scale, float lr, float epsilon, uint64_t n);
+  // The same two with the state in bfloat16 (stochastic_rounding.h): each value is widened, steps
+  // in fp32 as above (w takes the fp32 result), and is stored rounded with the noise of
+  // (key, index + j), index being the offset of v[0] or squares[0] in the whole state.
+  void (*momentum_bf16)(float* w, uint16_t* v, const float* g, float momentum, float lr, uint64_t n, uint32_t key,
+                        uint64_t index);
+  void (*adagrad_bf16)(float* w, uint16_t* squares, const float* d, float scale, float lr, float epsilon, uint64_t n,
+                       uint32_t key, uint64_t index);
+  // out[j] = v[j] rounded to bf16 with the noise of (key, index + j).
+  void (*round_bf16)(const float* v, uint16_t* out, uint64_t n, uint32_t key, uint64_t index);
   // DWTA's codes (SLIDE's hash, kernels/lsh): for each function f < functions, the position p <
   // positions of the largest v[coordinate[p * stride + f]], the first of equals, or `positions`
   // when every one is absent (a query's zeros, when query). stride is a multiple of

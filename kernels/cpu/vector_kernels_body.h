@@ -10,6 +10,7 @@
 #endif
 
 #include "kernels/cpu/fast_exp.h"
+#include "kernels/cpu/stochastic_rounding.h"
 #include "kernels/cpu/vector_kernels.h"
 
 namespace xmlt::kernels::cpu {
@@ -225,6 +226,32 @@ void Adagrad(float* __restrict w, float* __restrict squares, const float* __rest
   }
 }
 
+void MomentumBf16(float* __restrict w, uint16_t* __restrict v, const float* __restrict g, float momentum, float lr,
+                  uint64_t n, uint32_t key, uint64_t index) {
+#pragma omp simd
+  for (uint64_t j = 0; j < n; ++j) {
+    const float next = momentum * WidenBf16(v[j]) + g[j];
+    w[j] -= lr * next;
+    v[j] = StochasticBf16(next, RoundingNoise(key, index + j));
+  }
+}
+
+void AdagradBf16(float* __restrict w, uint16_t* __restrict squares, const float* __restrict d, float scale, float lr,
+                 float epsilon, uint64_t n, uint32_t key, uint64_t index) {
+#pragma omp simd
+  for (uint64_t j = 0; j < n; ++j) {
+    const float g = scale * d[j];
+    const float sum = WidenBf16(squares[j]) + g * g;
+    w[j] -= lr * g / (__builtin_sqrtf(sum) + epsilon);
+    squares[j] = StochasticBf16(sum, RoundingNoise(key, index + j));
+  }
+}
+
+void RoundBf16(const float* __restrict v, uint16_t* __restrict out, uint64_t n, uint32_t key, uint64_t index) {
+#pragma omp simd
+  for (uint64_t j = 0; j < n; ++j) out[j] = StochasticBf16(v[j], RoundingNoise(key, index + j));
+}
+
 // A chunk of functions at a time, position by position: gathers across functions, and the
 // chunk's running maxima and codes in registers over the positions. Selects written with & so
 // that no branch depends on the data (an argmax over random values mispredicts often).
@@ -267,6 +294,9 @@ const VectorKernels XMLT_VECTOR_KERNELS_TABLE = {
     XMLT_VECTOR_KERNELS_NS::Momentum,
     XMLT_VECTOR_KERNELS_NS::Axpy,
     XMLT_VECTOR_KERNELS_NS::Adagrad,
+    XMLT_VECTOR_KERNELS_NS::MomentumBf16,
+    XMLT_VECTOR_KERNELS_NS::AdagradBf16,
+    XMLT_VECTOR_KERNELS_NS::RoundBf16,
     XMLT_VECTOR_KERNELS_NS::DwtaCodes,
 };
 

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/fast_exp.h"
+#include "kernels/cpu/stochastic_rounding.h"
 
 namespace xmlt::kernels::cpu::vector_ops {
 
@@ -141,6 +142,46 @@ void Adagrad(T* w, T* squares, const T* d, T scale, T lr, T epsilon, uint64_t n)
       squares[j] += g * g;
       w[j] -= lr * g / (std::sqrt(squares[j]) + epsilon);
     }
+  }
+}
+
+// Momentum and Adagrad with the state in bfloat16 (vector_kernels.h: momentum_bf16, adagrad_bf16).
+// Only float models keep such state; the plain loops serve the double models that compile it.
+template <class T, class G>
+void MomentumBf16(T* w, uint16_t* v, const G* g, T momentum, T lr, uint64_t n, uint32_t key, uint64_t index) {
+  if constexpr (kVectorized<T> && kVectorized<G>) {
+    Vec().momentum_bf16(w, v, g, momentum, lr, n, key, index);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) {
+      const T next = momentum * T(WidenBf16(v[j])) + T(g[j]);
+      w[j] -= lr * next;
+      v[j] = StochasticBf16(float(next), RoundingNoise(key, index + j));
+    }
+  }
+}
+
+template <class T>
+void AdagradBf16(T* w, uint16_t* squares, const T* d, T scale, T lr, T epsilon, uint64_t n, uint32_t key,
+                 uint64_t index) {
+  if constexpr (kVectorized<T>) {
+    Vec().adagrad_bf16(w, squares, d, scale, lr, epsilon, n, key, index);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) {
+      const T g = scale * d[j];
+      const T sum = T(WidenBf16(squares[j])) + g * g;
+      w[j] -= lr * g / (std::sqrt(sum) + epsilon);
+      squares[j] = StochasticBf16(float(sum), RoundingNoise(key, index + j));
+    }
+  }
+}
+
+// out[j] = v[j] rounded stochastically to bf16.
+template <class T>
+void RoundBf16(const T* v, uint16_t* out, uint64_t n, uint32_t key, uint64_t index) {
+  if constexpr (kVectorized<T>) {
+    Vec().round_bf16(v, out, n, key, index);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) out[j] = StochasticBf16(float(v[j]), RoundingNoise(key, index + j));
   }
 }
 

@@ -220,7 +220,8 @@ TEST(CpuReplicaTest, DropoutResumesExactlyFromTheSavedStepCount) {
   ASSERT_EQ(first.SaveStepCount().size(), 8u);
   for (const bool with_count : {true, false}) {
     CpuReplica resumed(first.model(), 16, 0.9f, kernels::OutputMath::kFp32, regularization);
-    resumed.RestoreVelocity(first.velocity().data(), first.velocity().size());
+    const std::vector<float> velocity = first.SaveVelocity();
+    resumed.RestoreVelocity(velocity.data(), velocity.size());
     if (with_count) resumed.RestoreStepCount(first.SaveStepCount());
     for (size_t k = 2; k < batches.size(); ++k) resumed.TrainBatch(d, batches[k].data(), batches[k].size(), 0.1f);
     EXPECT_EQ(resumed.model().params == through.model().params, with_count);

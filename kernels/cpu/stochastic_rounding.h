@@ -1,0 +1,48 @@
+// The optimizer state kept in bfloat16 (--optimizer-state bf16): the step computes in fp32 and
+// stores its result rounded stochastically, up with probability equal to the fraction of a bf16
+// step the value is past the lower neighbour. Round-to-nearest would drop every update smaller
+// than half a bf16 step (a momentum that decays by 0.9 a step, squares that grow by g^2); the
+// stochastic rounding keeps them in expectation.
+//
+// The noise is a hash of (key, index): the caller makes the key from the run's seed, the device
+// and its step count, and passes each value's offset in the state, so a resumed run rounds as the
+// uninterrupted one would. The functions are always inline: vector_kernels_body.h compiles them
+// once per ISA and must not call an out-of-line copy built for another.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace xmlt::kernels::cpu {
+
+// 16 bits of noise for value `index` of a step's state (murmur3's 32-bit finalizer: 32-bit
+// multiplies, which vectorize on AVX2 and AVX-512 alike).
+[[gnu::always_inline]] inline uint32_t RoundingNoise(uint32_t key, uint64_t index) {
+  uint32_t x = key ^ uint32_t(index) ^ (uint32_t(index >> 32) * 0x9e3779b9u);
+  x ^= x >> 16;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35u;
+  x ^= x >> 16;
+  return x & 0xffffu;
+}
+
+// `value` rounded to one of its two bf16 neighbours: the noise (below 2^16) is added to the bits
+// the bf16 drops, and a carry takes the value up. An infinity stays itself, a NaN stays a NaN.
+[[gnu::always_inline]] inline uint16_t StochasticBf16(float value, uint32_t noise) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  const bool special = (bits & 0x7f800000u) == 0x7f800000u;
+  const uint32_t rounded = bits + noise;
+  // An infinity has no low bits to lose; a NaN keeps a mantissa bit set.
+  return uint16_t(special ? (bits >> 16) | ((bits & 0xffffu) != 0 ? 0x0040u : 0u) : rounded >> 16);
+}
+
+[[gnu::always_inline]] inline float WidenBf16(uint16_t value) {
+  const uint32_t bits = uint32_t(value) << 16;
+  float out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+}  // namespace xmlt::kernels::cpu
