@@ -1,6 +1,7 @@
 // Resuming through the command line: a refused --resume names what changed and keeps the
 // interrupted run's metrics; divergences stop a run that a resume with a lower rate goes on with.
 #include "apps/cli.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "tests/apps/cli_runner.h"
 
 #include <gtest/gtest.h>
@@ -273,6 +274,32 @@ TEST(CliTest, AResumeWithMathAutoKeepsTheCheckpointsMath) {
   const CliResult automatic = Cli(resume);
   ASSERT_EQ(automatic.code, 0) << Describe(automatic);
   EXPECT_NE(automatic.err.find("output products in fp32"), std::string::npos) << Describe(automatic);
+}
+
+// A checkpoint of an fp32 optimizer state (one written before --optimizer-state, or told fp32)
+// resumes with --optimizer-state auto in fp32 where auto would pick bf16, and so exactly; one of a
+// bf16 state resumes in bf16. Told the other state, the resume is refused naming the flag.
+TEST(CliTest, AResumeWithOptimizerStateAutoKeepsTheCheckpointsState) {
+  if (!kernels::cpu::Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here: auto is fp32 either way";
+  Data d;
+  for (const std::string state : {"fp32", "bf16"}) {
+    const std::string dir = d.dir.File("ckpt-" + state);
+    std::vector<std::string> run = CheckpointedRun(d, "single", dir);
+    std::vector<std::string> first = run;
+    first.insert(first.end(), {"--optimizer-state", state});
+    ASSERT_EQ(Cli(first).code, 0) << state;
+    std::vector<std::string> resume = run;
+    resume[6] = "3";  // --epochs
+    resume.insert(resume.end(), {"--resume", dir});
+    const CliResult automatic = Cli(resume);
+    ASSERT_EQ(automatic.code, 0) << Describe(automatic);
+    EXPECT_EQ(automatic.err.find("optimizer state in bf16") != std::string::npos, state == "bf16") << Describe(automatic);
+    resume[6] = "4";
+    resume.insert(resume.end(), {"--optimizer-state", state == "bf16" ? "fp32" : "bf16"});
+    const CliResult other = Cli(resume);
+    EXPECT_EQ(other.code, 2) << Describe(other);
+    EXPECT_NE(other.err.find("--optimizer-state: checkpoint"), std::string::npos) << Describe(other);
+  }
 }
 
 // Issue 61, point 6. A resume refused for its rate showed the scaled rates alone ("--lr:

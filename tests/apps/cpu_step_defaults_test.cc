@@ -111,6 +111,37 @@ TEST(CpuStepDefaults, OutputMathAutoIsBf16OnlyOnCpuOnlyDenseRuns) {
   EXPECT_NE(told.step.find("output products in fp32"), std::string::npos) << told.step;
 }
 
+// --optimizer-state auto: bf16 where the output products are, and said on the step line; fp32
+// when told, and refused as bf16 without bf16 products, for a run without a dense CPU step, or
+// spelled otherwise. A resume with auto keeps the checkpoint's state (the flags' resume tests).
+TEST(CpuStepDefaults, OptimizerStateAutoIsBf16WhereTheProductsAre) {
+  const bool native = kernels::cpu::Bf16Available(nullptr);
+  Data d;
+  const Planned plain = TrainAndRead(d, {});
+  EXPECT_EQ(plain.step.find("optimizer state in bf16") != std::string::npos, native) << plain.step;
+  const Planned fp32_math = TrainAndRead(d, {"--math", "fp32"});
+  EXPECT_EQ(fp32_math.step.find("optimizer state in bf16"), std::string::npos) << fp32_math.step;
+  const Planned slide = TrainAndRead(d, {"--algo", "slide"});
+  EXPECT_EQ(slide.step.find("optimizer state in bf16"), std::string::npos) << slide.step;
+  if (native) {
+    const Planned told = TrainAndRead(d, {"--optimizer-state", "fp32"});
+    EXPECT_EQ(told.step.find("optimizer state in bf16"), std::string::npos) << told.step;
+    const Planned four = TrainAndRead(d, {"--algo", "adaptive", "--devices", "cpu:4", "--optimizer-state", "bf16"});
+    EXPECT_NE(four.step.find("optimizer state in bf16"), std::string::npos) << four.step;
+  }
+  const std::vector<std::string> base = {"train", "--train", d.train, "--test", d.test, "--epochs", "1"};
+  const auto refused = [&](std::vector<std::string> extra, const std::string& why) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult r = Cli(args);
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find(why), std::string::npos) << Describe(r);
+  };
+  refused({"--optimizer-state", "fp16"}, "--optimizer-state must be auto, fp32 or bf16, not 'fp16'");
+  refused({"--optimizer-state", "bf16", "--math", "fp32"}, "--optimizer-state bf16 needs the output layer's products in bf16");
+  refused({"--optimizer-state", "bf16", "--algo", "slide"}, "--optimizer-state bf16 is for the CPU's dense step");
+}
+
 // With the shortlist ranker (the default), --hidden auto is at most 512 units where the full width
 // would pass 2^24 parameters, and a layer it narrowed trains 30 epochs; without the ranker, with
 // --hidden or --epochs given, or below that size, nothing changes. The rows declare 20,000

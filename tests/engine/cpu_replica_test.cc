@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include "data/sparse_batch.h"
 #include "engine/device.h"
 #include "engine/device_spec.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/sparse_mlp.h"
 #include "tests/make_dataset.h"
 
@@ -235,6 +237,84 @@ TEST(CpuReplicaTest, DropoutResumesExactlyFromTheSavedStepCount) {
   CpuReplica plain(w0, 16, 0.9f, kernels::OutputMath::kFp32, {1e-3f, 0, 7, 1});
   EXPECT_TRUE(plain.SaveStepCount().empty());
   EXPECT_THROW(plain.RestoreStepCount(first.SaveStepCount()), std::invalid_argument);
+}
+
+// A bf16 optimizer state (--optimizer-state bf16) rounds with noise drawn from (seed, stream, step
+// count): a replica restored from another's parameters, state and step count trains on bit for bit
+// as the other does; without the count it rounds differently. Its state is half the fp32 one's
+// memory and holds only bf16 values.
+TEST(CpuReplicaTest, Bf16StateResumesExactlyFromTheSavedStepCount) {
+  if (!kernels::cpu::Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here: the bf16 state needs bf16 products";
+  const data::Dataset d = RandomDataset(40, 8);
+  StepRegularization regularization{0, 0, 7, 1, 0.5f};
+  regularization.bf16_optimizer_state = true;
+  const Model<float> w0 = kernels::InitModel<float>(Shape(), 9);
+  const std::vector<std::vector<uint64_t>> batches = {{0, 1, 2, 3}, {4, 5, 6}, {7, 8, 9, 10}, {11, 12}};
+  const auto math = kernels::OutputMath::kBf16;
+  CpuReplica through(w0, 16, 0.9f, math, regularization);
+  for (const auto& b : batches) through.TrainBatch(d, b.data(), b.size(), 0.1f);
+
+  CpuReplica first(w0, 16, 0.9f, math, regularization);
+  for (size_t k = 0; k < 2; ++k) first.TrainBatch(d, batches[k].data(), batches[k].size(), 0.1f);
+  ASSERT_EQ(first.SaveStepCount().size(), 8u);
+  const std::vector<float> state = first.SaveVelocity();
+  ASSERT_EQ(state.size(), w0.params.size());
+  for (float v : state) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    ASSERT_EQ(bits & 0xffffu, 0u) << v << " is not a bf16 value";
+  }
+  for (const bool with_count : {true, false}) {
+    CpuReplica resumed(first.model(), 16, 0.9f, math, regularization);
+    resumed.RestoreVelocity(state.data(), state.size());
+    EXPECT_EQ(resumed.SaveVelocity(), state);  // bf16 values survive the round trip through floats
+    if (with_count) resumed.RestoreStepCount(first.SaveStepCount());
+    for (size_t k = 2; k < batches.size(); ++k) resumed.TrainBatch(d, batches[k].data(), batches[k].size(), 0.1f);
+    EXPECT_EQ(resumed.model().params == through.model().params && resumed.SaveVelocity() == through.SaveVelocity(),
+              with_count);
+  }
+}
+
+// A bf16 state streams as floats in pieces of at most 1 Mi values, restores from an fp32 state
+// (rounded to nearest) and into an fp32 replica (exactly); a wrong size, fp32 products, or a
+// replica without momentum are refused.
+TEST(CpuReplicaTest, Bf16StateStreamsAndRestoresAcrossFormats) {
+  if (!kernels::cpu::Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here: the bf16 state needs bf16 products";
+  ModelShape shape = Shape();
+  shape.num_features = 4000;
+  shape.hidden = {300};  // 1,207,520 parameters: more than one piece
+  const Model<float> w0 = kernels::InitModel<float>(shape, 10);
+  StepRegularization bf16{0, 0, 7, 0, 0.5f};
+  bf16.bf16_optimizer_state = true;
+  const auto math = kernels::OutputMath::kBf16;
+  CpuReplica replica(w0, 16, 0.9f, math, bf16);
+  std::vector<float> fp32_state(w0.params.size());
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  for (float& v : fp32_state) v = uniform(rng);
+  replica.RestoreVelocity(fp32_state.data(), fp32_state.size());
+  std::vector<size_t> pieces;
+  std::vector<float> streamed;
+  replica.StreamVelocity([&](const float* values, size_t count) {
+    pieces.push_back(count);
+    streamed.insert(streamed.end(), values, values + count);
+  });
+  ASSERT_EQ(pieces, (std::vector<size_t>{size_t(1) << 20, w0.params.size() - (size_t(1) << 20)}));
+  for (size_t i = 0; i < streamed.size(); ++i)
+    ASSERT_EQ(streamed[i], kernels::cpu::Bf16ToFloat(kernels::cpu::FloatToBf16(fp32_state[i]))) << i;
+
+  CpuReplica fp32(w0, 16, 0.9f, math, StepRegularization{0, 0, 7, 0, 0.5f});
+  fp32.RestoreVelocity(streamed.data(), streamed.size());
+  EXPECT_EQ(fp32.SaveVelocity(), streamed);
+
+  EXPECT_THROW(replica.RestoreVelocity(streamed.data(), streamed.size() - 1), std::invalid_argument);
+  replica.RestoreVelocity(nullptr, 0);
+  for (float v : replica.SaveVelocity()) ASSERT_EQ(v, 0.0f);
+  EXPECT_THROW(CpuReplica(w0, 16, 0.9f, kernels::OutputMath::kFp32, bf16), std::invalid_argument);
+  // Nothing to keep without momentum or Adagrad: no state, and no step count either.
+  CpuReplica none(w0, 16, 0.0f, math, StepRegularization{0, 0, 7, 0, 0, true});
+  EXPECT_EQ(none.VelocitySize(), 0u);
+  EXPECT_TRUE(none.SaveStepCount().empty());
 }
 
 // All zeros (the default) is the unregularized step, bit for bit.

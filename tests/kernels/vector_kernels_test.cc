@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/cache_line_allocator.h"
 #include "kernels/cpu/cpu_isa.h"
 #include "kernels/cpu/sparse_mlp.h"
+#include "kernels/cpu/stochastic_rounding.h"
 #include "kernels/cpu/store_fence.h"
 #include "tests/kernels/kernel_test_util.h"
 
@@ -186,6 +188,43 @@ TEST_P(VectorKernelsOnIsa, AxpyAndAdagradMatchTheReference) {
       EXPECT_NEAR(squares[j], s, kUlps * 4) << j;
       const double step = 0.1 * g / (std::sqrt(s) + 1e-10);
       EXPECT_NEAR(w[j], double(w0[j]) - step, kUlps * 4) << j;
+    }
+  }
+}
+
+// The bf16-state kernels: the weight steps as the fp32 kernel's does (a few ulps, whether or not
+// the multiply-add fused), and the state is stored as the fp32 result rounded with each value's own
+// noise, one of its two bf16 neighbours.
+TEST_P(VectorKernelsOnIsa, Bf16StateKernelsMatchTheReference) {
+  constexpr uint32_t kKey = 4242;
+  constexpr uint64_t kIndex = (uint64_t(1) << 33) + 5;  // an offset past 2^32
+  auto widen = [](uint16_t v) { return double(WidenBf16(v)); };
+  auto neighbours = [](double x, double stored) {
+    return std::abs(stored - x) <= 0x1p-7 * std::abs(x) + 1e-30;  // within one bf16 step
+  };
+  for (uint64_t n : kLengths) {
+    const std::vector<float> g = Uniform(n, -1, 1, n + 31), w0 = Uniform(n, -1, 1, n + 32);
+    std::vector<uint16_t> v0(n), s0(n);
+    const std::vector<float> v_values = Uniform(n, -1, 1, n + 33), s_values = Uniform(n, 0, 2, n + 34);
+    for (uint64_t j = 0; j < n; ++j) v0[j] = FloatToBf16(v_values[j]), s0[j] = j % 3 == 0 ? 0 : FloatToBf16(s_values[j]);
+    std::vector<float> w = w0, w2 = w0;
+    std::vector<uint16_t> v = v0, s = s0, rounded(n);
+    vec_->momentum_bf16(w.data(), v.data(), g.data(), 0.9f, 0.1f, n, kKey, kIndex);
+    vec_->adagrad_bf16(w2.data(), s.data(), g.data(), 0.5f, 0.1f, 1e-10f, n, kKey, kIndex);
+    vec_->round_bf16(g.data(), rounded.data(), n, kKey, kIndex);
+    for (uint64_t j = 0; j < n; ++j) {
+      const double next = 0.9 * widen(v0[j]) + double(g[j]);
+      EXPECT_NEAR(w[j], double(w0[j]) - 0.1 * next, kUlps * 4) << j;
+      EXPECT_TRUE(neighbours(next, widen(v[j]))) << j << ": " << next << " stored " << widen(v[j]);
+      const float next_float = float(next);
+      // Where the fp32 result is the reference's to the float, the stored value is its rounding
+      // with this value's noise exactly.
+      if (std::abs(double(next_float) - next) == 0)
+        EXPECT_EQ(v[j], StochasticBf16(next_float, RoundingNoise(kKey, kIndex + j))) << j;
+      const double grad = 0.5 * double(g[j]), sum = widen(s0[j]) + grad * grad;
+      EXPECT_NEAR(w2[j], double(w0[j]) - 0.1 * grad / (std::sqrt(sum) + 1e-10), kUlps * 4) << j;
+      EXPECT_TRUE(neighbours(sum, widen(s[j]))) << j;
+      EXPECT_EQ(rounded[j], StochasticBf16(g[j], RoundingNoise(kKey, kIndex + j))) << j;
     }
   }
 }

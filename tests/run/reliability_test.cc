@@ -293,6 +293,16 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   plain.input_lr = 0.1f;
   EXPECT_EQ(scheduler::PlanMemory(shape, plain, scheduling, limits, 490449, false).devices[0].momentum,
             shape.NumParameters() * sizeof(float));
+  // A bf16 optimizer state (--optimizer-state bf16) is two bytes a value, and the first layer's
+  // bias widened for its product; the sampled step keeps fp32 whatever it says.
+  scheduler::TrainOptions bf16 = options;
+  bf16.bf16_optimizer_state = true;
+  EXPECT_EQ(scheduler::PlanMemory(shape, bf16, scheduling, limits, 490449, false).devices[0].momentum,
+            shape.NumParameters() * sizeof(uint16_t) + shape.hidden[0] * sizeof(float));
+  scheduler::SchedulerOptions sampled = scheduling;
+  sampled.sampled_output.enabled = true;
+  EXPECT_EQ(scheduler::PlanMemory(shape, bf16, sampled, limits, 490449, false).devices[0].momentum,
+            scheduler::PlanMemory(shape, options, sampled, limits, 490449, false).devices[0].momentum);
   // GPU replicas are checked against the GPU's free memory.
   scheduling.devices = engine::ParseDeviceList("cuda:0x2");
   const scheduler::MemoryPlan gpu = scheduler::PlanMemory(shape, options, scheduling, limits, 490449, false);
@@ -302,6 +312,9 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   EXPECT_EQ(scheduler::PlanMemory(shape, plain_sgd, scheduling, limits, 490449, false).devices[0].momentum,
             shape.NumParameters() * sizeof(float))
       << "a CUDA replica allocates its velocity even for plain SGD";
+  EXPECT_EQ(scheduler::PlanMemory(shape, bf16, scheduling, limits, 490449, false).devices[0].momentum,
+            gpu.devices[0].momentum)
+      << "a CUDA replica keeps an fp32 state";
   EXPECT_THROW(scheduler::CheckMemoryFits(gpu, 0, {uint64_t(8) << 30}), std::runtime_error);
 }
 
