@@ -191,6 +191,8 @@ std::vector<Refused> RefusedChanges(const Bases& b) {
       // --math auto is bf16 where this CPU has it: fp32 then is the change; elsewhere bf16 is, and
       // the CPU refuses it before any resume.
       {"--math", single, {{"--math", bf16 ? "fp32" : "bf16"}}, bf16},
+      // --optimizer-state likewise: auto is bf16 where the math is; bf16 is refused without it.
+      {"--optimizer-state", single, {{"--optimizer-state", bf16 ? "fp32" : "bf16"}}, bf16},
       {"--propensity", single, {{"--propensity", "0.6,2.6"}}},
       {"--seed", single, {{"--seed", "2"}}},
       {"--divergence-factor", single, {{"--divergence-factor", "50"}}},
