@@ -57,8 +57,10 @@ void SetOutputProductRate(benchmark::State& state, int64_t rows, int64_t hidden,
 // Args: batch size, hidden units. Counts samples processed. `math` is the output layer's --math;
 // `cpu_defaults`: the step `train`'s defaults give a CPU device (dropout 0.5 on the hidden layer,
 // Adagrad on the first layer's rows), else heavy ball on every layer without dropout.
+// `bf16_state`: the momentum and squares kept in bf16 (--optimizer-state bf16, with bf16 math).
 void TrainSteps(benchmark::State& state, const std::string& preset, double scale,
-                kernels::OutputMath math = kernels::OutputMath::kFp32, bool cpu_defaults = false) {
+                kernels::OutputMath math = kernels::OutputMath::kFp32, bool cpu_defaults = false,
+                bool bf16_state = false) {
   std::string why;
   if (math == kernels::OutputMath::kBf16 && !kernels::cpu::Bf16Available(&why)) {
     state.SkipWithError(("bf16: " + why).c_str());
@@ -69,6 +71,7 @@ void TrainSteps(benchmark::State& state, const std::string& preset, double scale
   kernels::ModelShape shape{train.num_features(), {uint32_t(state.range(1))}, train.num_labels()};
   engine::StepRegularization step;
   if (cpu_defaults) step.dropout = 0.5f, step.input_adagrad_ratio = 1.0f;
+  step.bf16_optimizer_state = bf16_state;
   engine::CpuReplica replica(kernels::InitModel<float>(shape, 1), batch, 0.9f, math, step);
   std::vector<uint64_t> order(train.num_rows());
   std::iota(order.begin(), order.end(), 0);
@@ -273,6 +276,14 @@ BENCHMARK_CAPTURE(TrainSteps, amazon670k_full_cpu_defaults_bf16, std::string("am
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
 BENCHMARK_CAPTURE(TrainSteps, delicious200k_full_cpu_defaults_bf16, std::string("delicious200k"), 1.0,
                   kernels::OutputMath::kBf16, true)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+// The same with the state in bf16 too (--optimizer-state auto takes it with bf16 math): against
+// the two above, what rounding the state costs or saves a step.
+BENCHMARK_CAPTURE(TrainSteps, amazon670k_full_cpu_defaults_bf16_state, std::string("amazon670k"), 1.0,
+                  kernels::OutputMath::kBf16, true, true)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+BENCHMARK_CAPTURE(TrainSteps, delicious200k_full_cpu_defaults_bf16_state, std::string("delicious200k"), 1.0,
+                  kernels::OutputMath::kBf16, true, true)
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
 BENCHMARK(OutputGemms)->Args({256, 128, 670091})->Args({256, 128, 205443})
     ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
