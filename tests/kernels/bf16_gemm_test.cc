@@ -10,21 +10,13 @@
 #include <vector>
 
 #include "kernels/cpu/bf16_gemm.h"
+#include "tests/kernels/float_bits.h"
 
 namespace xmlt::kernels::cpu {
 namespace {
 
-uint32_t Bits(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-float FromBits(uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
+using xmlt::testing::Bits;
+using xmlt::testing::FromBits;
 
 TEST(Bf16, RoundsToNearestWithTiesToEven) {
   EXPECT_EQ(FloatToBf16(1.0f), 0x3f80);

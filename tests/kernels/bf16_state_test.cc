@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 #include <vector>
 
@@ -12,22 +11,14 @@
 #include "kernels/cpu/sparse_mlp.h"
 #include "kernels/cpu/stochastic_rounding.h"
 #include "tests/kernels/finite_differences.h"
+#include "tests/kernels/float_bits.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace xmlt::kernels::cpu {
 namespace {
 
-uint32_t Bits(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return bits;
-}
-
-float FromBits(uint32_t bits) {
-  float x;
-  std::memcpy(&x, &bits, sizeof x);
-  return x;
-}
+using xmlt::testing::Bits;
+using xmlt::testing::FromBits;
 
 // A value lands on one of its two bf16 neighbours (the one below in magnitude for noise 0, the
 // one above for the largest noise), and a value a bf16 holds stays itself for any noise.

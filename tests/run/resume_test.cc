@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -49,6 +50,23 @@ void RewriteCheckpoint(const std::string& dir, const std::function<void(nlohmann
   CheckpointWriter writer(meta.dump());
   for (const auto& [name, bytes] : sections) writer.Add(name, bytes);
   writer.Write(dir);
+}
+
+// The refusal that a one-device resume under `resumed` meets for the checkpoint a run under `first`
+// wrote after one mega-batch; a resume that is not refused fails the test.
+std::optional<RunMismatch> ResumeRefusal(const scheduler::TrainOptions& first, const scheduler::TrainOptions& resumed) {
+  testing::TempDir dir;
+  RunControl control;
+  control.checkpoint_dir = dir.path();
+  TrainFor(first, nullptr, control, 1);
+  control.resume_dir = dir.path();
+  try {
+    TrainFor(resumed, nullptr, control);
+  } catch (const RunMismatch& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected a refusal";
+  return std::nullopt;
 }
 
 class ResumeTest : public ::testing::TestWithParam<std::string> {};
@@ -460,59 +478,36 @@ TEST(Resume, ABf16OptimizerStateResumesExactly) {
     EXPECT_FALSE(testing::SameBits(full.model.params.data(), fp32.model.params.data(), full.model.params.size()));
     ExpectStoppedAndResumedRunsEqual(full, options, devices, single);
   }
-  testing::TempDir dir;
-  RunControl control;
-  control.checkpoint_dir = dir.path();
-  scheduler::TrainOptions options = Options();
-  options.math = kernels::OutputMath::kBf16;
-  options.bf16_optimizer_state = true;
-  TrainFor(options, nullptr, control, 1);
-  options.bf16_optimizer_state = false;
-  control.resume_dir = dir.path();
-  try {
-    TrainFor(options, nullptr, control);
-    FAIL() << "expected a refusal";
-  } catch (const RunMismatch& e) {
-    ASSERT_EQ(e.differences().size(), 1u) << e.what();
-    EXPECT_EQ(e.differences()[0].name, "optimizer_state");
-  }
+  scheduler::TrainOptions bf16 = Options();
+  bf16.math = kernels::OutputMath::kBf16;
+  bf16.bf16_optimizer_state = true;
+  scheduler::TrainOptions fp32 = bf16;
+  fp32.bf16_optimizer_state = false;
+  const std::optional<RunMismatch> refusal = ResumeRefusal(bf16, fp32);
+  ASSERT_TRUE(refusal);
+  ASSERT_EQ(refusal->differences().size(), 1u) << refusal->what();
+  EXPECT_EQ(refusal->differences()[0].name, "optimizer_state");
 }
 
 TEST(Resume, AnotherDropoutIsRefused) {
-  testing::TempDir dir;
-  RunControl control;
-  control.checkpoint_dir = dir.path();
-  scheduler::TrainOptions options = Options();
-  options.dropout = 0.3f;
-  TrainFor(options, nullptr, control, 1);
-  options.dropout = 0.5f;
-  control.resume_dir = dir.path();
-  try {
-    TrainFor(options, nullptr, control);
-    FAIL() << "expected a refusal";
-  } catch (const RunMismatch& e) {
-    ASSERT_EQ(e.differences().size(), 1u) << e.what();
-    EXPECT_EQ(e.differences()[0].name, "dropout");
-  }
+  scheduler::TrainOptions first = Options(), resumed = Options();
+  first.dropout = 0.3f;
+  resumed.dropout = 0.5f;
+  const std::optional<RunMismatch> refusal = ResumeRefusal(first, resumed);
+  ASSERT_TRUE(refusal);
+  ASSERT_EQ(refusal->differences().size(), 1u) << refusal->what();
+  EXPECT_EQ(refusal->differences()[0].name, "dropout");
 }
 
 TEST(Resume, AnotherLrScheduleIsRefused) {
-  testing::TempDir dir;
-  RunControl control;
-  control.checkpoint_dir = dir.path();
-  TrainFor(Options(), nullptr, control, 1);
   scheduler::TrainOptions cosine = Options();
   cosine.lr_schedule = scheduler::LrSchedule::kCosine;
-  control.resume_dir = dir.path();
-  try {
-    TrainFor(cosine, nullptr, control);
-    FAIL() << "expected a refusal";
-  } catch (const RunMismatch& e) {
-    ASSERT_EQ(e.differences().size(), 1u) << e.what();
-    EXPECT_EQ(e.differences()[0].name, "lr_schedule");
-    EXPECT_EQ(e.differences()[0].checkpoint, "(not set)");
-    EXPECT_EQ(e.differences()[0].now, "\"cosine\"");
-  }
+  const std::optional<RunMismatch> refusal = ResumeRefusal(Options(), cosine);
+  ASSERT_TRUE(refusal);
+  ASSERT_EQ(refusal->differences().size(), 1u) << refusal->what();
+  EXPECT_EQ(refusal->differences()[0].name, "lr_schedule");
+  EXPECT_EQ(refusal->differences()[0].checkpoint, "(not set)");
+  EXPECT_EQ(refusal->differences()[0].now, "\"cosine\"");
 }
 
 }  // namespace
