@@ -18,7 +18,7 @@
 namespace xmlt::apps {
 
 // Dropout 0.5 and the first layer's Adagrad by default: every device's step implements both (the
-// CPU's dense and sampled steps and the CUDA replica; engine/step_regularization.h).
+// CPU's dense and sampled steps and the CUDA replica; engine/step_settings.h).
 void PlanStepDefaults(const TrainFlags& f, TrainPlan* plan) {
   // Dropout 0.5 on the hidden layer: the wide default layer overfits without it (peers.md).
   if (!f.given("--dropout")) plan->options.dropout = 0.5f;
@@ -70,7 +70,7 @@ void CheckFlagsBeforeLoading(const TrainFlags& f, const TrainPlan& plan) {
       throw std::invalid_argument(std::string(f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +
                                   " computes its output layer in fp32; drop --math");
   }
-  // Weight decay is the CPU dense step's alone (engine/step_regularization.h).
+  // Weight decay is the CPU dense step's alone (engine/step_settings.h).
   if (plan.options.weight_decay != 0 && (f.algo == "slide" || cpu_sampled))
     throw std::invalid_argument("--weight-decay is implemented by the dense step of CPU devices only, not by " +
                                 std::string(f.algo == "slide" ? "--algo slide" : "--cpu-output sampled") +

@@ -71,14 +71,13 @@ PresetValues DefaultPreset(const std::string& algo, size_t devices, uint64_t bat
   return v;
 }
 
-PresetValues PaperPreset(const std::string& algo) {
+PresetValues PaperPreset() {
   PresetValues v;
   v.momentum = 0.9;         // gamma, "set to 0.9 according to the literature" (section 3.3)
   v.local_momentum = 0;     // each GPU runs mini-batch SGD (section 2)
   v.mega_batch = 100;       // "We use a value of 100 throughout the experiments" (section 5.3)
   v.lr_scaling = LrScaling::kNone;  // one learning rate for b_max, gridded (section 5.1)
   v.pert_renormalize = false;       // "this weight modification can result in denormalization"
-  (void)algo;
   return v;
 }
 

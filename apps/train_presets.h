@@ -27,7 +27,7 @@ struct PresetValues {
 // `algo` is adaptive, elastic, adasum, sync or crossbow; `batches_per_epoch` is the training
 // rows over --batch, rounded up.
 PresetValues DefaultPreset(const std::string& algo, size_t devices, uint64_t batches_per_epoch);
-PresetValues PaperPreset(const std::string& algo);
+PresetValues PaperPreset();  // the same for every algorithm
 
 // The two presets side by side with the reason for each value, for --help and the README.
 std::string PresetTable();

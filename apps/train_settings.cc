@@ -176,7 +176,7 @@ void ApplyPreset(const TrainFlags& f, uint64_t training_rows, TrainPlan* plan) {
   const size_t devices = plan->scheduling.devices.size();
   const uint64_t batches_per_epoch = (training_rows + plan->options.batch - 1) / plan->options.batch;
   const PresetValues values =
-      f.preset == "paper" ? PaperPreset(f.algo) : DefaultPreset(f.algo, devices, batches_per_epoch);
+      f.preset == "paper" ? PaperPreset() : DefaultPreset(f.algo, devices, batches_per_epoch);
   if (!f.given("--momentum")) plan->scheduling.merge_rule.momentum = values.momentum;
   if (!f.given("--local-momentum")) plan->options.local_momentum = values.local_momentum;
   if (!f.given("--mega-batch")) plan->options.mega_batch = values.mega_batch;

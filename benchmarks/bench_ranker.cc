@@ -170,7 +170,7 @@ data::Dataset SampleRows(const data::Dataset& train, uint64_t count, std::mt1993
 // Seconds a training step of the defaults takes on a CPU device (batch 256, momentum 0.9, dropout
 // 0.5, Adagrad on the first layer, `math`), the mean of eight after one to warm up.
 double DefaultStepSeconds(const data::Dataset& train, const Model<float>& initial, OutputMath math) {
-  engine::StepRegularization step;
+  engine::StepSettings step;
   step.dropout = 0.5f;
   step.input_adagrad_ratio = 1.0f;
   constexpr uint32_t kBatch = 256;

@@ -69,7 +69,7 @@ void TrainSteps(benchmark::State& state, const std::string& preset, double scale
   const data::Dataset& train = Generated(preset, scale);
   const uint32_t batch = uint32_t(state.range(0));
   kernels::ModelShape shape{train.num_features(), {uint32_t(state.range(1))}, train.num_labels()};
-  engine::StepRegularization step;
+  engine::StepSettings step;
   if (cpu_defaults) step.dropout = 0.5f, step.input_adagrad_ratio = 1.0f;
   step.bf16_optimizer_state = bf16_state;
   engine::CpuReplica replica(kernels::InitModel<float>(shape, 1), batch, 0.9f, math, step);

@@ -13,8 +13,8 @@ namespace {
 class CpuDevice final : public Device {
  public:
   CpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, uint32_t max_rows,
-            float momentum, kernels::OutputMath math, const StepRegularization& regularization)
-      : spec_(spec), replica_(initial, max_rows, momentum, math, regularization) {}
+            float momentum, kernels::OutputMath math, const StepSettings& step_settings)
+      : spec_(spec), replica_(initial, max_rows, momentum, math, step_settings) {}
 
   const DeviceSpec& spec() const override { return spec_; }
   kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows,
@@ -39,8 +39,8 @@ class CpuDevice final : public Device {
 
 std::unique_ptr<Device> MakeCpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, uint32_t max_rows,
                                       float local_momentum, kernels::OutputMath math,
-                                      const StepRegularization& regularization) {
-  return std::make_unique<CpuDevice>(spec, initial, max_rows, local_momentum, math, regularization);
+                                      const StepSettings& step_settings) {
+  return std::make_unique<CpuDevice>(spec, initial, max_rows, local_momentum, math, step_settings);
 }
 
 }  // namespace xmlt::engine

@@ -1,6 +1,6 @@
 // A CPU device with the dense step: its replica (engine/cpu_replica.h) trains every label of each
 // batch, with the local momentum, dropout, the first layer's Adagrad and weight decay
-// (engine/step_regularization.h). Built through MakeDevice (engine/device.h), which checks the
+// (engine/step_settings.h). Built through MakeDevice (engine/device.h), which checks the
 // arguments first.
 #pragma once
 
@@ -13,6 +13,6 @@ namespace xmlt::engine {
 
 std::unique_ptr<Device> MakeCpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, uint32_t max_rows,
                                       float local_momentum, kernels::OutputMath math,
-                                      const StepRegularization& regularization);
+                                      const StepSettings& step_settings);
 
 }  // namespace xmlt::engine

@@ -31,22 +31,22 @@ constexpr size_t kVelocityPiece = size_t(1) << 20;
 }  // namespace
 
 CpuReplica::CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, float momentum,
-                       kernels::OutputMath math, StepRegularization regularization)
+                       kernels::OutputMath math, StepSettings step_settings)
     : model_(std::move(model)),
       momentum_(momentum),
-      regularization_(regularization),
+      step_settings_(step_settings),
       workspace_(model_.shape, max_batch_rows, math) {
   // Written so that NaN fails too.
   if (!(momentum_ >= 0 && momentum_ < 1)) throw std::invalid_argument("momentum must be in [0, 1)");
-  if (!(regularization_.weight_decay >= 0) || !std::isfinite(regularization_.weight_decay))
+  if (!(step_settings_.weight_decay >= 0) || !std::isfinite(step_settings_.weight_decay))
     throw std::invalid_argument("weight decay must be a finite number >= 0");
-  if (!(regularization_.dropout >= 0 && regularization_.dropout < 1))
+  if (!(step_settings_.dropout >= 0 && step_settings_.dropout < 1))
     throw std::invalid_argument("dropout must be in [0, 1)");
-  if (!(regularization_.input_adagrad_ratio >= 0) || !std::isfinite(regularization_.input_adagrad_ratio))
+  if (!(step_settings_.input_adagrad_ratio >= 0) || !std::isfinite(step_settings_.input_adagrad_ratio))
     throw std::invalid_argument("the first layer's Adagrad rate must be a finite number >= 0");
   // The first layer's Adagrad keeps its squares where that layer's velocity would be.
-  if (momentum_ > 0 || regularization_.input_adagrad_ratio > 0) {
-    if (!regularization_.bf16_optimizer_state) {
+  if (momentum_ > 0 || step_settings_.input_adagrad_ratio > 0) {
+    if (!step_settings_.bf16_optimizer_state) {
       velocity_ = kernels::ZeroModel<float>(model_.shape);
     } else if (math != kernels::OutputMath::kBf16) {
       throw std::invalid_argument("a bf16 optimizer state needs the output layer's products in bf16 (--math bf16)");
@@ -72,11 +72,11 @@ kernels::cpu::LossResult CpuReplica::TrainBatch(const data::Dataset& dataset, co
   rule.momentum = momentum_;
   rule.velocity = velocity_.params.empty() ? nullptr : &velocity_;
   rule.velocity_bf16 = velocity_bf16_.empty() ? nullptr : velocity_bf16_.data();
-  rule.input_adagrad = regularization_.input_adagrad_ratio > 0;
-  rule.input_lr = lr * regularization_.input_adagrad_ratio;
-  rule.weight_decay = regularization_.weight_decay;
-  rule.dropout = regularization_.dropout;
-  rule.dropout_key = Mix(Mix(Mix(regularization_.seed) ^ regularization_.stream) ^ steps_);
+  rule.input_adagrad = step_settings_.input_adagrad_ratio > 0;
+  rule.input_lr = lr * step_settings_.input_adagrad_ratio;
+  rule.weight_decay = step_settings_.weight_decay;
+  rule.dropout = step_settings_.dropout;
+  rule.dropout_key = Mix(Mix(Mix(step_settings_.seed) ^ step_settings_.stream) ^ steps_);
   rule.rounding_key = uint32_t(Mix(rule.dropout_key ^ kRoundingSalt));
   const kernels::cpu::LossResult loss = kernels::cpu::TrainStep(&model_, batch_, rule, &workspace_);
   ++steps_;

@@ -8,7 +8,7 @@
 
 #include "data/dataset.h"
 #include "data/sparse_batch.h"
-#include "engine/step_regularization.h"
+#include "engine/step_settings.h"
 #include "kernels/cpu/sparse_mlp.h"
 #include "kernels/model.h"
 #include "kernels/output_math.h"
@@ -20,7 +20,7 @@ class CpuReplica {
   // Throws std::invalid_argument for a momentum outside [0, 1), a negative or non-finite weight
   // decay, or a dropout outside [0, 1).
   CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, float momentum,
-             kernels::OutputMath math = kernels::OutputMath::kFp32, StepRegularization regularization = {});
+             kernels::OutputMath math = kernels::OutputMath::kFp32, StepSettings step_settings = {});
 
   // One SGD step on the given dataset rows; returns the batch's loss.
   kernels::cpu::LossResult TrainBatch(const data::Dataset& dataset, const uint64_t* rows,
@@ -31,7 +31,7 @@ class CpuReplica {
 
   // The momentum buffer (with the first layer's Adagrad, its squares in the first layer's weights):
   // 0 values without momentum or Adagrad, else the parameters' count, in fp32 or, with
-  // regularization.bf16_optimizer_state, in bf16. Stream hands it to `sink` as floats, in pieces
+  // step_settings.bf16_optimizer_state, in bf16. Stream hands it to `sink` as floats, in pieces
   // of at most 1 Mi values (a bf16 state is widened piece by piece, so no whole fp32 copy is made).
   // Restore copies `count` values from `values` (float bytes, not necessarily aligned: a
   // checkpoint's mapping; a bf16 state rounds them to nearest, which keeps values a bf16 state
@@ -53,9 +53,9 @@ class CpuReplica {
   kernels::Model<float> velocity_;  // empty unless momentum > 0 or the first layer's Adagrad
   std::vector<uint16_t> velocity_bf16_;  // in its place with a bf16 optimizer state
   float momentum_;
-  StepRegularization regularization_;
+  StepSettings step_settings_;
   uint64_t steps_ = 0;
-  bool KeepsStepCount() const { return regularization_.dropout != 0 || !velocity_bf16_.empty(); }
+  bool KeepsStepCount() const { return step_settings_.dropout != 0 || !velocity_bf16_.empty(); }
   kernels::cpu::MlpWorkspace<float> workspace_;
   data::SparseBatch batch_;
 };

@@ -35,11 +35,11 @@ kernels::cuda::PinnedBuffer<float> PinnedCopy(int gpu, const std::vector<float>&
 class CudaDevice final : public Device {
  public:
   CudaDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, const DeviceLimits& limits,
-             float momentum, kernels::OutputMath math, const StepRegularization& regularization,
+             float momentum, kernels::OutputMath math, const StepSettings& step_settings,
              size_t state_chunk_bytes)
       : spec_(spec),
         momentum_(momentum),
-        regularization_(regularization),
+        step_settings_(step_settings),
         limits_(limits),
         state_chunk_values_(std::max<size_t>(state_chunk_bytes / sizeof(float), 1)),
         mlp_(spec.ordinal, initial.shape, limits.max_rows, limits.max_feature_nnz, limits.max_label_nnz,
@@ -54,11 +54,11 @@ class CudaDevice final : public Device {
                                       float lr) override {
     data::GatherBatch(dataset, rows, count, &batch_);
     // The CPU replica's key for the same (seed, device, step): the same masks on either.
-    kernels::cuda::CudaStepRegularization step;
-    step.dropout = regularization_.dropout;
+    kernels::cuda::CudaStepSettings step;
+    step.dropout = step_settings_.dropout;
     step.dropout_key = kernels::DropoutMix(
-        kernels::DropoutMix(kernels::DropoutMix(regularization_.seed) ^ regularization_.stream) ^ steps_);
-    step.input_lr = lr * regularization_.input_adagrad_ratio;
+        kernels::DropoutMix(kernels::DropoutMix(step_settings_.seed) ^ step_settings_.stream) ^ steps_);
+    step.input_lr = lr * step_settings_.input_adagrad_ratio;
     const kernels::cpu::LossResult loss = mlp_.TrainBatch(batch_, lr, momentum_, step);
     ++steps_;
     return loss;
@@ -140,7 +140,7 @@ class CudaDevice final : public Device {
   }
   // With dropout, the step count the masks are drawn from (as the CPU replica's).
   std::vector<uint8_t> SaveExtraState() override {
-    if (regularization_.dropout == 0) return {};
+    if (step_settings_.dropout == 0) return {};
     std::vector<uint8_t> state(sizeof steps_);
     std::memcpy(state.data(), &steps_, sizeof steps_);
     return state;
@@ -148,15 +148,15 @@ class CudaDevice final : public Device {
   void RestoreExtraState(const std::vector<uint8_t>& state) override {
     steps_ = 0;
     if (state.empty()) return;
-    if (state.size() != sizeof steps_ || regularization_.dropout == 0)
+    if (state.size() != sizeof steps_ || step_settings_.dropout == 0)
       throw std::invalid_argument(spec_.id + ": step count state of " + std::to_string(state.size()) +
-                                  " bytes for a replica " + (regularization_.dropout == 0 ? "without" : "with") +
+                                  " bytes for a replica " + (step_settings_.dropout == 0 ? "without" : "with") +
                                   " dropout");
     std::memcpy(&steps_, state.data(), sizeof steps_);
   }
 
  private:
-  bool KeepsOptimizerState() const { return momentum_ != 0 || regularization_.input_adagrad_ratio > 0; }
+  bool KeepsOptimizerState() const { return momentum_ != 0 || step_settings_.input_adagrad_ratio > 0; }
   // Page-locked memory for one chunk of an optimizer state of `values` values: the whole state when
   // it is smaller than a chunk.
   kernels::cuda::PinnedBuffer<float> StateChunk(size_t values) const {
@@ -166,7 +166,7 @@ class CudaDevice final : public Device {
 
   DeviceSpec spec_;
   float momentum_;
-  StepRegularization regularization_;
+  StepSettings step_settings_;
   uint64_t steps_ = 0;  // since the run began: the dropout masks' counter
   DeviceLimits limits_;
   size_t state_chunk_values_;  // the most of the optimizer state a chunk holds
@@ -180,13 +180,13 @@ class CudaDevice final : public Device {
 
 std::unique_ptr<Device> MakeCudaDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
                                        const DeviceLimits& limits, float local_momentum, kernels::OutputMath math,
-                                       const StepRegularization& regularization, size_t state_chunk_bytes) {
-  if (regularization.weight_decay != 0)
+                                       const StepSettings& step_settings, size_t state_chunk_bytes) {
+  if (step_settings.weight_decay != 0)
     throw std::invalid_argument("device " + spec.id + ": the CUDA backend has no weight decay");
   // The runtime's message names the failed call, not the GPU: a card out of memory for its replica's
   // buffers, or lost while they are made, is named here. A lost context stays a ContextLost.
   try {
-    return std::make_unique<CudaDevice>(spec, initial, limits, local_momentum, math, regularization,
+    return std::make_unique<CudaDevice>(spec, initial, limits, local_momentum, math, step_settings,
                                         state_chunk_bytes);
   } catch (const kernels::ContextLost& e) {
     throw kernels::ContextLost("device " + spec.id + ": cannot set up: " + e.what());

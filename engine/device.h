@@ -15,7 +15,7 @@
 #include "engine/device_spec.h"
 #include "engine/evaluator.h"
 #include "engine/sampled_output.h"
-#include "engine/step_regularization.h"
+#include "engine/step_settings.h"
 #include "kernels/cpu/softmax_loss.h"
 #include "kernels/model.h"
 #include "kernels/output_math.h"
@@ -105,7 +105,7 @@ DeviceLimits LimitsFor(const data::Dataset& dataset, uint32_t max_rows);
 
 // Builds the device named by `spec` holding a copy of `initial`, its output layer computing in
 // `math`, or, on a CPU with `sampled.enabled`, SLIDE's sampled output layer
-// (engine/sampled_cpu_device.h), its step regularized by `regularization` (weight decay on the
+// (engine/sampled_cpu_device.h), its step set by `step_settings` (weight decay on the
 // CPU's dense step only). Throws std::invalid_argument for a device this build or machine cannot
 // provide (e.g. cuda:0 without a CUDA backend or GPU, tf32 on a CPU, or a weight decay on a GPU
 // or a sampled device) and std::runtime_error for bf16 on a CPU without native bf16.
@@ -113,6 +113,6 @@ std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<
                                    const DeviceLimits& limits, float local_momentum,
                                    kernels::OutputMath math = kernels::OutputMath::kFp32,
                                    const SampledOutputOptions& sampled = {},
-                                   const StepRegularization& regularization = {});
+                                   const StepSettings& step_settings = {});
 
 }  // namespace xmlt::engine

@@ -36,14 +36,14 @@ DeviceLimits LimitsFor(const data::Dataset& dataset, uint32_t max_rows) {
 std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
                                    const DeviceLimits& limits, float local_momentum,
                                    kernels::OutputMath math, const SampledOutputOptions& sampled,
-                                   const StepRegularization& regularization) {
+                                   const StepSettings& step_settings) {
   // Checked here for every backend, before anything is allocated (the CUDA replica trusts it).
   if (!(local_momentum >= 0 && local_momentum < 1))
     throw std::invalid_argument("device " + spec.id + ": momentum " + std::to_string(local_momentum) +
                                 " is not in [0, 1)");
   // Weight decay is the CPU dense step's alone; dropout and the first layer's Adagrad every step's.
   // The command line refuses the flags before this.
-  if (regularization.weight_decay != 0 && (spec.kind != DeviceKind::kCpu || sampled.enabled))
+  if (step_settings.weight_decay != 0 && (spec.kind != DeviceKind::kCpu || sampled.enabled))
     throw std::invalid_argument("device " + spec.id + ": --weight-decay is implemented by the CPU devices' dense "
                                 "step only, not by " +
                                 (spec.kind != DeviceKind::kCpu ? "the CUDA backend" : "the sampled output layer"));
@@ -51,13 +51,13 @@ std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<
     if (math != kernels::OutputMath::kFp32)
       throw std::invalid_argument("device " + spec.id + ": the sampled output layer computes in fp32, not --math " +
                                   kernels::OutputMathName(math));
-    return MakeSampledCpuDevice(spec, initial, limits, local_momentum, sampled, regularization);
+    return MakeSampledCpuDevice(spec, initial, limits, local_momentum, sampled, step_settings);
   }
   if (spec.kind == DeviceKind::kCpu) {
     if (math == kernels::OutputMath::kTf32)
       throw std::invalid_argument("device " + spec.id + ": --math tf32 is for CUDA devices; a CPU computes in fp32 "
                                   "or bf16");
-    return MakeCpuDevice(spec, initial, limits.max_rows, local_momentum, math, regularization);
+    return MakeCpuDevice(spec, initial, limits.max_rows, local_momentum, math, step_settings);
   }
   const int gpus = CudaDeviceCount();
   if (spec.ordinal >= gpus) {
@@ -65,7 +65,7 @@ std::unique_ptr<Device> MakeDevice(const DeviceSpec& spec, const kernels::Model<
                                 "); use --devices cpu:N");
   }
 #ifdef XMLT_HAVE_CUDA
-  return MakeCudaDevice(spec, initial, limits, local_momentum, math, regularization);
+  return MakeCudaDevice(spec, initial, limits, local_momentum, math, step_settings);
 #else
   throw std::logic_error("a CUDA device was found but the CUDA backend is not built");
 #endif

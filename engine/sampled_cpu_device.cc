@@ -50,9 +50,9 @@ namespace {
 class SampledCpuDevice final : public Device {
  public:
   SampledCpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
-                   const SampledOutputOptions& options, const StepRegularization& regularization)
+                   const SampledOutputOptions& options, const StepSettings& step_settings)
       : spec_(spec),
-        regularization_(regularization),
+        step_settings_(step_settings),
         model_(initial),
         tables_(kernels::lsh::MakeHashFamily(options.hash, options.k, options.l,
                                              initial.shape.hidden.back(), options.seed),
@@ -65,7 +65,7 @@ class SampledCpuDevice final : public Device {
     step_.weight_padding = options.weight_padding;
     report_ = options.report_active_sets;
     // Adagrad's squares for the first layer's weights only: the sampled step has no other state.
-    if (regularization_.input_adagrad_ratio > 0)
+    if (step_settings_.input_adagrad_ratio > 0)
       input_squares_.assign(uint64_t(initial.shape.num_features) * initial.shape.hidden[0], 0.0f);
     // Each row's step reads and writes hundreds of scattered output rows: huge pages spare it a
     // TLB miss on nearly each (Amazon-670K shape: 1.24x the steps a second, docs/BENCHMARKS.md).
@@ -91,10 +91,10 @@ class SampledCpuDevice final : public Device {
     uint64_t draw = count;
     for (size_t i = 0; i < count; ++i) draw = (draw ^ rows[i]) * 0x100000001B3ull;
     kernels::lsh::SampledRegularization rule;
-    rule.dropout = regularization_.dropout;
+    rule.dropout = step_settings_.dropout;
     rule.dropout_key =
-        DropoutMix(DropoutMix(DropoutMix(regularization_.seed) ^ regularization_.stream) ^ steps_);
-    rule.input_lr = lr * regularization_.input_adagrad_ratio;
+        DropoutMix(DropoutMix(DropoutMix(step_settings_.seed) ^ step_settings_.stream) ^ steps_);
+    rule.input_lr = lr * step_settings_.input_adagrad_ratio;
     rule.input_squares = input_squares_.empty() ? nullptr : input_squares_.data();
     const kernels::cpu::LossResult result = kernels::lsh::SampledTrainStep(
         &model_, batch_, lr, tables_, step_, draw, &touched_, &stats_, rule);
@@ -124,7 +124,7 @@ class SampledCpuDevice final : public Device {
     std::memcpy(at, &updates_, sizeof(uint64_t));
     std::memcpy(at += sizeof(uint64_t), touched_.data(), touched_.size());
     std::memcpy(at += touched_.size(), keys.data(), keys.size() * sizeof(uint32_t));
-    if (regularization_.dropout != 0)
+    if (step_settings_.dropout != 0)
       std::memcpy(at + keys.size() * sizeof(uint32_t), &steps_, sizeof steps_);
     return state;
   }
@@ -140,7 +140,7 @@ class SampledCpuDevice final : public Device {
     std::memcpy(saved.data(), at += touched_.size(), keys * sizeof(uint32_t));
     tables_.RestoreKeys(saved.data(), saved.size());
     steps_ = 0;
-    if (regularization_.dropout != 0)
+    if (step_settings_.dropout != 0)
       std::memcpy(&steps_, at + keys * sizeof(uint32_t), sizeof steps_);
   }
   void RestoreOptimizerState(const void* values, size_t count) override {
@@ -160,7 +160,7 @@ class SampledCpuDevice final : public Device {
   const float* OutputWeights() const { return model_.Weight(model_.shape.num_layers() - 1); }
   size_t ExtraStateBytes() const {
     return sizeof(uint64_t) + touched_.size() + tables_.keys().size() * sizeof(uint32_t) +
-           (regularization_.dropout != 0 ? sizeof steps_ : 0);
+           (step_settings_.dropout != 0 ? sizeof steps_ : 0);
   }
 
   // Whole tables from the parameters; the rehash schedule starts again from them.
@@ -180,7 +180,7 @@ class SampledCpuDevice final : public Device {
   }
 
   DeviceSpec spec_;
-  StepRegularization regularization_;
+  StepSettings step_settings_;
   kernels::Model<float> model_;
   std::vector<float>
       input_squares_;  // the first layer's Adagrad squares (features x units), or none
@@ -202,7 +202,7 @@ std::unique_ptr<Device> MakeSampledCpuDevice(const DeviceSpec& spec,
                                              const kernels::Model<float>& initial,
                                              const DeviceLimits&, float local_momentum,
                                              const SampledOutputOptions& options,
-                                             const StepRegularization& regularization) {
+                                             const StepSettings& step_settings) {
   if (spec.kind != DeviceKind::kCpu)
     throw std::invalid_argument("device " + spec.id +
                                 ": the sampled output layer runs on CPU devices");
@@ -213,16 +213,16 @@ std::unique_ptr<Device> MakeSampledCpuDevice(const DeviceSpec& spec,
   if (options.k == 0 || options.l == 0 || options.bucket_cap == 0)
     throw std::invalid_argument(
         "the sampled output layer needs K, L and a bucket size of at least 1");
-  if (regularization.weight_decay != 0)
+  if (step_settings.weight_decay != 0)
     throw std::invalid_argument("device " + spec.id +
                                 ": the sampled output layer has no weight decay");
-  if (!(regularization.dropout >= 0 && regularization.dropout < 1))
+  if (!(step_settings.dropout >= 0 && step_settings.dropout < 1))
     throw std::invalid_argument("device " + spec.id + ": dropout must be in [0, 1)");
-  if (!(regularization.input_adagrad_ratio >= 0) ||
-      !std::isfinite(regularization.input_adagrad_ratio))
+  if (!(step_settings.input_adagrad_ratio >= 0) ||
+      !std::isfinite(step_settings.input_adagrad_ratio))
     throw std::invalid_argument("device " + spec.id +
                                 ": the first layer's Adagrad rate must be a finite number >= 0");
-  return std::make_unique<SampledCpuDevice>(spec, initial, options, regularization);
+  return std::make_unique<SampledCpuDevice>(spec, initial, options, step_settings);
 }
 
 }  // namespace xmlt::engine

@@ -6,7 +6,7 @@
 // schedule starts again. Checkpoints keep the tables' keys and the schedule's place, so a resumed
 // run, even from inside a mega-batch, is the uninterrupted run (with one thread, bit for bit).
 // Evaluation scores every label, as on any CPU device. With dropout and the first layer's Adagrad
-// (engine/step_regularization.h), as the CPU's dense step.
+// (engine/step_settings.h), as the CPU's dense step.
 #pragma once
 
 #include <memory>
@@ -16,12 +16,12 @@
 
 namespace xmlt::engine {
 
-// Dropout and the first layer's Adagrad (`regularization`) as the dense step's; no weight decay.
+// Dropout and the first layer's Adagrad (`step_settings`) as the dense step's; no weight decay.
 // Throws std::invalid_argument for a device that is not a CPU, a local momentum (the sampled step
 // is plain SGD), a weight decay or bad options.
 std::unique_ptr<Device> MakeSampledCpuDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
                                              const DeviceLimits& limits, float local_momentum,
                                              const SampledOutputOptions& options,
-                                             const StepRegularization& regularization = {});
+                                             const StepSettings& step_settings = {});
 
 }  // namespace xmlt::engine

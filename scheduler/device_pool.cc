@@ -49,14 +49,14 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
     // per coordinate, not a share of the gradient: the sampled device's larger rate leaves it alone.
     const float input_adagrad_ratio =
         options.input_lr > 0 ? float(double(options.input_lr) / options.lr / step_scale_.back()) : 0.0f;
-    engine::StepRegularization regularization{options.weight_decay, options.dropout, options.seed, i,
+    engine::StepSettings step_settings{options.weight_decay, options.dropout, options.seed, i,
                                               input_adagrad_ratio};
     // Only the CPU's dense step keeps a bf16 state; the others keep theirs in fp32.
-    regularization.bf16_optimizer_state =
+    step_settings.bf16_optimizer_state =
         options.bf16_optimizer_state && specs[i].kind == engine::DeviceKind::kCpu && !sampled;
     std::unique_ptr<engine::Device> device =
         local(i) ? engine::MakeDevice(specs[i], initial, limits, momentum, options.math, scheduling.sampled_output,
-                                      regularization)
+                                      step_settings)
                  : engine::MakeRemoteDevice(specs[i], initial);
     workers_.push_back(std::make_unique<engine::Worker>(i, std::move(device), &train, &results_));
     states_.push_back({double(options.batch), double(options.lr)});

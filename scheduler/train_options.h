@@ -29,7 +29,7 @@ struct TrainOptions {
   float lr = 0.3f;               // learning rate for a batch of `batch` rows
   LrSchedule lr_schedule = LrSchedule::kConstant;  // a factor on lr over the run (lr_schedule.h)
   float local_momentum = 0.9f;   // heavy-ball momentum of each replica's SGD
-  float weight_decay = 0;        // L2 weight decay of each replica's step (engine/step_regularization.h)
+  float weight_decay = 0;        // L2 weight decay of each replica's step (engine/step_settings.h)
   float dropout = 0;             // dropout on the hidden activations in training, in [0, 1)
   float input_lr = 0;            // > 0: the first layer's weights step with Adagrad at this rate for
                                  // lr (each step's rate in proportion); 0: with the other layers' rule
@@ -45,7 +45,7 @@ struct TrainOptions {
   kernels::PropensityModel propensity;
   kernels::OutputMath math = kernels::OutputMath::kFp32;  // the output layer's training products
   // --optimizer-state bf16: the CPU dense step keeps its momentum and Adagrad's squares in bf16
-  // (engine/step_regularization.h); GPUs and the sampled step keep fp32 whatever this says.
+  // (engine/step_settings.h); GPUs and the sampled step keep fp32 whatever this says.
   bool bf16_optimizer_state = false;
   double divergence_factor = 100;  // a batch loss above this x the first batch's diverged; 0 = off
   uint64_t seed = 1;             // initialization and shuffling

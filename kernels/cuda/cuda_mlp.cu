@@ -331,9 +331,9 @@ void CudaMlp::ZeroMomentum() {
 }
 
 cpu::LossResult CudaMlp::TrainBatch(const data::SparseBatch& batch, float lr, float momentum,
-                                    const CudaStepRegularization& regularization) {
-  if (!(regularization.dropout >= 0.0f && regularization.dropout < 1.0f)) Reject("TrainBatch: dropout must be in [0, 1)");
-  if (!(regularization.input_lr >= 0.0f) || !std::isfinite(regularization.input_lr))
+                                    const CudaStepSettings& step_settings) {
+  if (!(step_settings.dropout >= 0.0f && step_settings.dropout < 1.0f)) Reject("TrainBatch: dropout must be in [0, 1)");
+  if (!(step_settings.input_lr >= 0.0f) || !std::isfinite(step_settings.input_lr))
     Reject("TrainBatch: the first layer's Adagrad rate must be a finite number >= 0");
   Impl& m = *impl_;
   DeviceGuard guard(m.gpu);
@@ -344,11 +344,11 @@ cpu::LossResult CudaMlp::TrainBatch(const data::SparseBatch& batch, float lr, fl
   // With momentum 0 the velocity would only repeat the gradient: plain SGD, as cpu::StepRule,
   // unless the first layer's Adagrad keeps its squares there (the other layers' v = 0 v + g is
   // then the gradient itself, as on the CPU).
-  rule.input_adagrad = regularization.input_lr > 0.0f;
-  rule.input_lr = regularization.input_lr;
+  rule.input_adagrad = step_settings.input_lr > 0.0f;
+  rule.input_lr = step_settings.input_lr;
   rule.velocity = momentum != 0.0f || rule.input_adagrad ? m.velocity.data() : nullptr;
-  rule.dropout = regularization.dropout;
-  rule.dropout_key = regularization.dropout_key;
+  rule.dropout = step_settings.dropout;
+  rule.dropout_key = step_settings.dropout_key;
   TrainStep(m.Context(), m.model, device_batch, rule, &m.workspace);
   XMLT_CUDA_CHECK(cudaMemcpyAsync(m.loss_host.data(), m.workspace.loss_sum.data(), sizeof(double),
                                   cudaMemcpyDeviceToHost, m.stream.get()));

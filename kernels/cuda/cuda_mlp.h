@@ -17,7 +17,7 @@ namespace xmlt::kernels::cuda {
 
 // Dropout and the first layer's Adagrad of a training step (cf. cpu::StepRule); all 0: the plain
 // step.
-struct CudaStepRegularization {
+struct CudaStepSettings {
   float dropout = 0;
   uint64_t dropout_key = 0;  // the masks' key for this step
   float input_lr = 0;        // > 0: Adagrad on the first layer's weights at this rate
@@ -93,13 +93,13 @@ class CudaMlp {
   void DownloadMomentumRange(size_t offset, float* host, size_t n) const;
 
   // One step of cpu::TrainStep semantics: plain SGD when momentum == 0, else heavy-ball momentum
-  // (lazy for first-layer rows), with `regularization`'s dropout and first-layer Adagrad (whose
+  // (lazy for first-layer rows), with `step_settings`'s dropout and first-layer Adagrad (whose
   // squares take the momentum buffer's first-layer weights). Copies the batch through pinned
   // staging on the replica's stream, waits for its own work only (an event), and returns the
   // batch's summed loss. Throws std::invalid_argument when the batch exceeds the bounds or is
   // malformed.
   cpu::LossResult TrainBatch(const data::SparseBatch& batch, float lr, float momentum,
-                             const CudaStepRegularization& regularization = {});
+                             const CudaStepSettings& step_settings = {});
 
   // Forward pass: the k <= max_top_k best labels of each row into top_labels (host, rows x k, best
   // first, ties to the lower id) and, when non-null, the summed loss and the labeled row count.

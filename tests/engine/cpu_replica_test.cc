@@ -211,24 +211,24 @@ TEST(MakeDeviceTest, RefusesMomentumOutsideZeroToOneForEveryBackend) {
 // it draws other masks. Another stream (device) draws other masks too.
 TEST(CpuReplicaTest, DropoutResumesExactlyFromTheSavedStepCount) {
   const data::Dataset d = RandomDataset(40, 5);
-  const StepRegularization regularization{1e-3f, 0.4f, 7, 1};
+  const StepSettings step_settings{1e-3f, 0.4f, 7, 1};
   const Model<float> w0 = kernels::InitModel<float>(Shape(), 6);
   const std::vector<std::vector<uint64_t>> batches = {{0, 1, 2, 3}, {4, 5, 6}, {7, 8, 9, 10}, {11, 12}};
-  CpuReplica through(w0, 16, 0.9f, kernels::OutputMath::kFp32, regularization);
+  CpuReplica through(w0, 16, 0.9f, kernels::OutputMath::kFp32, step_settings);
   for (const auto& b : batches) through.TrainBatch(d, b.data(), b.size(), 0.1f);
 
-  CpuReplica first(w0, 16, 0.9f, kernels::OutputMath::kFp32, regularization);
+  CpuReplica first(w0, 16, 0.9f, kernels::OutputMath::kFp32, step_settings);
   for (size_t k = 0; k < 2; ++k) first.TrainBatch(d, batches[k].data(), batches[k].size(), 0.1f);
   ASSERT_EQ(first.SaveStepCount().size(), 8u);
   for (const bool with_count : {true, false}) {
-    CpuReplica resumed(first.model(), 16, 0.9f, kernels::OutputMath::kFp32, regularization);
+    CpuReplica resumed(first.model(), 16, 0.9f, kernels::OutputMath::kFp32, step_settings);
     const std::vector<float> velocity = first.SaveVelocity();
     resumed.RestoreVelocity(velocity.data(), velocity.size());
     if (with_count) resumed.RestoreStepCount(first.SaveStepCount());
     for (size_t k = 2; k < batches.size(); ++k) resumed.TrainBatch(d, batches[k].data(), batches[k].size(), 0.1f);
     EXPECT_EQ(resumed.model().params == through.model().params, with_count);
   }
-  StepRegularization other_stream = regularization;
+  StepSettings other_stream = step_settings;
   other_stream.stream = 2;
   CpuReplica other(w0, 16, 0.9f, kernels::OutputMath::kFp32, other_stream);
   for (const auto& b : batches) other.TrainBatch(d, b.data(), b.size(), 0.1f);
@@ -246,15 +246,15 @@ TEST(CpuReplicaTest, DropoutResumesExactlyFromTheSavedStepCount) {
 TEST(CpuReplicaTest, Bf16StateResumesExactlyFromTheSavedStepCount) {
   if (!kernels::cpu::Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here: the bf16 state needs bf16 products";
   const data::Dataset d = RandomDataset(40, 8);
-  StepRegularization regularization{0, 0, 7, 1, 0.5f};
-  regularization.bf16_optimizer_state = true;
+  StepSettings step_settings{0, 0, 7, 1, 0.5f};
+  step_settings.bf16_optimizer_state = true;
   const Model<float> w0 = kernels::InitModel<float>(Shape(), 9);
   const std::vector<std::vector<uint64_t>> batches = {{0, 1, 2, 3}, {4, 5, 6}, {7, 8, 9, 10}, {11, 12}};
   const auto math = kernels::OutputMath::kBf16;
-  CpuReplica through(w0, 16, 0.9f, math, regularization);
+  CpuReplica through(w0, 16, 0.9f, math, step_settings);
   for (const auto& b : batches) through.TrainBatch(d, b.data(), b.size(), 0.1f);
 
-  CpuReplica first(w0, 16, 0.9f, math, regularization);
+  CpuReplica first(w0, 16, 0.9f, math, step_settings);
   for (size_t k = 0; k < 2; ++k) first.TrainBatch(d, batches[k].data(), batches[k].size(), 0.1f);
   ASSERT_EQ(first.SaveStepCount().size(), 8u);
   const std::vector<float> state = first.SaveVelocity();
@@ -265,7 +265,7 @@ TEST(CpuReplicaTest, Bf16StateResumesExactlyFromTheSavedStepCount) {
     ASSERT_EQ(bits & 0xffffu, 0u) << v << " is not a bf16 value";
   }
   for (const bool with_count : {true, false}) {
-    CpuReplica resumed(first.model(), 16, 0.9f, math, regularization);
+    CpuReplica resumed(first.model(), 16, 0.9f, math, step_settings);
     resumed.RestoreVelocity(state.data(), state.size());
     EXPECT_EQ(resumed.SaveVelocity(), state);  // bf16 values survive the round trip through floats
     if (with_count) resumed.RestoreStepCount(first.SaveStepCount());
@@ -284,7 +284,7 @@ TEST(CpuReplicaTest, Bf16StateStreamsAndRestoresAcrossFormats) {
   shape.num_features = 4000;
   shape.hidden = {300};  // 1,207,520 parameters: more than one piece
   const Model<float> w0 = kernels::InitModel<float>(shape, 10);
-  StepRegularization bf16{0, 0, 7, 0, 0.5f};
+  StepSettings bf16{0, 0, 7, 0, 0.5f};
   bf16.bf16_optimizer_state = true;
   const auto math = kernels::OutputMath::kBf16;
   CpuReplica replica(w0, 16, 0.9f, math, bf16);
@@ -303,7 +303,7 @@ TEST(CpuReplicaTest, Bf16StateStreamsAndRestoresAcrossFormats) {
   for (size_t i = 0; i < streamed.size(); ++i)
     ASSERT_EQ(streamed[i], kernels::cpu::Bf16ToFloat(kernels::cpu::FloatToBf16(fp32_state[i]))) << i;
 
-  CpuReplica fp32(w0, 16, 0.9f, math, StepRegularization{0, 0, 7, 0, 0.5f});
+  CpuReplica fp32(w0, 16, 0.9f, math, StepSettings{0, 0, 7, 0, 0.5f});
   fp32.RestoreVelocity(streamed.data(), streamed.size());
   EXPECT_EQ(fp32.SaveVelocity(), streamed);
 
@@ -312,7 +312,7 @@ TEST(CpuReplicaTest, Bf16StateStreamsAndRestoresAcrossFormats) {
   for (float v : replica.SaveVelocity()) ASSERT_EQ(v, 0.0f);
   EXPECT_THROW(CpuReplica(w0, 16, 0.9f, kernels::OutputMath::kFp32, bf16), std::invalid_argument);
   // Nothing to keep without momentum or Adagrad: no state, and no step count either.
-  CpuReplica none(w0, 16, 0.0f, math, StepRegularization{0, 0, 7, 0, 0, true});
+  CpuReplica none(w0, 16, 0.0f, math, StepSettings{0, 0, 7, 0, 0, true});
   EXPECT_EQ(none.VelocitySize(), 0u);
   EXPECT_TRUE(none.SaveStepCount().empty());
 }
@@ -344,7 +344,6 @@ TEST(CpuReplicaTest, InvalidRegularizationThrows) {
   EXPECT_NO_THROW(CpuReplica(model, 8, 0.9f, kernels::OutputMath::kFp32, {1e-4f, 0.5f, 1, 0}));
 }
 
-// Only the CPU's dense step regularizes: a GPU or a sampled CPU device refuses a regularization.
 // Weight decay is the CPU dense step's alone: a GPU and the sampled output layer refuse it;
 // dropout and the first layer's Adagrad every step takes.
 TEST(MakeDeviceTest, WeightDecayIsRefusedWhereNotImplemented) {

@@ -87,11 +87,11 @@ void ExpectNear(const float* actual, const float* expected, size_t n, const std:
 
 // A CUDA device and a CPU device built alike from one model, and the rows both train on.
 struct DevicePair {
-  DevicePair(uint64_t data_seed, uint64_t model_seed, float momentum, const StepRegularization& regularization = {})
+  DevicePair(uint64_t data_seed, uint64_t model_seed, float momentum, const StepSettings& step_settings = {})
       : train(RandomDataset(kTrainRows, 501, 203, data_seed)), initial(kernels::InitModel<float>(kShape, model_seed)) {
     const DeviceLimits limits = LimitsFor(train, kMaxRows);
-    gpu = MakeDevice(CudaSpec(), initial, limits, momentum, kernels::OutputMath::kFp32, {}, regularization);
-    cpu = MakeDevice(CpuSpec(), initial, limits, momentum, kernels::OutputMath::kFp32, {}, regularization);
+    gpu = MakeDevice(CudaSpec(), initial, limits, momentum, kernels::OutputMath::kFp32, {}, step_settings);
+    cpu = MakeDevice(CpuSpec(), initial, limits, momentum, kernels::OutputMath::kFp32, {}, step_settings);
   }
   data::Dataset train;
   Model<float> initial;
@@ -232,14 +232,14 @@ TEST(CudaDevice, WithoutMomentumTrainsLikeCpuAndKeepsNoOptimizerState) {
 // and the squares; a weight decay is refused.
 TEST(CudaDevice, DropoutAndAdagradTrainLikeTheCpuAndResume) {
   XMLT_SKIP_WITHOUT_GPU();
-  StepRegularization regularization;
-  regularization.dropout = 0.5f;
-  regularization.seed = 17;
-  regularization.stream = 1;
-  regularization.input_adagrad_ratio = 0.5f;
+  StepSettings step_settings;
+  step_settings.dropout = 0.5f;
+  step_settings.seed = 17;
+  step_settings.stream = 1;
+  step_settings.input_adagrad_ratio = 0.5f;
   for (const float momentum : {0.0f, 0.9f}) {
     SCOPED_TRACE(momentum == 0 ? "plain SGD" : "momentum");
-    DevicePair pair(4, 7, momentum, regularization);
+    DevicePair pair(4, 7, momentum, step_settings);
     auto& [train, initial, gpu, cpu] = pair;
     const size_t n = initial.params.size();
     ASSERT_NO_FATAL_FAILURE(TrainBoth(gpu.get(), cpu.get(), train, 0, 10, 0.1f));
@@ -252,7 +252,7 @@ TEST(CudaDevice, DropoutAndAdagradTrainLikeTheCpuAndResume) {
 
     // A fresh GPU replica resumed from the CPU's state goes on as the CPU does.
     std::unique_ptr<Device> resumed = MakeDevice(CudaSpec(), initial, LimitsFor(train, kMaxRows), momentum,
-                                                 kernels::OutputMath::kFp32, {}, regularization);
+                                                 kernels::OutputMath::kFp32, {}, step_settings);
     std::copy(cpu->HostParams(), cpu->HostParams() + n, resumed->HostParams());
     resumed->FinishMerge();
     resumed->RestoreOptimizerState(cpu->SaveOptimizerState());
@@ -263,7 +263,7 @@ TEST(CudaDevice, DropoutAndAdagradTrainLikeTheCpuAndResume) {
   }
   DevicePair plain(4, 7, 0.0f);
   EXPECT_TRUE(plain.gpu->SaveExtraState().empty());
-  StepRegularization decay;
+  StepSettings decay;
   decay.weight_decay = 1e-4f;
   const data::Dataset train = RandomDataset(kTrainRows, 501, 203, 4);
   EXPECT_THROW(MakeDevice(CudaSpec(), kernels::InitModel<float>(kShape, 7), LimitsFor(train, kMaxRows), 0.0f,

@@ -1,7 +1,6 @@
-// The regularization a device's training step applies (kernels/cpu/sparse_mlp.h, StepRule): L2
-// weight decay and dropout on the hidden activations, and the first layer's Adagrad, and how the
-// step keeps its optimizer state. All 0 here:
-// the step is then exactly the step without them. The CPU dense step implements them all; the
+// How a device's training step goes beyond plain SGD (kernels/cpu/sparse_mlp.h, StepRule): L2
+// weight decay, dropout on the hidden activations, the first layer's Adagrad, and how the step
+// keeps its optimizer state. All 0 here: the step is then exactly the step without them. The CPU dense step implements them all; the
 // sampled (SLIDE) step and the CUDA replica all but the weight decay, which they refuse.
 #pragma once
 
@@ -9,7 +8,7 @@
 
 namespace xmlt::engine {
 
-struct StepRegularization {
+struct StepSettings {
   float weight_decay = 0;  // g += weight_decay * w for the weights (the first layer's batch rows only)
   float dropout = 0;       // probability of zeroing a hidden unit's activation, in [0, 1)
   // The dropout masks are a hash of (seed, stream, the device's step count): the run's seed, and a
@@ -24,7 +23,6 @@ struct StepRegularization {
   // (--optimizer-state bf16; kernels/cpu/sparse_mlp.h, StepRule): half their memory. It needs the
   // output layer's products in bf16. The sampled step and the CUDA replica keep them in fp32.
   bool bf16_optimizer_state = false;
-  bool on() const { return weight_decay != 0 || dropout != 0 || input_adagrad_ratio != 0; }
 };
 
 }  // namespace xmlt::engine
