@@ -1,7 +1,8 @@
 // How a device's training step goes beyond plain SGD (kernels/cpu/sparse_mlp.h, StepRule): L2
 // weight decay, dropout on the hidden activations, the first layer's Adagrad, and how the step
-// keeps its optimizer state. All 0 here: the step is then exactly the step without them. The CPU dense step implements them all; the
-// sampled (SLIDE) step and the CUDA replica all but the weight decay, which they refuse.
+// keeps its optimizer state. All 0 here: the step is then exactly the step without them. The CPU
+// dense step implements them all; the sampled (SLIDE) step and the CUDA replica all but the weight
+// decay, which they refuse.
 #pragma once
 
 #include <cstdint>

@@ -50,7 +50,7 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
     const float input_adagrad_ratio =
         options.input_lr > 0 ? float(double(options.input_lr) / options.lr / step_scale_.back()) : 0.0f;
     engine::StepSettings step_settings{options.weight_decay, options.dropout, options.seed, i,
-                                              input_adagrad_ratio};
+                                       input_adagrad_ratio};
     // Only the CPU's dense step keeps a bf16 state; the others keep theirs in fp32.
     step_settings.bf16_optimizer_state =
         options.bf16_optimizer_state && specs[i].kind == engine::DeviceKind::kCpu && !sampled;
