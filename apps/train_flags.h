@@ -35,6 +35,7 @@ struct TrainFlags {
   std::string propensity = "0.55,1.5";
   std::string algo = "single", clock = "virtual", clock_costs = "model";
   std::string ranker = "auto", ranker_blend = "auto";  // decided into the plan's ranker before loading
+  std::string holdout_stop = "auto";  // --holdout-stop: the ranker's held-out rows may end the MLP's epochs
   std::string cpu_output = "dense";             // the output layer of a multi-device run's CPU devices
   // Parsed once, in ApplyAlgorithm, into the typed fields of the plan's engine.
   std::string devices = "cpu:4", speed, hetero = "none", collective = "ring", merge_on = "auto";

@@ -11,6 +11,7 @@ TrainPlan PlanAsGiven(const TrainFlags& f) {
   plan.scheduling = f.scheduling;
   plan.control = f.control;
   plan.ranker = f.ranker_options;
+  plan.holdout_stop = f.holdout_stop == "auto";
   plan.model_out = f.model_out;
   plan.metrics = f.metrics;
   return plan;

@@ -24,6 +24,7 @@ struct TrainPlan {
   scheduler::SchedulerOptions scheduling;
   run::RunControl control;
   run::RankerOptions ranker;
+  bool holdout_stop = true;  // --holdout-stop auto: the ranker's held-out rows may end the MLP's epochs
   // This rank's outputs: --model and --metrics on rank 0; none on the other ranks of an MPI run
   // (SpreadOverRanks), whose model and metrics rank 0 writes.
   std::string model_out, metrics;

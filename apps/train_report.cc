@@ -37,7 +37,10 @@ nlohmann::json SummaryFigures(const kernels::ModelShape& shape, const run::Train
       {"wall_time_s", last.wall_time_s},
       {"load_time_s", load_seconds},
       {"train_loss", last.train_loss},
-      {"rollbacks", result.rollbacks}};
+      {"rollbacks", result.rollbacks},
+      {"planned_epochs", result.planned_epochs}};
+  // The held-out rows ended the MLP's training before its planned epochs (run/holdout_stop.h).
+  if (result.stopped_by_holdout_epoch > 0) summary["stopped_by_holdout_epoch"] = result.stopped_by_holdout_epoch;
   if (virtual_clock) summary["samples_per_virtual_s"] = per_second(last.train_time_s);
   if (has_test) {
     summary.update(TopKMetricsJson(last.test.metrics));

@@ -139,6 +139,7 @@ run::TrainResult TrainTheMlp(const TrainPlan& plan, TrainSession& session, const
   }
   run::RunControl control = plan.control;
   control.stop_signal = &signals.requested();
+  if (plan.holdout_stop) control.stop_holdout = data.holdout.get();
   // A resumed run's log restarts from the checkpoint's records once the checkpoint is accepted.
   if (control.resume_dir.empty()) metrics.Begin();
   try {

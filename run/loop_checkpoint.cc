@@ -1,5 +1,7 @@
 // The training loop's checkpoints: written in one place (WriteCheckpoint), read back in one
 // (Resume, with RestorePool). See training_loop.h.
+#include <algorithm>
+
 #include "data/input_error.h"
 #include "run/checkpoint_file.h"
 #include "run/pool_checkpoint.h"
@@ -54,6 +56,12 @@ void TrainingLoop::Resume() {
     throw data::InputError(reader.source(), 0, std::string("bad checkpoint state: ") + e.what());
   }
   CheckEpochsCoverProgress(total_rows_, TrainedRows(), rows_per_epoch_, reader.source());
+  // A run the held-out rows ended stays ended while they still watch it; without them it goes on
+  // to its planned end, on the schedule it was on.
+  if (control_.stop_holdout == nullptr)
+    progress_.stopped_by_holdout_at = 0;
+  else if (progress_.stopped_by_holdout_at > 0)
+    total_rows_ = std::min(total_rows_, progress_.stopped_by_holdout_at);
   if (progress_.since_eval.size() != pool_.size())
     throw data::InputError(reader.source(), 0, "device records do not match the devices");
   if (callbacks_.on_resume) callbacks_.on_resume(progress_.evals);

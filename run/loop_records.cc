@@ -1,9 +1,12 @@
 // The training loop's counters, clocks and evaluations. See training_loop.h.
 #include <algorithm>
+#include <cstdio>
 
 #include "run/device_evaluation.h"
+#include "run/holdout_stop.h"
 #include "run/training_loop.h"
 #include "scheduler/batch_size_scaling.h"
+#include "scheduler/lr_schedule.h"
 #include "scheduler/rank_exchange.h"
 
 namespace xmlt::run {
@@ -68,32 +71,39 @@ bool TrainingLoop::EvaluationDue(uint64_t epoch_before) const {
   return false;
 }
 
+std::optional<engine::Evaluation> TrainingLoop::ScoreGlobalModel(const data::Dataset& data,
+                                                                 const std::vector<uint64_t>& rows) {
+  global_.SyncToHost();
+  const std::vector<size_t> alive_before = pool_.alive();
+  // w is lent to the model the evaluation reads, and given back however it ends: no copy of the
+  // model is held for evaluations (the constructor released the caller's).
+  std::optional<engine::Evaluation> scored;
+  {
+    struct Lent {
+      std::vector<float>& params;
+      merge::GlobalModel& global;
+      Lent(std::vector<float>& p, merge::GlobalModel& g) : params(p), global(g) { global.SwapCurrent(&params); }
+      ~Lent() { global.SwapCurrent(&params); }
+    } lent(model_->params, global_);
+    scored = EvaluateOnDevices(pool_, *model_, data, rows);
+  }
+  for (size_t i : alive_before)
+    if (pool_.dropped(i))
+      Event("device " + pool_.device(i).spec().id + " dropped in the evaluation after mega-batch " +
+            std::to_string(progress_.megabatches) + " (" + pool_.fault(i) + ")" +
+            (scored ? "; the evaluation was scored on the " + std::to_string(pool_.alive().size()) +
+                          " devices left, which go on"
+                    : std::string()));
+  return scored;
+}
+
 void TrainingLoop::Evaluate() {
   EvalRecord record;
   const Clock::time_point eval_start = Clock::now();
   global_.SyncToHost();
   if (test_ != nullptr) {
     const bool whole = progress_.rows_done >= total_rows_ && options_.final_eval_full;
-    const std::vector<size_t> alive_before = pool_.alive();
-    // w is lent to the model the evaluation reads, and given back however it ends: no copy of the
-    // model is held for evaluations (the constructor released the caller's).
-    std::optional<engine::Evaluation> scored;
-    {
-      struct Lent {
-        std::vector<float>& params;
-        merge::GlobalModel& global;
-        Lent(std::vector<float>& p, merge::GlobalModel& g) : params(p), global(g) { global.SwapCurrent(&params); }
-        ~Lent() { global.SwapCurrent(&params); }
-      } lent(model_->params, global_);
-      scored = EvaluateOnDevices(pool_, *model_, *test_, whole ? all_test_rows_ : eval_rows_);
-    }
-    for (size_t i : alive_before)
-      if (pool_.dropped(i))
-        Event("device " + pool_.device(i).spec().id + " dropped in the evaluation after mega-batch " +
-              std::to_string(progress_.megabatches) + " (" + pool_.fault(i) + ")" +
-              (scored ? "; the evaluation was scored on the " + std::to_string(pool_.alive().size()) +
-                            " devices left, which go on"
-                      : std::string()));
+    const std::optional<engine::Evaluation> scored = ScoreGlobalModel(*test_, whole ? all_test_rows_ : eval_rows_);
     // The global model is whole on the host (synced above): the run checkpoints it and stops, as
     // when its last device fails in training. This evaluation is not in the checkpoint.
     if (!scored) StopWithoutDevices();
@@ -119,6 +129,32 @@ void TrainingLoop::Evaluate() {
   progress_.loss_batches = 0;
   progress_.evals.push_back(record);
   if (callbacks_.on_eval) callbacks_.on_eval(record);
+}
+
+void TrainingLoop::WatchHoldout(uint64_t epoch_before) {
+  if (control_.stop_holdout == nullptr || holdout_rows_.empty()) return;
+  if (progress_.rows_done >= total_rows_ || progress_.rows_done / rows_per_epoch_ <= epoch_before) return;
+  const HoldoutStopRule& rule = control_.holdout_rule;
+  // The factor the next epoch would train at: only the annealed tail is watched.
+  if (scheduler::LrScale(options_.lr_schedule, progress_.rows_done, planned_rows_) >= rule.watch_below_lr_scale) return;
+  const std::optional<engine::Evaluation> scored = ScoreGlobalModel(*control_.stop_holdout, holdout_rows_);
+  if (!scored) StopWithoutDevices();
+  const kernels::TopKMetrics& m = scored->metrics;
+  double score = (m.p1 + m.p3 + m.p5) / 3;
+  // Every rank stops at the same epoch: rank 0's score decides.
+  if (pool_.ranks() != nullptr) score = scheduler::FromRank(*pool_.ranks(), score, 0);
+  const uint64_t epoch = progress_.rows_done / rows_per_epoch_;
+  progress_.holdout_scores.push_back({epoch, score});
+  if (!HoldoutStops(progress_.holdout_scores, rule)) return;
+  total_rows_ = progress_.rows_done;
+  progress_.stopped_by_holdout_at = progress_.rows_done;
+  char text[200];
+  std::snprintf(text, sizeof(text),
+                "stopped after epoch %llu of %.4g: the %zu held-out rows' mean P@1/3/5 (%.4f) gained less than %.4g "
+                "in the last %u epochs",
+                static_cast<unsigned long long>(epoch), double(planned_rows_) / double(rows_per_epoch_),
+                holdout_rows_.size(), score, rule.min_gain, rule.patience);
+  Event(text);
 }
 
 }  // namespace xmlt::run

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "data/dataset.h"
+#include "run/holdout_stop.h"
 #include "scheduler/fault_injections.h"
 
 namespace xmlt::run {
@@ -38,6 +40,11 @@ struct RunControl {
   // Set (to the signal's number) by a signal handler: the run stops at the next safe point, after
   // a checkpoint when checkpoint_dir is set.
   const std::atomic<int>* stop_signal = nullptr;
+  // Rows held out of training (the ranker's): when given, the run scores them at the end of each
+  // epoch of its annealed tail and stops there once they stop gaining (run/holdout_stop.h). Null:
+  // the planned epochs, always.
+  const data::Dataset* stop_holdout = nullptr;
+  HoldoutStopRule holdout_rule;  // the defaults, in the engine; tests make it stop sooner
   // Settings of the run decided around the loop, which RunFingerprint cannot see (the ranker's
   // held-out rows, how the learning rate scaled), by name: checkpoints record them with the loop's
   // own, and a resume must share them as it shares those. A checkpoint that records none of them

@@ -37,13 +37,16 @@ nlohmann::json ProgressToJson(const RunProgress& p) {
   EvalRecord carrier;
   carrier.devices = p.since_eval;
   for (const EvalRecord& r : p.evals) evals.push_back(ToJson(r));
+  nlohmann::json holdout = nlohmann::json::array();
+  for (const HoldoutScore& h : p.holdout_scores) holdout.push_back({{"epoch", h.epoch}, {"score", h.score}});
   return {{"rows_done", p.rows_done},         {"megabatches", p.megabatches},
           {"batches", p.batches},             {"train_seconds", p.train_seconds},
           {"wall_seconds", p.wall_seconds},   {"loss_sum", p.loss_sum},
           {"loss_batches", p.loss_batches},   {"merge_cost_s", p.merge_cost_s},
           {"rollbacks", p.rollbacks},         {"last_perturbed", p.last_perturbed},
           {"since_eval", ToJson(carrier)},
-          {"evals", evals}};
+          {"evals", evals},
+          {"holdout_scores", holdout},        {"stopped_by_holdout_at", p.stopped_by_holdout_at}};
 }
 
 RunProgress ProgressFromJson(const nlohmann::json& j) {
@@ -60,6 +63,11 @@ RunProgress ProgressFromJson(const nlohmann::json& j) {
   p.last_perturbed = j.value("last_perturbed", false);
   p.since_eval = EvalRecordFromJson(j.at("since_eval").get<std::string>()).devices;
   for (const nlohmann::json& line : j.at("evals")) p.evals.push_back(EvalRecordFromJson(line.get<std::string>()));
+  // Checkpoints written before the held-out stop have neither.
+  if (j.contains("holdout_scores"))
+    for (const nlohmann::json& h : j.at("holdout_scores"))
+      p.holdout_scores.push_back({h.at("epoch").get<uint64_t>(), h.at("score").get<double>()});
+  p.stopped_by_holdout_at = j.value("stopped_by_holdout_at", uint64_t{0});
   return p;
 }
 

@@ -10,6 +10,7 @@
 #include "data/dataset.h"
 #include "data/input_error.h"
 #include "kernels/model.h"
+#include "run/holdout_stop.h"
 #include "run/metrics_log.h"
 #include "run/train_result.h"
 #include "scheduler/train_options.h"
@@ -27,6 +28,8 @@ struct RunProgress {
   bool last_perturbed = false;  // whether the last merge was perturbed (the next record says so)
   std::vector<DeviceRecord> since_eval;  // one per device
   std::vector<EvalRecord> evals;         // every evaluation so far
+  std::vector<HoldoutScore> holdout_scores;  // the held-out rows' score at each watched epoch's end
+  uint64_t stopped_by_holdout_at = 0;        // rows trained when the held-out rows ended the run (0: they did not)
 };
 
 nlohmann::json ProgressToJson(const RunProgress& progress);

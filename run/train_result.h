@@ -18,6 +18,8 @@ struct TrainResult {
   int stopped_by_signal = 0;   // nonzero: stopped early on this signal (RunControl::stop_signal)
   std::string checkpoint;      // the last checkpoint written, if any
   std::string end_checkpoint_error;  // why the end-of-run checkpoint failed (the model is still good)
+  double planned_epochs = 0;            // the epochs --epochs planned
+  double stopped_by_holdout_epoch = 0;  // nonzero: the held-out rows ended the run after this epoch
   // The virtual clock's costs the run charged (0 on the wall clock): seconds a row, and a parameter
   // of a replica in one merge.
   double row_cost_s = 0, merge_cost_s = 0;

@@ -33,9 +33,12 @@ TrainingLoop::TrainingLoop(const data::Dataset& train, const data::Dataset* test
                                      control.outer_settings, control.notes)),
       survivor_merge_(scheduling, *model),
       rows_per_epoch_(pool_.rows_per_epoch()),
-      total_rows_(scheduler::TotalTrainingRows(options, rows_per_epoch_, train.source)),
+      planned_rows_(scheduler::TotalTrainingRows(options, rows_per_epoch_, train.source)),
+      total_rows_(planned_rows_),
       eval_rows_(test == nullptr ? std::vector<uint64_t>{} : scheduler::EvalSample(test->num_rows(), options)),
-      all_test_rows_(test == nullptr ? std::vector<uint64_t>{} : engine::SampleEvalRows(test->num_rows(), 0, 0)) {
+      all_test_rows_(test == nullptr ? std::vector<uint64_t>{} : engine::SampleEvalRows(test->num_rows(), 0, 0)),
+      holdout_rows_(control.stop_holdout == nullptr ? std::vector<uint64_t>{}
+                                                    : engine::SampleEvalRows(control.stop_holdout->num_rows(), 0, 0)) {
   progress_.since_eval.resize(pool_.size());
   pool_.OnBatch([this](const engine::BatchResult& result) {
     if (result.error || !callbacks_.on_progress) return;
@@ -111,6 +114,7 @@ TrainResult TrainingLoop::Run() {
       }
     }
     Account(trained);
+    WatchHoldout(epoch_before);
     const bool finished = progress_.rows_done >= total_rows_;
     const bool due = !trained.cut_by_end && EvaluationDue(epoch_before);
     if (due) Evaluate();
@@ -137,6 +141,9 @@ TrainResult TrainingLoop::Run() {
   result.stopped_by_signal = stopped_by_signal_;
   result.checkpoint = checkpoint_;
   result.end_checkpoint_error = end_checkpoint_error_;
+  result.planned_epochs = double(planned_rows_) / double(rows_per_epoch_);
+  if (progress_.stopped_by_holdout_at > 0)
+    result.stopped_by_holdout_epoch = double(progress_.stopped_by_holdout_at) / double(rows_per_epoch_);
   if (scheduling_.clock == scheduler::SchedulerOptions::Clock::kVirtual) {
     result.row_cost_s = pool_.row_cost_s();
     result.merge_cost_s = progress_.merge_cost_s;
@@ -151,7 +158,7 @@ MegaBatchWork TrainingLoop::TrainMegaBatch(uint64_t index) {
   pool_.BeginMegaBatch(index);
   // The schedule's factor from the rows merged before this mega-batch: the open one a resumed run
   // goes on with trains at the factor it started with.
-  pool_.SetLrScale(scheduler::LrScale(options_.lr_schedule, progress_.rows_done, total_rows_));
+  pool_.SetLrScale(scheduler::LrScale(options_.lr_schedule, progress_.rows_done, planned_rows_));
   rows_reported_ = TrainedRows();
   const bool continues = open_.open();
   MegaBatchWork trained = continues ? open_ : MegaBatchWork{};

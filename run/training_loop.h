@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,12 @@ class TrainingLoop {
   void Account(const MegaBatchWork& trained);
   bool EvaluationDue(uint64_t epoch_before) const;
   void Evaluate();
+  // Scores w on `rows` of `data` on the devices (lent to the model the scoring reads), reporting
+  // devices dropped meanwhile; nothing when no device is left.
+  std::optional<engine::Evaluation> ScoreGlobalModel(const data::Dataset& data, const std::vector<uint64_t>& rows);
+  // At an epoch's end in the schedule's annealed tail: scores the held-out rows, and ends the run
+  // here once they stop gaining (holdout_stop.h).
+  void WatchHoldout(uint64_t epoch_before);
 
   const data::Dataset* test_;
   const scheduler::TrainOptions& options_;
@@ -80,8 +87,11 @@ class TrainingLoop {
   merge::GlobalModel global_;
   const nlohmann::json fingerprint_;
   SurvivorMerge survivor_merge_;
-  const uint64_t rows_per_epoch_, total_rows_;
+  const uint64_t rows_per_epoch_;
+  const uint64_t planned_rows_;  // the rows --epochs plans, over which the schedule runs
+  uint64_t total_rows_;          // the rows trained: the planned ones, fewer once the held-out rows stop the run
   const std::vector<uint64_t> eval_rows_, all_test_rows_;  // --eval-rows' sample; the whole test set
+  const std::vector<uint64_t> holdout_rows_;               // every row of control.stop_holdout
   RunProgress progress_;
   MegaBatchWork open_;      // the mega-batch the run's end cut, kept open (none: !open())
   TrustedStates trusted_;   // the rollback target

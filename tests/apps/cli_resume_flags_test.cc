@@ -241,6 +241,7 @@ std::vector<MayChange> MayChanges(const Bases& b) {
       {"--devices", devices, {{"--devices", "cpu:3"}}},
       {"--ranker-shortlist", single, {{"--ranker-shortlist", "5"}}},
       {"--ranker-passes", single, {{"--ranker-passes", "2"}}},
+      {"--holdout-stop", single, {{"--holdout-stop", "off"}}},
       {"--model", single, {{"--model", b.dir.File("resumed.xmlt")}}},
       {"--metrics", single, {{"--metrics", b.dir.File("resumed.jsonl")}}},
       {"--checkpoint-dir", single, {{"--checkpoint-dir", b.dir.File("elsewhere")}}},
