@@ -58,8 +58,8 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "training (no ranker under 30 rows)")
       ->capture_default_str();
   cmd->add_option("--holdout-stop", f->holdout_stop,
-                  "auto: where --ranker-blend auto holds training rows out, they are scored at the end of each "
-                  "epoch once the schedule's factor on the rate is below 0.2, and the MLP's training stops there "
+                  "auto: where --ranker-blend auto holds at least 2000 training rows out, they are scored at "
+                  "the end of each epoch once the schedule's factor on the rate is below 0.2, and the MLP's training stops there "
                   "when their mean P@1/3/5 gained less than 0.0005 in two such epochs in a row; off: every "
                   "planned epoch. A run they stopped resumes as stopped; with off it trains on to --epochs")
       ->capture_default_str()

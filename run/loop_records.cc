@@ -132,9 +132,9 @@ void TrainingLoop::Evaluate() {
 }
 
 void TrainingLoop::WatchHoldout(uint64_t epoch_before) {
-  if (control_.stop_holdout == nullptr || holdout_rows_.empty()) return;
-  if (progress_.rows_done >= total_rows_ || progress_.rows_done / rows_per_epoch_ <= epoch_before) return;
   const HoldoutStopRule& rule = control_.holdout_rule;
+  if (control_.stop_holdout == nullptr || holdout_rows_.empty() || holdout_rows_.size() < rule.min_rows) return;
+  if (progress_.rows_done >= total_rows_ || progress_.rows_done / rows_per_epoch_ <= epoch_before) return;
   // The factor the next epoch would train at: only the annealed tail is watched.
   if (scheduler::LrScale(options_.lr_schedule, progress_.rows_done, planned_rows_) >= rule.watch_below_lr_scale) return;
   const std::optional<engine::Evaluation> scored = ScoreGlobalModel(*control_.stop_holdout, holdout_rows_);

@@ -62,6 +62,7 @@ RunControl StoppedByHoldout() {
   control.holdout_rule.watch_below_lr_scale = 1.01;
   control.holdout_rule.min_gain = 1.0;
   control.holdout_rule.patience = 1;
+  control.holdout_rule.min_rows = 0;  // the test rows are 300
   return control;
 }
 
@@ -137,9 +138,21 @@ TEST(HoldoutStop, TheDefaultRuleWatchesOnlyTheAnnealedTail) {
   options.lr_schedule = scheduler::LrSchedule::kConstant;
   RunControl control;
   control.stop_holdout = &Data().test;
+  control.holdout_rule.min_rows = 0;
   const Outcome constant = TrainFor(options, nullptr, control);
   EXPECT_EQ(constant.result.stopped_by_holdout_epoch, 0);
   EXPECT_DOUBLE_EQ(constant.records.back().epoch, 4.0);
+}
+
+// Fewer held-out rows than the rule's least are never watched, whatever they score.
+TEST(HoldoutStop, TooFewHeldOutRowsAreNotWatched) {
+  RunControl control = StoppedByHoldout();
+  control.holdout_rule.min_rows = Data().test.num_rows() + 1;
+  const Outcome planned = TrainFor(FourCosineEpochs(), nullptr, control);
+  EXPECT_EQ(planned.result.stopped_by_holdout_epoch, 0);
+  EXPECT_DOUBLE_EQ(planned.records.back().epoch, 4.0);
+  control.holdout_rule.min_rows = Data().test.num_rows();
+  EXPECT_EQ(TrainFor(FourCosineEpochs(), nullptr, control).result.stopped_by_holdout_epoch, 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(OneAndSeveralDevices, HoldoutStopRun, ::testing::Values("single", "adaptive"),

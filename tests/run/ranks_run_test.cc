@@ -150,6 +150,29 @@ TEST(RanksRun, ThreeRanksOfOneDeviceTrainTheRunOfThreeDevices) {
   for (size_t r = 0; r < spread.size(); ++r) ExpectSameRun(one, spread[r], "rank " + std::to_string(r));
 }
 
+// The held-out rows' stop across ranks: every rank scores them, rank 0's score decides, and every
+// rank ends at the epoch the one-process run ends at (run/holdout_stop.h).
+TEST(RanksRun, TheHeldOutRowsStopEveryRankAtTheOneProcessRunsEpoch) {
+  const scheduler::SchedulerOptions scheduling = testing::VirtualClockScheduling("cpu:2", "1,1.2");
+  scheduler::TrainOptions options = Options();
+  options.epochs = 4;
+  options.lr_schedule = scheduler::LrSchedule::kCosine;
+  RunControl control;
+  control.stop_holdout = &Data().test;
+  control.holdout_rule.watch_below_lr_scale = 1.01;
+  control.holdout_rule.min_gain = 1.0;  // no gain is enough: the stop comes after two watched epochs
+  control.holdout_rule.patience = 1;
+  control.holdout_rule.min_rows = 0;
+  const Outcome one = Train(scheduling, control, options);
+  ASSERT_FALSE(one.records.empty());
+  EXPECT_EQ(one.records.back().train_samples, 2 * uint64_t(Data().train.num_rows()));
+  const std::vector<Outcome> spread = TrainOnRanks(scheduling, 2, "cpu:1", control, options);
+  for (size_t r = 0; r < spread.size(); ++r) {
+    ExpectSameRun(one, spread[r], "rank " + std::to_string(r));
+    EXPECT_EQ(spread[r].model, spread[0].model) << "rank " << r;
+  }
+}
+
 // The wall clock across ranks: each rank deals its share of every mega-batch to its own devices
 // as they report back, the shares following the ranks' measured speeds. Rank 1's devices are
 // emulated 3x slower, so rank 0's must train most rows; every rank must still book the same
