@@ -59,9 +59,10 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
       ->capture_default_str();
   cmd->add_option("--holdout-stop", f->holdout_stop,
                   "auto: where --ranker-blend auto holds at least 2000 training rows out, they are scored at "
-                  "the end of each epoch once the schedule's factor on the rate is below 0.2, and the MLP's training stops there "
-                  "when their mean P@1/3/5 gained less than 0.0005 in two such epochs in a row; off: every "
-                  "planned epoch. A run they stopped resumes as stopped; with off it trains on to --epochs")
+                  "the end of each epoch once the schedule's factor on the rate is below 0.2, and the MLP's "
+                  "training stops there when their mean P@1/3/5 gained less than 0.0005 in two such epochs in a "
+                  "row; off: every planned epoch. A run they stopped resumes as stopped; with off it trains on "
+                  "to --epochs")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "off"}));
   cmd->add_option("--ranker-shortlist", f->ranker_options.shortlist,
