@@ -52,14 +52,21 @@ inline void PrefetchLines(const void* p, uint64_t bytes) {
 }
 
 // A block's logits without the bias, rows x width into `tile` (row stride width), by a bf16
-// product; the block's weights stay in bf16 in the group's weight tile for the input gradient.
+// product. Returns the block's weights in bf16, which the input gradient's product reads too:
+// `stored`, the block of weights kept in bf16, where there is one; else the fp32 block converted
+// into the group's weight tile.
 template <class T>
-void BlockLogitsBf16(const T* w_block, const Block& blk, uint64_t inputs, uint64_t group, uint32_t rows,
-                     float* tile, OutputLayerWorkspace<T>* ws) {
-  Bf16* wt = ws->weight_tiles_bf16.data() + group * ws->block * inputs;
-  ConvertToBf16(AsFloat(w_block), blk.width * inputs, wt);
+const Bf16* BlockLogitsBf16(const T* w_block, const Bf16* stored, const Block& blk, uint64_t inputs, uint64_t group,
+                            uint32_t rows, float* tile, OutputLayerWorkspace<T>* ws) {
+  const Bf16* wt = stored;
+  if (wt == nullptr) {
+    Bf16* converted = ws->weight_tiles_bf16.data() + group * ws->block * inputs;
+    ConvertToBf16(AsFloat(w_block), blk.width * inputs, converted);
+    wt = converted;
+  }
   Bf16GemmOneThread(Op::kNone, Op::kTranspose, rows, int64_t(blk.width), int64_t(inputs), ws->input_bf16.data(),
                     int64_t(inputs), wt, int64_t(inputs), false, tile, int64_t(blk.width));
+  return wt;
 }
 
 }  // namespace xmlt::kernels::cpu::output_blocks

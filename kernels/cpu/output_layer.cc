@@ -117,14 +117,16 @@ void GroupTargetsByBlock(const data::SparseBatch& batch, uint64_t labels, Output
 }  // namespace
 
 template <class T>
-LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& batch, const T* in,
-                              T* logits, OutputLayerWorkspace<T>* ws) {
+LossResult OutputLayerForward(const Model<T>& model, const OutputTensors<T>& tensors, const data::SparseBatch& batch,
+                              const T* in, T* logits, OutputLayerWorkspace<T>* ws) {
   const size_t layer = model.shape.num_layers() - 1;
   const uint64_t labels = model.shape.num_labels, inputs = model.shape.LayerInputs(layer);
   const uint32_t rows = batch.num_rows;
-  const T* w = model.Weight(layer);
-  const T* bias = model.Bias(layer);
+  const T* w = tensors.weight;
+  const Bf16* w_stored = tensors.weight_bf16;
+  const T* bias = tensors.bias;
   const bool bf16 = ws->math == OutputMath::kBf16;
+  if (w_stored != nullptr && !bf16) throw std::logic_error("weights kept in bf16 with fp32 output products");
   if (bf16) ConvertToBf16(AsFloat(in), uint64_t(rows) * inputs, ws->input_bf16.data());
   GroupTargetsByBlock(batch, labels, ws);
   // Each block: its logits by one product, then bias, max, sum of exponentials and targets per
@@ -140,7 +142,9 @@ LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& ba
           const Block blk = BlockAt(b, ws->block, labels);
           if (bf16) {
             T* tile = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->tile_ld;
-            BlockLogitsBf16(w + blk.begin * inputs, blk, inputs, g, rows, AsFloat(tile), ws);
+            BlockLogitsBf16(w_stored != nullptr ? nullptr : w + blk.begin * inputs,
+                            w_stored != nullptr ? w_stored + blk.begin * inputs : nullptr, blk, inputs, g, rows,
+                            AsFloat(tile), ws);
             BlockStatistics(tile, blk.width, bias + blk.begin, blk, b, batch, ws, tile);
           } else {
             // Block by block, each block's rows x width logits contiguous (at begin x rows): the
@@ -190,10 +194,11 @@ LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& ba
   return {loss, labeled};
 }
 
-template LossResult OutputLayerForward<float>(const Model<float>&, const data::SparseBatch&,
-                                              const float*, float*, OutputLayerWorkspace<float>*);
-template LossResult OutputLayerForward<double>(const Model<double>&, const data::SparseBatch&,
-                                               const double*, double*,
+template LossResult OutputLayerForward<float>(const Model<float>&, const OutputTensors<float>&,
+                                              const data::SparseBatch&, const float*, float*,
+                                              OutputLayerWorkspace<float>*);
+template LossResult OutputLayerForward<double>(const Model<double>&, const OutputTensors<double>&,
+                                               const data::SparseBatch&, const double*, double*,
                                                OutputLayerWorkspace<double>*);
 
 }  // namespace xmlt::kernels::cpu

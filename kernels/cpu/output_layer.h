@@ -26,21 +26,34 @@ namespace xmlt::kernels::cpu {
 template <class T>
 struct StepRule;
 
+// Where a step finds the last layer's tensors: the fp32 weight, or with the weights kept in bf16
+// (StepRule::weights_bf16) the weight there (weight null), and the fp32 bias (with bf16 weights, the
+// step's widened copy).
+template <class T>
+struct OutputTensors {
+  T* weight = nullptr;
+  uint16_t* weight_bf16 = nullptr;
+  T* bias = nullptr;
+};
+
 // logits = in * W^T + b for the last layer (in: rows x inputs), and the per-row softmax
 // statistics; returns the batch's cross-entropy (sum over rows with labels, mean over labels).
 // `logits` (rows x labels elements) receives, block by block with each block's rows x width tile
 // contiguous, exp(z - the row's max in that block): scratch for OutputLayerBackward, not what
 // Forward leaves there. In bf16 the logits are kept only block by block in the workspace:
 // `logits` is not touched and may be null.
+// A weight kept in bf16 takes the products as it is: it needs OutputMath::kBf16.
 template <class T>
-LossResult OutputLayerForward(const Model<T>& model, const data::SparseBatch& batch, const T* in,
-                              T* logits, OutputLayerWorkspace<T>* ws);
+LossResult OutputLayerForward(const Model<T>& model, const OutputTensors<T>& tensors, const data::SparseBatch& batch,
+                              const T* in, T* logits, OutputLayerWorkspace<T>* ws);
 
 // Given OutputLayerForward's logits and statistics (and, in bf16, its copy of `in`): writes
 // dLoss/dIn (rows x inputs, loss as the mean over rows with labels) into delta_in, then applies
-// `rule` to the last layer's weight and bias, block by block.
+// `rule` to the last layer's weight and bias, block by block. A weight kept in bf16 is widened a
+// piece of a block at a time, steps in fp32, and is stored rounded with the rule's weight noise.
 template <class T>
-void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const StepRule<T>& rule,
-                         const T* in, const T* logits, T* delta_in, OutputLayerWorkspace<T>* ws);
+void OutputLayerBackward(const Model<T>& model, const OutputTensors<T>& tensors, const data::SparseBatch& batch,
+                         const StepRule<T>& rule, const T* in, const T* logits, T* delta_in,
+                         OutputLayerWorkspace<T>* ws);
 
 }  // namespace xmlt::kernels::cpu

@@ -22,15 +22,24 @@ namespace xmlt::kernels::cpu {
 
 using namespace output_blocks;
 
+namespace {
+
+// Values of a block of weights kept in bf16 widened at a time for their step (16 KiB of floats).
+constexpr uint64_t kWidenedPiece = 4096;
+
+}  // namespace
+
 template <class T>
-void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const StepRule<T>& rule,
-                         const T* in, const T* logits, T* delta_in, OutputLayerWorkspace<T>* ws) {
-  const size_t layer = model->shape.num_layers() - 1;
-  const uint64_t labels = model->shape.num_labels, inputs = model->shape.LayerInputs(layer);
+void OutputLayerBackward(const Model<T>& model, const OutputTensors<T>& tensors, const data::SparseBatch& batch,
+                         const StepRule<T>& rule, const T* in, const T* logits, T* delta_in,
+                         OutputLayerWorkspace<T>* ws) {
+  const size_t layer = model.shape.num_layers() - 1;
+  const uint64_t labels = model.shape.num_labels, inputs = model.shape.LayerInputs(layer);
   const uint32_t rows = batch.num_rows;
-  const LayerView& view = model->layers[layer];
-  T* w = model->params.data() + view.weight.offset;
-  T* bias = model->params.data() + view.bias.offset;
+  const LayerView& view = model.layers[layer];
+  T* w = tensors.weight;
+  Bf16* w_stored = tensors.weight_bf16;
+  T* bias = tensors.bias;
   T* grad_w = rule.gradient ? rule.gradient->params.data() + view.weight.offset : nullptr;
   T* grad_b = rule.gradient ? rule.gradient->params.data() + view.bias.offset : nullptr;
   T* vel_w = rule.velocity ? rule.velocity->params.data() + view.weight.offset : nullptr;
@@ -51,7 +60,7 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
         for (uint64_t g = range.begin(); g < range.end(); ++g) {
           T* d = ws->gradient_tiles.data() + g * uint64_t(rows) * ws->tile_ld;
           Bf16* d_bf16 = bf16 ? ws->gradient_tiles_bf16.data() + g * uint64_t(rows) * ws->block : nullptr;
-          Bf16* w_bf16 = bf16 ? ws->weight_tiles_bf16.data() + g * ws->block * inputs : nullptr;
+          const Bf16* w_bf16 = nullptr;  // the block's weights in bf16, from its logits' product
           float* dw = bf16 ? ws->weight_gradient_tiles.data() + g * ws->block * inputs : nullptr;
           T* part = ws->group_delta_in.data() + g * uint64_t(rows) * inputs;
           const uint64_t first = GroupBegin(g, groups, ws->num_blocks);
@@ -61,16 +70,17 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
             const int64_t width = int64_t(blk.width);
             // The output gradient's row stride: the tile's, or the block's width for bf16.
             const uint64_t ldd = bf16 ? blk.width : ws->tile_ld;
-            T* wb = w + blk.begin * inputs;
+            T* wb = w_stored != nullptr ? nullptr : w + blk.begin * inputs;
+            Bf16* wb_stored = w_stored != nullptr ? w_stored + blk.begin * inputs : nullptr;
             // The block's weights, for the input gradient's product, come in while the rows scale.
-            PrefetchLines(wb, blk.width * inputs * sizeof(T));
+            if (wb != nullptr) PrefetchLines(wb, blk.width * inputs * sizeof(T));
             // The block's output gradient, (softmax - target) / labeled rows, as a rows x width
             // tile (leading dimension ldd), from the exponentials the forward pass left or, in
             // bf16, from the logits computed again into the tile.
             const T* z_block = logits + blk.begin * rows;
             uint64_t ld = blk.width;
             if (bf16) {
-              BlockLogitsBf16(wb, blk, inputs, g, rows, AsFloat(d), ws);
+              w_bf16 = BlockLogitsBf16(wb, wb_stored, blk, inputs, g, rows, AsFloat(d), ws);
               for (uint32_t r = 0; r < rows; ++r) {
                 T* z = d + uint64_t(r) * blk.width;
                 vector_ops::AddTo(z, bias + blk.begin, blk.width);
@@ -123,15 +133,39 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
                                 width, ws->input_bf16.data(), int64_t(inputs), false, target,
                                 int64_t(inputs));
               const uint64_t n = blk.width * inputs;
-              if (decay != T(0)) {
+              const uint64_t at = view.weight.offset + blk.begin * inputs;
+              // The decay and the rule on the block's weights [i0, i0 + count), in fp32 at `wp`.
+              auto step_weights = [&](T* wp, uint64_t i0, uint64_t count) {
+                if (decay != T(0)) {
 #pragma omp simd
-                for (uint64_t i = 0; i < n; ++i) target[i] += float(decay * wb[i]);
+                  for (uint64_t i = 0; i < count; ++i) target[i0 + i] += float(decay * wp[i]);
+                }
+                if (grad_w != nullptr) return;
+                if (vel16 != nullptr) {
+                  vector_ops::MomentumBf16(wp, vel16 + at + i0, dw + i0, rule.momentum, rule.lr, count,
+                                           rule.rounding_key, at + i0);
+                } else if (vel_w != nullptr) {
+                  vector_ops::Momentum(wp, vel_w + blk.begin * inputs + i0, dw + i0, rule.momentum, rule.lr, count);
+                } else {
+                  vector_ops::Sgd(wp, dw + i0, rule.lr, count);
+                }
+              };
+              if (wb_stored != nullptr) {
+                // Weights kept in bf16: widened a piece at a time, stepped, stored rounded.
+                T widened[kWidenedPiece];
+                for (uint64_t i0 = 0; i0 < n; i0 += kWidenedPiece) {
+                  const uint64_t count = std::min(kWidenedPiece, n - i0);
+                  vector_ops::WidenBf16s(wb_stored + i0, widened, count);
+                  step_weights(widened, i0, count);
+                  vector_ops::RoundBf16(widened, wb_stored + i0, count, rule.weights_rounding_key, at + i0);
+                }
+              } else {
+                step_weights(wb, 0, n);
               }
+              // The bias.
               if (grad_w != nullptr) {
                 for (uint64_t j = 0; j < blk.width; ++j) grad_b[blk.begin + j] = column_sum(j);
               } else if (vel16 != nullptr) {
-                const uint64_t at = view.weight.offset + blk.begin * inputs;
-                vector_ops::MomentumBf16(wb, vel16 + at, dw, rule.momentum, rule.lr, n, rule.rounding_key, at);
                 for (uint64_t j = 0; j < blk.width; ++j) {
                   const uint64_t b_at = view.bias.offset + blk.begin + j;
                   const T v = rule.momentum * T(WidenBf16(vel16[b_at])) + column_sum(j);
@@ -139,14 +173,12 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
                   vel16[b_at] = StochasticBf16(float(v), RoundingNoise(rule.rounding_key, b_at));
                 }
               } else if (vel_w != nullptr) {
-                vector_ops::Momentum(wb, vel_w + blk.begin * inputs, dw, rule.momentum, rule.lr, n);
                 for (uint64_t j = 0; j < blk.width; ++j) {
                   T& v = vel_b[blk.begin + j];
                   v = rule.momentum * v + column_sum(j);
                   bias[blk.begin + j] -= rule.lr * v;
                 }
               } else {
-                vector_ops::Sgd(wb, dw, rule.lr, n);
                 for (uint64_t j = 0; j < blk.width; ++j) bias[blk.begin + j] -= rule.lr * column_sum(j);
               }
             } else if (grad_w != nullptr) {
@@ -203,12 +235,12 @@ void OutputLayerBackward(Model<T>* model, const data::SparseBatch& batch, const 
                     });
 }
 
-template void OutputLayerBackward<float>(Model<float>*, const data::SparseBatch&,
+template void OutputLayerBackward<float>(const Model<float>&, const OutputTensors<float>&, const data::SparseBatch&,
                                          const StepRule<float>&, const float*, const float*, float*,
                                          OutputLayerWorkspace<float>*);
-template void OutputLayerBackward<double>(Model<double>*, const data::SparseBatch&,
-                                          const StepRule<double>&, const double*, const double*,
-                                          double*, OutputLayerWorkspace<double>*);
+template void OutputLayerBackward<double>(const Model<double>&, const OutputTensors<double>&,
+                                          const data::SparseBatch&, const StepRule<double>&, const double*,
+                                          const double*, double*, OutputLayerWorkspace<double>*);
 
 
 }  // namespace xmlt::kernels::cpu

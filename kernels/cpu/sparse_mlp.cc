@@ -53,12 +53,11 @@ void ApplyDropout(const StepRule<T>& rule, size_t layer, uint32_t rows, uint64_t
   });
 }
 
-// z[r] = bias + sum_f x_rf * W0[f] for every row, then ReLU.
+// z[r] = bias + sum_f x_rf * W0[f] for every row, then ReLU; W0 in fp32 (w) or kept in bf16 (w16).
 template <class T>
-void SparseInputForward(const Model<T>& model, const data::SparseBatch& batch, T* out) {
+void SparseInputForward(const Model<T>& model, const T* w, const uint16_t* w16, const T* bias,
+                        const data::SparseBatch& batch, T* out) {
   const uint64_t units = model.shape.LayerOutputs(0);
-  const T* w = model.Weight(0);
-  const T* bias = model.Bias(0);
   tbb::parallel_for(tbb::blocked_range<uint32_t>(0, batch.num_rows, 16),
                     [&](const tbb::blocked_range<uint32_t>& rows) {
                       for (uint32_t r = rows.begin(); r < rows.end(); ++r) {
@@ -66,9 +65,15 @@ void SparseInputForward(const Model<T>& model, const data::SparseBatch& batch, T
                         std::copy(bias, bias + units, z);
                         const uint64_t end = batch.feature_ptr[rows.end()];
                         for (uint64_t e = batch.feature_ptr[r]; e < batch.feature_ptr[r + 1]; ++e) {
+                          const T x = T(batch.feature_val[e]);
+                          if (w16 != nullptr) {
+                            if (e + kPrefetchAhead < end)
+                              PrefetchRow(w16 + uint64_t(batch.feature_idx[e + kPrefetchAhead]) * units, units, false);
+                            vector_ops::AxpyBf16(z, w16 + uint64_t(batch.feature_idx[e]) * units, x, units);
+                            continue;
+                          }
                           if (e + kPrefetchAhead < end)
                             PrefetchRow(w + uint64_t(batch.feature_idx[e + kPrefetchAhead]) * units, units, false);
-                          const T x = T(batch.feature_val[e]);
                           const T* row = w + uint64_t(batch.feature_idx[e]) * units;
                           vector_ops::Axpy(z, row, x, units);
                         }
@@ -77,17 +82,16 @@ void SparseInputForward(const Model<T>& model, const data::SparseBatch& batch, T
                     });
 }
 
-// out = in * W^T + bias for a dense layer stored outputs x inputs; ReLU for hidden layers.
+// out = in * W^T + bias for a dense layer stored outputs x inputs (w, bias: its fp32 tensors);
+// ReLU for hidden layers.
 template <class T>
-void DenseForward(const Model<T>& model, size_t layer, const T* in, uint32_t rows, T* out,
+void DenseForward(const Model<T>& model, size_t layer, const T* w, const T* bias, const T* in, uint32_t rows, T* out,
                   bool relu) {
   const int64_t n_in = model.shape.LayerInputs(layer), n_out = model.shape.LayerOutputs(layer);
-  const T* bias = model.Bias(layer);
   tbb::parallel_for(tbb::blocked_range<uint32_t>(0, rows), [&](const tbb::blocked_range<uint32_t>& r) {
     for (uint32_t i = r.begin(); i < r.end(); ++i) std::copy(bias, bias + n_out, out + i * n_out);
   });
-  Gemm<T>(Op::kNone, Op::kTranspose, rows, n_out, n_in, T(1), in, n_in, model.Weight(layer), n_in,
-          T(1), out, n_out);
+  Gemm<T>(Op::kNone, Op::kTranspose, rows, n_out, n_in, T(1), in, n_in, w, n_in, T(1), out, n_out);
   if (relu) {
     tbb::parallel_for(tbb::blocked_range<uint64_t>(0, uint64_t(rows) * n_out, 1 << 14),
                       [&](const tbb::blocked_range<uint64_t>& r) {
@@ -170,13 +174,14 @@ uint16_t* TensorIn(uint16_t* state, const TensorView& view) {
 }
 
 // Backward through a dense layer given delta = dLoss/dOut (rows x outputs): writes dLoss/dIn into
-// delta_in (unless null), then applies the rule to the weight and bias.
+// delta_in (unless null), then applies the rule to the weight and bias (where ws places them).
 template <class T>
-void DenseBackward(Model<T>* model, size_t layer, const StepRule<T>& rule, const T* in,
-                   uint32_t rows, const T* delta, T* delta_in, std::vector<T>* scratch) {
-  const int64_t n_in = model->shape.LayerInputs(layer), n_out = model->shape.LayerOutputs(layer);
-  const LayerView& view = model->layers[layer];
-  T* w = model->params.data() + view.weight.offset;
+void DenseBackward(const Model<T>& model, size_t layer, const StepRule<T>& rule, const T* in,
+                   uint32_t rows, const T* delta, T* delta_in, MlpWorkspace<T>* ws) {
+  const int64_t n_in = model.shape.LayerInputs(layer), n_out = model.shape.LayerOutputs(layer);
+  const LayerView& view = model.layers[layer];
+  T* w = ws->weight_at[layer];
+  std::vector<T>* scratch = &ws->velocity_scratch;
   // The input gradient uses the weights before this step changes them.
   if (delta_in != nullptr)
     Gemm<T>(Op::kNone, Op::kNone, rows, n_in, n_out, T(1), delta, n_out, w, n_in, T(0), delta_in,
@@ -186,18 +191,19 @@ void DenseBackward(Model<T>* model, size_t layer, const StepRule<T>& rule, const
                Gemm<T>(Op::kTranspose, Op::kNone, n_out, n_in, rows, alpha, delta, n_out, in, n_in,
                        beta, dst, n_in);
              });
-  ApplyDense(rule, w + view.weight.size(), view.bias.offset, view.bias.size(), T(0), scratch,
+  ApplyDense(rule, ws->bias_at[layer], view.bias.offset, view.bias.size(), T(0), scratch,
              [&](T alpha, T beta, T* dst) { ColumnSums(delta, rows, n_out, alpha, beta, dst); });
 }
 
 // Gradient of the first layer: bias from all rows, weight rows only for the features present.
 // Batch entries are grouped by feature (a sort of at most a few ten thousand ids), so that each
 // feature row is reduced and updated by one thread without atomics.
+// Rows kept in bf16 are widened into a thread's buffer, step there, and are stored rounded.
 template <class T>
-void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const StepRule<T>& rule,
+void SparseInputBackward(const Model<T>& model, const data::SparseBatch& batch, const StepRule<T>& rule,
                          const T* delta, MlpWorkspace<T>* ws) {
-  const uint64_t units = model->shape.LayerOutputs(0);
-  const LayerView& view = model->layers[0];
+  const uint64_t units = model.shape.LayerOutputs(0);
+  const LayerView& view = model.layers[0];
   // Entry ids are 32-bit here (the sort and grouping buffers); a larger batch must not wrap.
   if (batch.feature_idx.size() > UINT32_MAX) throw std::length_error("batch has more than 2^32-1 feature entries");
   const uint32_t nnz = uint32_t(batch.feature_idx.size());
@@ -217,7 +223,8 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
     if (i == 0 || feature_at(i) != feature_at(i - 1)) ws->group_begin.push_back(i);
   ws->group_begin.push_back(nnz);
 
-  T* w = model->params.data() + view.weight.offset;
+  T* w = ws->weight_at[0];
+  uint16_t* w16 = TensorIn<T>(rule.weights_bf16, view.weight);
   T* grad = TensorIn(rule.gradient, view.weight);
   T* velocity = TensorIn(rule.velocity, view.weight);
   uint16_t* velocity_bf16 = TensorIn<T>(rule.velocity_bf16, view.weight);
@@ -225,12 +232,17 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
   const size_t groups = ws->group_begin.size() - 1;
   tbb::parallel_for(tbb::blocked_range<size_t>(0, groups, 8), [&](const tbb::blocked_range<size_t>& range) {
     // One buffer per thread, grown once: no allocation per batch in the training loop.
-    thread_local std::vector<T> g;
+    thread_local std::vector<T> g, widened;
     g.resize(units);
+    if (w16 != nullptr) widened.resize(units);
     for (size_t k = range.begin(); k < range.end(); ++k) {
       if (k + kPrefetchAhead < range.end()) {
         const uint64_t ahead = uint64_t(feature_at(ws->group_begin[k + kPrefetchAhead])) * units;
-        PrefetchRow(w + ahead, units, true);
+        if (w16 != nullptr) {
+          PrefetchRow(w16 + ahead, units, true);
+        } else {
+          PrefetchRow(w + ahead, units, true);
+        }
         if (velocity != nullptr) PrefetchRow(velocity + ahead, units, true);
         if (velocity_bf16 != nullptr) PrefetchRow(velocity_bf16 + ahead, units, true);
       }
@@ -242,27 +254,31 @@ void SparseInputBackward(Model<T>* model, const data::SparseBatch& batch, const 
         vector_ops::Axpy(g.data(), d, x, units);
       }
       const uint64_t offset = uint64_t(feature_at(ws->group_begin[k])) * units;
+      T* row = w16 != nullptr ? widened.data() : w + offset;
+      if (w16 != nullptr) vector_ops::WidenBf16s(w16 + offset, row, units);
       // Lazy weight decay: the rows of the batch's features, the only ones this step touches.
       if (decay != T(0))
-        vector_ops::Axpy(g.data(), w + offset, decay, units);
+        vector_ops::Axpy(g.data(), row, decay, units);
       if (grad != nullptr) {
         std::copy(g.begin(), g.end(), grad + offset);
       } else if (velocity_bf16 != nullptr && rule.input_adagrad) {
-        vector_ops::AdagradBf16(w + offset, velocity_bf16 + offset, g.data(), T(1), rule.input_lr, T(kAdagradEpsilon),
+        vector_ops::AdagradBf16(row, velocity_bf16 + offset, g.data(), T(1), rule.input_lr, T(kAdagradEpsilon),
                                 units, rule.rounding_key, view.weight.offset + offset);
       } else if (velocity_bf16 != nullptr) {
-        vector_ops::MomentumBf16(w + offset, velocity_bf16 + offset, g.data(), rule.momentum, rule.lr, units,
+        vector_ops::MomentumBf16(row, velocity_bf16 + offset, g.data(), rule.momentum, rule.lr, units,
                                  rule.rounding_key, view.weight.offset + offset);
       } else if (rule.input_adagrad) {
-        vector_ops::Adagrad(w + offset, velocity + offset, g.data(), T(1), rule.input_lr, T(kAdagradEpsilon), units);
+        vector_ops::Adagrad(row, velocity + offset, g.data(), T(1), rule.input_lr, T(kAdagradEpsilon), units);
       } else if (velocity != nullptr) {
-        vector_ops::Momentum(w + offset, velocity + offset, g.data(), rule.momentum, rule.lr, units);
+        vector_ops::Momentum(row, velocity + offset, g.data(), rule.momentum, rule.lr, units);
       } else {
-        vector_ops::Sgd(w + offset, g.data(), rule.lr, units);
+        vector_ops::Sgd(row, g.data(), rule.lr, units);
       }
+      if (w16 != nullptr)
+        vector_ops::RoundBf16(row, w16 + offset, units, rule.weights_rounding_key, view.weight.offset + offset);
     }
   });
-  ApplyDense(rule, model->params.data() + view.bias.offset, view.bias.offset, units, T(0), &ws->velocity_scratch,
+  ApplyDense(rule, ws->bias_at[0], view.bias.offset, units, T(0), &ws->velocity_scratch,
              [&](T alpha, T beta, T* dst) { ColumnSums(delta, batch.num_rows, int64_t(units), alpha, beta, dst); });
 }
 
@@ -317,6 +333,54 @@ MlpWorkspace<T>::MlpWorkspace(const ModelShape& shape, uint32_t rows, OutputMath
   delta_prev.resize(uint64_t(rows) * widest);
 }
 
+// Points ws->weight_at and ws->bias_at at the model's own tensors or, with rule.weights_bf16, at
+// the small tensors widened into ws->widened (the first and the last layer's weights stay null).
+template <class T>
+void PlaceTensors(const Model<T>& model, const StepRule<T>* rule, MlpWorkspace<T>* ws) {
+  const size_t layers = model.shape.num_layers();
+  ws->weight_at.assign(layers, nullptr);
+  ws->bias_at.assign(layers, nullptr);
+  const uint16_t* stored = rule != nullptr ? rule->weights_bf16 : nullptr;
+  if (stored == nullptr) {
+    // The passes write through these only in TrainStep, which owns the model mutably.
+    T* params = const_cast<T*>(model.params.data());
+    for (size_t l = 0; l < layers; ++l) {
+      ws->weight_at[l] = params + model.layers[l].weight.offset;
+      ws->bias_at[l] = params + model.layers[l].bias.offset;
+    }
+    return;
+  }
+  auto small_weight = [layers](size_t l) { return l != 0 && l + 1 != layers; };
+  size_t total = 0;
+  for (size_t l = 0; l < layers; ++l)
+    total += model.layers[l].bias.size() + (small_weight(l) ? model.layers[l].weight.size() : 0);
+  ws->widened.resize(total);  // grown once
+  T* at = ws->widened.data();
+  auto widen = [&](const TensorView& view) {
+    vector_ops::WidenBf16s(stored + view.offset, at, view.size());
+    T* placed = at;
+    at += view.size();
+    return placed;
+  };
+  for (size_t l = 0; l < layers; ++l) {
+    if (small_weight(l)) ws->weight_at[l] = widen(model.layers[l].weight);
+    ws->bias_at[l] = widen(model.layers[l].bias);
+  }
+}
+
+// After a step with weights in bf16: the small tensors it stepped in ws->widened, stored back rounded.
+template <class T>
+void StoreWidened(const Model<T>& model, const StepRule<T>& rule, MlpWorkspace<T>* ws) {
+  const size_t layers = model.shape.num_layers();
+  auto store = [&](const T* values, const TensorView& view) {
+    vector_ops::RoundBf16(values, rule.weights_bf16 + view.offset, view.size(), rule.weights_rounding_key, view.offset);
+  };
+  for (size_t l = 0; l < layers; ++l) {
+    if (ws->weight_at[l] != nullptr && l != 0 && l + 1 != layers) store(ws->weight_at[l], model.layers[l].weight);
+    store(ws->bias_at[l], model.layers[l].bias);
+  }
+}
+
 // The hidden layers' forward pass, up to the last hidden layer's activations; with a training
 // rule whose dropout is not 0, each layer's activations are masked before the next layer reads them.
 template <class T>
@@ -324,11 +388,14 @@ void HiddenForward(const Model<T>& model, const data::SparseBatch& batch, const 
                    MlpWorkspace<T>* ws) {
   if (batch.num_rows > ws->max_rows) throw std::logic_error("batch larger than the workspace");
   const bool dropout = rule != nullptr && rule->dropout != T(0);
-  SparseInputForward(model, batch, ws->activations[0].data());
+  PlaceTensors(model, rule, ws);
+  const uint16_t* w16 = rule != nullptr && rule->weights_bf16 != nullptr ? rule->weights_bf16 + model.layers[0].weight.offset : nullptr;
+  SparseInputForward(model, ws->weight_at[0], w16, ws->bias_at[0], batch, ws->activations[0].data());
   if (dropout) ApplyDropout(*rule, 0, batch.num_rows, model.shape.hidden[0], ws->activations[0].data());
   const size_t last = model.shape.num_layers() - 1;
   for (size_t l = 1; l < last; ++l) {
-    DenseForward(model, l, ws->activations[l - 1].data(), batch.num_rows, ws->activations[l].data(), true);
+    DenseForward(model, l, ws->weight_at[l], ws->bias_at[l], ws->activations[l - 1].data(), batch.num_rows,
+                 ws->activations[l].data(), true);
     if (dropout) ApplyDropout(*rule, l, batch.num_rows, model.shape.hidden[l], ws->activations[l].data());
   }
 }
@@ -339,7 +406,8 @@ void LogitsForward(const Model<T>& model, const data::SparseBatch& batch, const 
   HiddenForward(model, batch, rule, ws);
   const size_t last = model.shape.num_layers() - 1;
   ws->logits.resize(std::max<uint64_t>(ws->logits.size(), uint64_t(ws->max_rows) * model.shape.num_labels));
-  DenseForward(model, last, ws->activations[last - 1].data(), batch.num_rows, ws->logits.data(), false);
+  DenseForward(model, last, model.Weight(last), model.Bias(last), ws->activations[last - 1].data(), batch.num_rows,
+               ws->logits.data(), false);
 }
 
 template <class T>
@@ -353,14 +421,17 @@ void HiddenActivations(const Model<T>& model, const data::SparseBatch& batch, st
   activations->resize(last);
   for (size_t l = 0; l < last; ++l)
     (*activations)[l].resize(std::max<uint64_t>((*activations)[l].size(), uint64_t(batch.num_rows) * model.shape.hidden[l]));
-  SparseInputForward(model, batch, (*activations)[0].data());
+  SparseInputForward(model, model.Weight(0), static_cast<const uint16_t*>(nullptr), model.Bias(0), batch,
+                     (*activations)[0].data());
   for (size_t l = 1; l < last; ++l)
-    DenseForward(model, l, (*activations)[l - 1].data(), batch.num_rows, (*activations)[l].data(), true);
+    DenseForward(model, l, model.Weight(l), model.Bias(l), (*activations)[l - 1].data(), batch.num_rows,
+                 (*activations)[l].data(), true);
 }
 
 template <class T>
 void TrainingForward(const Model<T>& model, const data::SparseBatch& batch, const StepRule<T>& rule,
                      MlpWorkspace<T>* ws) {
+  if (rule.weights_bf16 != nullptr) throw std::invalid_argument("TrainingForward reads an fp32 model");
   LogitsForward(model, batch, &rule, ws);
 }
 
@@ -395,23 +466,33 @@ LossResult TrainStep(Model<T>* model, const data::SparseBatch& batch, const Step
   if (rule.input_adagrad && ((rule.velocity == nullptr && rule.velocity_bf16 == nullptr) || rule.gradient != nullptr))
     throw std::invalid_argument("the first layer's Adagrad keeps its squares in the velocity buffer and updates "
                                 "the weights: it needs a velocity and no gradient output");
+  if (rule.weights_bf16 != nullptr && (rule.gradient != nullptr || ws->output.math != OutputMath::kBf16))
+    throw std::invalid_argument("weights kept in bf16 are stepped in place (no gradient output) and need the output "
+                                "layer's products in bf16");
+  if (rule.weights_bf16 == nullptr && model->params.size() != model->shape.NumParameters())
+    throw std::invalid_argument("the model's parameters are not there (kept in bf16?)");
   HiddenForward(*model, batch, &rule, ws);
   const size_t last = model->shape.num_layers() - 1;
   const uint32_t rows = batch.num_rows;
   const T* top = ws->activations[last - 1].data();
   // Output layer, fused: logits and softmax statistics, then gradient and update block by block.
-  const LossResult loss = OutputLayerForward(*model, batch, top, ws->logits.data(), &ws->output);
+  OutputTensors<T> output;
+  output.weight = ws->weight_at[last];
+  output.weight_bf16 = rule.weights_bf16 != nullptr ? rule.weights_bf16 + model->layers[last].weight.offset : nullptr;
+  output.bias = ws->bias_at[last];
+  const LossResult loss = OutputLayerForward(*model, output, batch, top, ws->logits.data(), &ws->output);
   T* delta_in = ws->delta.data();
-  OutputLayerBackward(model, batch, rule, top, ws->logits.data(), delta_in, &ws->output);
+  OutputLayerBackward(*model, output, batch, rule, top, ws->logits.data(), delta_in, &ws->output);
   // Hidden layers: the deltas alternate between the two buffers.
   for (size_t l = last - 1; l >= 1; --l) {
     HiddenBackward(rule, ws->activations[l].data(), uint64_t(rows) * model->shape.hidden[l], delta_in);
     T* next = delta_in == ws->delta.data() ? ws->delta_prev.data() : ws->delta.data();
-    DenseBackward(model, l, rule, ws->activations[l - 1].data(), rows, delta_in, next, &ws->velocity_scratch);
+    DenseBackward(*model, l, rule, ws->activations[l - 1].data(), rows, delta_in, next, ws);
     delta_in = next;
   }
   HiddenBackward(rule, ws->activations[0].data(), uint64_t(rows) * model->shape.hidden[0], delta_in);
-  SparseInputBackward(model, batch, rule, delta_in, ws);
+  SparseInputBackward(*model, batch, rule, delta_in, ws);
+  if (rule.weights_bf16 != nullptr) StoreWidened(*model, rule, ws);
   return loss;
 }
 

@@ -27,6 +27,12 @@ struct MlpWorkspace {
   std::vector<uint32_t> entry_row;          // row of each batch entry
   std::vector<uint32_t> group_begin;        // start of each feature's run in by_feature
   std::vector<T> velocity_scratch;          // a dense tensor's bf16 velocity, widened for its product
+  // Where the step finds each layer's weight and bias in fp32 (TrainStep sets them): the model's
+  // own or, with the weights kept in bf16, `widened` for the biases and the hidden layers' weights
+  // and null for the first and the last layer's weights (read and written in bf16 a row or a piece
+  // of a block at a time).
+  std::vector<T*> weight_at, bias_at;
+  std::vector<T> widened;
   OutputLayerWorkspace<T> output;           // the training step's fused output layer
 };
 
@@ -52,7 +58,14 @@ struct MlpWorkspace {
 // The velocity (momentum and Adagrad's squares) may be kept in bfloat16 instead (velocity_bf16,
 // laid out like the parameters, with the output layer's products in bf16): each value steps in
 // fp32 as above and is stored rounded stochastically (stochastic_rounding.h), with the noise of
-// (rounding_key, its offset). The weights stay fp32.
+// (rounding_key, its offset).
+// The weights may be kept in bfloat16 too (weights_bf16, laid out like the parameters, whose fp32
+// buffer model->params is then empty; float only, with the output layer's products in bf16 and no
+// gradient output): each tensor the step writes is widened, steps in fp32 as above (the products
+// reading the bf16 values as they are), and is stored rounded stochastically with the noise of
+// (weights_rounding_key, its offset). No fp32 copy of them outlives the step: the first layer's
+// rows and the output layer's blocks are widened a piece at a time, the biases and the hidden
+// layers' weights (the small tensors) into the workspace for the step.
 template <class T>
 struct StepRule {
   T lr = 0;
@@ -66,6 +79,8 @@ struct StepRule {
   T input_lr = 0;
   uint16_t* velocity_bf16 = nullptr;
   uint32_t rounding_key = 0;
+  uint16_t* weights_bf16 = nullptr;
+  uint32_t weights_rounding_key = 0;
 };
 
 // Adagrad's epsilon, added to the root of the accumulated squares (PyTorch's default).
@@ -86,7 +101,8 @@ template <class T>
 void HiddenActivations(const Model<T>& model, const data::SparseBatch& batch, std::vector<std::vector<T>>* activations);
 
 // Forward as TrainStep computes it under `rule`: with its dropout masks on the hidden activations
-// (Forward when rule.dropout is 0). The finite-difference checks differentiate this.
+// (Forward when rule.dropout is 0). The finite-difference checks differentiate this. An fp32 model
+// only (rule.weights_bf16 null).
 template <class T>
 void TrainingForward(const Model<T>& model, const data::SparseBatch& batch, const StepRule<T>& rule,
                      MlpWorkspace<T>* workspace);
@@ -96,7 +112,8 @@ void TrainingForward(const Model<T>& model, const data::SparseBatch& batch, cons
 template <class T>
 double WeightDecayPenalty(const Model<T>& model, const data::SparseBatch& batch, double weight_decay);
 
-// Forward, loss, backward, and the step rule applied to `model` (or the gradient stored).
+// Forward, loss, backward, and the step rule applied to `model` (or the gradient stored); with
+// rule.weights_bf16, `model` gives the shape and layout and its params are not read.
 template <class T>
 LossResult TrainStep(Model<T>* model, const data::SparseBatch& batch, const StepRule<T>& rule,
                      MlpWorkspace<T>* workspace);

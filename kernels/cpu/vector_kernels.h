@@ -49,6 +49,10 @@ struct VectorKernels {
                        uint32_t key, uint64_t index);
   // out[j] = v[j] rounded to bf16 with the noise of (key, index + j).
   void (*round_bf16)(const float* v, uint16_t* out, uint64_t n, uint32_t key, uint64_t index);
+  // out[j] = in[j] widened from bf16 (exact): weights kept in bf16, for a step that writes them.
+  void (*widen_bf16)(const uint16_t* in, float* out, uint64_t n);
+  // y[j] += a * x[j] with x in bf16: the first layer's rows of weights kept in bf16 (forward).
+  void (*axpy_bf16)(float* y, const uint16_t* x, float a, uint64_t n);
   // DWTA's codes (SLIDE's hash, kernels/lsh): for each function f < functions, the position p <
   // positions of the largest v[coordinate[p * stride + f]], the first of equals, or `positions`
   // when every one is absent (a query's zeros, when query). stride is a multiple of

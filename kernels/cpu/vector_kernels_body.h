@@ -252,6 +252,16 @@ void RoundBf16(const float* __restrict v, uint16_t* __restrict out, uint64_t n, 
   for (uint64_t j = 0; j < n; ++j) out[j] = StochasticBf16(v[j], RoundingNoise(key, index + j));
 }
 
+void WidenBf16s(const uint16_t* __restrict in, float* __restrict out, uint64_t n) {
+#pragma omp simd
+  for (uint64_t j = 0; j < n; ++j) out[j] = WidenBf16(in[j]);
+}
+
+void AxpyBf16(float* __restrict y, const uint16_t* __restrict x, float a, uint64_t n) {
+#pragma omp simd
+  for (uint64_t j = 0; j < n; ++j) y[j] += a * WidenBf16(x[j]);
+}
+
 // A chunk of functions at a time, position by position: gathers across functions, and the
 // chunk's running maxima and codes in registers over the positions. Selects written with & so
 // that no branch depends on the data (an argmax over random values mispredicts often).
@@ -297,6 +307,8 @@ const VectorKernels XMLT_VECTOR_KERNELS_TABLE = {
     XMLT_VECTOR_KERNELS_NS::MomentumBf16,
     XMLT_VECTOR_KERNELS_NS::AdagradBf16,
     XMLT_VECTOR_KERNELS_NS::RoundBf16,
+    XMLT_VECTOR_KERNELS_NS::WidenBf16s,
+    XMLT_VECTOR_KERNELS_NS::AxpyBf16,
     XMLT_VECTOR_KERNELS_NS::DwtaCodes,
 };
 

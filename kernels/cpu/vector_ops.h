@@ -185,4 +185,24 @@ void RoundBf16(const T* v, uint16_t* out, uint64_t n, uint32_t key, uint64_t ind
   }
 }
 
+// out[j] = in[j] widened from bf16.
+template <class T>
+void WidenBf16s(const uint16_t* in, T* out, uint64_t n) {
+  if constexpr (kVectorized<T>) {
+    Vec().widen_bf16(in, out, n);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) out[j] = T(WidenBf16(in[j]));
+  }
+}
+
+// y[j] += a * x[j], x in bf16.
+template <class T>
+void AxpyBf16(T* y, const uint16_t* x, T a, uint64_t n) {
+  if constexpr (kVectorized<T>) {
+    Vec().axpy_bf16(y, x, a, n);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) y[j] += a * T(WidenBf16(x[j]));
+  }
+}
+
 }  // namespace xmlt::kernels::cpu::vector_ops

@@ -229,6 +229,23 @@ TEST_P(VectorKernelsOnIsa, Bf16StateKernelsMatchTheReference) {
   }
 }
 
+// The kernels that read weights kept in bf16: the widening is exact, and the row sum is the fp32
+// axpy of the widened row (a few ulps, whether or not the multiply-add fused).
+TEST_P(VectorKernelsOnIsa, Bf16WeightKernelsMatchTheReference) {
+  for (uint64_t n : kLengths) {
+    const std::vector<float> x_values = Uniform(n, -2, 2, n + 41), y0 = Uniform(n, -1, 1, n + 42);
+    std::vector<uint16_t> x(n);
+    for (uint64_t j = 0; j < n; ++j) x[j] = FloatToBf16(x_values[j]);
+    std::vector<float> widened(n, -7.0f), y = y0;
+    vec_->widen_bf16(x.data(), widened.data(), n);
+    vec_->axpy_bf16(y.data(), x.data(), -0.625f, n);
+    for (uint64_t j = 0; j < n; ++j) {
+      ASSERT_EQ(widened[j], WidenBf16(x[j])) << j;
+      EXPECT_NEAR(y[j], double(y0[j]) - 0.625 * double(WidenBf16(x[j])), kUlps * 2) << j;
+    }
+  }
+}
+
 // DWTA's codes against the plain argmax: function counts around the chunk of 16, bins whose
 // values tie (the first of equals wins), and queries whose zeros are absent, some bins wholly.
 TEST_P(VectorKernelsOnIsa, DwtaCodesMatchTheReference) {
