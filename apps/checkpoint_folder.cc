@@ -73,6 +73,16 @@ std::optional<std::string> CheckpointedOptimizerState(const std::string& folder)
   }
 }
 
+std::optional<std::string> CheckpointedWeights(const std::string& folder) {
+  try {
+    const nlohmann::json saved = nlohmann::json::parse(run::CheckpointReader::ReadMetaOnly(folder)).at("run");
+    // Recorded only when bf16 (run::RunFingerprint): checkpoints from before the flag kept fp32.
+    return saved.value("weights", std::string("fp32"));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 void RefuseReplacingAnotherRunsCheckpoint(const std::string& folder, const std::string& resume_dir) {
   if (folder.empty()) return;
   if (!resume_dir.empty() && SameFolder(folder, resume_dir)) return;

@@ -30,6 +30,8 @@ std::optional<float> CheckpointedLearningRate(const std::string& folder, const s
 std::optional<std::string> CheckpointedOutputMath(const std::string& folder);
 // The checkpointed run's --optimizer-state, "fp32" or "bf16"; nullopt as above.
 std::optional<std::string> CheckpointedOptimizerState(const std::string& folder);
+// The checkpointed run's --weights, "fp32" or "bf16"; nullopt as above.
+std::optional<std::string> CheckpointedWeights(const std::string& folder);
 
 // `folder` (--checkpoint-dir) holding a checkpoint that this run does not resume (`resume_dir`
 // is another folder, or empty) is refused, naming --resume as the way to continue it. Call it

@@ -30,6 +30,7 @@ std::string FlagOf(const std::string& setting) {
       {"final_eval", "--final-eval"},
       {"math", "--math"},
       {"optimizer_state", "--optimizer-state"},
+      {"weights", "--weights"},
       {"divergence_factor", "--divergence-factor"},
       {"sampled_output", "--algo slide or --cpu-output sampled, and the --slide-* knobs"},
       {"devices", "--devices"},

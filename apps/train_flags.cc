@@ -112,6 +112,11 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "where --math is bf16, else fp32); fp32; or bf16 (half the memory, rounded stochastically; needs "
                   "--math bf16). GPUs and the sampled step keep fp32")
       ->capture_default_str();
+  cmd->add_option("--weights", f->weights,
+                  "How one CPU device's dense step keeps the weights: auto (bf16 where --math is bf16 and the run "
+                  "is --algo single on a CPU, else fp32); fp32; or bf16 (half the memory, rounded stochastically, no "
+                  "fp32 copy; needs --math bf16 and --algo single on a CPU). Merges of several devices read fp32")
+      ->capture_default_str();
   AddPropensityFlag(cmd, &f->propensity);
   cmd->add_option("--seed", f->options.seed, "Seed for initialization and shuffling")->capture_default_str()->check(kUnsignedValue);
   cmd->add_option("--metrics", f->metrics, "Write one JSON line per evaluation to this file");

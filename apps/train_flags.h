@@ -26,6 +26,7 @@ struct TrainFlags {
   std::string final_eval = "full";
   std::string math = "auto";
   std::string optimizer_state = "auto";  // --optimizer-state
+  std::string weights = "auto";          // --weights
   std::string lr = "0.3";
   std::string lr_schedule = "cosine";
   std::string input_optimizer = "auto";  // adagrad where every device runs the CPU's dense local step

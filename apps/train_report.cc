@@ -124,7 +124,8 @@ void SayModelAndStep(const TrainFlags& f, const TrainPlan& plan, const TrainingD
             << "; output products in " << kernels::OutputMathName(plan.options.math)
             << (plan.options.math == kernels::OutputMath::kBf16 && cpu_devices ? " (" + kernels::cpu::Bf16Isa() + ")"
                                                                                : "")
-            << (plan.options.bf16_optimizer_state ? "; optimizer state in bf16" : "") << "\n";
+            << (plan.options.bf16_optimizer_state ? "; optimizer state in bf16" : "")
+            << (plan.options.bf16_weights ? "; weights in bf16" : "") << "\n";
 }
 
 nlohmann::json TrainSummary(const TrainFlags& f, const TrainPlan& plan, const TrainingData& data,

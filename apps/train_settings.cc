@@ -158,6 +158,30 @@ bool PlanBf16OptimizerState(const TrainFlags& f, const TrainPlan& plan, bool sam
   return dense_cpu && bf16_products;
 }
 
+bool PlanBf16Weights(const TrainFlags& f, const TrainPlan& plan, bool sampled_output) {
+  const std::string& text = f.weights;
+  if (text != "auto" && text != "fp32" && text != "bf16")
+    throw std::invalid_argument("--weights must be auto, fp32 or bf16, not '" + text + "'");
+  const bool bf16_products = plan.options.math == kernels::OutputMath::kBf16;
+  const bool one_dense_cpu = !sampled_output && plan.scheduling.merge == scheduler::SchedulerOptions::Merge::kCopy &&
+                             plan.scheduling.devices.size() == 1 &&
+                             plan.scheduling.devices[0].kind == engine::DeviceKind::kCpu;
+  if (text == "bf16") {
+    if (!one_dense_cpu)
+      throw std::invalid_argument("--weights bf16 is for one CPU device of the dense step (--algo single): the "
+                                  "merges of several devices, GPUs and the sampled step read fp32 weights");
+    if (!bf16_products)
+      throw std::invalid_argument("--weights bf16 needs the output layer's products in bf16 (--math bf16); this run "
+                                  "computes them in " + std::string(kernels::OutputMathName(plan.options.math)));
+    return true;
+  }
+  if (text == "fp32") return false;
+  if (!plan.control.resume_dir.empty())
+    if (const std::optional<std::string> saved = CheckpointedWeights(plan.control.resume_dir))
+      return *saved == "bf16" && one_dense_cpu && bf16_products;
+  return one_dense_cpu && bf16_products;
+}
+
 uint32_t DefaultHidden(uint64_t features, uint64_t labels) {
   // Wider hidden layers fitted every real set better up to 1024 (docs/experiments/peers.md), and a
   // layer wider than the input adds nothing the input can fill (Delicious' 500 features: 512

@@ -21,8 +21,11 @@ class CpuDevice final : public Device {
                                       size_t count, float lr) override {
     return replica_.TrainBatch(dataset, rows, count, lr);
   }
-  float* HostParams() override { return replica_.model().params.data(); }
-  size_t NumParams() const override { return replica_.model().params.size(); }
+  float* HostParams() override { return replica_.WeightsInBf16() ? nullptr : replica_.model().params.data(); }
+  size_t NumParams() const override { return replica_.NumParams(); }
+  bool KeepsBf16Weights() const override { return replica_.WeightsInBf16(); }
+  void StreamParams(const ParamsSink& sink) override { replica_.StreamParams(sink); }
+  void LoadParams(const void* values, size_t count) override { replica_.RestoreParams(values, count); }
   size_t OptimizerStateSize() const override { return replica_.VelocitySize(); }
   // From the replica's buffer: an fp32 state as it is, a bf16 one widened piece by piece.
   void StreamOptimizerState(const OptimizerStateSink& sink) override { replica_.StreamVelocity(sink); }

@@ -22,11 +22,13 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// Sets the bf16 state's rounding noise apart from the dropout masks drawn from the same step key.
+// Sets the bf16 state's and weights' rounding noise apart from the dropout masks drawn from the
+// same step key, and from each other.
 constexpr uint64_t kRoundingSalt = 0x5f0d2b7c9a4e3611ULL;
+constexpr uint64_t kWeightsRoundingSalt = 0x3c6ef372fe94f82bULL;
 
-// Values widened or read at a time while a bf16 state streams or restores (4 MiB of floats).
-constexpr size_t kVelocityPiece = size_t(1) << 20;
+// Values widened or read at a time while bf16 weights or state stream or restore (4 MiB of floats).
+constexpr size_t kPiece = size_t(1) << 20;
 
 }  // namespace
 
@@ -44,6 +46,14 @@ CpuReplica::CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, flo
     throw std::invalid_argument("dropout must be in [0, 1)");
   if (!(step_settings_.input_adagrad_ratio >= 0) || !std::isfinite(step_settings_.input_adagrad_ratio))
     throw std::invalid_argument("the first layer's Adagrad rate must be a finite number >= 0");
+  if (step_settings_.bf16_weights) {
+    if (math != kernels::OutputMath::kBf16)
+      throw std::invalid_argument("bf16 weights need the output layer's products in bf16 (--math bf16)");
+    // Rounded to nearest once, at the start; every step after rounds stochastically.
+    weights_bf16_.resize(model_.params.size());
+    kernels::cpu::ConvertToBf16(model_.params.data(), model_.params.size(), weights_bf16_.data());
+    std::vector<float>().swap(model_.params);
+  }
   // The first layer's Adagrad keeps its squares where that layer's velocity would be.
   if (momentum_ > 0 || step_settings_.input_adagrad_ratio > 0) {
     if (!step_settings_.bf16_optimizer_state) {
@@ -51,7 +61,7 @@ CpuReplica::CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, flo
     } else if (math != kernels::OutputMath::kBf16) {
       throw std::invalid_argument("a bf16 optimizer state needs the output layer's products in bf16 (--math bf16)");
     } else {
-      velocity_bf16_.assign(model_.params.size(), 0);  // bf16 zero is all bits zero
+      velocity_bf16_.assign(NumParams(), 0);  // bf16 zero is all bits zero
     }
   }
 }
@@ -78,9 +88,42 @@ kernels::cpu::LossResult CpuReplica::TrainBatch(const data::Dataset& dataset, co
   rule.dropout = step_settings_.dropout;
   rule.dropout_key = Mix(Mix(Mix(step_settings_.seed) ^ step_settings_.stream) ^ steps_);
   rule.rounding_key = uint32_t(Mix(rule.dropout_key ^ kRoundingSalt));
+  rule.weights_bf16 = weights_bf16_.empty() ? nullptr : weights_bf16_.data();
+  rule.weights_rounding_key = uint32_t(Mix(rule.dropout_key ^ kWeightsRoundingSalt));
   const kernels::cpu::LossResult loss = kernels::cpu::TrainStep(&model_, batch_, rule, &workspace_);
   ++steps_;
   return loss;
+}
+
+void CpuReplica::StreamParams(const std::function<void(const float* values, size_t count)>& sink) const {
+  if (weights_bf16_.empty()) {
+    for (size_t at = 0; at < model_.params.size(); at += kPiece)
+      sink(model_.params.data() + at, std::min(kPiece, model_.params.size() - at));
+    return;
+  }
+  std::vector<float> piece(std::min(kPiece, weights_bf16_.size()));
+  for (size_t at = 0; at < weights_bf16_.size(); at += kPiece) {
+    const size_t count = std::min(kPiece, weights_bf16_.size() - at);
+    for (size_t i = 0; i < count; ++i) piece[i] = kernels::cpu::WidenBf16(weights_bf16_[at + i]);
+    sink(piece.data(), count);
+  }
+}
+
+void CpuReplica::RestoreParams(const void* values, size_t count) {
+  if (count != NumParams())
+    throw std::invalid_argument("parameters have " + std::to_string(count) + " values for a model of " +
+                                std::to_string(NumParams()));
+  if (weights_bf16_.empty()) {
+    std::memcpy(model_.params.data(), values, count * sizeof(float));
+    return;
+  }
+  std::vector<float> piece(std::min(kPiece, count));
+  const auto* bytes = static_cast<const unsigned char*>(values);
+  for (size_t at = 0; at < count; at += kPiece) {
+    const size_t n = std::min(kPiece, count - at);
+    std::memcpy(piece.data(), bytes + at * sizeof(float), n * sizeof(float));
+    kernels::cpu::ConvertToBf16(piece.data(), n, weights_bf16_.data() + at);
+  }
 }
 
 std::vector<uint8_t> CpuReplica::SaveStepCount() const {
@@ -97,19 +140,19 @@ void CpuReplica::RestoreStepCount(const std::vector<uint8_t>& state) {
   }
   if (state.size() != sizeof steps_ || !KeepsStepCount())
     throw std::invalid_argument("step count state of " + std::to_string(state.size()) + " bytes for a replica " +
-                                (KeepsStepCount() ? "that keeps 8" : "without dropout or a bf16 optimizer state"));
+                                (KeepsStepCount() ? "that keeps 8" : "without dropout or bf16 state or weights"));
   std::memcpy(&steps_, state.data(), sizeof steps_);
 }
 
 void CpuReplica::StreamVelocity(const std::function<void(const float* values, size_t count)>& sink) const {
   if (!velocity_.params.empty()) {
-    for (size_t at = 0; at < velocity_.params.size(); at += kVelocityPiece)
-      sink(velocity_.params.data() + at, std::min(kVelocityPiece, velocity_.params.size() - at));
+    for (size_t at = 0; at < velocity_.params.size(); at += kPiece)
+      sink(velocity_.params.data() + at, std::min(kPiece, velocity_.params.size() - at));
     return;
   }
-  std::vector<float> piece(std::min(kVelocityPiece, velocity_bf16_.size()));
-  for (size_t at = 0; at < velocity_bf16_.size(); at += kVelocityPiece) {
-    const size_t count = std::min(kVelocityPiece, velocity_bf16_.size() - at);
+  std::vector<float> piece(std::min(kPiece, velocity_bf16_.size()));
+  for (size_t at = 0; at < velocity_bf16_.size(); at += kPiece) {
+    const size_t count = std::min(kPiece, velocity_bf16_.size() - at);
     for (size_t i = 0; i < count; ++i) piece[i] = kernels::cpu::WidenBf16(velocity_bf16_[at + i]);
     sink(piece.data(), count);
   }
@@ -143,10 +186,10 @@ void CpuReplica::RestoreVelocity(const void* values, size_t count) {
     std::fill(velocity_bf16_.begin(), velocity_bf16_.end(), uint16_t(0));
     return;
   }
-  std::vector<float> piece(std::min(kVelocityPiece, count));
+  std::vector<float> piece(std::min(kPiece, count));
   const auto* bytes = static_cast<const unsigned char*>(values);
-  for (size_t at = 0; at < count; at += kVelocityPiece) {
-    const size_t n = std::min(kVelocityPiece, count - at);
+  for (size_t at = 0; at < count; at += kPiece) {
+    const size_t n = std::min(kPiece, count - at);
     std::memcpy(piece.data(), bytes + at * sizeof(float), n * sizeof(float));
     for (size_t i = 0; i < n; ++i) velocity_bf16_[at + i] = kernels::cpu::FloatToBf16(piece[i]);
   }

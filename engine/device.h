@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -38,8 +39,25 @@ class Device {
   // The replica's parameters in host memory, where the CPU collectives read and write them.
   // Devices with their own memory mirror them: PrepareMerge copies the replica into the mirror,
   // FinishMerge copies the mirror (the merged state) back; on the CPU both are no-ops.
+  // Null for a replica that keeps its weights in bf16 (KeepsBf16Weights: a CPU replica of a
+  // one-device run, which only the copy merge takes): StreamParams and LoadParams reach it.
   virtual float* HostParams() = 0;
   virtual size_t NumParams() const = 0;
+  // The replica's parameters as fp32 values, in consecutive pieces, in order (each read during its
+  // call only), and set from `count` fp32 values at `values` (bytes that need not be aligned: a
+  // checkpoint's mapping; throws std::invalid_argument for a count other than NumParams). Through
+  // HostParams by default; a replica with bf16 weights widens them a piece at a time and rounds
+  // what it is given to nearest, which keeps values it held exactly. A device with its own memory
+  // loads into its mirror: FinishMerge then copies it in, as after a write to HostParams.
+  using ParamsSink = std::function<void(const float* values, size_t count)>;
+  virtual bool KeepsBf16Weights() const { return false; }  // true: HostParams is null
+  virtual void StreamParams(const ParamsSink& sink) { sink(HostParams(), NumParams()); }
+  virtual void LoadParams(const void* values, size_t count) {
+    if (count != NumParams())
+      throw std::invalid_argument("device " + spec().id + ": " + std::to_string(count) + " parameters for " +
+                                  std::to_string(NumParams()));
+    if (count != 0) std::memcpy(HostParams(), values, count * sizeof(float));
+  }
   virtual void PrepareMerge() {}
   virtual void FinishMerge() {}
   // The replica's parameters in GPU memory, for merges that run on the GPUs (merge/gpu/): the

@@ -24,6 +24,11 @@ struct StepSettings {
   // (--optimizer-state bf16; kernels/cpu/sparse_mlp.h, StepRule): half their memory. It needs the
   // output layer's products in bf16. The sampled step and the CUDA replica keep them in fp32.
   bool bf16_optimizer_state = false;
+  // The CPU dense step keeps the weights themselves in bfloat16, rounded stochastically, with no
+  // fp32 copy (--weights bf16; StepRule::weights_bf16): half their memory. It needs the output
+  // layer's products in bf16, and a merge that reads the replica through Device::StreamParams (the
+  // copy of one device's run, --algo single).
+  bool bf16_weights = false;
 };
 
 }  // namespace xmlt::engine

@@ -97,7 +97,11 @@ void AddPoolSections(scheduler::DevicePool& pool, CheckpointWriter* writer,
   for (size_t i : pool.alive()) {
     engine::Device& d = pool.device(i);
     const std::string prefix = SectionPrefix(i);
-    writer->Add(prefix + "params", d.HostParams(), d.NumParams() * sizeof(float));
+    // From where the replica is: a replica with bf16 weights widens them a piece at a time.
+    writer->AddStreamed(prefix + "params", d.NumParams() * sizeof(float),
+                        [&d](const CheckpointWriter::PieceWriter& write) {
+                          d.StreamParams([&](const float* params, size_t count) { write(params, count * sizeof(float)); });
+                        });
     if (const size_t values = d.OptimizerStateSize(); values > 0) {
       writer->AddStreamed(prefix + "momentum", values * sizeof(float),
                           [&d](const CheckpointWriter::PieceWriter& write) {
@@ -138,10 +142,11 @@ void RestorePool(scheduler::DevicePool& pool, const CheckpointReader& reader, co
       // starting from the global model with no momentum; so does every device of a re-plan.
       const std::string prefix = SectionPrefix(i);
       if (!replan && reader.Has(prefix + "params")) {
-        reader.ReadInto(prefix + "params", d.HostParams(), d.NumParams());
+        const CheckpointReader::ValueView params = reader.View<float>(prefix + "params", d.NumParams());
+        d.LoadParams(params.bytes, params.count);
       } else {
         if (global.size() != d.NumParams()) throw data::InputError(source, 0, "global model of the wrong size");
-        std::copy(global.begin(), global.end(), d.HostParams());
+        d.LoadParams(global.data(), global.size());
       }
       d.FinishMerge();
       // Straight from the file's mapping into the device's buffer. The device checks the state's

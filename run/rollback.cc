@@ -19,7 +19,7 @@ void RollBack(scheduler::DevicePool& pool, const PoolSnapshot& snapshot, const s
   for (size_t i : pool.alive()) {
     if (!pool.local(i)) continue;  // another rank's device: its owner rolls it back
     engine::Device& d = pool.device(i);
-    std::copy(model.begin(), model.end(), d.HostParams());
+    d.LoadParams(model.data(), model.size());
     d.FinishMerge();
     d.RestoreOptimizerState({});
   }

@@ -142,6 +142,7 @@ nlohmann::json RunFingerprint(const scheduler::TrainOptions& options, const sche
     j["lr_schedule"] = scheduler::LrScheduleName(options.lr_schedule);
   if (options.math != kernels::OutputMath::kFp32) j["math"] = kernels::OutputMathName(options.math);
   if (options.bf16_optimizer_state) j["optimizer_state"] = "bf16";  // only when set, as above
+  if (options.bf16_weights) j["weights"] = "bf16";  // only when set, as above
   if (options.weight_decay != 0) j["weight_decay"] = options.weight_decay;
   if (options.dropout != 0) j["dropout"] = options.dropout;
   if (options.input_lr != 0) j["input_adagrad_lr"] = options.input_lr;

@@ -61,7 +61,7 @@ merge::MergeOutcome SurvivorMerge::GoOnFromTheHostCopy(scheduler::DevicePool& po
   merger_.reset();
   for (size_t i : pool.alive()) {
     engine::Device& d = pool.device(i);
-    std::copy(global->current().begin(), global->current().end(), d.HostParams());
+    d.LoadParams(global->current().data(), global->current().size());
     d.FinishMerge();
   }
   merge::MergeOutcome outcome;
@@ -87,6 +87,8 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
   merge::MergeInput input;
   // A hierarchical merge reads this rank's replicas only: the others' mirrors are not even made.
   const bool local_only = across_ranks && scheduler::MergesByWeightedSum(scheduling_);
+  if (alive.size() == 1 && pool.device(alive[0]).KeepsBf16Weights())
+    return PerDevice(pool, alive, CopyStreamed(pool.device(alive[0]), global));
   // Every GPU's copy to its mirror is queued before the first is waited for (in HostParams).
   for (size_t i : alive) pool.device(i).PrepareMerge();
   for (size_t i : alive) {
@@ -102,6 +104,24 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
   merge::MergeOutcome outcome = merger_->Merge(replicas, input, global);
   for (size_t i : alive) pool.device(i).FinishMerge();
   return PerDevice(pool, alive, std::move(outcome));
+}
+
+merge::MergeOutcome SurvivorMerge::CopyStreamed(engine::Device& device, merge::GlobalModel* global) {
+  if (scheduling_.merge != scheduler::SchedulerOptions::Merge::kCopy)
+    throw std::logic_error("device " + device.spec().id + " keeps no fp32 parameters, which only the copy merge reads");
+  // The copy merge's w_p <- w where it is kept, then w <- the replica, read a piece at a time.
+  std::vector<float>& w = global->MutableCurrent();
+  if (global->previous_size() != 0) global->MutablePrevious().swap(w);
+  size_t at = 0;
+  device.StreamParams([&](const float* params, size_t count) {
+    if (count > w.size() - at) throw std::logic_error("device " + device.spec().id + " streamed too many parameters");
+    std::copy(params, params + count, w.begin() + at);
+    at += count;
+  });
+  if (at != w.size()) throw std::logic_error("device " + device.spec().id + " streamed the wrong number of parameters");
+  merge::MergeOutcome outcome;
+  outcome.weights = {1.0};
+  return outcome;
 }
 
 merge::MergeOutcome SurvivorMerge::RunOnGpus(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part,

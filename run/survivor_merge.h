@@ -34,6 +34,8 @@ class SurvivorMerge {
                               merge::GlobalModel* global);
   bool DropLostDevices(scheduler::DevicePool& pool);
   merge::MergeOutcome GoOnFromTheHostCopy(scheduler::DevicePool& pool, merge::GlobalModel* global);
+  // The copy merge of a replica that keeps no fp32 parameters (bf16 weights): w read from its stream.
+  merge::MergeOutcome CopyStreamed(engine::Device& device, merge::GlobalModel* global);
   merge::MergeOutcome RunOnGpus(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part,
                                 const std::vector<size_t>& alive, merge::ReplicaSet& replicas,
                                 merge::GlobalModel* global);

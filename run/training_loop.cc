@@ -251,9 +251,10 @@ void TrainingLoop::RollBack(uint64_t index, const scheduler::MegaBatchRun& run) 
 
 bool TrainingLoop::ReplicaFinite() {
   if (pool_.alive().size() != 1) return false;
-  const float* params = pool_.device(pool_.alive()[0]).HostParams();
   bool finite = true;
-  for (size_t i = 0; i < global_.size(); ++i) finite &= std::isfinite(params[i]);
+  pool_.device(pool_.alive()[0]).StreamParams([&](const float* params, size_t count) {
+    for (size_t i = 0; i < count; ++i) finite &= std::isfinite(params[i]);
+  });
   return finite;
 }
 

@@ -15,6 +15,7 @@ namespace {
 // The engine's options checked first: the planner's slowdown model would refuse them less clearly.
 DispatchPlanner MakePlanner(const TrainOptions& options, const SchedulerOptions& scheduling) {
   ValidateSchedulerOptions(scheduling);
+  ValidateBf16Weights(options, scheduling);
   return DispatchPlanner(scheduling.schedule, options.mega_batch,
                          engine::SlowdownModel(scheduling.heterogeneity, scheduling.devices.size(), options.seed));
 }
@@ -54,6 +55,7 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
     // Only the CPU's dense step keeps a bf16 state; the others keep theirs in fp32.
     step_settings.bf16_optimizer_state =
         options.bf16_optimizer_state && specs[i].kind == engine::DeviceKind::kCpu && !sampled;
+    step_settings.bf16_weights = options.bf16_weights;  // ValidateOptions: a CPU of the dense step
     std::unique_ptr<engine::Device> device =
         local(i) ? engine::MakeDevice(specs[i], initial, limits, momentum, options.math, scheduling.sampled_output,
                                       step_settings)

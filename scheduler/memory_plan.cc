@@ -162,6 +162,18 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
         widest_dense = std::max<uint64_t>(widest_dense, Mul(shape.LayerInputs(l), shape.LayerOutputs(l)));
       d.momentum = Add(Mul(shape.NumParameters(), sizeof(uint16_t)), Mul(widest_dense, sizeof(float)));
     }
+    if (!d.gpu && !scheduling.sampled_output.enabled && options.bf16_weights) {
+      // Two bytes a parameter; each step widens the small tensors (the biases, the hidden layers'
+      // weights) for itself, and the merge and a checkpoint read the weights widened a piece of
+      // 1 Mi values at a time (engine/cpu_replica.h).
+      uint64_t small = 0;
+      for (size_t l = 0; l < shape.num_layers(); ++l) {
+        small = Add(small, shape.LayerOutputs(l));
+        if (l != 0 && l + 1 != shape.num_layers()) small = Add(small, Mul(shape.LayerInputs(l), shape.LayerOutputs(l)));
+      }
+      d.params = Add(Mul(shape.NumParameters(), sizeof(uint16_t)),
+                     Mul(Add(small, std::min<uint64_t>(shape.NumParameters(), uint64_t(1) << 20)), sizeof(float)));
+    }
     if (!d.gpu && scheduling.sampled_output.enabled) {
       // SLIDE's device keeps no logits: its LSH tables, and each thread's label stamps and scratch.
       const uint64_t threads = std::max(1u, std::thread::hardware_concurrency());
@@ -255,7 +267,8 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
       const bool sampled = !gpu && scheduling.sampled_output.enabled;
       const uint64_t state = sampled ? (options.input_lr > 0 ? squares : 0) : (keeps_state ? params : 0);
       const bool bf16_state = !gpu && !sampled && options.bf16_optimizer_state && keeps_state;
-      uint64_t extra = options.dropout > 0 || bf16_state ? sizeof(uint64_t) : 0;
+      const bool bf16_weights = !gpu && !sampled && options.bf16_weights;
+      uint64_t extra = options.dropout > 0 || bf16_state || bf16_weights ? sizeof(uint64_t) : 0;
       if (sampled)
         extra = Add(extra, Add(sizeof(uint64_t) + shape.num_labels,
                                Mul(Mul(scheduling.sampled_output.l, shape.num_labels), sizeof(uint32_t))));

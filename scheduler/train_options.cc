@@ -29,6 +29,18 @@ void ValidateTrainOptions(const TrainOptions& options) {
     throw OptionError("eval_every", "must be at least one mega-batch");
 }
 
+void ValidateBf16Weights(const TrainOptions& options, const SchedulerOptions& scheduling) {
+  using Merge = SchedulerOptions::Merge;
+  // A replica with bf16 weights has no fp32 parameters for a collective to read: only the copy
+  // merge takes it, widened a piece at a time (run/survivor_merge.h).
+  if (options.bf16_weights &&
+      (scheduling.merge != Merge::kCopy || scheduling.devices.size() != 1 ||
+       scheduling.devices[0].kind != engine::DeviceKind::kCpu || scheduling.sampled_output.enabled ||
+       options.math != kernels::OutputMath::kBf16))
+    throw OptionError("weights", "bf16 is for one CPU device of the dense step (the copy merge, --algo single) with "
+                                 "the output products in bf16");
+}
+
 void ValidateSchedulerOptions(const SchedulerOptions& scheduling) {
   // Written so that NaN fails every check.
   const merge::MergeOptions& rule = scheduling.merge_rule;

@@ -47,6 +47,9 @@ struct TrainOptions {
   // --optimizer-state bf16: the CPU dense step keeps its momentum and Adagrad's squares in bf16
   // (engine/step_settings.h); GPUs and the sampled step keep fp32 whatever this says.
   bool bf16_optimizer_state = false;
+  // --weights bf16: the CPU dense step keeps the weights themselves in bf16, with no fp32 copy
+  // (engine/step_settings.h): one CPU device with the copy merge (--algo single) and bf16 products.
+  bool bf16_weights = false;
   double divergence_factor = 100;  // a batch loss above this x the first batch's diverged; 0 = off
   uint64_t seed = 1;             // initialization and shuffling
 };
@@ -108,6 +111,8 @@ int RankCount(const SchedulerOptions& scheduling);
 // Throw OptionError for values no run can use.
 void ValidateTrainOptions(const TrainOptions& options);
 void ValidateSchedulerOptions(const SchedulerOptions& scheduling);
+// bf16_weights with anything but one CPU device of the dense step, the copy merge and bf16 products.
+void ValidateBf16Weights(const TrainOptions& options, const SchedulerOptions& scheduling);
 
 // The test rows every evaluation of the run scores but, with final_eval_full, the last: a sample
 // of --eval-rows rows drawn from the run's seed, or all of them.

@@ -193,6 +193,8 @@ std::vector<Refused> RefusedChanges(const Bases& b) {
       {"--math", single, {{"--math", bf16 ? "fp32" : "bf16"}}, bf16},
       // --optimizer-state likewise: auto is bf16 where the math is; bf16 is refused without it.
       {"--optimizer-state", single, {{"--optimizer-state", bf16 ? "fp32" : "bf16"}}, bf16},
+      // --weights likewise (one CPU device, as here).
+      {"--weights", single, {{"--weights", bf16 ? "fp32" : "bf16"}}, bf16},
       {"--propensity", single, {{"--propensity", "0.6,2.6"}}},
       {"--seed", single, {{"--seed", "2"}}},
       {"--divergence-factor", single, {{"--divergence-factor", "50"}}},

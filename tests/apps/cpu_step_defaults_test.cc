@@ -142,6 +142,37 @@ TEST(CpuStepDefaults, OptimizerStateAutoIsBf16WhereTheProductsAre) {
   refused({"--optimizer-state", "bf16", "--algo", "slide"}, "--optimizer-state bf16 is for the CPU's dense step");
 }
 
+// --weights auto: bf16 where the output products are and the run is one CPU device (--algo single,
+// the default), said on the step line; fp32 for several devices, when told, and with fp32 math.
+// bf16 is refused for several devices, the sampled step, fp32 products, or spelled otherwise.
+TEST(CpuStepDefaults, WeightsAutoAreBf16OnOneCpuDeviceWhereTheProductsAre) {
+  const bool native = kernels::cpu::Bf16Available(nullptr);
+  Data d;
+  const Planned plain = TrainAndRead(d, {});
+  EXPECT_EQ(plain.step.find("weights in bf16") != std::string::npos, native) << plain.step;
+  const Planned fp32_math = TrainAndRead(d, {"--math", "fp32"});
+  EXPECT_EQ(fp32_math.step.find("weights in bf16"), std::string::npos) << fp32_math.step;
+  if (native) {
+    const Planned told = TrainAndRead(d, {"--weights", "fp32"});
+    EXPECT_EQ(told.step.find("weights in bf16"), std::string::npos) << told.step;
+    const Planned four = TrainAndRead(d, {"--algo", "adaptive", "--devices", "cpu:4"});
+    EXPECT_EQ(four.step.find("weights in bf16"), std::string::npos) << four.step;
+    EXPECT_NE(four.step.find("optimizer state in bf16"), std::string::npos) << four.step;
+  }
+  const std::vector<std::string> base = {"train", "--train", d.train, "--test", d.test, "--epochs", "1"};
+  const auto refused = [&](std::vector<std::string> extra, const std::string& why) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult r = Cli(args);
+    EXPECT_EQ(r.code, 2) << Describe(r);
+    EXPECT_NE(r.err.find(why), std::string::npos) << Describe(r);
+  };
+  refused({"--weights", "fp16"}, "--weights must be auto, fp32 or bf16, not 'fp16'");
+  refused({"--weights", "bf16", "--math", "fp32"}, "--weights bf16 needs the output layer's products in bf16");
+  refused({"--weights", "bf16", "--algo", "adaptive", "--devices", "cpu:2"}, "--weights bf16 is for one CPU device");
+  refused({"--weights", "bf16", "--algo", "slide"}, "--weights bf16 is for one CPU device");
+}
+
 // With the shortlist ranker (the default), --hidden auto is at most 512 units where the full width
 // would pass 2^24 parameters, and a layer it narrowed trains 30 epochs; without the ranker, with
 // --hidden or --epochs given, or below that size, nothing changes. The rows declare 20,000

@@ -317,6 +317,59 @@ TEST(CpuReplicaTest, Bf16StateStreamsAndRestoresAcrossFormats) {
   EXPECT_TRUE(none.SaveStepCount().empty());
 }
 
+// bf16 weights (--weights bf16) keep no fp32 parameters: the replica holds two bytes a parameter
+// and streams them widened; their rounding draws from the step count as the state's does, so a
+// replica restored from another's streamed parameters, state and count trains on bit for bit as
+// the other does (and without the count, differently). Restoring rounds to nearest: an fp32 model
+// loads to its bf16 neighbours, bf16 values exactly; a wrong count, or fp32 products, are refused.
+TEST(CpuReplicaTest, Bf16WeightsKeepNoFp32CopyAndResumeExactly) {
+  if (!kernels::cpu::Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here: bf16 weights need bf16 products";
+  const data::Dataset d = RandomDataset(40, 12);
+  StepSettings step_settings{0, 0, 7, 1, 0.5f};
+  step_settings.bf16_optimizer_state = true;
+  step_settings.bf16_weights = true;
+  const Model<float> w0 = kernels::InitModel<float>(Shape(), 13);
+  const auto math = kernels::OutputMath::kBf16;
+  const auto streamed = [](const CpuReplica& replica) {
+    std::vector<float> values;
+    replica.StreamParams([&](const float* piece, size_t count) { values.insert(values.end(), piece, piece + count); });
+    return values;
+  };
+  CpuReplica through(w0, 16, 0.9f, math, step_settings);
+  EXPECT_TRUE(through.WeightsInBf16());
+  EXPECT_TRUE(through.model().params.empty());
+  ASSERT_EQ(through.NumParams(), w0.params.size());
+  const std::vector<float> start = streamed(through);
+  for (size_t i = 0; i < start.size(); ++i)
+    ASSERT_EQ(start[i], kernels::cpu::Bf16ToFloat(kernels::cpu::FloatToBf16(w0.params[i]))) << i;
+
+  const std::vector<std::vector<uint64_t>> batches = {{0, 1, 2, 3}, {4, 5, 6}, {7, 8, 9, 10}, {11, 12}};
+  for (const auto& b : batches) through.TrainBatch(d, b.data(), b.size(), 0.1f);
+  CpuReplica first(w0, 16, 0.9f, math, step_settings);
+  for (size_t k = 0; k < 2; ++k) first.TrainBatch(d, batches[k].data(), batches[k].size(), 0.1f);
+  const std::vector<float> params = streamed(first);
+  EXPECT_NE(params, start);
+  for (const bool with_count : {true, false}) {
+    CpuReplica resumed(w0, 16, 0.9f, math, step_settings);
+    resumed.RestoreParams(params.data(), params.size());
+    EXPECT_EQ(streamed(resumed), params);  // bf16 values survive the round trip through floats
+    resumed.RestoreVelocity(first.SaveVelocity().data(), first.VelocitySize());
+    if (with_count) resumed.RestoreStepCount(first.SaveStepCount());
+    for (size_t k = 2; k < batches.size(); ++k) resumed.TrainBatch(d, batches[k].data(), batches[k].size(), 0.1f);
+    EXPECT_EQ(streamed(resumed) == streamed(through), with_count);
+  }
+  // Plain SGD with bf16 weights still keeps the count: the weights' rounding draws from it.
+  StepSettings sgd{0, 0, 7, 1, 0};
+  sgd.bf16_weights = true;
+  CpuReplica plain(w0, 16, 0.0f, math, sgd);
+  EXPECT_EQ(plain.VelocitySize(), 0u);
+  EXPECT_EQ(plain.SaveStepCount().size(), 8u);
+  EXPECT_THROW(plain.RestoreParams(params.data(), params.size() - 1), std::invalid_argument);
+  plain.RestoreParams(w0.params.data(), w0.params.size());  // fp32 values: each to its nearest bf16
+  EXPECT_EQ(streamed(plain), start);
+  EXPECT_THROW(CpuReplica(w0, 16, 0.9f, kernels::OutputMath::kFp32, step_settings), std::invalid_argument);
+}
+
 // All zeros (the default) is the unregularized step, bit for bit.
 TEST(CpuReplicaTest, NoRegularizationIsThePlainStep) {
   const data::Dataset d = RandomDataset(40, 5);

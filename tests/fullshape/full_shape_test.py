@@ -5,8 +5,9 @@ Generated data with exactly Amazon-670K's 135,909 features x 670,091 labels or D
 782,585 x 205,443, and a few hundred rows, through the real binary: single-device training in fp32,
 every --algo on cpu:2 with the default --math (adaptive alone under a sanitizer), eval and
 predict of the saved model (which must reproduce the training run's final metrics), a checkpoint
-and resume that must equal the uninterrupted run (not under a sanitizer), and the memory plan
-against the peak resident memory each run really used.
+and resume that must equal the uninterrupted run on cpu:2 and on one device with the defaults
+(bf16 weights and state where the CPU has bf16 products; not under a sanitizer), and the memory
+plan against the peak resident memory each run really used.
 
 Usage: full_shape_test.py XMLTRAIN PRESET [WORK_DIR]
 Every step prints what it checked; the first failure exits 1 with the command and its output.
@@ -83,21 +84,22 @@ def same_metrics(a, b, keys=("p1", "p3", "p5", "ndcg3", "ndcg5")):
     return all(abs(a[k] - b[k]) < 1e-12 for k in keys)
 
 
-def check_resume(xmltrain, train, test, work):
-    """Stopped after the first epoch and resumed to the second: equal to the run that never stopped."""
+def check_resume(xmltrain, train, test, work, devices, name):
+    """Stopped after the first epoch and resumed to the second: equal to the run that never stopped.
+    Returns the uninterrupted run's stderr and peak."""
     two = [xmltrain, "train", "--train", train, "--test", test, "--batch", str(BATCH),
            "--epochs", "2", "--mega-batch", str(TRAIN_ROWS // BATCH), "--eval-every", "1",
-           "--eval-rows", "16", "--algo", "adaptive", "--devices", "cpu:2", "--clock", "virtual",
-           "--row-cost", "1e-4", "--merge-cost", "1e-9", "--mega-batch-warmup", "off"]
-    whole, _, _ = run(two + ["--metrics", os.path.join(work, "whole.jsonl")])
-    ckpt = os.path.join(work, "ckpt")
+           "--eval-rows", "16", "--mega-batch-warmup", "off"] + devices
+    whole, err, peak = run(two + ["--metrics", os.path.join(work, f"{name}.whole.jsonl")])
+    ckpt = os.path.join(work, f"{name}.ckpt")
     first = list(two)
     first[first.index("--epochs") + 1] = "1"
-    run(first + ["--checkpoint-dir", ckpt, "--metrics", os.path.join(work, "resumed.jsonl")])
-    resumed, _, _ = run(two + ["--resume", ckpt, "--metrics", os.path.join(work, "resumed.jsonl")])
+    run(first + ["--checkpoint-dir", ckpt, "--metrics", os.path.join(work, f"{name}.resumed.jsonl")])
+    resumed, _, _ = run(two + ["--resume", ckpt, "--metrics", os.path.join(work, f"{name}.resumed.jsonl")])
     if not same_metrics(summary(whole), summary(resumed)):
-        fail(f"resumed run differs:\n{summary(whole)}\n{summary(resumed)}")
-    print("  checkpoint and resume equal the uninterrupted run")
+        fail(f"{name}: resumed run differs:\n{summary(whole)}\n{summary(resumed)}")
+    print(f"  checkpoint and resume equal the uninterrupted run ({name})")
+    return err, peak
 
 
 def main():
@@ -142,8 +144,16 @@ def main():
         # --epochs, is 1 for the first epoch of both the one-epoch and the two-epoch run. Not under a sanitizer (three runs,
         # two minutes a shape): there the checkpoint's writer and reader run in the checkpoint,
         # signal and resume tests, at smaller sizes through the same code.
+        # Then on one device with every step default: bf16 weights and state where this CPU has bf16
+        # products (a replica with no fp32 copy, which the checkpoint streams widened).
         if not sanitized:
-            check_resume(xmltrain, train, test, work)
+            check_resume(xmltrain, train, test, work,
+                         ["--algo", "adaptive", "--devices", "cpu:2", "--clock", "virtual", "--row-cost", "1e-4",
+                          "--merge-cost", "1e-9"], "adaptive")
+            err, peak = check_resume(xmltrain, train, test, work, [], "single")
+            check_plan("single with the default step", err, peak)
+            print("  the default step: " + next((l.strip() for l in err.splitlines() if "output products in" in l),
+                                               "(no step line)"))
 
         # Single device, its model saved; eval and predict must see the same model. In fp32: the
         # runs above take --math auto's choice, bf16 on a CPU that has it.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "data/input_error.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "engine/device_spec.h"
 #include "ranks/rank_group.h"
 #include "run/checkpoint_file.h"
@@ -142,6 +143,48 @@ TEST(Rollback, OneCpuDeviceThatLendsWRollsBackWhereACopyDoes) {
   const Outcome copied_resumed = TrainFor(options, &copying, control);
   EXPECT_EQ(lent_resumed.model.params, copied_resumed.model.params);
   EXPECT_NE(lent_resumed.model.params, lent.model.params);  // halved rates at another mega-batch
+}
+
+// bf16 weights (--weights bf16) roll back too: the trusted w is the widened replica of its
+// mega-batch, which the replica loads back exactly. Divergences at the first mega-batch, twice in a
+// row and later on, as above: every one is rolled back, the run ends finite with bf16 values, and
+// too many stop with the last good state's checkpoint, which resumes.
+TEST(Rollback, Bf16WeightsRollBackToTheTrustedState) {
+  if (!kernels::cpu::Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here: bf16 weights need bf16 products";
+  const scheduler::SchedulerOptions single = SingleDeviceScheduling();
+  scheduler::TrainOptions options = Options();
+  options.epochs = 3;
+  options.math = kernels::OutputMath::kBf16;
+  options.bf16_optimizer_state = true;
+  options.bf16_weights = true;
+  scheduler::FaultInjection nan;
+  nan.kind = scheduler::FaultInjection::Kind::kNaN;
+  const auto at = [&](uint64_t megabatch) {
+    scheduler::FaultInjection f = nan;
+    f.megabatch = megabatch;
+    return f;
+  };
+  RunControl control;
+  control.max_rollbacks = 10;
+  control.faults = {at(1), at(3), at(3), at(6)};
+  const Outcome rolled = TrainFor(options, &single, control);
+  EXPECT_EQ(rolled.result.rollbacks, 4u);
+  for (const float w : rolled.model.params) {
+    ASSERT_TRUE(std::isfinite(w));
+    ASSERT_EQ(w, kernels::cpu::Bf16ToFloat(kernels::cpu::FloatToBf16(w)));
+  }
+  EXPECT_NE(rolled.model.params, TrainFor(options, &single, {}).model.params);
+
+  testing::TempDir dir;
+  control.max_rollbacks = 1;
+  control.faults = {at(4), at(4)};
+  control.checkpoint_dir = dir.path();
+  EXPECT_THROW(TrainFor(options, &single, control), RunStopped);
+  control.faults.clear();
+  control.resume_dir = dir.path();
+  const Outcome resumed = TrainFor(options, &single, control);
+  EXPECT_EQ(resumed.model.params.size(), rolled.model.params.size());
+  for (const float w : resumed.model.params) ASSERT_TRUE(std::isfinite(w));
 }
 
 TEST(DeviceFaults, AFailedDeviceIsDroppedAndTheOthersTrainEveryRow) {
@@ -303,6 +346,16 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   sampled.sampled_output.enabled = true;
   EXPECT_EQ(scheduler::PlanMemory(shape, bf16, sampled, limits, 490449, false).devices[0].momentum,
             scheduler::PlanMemory(shape, options, sampled, limits, 490449, false).devices[0].momentum);
+  // bf16 weights (--weights bf16) are two bytes a parameter too, with the biases widened for each
+  // step and a piece of 1 Mi values widened while the merge or a checkpoint reads them.
+  scheduler::TrainOptions bf16_weights = bf16;
+  bf16_weights.bf16_weights = true;
+  const scheduler::SchedulerOptions single = SingleDeviceScheduling();
+  EXPECT_EQ(scheduler::PlanMemory(shape, bf16_weights, single, limits, 490449, false).devices[0].params,
+            shape.NumParameters() * sizeof(uint16_t) +
+                (shape.hidden[0] + shape.num_labels + (uint64_t(1) << 20)) * sizeof(float));
+  EXPECT_EQ(scheduler::PlanMemory(shape, bf16, single, limits, 490449, false).devices[0].params,
+            shape.NumParameters() * sizeof(float));
   // GPU replicas are checked against the GPU's free memory.
   scheduling.devices = engine::ParseDeviceList("cuda:0x2");
   const scheduler::MemoryPlan gpu = scheduler::PlanMemory(shape, options, scheduling, limits, 490449, false);

@@ -489,6 +489,33 @@ TEST(Resume, ABf16OptimizerStateResumesExactly) {
   EXPECT_EQ(refusal->differences()[0].name, "optimizer_state");
 }
 
+// bf16 weights (--weights bf16) round with noise drawn from the device's step count too, and a
+// checkpoint writes the replica widened, a piece at a time: a one-device run stopped between or
+// inside mega-batches and resumed equals the uninterrupted one. The final model holds bf16 values
+// only (w is the widened replica). Resumed with fp32 weights, it is refused naming the flag; a run
+// of several devices refuses bf16 weights, whose merges read fp32 replicas.
+TEST(Resume, Bf16WeightsResumeExactly) {
+  if (!kernels::cpu::Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here: bf16 weights need bf16 products";
+  scheduler::TrainOptions options = Options();
+  options.math = kernels::OutputMath::kBf16;
+  options.input_lr = 0.05f;
+  options.bf16_optimizer_state = true;
+  scheduler::TrainOptions fp32_weights = options;
+  options.bf16_weights = true;
+  const Outcome full = TrainFor(options, nullptr, {});
+  const Outcome fp32 = TrainFor(fp32_weights, nullptr, {});
+  EXPECT_FALSE(testing::SameBits(full.model.params.data(), fp32.model.params.data(), full.model.params.size()));
+  for (const float w : full.model.params) ASSERT_EQ(w, kernels::cpu::Bf16ToFloat(kernels::cpu::FloatToBf16(w)));
+  ExpectStoppedAndResumedRunsEqual(full, options, nullptr, true);
+
+  const std::optional<RunMismatch> refusal = ResumeRefusal(options, fp32_weights);
+  ASSERT_TRUE(refusal);
+  ASSERT_EQ(refusal->differences().size(), 1u) << refusal->what();
+  EXPECT_EQ(refusal->differences()[0].name, "weights");
+  const scheduler::SchedulerOptions adaptive = Scheduling("adaptive");
+  EXPECT_THROW(TrainFor(options, &adaptive, {}), std::invalid_argument);
+}
+
 TEST(Resume, AnotherDropoutIsRefused) {
   scheduler::TrainOptions first = Options(), resumed = Options();
   first.dropout = 0.3f;
