@@ -57,10 +57,11 @@ void SetOutputProductRate(benchmark::State& state, int64_t rows, int64_t hidden,
 // Args: batch size, hidden units. Counts samples processed. `math` is the output layer's --math;
 // `cpu_defaults`: the step `train`'s defaults give a CPU device (dropout 0.5 on the hidden layer,
 // Adagrad on the first layer's rows), else heavy ball on every layer without dropout.
-// `bf16_state`: the momentum and squares kept in bf16 (--optimizer-state bf16, with bf16 math).
+// `bf16_state`: the momentum and squares kept in bf16 (--optimizer-state bf16, with bf16 math);
+// `bf16_weights`: the weights too (--weights bf16, one CPU device's default with bf16 math).
 void TrainSteps(benchmark::State& state, const std::string& preset, double scale,
                 kernels::OutputMath math = kernels::OutputMath::kFp32, bool cpu_defaults = false,
-                bool bf16_state = false) {
+                bool bf16_state = false, bool bf16_weights = false) {
   std::string why;
   if (math == kernels::OutputMath::kBf16 && !kernels::cpu::Bf16Available(&why)) {
     state.SkipWithError(("bf16: " + why).c_str());
@@ -72,6 +73,7 @@ void TrainSteps(benchmark::State& state, const std::string& preset, double scale
   engine::StepSettings step;
   if (cpu_defaults) step.dropout = 0.5f, step.input_adagrad_ratio = 1.0f;
   step.bf16_optimizer_state = bf16_state;
+  step.bf16_weights = bf16_weights;
   engine::CpuReplica replica(kernels::InitModel<float>(shape, 1), batch, 0.9f, math, step);
   std::vector<uint64_t> order(train.num_rows());
   std::iota(order.begin(), order.end(), 0);
@@ -284,6 +286,14 @@ BENCHMARK_CAPTURE(TrainSteps, amazon670k_full_cpu_defaults_bf16_state, std::stri
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
 BENCHMARK_CAPTURE(TrainSteps, delicious200k_full_cpu_defaults_bf16_state, std::string("delicious200k"), 1.0,
                   kernels::OutputMath::kBf16, true, true)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+// And the weights in bf16 as well (--weights auto on one CPU device): against the two above, what
+// widening and rounding the weights cost or save a step.
+BENCHMARK_CAPTURE(TrainSteps, amazon670k_full_cpu_defaults_bf16_weights, std::string("amazon670k"), 1.0,
+                  kernels::OutputMath::kBf16, true, true, true)
+    ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
+BENCHMARK_CAPTURE(TrainSteps, delicious200k_full_cpu_defaults_bf16_weights, std::string("delicious200k"), 1.0,
+                  kernels::OutputMath::kBf16, true, true, true)
     ->Args({256, 128})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
 BENCHMARK(OutputGemms)->Args({256, 128, 670091})->Args({256, 128, 205443})
     ->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(5);
