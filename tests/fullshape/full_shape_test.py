@@ -89,7 +89,7 @@ def check_resume(xmltrain, train, test, work, devices, name):
     Returns the uninterrupted run's stderr and peak."""
     two = [xmltrain, "train", "--train", train, "--test", test, "--batch", str(BATCH),
            "--epochs", "2", "--mega-batch", str(TRAIN_ROWS // BATCH), "--eval-every", "1",
-           "--eval-rows", "16", "--mega-batch-warmup", "off"] + devices
+           "--eval-rows", "16"] + devices
     whole, err, peak = run(two + ["--metrics", os.path.join(work, f"{name}.whole.jsonl")])
     ckpt = os.path.join(work, f"{name}.ckpt")
     first = list(two)
@@ -149,7 +149,7 @@ def main():
         if not sanitized:
             check_resume(xmltrain, train, test, work,
                          ["--algo", "adaptive", "--devices", "cpu:2", "--clock", "virtual", "--row-cost", "1e-4",
-                          "--merge-cost", "1e-9"], "adaptive")
+                          "--merge-cost", "1e-9", "--mega-batch-warmup", "off"], "adaptive")
             err, peak = check_resume(xmltrain, train, test, work, [], "single")
             check_plan("single with the default step", err, peak)
             print("  the default step: " + next((l.strip() for l in err.splitlines() if "output products in" in l),
