@@ -1,8 +1,9 @@
 // The optimizer state and the weights kept in bfloat16 (--optimizer-state bf16, --weights bf16):
 // the step computes in fp32 and stores its result rounded stochastically, up with probability
-// equal to the fraction of a bf16 step the value is past the lower neighbour. Round-to-nearest would drop every update smaller
-// than half a bf16 step (a momentum that decays by 0.9 a step, squares that grow by g^2); the
-// stochastic rounding keeps them in expectation.
+// equal to the fraction of a bf16 step the value is past the lower neighbour. Round-to-nearest
+// would drop every update smaller than half a bf16 step (a momentum that decays by 0.9 a step,
+// squares that grow by g^2, a weight's step of lr x g); the stochastic rounding keeps them in
+// expectation.
 //
 // The noise is a hash of (key, index): the caller makes the key from the run's seed, the device
 // and its step count, and passes each value's offset in the state, so a resumed run rounds as the
