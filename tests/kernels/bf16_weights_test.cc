@@ -17,7 +17,7 @@ namespace xmlt::kernels::cpu {
 namespace {
 
 // Two hidden layers, so that every kind of tensor steps: the first layer's rows, a hidden weight
-// and the biases (widened for the step), and the output layer's blocks, 1,200 labels x 24 inputs
+// and the biases (widened for the step), and the output layer's blocks, 1,200 labels x 16 inputs
 // so that a block spans several of the pieces widened at a time.
 const ModelShape kShape{60, {24, 16}, 1200};
 

@@ -146,7 +146,8 @@ TEST(Rollback, OneCpuDeviceThatLendsWRollsBackWhereACopyDoes) {
 }
 
 // bf16 weights (--weights bf16) roll back too: the trusted w is the widened replica of its
-// mega-batch, which the replica loads back exactly. Divergences at the first mega-batch, twice in a
+// mega-batch, which the replica loads back exactly (at the start, the starting model, which it
+// loads rounded to nearest, as it began). Divergences at the first mega-batch, twice in a
 // row and later on, as above: every one is rolled back, the run ends finite with bf16 values, and
 // too many stop with the last good state's checkpoint, which resumes.
 TEST(Rollback, Bf16WeightsRollBackToTheTrustedState) {
