@@ -30,6 +30,31 @@ constexpr uint64_t kWeightsRoundingSalt = 0x3c6ef372fe94f82bULL;
 // Values widened or read at a time while bf16 weights or state stream or restore (4 MiB of floats).
 constexpr size_t kPiece = size_t(1) << 20;
 
+using Sink = std::function<void(const float* values, size_t count)>;
+
+// Hands `fp32` to `sink` in pieces or, when it is empty, `bf16` widened a piece at a time.
+void StreamPieces(const std::vector<float>& fp32, const std::vector<uint16_t>& bf16, const Sink& sink) {
+  for (size_t at = 0; at < fp32.size(); at += kPiece) sink(fp32.data() + at, std::min(kPiece, fp32.size() - at));
+  std::vector<float> piece(std::min(kPiece, bf16.size()));
+  for (size_t at = 0; at < bf16.size(); at += kPiece) {
+    const size_t count = std::min(kPiece, bf16.size() - at);
+    for (size_t i = 0; i < count; ++i) piece[i] = kernels::cpu::WidenBf16(bf16[at + i]);
+    sink(piece.data(), count);
+  }
+}
+
+// out[i] = values[i] rounded to nearest, for `count` floats stored as bytes that need not be
+// aligned (a checkpoint's mapping), read a piece at a time.
+void RoundToNearestBf16(const void* values, size_t count, uint16_t* out) {
+  std::vector<float> piece(std::min(kPiece, count));
+  const auto* bytes = static_cast<const unsigned char*>(values);
+  for (size_t at = 0; at < count; at += kPiece) {
+    const size_t n = std::min(kPiece, count - at);
+    std::memcpy(piece.data(), bytes + at * sizeof(float), n * sizeof(float));
+    for (size_t i = 0; i < n; ++i) out[at + i] = kernels::cpu::FloatToBf16(piece[i]);
+  }
+}
+
 }  // namespace
 
 CpuReplica::CpuReplica(kernels::Model<float> model, uint32_t max_batch_rows, float momentum,
@@ -95,19 +120,7 @@ kernels::cpu::LossResult CpuReplica::TrainBatch(const data::Dataset& dataset, co
   return loss;
 }
 
-void CpuReplica::StreamParams(const std::function<void(const float* values, size_t count)>& sink) const {
-  if (weights_bf16_.empty()) {
-    for (size_t at = 0; at < model_.params.size(); at += kPiece)
-      sink(model_.params.data() + at, std::min(kPiece, model_.params.size() - at));
-    return;
-  }
-  std::vector<float> piece(std::min(kPiece, weights_bf16_.size()));
-  for (size_t at = 0; at < weights_bf16_.size(); at += kPiece) {
-    const size_t count = std::min(kPiece, weights_bf16_.size() - at);
-    for (size_t i = 0; i < count; ++i) piece[i] = kernels::cpu::WidenBf16(weights_bf16_[at + i]);
-    sink(piece.data(), count);
-  }
-}
+void CpuReplica::StreamParams(const Sink& sink) const { StreamPieces(model_.params, weights_bf16_, sink); }
 
 void CpuReplica::RestoreParams(const void* values, size_t count) {
   if (count != NumParams())
@@ -117,13 +130,7 @@ void CpuReplica::RestoreParams(const void* values, size_t count) {
     std::memcpy(model_.params.data(), values, count * sizeof(float));
     return;
   }
-  std::vector<float> piece(std::min(kPiece, count));
-  const auto* bytes = static_cast<const unsigned char*>(values);
-  for (size_t at = 0; at < count; at += kPiece) {
-    const size_t n = std::min(kPiece, count - at);
-    std::memcpy(piece.data(), bytes + at * sizeof(float), n * sizeof(float));
-    kernels::cpu::ConvertToBf16(piece.data(), n, weights_bf16_.data() + at);
-  }
+  RoundToNearestBf16(values, count, weights_bf16_.data());
 }
 
 std::vector<uint8_t> CpuReplica::SaveStepCount() const {
@@ -144,19 +151,7 @@ void CpuReplica::RestoreStepCount(const std::vector<uint8_t>& state) {
   std::memcpy(&steps_, state.data(), sizeof steps_);
 }
 
-void CpuReplica::StreamVelocity(const std::function<void(const float* values, size_t count)>& sink) const {
-  if (!velocity_.params.empty()) {
-    for (size_t at = 0; at < velocity_.params.size(); at += kPiece)
-      sink(velocity_.params.data() + at, std::min(kPiece, velocity_.params.size() - at));
-    return;
-  }
-  std::vector<float> piece(std::min(kPiece, velocity_bf16_.size()));
-  for (size_t at = 0; at < velocity_bf16_.size(); at += kPiece) {
-    const size_t count = std::min(kPiece, velocity_bf16_.size() - at);
-    for (size_t i = 0; i < count; ++i) piece[i] = kernels::cpu::WidenBf16(velocity_bf16_[at + i]);
-    sink(piece.data(), count);
-  }
-}
+void CpuReplica::StreamVelocity(const Sink& sink) const { StreamPieces(velocity_.params, velocity_bf16_, sink); }
 
 std::vector<float> CpuReplica::SaveVelocity() const {
   std::vector<float> values;
@@ -186,13 +181,7 @@ void CpuReplica::RestoreVelocity(const void* values, size_t count) {
     std::fill(velocity_bf16_.begin(), velocity_bf16_.end(), uint16_t(0));
     return;
   }
-  std::vector<float> piece(std::min(kPiece, count));
-  const auto* bytes = static_cast<const unsigned char*>(values);
-  for (size_t at = 0; at < count; at += kPiece) {
-    const size_t n = std::min(kPiece, count - at);
-    std::memcpy(piece.data(), bytes + at * sizeof(float), n * sizeof(float));
-    for (size_t i = 0; i < n; ++i) velocity_bf16_[at + i] = kernels::cpu::FloatToBf16(piece[i]);
-  }
+  RoundToNearestBf16(values, count, velocity_bf16_.data());
 }
 
 }  // namespace xmlt::engine
