@@ -163,13 +163,12 @@ bool PlanBf16Weights(const TrainFlags& f, const TrainPlan& plan, bool sampled_ou
   if (text != "auto" && text != "fp32" && text != "bf16")
     throw std::invalid_argument("--weights must be auto, fp32 or bf16, not '" + text + "'");
   const bool bf16_products = plan.options.math == kernels::OutputMath::kBf16;
-  const bool one_dense_cpu = !sampled_output && plan.scheduling.merge == scheduler::SchedulerOptions::Merge::kCopy &&
-                             plan.scheduling.devices.size() == 1 &&
-                             plan.scheduling.devices[0].kind == engine::DeviceKind::kCpu;
+  const bool merges_bf16 = !sampled_output && scheduler::MergesBf16Weights(plan.scheduling);
   if (text == "bf16") {
-    if (!one_dense_cpu)
-      throw std::invalid_argument("--weights bf16 is for one CPU device of the dense step (--algo single): the "
-                                  "merges of several devices, GPUs and the sampled step read fp32 weights");
+    if (!merges_bf16)
+      throw std::invalid_argument("--weights bf16 is for CPU devices of the dense step merged by a copy (--algo "
+                                  "single) or a weighted sum on one machine (adaptive, elastic, sync): Adasum, the "
+                                  "elastic force, merges across ranks, GPUs and the sampled step read fp32 weights");
     if (!bf16_products)
       throw std::invalid_argument("--weights bf16 needs the output layer's products in bf16 (--math bf16); this run "
                                   "computes them in " + std::string(kernels::OutputMathName(plan.options.math)));
@@ -178,8 +177,8 @@ bool PlanBf16Weights(const TrainFlags& f, const TrainPlan& plan, bool sampled_ou
   if (text == "fp32") return false;
   if (!plan.control.resume_dir.empty())
     if (const std::optional<std::string> saved = CheckpointedWeights(plan.control.resume_dir))
-      return *saved == "bf16" && one_dense_cpu && bf16_products;
-  return one_dense_cpu && bf16_products;
+      return *saved == "bf16" && merges_bf16 && bf16_products;
+  return merges_bf16 && bf16_products;
 }
 
 uint32_t DefaultHidden(uint64_t features, uint64_t labels) {

@@ -22,6 +22,7 @@ class CpuDevice final : public Device {
     return replica_.TrainBatch(dataset, rows, count, lr);
   }
   float* HostParams() override { return replica_.WeightsInBf16() ? nullptr : replica_.model().params.data(); }
+  uint16_t* HostBf16Params() override { return replica_.WeightsInBf16() ? replica_.Bf16Params() : nullptr; }
   size_t NumParams() const override { return replica_.NumParams(); }
   bool KeepsBf16Weights() const override { return replica_.WeightsInBf16(); }
   void StreamParams(const ParamsSink& sink) override { replica_.StreamParams(sink); }

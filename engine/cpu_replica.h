@@ -32,6 +32,7 @@ class CpuReplica {
   const kernels::Model<float>& model() const { return model_; }
   kernels::Model<float>& model() { return model_; }
   bool WeightsInBf16() const { return !weights_bf16_.empty(); }
+  uint16_t* Bf16Params() { return weights_bf16_.data(); }  // with bf16 weights: where a merge writes
   size_t NumParams() const { return model_.shape.NumParameters(); }
   // The parameters as fp32 values, handed to `sink` in pieces of at most 1 Mi values (bf16 weights
   // widened piece by piece, so no whole fp32 copy is made). RestoreParams copies the parameters'

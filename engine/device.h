@@ -39,9 +39,11 @@ class Device {
   // The replica's parameters in host memory, where the CPU collectives read and write them.
   // Devices with their own memory mirror them: PrepareMerge copies the replica into the mirror,
   // FinishMerge copies the mirror (the merged state) back; on the CPU both are no-ops.
-  // Null for a replica that keeps its weights in bf16 (KeepsBf16Weights: a CPU replica of a
-  // one-device run, which only the copy merge takes): StreamParams and LoadParams reach it.
+  // Null for a replica that keeps its weights in bf16 (KeepsBf16Weights: a CPU replica): its
+  // weights are HostBf16Params instead, which the host collectives of the weighted-sum merges read
+  // and write in place; StreamParams and LoadParams reach them too.
   virtual float* HostParams() = 0;
+  virtual uint16_t* HostBf16Params() { return nullptr; }
   virtual size_t NumParams() const = 0;
   // The replica's parameters as fp32 values, in consecutive pieces, in order (each read during its
   // call only), and set from `count` fp32 values at `values` (bytes that need not be aligned: a

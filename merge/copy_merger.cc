@@ -18,6 +18,7 @@ class CopyMerger : public Merger {
   MergeOutcome Merge(const ReplicaSet& replicas, const MergeInput& input, GlobalModel* global) override {
     if (replicas.count() != 1)
       throw std::invalid_argument("copy merge: one replica, not " + std::to_string(replicas.count()));
+    CheckFp32Replicas(replicas, "copy merge");
     if (replicas.members[0].params == nullptr && replicas.size > 0)
       throw std::invalid_argument("merge: null replica parameters");
     if (global == nullptr || global->size() != replicas.size ||

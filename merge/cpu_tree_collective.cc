@@ -14,6 +14,7 @@
 #include "merge/adasum.h"
 #include "merge/collective.h"
 #include "merge/collective_support.h"
+#include "merge/replica_blocks.h"
 
 namespace xmlt::merge {
 namespace {
@@ -38,7 +39,7 @@ class CpuTreeCollective : public Collective {
     CheckReplicaPointers(replicas);
     std::vector<double> norms(replicas.count(), 0.0);
     tbb::parallel_for(size_t{0}, replicas.count(), [&](size_t i) {
-      norms[i] = DeterministicSquaredNorm(replicas.members[i].params, 0, replicas.size);
+      norms[i] = DeterministicSquaredNorm(replicas.members[i], 0, replicas.size);
     });
     return norms;
   }
@@ -64,9 +65,12 @@ class CpuTreeCollective : public Collective {
       const auto [lo, hi] = base::Piece(0, replicas.size, p, parts);
       const size_t blocks = (hi - lo + kBlock - 1) / kBlock;
       tbb::parallel_for(tbb::blocked_range<size_t>(0, blocks), [&](const auto& r) {
+        ReplicaBlocks replica_blocks(replicas, kBlock);
         for (size_t b = r.begin(); b != r.end(); ++b) {
           const size_t begin = lo + b * kBlock;
-          ReduceBlock(replicas, steps, root_scale, begin, std::min(begin + kBlock, hi), finish);
+          const size_t end = std::min(begin + kBlock, hi);
+          ReduceBlock(replica_blocks.Load(begin, end), n, steps, root_scale, begin, end, finish);
+          replica_blocks.Store();
         }
       });
     });
@@ -74,26 +78,26 @@ class CpuTreeCollective : public Collective {
 
  private:
 
-  // In place: every replica's block is overwritten at the end anyway, so the partial sums live in
-  // the left operands' own (cached) blocks and no buffer is needed.
-  static void ReduceBlock(const ReplicaSet& replicas, const std::vector<Step>& steps,
-                          float root_scale, size_t begin, size_t end, const FinishBlock& finish) {
+  // In place: every replica's block (x[i]: replica i's [begin, end)) is overwritten at the end
+  // anyway, so the partial sums live in the left operands' own (cached) blocks and no buffer is
+  // needed.
+  static void ReduceBlock(float* const* x, size_t n, const std::vector<Step>& steps, float root_scale,
+                          size_t begin, size_t end, const FinishBlock& finish) {
     const size_t m = end - begin;
     for (const Step& s : steps) {
-      float* a = replicas.members[s.left].params + begin;
-      const float* b = replicas.members[s.right].params + begin;
+      float* a = x[s.left];
+      const float* b = x[s.right];
       const float wa = s.left_scale, wb = s.right_scale;
 #pragma omp simd
       for (size_t j = 0; j < m; ++j) a[j] = wa * a[j] + wb * b[j];
     }
-    float* root = replicas.members[0].params + begin;
+    float* root = x[0];
     if (root_scale != 1.0f) {
 #pragma omp simd
       for (size_t j = 0; j < m; ++j) root[j] *= root_scale;
     }
     if (finish) finish(begin, end, root);
-    for (size_t i = 1; i < replicas.count(); ++i)
-      std::memcpy(replicas.members[i].params + begin, root, m * sizeof(float));
+    for (size_t i = 1; i < n; ++i) std::memcpy(x[i], root, m * sizeof(float));
   }
 
   size_t partitions_;

@@ -40,6 +40,7 @@ class ElasticForceMerger : public Merger {
                      GlobalModel* global) override {
     CheckReplicasAndGlobal(replicas, global);
     CheckOnHost(replicas, global, name());
+    CheckFp32Replicas(replicas, "elastic force merge");
     const size_t n = replicas.count();
     CheckOptionalInput(input, n, "elastic force");
     const double a = options_.elastic_alpha > 0.0 ? options_.elastic_alpha

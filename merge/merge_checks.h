@@ -19,6 +19,11 @@ void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* globa
 // GPUs, std::logic_error when the global model is newer on the GPUs than on the host.
 void CheckOnHost(const ReplicaSet& replicas, const GlobalModel* global, const std::string& merge);
 
+// For the merges and collectives that read and write fp32 replicas in place (copy, Adasum, the
+// elastic force, the rank sum): throws std::invalid_argument naming `who` when the replicas keep
+// their weights in bf16, which only the host collectives of the weighted-sum merges read.
+void CheckFp32Replicas(const ReplicaSet& replicas, const std::string& who);
+
 // Throws std::invalid_argument unless each of the input's vectors is empty or has one entry per
 // replica (a merge that needs a vector checks that it is not empty). `merge` names the merge in
 // the message.

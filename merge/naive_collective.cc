@@ -7,6 +7,7 @@
 
 #include "merge/collective.h"
 #include "merge/collective_support.h"
+#include "merge/replica_blocks.h"
 
 namespace xmlt::merge {
 namespace {
@@ -19,9 +20,13 @@ class NaiveCollective : public Collective {
   std::vector<double> SquaredNorms(const ReplicaSet& replicas) override {
     CheckReplicaPointers(replicas);
     std::vector<double> norms(replicas.count(), 0.0);
-    for (size_t i = 0; i < replicas.count(); ++i)
-      for (size_t j = 0; j < replicas.size; ++j)
-        norms[i] += static_cast<double>(replicas.members[i].params[j]) * replicas.members[i].params[j];
+    ReplicaBlocks blocks(replicas, kBlock);
+    for (size_t begin = 0; begin < replicas.size; begin += kBlock) {
+      const size_t m = std::min(kBlock, replicas.size - begin);
+      float* const* x = blocks.Load(begin, begin + m);
+      for (size_t i = 0; i < replicas.count(); ++i)
+        for (size_t j = 0; j < m; ++j) norms[i] += static_cast<double>(x[i][j]) * x[i][j];
+    }
     return norms;
   }
 
@@ -31,17 +36,17 @@ class NaiveCollective : public Collective {
     const size_t n = replicas.count();
     double sums[kBlock];
     float values[kBlock];
+    ReplicaBlocks blocks(replicas, kBlock);
     for (size_t begin = 0; begin < replicas.size; begin += kBlock) {
       const size_t m = std::min(kBlock, replicas.size - begin);
+      float* const* x = blocks.Load(begin, begin + m);
       std::fill(sums, sums + m, 0.0);
-      for (size_t i = 0; i < n; ++i) {
-        const float* x = replicas.members[i].params + begin;
-        for (size_t j = 0; j < m; ++j) sums[j] += weights[i] * x[j];
-      }
+      for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < m; ++j) sums[j] += weights[i] * x[i][j];
       for (size_t j = 0; j < m; ++j) values[j] = static_cast<float>(sums[j]);
       if (finish) finish(begin, begin + m, values);
-      for (size_t i = 0; i < n; ++i)
-        std::memcpy(replicas.members[i].params + begin, values, m * sizeof(float));
+      for (size_t i = 0; i < n; ++i) std::memcpy(x[i], values, m * sizeof(float));
+      blocks.Store();
     }
   }
 

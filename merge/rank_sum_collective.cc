@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "merge/collective_support.h"
+#include "merge/merge_checks.h"
 
 namespace xmlt::merge {
 namespace {
@@ -48,6 +49,7 @@ class RankSumCollective : public Collective {
     // The other ranks' replicas may be null: only this rank's are read (and checked).
     const ReplicaSet mine = Local(replicas);
     CheckReplicaPointers(mine);
+    CheckFp32Replicas(mine, "the rank sum collective");
     float* total = nullptr;
     if (mine.count() > 0) {
       std::vector<double> my_weights;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "base/replica_params.h"
@@ -22,7 +23,13 @@ struct ReplicaSet {
   // tensor k spans [tensors[k], tensors[k+1]) or up to `size`. Empty means one tensor. Merges
   // that work per tensor (Adasum) need it; element-wise ones ignore it.
   std::vector<size_t> tensors;
+  // Replicas kept in bf16 (every member's bf16 set, none's params): a collective reads them widened
+  // and writes each merged value rounded stochastically, with the noise of (this key, the value's
+  // offset). The same noise for every replica, so that replicas given one value keep one value;
+  // the caller draws a new key for each merge (run/survivor_merge.h).
+  uint32_t bf16_rounding_key = 0;
   size_t count() const { return members.size(); }
+  bool in_bf16() const { return !members.empty() && members[0].in_bf16(); }
   // Any replica on a GPU: the host merges refuse the set (the GPU merges need every one there).
   bool on_gpus() const {
     return std::any_of(members.begin(), members.end(), [](const base::ReplicaParams& r) { return r.on_gpu(); });

@@ -27,10 +27,10 @@ SurvivorMerge::SurvivorMerge(const scheduler::SchedulerOptions& scheduling, cons
 }
 
 merge::MergeOutcome SurvivorMerge::Run(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part,
-                                       merge::GlobalModel* global) {
+                                       merge::GlobalModel* global, uint32_t bf16_rounding_key) {
   const bool across_ranks = AcrossRanks(pool);
   try {
-    return RunOnce(pool, part, global);
+    return RunOnce(pool, part, global, bf16_rounding_key);
   } catch (const std::exception&) {
     // A GPU lost in the middle of a merge (a lost context, or NCCL's report of it): across ranks
     // the others are mid-collective, so the run stops (and resumes from its checkpoint); here the
@@ -70,7 +70,7 @@ merge::MergeOutcome SurvivorMerge::GoOnFromTheHostCopy(scheduler::DevicePool& po
 }
 
 merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part,
-                                           merge::GlobalModel* global) {
+                                           merge::GlobalModel* global, uint32_t bf16_rounding_key) {
   const std::vector<size_t> alive = pool.alive();
   const bool across_ranks = AcrossRanks(pool);
   merge::ReplicaSet replicas;
@@ -87,12 +87,21 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
   merge::MergeInput input;
   // A hierarchical merge reads this rank's replicas only: the others' mirrors are not even made.
   const bool local_only = across_ranks && scheduler::MergesByWeightedSum(scheduling_);
-  if (alive.size() == 1 && pool.device(alive[0]).KeepsBf16Weights())
+  // The copy merge reads a bf16 replica as a stream: it has no fp32 parameters to copy.
+  if (scheduling_.merge == scheduler::SchedulerOptions::Merge::kCopy && alive.size() == 1 &&
+      pool.device(alive[0]).KeepsBf16Weights())
     return PerDevice(pool, alive, CopyStreamed(pool.device(alive[0]), global));
   // Every GPU's copy to its mirror is queued before the first is waited for (in HostParams).
   for (size_t i : alive) pool.device(i).PrepareMerge();
+  replicas.bf16_rounding_key = bf16_rounding_key;
   for (size_t i : alive) {
-    replicas.members.push_back({local_only && !pool.local(i) ? nullptr : pool.device(i).HostParams()});
+    engine::Device& d = pool.device(i);
+    // A replica with bf16 weights is merged where it is, in bf16, by the weighted-sum merges' host
+    // collectives (the other merges refuse it; so do the settings, scheduler/train_options.h).
+    if (d.KeepsBf16Weights())
+      replicas.members.push_back({nullptr, -1, d.HostBf16Params()});
+    else
+      replicas.members.push_back({local_only && !pool.local(i) ? nullptr : d.HostParams()});
     input.batch.push_back(pool.states()[i].batch);
     input.lr.push_back(pool.states()[i].lr);
     input.updates.push_back(part.updates[i]);
@@ -107,8 +116,6 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
 }
 
 merge::MergeOutcome SurvivorMerge::CopyStreamed(engine::Device& device, merge::GlobalModel* global) {
-  if (scheduling_.merge != scheduler::SchedulerOptions::Merge::kCopy)
-    throw std::logic_error("device " + device.spec().id + " keeps no fp32 parameters, which only the copy merge reads");
   // The copy merge's w_p <- w where it is kept, then w <- the replica, read a piece at a time.
   std::vector<float>& w = global->MutableCurrent();
   if (global->previous_size() != 0) global->MutablePrevious().swap(w);

@@ -5,6 +5,7 @@
 // otherwise on the host, through the devices' mirrors.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -21,8 +22,11 @@ class SurvivorMerge {
   SurvivorMerge(const scheduler::SchedulerOptions& scheduling, const kernels::Model<float>& model);
 
   // Merges the alive devices' replicas into `global`, `part` holding their updates; returns alpha_i
-  // per device (0 if dropped).
-  merge::MergeOutcome Run(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part, merge::GlobalModel* global);
+  // per device (0 if dropped). Replicas that keep their weights in bf16 take the merged values
+  // rounded stochastically with the noise of `bf16_rounding_key` (merge/replica_set.h), which the
+  // caller draws anew for each merge, the same in a resumed run.
+  merge::MergeOutcome Run(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part, merge::GlobalModel* global,
+                          uint32_t bf16_rounding_key = 0);
 
   // How many times a lost GPU cut a merge or took its share of the global model with it, so that
   // the run went on from the host's copy of w and w_p (made after the last mega-batch). A GPU lost
@@ -31,7 +35,7 @@ class SurvivorMerge {
 
  private:
   merge::MergeOutcome RunOnce(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part,
-                              merge::GlobalModel* global);
+                              merge::GlobalModel* global, uint32_t bf16_rounding_key);
   bool DropLostDevices(scheduler::DevicePool& pool);
   merge::MergeOutcome GoOnFromTheHostCopy(scheduler::DevicePool& pool, merge::GlobalModel* global);
   // The copy merge of a replica that keeps no fp32 parameters (bf16 weights): w read from its stream.

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "engine/evaluator.h"
+#include "kernels/dropout_mask.h"
 #include "run/multi_device_run.h"
 #include "scheduler/rank_exchange.h"
 #include "scheduler/virtual_clock_costs.h"
@@ -188,6 +189,14 @@ MegaBatchWork TrainingLoop::TrainMegaBatch(uint64_t index) {
   return trained;
 }
 
+uint32_t TrainingLoop::MergeRoundingKey(const MegaBatchWork& trained) const {
+  // SplitMix64's finalizer over (seed, mega-batch, merge), salted apart from the devices' keys.
+  constexpr uint64_t kMergeRoundingSalt = 0x6a09e667f3bcc909ULL;
+  uint64_t x = options_.seed ^ kMergeRoundingSalt;
+  for (uint64_t part : {progress_.megabatches, trained.merges}) x = kernels::DropoutMix(x ^ part);
+  return uint32_t(x ^ (x >> 32));
+}
+
 void TrainingLoop::MergeAfterRound(const scheduler::MegaBatchRun& round, MegaBatchWork* trained) {
   if (pool_.alive().empty()) return;
   const Clock::time_point merge_start = Clock::now();
@@ -196,7 +205,7 @@ void TrainingLoop::MergeAfterRound(const scheduler::MegaBatchRun& round, MegaBat
   // sound before it: the state before it is trusted now, into w's buffer (TrustLatestAtMerge).
   if (trusted_.lends_w() && round.diverged_on.empty() && ReplicaFinite())
     trusted_.TrustLatestAtMerge(&global_.MutableCurrent());
-  trained->merged = survivor_merge_.Run(pool_, round, &global_);
+  trained->merged = survivor_merge_.Run(pool_, round, &global_, MergeRoundingKey(*trained));
   trained->merge_s += Seconds(Clock::now() - merge_start);
   if (survivor_merge_.global_models_lost() != lost_before)
     Event("a lost GPU cut the merge or held part of the global model: the run goes on from the host's copy of the "

@@ -30,15 +30,20 @@ void ValidateTrainOptions(const TrainOptions& options) {
 }
 
 void ValidateBf16Weights(const TrainOptions& options, const SchedulerOptions& scheduling) {
-  using Merge = SchedulerOptions::Merge;
-  // A replica with bf16 weights has no fp32 parameters for a collective to read: only the copy
-  // merge takes it, widened a piece at a time (run/survivor_merge.h).
-  if (options.bf16_weights &&
-      (scheduling.merge != Merge::kCopy || scheduling.devices.size() != 1 ||
-       scheduling.devices[0].kind != engine::DeviceKind::kCpu || scheduling.sampled_output.enabled ||
-       options.math != kernels::OutputMath::kBf16))
-    throw OptionError("weights", "bf16 is for one CPU device of the dense step (the copy merge, --algo single) with "
+  if (options.bf16_weights && (!MergesBf16Weights(scheduling) || options.math != kernels::OutputMath::kBf16))
+    throw OptionError("weights", "bf16 is for CPU devices of the dense step whose merge is the copy (one device) or a "
+                                 "weighted sum on one rank (adaptive, elastic without an elastic force, sync), with "
                                  "the output products in bf16");
+}
+
+bool MergesBf16Weights(const SchedulerOptions& scheduling) {
+  using Merge = SchedulerOptions::Merge;
+  const bool dense_cpus = !scheduling.sampled_output.enabled && !scheduling.devices.empty() &&
+                          std::all_of(scheduling.devices.begin(), scheduling.devices.end(),
+                                      [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCpu; });
+  if (!dense_cpus) return false;
+  if (scheduling.merge == Merge::kCopy) return scheduling.devices.size() == 1;
+  return MergesByWeightedSum(scheduling) && RankCount(scheduling) == 1;
 }
 
 void ValidateSchedulerOptions(const SchedulerOptions& scheduling) {

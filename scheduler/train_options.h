@@ -111,8 +111,13 @@ int RankCount(const SchedulerOptions& scheduling);
 // Throw OptionError for values no run can use.
 void ValidateTrainOptions(const TrainOptions& options);
 void ValidateSchedulerOptions(const SchedulerOptions& scheduling);
-// bf16_weights with anything but one CPU device of the dense step, the copy merge and bf16 products.
+// bf16_weights where MergesBf16Weights is false or the products are not in bf16.
 void ValidateBf16Weights(const TrainOptions& options, const SchedulerOptions& scheduling);
+// Whether the run's devices can keep their weights in bf16 with no fp32 copy: every device a CPU of
+// the dense step, and a merge that takes bf16 replicas: the copy merge of one device, or a
+// weighted-sum merge (its host collectives read and write bf16 replicas block by block) on one
+// rank. Adasum, the elastic force and the rank sum read fp32 replicas in place.
+bool MergesBf16Weights(const SchedulerOptions& scheduling);
 
 // The test rows every evaluation of the run scores but, with final_eval_full, the last: a sample
 // of --eval-rows rows drawn from the run's seed, or all of them.

@@ -490,10 +490,14 @@ TEST(Resume, ABf16OptimizerStateResumesExactly) {
 }
 
 // bf16 weights (--weights bf16) round with noise drawn from the device's step count too, and a
-// checkpoint writes the replica widened, a piece at a time: a one-device run stopped between or
-// inside mega-batches and resumed equals the uninterrupted one. The final model holds bf16 values
-// only (w is the widened replica). Resumed with fp32 weights, it is refused naming the flag; a run
-// of several devices refuses bf16 weights, whose merges read fp32 replicas.
+// checkpoint writes the replica widened, a piece at a time. The merges of several devices round
+// what they write into the replicas with noise drawn from the seed, the mega-batch and the merges
+// before it in the mega-batch (sync merges every round). A run stopped between or inside
+// mega-batches and resumed equals the uninterrupted one, on one device, on three merged by the
+// adaptive merge and on three merged by gradient aggregation every round. One device's final model
+// holds bf16 values only (w is the widened replica). Resumed with fp32 weights, a run is refused
+// naming the flag; Adasum and the elastic force, which read fp32 replicas in place, refuse bf16
+// weights.
 TEST(Resume, Bf16WeightsResumeExactly) {
   if (!kernels::cpu::Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here: bf16 weights need bf16 products";
   scheduler::TrainOptions options = Options();
@@ -502,18 +506,28 @@ TEST(Resume, Bf16WeightsResumeExactly) {
   options.bf16_optimizer_state = true;
   scheduler::TrainOptions fp32_weights = options;
   options.bf16_weights = true;
-  const Outcome full = TrainFor(options, nullptr, {});
-  const Outcome fp32 = TrainFor(fp32_weights, nullptr, {});
-  EXPECT_FALSE(testing::SameBits(full.model.params.data(), fp32.model.params.data(), full.model.params.size()));
-  for (const float w : full.model.params) ASSERT_EQ(w, kernels::cpu::Bf16ToFloat(kernels::cpu::FloatToBf16(w)));
-  ExpectStoppedAndResumedRunsEqual(full, options, nullptr, true);
+  for (const std::string algo : {"single", "adaptive", "sync"}) {
+    SCOPED_TRACE(algo);
+    const bool single = algo == "single";
+    const scheduler::SchedulerOptions scheduling = Scheduling(algo);
+    const scheduler::SchedulerOptions* devices = single ? nullptr : &scheduling;
+    const Outcome full = TrainFor(options, devices, {});
+    const Outcome fp32 = TrainFor(fp32_weights, devices, {});
+    EXPECT_FALSE(testing::SameBits(full.model.params.data(), fp32.model.params.data(), full.model.params.size()));
+    if (single)
+      for (const float w : full.model.params) ASSERT_EQ(w, kernels::cpu::Bf16ToFloat(kernels::cpu::FloatToBf16(w)));
+    ExpectStoppedAndResumedRunsEqual(full, options, devices, single);
+  }
 
   const std::optional<RunMismatch> refusal = ResumeRefusal(options, fp32_weights);
   ASSERT_TRUE(refusal);
   ASSERT_EQ(refusal->differences().size(), 1u) << refusal->what();
   EXPECT_EQ(refusal->differences()[0].name, "weights");
-  const scheduler::SchedulerOptions adaptive = Scheduling("adaptive");
-  EXPECT_THROW(TrainFor(options, &adaptive, {}), std::invalid_argument);
+  for (const std::string algo : {"adasum", "elastic", "crossbow"}) {
+    SCOPED_TRACE(algo);
+    const scheduler::SchedulerOptions refused = Scheduling(algo);
+    EXPECT_THROW(TrainFor(options, &refused, {}), std::invalid_argument);
+  }
 }
 
 TEST(Resume, AnotherDropoutIsRefused) {

@@ -1,0 +1,38 @@
+// A block of every host replica as fp32 values, for the CPU collectives: the replicas' own memory
+// when they are fp32; widened from bf16 into scratch when they keep bf16 weights, and written back
+// rounded stochastically. So a collective's arithmetic is the same on both: over bf16 replicas it
+// gives, bit for bit, its result over their widened values, each then rounded with the set's noise.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "merge/replica_set.h"
+
+namespace xmlt::merge {
+
+class ReplicaBlocks {
+ public:
+  // Blocks of at most `block` values; scratch (replicas x block floats) only for bf16 replicas.
+  ReplicaBlocks(const ReplicaSet& replicas, size_t block);
+
+  // [begin, end) of every replica as fp32, writable: block i is replica i's. Valid until the next
+  // Load; a bf16 set's writes reach the replicas only through Store.
+  float* const* Load(size_t begin, size_t end);
+  // Writes the loaded blocks back: nothing to do for fp32 replicas; bf16 ones are rounded, each value
+  // with the noise of (bf16_rounding_key, its offset).
+  void Store();
+
+ private:
+  const ReplicaSet& replicas_;
+  size_t block_;
+  size_t begin_ = 0, end_ = 0;
+  std::vector<float> scratch_;
+  std::vector<float*> blocks_;
+};
+
+// Sum of squares of replica x's values [begin, end) in double (bf16 values widened), over fixed
+// leaves combined in a fixed tree, so the result has the same bits whatever the thread count.
+double DeterministicSquaredNorm(const base::ReplicaParams& x, size_t begin, size_t end);
+
+}  // namespace xmlt::merge
