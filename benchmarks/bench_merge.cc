@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -121,6 +122,55 @@ void BM_NormalizedMerge(benchmark::State& state) {
   });
 }
 
+// Algorithm 2 on n replicas that keep their weights in bf16 (--weights bf16): the same passes over
+// half the replicas' bytes; the norms widen, the sum widens and the write-back rounds
+// stochastically (merge/replica_blocks.h). bf16_over_fp32 is its time over the fp32 merge's,
+// measured in the same iterations.
+void BM_NormalizedMergeBf16(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  Model model(n);
+  std::vector<std::vector<uint16_t>> bf16(n);
+  ReplicaSet set;
+  set.size = kModel;
+  set.bf16_rounding_key = 12345;
+  for (size_t i = 0; i < n; ++i) {
+    // 1e-3 (i + 1) truncated to bf16, as the fp32 model's replicas: the perturbed path too.
+    float v = 1e-3f * float(i + 1);
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    bf16[i].assign(kModel, uint16_t(bits >> 16));
+    set.members.push_back({nullptr, -1, bf16[i].data()});
+  }
+  auto merger = MakeNormalizedMerger(MergeOptions{}, MakeCpuPartitionedSumCollective());
+  auto fp32_merger = MakeNormalizedMerger(MergeOptions{}, MakeCpuPartitionedSumCollective());
+  MergeInput input;
+  input.batch.assign(n, 256.0);
+  input.lr.assign(n, 0.1);
+  for (size_t i = 0; i < n; ++i) input.updates.push_back(100 + i);
+  double fp32_seconds = 0.0, bf16_seconds = 0.0, copy_seconds = 0.0;
+  auto time = [](auto&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (auto _ : state) {
+    TimeOneCopy();  // absorbs the previous merge's dirty lines, as in RunAgainstFloor
+    copy_seconds += TimeOneCopy();
+    fp32_seconds += time([&] { fp32_merger->Merge(model.set, input, &model.global); });
+    TimeOneCopy();
+    const double t = time([&] { merger->Merge(set, input, &model.global); });
+    state.SetIterationTime(t);
+    bf16_seconds += t;
+  }
+  const double iterations = double(state.iterations());
+  const double floor_bytes = 2.0 * kModel * 3.0 * n + 4.0 * kModel * 4.0;
+  const double copy = 2.0 * kCopyBytes * iterations / copy_seconds;
+  state.SetBytesProcessed(int64_t(floor_bytes * iterations));
+  state.counters["copy_GBps"] = copy / 1e9;
+  state.counters["floor_fraction"] = (floor_bytes / copy) / (bf16_seconds / iterations);
+  state.counters["bf16_over_fp32"] = bf16_seconds / fp32_seconds;
+}
+
 // Elastic averaging: no norm pass, otherwise the same traffic.
 void BM_AverageMerge(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
@@ -220,6 +270,7 @@ void BM_GradientMerge(benchmark::State& state) {
 
 BENCHMARK(BM_CopyBandwidth)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_NormalizedMerge)->Arg(4)->Arg(2)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_NormalizedMergeBf16)->Arg(4)->Arg(2)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_AverageMerge)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_WeightedAllReduce)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_SquaredNorms)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();

@@ -78,26 +78,26 @@ class CpuTreeCollective : public Collective {
 
  private:
 
-  // In place: every replica's block (x[i]: replica i's [begin, end)) is overwritten at the end
-  // anyway, so the partial sums live in the left operands' own (cached) blocks and no buffer is
+  // In place: every replica's block (blocks[i]: replica i's [begin, end)) is overwritten at the
+  // end anyway, so the partial sums live in the left operands' own (cached) blocks and no buffer is
   // needed.
-  static void ReduceBlock(float* const* x, size_t n, const std::vector<Step>& steps, float root_scale,
+  static void ReduceBlock(float* const* blocks, size_t n, const std::vector<Step>& steps, float root_scale,
                           size_t begin, size_t end, const FinishBlock& finish) {
     const size_t m = end - begin;
     for (const Step& s : steps) {
-      float* a = x[s.left];
-      const float* b = x[s.right];
+      float* a = blocks[s.left];
+      const float* b = blocks[s.right];
       const float wa = s.left_scale, wb = s.right_scale;
 #pragma omp simd
       for (size_t j = 0; j < m; ++j) a[j] = wa * a[j] + wb * b[j];
     }
-    float* root = x[0];
+    float* root = blocks[0];
     if (root_scale != 1.0f) {
 #pragma omp simd
       for (size_t j = 0; j < m; ++j) root[j] *= root_scale;
     }
     if (finish) finish(begin, end, root);
-    for (size_t i = 1; i < n; ++i) std::memcpy(x[i], root, m * sizeof(float));
+    for (size_t i = 1; i < n; ++i) std::memcpy(blocks[i], root, m * sizeof(float));
   }
 
   size_t partitions_;

@@ -142,10 +142,11 @@ TEST(CpuStepDefaults, OptimizerStateAutoIsBf16WhereTheProductsAre) {
   refused({"--optimizer-state", "bf16", "--algo", "slide"}, "--optimizer-state bf16 is for the CPU's dense step");
 }
 
-// --weights auto: bf16 where the output products are and the run is one CPU device (--algo single,
-// the default), said on the step line; fp32 for several devices, when told, and with fp32 math.
-// bf16 is refused for several devices, the sampled step, fp32 products, or spelled otherwise.
-TEST(CpuStepDefaults, WeightsAutoAreBf16OnOneCpuDeviceWhereTheProductsAre) {
+// --weights auto: bf16 where the output products are and the run's CPU devices are merged by a copy
+// (--algo single, the default) or a weighted sum (adaptive, elastic, sync), said on the step line;
+// fp32 for Adasum and the elastic force, when told, and with fp32 math. bf16 is refused for those
+// merges, the sampled step, fp32 products, or spelled otherwise.
+TEST(CpuStepDefaults, WeightsAutoAreBf16OnCpuDevicesWhereTheProductsAre) {
   const bool native = kernels::cpu::Bf16Available(nullptr);
   Data d;
   const Planned plain = TrainAndRead(d, {});
@@ -155,9 +156,17 @@ TEST(CpuStepDefaults, WeightsAutoAreBf16OnOneCpuDeviceWhereTheProductsAre) {
   if (native) {
     const Planned told = TrainAndRead(d, {"--weights", "fp32"});
     EXPECT_EQ(told.step.find("weights in bf16"), std::string::npos) << told.step;
-    const Planned four = TrainAndRead(d, {"--algo", "adaptive", "--devices", "cpu:4"});
-    EXPECT_EQ(four.step.find("weights in bf16"), std::string::npos) << four.step;
-    EXPECT_NE(four.step.find("optimizer state in bf16"), std::string::npos) << four.step;
+    // Several CPU devices merged by a weighted sum keep bf16 replicas too; Adasum and the elastic
+    // force, which read fp32 replicas in place, keep fp32 weights (the state is bf16 for every merge).
+    for (const std::string algo : {"adaptive", "elastic", "sync"}) {
+      const Planned four = TrainAndRead(d, {"--algo", algo, "--devices", "cpu:4"});
+      EXPECT_NE(four.step.find("weights in bf16"), std::string::npos) << algo << ": " << four.step;
+    }
+    for (const std::string algo : {"adasum", "crossbow"}) {
+      const Planned three = TrainAndRead(d, {"--algo", algo, "--devices", "cpu:3"});
+      EXPECT_EQ(three.step.find("weights in bf16"), std::string::npos) << algo << ": " << three.step;
+      EXPECT_NE(three.step.find("optimizer state in bf16"), std::string::npos) << algo << ": " << three.step;
+    }
   }
   const std::vector<std::string> base = {"train", "--train", d.train, "--test", d.test, "--epochs", "1"};
   const auto refused = [&](std::vector<std::string> extra, const std::string& why) {
@@ -169,8 +178,10 @@ TEST(CpuStepDefaults, WeightsAutoAreBf16OnOneCpuDeviceWhereTheProductsAre) {
   };
   refused({"--weights", "fp16"}, "--weights must be auto, fp32 or bf16, not 'fp16'");
   refused({"--weights", "bf16", "--math", "fp32"}, "--weights bf16 needs the output layer's products in bf16");
-  refused({"--weights", "bf16", "--algo", "adaptive", "--devices", "cpu:2"}, "--weights bf16 is for one CPU device");
-  refused({"--weights", "bf16", "--algo", "slide"}, "--weights bf16 is for one CPU device");
+  const std::string bf16_devices = "--weights bf16 is for CPU devices of the dense step merged by a copy";
+  refused({"--weights", "bf16", "--algo", "adasum", "--devices", "cpu:2"}, bf16_devices);
+  refused({"--weights", "bf16", "--algo", "elastic", "--elastic-alpha", "0.3", "--devices", "cpu:2"}, bf16_devices);
+  refused({"--weights", "bf16", "--algo", "slide"}, bf16_devices);
 }
 
 // With the shortlist ranker (the default), --hidden auto is at most 512 units where the full width

@@ -357,6 +357,14 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
                 (shape.hidden[0] + shape.num_labels + (uint64_t(1) << 20)) * sizeof(float));
   EXPECT_EQ(scheduler::PlanMemory(shape, bf16, single, limits, 490449, false).devices[0].params,
             shape.NumParameters() * sizeof(float));
+  // So is each replica of several CPU devices (cpu:4, the adaptive merge), and w and w_p stay fp32.
+  const scheduler::MemoryPlan four = scheduler::PlanMemory(shape, bf16_weights, scheduling, limits, 490449, false);
+  const scheduler::MemoryPlan four_fp32 = scheduler::PlanMemory(shape, bf16, scheduling, limits, 490449, false);
+  for (const auto& device : four.devices)
+    EXPECT_EQ(device.params, shape.NumParameters() * sizeof(uint16_t) +
+                                 (shape.hidden[0] + shape.num_labels + (uint64_t(1) << 20)) * sizeof(float));
+  EXPECT_EQ(four.global_model, four_fp32.global_model);
+  EXPECT_EQ(four.previous_model, four_fp32.previous_model);
   // GPU replicas are checked against the GPU's free memory.
   scheduling.devices = engine::ParseDeviceList("cuda:0x2");
   const scheduler::MemoryPlan gpu = scheduler::PlanMemory(shape, options, scheduling, limits, 490449, false);
