@@ -9,6 +9,7 @@
 
 #include "merge/merge_checks.h"
 #include "merge/merger.h"
+#include "merge/replica_blocks.h"
 
 namespace xmlt::merge {
 namespace {
@@ -40,7 +41,6 @@ class ElasticForceMerger : public Merger {
                      GlobalModel* global) override {
     CheckReplicasAndGlobal(replicas, global);
     CheckOnHost(replicas, global, name());
-    CheckFp32Replicas(replicas, "elastic force merge");
     const size_t n = replicas.count();
     CheckOptionalInput(input, n, "elastic force");
     const double a = options_.elastic_alpha > 0.0 ? options_.elastic_alpha
@@ -54,9 +54,12 @@ class ElasticForceMerger : public Merger {
     float* const center = global->MutableCurrent().data();
     float* const center_prev = global->MutablePrevious().data();
     tbb::parallel_for(tbb::blocked_range<size_t>(0, blocks), [&](const auto& r) {
+      ReplicaBlocks replica_blocks(replicas, kBlock);
       for (size_t b = r.begin(); b != r.end(); ++b) {
         const size_t begin = b * kBlock;
-        PullBlock(replicas, static_cast<float>(a), begin, std::min(begin + kBlock, size), center, center_prev);
+        const size_t end = std::min(begin + kBlock, size);
+        PullBlock(replica_blocks.Load(begin, end), n, static_cast<float>(a), begin, end, center, center_prev);
+        replica_blocks.Store();
       }
     });
     return outcome;
@@ -65,7 +68,9 @@ class ElasticForceMerger : public Merger {
   std::string name() const override { return "elastic_force"; }
 
  private:
-  void PullBlock(const ReplicaSet& replicas, float a, size_t begin, size_t end, float* center,
+  // blocks[i]: replica i's [begin, end) as fp32 (merge/replica_blocks.h: bf16 replicas widened,
+  // and each z_j - c_j rounded back with the set's noise).
+  void PullBlock(float* const* blocks, size_t n, float a, size_t begin, size_t end, float* center,
                  float* center_prev) const {
     const size_t m = end - begin;
     float* x = center + begin;
@@ -75,8 +80,8 @@ class ElasticForceMerger : public Merger {
     float pulls[kBlock];
     std::copy(x, x + m, x_old);
     std::fill(pulls, pulls + m, 0.0f);
-    for (const base::ReplicaParams& replica : replicas.members) {
-      float* z = replica.params + begin;
+    for (size_t i = 0; i < n; ++i) {
+      float* z = blocks[i];
 #pragma omp simd
       for (size_t j = 0; j < m; ++j) {
         const float c = a * (z[j] - x_old[j]);

@@ -31,9 +31,8 @@ void ValidateTrainOptions(const TrainOptions& options) {
 
 void ValidateBf16Weights(const TrainOptions& options, const SchedulerOptions& scheduling) {
   if (options.bf16_weights && (!MergesBf16Weights(scheduling) || options.math != kernels::OutputMath::kBf16))
-    throw OptionError("weights", "bf16 is for CPU devices of the dense step whose merge is the copy (one device) or a "
-                                 "weighted sum on one rank (adaptive, elastic without an elastic force, sync), with "
-                                 "the output products in bf16");
+    throw OptionError("weights", "bf16 is for CPU devices of the dense step on one rank, merged by anything but Adasum "
+                                 "(the copy for one device), with the output products in bf16");
 }
 
 bool MergesBf16Weights(const SchedulerOptions& scheduling) {
@@ -43,7 +42,7 @@ bool MergesBf16Weights(const SchedulerOptions& scheduling) {
                                       [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCpu; });
   if (!dense_cpus) return false;
   if (scheduling.merge == Merge::kCopy) return scheduling.devices.size() == 1;
-  return MergesByWeightedSum(scheduling) && RankCount(scheduling) == 1;
+  return scheduling.merge != Merge::kAdasum && RankCount(scheduling) == 1;
 }
 
 void ValidateSchedulerOptions(const SchedulerOptions& scheduling) {

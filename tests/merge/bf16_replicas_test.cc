@@ -1,7 +1,7 @@
 // Replicas that keep their weights in bf16 (--weights bf16), merged by the host collectives: each
 // collective gives, bit for bit, what it gives on the widened values, each merged value then
-// rounded with the set's noise; the norms are those of the widened values; the rounding is
-// unbiased; the merges that read fp32 replicas in place refuse them. Replica counts 1..5 and
+// rounded with the set's noise; the norms are those of the widened values; so is the elastic
+// force; the rounding is unbiased; the merges that read fp32 replicas in place refuse them. Replica counts 1..5 and
 // sizes not divisible by them, across several blocks and partitions.
 #include <gtest/gtest.h>
 
@@ -135,6 +135,30 @@ TEST(Bf16Replicas, TheNormalizedMergeIsTheMergeOfTheWidenedReplicas) {
       ASSERT_EQ(StochasticBf16(fp32.data[i][j], RoundingNoise(bf16.key, j)), bf16.data[i][j]);
 }
 
+// The elastic force (EASGD, CROSSBOW), where each replica keeps its own state: the center is the
+// one of the widened replicas, each replica its own pulled value rounded with the set's noise.
+TEST(Bf16Replicas, TheElasticForceIsTheMergeOfTheWidenedReplicas) {
+  for (size_t n : {size_t{2}, size_t{3}}) {
+    const size_t size = 3 * 4096 + 17;
+    SCOPED_TRACE(n);
+    Bf16Replicas bf16 = RandomBf16Replicas(n, size, uint32_t(41 + n));
+    Replicas fp32 = bf16.Widened();
+    MergeOptions options;
+    options.elastic_alpha = 0.3;
+    GlobalModel global_bf16 = RandomGlobal(size, 43);
+    GlobalModel global_fp32 = global_bf16;
+    const auto merger = MakeElasticForceMerger(options, MakeCollective("ring", n));
+    merger->Merge(fp32.View(), MergeInput{}, &global_fp32);
+    merger->Merge(bf16.View(), MergeInput{}, &global_bf16);
+    ASSERT_TRUE(xmlt::testing::SameBits(global_fp32.current().data(), global_bf16.current().data(), size));
+    ASSERT_TRUE(xmlt::testing::SameBits(global_fp32.previous().data(), global_bf16.previous().data(), size));
+    for (size_t i = 0; i < n; ++i)
+      for (size_t j = 0; j < size; ++j)
+        ASSERT_EQ(StochasticBf16(fp32.data[i][j], RoundingNoise(bf16.key, j)), bf16.data[i][j])
+            << "replica " << i << " parameter " << j;
+  }
+}
+
 // Merged values below a bf16 step survive in expectation: over 256 keys, each replica value is one
 // of the merged value's two bf16 neighbours, and their mean is the merged value.
 TEST(Bf16Replicas, TheMergedValuesAreRoundedWithoutBias) {
@@ -171,16 +195,14 @@ TEST(Bf16Replicas, TheMergedValuesAreRoundedWithoutBias) {
   EXPECT_NEAR(bias / double(between), 0.0, 5.0 / (2.0 * std::sqrt(double(keys * between))));
 }
 
+// Adasum combines its tree's partial sums in the replicas' own buffers, and the copy merge copies
+// the replica's fp32 values: both refuse bf16 replicas, as every collective refuses a mixed set.
 TEST(Bf16Replicas, TheMergesThatReadFp32ReplicasInPlaceRefuseThem) {
   const size_t n = 3, size = 101;
   Bf16Replicas bf16 = RandomBf16Replicas(n, size, 23);
   GlobalModel global = RandomGlobal(size, 29);
   MergeInput input;
-  MergeOptions elastic;
-  elastic.elastic_alpha = 0.3;
   EXPECT_THROW(MakeAdasumMerger({})->Merge(bf16.View(), input, &global), std::invalid_argument);
-  EXPECT_THROW(MakeElasticForceMerger(elastic, MakeCollective("ring", n))->Merge(bf16.View(), input, &global),
-               std::invalid_argument);
   Bf16Replicas one = RandomBf16Replicas(1, size, 31);
   EXPECT_THROW(MakeCopyMerger()->Merge(one.View(), input, &global), std::invalid_argument);
   // Some replicas in bf16 and some in fp32: refused by every collective.
