@@ -188,6 +188,37 @@ TEST(Rollback, Bf16WeightsRollBackToTheTrustedState) {
   for (const float w : resumed.model.params) ASSERT_TRUE(std::isfinite(w));
 }
 
+// Several devices with bf16 weights (the adaptive merge on three CPUs): divergences roll back to
+// the trusted state, which every replica loads rounded to nearest, and the run ends finite; a device
+// that fails is dropped, and the merge of the survivors' bf16 replicas trains every row.
+TEST(Rollback, Bf16WeightsOfSeveralDevicesRollBackAndOutliveADroppedDevice) {
+  if (!kernels::cpu::Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here: bf16 weights need bf16 products";
+  const scheduler::SchedulerOptions scheduling = Scheduling("adaptive");
+  scheduler::TrainOptions options = Options();
+  options.math = kernels::OutputMath::kBf16;
+  options.bf16_optimizer_state = true;
+  options.bf16_weights = true;
+  scheduler::FaultInjection nan;
+  nan.kind = scheduler::FaultInjection::Kind::kNaN;
+  RunControl control;
+  control.max_rollbacks = 10;
+  for (const uint64_t megabatch : {1, 3, 3}) {
+    control.faults.push_back(nan);
+    control.faults.back().megabatch = megabatch;
+  }
+  const Outcome rolled = TrainFor(options, &scheduling, control);
+  EXPECT_EQ(rolled.result.rollbacks, 3u);
+  for (const float w : rolled.model.params) ASSERT_TRUE(std::isfinite(w));
+  EXPECT_NE(rolled.model.params, TrainFor(options, &scheduling, {}).model.params);
+
+  const Outcome dropped = TrainFor(options, &scheduling, FailingDevice(1, 2));
+  const EvalRecord& last = dropped.records.back();
+  EXPECT_TRUE(last.devices[1].dropped);
+  EXPECT_EQ(RowsTrained(dropped.records), last.train_samples);
+  EXPECT_EQ(last.train_samples, 6000u);
+  for (const float w : dropped.model.params) ASSERT_TRUE(std::isfinite(w));
+}
+
 TEST(DeviceFaults, AFailedDeviceIsDroppedAndTheOthersTrainEveryRow) {
   for (const std::string algo : {"adaptive", "elastic", "sync"}) {
     SCOPED_TRACE(algo);
