@@ -6,7 +6,6 @@
 #include <tbb/parallel_reduce.h>
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -69,8 +68,7 @@ class CpuTreeCollective : public Collective {
         for (size_t b = r.begin(); b != r.end(); ++b) {
           const size_t begin = lo + b * kBlock;
           const size_t end = std::min(begin + kBlock, hi);
-          ReduceBlock(replica_blocks.Load(begin, end), n, steps, root_scale, begin, end, finish);
-          replica_blocks.Store();
+          ReduceBlock(replica_blocks, steps, root_scale, begin, end, finish);
         }
       });
     });
@@ -78,11 +76,11 @@ class CpuTreeCollective : public Collective {
 
  private:
 
-  // In place: every replica's block (blocks[i]: replica i's [begin, end)) is overwritten at the
-  // end anyway, so the partial sums live in the left operands' own (cached) blocks and no buffer is
-  // needed.
-  static void ReduceBlock(float* const* blocks, size_t n, const std::vector<Step>& steps, float root_scale,
+  // In place: every replica's block [begin, end) is overwritten at the end anyway, so the partial
+  // sums live in the left operands' own (cached) blocks and no buffer is needed.
+  static void ReduceBlock(ReplicaBlocks& replica_blocks, const std::vector<Step>& steps, float root_scale,
                           size_t begin, size_t end, const FinishBlock& finish) {
+    float* const* blocks = replica_blocks.Load(begin, end);
     const size_t m = end - begin;
     for (const Step& s : steps) {
       float* a = blocks[s.left];
@@ -97,7 +95,7 @@ class CpuTreeCollective : public Collective {
       for (size_t j = 0; j < m; ++j) root[j] *= root_scale;
     }
     if (finish) finish(begin, end, root);
-    for (size_t i = 1; i < n; ++i) std::memcpy(blocks[i], root, m * sizeof(float));
+    replica_blocks.StoreAll(root);
   }
 
   size_t partitions_;

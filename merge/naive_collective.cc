@@ -1,7 +1,6 @@
 // The naive collective: one thread visits the replicas one after the other, block by block, and
 // sums in double. The reference the parallel collectives are tested and benchmarked against.
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -45,8 +44,7 @@ class NaiveCollective : public Collective {
         for (size_t j = 0; j < m; ++j) sums[j] += weights[i] * x[i][j];
       for (size_t j = 0; j < m; ++j) values[j] = static_cast<float>(sums[j]);
       if (finish) finish(begin, begin + m, values);
-      for (size_t i = 0; i < n; ++i) std::memcpy(x[i], values, m * sizeof(float));
-      blocks.Store();
+      blocks.StoreAll(values);
     }
   }
 

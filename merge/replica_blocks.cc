@@ -5,8 +5,10 @@
 #include <tbb/parallel_reduce.h>
 #include <tbb/partitioner.h>
 
-#include <algorithm>
+#include <cstdint>
+#include <cstring>
 
+#include "kernels/cpu/stochastic_rounding.h"
 #include "kernels/cpu/vector_ops.h"
 
 namespace xmlt::merge {
@@ -15,29 +17,24 @@ namespace {
 // Leaf size of the norm reduction; fixed so the combination tree never changes.
 constexpr size_t kNormGrain = 1 << 15;
 
-// Values summed by one vector loop: the compiler's order of the sum inside it is its own, so bf16
-// values are widened a chunk at a time and summed by this same loop.
-constexpr size_t kSquaresChunk = 4096;
+// The sum of squares in 32 lanes, each summing every 32nd value, the lanes then added in a fixed
+// order: an order written out, so fp32 values and widened bf16 ones give the same bits (a
+// compiler's vector reduction picks its own order, and another for another element type), and
+// 32 lanes keep enough additions in flight for the loads.
+constexpr size_t kLanes = 32;
 
-double SumOfSquares(const float* x, size_t n) {
-  double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-  for (size_t j = 0; j < n; ++j) sum += static_cast<double>(x[j]) * x[j];
-  return sum;
-}
+inline double Value(float x) { return x; }
+inline double Value(uint16_t x) { return kernels::cpu::WidenBf16(x); }
 
-double ChunkedSumOfSquares(const base::ReplicaParams& x, size_t begin, size_t end) {
-  float widened[kSquaresChunk];
+template <class T>
+double SumOfSquares(const T* x, size_t n) {
+  double lanes[kLanes] = {};
+  size_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (size_t k = 0; k < kLanes; ++k) lanes[k] += Value(x[j + k]) * Value(x[j + k]);
+  for (size_t k = 0; j + k < n; ++k) lanes[k] += Value(x[j + k]) * Value(x[j + k]);
   double sum = 0.0;
-  for (size_t at = begin; at < end; at += kSquaresChunk) {
-    const size_t m = std::min(kSquaresChunk, end - at);
-    if (!x.in_bf16()) {
-      sum += SumOfSquares(x.params + at, m);
-      continue;
-    }
-    kernels::cpu::vector_ops::WidenBf16s(x.bf16 + at, widened, m);
-    sum += SumOfSquares(widened, m);
-  }
+  for (double lane : lanes) sum += lane;
   return sum;
 }
 
@@ -70,13 +67,27 @@ void ReplicaBlocks::Store() {
                                         replicas_.bf16_rounding_key, begin_);
 }
 
+void ReplicaBlocks::StoreAll(const float* values) {
+  const size_t n = replicas_.count(), m = end_ - begin_;
+  if (scratch_.empty()) {
+    for (size_t i = 0; i < n; ++i)
+      if (blocks_[i] != values) std::memcpy(blocks_[i], values, m * sizeof(float));
+    return;
+  }
+  uint16_t* first = replicas_.members[0].bf16 + begin_;
+  kernels::cpu::vector_ops::RoundBf16(values, first, m, replicas_.bf16_rounding_key, begin_);
+  for (size_t i = 1; i < n; ++i) std::memcpy(replicas_.members[i].bf16 + begin_, first, m * sizeof(uint16_t));
+}
+
 double DeterministicSquaredNorm(const base::ReplicaParams& x, size_t begin, size_t end) {
   if (begin == end) return 0.0;
   // The simple_partitioner split of a fixed range is fixed, and so is the combination order of
   // parallel_deterministic_reduce.
   return tbb::parallel_deterministic_reduce(
       tbb::blocked_range<size_t>(begin, end, kNormGrain), 0.0,
-      [&x](const tbb::blocked_range<size_t>& r, double acc) { return acc + ChunkedSumOfSquares(x, r.begin(), r.end()); },
+      [&x](const tbb::blocked_range<size_t>& r, double acc) {
+        return acc + (x.in_bf16() ? SumOfSquares(x.bf16 + r.begin(), r.size()) : SumOfSquares(x.params + r.begin(), r.size()));
+      },
       [](double a, double b) { return a + b; }, tbb::simple_partitioner());
 }
 

@@ -22,6 +22,9 @@ class ReplicaBlocks {
   // Writes the loaded blocks back: nothing to do for fp32 replicas; bf16 ones are rounded, each value
   // with the noise of (bf16_rounding_key, its offset).
   void Store();
+  // Gives every replica's loaded block `values` (m floats; may be one of the blocks): copied into
+  // fp32 replicas; rounded once for bf16 ones, whose equal noise gives them all the same bits.
+  void StoreAll(const float* values);
 
  private:
   const ReplicaSet& replicas_;
