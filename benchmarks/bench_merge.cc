@@ -122,31 +122,30 @@ void BM_NormalizedMerge(benchmark::State& state) {
   });
 }
 
-// Algorithm 2 on n replicas that keep their weights in bf16 (--weights bf16): the same passes over
-// half the replicas' bytes; the norms widen, the sum widens and the write-back rounds
-// stochastically (merge/replica_blocks.h). bf16_over_fp32 is its time over the fp32 merge's,
-// measured in the same iterations.
-void BM_NormalizedMergeBf16(benchmark::State& state) {
-  const size_t n = size_t(state.range(0));
-  Model model(n);
-  std::vector<std::vector<uint16_t>> bf16(n);
+// The replicas of Model(n) in bf16 (1e-3 (i + 1) truncated, so the perturbed path too), as `set`
+// views them (--weights bf16).
+struct Bf16Replicas {
+  std::vector<std::vector<uint16_t>> values;
   ReplicaSet set;
-  set.size = kModel;
-  set.bf16_rounding_key = 12345;
-  for (size_t i = 0; i < n; ++i) {
-    // 1e-3 (i + 1) truncated to bf16, as the fp32 model's replicas: the perturbed path too.
-    float v = 1e-3f * float(i + 1);
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    bf16[i].assign(kModel, uint16_t(bits >> 16));
-    set.members.push_back({nullptr, -1, bf16[i].data()});
+  explicit Bf16Replicas(size_t n) : values(n) {
+    set.size = kModel;
+    set.bf16_rounding_key = 12345;
+    for (size_t i = 0; i < n; ++i) {
+      float v = 1e-3f * float(i + 1);
+      uint32_t bits;
+      std::memcpy(&bits, &v, sizeof bits);
+      values[i].assign(kModel, uint16_t(bits >> 16));
+      set.members.push_back({nullptr, -1, values[i].data()});
+    }
   }
-  auto merger = MakeNormalizedMerger(MergeOptions{}, MakeCpuPartitionedSumCollective());
-  auto fp32_merger = MakeNormalizedMerger(MergeOptions{}, MakeCpuPartitionedSumCollective());
-  MergeInput input;
-  input.batch.assign(n, 256.0);
-  input.lr.assign(n, 0.1);
-  for (size_t i = 0; i < n; ++i) input.updates.push_back(100 + i);
+};
+
+// `merger` on bf16 replicas against `fp32_merger` on fp32 ones, in the same iterations:
+// bf16_over_fp32 is the ratio of their times; the floor counts two bytes a replica value over
+// `replica_passes` passes, and w and w_p read and written.
+template <typename MergeBf16, typename MergeFp32>
+void RunBf16AgainstFp32(benchmark::State& state, double replica_passes, MergeBf16 merge_bf16, MergeFp32 merge_fp32) {
+  const size_t n = size_t(state.range(0));
   double fp32_seconds = 0.0, bf16_seconds = 0.0, copy_seconds = 0.0;
   auto time = [](auto&& f) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -156,19 +155,51 @@ void BM_NormalizedMergeBf16(benchmark::State& state) {
   for (auto _ : state) {
     TimeOneCopy();  // absorbs the previous merge's dirty lines, as in RunAgainstFloor
     copy_seconds += TimeOneCopy();
-    fp32_seconds += time([&] { fp32_merger->Merge(model.set, input, &model.global); });
+    fp32_seconds += time(merge_fp32);
     TimeOneCopy();
-    const double t = time([&] { merger->Merge(set, input, &model.global); });
+    const double t = time(merge_bf16);
     state.SetIterationTime(t);
     bf16_seconds += t;
   }
   const double iterations = double(state.iterations());
-  const double floor_bytes = 2.0 * kModel * 3.0 * n + 4.0 * kModel * 4.0;
+  const double floor_bytes = 2.0 * kModel * replica_passes * n + 4.0 * kModel * 4.0;
   const double copy = 2.0 * kCopyBytes * iterations / copy_seconds;
   state.SetBytesProcessed(int64_t(floor_bytes * iterations));
   state.counters["copy_GBps"] = copy / 1e9;
   state.counters["floor_fraction"] = (floor_bytes / copy) / (bf16_seconds / iterations);
   state.counters["bf16_over_fp32"] = bf16_seconds / fp32_seconds;
+}
+
+// Algorithm 2 on bf16 replicas: the same passes over half the replicas' bytes; the norms widen, the
+// sum widens and the write-back rounds stochastically (merge/replica_blocks.h).
+void BM_NormalizedMergeBf16(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  Model model(n);
+  Bf16Replicas bf16(n);
+  auto merger = MakeNormalizedMerger(MergeOptions{}, MakeCpuPartitionedSumCollective());
+  auto fp32_merger = MakeNormalizedMerger(MergeOptions{}, MakeCpuPartitionedSumCollective());
+  MergeInput input;
+  input.batch.assign(n, 256.0);
+  input.lr.assign(n, 0.1);
+  for (size_t i = 0; i < n; ++i) input.updates.push_back(100 + i);
+  // The norms read every replica, the sum reads and writes it.
+  RunBf16AgainstFp32(
+      state, 3.0, [&] { merger->Merge(bf16.set, input, &model.global); },
+      [&] { fp32_merger->Merge(model.set, input, &model.global); });
+}
+
+// Adasum on bf16 replicas: each pass reads every replica (log2 n + 1 passes), the last writes it.
+void BM_AdasumMergeBf16(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  Model model(n);
+  Bf16Replicas bf16(n);
+  model.set.tensors = bf16.set.tensors = {0, kModel / 2, kModel / 2 + 128, kModel - 4096};
+  auto adasum = MakeAdasumMerger(MergeOptions{});
+  size_t levels = 0;
+  while ((size_t{1} << levels) < n) ++levels;
+  RunBf16AgainstFp32(
+      state, double(levels) + 2.0, [&] { adasum->Merge(bf16.set, MergeInput{}, &model.global); },
+      [&] { adasum->Merge(model.set, MergeInput{}, &model.global); });
 }
 
 // Elastic averaging: no norm pass, otherwise the same traffic.
@@ -280,6 +311,7 @@ BENCHMARK_CAPTURE(BM_CollectiveAllReduce, tree, "tree")
     ->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK_CAPTURE(BM_CollectiveAllReduce, naive, "naive")
     ->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_AdasumMergeBf16)->Arg(4)->Arg(2)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_AdasumMerge)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_ElasticForceMerge)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_GradientMerge)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();

@@ -7,10 +7,11 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "merge/replica_blocks.h"
 
 namespace xmlt::merge {
 namespace {
@@ -148,8 +149,11 @@ void AdasumAllReduce(const ReplicaSet& vectors, const PrepareBlock& prepare,
                      const FinishBlock& finish) {
   const size_t n = vectors.count();
   if (n == 0) throw std::invalid_argument("adasum: no replicas");
-  for (const base::ReplicaParams& x : vectors.members)
-    if (x.params == nullptr && vectors.size > 0) throw std::invalid_argument("adasum: null parameters");
+  const bool bf16 = vectors.in_bf16();
+  for (const base::ReplicaParams& x : vectors.members) {
+    if (x.in_bf16() != bf16) throw std::invalid_argument("adasum: some replicas are in bf16 and others in fp32");
+    if (!bf16 && x.params == nullptr && vectors.size > 0) throw std::invalid_argument("adasum: null parameters");
+  }
   const std::vector<size_t> bounds = TensorBounds(vectors);
   const size_t tensors = bounds.size() - 1;
   std::vector<Chunk> chunks;
@@ -159,33 +163,37 @@ void AdasumAllReduce(const ReplicaSet& vectors, const PrepareBlock& prepare,
 
   const std::vector<std::vector<TreePair>> levels = PairwiseTreeLevels(n);
   const size_t passes = levels.size() + 1;
-  // coef[(t * pairs + p) * 2 + side]: the coefficients of level pass - 1, tensor t, pair p.
-  std::vector<float> coef;
+  // coef[level][(t * pairs + p) * 2 + side]: level's coefficients for tensor t, pair p.
+  std::vector<std::vector<float>> coef(levels.size());
   std::vector<Dots> partial;  // partial[c * pairs + p]: chunk c's share of level `pass`'s dots
   for (size_t pass = 0; pass < passes; ++pass) {
-    const std::vector<TreePair>* combine = pass > 0 ? &levels[pass - 1] : nullptr;
     const std::vector<TreePair>* measure = pass < levels.size() ? &levels[pass] : nullptr;
     const size_t measured = measure ? measure->size() : 0;
     const bool last = pass + 1 == passes;
+    // fp32 replicas hold the levels combined by the passes before, in place; bf16 replicas are
+    // not written until the end (each level rounded would not be Adasum), so each pass widens the
+    // replicas and combines every level before its own again, the same arithmetic in the same
+    // order: the same bits as fp32 replicas of the widened values.
+    const size_t first_combined = bf16 || pass == 0 ? 0 : pass - 1;
     partial.assign(chunks.size() * measured, Dots{});
     tbb::parallel_for(tbb::blocked_range<size_t>(0, chunks.size()), [&](const auto& range) {
+      ReplicaBlocks blocks(vectors, kChunk);
       for (size_t c = range.begin(); c != range.end(); ++c) {
         const Chunk& chunk = chunks[c];
         const size_t m = chunk.end - chunk.begin;
-        auto at = [&](size_t i) { return vectors.members[i].params + chunk.begin; };
-        if (pass == 0 && prepare)
-          for (size_t i = 0; i < n; ++i) prepare(i, chunk.begin, chunk.end, at(i));
-        if (combine) {
-          const float* k = coef.data() + chunk.tensor * combine->size() * 2;
-          for (size_t p = 0; p < combine->size(); ++p)
-            Combine(at((*combine)[p].left), at((*combine)[p].right), m, k[2 * p], k[2 * p + 1]);
+        float* const* x = blocks.Load(chunk.begin, chunk.end);
+        if ((pass == 0 || bf16) && prepare)
+          for (size_t i = 0; i < n; ++i) prepare(i, chunk.begin, chunk.end, x[i]);
+        for (size_t level = first_combined; level < pass; ++level) {
+          const float* k = coef[level].data() + chunk.tensor * levels[level].size() * 2;
+          for (size_t p = 0; p < levels[level].size(); ++p)
+            Combine(x[levels[level][p].left], x[levels[level][p].right], m, k[2 * p], k[2 * p + 1]);
         }
         for (size_t p = 0; p < measured; ++p)
-          partial[c * measured + p] =
-              PartialDots(at((*measure)[p].left), at((*measure)[p].right), m);
+          partial[c * measured + p] = PartialDots(x[(*measure)[p].left], x[(*measure)[p].right], m);
         if (last) {
-          if (finish) finish(chunk.begin, chunk.end, at(0));
-          for (size_t i = 1; i < n; ++i) std::memcpy(at(i), at(0), m * sizeof(float));
+          if (finish) finish(chunk.begin, chunk.end, x[0]);
+          blocks.StoreAll(x[0]);
         }
       }
     });
@@ -201,10 +209,11 @@ void AdasumAllReduce(const ReplicaSet& vectors, const PrepareBlock& prepare,
         s.bb += d.bb;
       }
     }
-    coef.assign(tensors * measured * 2, 1.0f);
+    std::vector<float>& k = coef[pass];
+    k.assign(tensors * measured * 2, 1.0f);
     for (size_t q = 0; q < sums.size(); ++q) {
-      coef[2 * q] = static_cast<float>(AdasumCoefficient(sums[q].ab, sums[q].aa));
-      coef[2 * q + 1] = static_cast<float>(AdasumCoefficient(sums[q].ab, sums[q].bb));
+      k[2 * q] = static_cast<float>(AdasumCoefficient(sums[q].ab, sums[q].aa));
+      k[2 * q + 1] = static_cast<float>(AdasumCoefficient(sums[q].ab, sums[q].bb));
     }
   }
 }

@@ -18,7 +18,6 @@ class AdasumMerger : public Merger {
                      GlobalModel* global) override {
     CheckReplicasAndGlobal(replicas, global);
     CheckOnHost(replicas, global, name());
-    CheckFp32Replicas(replicas, "adasum merge");
     const size_t n = replicas.count();
     CheckOptionalInput(input, n, "adasum");
     const float gamma = static_cast<float>(options_.momentum);

@@ -31,18 +31,15 @@ void ValidateTrainOptions(const TrainOptions& options) {
 
 void ValidateBf16Weights(const TrainOptions& options, const SchedulerOptions& scheduling) {
   if (options.bf16_weights && (!MergesBf16Weights(scheduling) || options.math != kernels::OutputMath::kBf16))
-    throw OptionError("weights", "bf16 is for CPU devices of the dense step on one rank, merged by anything but Adasum "
-                                 "(the copy for one device), with the output products in bf16");
+    throw OptionError("weights", "bf16 is for CPU devices of the dense step on one rank, with the output products in "
+                                 "bf16");
 }
 
 bool MergesBf16Weights(const SchedulerOptions& scheduling) {
-  using Merge = SchedulerOptions::Merge;
-  const bool dense_cpus = !scheduling.sampled_output.enabled && !scheduling.devices.empty() &&
-                          std::all_of(scheduling.devices.begin(), scheduling.devices.end(),
-                                      [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCpu; });
-  if (!dense_cpus) return false;
-  if (scheduling.merge == Merge::kCopy) return scheduling.devices.size() == 1;
-  return scheduling.merge != Merge::kAdasum && RankCount(scheduling) == 1;
+  const bool cpus = !scheduling.devices.empty() &&
+                    std::all_of(scheduling.devices.begin(), scheduling.devices.end(),
+                                [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCpu; });
+  return cpus && !scheduling.sampled_output.enabled && RankCount(scheduling) == 1;
 }
 
 void ValidateSchedulerOptions(const SchedulerOptions& scheduling) {

@@ -114,10 +114,9 @@ void ValidateSchedulerOptions(const SchedulerOptions& scheduling);
 // bf16_weights where MergesBf16Weights is false or the products are not in bf16.
 void ValidateBf16Weights(const TrainOptions& options, const SchedulerOptions& scheduling);
 // Whether the run's devices can keep their weights in bf16 with no fp32 copy: every device a CPU of
-// the dense step on one rank, and a merge that takes bf16 replicas: the copy merge of one device,
-// the weighted sums (their host collectives) and the elastic force, which read and write them
-// block by block (merge/replica_blocks.h). Adasum combines its tree's partial sums in the
-// replicas' own buffers, and the rank sum and the mirrors of other ranks' replicas are fp32.
+// the dense step, on one rank. Every host merge takes bf16 replicas (the copy merge of one device
+// as a stream, the others block by block: merge/replica_blocks.h); the rank sum and the mirrors of
+// other ranks' replicas are fp32.
 bool MergesBf16Weights(const SchedulerOptions& scheduling);
 
 // The test rows every evaluation of the run scores but, with final_eval_full, the last: a sample

@@ -1,7 +1,8 @@
 // Replicas that keep their weights in bf16 (--weights bf16), merged by the host collectives: each
 // collective gives, bit for bit, what it gives on the widened values, each merged value then
-// rounded with the set's noise; the norms are those of the widened values; so is the elastic
-// force; the rounding is unbiased; the merges that read fp32 replicas in place refuse them. Replica counts 1..5 and
+// rounded with the set's noise; the norms are those of the widened values; so are the elastic
+// force and Adasum; the rounding is unbiased; the copy merge, which reads fp32 replicas in place,
+// refuses them. Replica counts 1..5 and
 // sizes not divisible by them, across several blocks and partitions.
 #include <gtest/gtest.h>
 
@@ -195,16 +196,49 @@ TEST(Bf16Replicas, TheMergedValuesAreRoundedWithoutBias) {
   EXPECT_NEAR(bias / double(between), 0.0, 5.0 / (2.0 * std::sqrt(double(keys * between))));
 }
 
-// Adasum combines its tree's partial sums in the replicas' own buffers, and the copy merge copies
-// the replica's fp32 values: both refuse bf16 replicas, as every collective refuses a mixed set.
+// Adasum per tensor, over trees of one to three levels, both momentum modes: each pass widens the
+// replicas and combines the levels before it again, so w, w_p and the coefficients are those of the
+// widened replicas, and every replica gets the result rounded with the set's noise.
+TEST(Bf16Replicas, AdasumIsTheMergeOfTheWidenedReplicas) {
+  for (size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{8}}) {
+    for (const MomentumMode mode : {MomentumMode::kHeavy, MomentumMode::kNesterov}) {
+      const size_t size = 2 * 8192 + 4099;
+      SCOPED_TRACE(::testing::Message() << "n=" << n << (mode == MomentumMode::kHeavy ? " heavy" : " nesterov"));
+      Bf16Replicas bf16 = RandomBf16Replicas(n, size, uint32_t(53 + n));
+      Replicas fp32 = bf16.Widened();
+      ReplicaSet bf16_set = bf16.View(), fp32_set = fp32.View();
+      bf16_set.tensors = fp32_set.tensors = {0, 5000, 5001, 8192 + 3};  // a tensor across chunks, one of a value
+      MergeOptions options;
+      options.momentum = 0.5;
+      options.momentum_mode = mode;
+      GlobalModel global_bf16 = RandomGlobal(size, 59);
+      GlobalModel global_fp32 = global_bf16;
+      MakeAdasumMerger(options)->Merge(fp32_set, MergeInput{}, &global_fp32);
+      MakeAdasumMerger(options)->Merge(bf16_set, MergeInput{}, &global_bf16);
+      ASSERT_TRUE(xmlt::testing::SameBits(global_fp32.current().data(), global_bf16.current().data(), size));
+      ASSERT_TRUE(xmlt::testing::SameBits(global_fp32.previous().data(), global_bf16.previous().data(), size));
+      for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < size; ++j)
+          ASSERT_EQ(StochasticBf16(fp32.data[i][j], RoundingNoise(bf16.key, j)), bf16.data[i][j])
+              << "replica " << i << " parameter " << j;
+    }
+  }
+}
+
+// The copy merge copies the replica's fp32 values (a bf16 one is streamed instead,
+// run/survivor_merge.h): it refuses bf16 replicas, as every collective refuses a mixed set.
 TEST(Bf16Replicas, TheMergesThatReadFp32ReplicasInPlaceRefuseThem) {
   const size_t n = 3, size = 101;
   Bf16Replicas bf16 = RandomBf16Replicas(n, size, 23);
   GlobalModel global = RandomGlobal(size, 29);
   MergeInput input;
-  EXPECT_THROW(MakeAdasumMerger({})->Merge(bf16.View(), input, &global), std::invalid_argument);
   Bf16Replicas one = RandomBf16Replicas(1, size, 31);
   EXPECT_THROW(MakeCopyMerger()->Merge(one.View(), input, &global), std::invalid_argument);
+  EXPECT_THROW(MakeAdasumMerger({})->Merge([&] {
+    ReplicaSet mixed = bf16.View();
+    mixed.members[2] = {one.Widened().data[0].data()};
+    return mixed;
+  }(), input, &global), std::invalid_argument);
   // Some replicas in bf16 and some in fp32: refused by every collective.
   Replicas fp32 = bf16.Widened();
   ReplicaSet mixed = bf16.View();

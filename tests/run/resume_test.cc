@@ -493,11 +493,11 @@ TEST(Resume, ABf16OptimizerStateResumesExactly) {
 // checkpoint writes the replica widened, a piece at a time. The merges of several devices round
 // what they write into the replicas with noise drawn from the seed, the mega-batch and the merges
 // before it in the mega-batch (sync merges every round). A run stopped between or inside
-// mega-batches and resumed equals the uninterrupted one, on one device and on three merged by the
-// adaptive merge, by gradient aggregation every round, by the elastic force (EASGD: each replica
-// keeps its own state) and by CROSSBOW's. One device's final model holds bf16 values only (w is
-// the widened replica). Resumed with fp32 weights, a run is refused naming the flag; Adasum, which
-// combines its tree's partial sums in the replicas' own buffers, refuses bf16 weights.
+// mega-batches and resumed equals the uninterrupted one, on one device and on three merged by each
+// merge: adaptive, gradient aggregation every round (sync), the elastic force (EASGD: each replica
+// keeps its own state), CROSSBOW's and Adasum. One device's final model holds bf16 values only (w
+// is the widened replica). Resumed with fp32 weights, a run is refused naming the flag; the sampled
+// step, whose devices keep fp32 parameters, refuses bf16 weights.
 TEST(Resume, Bf16WeightsResumeExactly) {
   if (!kernels::cpu::Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here: bf16 weights need bf16 products";
   scheduler::TrainOptions options = Options();
@@ -506,7 +506,7 @@ TEST(Resume, Bf16WeightsResumeExactly) {
   options.bf16_optimizer_state = true;
   scheduler::TrainOptions fp32_weights = options;
   options.bf16_weights = true;
-  for (const std::string algo : {"single", "adaptive", "sync", "elastic", "crossbow"}) {
+  for (const std::string algo : {"single", "adaptive", "sync", "elastic", "crossbow", "adasum"}) {
     SCOPED_TRACE(algo);
     const bool single = algo == "single";
     const scheduler::SchedulerOptions scheduling = Scheduling(algo);
@@ -525,7 +525,8 @@ TEST(Resume, Bf16WeightsResumeExactly) {
   EXPECT_EQ(refusal->differences()[0].name, "weights");
   // Refused by the settings, before any training (the merges would refuse bf16 replicas too).
   {
-    const scheduler::SchedulerOptions refused = Scheduling("adasum");
+    scheduler::SchedulerOptions refused = Scheduling("adaptive");
+    refused.sampled_output = SmallSampledOutput();
     try {
       TrainFor(options, &refused, {});
       ADD_FAILURE() << "bf16 weights were not refused";
