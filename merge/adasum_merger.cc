@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cpu/stochastic_rounding.h"
 #include "merge/adasum.h"
 #include "merge/merge_checks.h"
 #include "merge/merger.h"
@@ -27,11 +28,20 @@ class AdasumMerger : public Merger {
     // The starting point the replicas were given by the previous merge is recomputed from w and
     // w_p with the same expression in both callbacks, so deltas and update agree to the bit.
     // Under kNesterov the look-ahead already is the momentum step: no extra term at the end.
+    // bf16 replicas began from that start rounded to nearest (merge/replica_blocks.h: StoreAll):
+    // their deltas are taken from there, so the rounding is neither a delta of its own nor in w.
+    const bool bf16 = replicas.in_bf16();
     const PrepareBlock to_delta = [=](size_t, size_t begin, size_t end, float* x) {
       const float* cw = w + begin;
       const float* cp = wp + begin;
       const size_t m = end - begin;
-      if (nesterov) {
+      if (bf16) {
+#pragma omp simd
+        for (size_t j = 0; j < m; ++j) {
+          const float start = nesterov ? cw[j] + gamma * (cw[j] - cp[j]) : cw[j];
+          x[j] -= kernels::cpu::WidenBf16(kernels::cpu::NearestBf16(start));
+        }
+      } else if (nesterov) {
 #pragma omp simd
         for (size_t j = 0; j < m; ++j) x[j] -= cw[j] + gamma * (cw[j] - cp[j]);
       } else {

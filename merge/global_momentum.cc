@@ -2,13 +2,31 @@
 // per-block finish step.
 #include "merge/global_momentum.h"
 
+#include "kernels/cpu/stochastic_rounding.h"
+
 namespace xmlt::merge {
 
-FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum, MomentumMode mode) {
+namespace {
+
+// values[j] += weight (start - start rounded to nearest bf16), the start w + gamma (w - w_p) under
+// kNesterov (the expression the look-ahead was written with), w under kHeavy.
+void MoveToTheUnroundedStart(const float* w, const float* wp, float gamma, bool nesterov, float weight,
+                             float* values, size_t m) {
+#pragma omp simd
+  for (size_t j = 0; j < m; ++j) {
+    const float start = nesterov ? w[j] + gamma * (w[j] - wp[j]) : w[j];
+    values[j] += weight * (start - kernels::cpu::WidenBf16(kernels::cpu::NearestBf16(start)));
+  }
+}
+
+}  // namespace
+
+FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum, MomentumMode mode, double start_weight) {
   // Fetched first if newer on the GPUs; the host vectors are the model from here on.
   float* current = global->MutableCurrent().data();
   float* previous = global->MutablePrevious().data();
   const float gamma = static_cast<float>(momentum);
+  const float moved = static_cast<float>(start_weight);
   if (mode == MomentumMode::kNesterov) {
     // The replicas started from the look-ahead w + gamma (w - w_p), so their combination already
     // carries the momentum step; the next look-ahead is written back for the replicas only.
@@ -16,6 +34,7 @@ FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum, MomentumM
       float* w = current + begin;
       float* wp = previous + begin;
       const size_t m = end - begin;
+      if (moved != 0.0f) MoveToTheUnroundedStart(w, wp, gamma, true, moved, values, m);
 #pragma omp simd
       for (size_t j = 0; j < m; ++j) {
         const float next = values[j];
@@ -29,6 +48,7 @@ FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum, MomentumM
     float* w = current + begin;
     float* wp = previous + begin;
     const size_t m = end - begin;
+    if (moved != 0.0f) MoveToTheUnroundedStart(w, wp, gamma, false, moved, values, m);
 #pragma omp simd
     for (size_t j = 0; j < m; ++j) {
       const float next = values[j] + gamma * (w[j] - wp[j]);
@@ -41,7 +61,11 @@ FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum, MomentumM
 
 void Collective::WeightedAllReduceWithMomentum(const ReplicaSet& replicas, const std::vector<double>& weights,
                                                double momentum, MomentumMode mode, GlobalModel* global) {
-  WeightedAllReduce(replicas, weights, GlobalMomentumFinish(global, momentum, mode));
+  // bf16 replicas began from their start rounded to nearest: the finish takes their changes from it.
+  double start_weight = 0.0;
+  if (replicas.in_bf16())
+    for (double a : weights) start_weight += a;
+  WeightedAllReduce(replicas, weights, GlobalMomentumFinish(global, momentum, mode, start_weight));
 }
 
 void MergeWithGlobalMomentum(Collective& collective, const ReplicaSet& replicas,

@@ -16,8 +16,12 @@ namespace xmlt::merge {
 // (global->MutableCurrent(), MutablePrevious()) block by block, so it needs no buffer beyond them.
 // It leaves in `values` what every replica starts the next round from: w' under kHeavy, the
 // look-ahead w' + gamma (w' - w) under kNesterov (w always receives w', never the look-ahead).
+// With start_weight != 0 (replicas in bf16, start_weight the sum of the alpha_i), the replicas began
+// the round from their start rounded to nearest (w, or its look-ahead), not from the start itself:
+// the sum is first moved by start_weight (start - rounded start), so that w' takes each replica's
+// change from where it began, as with fp32 replicas, and the rounding never enters w.
 FinishBlock GlobalMomentumFinish(GlobalModel* global, double momentum,
-                                 MomentumMode mode = MomentumMode::kHeavy);
+                                 MomentumMode mode = MomentumMode::kHeavy, double start_weight = 0);
 
 // Runs the rule with the given alpha_i (not renormalized); every replica ends equal to w' (kHeavy)
 // or to its look-ahead (kNesterov).

@@ -75,7 +75,8 @@ void ReplicaBlocks::StoreAll(const float* values) {
     return;
   }
   uint16_t* first = replicas_.members[0].bf16 + begin_;
-  kernels::cpu::vector_ops::RoundBf16(values, first, m, replicas_.bf16_rounding_key, begin_);
+#pragma omp simd
+  for (size_t j = 0; j < m; ++j) first[j] = kernels::cpu::NearestBf16(values[j]);
   for (size_t i = 1; i < n; ++i) std::memcpy(replicas_.members[i].bf16 + begin_, first, m * sizeof(uint16_t));
 }
 

@@ -1,7 +1,7 @@
-// A block of every host replica as fp32 values, for the CPU collectives: the replicas' own memory
-// when they are fp32; widened from bf16 into scratch when they keep bf16 weights, and written back
-// rounded stochastically. So a collective's arithmetic is the same on both: over bf16 replicas it
-// gives, bit for bit, its result over their widened values, each then rounded with the set's noise.
+// A block of every host replica as fp32 values, for the CPU collectives and merges: the replicas'
+// own memory when they are fp32; widened from bf16 into scratch when they keep bf16 weights, and
+// written back rounded (to nearest when every replica gets the same start, stochastically when
+// each keeps a state of its own). So a merge's arithmetic is the same on both.
 #pragma once
 
 #include <cstddef>
@@ -22,8 +22,10 @@ class ReplicaBlocks {
   // Writes the loaded blocks back: nothing to do for fp32 replicas; bf16 ones are rounded, each value
   // with the noise of (bf16_rounding_key, its offset).
   void Store();
-  // Gives every replica's loaded block `values` (m floats; may be one of the blocks): copied into
-  // fp32 replicas; rounded once for bf16 ones, whose equal noise gives them all the same bits.
+  // Gives every replica's loaded block `values` (m floats; may be one of the blocks), the common
+  // start of the next round: copied into fp32 replicas; rounded to nearest for bf16 ones, so that
+  // the next merge can recompute that start from w and take the replicas' changes from it
+  // (merge/global_momentum.h, the Adasum merger). w itself stays the unrounded fp32 value.
   void StoreAll(const float* values);
 
  private:

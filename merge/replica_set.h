@@ -23,10 +23,11 @@ struct ReplicaSet {
   // tensor k spans [tensors[k], tensors[k+1]) or up to `size`. Empty means one tensor. Merges
   // that work per tensor (Adasum) need it; element-wise ones ignore it.
   std::vector<size_t> tensors;
-  // Replicas kept in bf16 (every member's bf16 set, none's params): a collective reads them widened
-  // and writes each merged value rounded stochastically, with the noise of (this key, the value's
-  // offset). The same noise for every replica, so that replicas given one value keep one value;
-  // the caller draws a new key for each merge (run/survivor_merge.h).
+  // Replicas kept in bf16 (every member's bf16 set, none's params): a merge reads them widened. The
+  // merges that give every replica one start write it rounded to nearest (merge/replica_blocks.h);
+  // the elastic force, whose replicas keep their own states, rounds each stochastically with the
+  // noise of (this key, the value's offset), which the caller draws anew for each merge
+  // (run/survivor_merge.h).
   uint32_t bf16_rounding_key = 0;
   size_t count() const { return members.size(); }
   bool in_bf16() const { return !members.empty() && members[0].in_bf16(); }

@@ -39,6 +39,15 @@ namespace xmlt::kernels::cpu {
   return uint16_t(special ? (bits >> 16) | ((bits & 0xffffu) != 0 ? 0x0040u : 0u) : rounded >> 16);
 }
 
+// `value` rounded to its nearest bf16, ties to even; a NaN stays a NaN (bf16_gemm.h's FloatToBf16,
+// inline for the merges' loops).
+[[gnu::always_inline]] inline uint16_t NearestBf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  const bool nan = (bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0;
+  return uint16_t(nan ? (bits >> 16) | 0x0040u : (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
 [[gnu::always_inline]] inline float WidenBf16(uint16_t value) {
   const uint32_t bits = uint32_t(value) << 16;
   float out;

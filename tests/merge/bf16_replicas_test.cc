@@ -15,6 +15,7 @@
 
 #include "kernels/cpu/stochastic_rounding.h"
 #include "merge/collective.h"
+#include "merge/global_momentum.h"
 #include "merge/merger.h"
 #include "tests/merge/merge_test_support.h"
 #include "tests/test_support.h"
@@ -22,6 +23,7 @@
 namespace xmlt::merge {
 namespace {
 
+using kernels::cpu::NearestBf16;
 using kernels::cpu::RoundingNoise;
 using kernels::cpu::StochasticBf16;
 using kernels::cpu::WidenBf16;
@@ -29,12 +31,6 @@ using testing::Replicas;
 using testing::RandomReplicas;
 
 const char* const kNames[] = {"ring", "tree", "naive"};
-
-uint16_t NearestBf16(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  return uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
 
 // Replicas in bf16 and the same values widened into fp32 replicas.
 struct Bf16Replicas {
@@ -81,59 +77,135 @@ GlobalModel RandomGlobal(size_t size, uint32_t seed) {
   return GlobalModel(r.data[0], r.data[1]);
 }
 
-TEST(Bf16Replicas, EachCollectiveEqualsItsSumOfTheWidenedValuesRounded) {
+// The finish a merge of bf16 replicas runs, for fp32 replicas of their widened values: the sum is
+// moved by start_weight (start - start rounded to nearest), the start the replicas really began
+// from, then the momentum rule runs (merge/global_momentum.h).
+FinishBlock MovedFinish(GlobalModel* global, double momentum, MomentumMode mode, double start_weight) {
+  const FinishBlock rule = GlobalMomentumFinish(global, momentum, mode);
+  const float* w = global->current().data();
+  const float* wp = global->previous().data();
+  const float gamma = float(momentum), moved = float(start_weight);
+  return [=](size_t begin, size_t end, float* values) {
+    for (size_t j = begin; j < end; ++j) {
+      const float start = mode == MomentumMode::kNesterov ? w[j] + gamma * (w[j] - wp[j]) : w[j];
+      values[j - begin] += moved * (start - WidenBf16(NearestBf16(start)));
+    }
+    rule(begin, end, values);
+  };
+}
+
+double Sum(const std::vector<double>& weights) {
+  double total = 0.0;
+  for (double a : weights) total += a;
+  return total;
+}
+
+// Every replica's bf16 values are `values` rounded to nearest (the common start they are given).
+void ExpectNearest(const Bf16Replicas& bf16, const std::vector<float>& values) {
+  for (size_t i = 0; i < bf16.data.size(); ++i)
+    for (size_t j = 0; j < values.size(); ++j)
+      ASSERT_EQ(NearestBf16(values[j]), bf16.data[i][j]) << "replica " << i << " parameter " << j;
+}
+
+TEST(Bf16Replicas, EachCollectiveTakesTheReplicasChangesFromTheirRoundedStart) {
   for (const char* name : kNames) {
     for (size_t n = 1; n <= 5; ++n) {
       for (size_t size : {size_t{0}, size_t{1}, 7 * n + 3, size_t{3 * 4096 + 1001}, size_t{100003}}) {
-        for (size_t partitions : {size_t{0}, size_t{3}}) {
-          SCOPED_TRACE(::testing::Message() << name << " n=" << n << " size=" << size << " P=" << partitions);
+        for (const MomentumMode mode : {MomentumMode::kHeavy, MomentumMode::kNesterov}) {
+          SCOPED_TRACE(::testing::Message() << name << " n=" << n << " size=" << size
+                                            << (mode == MomentumMode::kHeavy ? " heavy" : " nesterov"));
           Bf16Replicas bf16 = RandomBf16Replicas(n, size, uint32_t(31 * n + size));
           Replicas fp32 = bf16.Widened();
           const std::vector<double> w = Weights(n, uint32_t(n + 3));
           GlobalModel global_bf16 = RandomGlobal(size, uint32_t(size + 11));
           GlobalModel global_fp32 = global_bf16;
 
-          const auto collective = MakeCollective(name, partitions);
+          const auto collective = MakeCollective(name, 3);
           EXPECT_EQ(collective->SquaredNorms(fp32.View()), collective->SquaredNorms(bf16.View()));
-          collective->WeightedAllReduceWithMomentum(fp32.View(), w, 0.5, MomentumMode::kHeavy, &global_fp32);
-          collective->WeightedAllReduceWithMomentum(bf16.View(), w, 0.5, MomentumMode::kHeavy, &global_bf16);
+          collective->WeightedAllReduce(fp32.View(), w, MovedFinish(&global_fp32, 0.5, mode, Sum(w)));
+          collective->WeightedAllReduceWithMomentum(bf16.View(), w, 0.5, mode, &global_bf16);
 
           ASSERT_TRUE(xmlt::testing::SameBits(global_fp32.current().data(), global_bf16.current().data(), size));
           ASSERT_TRUE(xmlt::testing::SameBits(global_fp32.previous().data(), global_bf16.previous().data(), size));
-          for (size_t i = 0; i < n; ++i)
-            for (size_t j = 0; j < size; ++j)
-              ASSERT_EQ(StochasticBf16(fp32.data[i][j], RoundingNoise(bf16.key, j)), bf16.data[i][j])
-                  << "replica " << i << " parameter " << j;
+          ExpectNearest(bf16, fp32.data.empty() ? std::vector<float>{} : fp32.data[0]);
         }
       }
     }
   }
 }
 
-// The adaptive merge with its perturbation in force: the norms that decide it, the weights and
-// the global model are those of the widened replicas.
+// Replicas that took no step since the merge that gave them their (rounded) start leave w where
+// fp32 replicas would: w + gamma (w - w_p), whatever the rounding, for the weighted sums and for
+// Adasum (whose deltas are then exactly 0). Taken from w itself, the rounding would enter w at
+// every merge and the global momentum would carry it on.
+TEST(Bf16Replicas, ReplicasThatTookNoStepMoveWAsFp32ReplicasWould) {
+  const size_t n = 3, size = 3 * 4096 + 77;
+  for (const MomentumMode mode : {MomentumMode::kHeavy, MomentumMode::kNesterov}) {
+    SCOPED_TRACE(mode == MomentumMode::kHeavy ? "heavy" : "nesterov");
+    const GlobalModel start = RandomGlobal(size, 61);
+    Replicas fp32;
+    Bf16Replicas bf16;
+    bf16.key = 7;
+    for (size_t i = 0; i < n; ++i) {
+      fp32.data.emplace_back(size);
+      bf16.data.emplace_back(size);
+      for (size_t j = 0; j < size; ++j) {
+        const float w = start.current()[j], wp = start.previous()[j];
+        fp32.data[i][j] = mode == MomentumMode::kNesterov ? w + 0.5f * (w - wp) : w;
+        bf16.data[i][j] = NearestBf16(fp32.data[i][j]);
+      }
+    }
+    MergeOptions options;
+    options.momentum = 0.5;
+    options.momentum_mode = mode;
+    for (const bool adasum : {false, true}) {
+      SCOPED_TRACE(adasum ? "adasum" : "average");
+      Replicas fp32_copy = fp32;
+      Bf16Replicas bf16_copy = bf16;
+      GlobalModel from_fp32 = start, from_bf16 = start;
+      const auto merger = [&] {
+        return adasum ? MakeAdasumMerger(options) : MakeAverageMerger(options, MakeCollective("ring", n));
+      };
+      merger()->Merge(fp32_copy.View(), MergeInput{}, &from_fp32);
+      merger()->Merge(bf16_copy.View(), MergeInput{}, &from_bf16);
+      for (size_t j = 0; j < size; ++j) {
+        // Adasum adds deltas of exactly 0; the average sums thirds of the rounded start and of the
+        // rounding apart, within a few float roundings of the fp32 sum of the start.
+        const float tolerance = adasum ? 0.0f : 4e-7f * (std::abs(from_fp32.current()[j]) + 1.0f);
+        ASSERT_NEAR(from_fp32.current()[j], from_bf16.current()[j], tolerance) << "parameter " << j;
+      }
+    }
+  }
+}
+
+// The adaptive merge with its perturbation in force: the norms that decide it and the weights are
+// those of the widened replicas, and w the sum of their changes from their rounded start.
 TEST(Bf16Replicas, TheNormalizedMergeIsTheMergeOfTheWidenedReplicas) {
   const size_t n = 3, size = 10007;
   Bf16Replicas bf16 = RandomBf16Replicas(n, size, 5);
   Replicas fp32 = bf16.Widened();
   MergeOptions options;
   options.pert_threshold = 1.0;  // every replica counts as regularized: the perturbation applies
+  options.renormalize_perturbed = false;  // the weights sum to more than 1
   MergeInput input;
   input.batch = {64, 96, 128};
   input.updates = {4, 3, 2};
   GlobalModel global_bf16 = RandomGlobal(size, 9);
   GlobalModel global_fp32 = global_bf16;
-  const MergeOutcome from_fp32 =
-      MakeNormalizedMerger(options, MakeCollective("ring", n))->Merge(fp32.View(), input, &global_fp32);
   const MergeOutcome from_bf16 =
       MakeNormalizedMerger(options, MakeCollective("ring", n))->Merge(bf16.View(), input, &global_bf16);
+  Replicas norms_of = bf16.Widened();
+  const MergeOutcome from_fp32 =
+      MakeNormalizedMerger(options, MakeCollective("ring", n))->Merge(norms_of.View(), input, &global_fp32);
   EXPECT_TRUE(from_bf16.perturbed);
   EXPECT_EQ(from_fp32.weights, from_bf16.weights);
-  EXPECT_EQ(from_fp32.perturbed, from_bf16.perturbed);
+  EXPECT_GT(Sum(from_bf16.weights), 1.0);
+  global_fp32 = RandomGlobal(size, 9);
+  MakeCollective("ring", n)->WeightedAllReduce(fp32.View(), from_bf16.weights,
+                                               MovedFinish(&global_fp32, options.momentum, MomentumMode::kHeavy,
+                                                           Sum(from_bf16.weights)));
   ASSERT_TRUE(xmlt::testing::SameBits(global_fp32.current().data(), global_bf16.current().data(), size));
-  for (size_t i = 0; i < n; ++i)
-    for (size_t j = 0; j < size; ++j)
-      ASSERT_EQ(StochasticBf16(fp32.data[i][j], RoundingNoise(bf16.key, j)), bf16.data[i][j]);
+  ExpectNearest(bf16, global_bf16.current());
 }
 
 // The elastic force (EASGD, CROSSBOW), where each replica keeps its own state: the center is the
@@ -160,67 +232,39 @@ TEST(Bf16Replicas, TheElasticForceIsTheMergeOfTheWidenedReplicas) {
   }
 }
 
-// Merged values below a bf16 step survive in expectation: over 256 keys, each replica value is one
-// of the merged value's two bf16 neighbours, and their mean is the merged value.
-TEST(Bf16Replicas, TheMergedValuesAreRoundedWithoutBias) {
-  const size_t n = 2, size = 4096, keys = 256;
-  std::vector<double> sum(size, 0.0);
-  std::vector<float> merged;
-  for (uint32_t k = 0; k < keys; ++k) {
-    Bf16Replicas bf16 = RandomBf16Replicas(n, size, 17);
-    bf16.key = k * 0x9e3779b9u + 1;
-    Replicas fp32 = bf16.Widened();
-    MakeCollective("ring", n)->WeightedAllReduce(fp32.View(), {0.3, 0.7}, nullptr);
-    MakeCollective("ring", n)->WeightedAllReduce(bf16.View(), {0.3, 0.7}, nullptr);
-    merged = fp32.data[0];
-    for (size_t j = 0; j < size; ++j) {
-      const float got = WidenBf16(bf16.data[0][j]);
-      const float down = WidenBf16(uint16_t(StochasticBf16(merged[j], 0)));
-      const float up = WidenBf16(uint16_t(StochasticBf16(merged[j], 0xffff)));
-      ASSERT_TRUE(got == down || got == up) << "parameter " << j;
-      sum[j] += got;
-    }
-  }
-  double bias = 0.0;
-  size_t between = 0;
-  for (size_t j = 0; j < size; ++j) {
-    const float down = WidenBf16(uint16_t(StochasticBf16(merged[j], 0)));
-    const float up = WidenBf16(uint16_t(StochasticBf16(merged[j], 0xffff)));
-    if (down == up) continue;
-    ++between;
-    // In units of the value's bf16 step: one key's error has a spread of at most 1/2.
-    bias += (sum[j] / keys - merged[j]) / (double(up) - down);
-  }
-  ASSERT_GT(between, size / 2);
-  // The mean over `between` values of means over 256 keys: a spread of at most 1 / (2 sqrt(256 between)).
-  EXPECT_NEAR(bias / double(between), 0.0, 5.0 / (2.0 * std::sqrt(double(keys * between))));
-}
-
 // Adasum per tensor, over trees of one to three levels, both momentum modes: each pass widens the
-// replicas and combines the levels before it again, so w, w_p and the coefficients are those of the
-// widened replicas, and every replica gets the result rounded with the set's noise.
-TEST(Bf16Replicas, AdasumIsTheMergeOfTheWidenedReplicas) {
+// replicas and combines the levels before it again, the deltas taken from the replicas' rounded
+// start. w is, within float roundings, fp32 Adasum's over replicas that made the same changes
+// from the unrounded start, and every replica gets its next start rounded to nearest.
+TEST(Bf16Replicas, AdasumIsTheMergeOfTheReplicasChanges) {
   for (size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{8}}) {
     for (const MomentumMode mode : {MomentumMode::kHeavy, MomentumMode::kNesterov}) {
       const size_t size = 2 * 8192 + 4099;
       SCOPED_TRACE(::testing::Message() << "n=" << n << (mode == MomentumMode::kHeavy ? " heavy" : " nesterov"));
       Bf16Replicas bf16 = RandomBf16Replicas(n, size, uint32_t(53 + n));
+      GlobalModel global_bf16 = RandomGlobal(size, 59);
+      GlobalModel global_fp32 = global_bf16;
       Replicas fp32 = bf16.Widened();
+      for (size_t j = 0; j < size; ++j) {
+        const float w = global_fp32.current()[j], wp = global_fp32.previous()[j];
+        const float start = mode == MomentumMode::kNesterov ? w + 0.5f * (w - wp) : w;
+        for (size_t i = 0; i < n; ++i) fp32.data[i][j] = start + (fp32.data[i][j] - WidenBf16(NearestBf16(start)));
+      }
       ReplicaSet bf16_set = bf16.View(), fp32_set = fp32.View();
       bf16_set.tensors = fp32_set.tensors = {0, 5000, 5001, 8192 + 3};  // a tensor across chunks, one of a value
       MergeOptions options;
       options.momentum = 0.5;
       options.momentum_mode = mode;
-      GlobalModel global_bf16 = RandomGlobal(size, 59);
-      GlobalModel global_fp32 = global_bf16;
       MakeAdasumMerger(options)->Merge(fp32_set, MergeInput{}, &global_fp32);
       MakeAdasumMerger(options)->Merge(bf16_set, MergeInput{}, &global_bf16);
-      ASSERT_TRUE(xmlt::testing::SameBits(global_fp32.current().data(), global_bf16.current().data(), size));
-      ASSERT_TRUE(xmlt::testing::SameBits(global_fp32.previous().data(), global_bf16.previous().data(), size));
-      for (size_t i = 0; i < n; ++i)
-        for (size_t j = 0; j < size; ++j)
-          ASSERT_EQ(StochasticBf16(fp32.data[i][j], RoundingNoise(bf16.key, j)), bf16.data[i][j])
-              << "replica " << i << " parameter " << j;
+      std::vector<float> starts(size);
+      for (size_t j = 0; j < size; ++j) {
+        const float got = global_bf16.current()[j], want = global_fp32.current()[j];
+        ASSERT_NEAR(want, got, 2e-5f * (std::abs(want) + 1.0f)) << "parameter " << j;
+        const float wp = global_bf16.previous()[j];
+        starts[j] = mode == MomentumMode::kNesterov ? got + 0.5f * (got - wp) : got;
+      }
+      ExpectNearest(bf16, starts);
     }
   }
 }
