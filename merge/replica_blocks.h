@@ -19,8 +19,9 @@ class ReplicaBlocks {
   // [begin, end) of every replica as fp32, writable: block i is replica i's. Valid until the next
   // Load; a bf16 set's writes reach the replicas only through Store.
   float* const* Load(size_t begin, size_t end);
-  // Writes the loaded blocks back: nothing to do for fp32 replicas; bf16 ones are rounded, each value
-  // with the noise of (bf16_rounding_key, its offset).
+  // Writes the loaded blocks back, each replica its own values: nothing to do for fp32 replicas;
+  // bf16 ones are rounded stochastically, each value with the noise of (bf16_rounding_key, its
+  // offset): for the elastic force, whose replicas keep their own states.
   void Store();
   // Gives every replica's loaded block `values` (m floats; may be one of the blocks), the common
   // start of the next round: copied into fp32 replicas; rounded to nearest for bf16 ones, so that

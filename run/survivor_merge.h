@@ -22,9 +22,9 @@ class SurvivorMerge {
   SurvivorMerge(const scheduler::SchedulerOptions& scheduling, const kernels::Model<float>& model);
 
   // Merges the alive devices' replicas into `global`, `part` holding their updates; returns alpha_i
-  // per device (0 if dropped). Replicas that keep their weights in bf16 take the merged values
-  // rounded stochastically with the noise of `bf16_rounding_key` (merge/replica_set.h), which the
-  // caller draws anew for each merge, the same in a resumed run.
+  // per device (0 if dropped). Replicas that keep their weights in bf16 are merged where they are
+  // (merge/replica_set.h); the elastic force rounds them stochastically with the noise of
+  // `bf16_rounding_key`, which the caller draws anew for each merge, the same in a resumed run.
   merge::MergeOutcome Run(scheduler::DevicePool& pool, const scheduler::MegaBatchRun& part, merge::GlobalModel* global,
                           uint32_t bf16_rounding_key = 0);
 

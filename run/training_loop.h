@@ -40,8 +40,9 @@ class TrainingLoop {
   MegaBatchWork TrainMegaBatch(uint64_t index);
   void MergeAfterRound(const scheduler::MegaBatchRun& round, MegaBatchWork* trained);
   void MergeInto(MegaBatchWork* trained) { MergeAfterRound(trained->run, trained); }
-  // The noise of the merge about to run into bf16 replicas: from the seed, the mega-batch and the
-  // merges already in it, all checkpointed, so a resumed run rounds as the uninterrupted one.
+  // The noise with which the merge about to run rounds bf16 replicas stochastically (the elastic
+  // force): from the seed, the mega-batch and the merges already in it, all checkpointed, so a
+  // resumed run rounds as the uninterrupted one.
   uint32_t MergeRoundingKey(const MegaBatchWork& trained) const;
   void RollBack(uint64_t index, const scheduler::MegaBatchRun& run);
   // The rollback target needs w on the host: after a merge on the GPUs, one copy back per
