@@ -9,8 +9,8 @@ namespace xmlt::base {
 
 // `params` points into the memory of GPU `gpu`, or into host memory when `gpu` is -1 (so a host
 // replica is just {params}). A host replica that keeps its weights in bf16 (--weights bf16) has no
-// fp32 parameters: `bf16` points to them instead and `params` is null; only the host collectives
-// of the weighted-sum merges take it (merge/collective.h).
+// fp32 parameters: `bf16` points to them instead and `params` is null; the host merges read it
+// through merge/replica_blocks.h (the copy merge and the rank sum refuse it).
 struct ReplicaParams {
   float* params = nullptr;
   int gpu = -1;

@@ -40,8 +40,8 @@ class Device {
   // Devices with their own memory mirror them: PrepareMerge copies the replica into the mirror,
   // FinishMerge copies the mirror (the merged state) back; on the CPU both are no-ops.
   // Null for a replica that keeps its weights in bf16 (KeepsBf16Weights: a CPU replica): its
-  // weights are HostBf16Params instead, which the host collectives of the weighted-sum merges read
-  // and write in place; StreamParams and LoadParams reach them too.
+  // weights are HostBf16Params instead, which the host merges of several devices read and write in
+  // place; StreamParams and LoadParams reach them too.
   virtual float* HostParams() = 0;
   virtual uint16_t* HostBf16Params() { return nullptr; }
   virtual size_t NumParams() const = 0;

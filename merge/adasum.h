@@ -85,7 +85,7 @@ using PrepareBlock = std::function<void(size_t replica, size_t begin, size_t end
 // by block, finish (may be empty) rewrites the result and it is written into every vector.
 // Vectors in bf16 (ReplicaSet::in_bf16) are not written until then: each pass reads them widened
 // and combines the levels before it again, so the result is the fp32 one of the widened values,
-// rounded into every vector with the set's noise (merge/replica_blocks.h).
+// written into every vector rounded to nearest (merge/replica_blocks.h: StoreAll).
 // `prepare` (may be empty) runs first on every block of every vector. Chunk boundaries and
 // summation orders are fixed: the same bits whatever the thread count. Throws
 // std::invalid_argument on no vectors, null parameters or tensor offsets that are not ascending

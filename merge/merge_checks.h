@@ -19,9 +19,9 @@ void CheckReplicasAndGlobal(const ReplicaSet& replicas, const GlobalModel* globa
 // GPUs, std::logic_error when the global model is newer on the GPUs than on the host.
 void CheckOnHost(const ReplicaSet& replicas, const GlobalModel* global, const std::string& merge);
 
-// For the merges and collectives that read and write fp32 replicas in place (copy, Adasum, the
-// elastic force, the rank sum): throws std::invalid_argument naming `who` when the replicas keep
-// their weights in bf16, which only the host collectives of the weighted-sum merges read.
+// For the merge and collective that read and write fp32 replicas in place (the copy, the rank
+// sum): throws std::invalid_argument naming `who` when the replicas keep their weights in bf16,
+// which the other host merges read through merge/replica_blocks.h.
 void CheckFp32Replicas(const ReplicaSet& replicas, const std::string& who);
 
 // Throws std::invalid_argument unless each of the input's vectors is empty or has one entry per

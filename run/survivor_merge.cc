@@ -96,8 +96,8 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
   replicas.bf16_rounding_key = bf16_rounding_key;
   for (size_t i : alive) {
     engine::Device& d = pool.device(i);
-    // A replica with bf16 weights is merged where it is, in bf16, by the weighted-sum merges' host
-    // collectives (the other merges refuse it; so do the settings, scheduler/train_options.h).
+    // A replica with bf16 weights is merged where it is, in bf16 (merge/replica_blocks.h); the
+    // settings keep it to one rank (scheduler/train_options.h: MergesBf16Weights).
     if (d.KeepsBf16Weights())
       replicas.members.push_back({nullptr, -1, d.HostBf16Params()});
     else
