@@ -188,6 +188,30 @@ void BM_NormalizedMergeBf16(benchmark::State& state) {
       [&] { fp32_merger->Merge(model.set, input, &model.global); });
 }
 
+// The parts of the merge on bf16 replicas: the norm pass (n replicas read) and the weighted sum
+// with the momentum rule (n read and written).
+void BM_SquaredNormsBf16(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  Model model(n);
+  Bf16Replicas bf16(n);
+  auto collective = MakeCpuPartitionedSumCollective();
+  RunBf16AgainstFp32(
+      state, 1.0, [&] { benchmark::DoNotOptimize(collective->SquaredNorms(bf16.set)); },
+      [&] { benchmark::DoNotOptimize(collective->SquaredNorms(model.set)); });
+}
+
+void BM_WeightedAllReduceWithMomentumBf16(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  Model model(n);
+  Bf16Replicas bf16(n);
+  auto collective = MakeCpuPartitionedSumCollective();
+  const std::vector<double> weights(n, 1.0 / double(n));
+  RunBf16AgainstFp32(
+      state, 2.0,
+      [&] { collective->WeightedAllReduceWithMomentum(bf16.set, weights, 0.9, MomentumMode::kHeavy, &model.global); },
+      [&] { collective->WeightedAllReduceWithMomentum(model.set, weights, 0.9, MomentumMode::kHeavy, &model.global); });
+}
+
 // Adasum on bf16 replicas: each pass reads every replica (log2 n + 1 passes), the last writes it.
 void BM_AdasumMergeBf16(benchmark::State& state) {
   const size_t n = size_t(state.range(0));
@@ -311,6 +335,8 @@ BENCHMARK_CAPTURE(BM_CollectiveAllReduce, tree, "tree")
     ->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK_CAPTURE(BM_CollectiveAllReduce, naive, "naive")
     ->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_SquaredNormsBf16)->Arg(2)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_WeightedAllReduceWithMomentumBf16)->Arg(2)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_AdasumMergeBf16)->Arg(4)->Arg(2)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_AdasumMerge)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_ElasticForceMerge)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();

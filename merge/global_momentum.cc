@@ -2,20 +2,35 @@
 // per-block finish step.
 #include "merge/global_momentum.h"
 
-#include "kernels/cpu/stochastic_rounding.h"
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/cpu/vector_ops.h"
 
 namespace xmlt::merge {
 
 namespace {
 
 // values[j] += weight (start - start rounded to nearest bf16), the start w + gamma (w - w_p) under
-// kNesterov (the expression the look-ahead was written with), w under kHeavy.
+// kNesterov (the expression the look-ahead was written with), w under kHeavy. A piece at a time
+// through the vector kernels' rounding.
 void MoveToTheUnroundedStart(const float* w, const float* wp, float gamma, bool nesterov, float weight,
                              float* values, size_t m) {
+  constexpr size_t kPiece = 1024;
+  float start[kPiece], rounded[kPiece];
+  uint16_t bits[kPiece];
+  for (size_t at = 0; at < m; at += kPiece) {
+    const size_t k = std::min(kPiece, m - at);
+    const float* from = w + at;  // the start under kHeavy: w itself
+    if (nesterov) {
 #pragma omp simd
-  for (size_t j = 0; j < m; ++j) {
-    const float start = nesterov ? w[j] + gamma * (w[j] - wp[j]) : w[j];
-    values[j] += weight * (start - kernels::cpu::WidenBf16(kernels::cpu::NearestBf16(start)));
+      for (size_t j = 0; j < k; ++j) start[j] = w[at + j] + gamma * (w[at + j] - wp[at + j]);
+      from = start;
+    }
+    kernels::cpu::vector_ops::NearestBf16s(from, bits, k);
+    kernels::cpu::vector_ops::WidenBf16s(bits, rounded, k);
+#pragma omp simd
+    for (size_t j = 0; j < k; ++j) values[at + j] += weight * (from[j] - rounded[j]);
   }
 }
 

@@ -75,8 +75,7 @@ void ReplicaBlocks::StoreAll(const float* values) {
     return;
   }
   uint16_t* first = replicas_.members[0].bf16 + begin_;
-#pragma omp simd
-  for (size_t j = 0; j < m; ++j) first[j] = kernels::cpu::NearestBf16(values[j]);
+  kernels::cpu::vector_ops::NearestBf16s(values, first, m);
   for (size_t i = 1; i < n; ++i) std::memcpy(replicas_.members[i].bf16 + begin_, first, m * sizeof(uint16_t));
 }
 

@@ -49,6 +49,9 @@ struct VectorKernels {
                        uint32_t key, uint64_t index);
   // out[j] = v[j] rounded to bf16 with the noise of (key, index + j).
   void (*round_bf16)(const float* v, uint16_t* out, uint64_t n, uint32_t key, uint64_t index);
+  // out[j] = v[j] rounded to its nearest bf16, ties to even, a NaN kept a NaN: the common start a
+  // merge gives replicas kept in bf16 (merge/replica_blocks.h).
+  void (*nearest_bf16)(const float* v, uint16_t* out, uint64_t n);
   // out[j] = in[j] widened from bf16 (exact): weights kept in bf16, for a step that writes them.
   void (*widen_bf16)(const uint16_t* in, float* out, uint64_t n);
   // y[j] += a * x[j] with x in bf16: the first layer's rows of weights kept in bf16 (forward).

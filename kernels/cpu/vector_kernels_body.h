@@ -252,6 +252,11 @@ void RoundBf16(const float* __restrict v, uint16_t* __restrict out, uint64_t n, 
   for (uint64_t j = 0; j < n; ++j) out[j] = StochasticBf16(v[j], RoundingNoise(key, index + j));
 }
 
+void NearestBf16s(const float* __restrict v, uint16_t* __restrict out, uint64_t n) {
+#pragma omp simd
+  for (uint64_t j = 0; j < n; ++j) out[j] = NearestBf16(v[j]);
+}
+
 void WidenBf16s(const uint16_t* __restrict in, float* __restrict out, uint64_t n) {
 #pragma omp simd
   for (uint64_t j = 0; j < n; ++j) out[j] = WidenBf16(in[j]);
@@ -307,6 +312,7 @@ const VectorKernels XMLT_VECTOR_KERNELS_TABLE = {
     XMLT_VECTOR_KERNELS_NS::MomentumBf16,
     XMLT_VECTOR_KERNELS_NS::AdagradBf16,
     XMLT_VECTOR_KERNELS_NS::RoundBf16,
+    XMLT_VECTOR_KERNELS_NS::NearestBf16s,
     XMLT_VECTOR_KERNELS_NS::WidenBf16s,
     XMLT_VECTOR_KERNELS_NS::AxpyBf16,
     XMLT_VECTOR_KERNELS_NS::DwtaCodes,

@@ -185,6 +185,16 @@ void RoundBf16(const T* v, uint16_t* out, uint64_t n, uint32_t key, uint64_t ind
   }
 }
 
+// out[j] = v[j] rounded to its nearest bf16 (ties to even; a NaN stays a NaN).
+template <class T>
+void NearestBf16s(const T* v, uint16_t* out, uint64_t n) {
+  if constexpr (kVectorized<T>) {
+    Vec().nearest_bf16(v, out, n);
+  } else {
+    for (uint64_t j = 0; j < n; ++j) out[j] = NearestBf16(float(v[j]));
+  }
+}
+
 // out[j] = in[j] widened from bf16.
 template <class T>
 void WidenBf16s(const uint16_t* in, T* out, uint64_t n) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -239,7 +240,14 @@ TEST_P(VectorKernelsOnIsa, Bf16WeightKernelsMatchTheReference) {
     std::vector<float> widened(n, -7.0f), y = y0;
     vec_->widen_bf16(x.data(), widened.data(), n);
     vec_->axpy_bf16(y.data(), x.data(), -0.625f, n);
+    // Rounding to nearest: FloatToBf16 (bf16_gemm.h) on the values, exact ties, a NaN and infinities.
+    std::vector<float> v = x_values;
+    for (uint64_t j = 0; j < n; j += 5) v[j] = WidenBf16(x[j]) + std::ldexp(1.0f, std::ilogb(WidenBf16(x[j])) - 8);
+    if (n > 2) v[1] = std::numeric_limits<float>::quiet_NaN(), v[2] = -std::numeric_limits<float>::infinity();
+    std::vector<uint16_t> nearest(n, 0);
+    vec_->nearest_bf16(v.data(), nearest.data(), n);
     for (uint64_t j = 0; j < n; ++j) {
+      ASSERT_EQ(nearest[j], FloatToBf16(v[j])) << j;
       ASSERT_EQ(widened[j], WidenBf16(x[j])) << j;
       EXPECT_NEAR(y[j], double(y0[j]) - 0.625 * double(WidenBf16(x[j])), kUlps * 2) << j;
     }
