@@ -1,14 +1,13 @@
 // Adasum as a model merge: the replicas' deltas from the round's common starting point combined
 // by the Adasum all-reduce, with the global momentum rule (heavy ball or Nesterov look-ahead).
 #include <algorithm>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cpu/vector_ops.h"
 #include "merge/adasum.h"
 #include "merge/merge_checks.h"
 #include "merge/merger.h"
+#include "merge/replica_blocks.h"
 
 namespace xmlt::merge {
 namespace {
@@ -38,19 +37,12 @@ class AdasumMerger : public Merger {
       const float* cp = wp + begin;
       const size_t m = end - begin;
       if (bf16) {
-        // A piece at a time through the vector kernels' rounding.
-        constexpr size_t kPiece = 1024;
-        float start[kPiece];
-        uint16_t bits[kPiece];
-        for (size_t at = 0; at < m; at += kPiece) {
-          const size_t k = std::min(kPiece, m - at);
+        float scratch[kRoundedStartPiece], rounded[kRoundedStartPiece];
+        for (size_t at = 0; at < m; at += kRoundedStartPiece) {
+          const size_t k = std::min(kRoundedStartPiece, m - at);
+          RoundedStart(cw + at, cp + at, gamma, nesterov, k, scratch, rounded);
 #pragma omp simd
-          for (size_t j = 0; j < k; ++j)
-            start[j] = nesterov ? cw[at + j] + gamma * (cw[at + j] - cp[at + j]) : cw[at + j];
-          kernels::cpu::vector_ops::NearestBf16s(start, bits, k);
-          kernels::cpu::vector_ops::WidenBf16s(bits, start, k);
-#pragma omp simd
-          for (size_t j = 0; j < k; ++j) x[at + j] -= start[j];
+          for (size_t j = 0; j < k; ++j) x[at + j] -= rounded[j];
         }
       } else if (nesterov) {
 #pragma omp simd

@@ -3,34 +3,23 @@
 #include "merge/global_momentum.h"
 
 #include <algorithm>
-#include <cstdint>
 
-#include "kernels/cpu/vector_ops.h"
+#include "merge/replica_blocks.h"
 
 namespace xmlt::merge {
 
 namespace {
 
-// values[j] += weight (start - start rounded to nearest bf16), the start w + gamma (w - w_p) under
-// kNesterov (the expression the look-ahead was written with), w under kHeavy. A piece at a time
-// through the vector kernels' rounding.
+// values[j] += weight (start - rounded start): the replicas' start (merge/replica_blocks.h:
+// RoundedStart), a piece at a time.
 void MoveToTheUnroundedStart(const float* w, const float* wp, float gamma, bool nesterov, float weight,
                              float* values, size_t m) {
-  constexpr size_t kPiece = 1024;
-  float start[kPiece], rounded[kPiece];
-  uint16_t bits[kPiece];
-  for (size_t at = 0; at < m; at += kPiece) {
-    const size_t k = std::min(kPiece, m - at);
-    const float* from = w + at;  // the start under kHeavy: w itself
-    if (nesterov) {
+  float scratch[kRoundedStartPiece], rounded[kRoundedStartPiece];
+  for (size_t at = 0; at < m; at += kRoundedStartPiece) {
+    const size_t k = std::min(kRoundedStartPiece, m - at);
+    const float* start = RoundedStart(w + at, wp + at, gamma, nesterov, k, scratch, rounded);
 #pragma omp simd
-      for (size_t j = 0; j < k; ++j) start[j] = w[at + j] + gamma * (w[at + j] - wp[at + j]);
-      from = start;
-    }
-    kernels::cpu::vector_ops::NearestBf16s(from, bits, k);
-    kernels::cpu::vector_ops::WidenBf16s(bits, rounded, k);
-#pragma omp simd
-    for (size_t j = 0; j < k; ++j) values[at + j] += weight * (from[j] - rounded[j]);
+    for (size_t j = 0; j < k; ++j) values[at + j] += weight * (start[j] - rounded[j]);
   }
 }
 

@@ -79,6 +79,20 @@ void ReplicaBlocks::StoreAll(const float* values) {
   for (size_t i = 1; i < n; ++i) std::memcpy(replicas_.members[i].bf16 + begin_, first, m * sizeof(uint16_t));
 }
 
+const float* RoundedStart(const float* w, const float* wp, float gamma, bool nesterov, size_t m, float* scratch,
+                          float* rounded) {
+  const float* start = w;
+  if (nesterov) {
+#pragma omp simd
+    for (size_t j = 0; j < m; ++j) scratch[j] = w[j] + gamma * (w[j] - wp[j]);
+    start = scratch;
+  }
+  uint16_t bits[kRoundedStartPiece];
+  kernels::cpu::vector_ops::NearestBf16s(start, bits, m);
+  kernels::cpu::vector_ops::WidenBf16s(bits, rounded, m);
+  return start;
+}
+
 double DeterministicSquaredNorm(const base::ReplicaParams& x, size_t begin, size_t end) {
   if (begin == end) return 0.0;
   // The simple_partitioner split of a fixed range is fixed, and so is the combination order of

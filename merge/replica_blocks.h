@@ -37,6 +37,15 @@ class ReplicaBlocks {
   std::vector<float*> blocks_;
 };
 
+// The start bf16 replicas began the round from, as StoreAll wrote it: w (kHeavy) or the look-ahead
+// w + gamma (w - w_p) (kNesterov, the expression the look-ahead is written with), rounded to
+// nearest and widened into `rounded`. Returns the unrounded start: w itself, or `scratch` under
+// kNesterov. For m <= kRoundedStartPiece values: the weighted sums' finish and Adasum's deltas
+// take the replicas' changes from it a piece at a time.
+constexpr size_t kRoundedStartPiece = 1024;
+const float* RoundedStart(const float* w, const float* wp, float gamma, bool nesterov, size_t m, float* scratch,
+                          float* rounded);
+
 // Sum of squares of replica x's values [begin, end) in double (bf16 values widened), over fixed
 // leaves combined in a fixed tree, so the result has the same bits whatever the thread count.
 double DeterministicSquaredNorm(const base::ReplicaParams& x, size_t begin, size_t end);
