@@ -166,8 +166,8 @@ bool PlanBf16Weights(const TrainFlags& f, const TrainPlan& plan, bool sampled_ou
   const bool merges_bf16 = !sampled_output && scheduler::MergesBf16Weights(plan.scheduling);
   if (text == "bf16") {
     if (!merges_bf16)
-      throw std::invalid_argument("--weights bf16 is for CPU devices of the dense step on one machine: merges across "
-                                  "ranks, GPUs and the sampled step read fp32 weights");
+      throw std::invalid_argument("--weights bf16 is for CPU devices of the dense step: GPUs and the sampled step "
+                                  "read fp32 weights");
     if (!bf16_products)
       throw std::invalid_argument("--weights bf16 needs the output layer's products in bf16 (--math bf16); this run "
                                   "computes them in " + std::string(kernels::OutputMathName(plan.options.math)));

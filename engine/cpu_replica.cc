@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/bf16_pieces.h"
 #include "kernels/cpu/bf16_gemm.h"
 #include "kernels/cpu/stochastic_rounding.h"
 
@@ -27,32 +28,13 @@ uint64_t Mix(uint64_t x) {
 constexpr uint64_t kRoundingSalt = 0x5f0d2b7c9a4e3611ULL;
 constexpr uint64_t kWeightsRoundingSalt = 0x3c6ef372fe94f82bULL;
 
-// Values widened or read at a time while bf16 weights or state stream or restore (4 MiB of floats).
-constexpr size_t kPiece = size_t(1) << 20;
-
 using Sink = std::function<void(const float* values, size_t count)>;
 
 // Hands `fp32` to `sink` in pieces or, when it is empty, `bf16` widened a piece at a time.
 void StreamPieces(const std::vector<float>& fp32, const std::vector<uint16_t>& bf16, const Sink& sink) {
-  for (size_t at = 0; at < fp32.size(); at += kPiece) sink(fp32.data() + at, std::min(kPiece, fp32.size() - at));
-  std::vector<float> piece(std::min(kPiece, bf16.size()));
-  for (size_t at = 0; at < bf16.size(); at += kPiece) {
-    const size_t count = std::min(kPiece, bf16.size() - at);
-    for (size_t i = 0; i < count; ++i) piece[i] = kernels::cpu::WidenBf16(bf16[at + i]);
-    sink(piece.data(), count);
-  }
-}
-
-// out[i] = values[i] rounded to nearest, for `count` floats stored as bytes that need not be
-// aligned (a checkpoint's mapping), read a piece at a time.
-void RoundToNearestBf16(const void* values, size_t count, uint16_t* out) {
-  std::vector<float> piece(std::min(kPiece, count));
-  const auto* bytes = static_cast<const unsigned char*>(values);
-  for (size_t at = 0; at < count; at += kPiece) {
-    const size_t n = std::min(kPiece, count - at);
-    std::memcpy(piece.data(), bytes + at * sizeof(float), n * sizeof(float));
-    for (size_t i = 0; i < n; ++i) out[at + i] = kernels::cpu::FloatToBf16(piece[i]);
-  }
+  for (size_t at = 0; at < fp32.size(); at += kBf16Piece)
+    sink(fp32.data() + at, std::min(kBf16Piece, fp32.size() - at));
+  StreamWidenedBf16(bf16.data(), bf16.size(), sink);
 }
 
 }  // namespace

@@ -3,26 +3,48 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <string>
+
+#include "engine/bf16_pieces.h"
 
 namespace xmlt::engine {
 namespace {
 
 class RemoteDevice : public Device {
  public:
-  RemoteDevice(const DeviceSpec& spec, const kernels::Model<float>& initial)
-      : spec_(spec), num_params_(initial.params.size()) {}
+  RemoteDevice(const DeviceSpec& spec, const kernels::Model<float>& initial, bool bf16_weights)
+      : spec_(spec), num_params_(initial.params.size()), bf16_weights_(bf16_weights) {}
 
   const DeviceSpec& spec() const override { return spec_; }
   kernels::cpu::LossResult TrainBatch(const data::Dataset&, const uint64_t*, size_t, float) override {
     throw std::logic_error("device " + spec_.id + " belongs to another rank: it trains there");
   }
   float* HostParams() override {
+    if (bf16_weights_) return nullptr;
     if (params_.size() != num_params_) params_.assign(num_params_, 0.0f);
     return params_.data();
   }
+  uint16_t* HostBf16Params() override {
+    if (!bf16_weights_) return nullptr;
+    if (bf16_params_.size() != num_params_) bf16_params_.assign(num_params_, 0);
+    return bf16_params_.data();
+  }
+  bool KeepsBf16Weights() const override { return bf16_weights_; }
   size_t NumParams() const override { return num_params_; }
+  void StreamParams(const ParamsSink& sink) override {
+    if (!bf16_weights_) return Device::StreamParams(sink);
+    StreamWidenedBf16(HostBf16Params(), num_params_, sink);
+  }
+  void LoadParams(const void* values, size_t count) override {
+    if (!bf16_weights_) return Device::LoadParams(values, count);
+    if (count != num_params_)
+      throw std::invalid_argument("device " + spec_.id + ": " + std::to_string(count) + " parameters for " +
+                                  std::to_string(num_params_));
+    RoundToNearestBf16(values, count, HostBf16Params());
+  }
   void ReleaseMirror() override {
     std::vector<float>().swap(params_);
+    std::vector<uint16_t>().swap(bf16_params_);
     std::vector<float>().swap(optimizer_state_);
     std::vector<uint8_t>().swap(extra_state_);
   }
@@ -44,15 +66,18 @@ class RemoteDevice : public Device {
  private:
   DeviceSpec spec_;
   size_t num_params_;
-  std::vector<float> params_;  // allocated when first asked for, until released
+  bool bf16_weights_;
+  std::vector<float> params_;         // allocated when first asked for, until released
+  std::vector<uint16_t> bf16_params_;  // the same, for an owner with bf16 weights
   std::vector<float> optimizer_state_;
   std::vector<uint8_t> extra_state_;
 };
 
 }  // namespace
 
-std::unique_ptr<Device> MakeRemoteDevice(const DeviceSpec& spec, const kernels::Model<float>& initial) {
-  return std::make_unique<RemoteDevice>(spec, initial);
+std::unique_ptr<Device> MakeRemoteDevice(const DeviceSpec& spec, const kernels::Model<float>& initial,
+                                         bool bf16_weights) {
+  return std::make_unique<RemoteDevice>(spec, initial, bf16_weights);
 }
 
 }  // namespace xmlt::engine

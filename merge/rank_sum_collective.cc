@@ -12,6 +12,7 @@
 
 #include "merge/collective_support.h"
 #include "merge/merge_checks.h"
+#include "merge/replica_blocks.h"
 
 namespace xmlt::merge {
 namespace {
@@ -49,7 +50,7 @@ class RankSumCollective : public Collective {
     // The other ranks' replicas may be null: only this rank's are read (and checked).
     const ReplicaSet mine = Local(replicas);
     CheckReplicaPointers(mine);
-    CheckFp32Replicas(mine, "the rank sum collective");
+    if (replicas.in_bf16()) return WeightedAllReduceBf16(replicas, mine, weights, finish);
     float* total = nullptr;
     if (mine.count() > 0) {
       std::vector<double> my_weights;
@@ -77,6 +78,46 @@ class RankSumCollective : public Collective {
   }
 
  private:
+  // bf16 replicas cannot carry the rank's partial sum, so it goes through an fp32 buffer a chunk
+  // of the model at a time: the local collective sums this rank's replicas of the chunk (its
+  // finish copies the sums out; what it writes into the replicas is overwritten below), the ranks
+  // add their partial sums, and every rank finishes the total and gives this rank's replicas the
+  // result rounded to nearest (ReplicaBlocks::StoreAll), the same bits on every rank.
+  void WeightedAllReduceBf16(const ReplicaSet& replicas, const ReplicaSet& mine, const std::vector<double>& weights,
+                             const FinishBlock& finish) {
+    for (const base::ReplicaParams& x : mine.members)
+      if (!x.in_bf16() && replicas.size > 0)
+        throw std::invalid_argument("rank sum collective: the run keeps its weights in bf16, a replica here in fp32");
+    std::vector<double> my_weights;
+    for (size_t i = 0; i < replicas.count(); ++i)
+      if (is_local_[i]) my_weights.push_back(weights[i]);
+    std::vector<float> partial(std::min(kRankSumBf16Chunk, replicas.size));
+    for (size_t at = 0; at < replicas.size; at += kRankSumBf16Chunk) {
+      const size_t count = std::min(kRankSumBf16Chunk, replicas.size - at);
+      std::fill(partial.begin(), partial.begin() + count, 0.0f);  // a rank with no replicas adds zeros
+      if (mine.count() > 0) {
+        ReplicaSet chunk;
+        chunk.size = count;
+        for (const base::ReplicaParams& x : mine.members) chunk.members.push_back({nullptr, -1, x.bf16 + at});
+        local_->WeightedAllReduce(chunk, my_weights, [&](size_t begin, size_t end, float* values) {
+          std::copy(values, values + (end - begin), partial.data() + begin);
+        });
+      }
+      ranks_.SumInPlace(partial.data(), count);
+      const size_t blocks = (count + kBlock - 1) / kBlock;
+      tbb::parallel_for(tbb::blocked_range<size_t>(0, blocks), [&](const tbb::blocked_range<size_t>& r) {
+        ReplicaBlocks replica_blocks(mine, kBlock);
+        for (size_t b = r.begin(); b != r.end(); ++b) {
+          const size_t begin = at + b * kBlock, end = std::min(begin + kBlock, at + count);
+          float* total = partial.data() + (begin - at);
+          if (finish) finish(begin, end, total);
+          replica_blocks.Select(begin, end);
+          replica_blocks.StoreAll(total);
+        }
+      });
+    }
+  }
+
   void CheckCount(const ReplicaSet& replicas) const {
     if (replicas.count() != is_local_.size())
       throw std::invalid_argument("rank sum collective: " + std::to_string(replicas.count()) +

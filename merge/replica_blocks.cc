@@ -60,6 +60,13 @@ float* const* ReplicaBlocks::Load(size_t begin, size_t end) {
   return blocks_.data();
 }
 
+void ReplicaBlocks::Select(size_t begin, size_t end) {
+  begin_ = begin;
+  end_ = end;
+  if (!scratch_.empty()) return;  // bf16: StoreAll writes the replicas' bits, not the blocks
+  for (size_t i = 0; i < replicas_.count(); ++i) blocks_[i] = replicas_.members[i].params + begin;
+}
+
 void ReplicaBlocks::Store() {
   if (scratch_.empty()) return;
   for (size_t i = 0; i < replicas_.count(); ++i)

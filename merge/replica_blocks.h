@@ -19,6 +19,9 @@ class ReplicaBlocks {
   // [begin, end) of every replica as fp32, writable: block i is replica i's. Valid until the next
   // Load; a bf16 set's writes reach the replicas only through Store or StoreAll.
   float* const* Load(size_t begin, size_t end);
+  // Makes [begin, end) the range StoreAll writes, without reading the replicas: for a caller that
+  // computed the values elsewhere (the rank sum's total).
+  void Select(size_t begin, size_t end);
   // Writes the loaded blocks back, each replica its own values: nothing to do for fp32 replicas;
   // bf16 ones are rounded stochastically, each value with the noise of (bf16_rounding_key, its
   // offset): for the elastic force, whose replicas keep their own states.

@@ -29,8 +29,15 @@ struct ReplicaSet {
   // noise of (this key, the value's offset), which the caller draws anew for each merge
   // (run/survivor_merge.h).
   uint32_t bf16_rounding_key = 0;
+  // Set where every replica of the run keeps bf16 weights, this rank's and the other ranks': a
+  // hierarchical merge across ranks leaves the others' members null, and the finish must still
+  // know, even on a rank whose own devices have all dropped. A member's bf16 says it too.
+  bool weights_in_bf16 = false;
   size_t count() const { return members.size(); }
-  bool in_bf16() const { return !members.empty() && members[0].in_bf16(); }
+  bool in_bf16() const {
+    return weights_in_bf16 ||
+           std::any_of(members.begin(), members.end(), [](const base::ReplicaParams& r) { return r.in_bf16(); });
+  }
   // Any replica on a GPU: the host merges refuse the set (the GPU merges need every one there).
   bool on_gpus() const {
     return std::any_of(members.begin(), members.end(), [](const base::ReplicaParams& r) { return r.on_gpu(); });

@@ -38,6 +38,8 @@ template <>
 MPI_Datatype TypeOf<float>() { return MPI_FLOAT; }
 template <>
 MPI_Datatype TypeOf<double>() { return MPI_DOUBLE; }
+template <>
+MPI_Datatype TypeOf<uint16_t>() { return MPI_UINT16_T; }
 
 class MpiGroup : public RankGroup {
  public:
@@ -78,29 +80,13 @@ class MpiGroup : public RankGroup {
     return result;
   }
 
-  void Broadcast(float* values, uint64_t count, int root) override {
-    if (root < 0 || root >= size_) throw std::invalid_argument("broadcast from rank " + std::to_string(root));
-    for (uint64_t begin = 0; begin < count; begin += kChunk) {
-      CheckStarted(MPI_Ibcast(values + begin, int(std::min(kChunk, count - begin)), MPI_FLOAT, root, comm_, Next()));
-      WaitAll("broadcast of " + std::to_string(count) + " floats from rank " + std::to_string(root));
-    }
+  void Broadcast(float* values, uint64_t count, int root) override { BroadcastValues(values, count, root, "floats"); }
+  void Broadcast(uint16_t* values, uint64_t count, int root) override {
+    BroadcastValues(values, count, root, "bf16 values");
   }
-
-  // Point to point: the ranks other than `from` and `to` go on at once.
-  void Copy(float* values, uint64_t count, int from, int to) override {
-    if (from < 0 || from >= size_ || to < 0 || to >= size_)
-      throw std::invalid_argument("copy from rank " + std::to_string(from) + " to rank " + std::to_string(to));
-    if (from == to || (rank_ != from && rank_ != to)) return;
-    for (uint64_t begin = 0; begin < count; begin += kChunk) {
-      const int n = int(std::min(kChunk, count - begin));
-      if (rank_ == from) {
-        CheckStarted(MPI_Isend(values + begin, n, MPI_FLOAT, to, kCopyTag, comm_, Next()));
-      } else {
-        CheckStarted(MPI_Irecv(values + begin, n, MPI_FLOAT, from, kCopyTag, comm_, Next()));
-      }
-      WaitAll("copy of " + std::to_string(count) + " floats from rank " + std::to_string(from) + " to rank " +
-              std::to_string(to));
-    }
+  void Copy(float* values, uint64_t count, int from, int to) override { CopyValues(values, count, from, to, "floats"); }
+  void Copy(uint16_t* values, uint64_t count, int from, int to) override {
+    CopyValues(values, count, from, to, "bf16 values");
   }
 
   [[noreturn]] void Abort(const std::string& why, int exit_code) override {
@@ -116,6 +102,33 @@ class MpiGroup : public RankGroup {
   // moves (R-1)/R of the values in and out of every rank, as a ring does; Open MPI's own
   // (non-blocking) reduce-scatter took 280 ms for the Amazon-670K model on 2 ranks, against 240 ms
   // for the whole sum this way, as long as one MPI_Allreduce (docs/BENCHMARKS.md).
+  template <class T>
+  void BroadcastValues(T* values, uint64_t count, int root, const char* what) {
+    if (root < 0 || root >= size_) throw std::invalid_argument("broadcast from rank " + std::to_string(root));
+    for (uint64_t begin = 0; begin < count; begin += kChunk) {
+      CheckStarted(MPI_Ibcast(values + begin, int(std::min(kChunk, count - begin)), TypeOf<T>(), root, comm_, Next()));
+      WaitAll("broadcast of " + std::to_string(count) + " " + what + " from rank " + std::to_string(root));
+    }
+  }
+
+  // Point to point: the ranks other than `from` and `to` go on at once.
+  template <class T>
+  void CopyValues(T* values, uint64_t count, int from, int to, const char* what) {
+    if (from < 0 || from >= size_ || to < 0 || to >= size_)
+      throw std::invalid_argument("copy from rank " + std::to_string(from) + " to rank " + std::to_string(to));
+    if (from == to || (rank_ != from && rank_ != to)) return;
+    for (uint64_t begin = 0; begin < count; begin += kChunk) {
+      const int n = int(std::min(kChunk, count - begin));
+      if (rank_ == from) {
+        CheckStarted(MPI_Isend(values + begin, n, TypeOf<T>(), to, kCopyTag, comm_, Next()));
+      } else {
+        CheckStarted(MPI_Irecv(values + begin, n, TypeOf<T>(), from, kCopyTag, comm_, Next()));
+      }
+      WaitAll("copy of " + std::to_string(count) + " " + what + " from rank " + std::to_string(from) + " to rank " +
+              std::to_string(to));
+    }
+  }
+
   template <class T>
   void Sum(T* values, uint64_t count, std::vector<T>& received, const std::string& what) {
     std::vector<int> counts(size_), offsets(size_);

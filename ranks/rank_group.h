@@ -39,11 +39,14 @@ class RankGroup {
   virtual void SumInPlace(double* values, uint64_t count) = 0;
   // Every rank's bytes (any length, including empty), in rank order.
   virtual std::vector<std::vector<uint8_t>> AllGather(const std::vector<uint8_t>& mine) = 0;
-  // `values` of rank `root` copied into `values` of every rank.
+  // `values` of rank `root` copied into `values` of every rank. The uint16_t forms move replicas
+  // that keep their weights in bf16, as their bits.
   virtual void Broadcast(float* values, uint64_t count, int root) = 0;
+  virtual void Broadcast(uint16_t* values, uint64_t count, int root) = 0;
   // `values` of rank `from` copied into `values` of rank `to`; the other ranks' `values` are not
   // read or written (they may be null). Every rank makes the call, as with the others.
   virtual void Copy(float* values, uint64_t count, int from, int to) = 0;
+  virtual void Copy(uint16_t* values, uint64_t count, int from, int to) = 0;
   // Ends every rank of the run (MPI_Abort) after printing `why` with this rank's number: for a
   // rank that cannot go on while the others would wait for it forever.
   [[noreturn]] virtual void Abort(const std::string& why, int exit_code) = 0;

@@ -42,29 +42,13 @@ class ThreadGroup : public RankGroup {
 
   std::vector<Bytes> AllGather(const Bytes& mine) override { return *Exchange(mine, "all-gather"); }
 
-  void Broadcast(float* values, uint64_t count, int root) override {
-    if (root < 0 || root >= size()) throw std::invalid_argument("broadcast from rank " + std::to_string(root));
-    Bytes mine;
-    if (rank_ == root) mine.assign(reinterpret_cast<const uint8_t*>(values), reinterpret_cast<const uint8_t*>(values + count));
-    const auto all = Exchange(mine, "broadcast of " + std::to_string(count) + " floats");
-    if (rank_ != root) {
-      if ((*all)[root].size() != count * sizeof(float)) throw std::logic_error("broadcast: counts differ between ranks");
-      std::memcpy(values, (*all)[root].data(), count * sizeof(float));
-    }
+  void Broadcast(float* values, uint64_t count, int root) override { BroadcastValues(values, count, root, "floats"); }
+  void Broadcast(uint16_t* values, uint64_t count, int root) override {
+    BroadcastValues(values, count, root, "bf16 values");
   }
-
-  void Copy(float* values, uint64_t count, int from, int to) override {
-    if (from < 0 || from >= size() || to < 0 || to >= size())
-      throw std::invalid_argument("copy from rank " + std::to_string(from) + " to rank " + std::to_string(to));
-    Bytes mine;
-    if (rank_ == from && from != to)
-      mine.assign(reinterpret_cast<const uint8_t*>(values), reinterpret_cast<const uint8_t*>(values + count));
-    const auto all = Exchange(mine, "copy of " + std::to_string(count) + " floats from rank " + std::to_string(from) +
-                                        " to rank " + std::to_string(to));
-    if (rank_ == to && from != to) {
-      if ((*all)[from].size() != count * sizeof(float)) throw std::logic_error("copy: counts differ between ranks");
-      std::memcpy(values, (*all)[from].data(), count * sizeof(float));
-    }
+  void Copy(float* values, uint64_t count, int from, int to) override { CopyValues(values, count, from, to, "floats"); }
+  void Copy(uint16_t* values, uint64_t count, int from, int to) override {
+    CopyValues(values, count, from, to, "bf16 values");
   }
 
   [[noreturn]] void Abort(const std::string& why, int) override {
@@ -72,6 +56,33 @@ class ThreadGroup : public RankGroup {
   }
 
  private:
+  template <class T>
+  void BroadcastValues(T* values, uint64_t count, int root, const char* what) {
+    if (root < 0 || root >= size()) throw std::invalid_argument("broadcast from rank " + std::to_string(root));
+    Bytes mine;
+    if (rank_ == root) mine.assign(reinterpret_cast<const uint8_t*>(values), reinterpret_cast<const uint8_t*>(values + count));
+    const auto all = Exchange(mine, "broadcast of " + std::to_string(count) + " " + what);
+    if (rank_ != root) {
+      if ((*all)[root].size() != count * sizeof(T)) throw std::logic_error("broadcast: counts differ between ranks");
+      std::memcpy(values, (*all)[root].data(), count * sizeof(T));
+    }
+  }
+
+  template <class T>
+  void CopyValues(T* values, uint64_t count, int from, int to, const char* what) {
+    if (from < 0 || from >= size() || to < 0 || to >= size())
+      throw std::invalid_argument("copy from rank " + std::to_string(from) + " to rank " + std::to_string(to));
+    Bytes mine;
+    if (rank_ == from && from != to)
+      mine.assign(reinterpret_cast<const uint8_t*>(values), reinterpret_cast<const uint8_t*>(values + count));
+    const auto all = Exchange(mine, "copy of " + std::to_string(count) + " " + what + " from rank " +
+                                        std::to_string(from) + " to rank " + std::to_string(to));
+    if (rank_ == to && from != to) {
+      if ((*all)[from].size() != count * sizeof(T)) throw std::logic_error("copy: counts differ between ranks");
+      std::memcpy(values, (*all)[from].data(), count * sizeof(T));
+    }
+  }
+
   template <class T>
   void Sum(T* values, uint64_t count, const std::string& what) {
     const auto* begin = reinterpret_cast<const uint8_t*>(values);

@@ -96,12 +96,15 @@ merge::MergeOutcome SurvivorMerge::RunOnce(scheduler::DevicePool& pool, const sc
   replicas.bf16_rounding_key = bf16_rounding_key;
   for (size_t i : alive) {
     engine::Device& d = pool.device(i);
-    // A replica with bf16 weights is merged where it is, in bf16 (merge/replica_blocks.h); the
-    // settings keep it to one rank (scheduler/train_options.h: MergesBf16Weights).
-    if (d.KeepsBf16Weights())
+    // A replica with bf16 weights is merged where it is, in bf16 (merge/replica_blocks.h); another
+    // rank's is a bf16 mirror, or null where the merge reads this rank's replicas only.
+    replicas.weights_in_bf16 = replicas.weights_in_bf16 || d.KeepsBf16Weights();
+    if (local_only && !pool.local(i))
+      replicas.members.push_back({});
+    else if (d.KeepsBf16Weights())
       replicas.members.push_back({nullptr, -1, d.HostBf16Params()});
     else
-      replicas.members.push_back({local_only && !pool.local(i) ? nullptr : d.HostParams()});
+      replicas.members.push_back({d.HostParams()});
     input.batch.push_back(pool.states()[i].batch);
     input.lr.push_back(pool.states()[i].lr);
     input.updates.push_back(part.updates[i]);

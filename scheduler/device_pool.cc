@@ -59,7 +59,7 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
     std::unique_ptr<engine::Device> device =
         local(i) ? engine::MakeDevice(specs[i], initial, limits, momentum, options.math, scheduling.sampled_output,
                                       step_settings)
-                 : engine::MakeRemoteDevice(specs[i], initial);
+                 : engine::MakeRemoteDevice(specs[i], initial, options.bf16_weights);
     workers_.push_back(std::make_unique<engine::Worker>(i, std::move(device), &train, &results_));
     states_.push_back({double(options.batch), double(options.lr)});
   }

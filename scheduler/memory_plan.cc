@@ -15,6 +15,7 @@
 #include "kernels/cpu/output_layer.h"
 #include "kernels/ranker/linear_ranker.h"
 #include "kernels/ranker/shortlist_ranker.h"
+#include "merge/rank_sum_collective.h"
 #include "ranks/rank_group.h"
 
 namespace xmlt::scheduler {
@@ -198,14 +199,16 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
         d.host_mirror = Add(params, gpu.pinned_host);
       }
     }
-    // Another rank's device is here at most a host mirror of its replica and momentum: held by
-    // merges that read every replica (Adasum, CROSSBOW), and on rank 0 while it writes a
-    // checkpoint; hierarchical merges never make it, and a resume restores only local devices.
+    // Another rank's device is here at most a host mirror of its replica (bf16 where the run's
+    // weights are) and momentum: held by merges that read every replica (Adasum, CROSSBOW), and on
+    // rank 0 while it writes a checkpoint; hierarchical merges never make it, and a resume restores
+    // only local devices.
     if (across_ranks && scheduling.device_rank.at(index) != rank) {
       d = DeviceMemory{};
       d.id = spec.id;
+      const uint64_t mirror = options.bf16_weights ? Mul(shape.NumParameters(), sizeof(uint16_t)) : params;
       if ((checkpoints && rank == 0) || !MergesByWeightedSum(scheduling))
-        d.host_mirror = Add(params, device.momentum);
+        d.host_mirror = Add(mirror, device.momentum);
     }
     plan.devices.push_back(d);
   }
@@ -246,10 +249,14 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
   // The sampler's row order, once in the sampler and once in each saved state.
   const uint64_t arena_rows = DevicePool::ArenaRows(options.mega_batch, options.batch, specs.size());
   plan.scheduler = Mul(Add(arena_rows, Mul(training_rows, 3)), sizeof(uint64_t));
-  // Across ranks, the cross-rank sum's receive buffer (a chunk of the model at a time).
+  // Across ranks, the cross-rank sum's receive buffer (a chunk of the model at a time), and with
+  // bf16 weights the rank's fp32 partial sums, a chunk at a time too (merge/rank_sum_collective.h).
   if (across_ranks)
     plan.scheduler = Add(plan.scheduler,
                          Mul(std::min<uint64_t>(shape.NumParameters(), ranks::kSumChunk), sizeof(float)));
+  if (across_ranks && options.bf16_weights && MergesByWeightedSum(scheduling))
+    plan.scheduler = Add(plan.scheduler,
+                         Mul(std::min<uint64_t>(shape.NumParameters(), merge::kRankSumBf16Chunk), sizeof(float)));
   // A checkpoint writes w, w_p and the replicas from where they are and streams each device's
   // optimizer state from where it lives; a resume maps the file (page cache, which the kernel can
   // drop: not counted) and copies from the mapping straight to where each part goes. What it holds

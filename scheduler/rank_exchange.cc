@@ -78,8 +78,16 @@ void ShareBatchResults(ranks::RankGroup& ranks, const std::vector<int>& device_r
 
 void SendReplicasToEveryRank(ranks::RankGroup& ranks, const std::vector<int>& device_rank,
                              const std::vector<size_t>& ids, const std::vector<engine::Device*>& devices) {
-  for (size_t k = 0; k < devices.size(); ++k)
-    ranks.Broadcast(devices[k]->HostParams(), devices[k]->NumParams(), device_rank.at(ids[k]));
+  for (size_t k = 0; k < devices.size(); ++k) {
+    engine::Device& d = *devices[k];
+    // A replica with bf16 weights travels as its bits, as its mirrors keep it (every rank makes its
+    // mirrors with the run's --weights, so all make the same call).
+    if (d.KeepsBf16Weights()) {
+      ranks.Broadcast(d.HostBf16Params(), d.NumParams(), device_rank.at(ids[k]));
+    } else {
+      ranks.Broadcast(d.HostParams(), d.NumParams(), device_rank.at(ids[k]));
+    }
+  }
 }
 
 void SendReplicasToRoot(ranks::RankGroup& ranks, int root, const std::vector<int>& device_rank,
@@ -91,7 +99,11 @@ void SendReplicasToRoot(ranks::RankGroup& ranks, int root, const std::vector<int
     if (owner == root) continue;
     // A bystander neither reads nor makes its mirror (HostParams would allocate it).
     const bool involved = me == owner || me == root;
-    ranks.Copy(involved ? d.HostParams() : nullptr, d.NumParams(), owner, root);
+    if (d.KeepsBf16Weights()) {
+      ranks.Copy(involved ? d.HostBf16Params() : nullptr, d.NumParams(), owner, root);
+    } else {
+      ranks.Copy(involved ? d.HostParams() : nullptr, d.NumParams(), owner, root);
+    }
     // The owner's state, or empty (no local momentum): its size goes first, to every rank, so
     // that all make the same calls. A momentum buffer holds a value per parameter, a sampled
     // device's Adagrad squares fewer; the size travels as two 24-bit halves, each exact in a float.

@@ -31,15 +31,14 @@ void ValidateTrainOptions(const TrainOptions& options) {
 
 void ValidateBf16Weights(const TrainOptions& options, const SchedulerOptions& scheduling) {
   if (options.bf16_weights && (!MergesBf16Weights(scheduling) || options.math != kernels::OutputMath::kBf16))
-    throw OptionError("weights", "bf16 is for CPU devices of the dense step on one rank, with the output products in "
-                                 "bf16");
+    throw OptionError("weights", "bf16 is for CPU devices of the dense step, with the output products in bf16");
 }
 
 bool MergesBf16Weights(const SchedulerOptions& scheduling) {
   const bool cpus = !scheduling.devices.empty() &&
                     std::all_of(scheduling.devices.begin(), scheduling.devices.end(),
                                 [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCpu; });
-  return cpus && !scheduling.sampled_output.enabled && RankCount(scheduling) == 1;
+  return cpus && !scheduling.sampled_output.enabled;
 }
 
 void ValidateSchedulerOptions(const SchedulerOptions& scheduling) {

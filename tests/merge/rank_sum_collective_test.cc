@@ -2,9 +2,11 @@
 // end with the weighted sum over all ranks' replicas, finished once per parameter on every rank,
 // the same bits on every rank; the replicas of other ranks' devices are never read (they hold NaN
 // here) nor written. Replica counts, sizes and owners that divide nothing evenly, and a rank that
-// owns no replica.
+// owns no replica. Replicas that keep bf16 weights get the rank sum of their widened values,
+// rounded to nearest, past several of its fp32 chunks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -15,6 +17,7 @@
 #include "merge/collective.h"
 #include "merge/rank_sum_collective.h"
 #include "ranks/rank_group.h"
+#include "tests/merge/bf16_replica_support.h"
 #include "tests/merge/merge_test_support.h"
 #include "tests/test_support.h"
 
@@ -154,6 +157,78 @@ TEST(RankSumCollective, TheOtherRanksReplicasMayBeNull) {
                      ->WeightedAllReduce(own_null, weights, nullptr),
                  std::invalid_argument);
   });
+}
+
+// bf16 replicas: every rank's global model and own replicas are, bit for bit, what the rank sum
+// of fp32 replicas holding the widened values gives, with the finish moved to the rounded start
+// (bf16_replica_support.h), the replicas then rounded to nearest. The naive local sum adds in the
+// same order whatever the chunks; the partitioned one's order follows its partitions, which the
+// chunks move, so it is held to the same bits on every rank and to the fp32 sum's rounding. The
+// other ranks' members are null, as the run leaves them; a rank with no replica of its own knows
+// from the set that the run's weights are bf16.
+TEST(RankSumCollective, Bf16ReplicasGetTheFp32RankSumOfTheirWidenedValuesRoundedToNearest) {
+  for (const Case& c : kCases) {
+    const size_t n = c.owner.size();
+    std::vector<size_t> sizes = {size_t{0}, size_t{1}, 7 * n + 3, size_t{100003}};
+    if (&c == &kCases[0]) sizes.push_back(kRankSumBf16Chunk * 2 + 4099);  // three chunks, the last short
+    for (size_t size : sizes)
+      for (const char* local : {"naive", "ring"})
+        for (const MomentumMode mode : {MomentumMode::kHeavy, MomentumMode::kNesterov}) {
+          if (size > 100003 && (std::string(local) != "naive" || mode != MomentumMode::kHeavy)) continue;
+          SCOPED_TRACE(::testing::Message() << c.ranks << " ranks, " << n << " replicas, size " << size << ", "
+                                            << local << (mode == MomentumMode::kHeavy ? ", heavy" : ", nesterov"));
+          const testing::Bf16Replicas all = testing::RandomBf16Replicas(n, size, uint32_t(17 * n + size));
+          std::vector<double> w(n);
+          for (size_t i = 0; i < n; ++i) w[i] = 0.1 + 0.17 * double(i);
+          double weight_sum = 0;
+          for (double a : w) weight_sum += a;
+          const Replicas start = RandomReplicas(2, size, uint32_t(size + 5));
+          std::vector<GlobalModel> fp32_global(c.ranks, GlobalModel(start.data[0], start.data[1]));
+          std::vector<GlobalModel> bf16_global = fp32_global;
+          std::vector<Replicas> fp32_after(c.ranks);
+          std::vector<testing::Bf16Replicas> bf16_after(c.ranks);
+          OnRanks(c.ranks, [&](int rank, xmlt::ranks::RankGroup& group) {
+            Replicas fp32 = ViewOfRank(all.Widened(), c, rank);
+            MakeRankSumCollective(MakeCollective(local, n), group, IsLocal(c, rank))
+                ->WeightedAllReduce(fp32.View(), w,
+                                    testing::MovedFinish(&fp32_global[rank], 0.5, mode, weight_sum));
+            testing::Bf16Replicas bf16 = all;
+            ReplicaSet view = bf16.View();
+            view.weights_in_bf16 = true;
+            for (size_t i = 0; i < n; ++i)
+              if (c.owner[i] != rank) view.members[i] = {};
+            MakeRankSumCollective(MakeCollective(local, n), group, IsLocal(c, rank))
+                ->WeightedAllReduceWithMomentum(view, w, 0.5, mode, &bf16_global[rank]);
+            fp32_after[rank] = std::move(fp32);
+            bf16_after[rank] = std::move(bf16);
+          });
+          for (int rank = 0; rank < c.ranks; ++rank) {
+            ASSERT_TRUE(xmlt::testing::SameBits(bf16_global[0].current().data(), bf16_global[rank].current().data(),
+                                                size))
+                << "rank " << rank << " drifted from rank 0";
+            const bool exact = std::string(local) == "naive";
+            for (size_t j = 0; j < size && exact; ++j)
+              ASSERT_EQ(fp32_global[rank].current()[j], bf16_global[rank].current()[j]) << "rank " << rank << ", w " << j;
+            for (size_t j = 0; j < size && !exact; ++j)
+              ASSERT_NEAR(fp32_global[rank].current()[j], bf16_global[rank].current()[j],
+                          1e-5 * (1 + std::abs(fp32_global[rank].current()[j])))
+                  << "rank " << rank << ", w " << j;
+            for (size_t i = 0; i < n; ++i) {
+              if (c.owner[i] != rank) {
+                ASSERT_EQ(bf16_after[rank].data[i], all.data[i]) << "rank " << rank << " wrote replica " << i;
+                continue;
+              }
+              // Each own replica holds the next start rounded to nearest: w itself under kHeavy.
+              for (size_t j = 0; j < size && exact; ++j)
+                ASSERT_EQ(kernels::cpu::NearestBf16(fp32_after[rank].data[i][j]), bf16_after[rank].data[i][j])
+                    << "rank " << rank << ", replica " << i << ", parameter " << j;
+              ASSERT_EQ(bf16_after[rank].data[i], bf16_after[c.owner[i]].data[i]);
+              const int first_owner = c.owner[0];
+              ASSERT_EQ(bf16_after[rank].data[i], bf16_after[first_owner].data[0]) << "rank " << rank;
+            }
+          }
+        }
+  }
 }
 
 TEST(RankSumCollective, RefusesAReplicaCountOtherThanItsDevices) {

@@ -98,6 +98,9 @@ int main(int argc, char** argv) {
   std::vector<float> broadcast(1001, float(rank));
   group->Broadcast(broadcast.data(), broadcast.size(), size - 1);
   Check(broadcast == std::vector<float>(1001, float(size - 1)), rank, "broadcast from the last rank");
+  std::vector<uint16_t> bits(1001, uint16_t(rank));
+  group->Broadcast(bits.data(), bits.size(), size - 1);
+  Check(bits == std::vector<uint16_t>(1001, uint16_t(size - 1)), rank, "broadcast of bf16 values from the last rank");
 
   // From the last rank to rank 0, past one chunk; the ranks between are not touched (null).
   const uint64_t copied = (uint64_t{1} << 24) + 3;
@@ -107,6 +110,10 @@ int main(int argc, char** argv) {
   if (rank == 0)
     Check(copy.front() == float(size - 1) && copy[copied / 2] == float(size - 1) && copy.back() == -1, rank,
           "copy from the last rank to rank 0");
+  std::vector<uint16_t> copied_bits(rank == 0 || rank == size - 1 ? 1001 : 0, uint16_t(rank + 1));
+  group->Copy(copied_bits.empty() ? nullptr : copied_bits.data(), 1001, size - 1, 0);
+  if (rank == 0)
+    Check(copied_bits == std::vector<uint16_t>(1001, uint16_t(size)), rank, "copy of bf16 values to rank 0");
 
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0 && failures == 0) std::printf("rank group under mpirun -np %d: all checks passed\n", size);

@@ -79,6 +79,10 @@ TEST(ThreadGroups, BroadcastCopiesTheRootsValues) {
     std::vector<float> values(1001, float(group.rank()));
     group.Broadcast(values.data(), values.size(), 2);
     EXPECT_EQ(values, std::vector<float>(1001, 2.0f)) << "rank " << group.rank();
+    // bf16 replicas travel as their bits; an odd count, not a whole number of floats.
+    std::vector<uint16_t> bits(1001, uint16_t(0x3f80 + group.rank()));
+    group.Broadcast(bits.data(), bits.size(), 1);
+    EXPECT_EQ(bits, std::vector<uint16_t>(1001, uint16_t(0x3f81))) << "rank " << group.rank();
   });
 }
 
@@ -92,6 +96,11 @@ TEST(ThreadGroups, CopyMovesOneRanksValuesToAnotherOnly) {
     group.Copy(values.data(), values.size(), 2, 2);  // to itself: nothing moves
     EXPECT_EQ(values, std::vector<float>(1001, expected)) << "rank " << group.rank();
     EXPECT_THROW(group.Copy(values.data(), 1, 0, 4), std::invalid_argument);
+    std::vector<uint16_t> bits(1001, uint16_t(group.rank()));
+    group.Copy(group.rank() == 1 ? nullptr : bits.data(), bits.size(), 3, 0);
+    EXPECT_EQ(bits, std::vector<uint16_t>(1001, uint16_t(group.rank() == 0 ? 3 : group.rank())))
+        << "rank " << group.rank();
+    EXPECT_THROW(group.Copy(bits.data(), 1, -1, 0), std::invalid_argument);
   });
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "apps/train_presets.h"
+#include "kernels/cpu/bf16_gemm.h"
 #include "ranks/rank_group.h"
 #include "run/multi_device_run.h"
 #include "tests/scheduler/scheduler_test_support.h"
@@ -138,6 +139,48 @@ TEST(RanksRun, TwoRanksOfTwoDevicesTrainTheRunOfFourDevicesForEveryAlgo) {
           << algo << ": the hierarchical sums drifted from the one-process run further than rounding";
     }
     EXPECT_GT(one.records.back().test.metrics.p1, 0.3) << algo << " learnt little";  // 0.39 to 0.41 here
+  }
+}
+
+// Weights kept in bf16 (--weights bf16, the default where the products are bf16) across ranks: the
+// mirrors of other ranks' replicas are bf16, and the rank sum adds fp32 partial sums of them. Every
+// rank holds the same bits; Adasum and CROSSBOW, which read every replica on every rank, train the
+// one-process run to the bit; the hierarchical sums follow it within rounding. A
+// rank whose one device fails goes on merging with no replica of its own.
+TEST(RanksRun, Bf16WeightsAcrossRanksTrainTheRunOfOneProcess) {
+  if (!kernels::cpu::Bf16Available(nullptr)) GTEST_SKIP() << "no native bf16 here: bf16 weights need bf16 products";
+  for (const std::string algo : {"adaptive", "elastic", "adasum", "sync", "crossbow"}) {
+    SCOPED_TRACE(algo);
+    scheduler::SchedulerOptions scheduling = testing::WithAlgo(testing::VirtualClockScheduling("cpu:4", "1,1.1,1.2,1.32"), algo);
+    scheduler::TrainOptions options = OptionsFor(algo, &scheduling);
+    options.math = kernels::OutputMath::kBf16;
+    options.bf16_optimizer_state = true;
+    options.bf16_weights = true;
+    const Outcome one = Train(scheduling, {}, options);
+    const std::vector<Outcome> spread = TrainOnRanks(scheduling, 2, "cpu:2", {}, options);
+    const bool hierarchical = algo != "adasum" && algo != "crossbow";
+    for (size_t r = 0; r < spread.size(); ++r) {
+      ExpectSameRun(one, spread[r], algo + " on rank " + std::to_string(r));
+      EXPECT_EQ(spread[r].model, spread[0].model) << algo << " on rank " << r;
+      if (!hierarchical) EXPECT_EQ(spread[r].model, one.model) << algo << " on rank " << r;
+    }
+    // Sync and elastic weigh every replica alike (a power of two), and their sums of bf16 values
+    // are then exact in fp32, in any order: the same bits as one process. Adaptive's are not.
+    if (algo == "adaptive") EXPECT_NE(spread[0].model, one.model) << algo << ": the rank sum collective was not used";
+    if (hierarchical) EXPECT_LT(Distance(one, spread[0]), 0.01) << algo;
+    EXPECT_GT(one.records.back().test.metrics.p1, 0.3) << algo << " learnt little";
+  }
+  scheduler::SchedulerOptions scheduling = testing::VirtualClockScheduling("cpu:2", "1,1.2");
+  scheduler::TrainOptions options = Options();
+  options.math = kernels::OutputMath::kBf16;
+  options.bf16_weights = true;
+  RunControl control;
+  control.faults.push_back(scheduler::FaultInjection{scheduler::FaultInjection::Kind::kFail, 1, 3});
+  const std::vector<Outcome> spread = TrainOnRanks(scheduling, 2, "cpu:1", control, options);
+  for (const Outcome& outcome : spread) {
+    EXPECT_EQ(outcome.records.back().train_samples, 2 * Data().train.num_rows());
+    EXPECT_TRUE(outcome.records.back().devices[1].dropped);
+    EXPECT_EQ(outcome.model, spread[0].model);
   }
 }
 

@@ -14,6 +14,7 @@
 
 #include "data/input_error.h"
 #include "kernels/cpu/bf16_gemm.h"
+#include "merge/rank_sum_collective.h"
 #include "engine/device_spec.h"
 #include "ranks/rank_group.h"
 #include "run/checkpoint_file.h"
@@ -460,6 +461,22 @@ TEST(MemoryPlan, TheOtherRanksMirrorsCountOnlyWhereSomethingReadsThem) {
   scheduling.merge = scheduler::SchedulerOptions::Merge::kAdasum;
   scheduling.schedule = scheduler::SchedulerOptions::Schedule::kStatic;
   EXPECT_EQ(mirror(false), replica) << "Adasum reads every replica";
+
+  // bf16 weights: the mirror holds the replica's bits (the momentum travels in fp32), and the rank
+  // sum's fp32 partial sums of them a chunk at a time.
+  scheduler::TrainOptions bf16 = options;
+  bf16.math = kernels::OutputMath::kBf16;
+  bf16.bf16_weights = true;
+  const uint64_t momentum = replica - shape.NumParameters() * sizeof(float);
+  EXPECT_EQ(scheduler::PlanMemory(shape, bf16, scheduling, limits, 10000, false, 0).devices[2].host_mirror,
+            shape.NumParameters() * sizeof(uint16_t) + momentum)
+      << "Adasum reads every replica, in bf16";
+  scheduling.merge = scheduler::SchedulerOptions::Merge::kNormalized;
+  scheduling.schedule = scheduler::SchedulerOptions::Schedule::kDynamic;
+  const uint64_t chunk = std::min<uint64_t>(shape.NumParameters(), merge::kRankSumBf16Chunk) * sizeof(float);
+  EXPECT_EQ(scheduler::PlanMemory(shape, bf16, scheduling, limits, 10000, false, 0).scheduler,
+            scheduler::PlanMemory(shape, options, scheduling, limits, 10000, false, 0).scheduler + chunk)
+      << "the rank sum's partial sums of bf16 replicas";
 }
 
 // A checkpoint writes w, w_p, the replicas and their optimizer state from where they are, and a

@@ -153,4 +153,30 @@ mpi 3 "$xmltrain" train "${common[@]}" --epochs 2 --algo adaptive --devices cpu:
     --resume dead-more > more.out 2> more.err || { cat more.err >&2; fail "resume on more ranks"; }
 replanned more.out more.err "2 ranks resumed on 3"
 echo "elastic restart: the checkpoint of 2 ranks goes on in 1 process and on 3 ranks"
+
+# Weights in bf16 across ranks (--math bf16, where --weights auto keeps them in bf16). Adasum reads
+# every replica on every rank, the other ranks' from bf16 mirrors: 2 ranks train the one-process
+# model byte for byte. Adaptive sums fp32 partial sums of its bf16 replicas across ranks; its end
+# checkpoint gathers the bf16 replicas to rank 0, and extended from it under mpirun the run is the
+# longer run, byte for byte. A CPU without native bf16 refuses --math bf16: nothing to test there.
+bf16=(--train data/train.txt --test data/test.txt --eval-every 2 --row-cost 1e-4 --merge-cost 1e-9
+      --lr-schedule constant --math bf16 --speed 1,1.1,1.2,1.32)
+if "$xmltrain" train "${bf16[@]}" --epochs 2 --algo adasum --devices cpu:4 --model one-bf16.bin \
+    > /dev/null 2> one-bf16.err; then
+  grep -q "weights in bf16" one-bf16.err || { cat one-bf16.err >&2; fail "bf16: --weights auto left them in fp32"; }
+  mpi 2 "$xmltrain" train "${bf16[@]}" --epochs 2 --algo adasum --devices cpu:2 --model two-bf16.bin \
+      > /dev/null 2> two-bf16.err || { cat two-bf16.err >&2; fail "bf16 weights under mpirun"; }
+  grep -q "weights in bf16" two-bf16.err || { cat two-bf16.err >&2; fail "bf16 under mpirun: weights in fp32"; }
+  cmp -s one-bf16.bin two-bf16.bin || fail "bf16 weights, adasum: 2 ranks x cpu:2 differ from cpu:4"
+  mpi 2 "$xmltrain" train "${bf16[@]}" --epochs 2 --algo adaptive --devices cpu:2 --model long-bf16.bin > /dev/null 2>&1
+  mpi 2 "$xmltrain" train "${bf16[@]}" --epochs 1 --algo adaptive --devices cpu:2 --checkpoint-dir ck-bf16 \
+      > /dev/null 2>&1
+  mpi 2 "$xmltrain" train "${bf16[@]}" --epochs 2 --algo adaptive --devices cpu:2 --resume ck-bf16 \
+      --model extended-bf16.bin > /dev/null 2> extended-bf16.err || { cat extended-bf16.err >&2; fail "bf16 resume"; }
+  cmp -s long-bf16.bin extended-bf16.bin || fail "bf16 weights, extended under mpirun: not the longer run"
+  echo "bf16 weights across ranks: adasum = 1 process byte for byte; extended from a checkpoint = the longer run"
+else
+  grep -q "bf16" one-bf16.err || { cat one-bf16.err >&2; fail "the bf16 run failed for another reason"; }
+  echo "no native bf16 on this CPU: the bf16 weights across ranks are not run here"
+fi
 echo "mpi_train_test: all passed"
