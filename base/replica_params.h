@@ -10,7 +10,7 @@ namespace xmlt::base {
 // `params` points into the memory of GPU `gpu`, or into host memory when `gpu` is -1 (so a host
 // replica is just {params}). A host replica that keeps its weights in bf16 (--weights bf16) has no
 // fp32 parameters: `bf16` points to them instead and `params` is null; the host merges read it
-// through merge/replica_blocks.h (the copy merge and the rank sum refuse it).
+// through merge/replica_blocks.h (the copy merge, which copies fp32 values, refuses it).
 struct ReplicaParams {
   float* params = nullptr;
   int gpu = -1;

@@ -19,12 +19,12 @@ namespace xmlt::merge {
 inline constexpr size_t kRankSumBf16Chunk = size_t(1) << 22;
 
 // `is_local[i]` says whether replica i of the ReplicaSets this collective is given belongs to this
-// rank. Replicas that keep bf16 weights (every one of the run's, or none) cannot carry the rank's
-// partial sum: it is summed across ranks in fp32 a chunk of kRankSumBf16Chunk values at a time,
-// and the finished total is given to this rank's replicas rounded to nearest
-// (merge/replica_blocks.h). The weighted sum is the same real number as the one-process sum but rounded in another
+// rank. The weighted sum is the same real number as the one-process sum but rounded in another
 // order (per rank, then across ranks), so it is close to, not the same bits as, `local` over all
-// replicas; every rank gets the same bits. SquaredNorms gives each replica's norm as `local`
+// replicas; every rank gets the same bits. Replicas that keep bf16 weights (every one of the
+// run's, or none: ReplicaSet::weights_in_bf16) cannot carry the rank's partial sum: it is summed
+// across ranks in fp32, kRankSumBf16Chunk values at a time, and the finished total is given to
+// this rank's replicas rounded to nearest (merge/replica_blocks.h). SquaredNorms gives each replica's norm as `local`
 // computes it, from the rank that holds it. Throws std::invalid_argument on a replica count other
 // than is_local.size(). `ranks` must outlive the collective.
 std::unique_ptr<Collective> MakeRankSumCollective(std::unique_ptr<Collective> local, ranks::RankGroup& ranks,

@@ -22,7 +22,8 @@ void ShareBatchResults(ranks::RankGroup& ranks, const std::vector<int>& device_r
                        const std::vector<size_t>& devices, std::vector<engine::BatchResult>* results);
 
 // The parameters of devices[k] (device ids[k]), copied from its owner into every other rank's
-// mirror of it: for the merges that read every replica on every rank.
+// mirror of it: for the merges that read every replica on every rank. A replica with bf16 weights
+// travels as its bits into a bf16 mirror.
 void SendReplicasToEveryRank(ranks::RankGroup& ranks, const std::vector<int>& device_rank,
                              const std::vector<size_t>& ids, const std::vector<engine::Device*>& devices);
 
