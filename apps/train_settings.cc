@@ -138,14 +138,15 @@ bool PlanBf16OptimizerState(const TrainFlags& f, const TrainPlan& plan, bool sam
   if (text != "auto" && text != "fp32" && text != "bf16")
     throw std::invalid_argument("--optimizer-state must be auto, fp32 or bf16, not '" + text + "'");
   const bool bf16_products = plan.options.math == kernels::OutputMath::kBf16;
-  const bool dense_cpu = !sampled_output && std::any_of(plan.scheduling.devices.begin(), plan.scheduling.devices.end(),
-                                                        [](const engine::DeviceSpec& spec) {
-                                                          return spec.kind == engine::DeviceKind::kCpu;
-                                                        });
+  // The dense step, on a CPU or a GPU: with --cpu-output sampled its GPUs keep a dense step.
+  const bool dense_step = std::any_of(plan.scheduling.devices.begin(), plan.scheduling.devices.end(),
+                                      [&](const engine::DeviceSpec& spec) {
+                                        return spec.kind == engine::DeviceKind::kCuda || !sampled_output;
+                                      });
   if (text == "bf16") {
-    if (!dense_cpu)
-      throw std::invalid_argument("--optimizer-state bf16 is for the CPU's dense step; this run has none (GPUs and "
-                                  "the sampled step keep their state in fp32)");
+    if (!dense_step)
+      throw std::invalid_argument("--optimizer-state bf16 is for the dense step, on CPUs or GPUs; this run has none "
+                                  "(the sampled step keeps its state in fp32)");
     if (!bf16_products)
       throw std::invalid_argument("--optimizer-state bf16 needs the output layer's products in bf16 (--math bf16); "
                                   "this run computes them in " + std::string(kernels::OutputMathName(plan.options.math)));
@@ -154,8 +155,8 @@ bool PlanBf16OptimizerState(const TrainFlags& f, const TrainPlan& plan, bool sam
   if (text == "fp32") return false;
   if (!plan.control.resume_dir.empty())
     if (const std::optional<std::string> saved = CheckpointedOptimizerState(plan.control.resume_dir))
-      return *saved == "bf16" && dense_cpu && bf16_products;
-  return dense_cpu && bf16_products;
+      return *saved == "bf16" && dense_step && bf16_products;
+  return dense_step && bf16_products;
 }
 
 bool PlanBf16Weights(const TrainFlags& f, const TrainPlan& plan, bool sampled_output) {

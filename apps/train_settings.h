@@ -60,11 +60,11 @@ kernels::OutputMath ParseOutputMath(const std::string& text, const std::vector<e
 // compute the checkpoint's math (tf32 on CPUs), it is refused naming the checkpoint and --math.
 kernels::OutputMath PlanOutputMath(const TrainFlags& f, const TrainPlan& plan, bool sampled_output);
 
-// --optimizer-state, once the math is planned: whether the CPU's dense step keeps its momentum and
-// Adagrad's squares in bf16. auto is bf16 where the output layer's products are (the state's
-// rounding cost no accuracy there, docs/experiments/bf16-state.md), and on a resume the
-// checkpoint's state, so that the resume stays exact. bf16 is refused without bf16 products or
-// without a CPU device of the dense step.
+// --optimizer-state, once the math is planned: whether the dense step, on CPUs and GPUs, keeps its
+// momentum and Adagrad's squares in bf16. auto is bf16 where the output layer's products are (the
+// state's rounding cost no accuracy there, docs/experiments/bf16-state.md; on GPUs that takes
+// --math bf16), and on a resume the checkpoint's state, so that the resume stays exact. bf16 is
+// refused without bf16 products or without a device of the dense step.
 bool PlanBf16OptimizerState(const TrainFlags& f, const TrainPlan& plan, bool sampled_output);
 
 // --weights, once the math and the algorithm are planned: whether one CPU device's dense step

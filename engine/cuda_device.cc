@@ -24,6 +24,9 @@
 namespace xmlt::engine {
 namespace {
 
+// Sets a bf16 state's rounding noise apart from the dropout masks drawn from the same step key.
+constexpr uint64_t kRoundingSalt = 0x5f0d2b7c9a4e3611ULL;
+
 // Page-locked memory registered with GPU `gpu`'s context, holding `params`.
 kernels::cuda::PinnedBuffer<float> PinnedCopy(int gpu, const std::vector<float>& params) {
   kernels::cuda::DeviceGuard guard(gpu);
@@ -43,7 +46,8 @@ class CudaDevice final : public Device {
         limits_(limits),
         state_chunk_values_(std::max<size_t>(state_chunk_bytes / sizeof(float), 1)),
         mlp_(spec.ordinal, initial.shape, limits.max_rows, limits.max_feature_nnz, limits.max_label_nnz,
-             kernels::cuda::DenseMath(math)),
+             kernels::cuda::DenseMath(math), kernels::cuda::kMaxWarpTopK,
+             step_settings.bf16_optimizer_state ? kernels::cuda::StateFormat::kBf16 : kernels::cuda::StateFormat::kFp32),
         host_(PinnedCopy(spec.ordinal, initial.params)) {
     mlp_.UploadParams(host_.data(), host_.size());
   }
@@ -59,6 +63,8 @@ class CudaDevice final : public Device {
     step.dropout_key = kernels::DropoutMix(
         kernels::DropoutMix(kernels::DropoutMix(step_settings_.seed) ^ step_settings_.stream) ^ steps_);
     step.input_lr = lr * step_settings_.input_adagrad_ratio;
+    // A bf16 state's noise, apart from the masks drawn from the same key.
+    step.rounding_key = uint32_t(kernels::DropoutMix(step.dropout_key ^ kRoundingSalt));
     const kernels::cpu::LossResult loss = mlp_.TrainBatch(batch_, lr, momentum_, step);
     ++steps_;
     return loss;
@@ -138,9 +144,10 @@ class CudaDevice final : public Device {
       mlp_.UploadMomentumRange(at, chunk.data(), part);
     }
   }
-  // With dropout, the step count the masks are drawn from (as the CPU replica's).
+  // With dropout or a bf16 state, the step count the masks and the rounding noise are drawn from
+  // (as the CPU replica's).
   std::vector<uint8_t> SaveExtraState() override {
-    if (step_settings_.dropout == 0) return {};
+    if (!KeepsStepCount()) return {};
     std::vector<uint8_t> state(sizeof steps_);
     std::memcpy(state.data(), &steps_, sizeof steps_);
     return state;
@@ -148,15 +155,16 @@ class CudaDevice final : public Device {
   void RestoreExtraState(const std::vector<uint8_t>& state) override {
     steps_ = 0;
     if (state.empty()) return;
-    if (state.size() != sizeof steps_ || step_settings_.dropout == 0)
+    if (state.size() != sizeof steps_ || !KeepsStepCount())
       throw std::invalid_argument(spec_.id + ": step count state of " + std::to_string(state.size()) +
-                                  " bytes for a replica " + (step_settings_.dropout == 0 ? "without" : "with") +
-                                  " dropout");
+                                  " bytes for a replica " +
+                                  (KeepsStepCount() ? "that keeps 8" : "without dropout or a bf16 state"));
     std::memcpy(&steps_, state.data(), sizeof steps_);
   }
 
  private:
   bool KeepsOptimizerState() const { return momentum_ != 0 || step_settings_.input_adagrad_ratio > 0; }
+  bool KeepsStepCount() const { return step_settings_.dropout != 0 || step_settings_.bf16_optimizer_state; }
   // Page-locked memory for one chunk of an optimizer state of `values` values: the whole state when
   // it is smaller than a chunk.
   kernels::cuda::PinnedBuffer<float> StateChunk(size_t values) const {

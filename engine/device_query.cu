@@ -49,10 +49,12 @@ uint64_t CudaFreeMemory(int ordinal) {
   return free_memory;
 }
 
-GpuReplicaBytes PlanGpuReplica(int ordinal, const kernels::ModelShape& shape, const DeviceLimits& limits) {
+GpuReplicaBytes PlanGpuReplica(int ordinal, const kernels::ModelShape& shape, const DeviceLimits& limits,
+                               bool bf16_state) {
   if (ordinal < 0 || ordinal >= CudaDeviceCount()) return {};
   const kernels::cuda::CudaMlpBytes b = kernels::cuda::CudaMlp::PlannedBytes(
-      ordinal, shape, limits.max_rows, limits.max_feature_nnz, limits.max_label_nnz);
+      ordinal, shape, limits.max_rows, limits.max_feature_nnz, limits.max_label_nnz, kernels::cuda::kMaxWarpTopK,
+      bf16_state ? kernels::cuda::StateFormat::kBf16 : kernels::cuda::StateFormat::kFp32);
   // The cuBLAS workspace is scratch like the activations.
   return {b.params, b.velocity, b.workspace + b.blas, b.batch, b.pinned_host, b.allocations};
 }

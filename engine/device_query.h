@@ -17,7 +17,9 @@ namespace xmlt::engine {
 struct GpuReplicaBytes {
   uint64_t params = 0, momentum = 0, workspace = 0, batch = 0, pinned_host = 0, allocations = 0;
 };
-GpuReplicaBytes PlanGpuReplica(int ordinal, const kernels::ModelShape& shape, const DeviceLimits& limits);
+// bf16_state: the replica keeps its optimizer state in bf16 (--optimizer-state bf16).
+GpuReplicaBytes PlanGpuReplica(int ordinal, const kernels::ModelShape& shape, const DeviceLimits& limits,
+                               bool bf16_state = false);
 
 int CudaDeviceCount();           // 0 when CUDA is not built in or no GPU/driver is present
 std::string CudaDeviceSummary(); // "2 CUDA devices: NVIDIA H100 (sm_90, 79 GiB), ..." or why none

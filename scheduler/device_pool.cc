@@ -52,9 +52,8 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
         options.input_lr > 0 ? float(double(options.input_lr) / options.lr / step_scale_.back()) : 0.0f;
     engine::StepSettings step_settings{options.weight_decay, options.dropout, options.seed, i,
                                        input_adagrad_ratio};
-    // Only the CPU's dense step keeps a bf16 state; the others keep theirs in fp32.
-    step_settings.bf16_optimizer_state =
-        options.bf16_optimizer_state && specs[i].kind == engine::DeviceKind::kCpu && !sampled;
+    // The dense step keeps a bf16 state, on a CPU or a GPU; the sampled step keeps its in fp32.
+    step_settings.bf16_optimizer_state = options.bf16_optimizer_state && !sampled;
     step_settings.bf16_weights = options.bf16_weights;  // ValidateOptions: a CPU of the dense step
     std::unique_ptr<engine::Device> device =
         local(i) ? engine::MakeDevice(specs[i], initial, limits, momentum, options.math, scheduling.sampled_output,

@@ -185,12 +185,14 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
       d.momentum = options.input_lr > 0 ? Mul(Mul(shape.num_features, shape.hidden[0]), sizeof(float)) : 0;
     }
     if (d.gpu) {
-      // A CUDA replica allocates its velocity whatever the local momentum. Where the GPU is here,
-      // the CUDA backend says what it allocates, to the byte (CUB's scratch and the cuBLAS
-      // workspace included), and each allocation may take up to a 2 MiB page more. Its context is
-      // not counted: the free memory it is checked against is read after the context exists.
-      d.momentum = params;
-      const engine::GpuReplicaBytes gpu = engine::PlanGpuReplica(spec.ordinal, shape, limits);
+      // A CUDA replica allocates its velocity whatever the local momentum, in bf16 with
+      // --optimizer-state bf16. Where the GPU is here, the CUDA backend says what it allocates, to
+      // the byte (CUB's scratch, the cuBLAS workspace and a bf16 state's gradient block included),
+      // and each allocation may take up to a 2 MiB page more. Its context is not counted: the free
+      // memory it is checked against is read after the context exists.
+      d.momentum = options.bf16_optimizer_state ? Mul(shape.NumParameters(), sizeof(uint16_t)) : params;
+      const engine::GpuReplicaBytes gpu =
+          engine::PlanGpuReplica(spec.ordinal, shape, limits, options.bf16_optimizer_state);
       if (gpu.params > 0) {
         d.params = gpu.params;
         d.momentum = gpu.momentum;
@@ -273,16 +275,19 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
       const bool gpu = specs[i].kind == engine::DeviceKind::kCuda;
       const bool sampled = !gpu && scheduling.sampled_output.enabled;
       const uint64_t state = sampled ? (options.input_lr > 0 ? squares : 0) : (keeps_state ? params : 0);
-      const bool bf16_state = !gpu && !sampled && options.bf16_optimizer_state && keeps_state;
+      const bool bf16_state = !sampled && options.bf16_optimizer_state && keeps_state;
       const bool bf16_weights = !gpu && !sampled && options.bf16_weights;
       uint64_t extra = options.dropout > 0 || bf16_state || bf16_weights ? sizeof(uint64_t) : 0;
       if (sampled)
         extra = Add(extra, Add(sizeof(uint64_t) + shape.num_labels,
                                Mul(Mul(scheduling.sampled_output.l, shape.num_labels), sizeof(uint32_t))));
       const bool local = !across_ranks || scheduling.device_rank.at(i) == rank;
-      if (gpu && local) chunk = std::max<uint64_t>(chunk, std::min<uint64_t>(state, engine::kOptimizerStateChunkBytes));
-      // A bf16 state is widened a piece of 1 Mi values at a time (engine/cpu_replica.h).
-      if (bf16_state && local) chunk = std::max<uint64_t>(chunk, std::min<uint64_t>(state, uint64_t(4) << 20));
+      // A GPU's page-locked chunk of floats, and a bf16 state's bits for it (half as many bytes).
+      if (gpu && local)
+        chunk = std::max<uint64_t>(
+            chunk, std::min<uint64_t>(state, engine::kOptimizerStateChunkBytes) / 2 * (bf16_state ? 3 : 2));
+      // A CPU's bf16 state is widened a piece of 1 Mi values at a time (engine/cpu_replica.h).
+      if (!gpu && bf16_state && local) chunk = std::max<uint64_t>(chunk, std::min<uint64_t>(state, uint64_t(4) << 20));
       extras = Add(extras, extra);
       largest_extra = std::max(largest_extra, extra);
       largest_state = std::max(largest_state, state);

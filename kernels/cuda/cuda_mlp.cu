@@ -6,8 +6,10 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/batch_checks.h"
+#include "kernels/cpu/stochastic_rounding.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/device_count.h"
@@ -56,16 +58,19 @@ size_t CublasWorkspaceBytes(int gpu) {
 
 struct CudaMlp::Impl {
   Impl(int gpu_index, const ModelShape& model_shape, uint32_t rows, uint64_t feature_nnz,
-       uint64_t label_nnz, Math dense_math, uint32_t top_k)
+       uint64_t label_nnz, Math dense_math, uint32_t top_k, StateFormat state_format)
       : gpu(gpu_index),
         shape(model_shape),
         max_rows(rows),
         max_feature_nnz(feature_nnz),
         max_label_nnz(label_nnz),
         math(dense_math),
+        state(state_format),
         blas_workspace(CublasWorkspaceBytes(gpu_index)),
         params(model_shape.NumParameters()),
-        velocity(model_shape.NumParameters()),
+        velocity(state_format == StateFormat::kFp32 ? model_shape.NumParameters() : 0),
+        velocity_bf16(state_format == StateFormat::kBf16 ? model_shape.NumParameters() : 0),
+        gradient_block(state_format == StateFormat::kBf16 ? GradientBlockValues(model_shape) : 0),
         workspace(model_shape, rows, feature_nnz),
         staging(LayoutFor(rows, feature_nnz, label_nnz).total),
         batch_bytes(LayoutFor(rows, feature_nnz, label_nnz).total),
@@ -80,9 +85,16 @@ struct CudaMlp::Impl {
     // After the stream: setting a stream puts the handle back on cuBLAS's own workspace pool.
     XMLT_CUBLAS_CHECK(cublasSetWorkspace(blas.get(), blas_workspace.data(), blas_workspace.size()));
     XMLT_CUDA_CHECK(cudaMemsetAsync(params.data(), 0, params.size() * sizeof(float), stream.get()));
-    XMLT_CUDA_CHECK(
-        cudaMemsetAsync(velocity.data(), 0, velocity.size() * sizeof(float), stream.get()));
+    ZeroState();
     stream.Synchronize();
+  }
+
+  size_t StateSize() const { return params.size(); }
+  void ZeroState() {
+    if (velocity.size() > 0)
+      XMLT_CUDA_CHECK(cudaMemsetAsync(velocity.data(), 0, velocity.size() * sizeof(float), stream.get()));
+    if (velocity_bf16.size() > 0)
+      XMLT_CUDA_CHECK(cudaMemsetAsync(velocity_bf16.data(), 0, velocity_bf16.size() * sizeof(uint16_t), stream.get()));
   }
 
   CudaContext Context() const { return {stream.get(), blas.get(), math}; }
@@ -144,11 +156,14 @@ struct CudaMlp::Impl {
   uint32_t max_rows;
   uint64_t max_feature_nnz, max_label_nnz;
   Math math;
+  StateFormat state;
   Stream stream;
   Event done;
   CublasHandle blas;
   DeviceBuffer<unsigned char> blas_workspace;
-  DeviceBuffer<float> params, velocity;
+  DeviceBuffer<float> params, velocity;  // velocity: the fp32 state, empty with a bf16 one
+  DeviceBuffer<uint16_t> velocity_bf16;   // the bf16 state, empty with an fp32 one
+  DeviceBuffer<float> gradient_block;     // a bf16 state's dense gradients, a block at a time
   DeviceModel model;
   DeviceMlpWorkspace workspace;
   PinnedBuffer<unsigned char> staging;
@@ -160,7 +175,7 @@ struct CudaMlp::Impl {
 };
 
 CudaMlp::CudaMlp(int gpu, const ModelShape& shape, uint32_t max_rows, uint64_t max_feature_nnz,
-                 uint64_t max_label_nnz, Math math, uint32_t max_top_k) {
+                 uint64_t max_label_nnz, Math math, uint32_t max_top_k, StateFormat state) {
   ValidateShape(shape);
   if (max_rows == 0) Reject("max_rows must be positive");
   if (max_top_k > kMaxTopK) Reject("max_top_k = " + std::to_string(max_top_k) + " exceeds " + std::to_string(kMaxTopK));
@@ -168,27 +183,31 @@ CudaMlp::CudaMlp(int gpu, const ModelShape& shape, uint32_t max_rows, uint64_t m
   if (gpu < 0 || gpu >= count)
     Reject("no CUDA device " + std::to_string(gpu) + " (" + std::to_string(count) + " present)");
   DeviceGuard guard(gpu);
-  impl_ = std::make_unique<Impl>(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, math, max_top_k);
+  impl_ = std::make_unique<Impl>(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, math, max_top_k, state);
   // The memory plan reads PlannedBytes: it must be what was allocated, to the byte.
-  if (!(AllocatedBytes() == PlannedBytes(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, max_top_k)))
+  if (!(AllocatedBytes() == PlannedBytes(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, max_top_k, state)))
     throw std::logic_error("CudaMlp: PlannedBytes differs from what the constructor allocated");
 }
 
 CudaMlpBytes CudaMlp::PlannedBytes(int gpu, const ModelShape& shape, uint32_t max_rows,
-                                   uint64_t max_feature_nnz, uint64_t max_label_nnz, uint32_t max_top_k) {
+                                   uint64_t max_feature_nnz, uint64_t max_label_nnz, uint32_t max_top_k,
+                                   StateFormat state) {
   ValidateShape(shape);
   DeviceGuard guard(gpu);
   CudaMlpBytes b;
   b.params = b.velocity = shape.NumParameters() * sizeof(float);
+  if (state == StateFormat::kBf16)
+    b.velocity = shape.NumParameters() * sizeof(uint16_t) + GradientBlockValues(shape) * sizeof(float);
   b.workspace = DeviceMlpWorkspace::PlannedBytes(shape, max_rows, max_feature_nnz);
   const uint64_t staged = LayoutFor(max_rows, max_feature_nnz, max_label_nnz).total;
   b.batch = staged + uint64_t(max_rows) * max_top_k * sizeof(uint32_t);
   b.blas = CublasWorkspaceBytes(gpu);
   b.pinned_host = staged + uint64_t(max_rows) * max_top_k * sizeof(uint32_t) + sizeof(double);
-  // params, velocity, cuBLAS workspace, batch, top-k; the workspace's: one per hidden layer,
-  // logits, two deltas, four entry arrays and CUB's scratch (with entries), two loss buffers.
+  // params, velocity, cuBLAS workspace, batch, top-k (and a bf16 state's gradient block); the
+  // workspace's: one per hidden layer, logits, two deltas, four entry arrays and CUB's scratch
+  // (with entries), two loss buffers.
   const uint64_t sort_arrays = max_feature_nnz > 0 ? 5 : 0;
-  b.allocations = 5 + shape.hidden.size() + 3 + sort_arrays + 2;
+  b.allocations = 5 + (state == StateFormat::kBf16 ? 1 : 0) + shape.hidden.size() + 3 + sort_arrays + 2;
   return b;
 }
 
@@ -196,14 +215,15 @@ CudaMlpBytes CudaMlp::AllocatedBytes() const {
   const Impl& m = *impl_;
   CudaMlpBytes b;
   b.params = m.params.size() * sizeof(float);
-  b.velocity = m.velocity.size() * sizeof(float);
+  b.velocity = m.velocity.size() * sizeof(float) + m.velocity_bf16.size() * sizeof(uint16_t) +
+               m.gradient_block.size() * sizeof(float);
   b.workspace = m.workspace.AllocatedBytes();
   b.batch = m.batch_bytes.size() + m.top_labels.size() * sizeof(uint32_t);
   b.blas = m.blas_workspace.size();
   b.pinned_host = m.staging.size() + m.top_host.size() * sizeof(uint32_t) + m.loss_host.size() * sizeof(double);
   b.allocations = m.workspace.Allocations();
-  for (size_t size : {m.params.size(), m.velocity.size(), m.blas_workspace.size(), m.batch_bytes.size(),
-                      m.top_labels.size()})
+  for (size_t size : {m.params.size(), m.velocity.size(), m.velocity_bf16.size(), m.gradient_block.size(),
+                      m.blas_workspace.size(), m.batch_bytes.size(), m.top_labels.size()})
     b.allocations += size > 0;
   return b;
 }
@@ -288,36 +308,53 @@ void CudaMlp::DownloadParams(float* host, size_t n) const {
 }
 
 void CudaMlp::UploadMomentum(const float* host, size_t n) {
-  if (n != impl_->velocity.size())
-    Reject("UploadMomentum: " + std::to_string(n) + " values for " +
-           std::to_string(impl_->velocity.size()) + " parameters");
+  if (n != impl_->StateSize())
+    Reject("UploadMomentum: " + std::to_string(n) + " values for " + std::to_string(impl_->StateSize()) +
+           " parameters");
   UploadMomentumRange(0, host, n);
 }
 
 void CudaMlp::DownloadMomentum(float* host, size_t n) const {
-  if (n != impl_->velocity.size())
-    Reject("DownloadMomentum: " + std::to_string(n) + " values for " +
-           std::to_string(impl_->velocity.size()) + " parameters");
+  if (n != impl_->StateSize())
+    Reject("DownloadMomentum: " + std::to_string(n) + " values for " + std::to_string(impl_->StateSize()) +
+           " parameters");
   DownloadMomentumRange(0, host, n);
 }
 
 void CudaMlp::UploadMomentumRange(size_t offset, const float* host, size_t n) {
-  const size_t size = impl_->velocity.size();
+  const size_t size = impl_->StateSize();
   if (offset > size || n > size - offset)
     Reject("UploadMomentumRange: " + std::to_string(n) + " values from " + std::to_string(offset) +
            " beyond the " + std::to_string(size) + " parameters");
   DeviceGuard guard(impl_->gpu);
+  if (impl_->state == StateFormat::kBf16) {
+    // Rounded to nearest on the host: exact for the values a bf16 state downloaded.
+    std::vector<uint16_t> bits(n);
+    for (size_t i = 0; i < n; ++i) bits[i] = cpu::NearestBf16(host[i]);
+    XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->velocity_bf16.data() + offset, bits.data(), n * sizeof(uint16_t),
+                                    cudaMemcpyHostToDevice, impl_->stream.get()));
+    impl_->Wait();
+    return;
+  }
   XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->velocity.data() + offset, host, n * sizeof(float),
                                   cudaMemcpyHostToDevice, impl_->stream.get()));
   impl_->Wait();
 }
 
 void CudaMlp::DownloadMomentumRange(size_t offset, float* host, size_t n) const {
-  const size_t size = impl_->velocity.size();
+  const size_t size = impl_->StateSize();
   if (offset > size || n > size - offset)
     Reject("DownloadMomentumRange: " + std::to_string(n) + " values from " + std::to_string(offset) +
            " beyond the " + std::to_string(size) + " parameters");
   DeviceGuard guard(impl_->gpu);
+  if (impl_->state == StateFormat::kBf16) {
+    std::vector<uint16_t> bits(n);
+    XMLT_CUDA_CHECK(cudaMemcpyAsync(bits.data(), impl_->velocity_bf16.data() + offset, n * sizeof(uint16_t),
+                                    cudaMemcpyDeviceToHost, impl_->stream.get()));
+    impl_->Wait();
+    for (size_t i = 0; i < n; ++i) host[i] = cpu::WidenBf16(bits[i]);
+    return;
+  }
   XMLT_CUDA_CHECK(cudaMemcpyAsync(host, impl_->velocity.data() + offset, n * sizeof(float),
                                   cudaMemcpyDeviceToHost, impl_->stream.get()));
   impl_->Wait();
@@ -325,8 +362,7 @@ void CudaMlp::DownloadMomentumRange(size_t offset, float* host, size_t n) const 
 
 void CudaMlp::ZeroMomentum() {
   DeviceGuard guard(impl_->gpu);
-  XMLT_CUDA_CHECK(cudaMemsetAsync(impl_->velocity.data(), 0,
-                                  impl_->velocity.size() * sizeof(float), impl_->stream.get()));
+  impl_->ZeroState();
   impl_->Wait();
 }
 
@@ -346,7 +382,15 @@ cpu::LossResult CudaMlp::TrainBatch(const data::SparseBatch& batch, float lr, fl
   // then the gradient itself, as on the CPU).
   rule.input_adagrad = step_settings.input_lr > 0.0f;
   rule.input_lr = step_settings.input_lr;
-  rule.velocity = momentum != 0.0f || rule.input_adagrad ? m.velocity.data() : nullptr;
+  const bool keeps_state = momentum != 0.0f || rule.input_adagrad;
+  if (keeps_state && m.state == StateFormat::kBf16) {
+    rule.velocity_bf16 = m.velocity_bf16.data();
+    rule.rounding_key = step_settings.rounding_key;
+    rule.gradient_block = m.gradient_block.data();
+    rule.gradient_block_values = m.gradient_block.size();
+  } else if (keeps_state) {
+    rule.velocity = m.velocity.data();
+  }
   rule.dropout = step_settings.dropout;
   rule.dropout_key = step_settings.dropout_key;
   TrainStep(m.Context(), m.model, device_batch, rule, &m.workspace);

@@ -21,13 +21,19 @@ struct CudaStepSettings {
   float dropout = 0;
   uint64_t dropout_key = 0;  // the masks' key for this step
   float input_lr = 0;        // > 0: Adagrad on the first layer's weights at this rate
+  uint32_t rounding_key = 0;  // a bf16 state's rounding noise for this step (kBf16 StateFormat)
 };
+
+// How a replica keeps its optimizer state (the momentum, and Adagrad's squares in the first
+// layer's weights): fp32, or bf16 (--optimizer-state bf16), each value stepped in fp32 and stored
+// rounded stochastically, as the CPU's dense step keeps it.
+enum class StateFormat { kFp32, kBf16 };
 
 // What one CudaMlp allocates, part by part, in bytes as requested from cudaMalloc and
 // cudaMallocHost (the driver rounds each allocation up further: `allocations` of them).
 struct CudaMlpBytes {
   uint64_t params = 0;
-  uint64_t velocity = 0;   // allocated even for plain SGD
+  uint64_t velocity = 0;   // allocated even for plain SGD; in bf16, with the fp32 gradient block
   uint64_t workspace = 0;  // activations, logits, deltas, the sort's arrays, CUB's scratch, losses
   uint64_t batch = 0;      // the staged batch and the top-k labels
   uint64_t blas = 0;       // the cuBLAS workspace given to the replica's handle
@@ -50,8 +56,12 @@ class CudaMlp {
   // Parameters start at zero; upload them before training. Throws std::invalid_argument for a
   // bad shape or bounds, std::runtime_error for CUDA failures (no such GPU, out of memory).
   // max_top_k: Predict's deepest list (kMaxWarpTopK for evaluations; a shortlist's k for the ranker).
+  // state: kBf16 keeps the optimizer state in bf16 (2 bytes a parameter, and the dense layers'
+  // weight gradients a block of GradientBlockValues floats at a time); the momentum's uploads and
+  // downloads stay fp32, rounded to nearest and widened (exact for values the state holds).
   CudaMlp(int gpu, const ModelShape& shape, uint32_t max_rows, uint64_t max_feature_nnz,
-          uint64_t max_label_nnz, Math math, uint32_t max_top_k = kMaxWarpTopK);
+          uint64_t max_label_nnz, Math math, uint32_t max_top_k = kMaxWarpTopK,
+          StateFormat state = StateFormat::kFp32);
   ~CudaMlp();
   CudaMlp(CudaMlp&&) noexcept;
   CudaMlp& operator=(CudaMlp&&) noexcept;
@@ -64,7 +74,7 @@ class CudaMlp {
   // the cuBLAS workspace depend on the GPU). The constructor checks that it holds exactly that.
   static CudaMlpBytes PlannedBytes(int gpu, const ModelShape& shape, uint32_t max_rows,
                                    uint64_t max_feature_nnz, uint64_t max_label_nnz,
-                                   uint32_t max_top_k = kMaxWarpTopK);
+                                   uint32_t max_top_k = kMaxWarpTopK, StateFormat state = StateFormat::kFp32);
   CudaMlpBytes AllocatedBytes() const;
 
   // The parameters in GPU memory (the layout of Model<float>::params), for merges that run on the

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cuda/bf16_state.h"
+#include "kernels/cuda/bf16_state_math.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/softmax_loss.h"
@@ -36,11 +38,20 @@ struct Update {
   float* param;
   float* velocity;
   float* gradient;
+  uint16_t* velocity_bf16 = nullptr;  // the state in bf16 instead of `velocity`
+  uint32_t rounding_key = 0;
+  uint64_t offset = 0;   // the tensor's offset in the state: the rounding noise's index
   float adagrad_lr = 0;  // > 0: Adagrad, its squares in `velocity` (the first layer's weights only)
 
   __device__ void Apply(uint64_t i, float g) const {
     if (gradient != nullptr) {
       gradient[i] = g;
+    } else if (velocity_bf16 != nullptr) {
+      if (adagrad_lr > 0.0f) {
+        AdagradBf16Value(param + i, velocity_bf16 + i, g, adagrad_lr, kAdagradEpsilon, rounding_key, offset + i);
+      } else {
+        MomentumBf16Value(param + i, velocity_bf16 + i, g, momentum, lr, rounding_key, offset + i);
+      }
     } else if (adagrad_lr > 0.0f) {
       const float squares = velocity[i] + g * g;
       velocity[i] = squares;
@@ -56,9 +67,15 @@ struct Update {
 };
 
 Update UpdateFor(const DeviceStepRule& rule, const DeviceModel& model, const TensorView& view) {
-  return {rule.lr, rule.momentum, model.params + view.offset,
-          rule.velocity == nullptr ? nullptr : rule.velocity + view.offset,
-          rule.gradient == nullptr ? nullptr : rule.gradient + view.offset};
+  Update update{rule.lr, rule.momentum, model.params + view.offset,
+                rule.velocity == nullptr ? nullptr : rule.velocity + view.offset,
+                rule.gradient == nullptr ? nullptr : rule.gradient + view.offset};
+  if (rule.gradient == nullptr && rule.velocity_bf16 != nullptr) {
+    update.velocity_bf16 = rule.velocity_bf16 + view.offset;
+    update.rounding_key = rule.rounding_key;
+    update.offset = view.offset;
+  }
+  return update;
 }
 
 // out[r][u] = relu(bias[u] + sum_e x_e * W0[f_e][u]): a block row of threads per batch row and
@@ -215,6 +232,20 @@ void DenseBackward(const CudaContext& ctx, const DeviceModel& model, size_t laye
   };
   if (weight.gradient != nullptr) {
     weight_gradient_into(1.0f, 0.0f, weight.gradient);
+  } else if (weight.velocity_bf16 != nullptr) {
+    // The bf16 state cannot accumulate the product: the gradient of a block of output rows at a
+    // time goes to the fp32 block, and the update steps it into the state and the weights.
+    const int64_t block_rows = std::max<int64_t>(1, int64_t(rule.gradient_block_values) / n_in);
+    if (uint64_t(n_in) > rule.gradient_block_values)
+      throw std::logic_error("DenseBackward: the gradient block is shorter than a row of weights");
+    for (int64_t first = 0; first < n_out; first += block_rows) {
+      const int64_t count = std::min(block_rows, n_out - first);
+      Gemm(ctx.blas, ctx.math, Op::kTranspose, Op::kNone, count, n_in, rows, 1.0f, delta + first, n_out, in, n_in,
+           0.0f, rule.gradient_block, n_in);
+      const uint64_t at = uint64_t(first) * uint64_t(n_in);
+      MomentumStepBf16(ctx.stream, w + at, weight.velocity_bf16 + at, rule.gradient_block, rule.momentum, rule.lr,
+                       uint64_t(count) * uint64_t(n_in), rule.rounding_key, weight.offset + at);
+    }
   } else if (weight.velocity != nullptr) {
     weight_gradient_into(1.0f, rule.momentum, weight.velocity);
     const uint64_t count = view.weight.size();
@@ -334,6 +365,16 @@ size_t SortScratchBytes(uint64_t entries, int sort_bits) {
 
 }  // namespace
 
+uint64_t GradientBlockValues(const ModelShape& shape) {
+  constexpr uint64_t kBlockValues = uint64_t(1) << 22;
+  uint64_t values = 0;
+  for (size_t l = 1; l < shape.num_layers(); ++l) {
+    const uint64_t n_in = shape.LayerInputs(l), n_out = shape.LayerOutputs(l);
+    values = std::max(values, std::min(n_out, std::max<uint64_t>(1, kBlockValues / n_in)) * n_in);
+  }
+  return values;
+}
+
 uint64_t DeviceMlpWorkspace::PlannedBytes(const ModelShape& shape, uint32_t rows, uint64_t entries) {
   uint64_t hidden_sum = 0, widest = 0;
   for (uint32_t h : shape.hidden) hidden_sum += h, widest = std::max<uint64_t>(widest, h);
@@ -400,8 +441,12 @@ void Forward(const CudaContext& ctx, const DeviceModel& model, const DeviceBatch
 void TrainStep(const CudaContext& ctx, const DeviceModel& model, const DeviceBatch& batch,
                const DeviceStepRule& rule, DeviceMlpWorkspace* ws) {
   if (!(rule.dropout >= 0.0f && rule.dropout < 1.0f)) throw std::invalid_argument("dropout must be in [0, 1)");
-  if (rule.input_adagrad && rule.velocity == nullptr && rule.gradient == nullptr)
+  if (rule.input_adagrad && rule.velocity == nullptr && rule.velocity_bf16 == nullptr && rule.gradient == nullptr)
     throw std::invalid_argument("the first layer's Adagrad keeps its squares in the velocity buffer");
+  if (rule.velocity != nullptr && rule.velocity_bf16 != nullptr)
+    throw std::invalid_argument("the state is in fp32 or in bf16, not both");
+  if (rule.velocity_bf16 != nullptr && rule.gradient_block_values < GradientBlockValues(model.shape))
+    throw std::invalid_argument("the bf16 state's gradient block is smaller than GradientBlockValues");
   ForwardUnder(ctx, model, batch, &rule, ws);
   const uint32_t rows = batch.num_rows;
   SoftmaxCrossEntropyBackward(ws->logits.data(), rows, model.shape.num_labels, batch.label_ptr,

@@ -80,16 +80,29 @@ struct DeviceMlpWorkspace {
 //  - input_adagrad: the first layer's weights step s += g^2, w -= input_lr * g / (sqrt(s) + eps),
 //    s in the velocity's first-layer weights (which must then be given); its bias keeps the rule
 //    above.
+// velocity_bf16 instead of velocity keeps that state in bf16 (--optimizer-state bf16): each value
+// steps in fp32 and is stored rounded stochastically with the noise of (rounding_key, its offset),
+// as the CPU's dense step does (bf16_state_math.cuh). A dense layer's weight gradient then goes
+// through gradient_block (gradient_block_values floats, at least one row of the widest layer's
+// inputs) a block of output rows at a time: no fp32 buffer of the layer's size.
 struct DeviceStepRule {
   float lr = 0;
   float momentum = 0;
   float* velocity = nullptr;
+  uint16_t* velocity_bf16 = nullptr;
+  uint32_t rounding_key = 0;
+  float* gradient_block = nullptr;
+  uint64_t gradient_block_values = 0;
   float* gradient = nullptr;
   float dropout = 0;
   uint64_t dropout_key = 0;
   bool input_adagrad = false;
   float input_lr = 0;
 };
+
+// The floats a bf16 state's gradient block holds for `shape`: whole rows of each dense layer's
+// weights, up to about 4 Mi values (16 MiB), or one row where a row is longer.
+uint64_t GradientBlockValues(const ModelShape& shape);
 
 // Fills workspace->activations and workspace->logits for the batch.
 void Forward(const CudaContext& context, const DeviceModel& model, const DeviceBatch& batch,

@@ -139,7 +139,7 @@ TEST(CpuStepDefaults, OptimizerStateAutoIsBf16WhereTheProductsAre) {
   };
   refused({"--optimizer-state", "fp16"}, "--optimizer-state must be auto, fp32 or bf16, not 'fp16'");
   refused({"--optimizer-state", "bf16", "--math", "fp32"}, "--optimizer-state bf16 needs the output layer's products in bf16");
-  refused({"--optimizer-state", "bf16", "--algo", "slide"}, "--optimizer-state bf16 is for the CPU's dense step");
+  refused({"--optimizer-state", "bf16", "--algo", "slide"}, "--optimizer-state bf16 is for the dense step, on CPUs or GPUs");
 }
 
 // --weights auto: bf16 where the output products are and the run's devices are CPUs of the dense

@@ -18,6 +18,7 @@
 #include "engine/device.h"
 #include "engine/device_spec.h"
 #include "engine/evaluator.h"
+#include "kernels/cpu/stochastic_rounding.h"
 #include "kernels/model.h"
 #include "tests/kernels/cuda_test_gate.h"
 #include "tests/kernels/kernel_test_util.h"
@@ -269,6 +270,47 @@ TEST(CudaDevice, DropoutAndAdagradTrainLikeTheCpuAndResume) {
   EXPECT_THROW(MakeDevice(CudaSpec(), kernels::InitModel<float>(kShape, 7), LimitsFor(train, kMaxRows), 0.0f,
                           kernels::OutputMath::kFp32, {}, decay),
                std::invalid_argument);
+}
+
+// --optimizer-state bf16 on a GPU: the device streams its bf16 state as floats a bf16 holds
+// exactly, keeps the step count the rounding noise is drawn from (even without dropout), and a
+// fresh replica restored from both goes on as the first does, bit for bit.
+TEST(CudaDevice, Bf16StateResumesExactly) {
+  XMLT_SKIP_WITHOUT_GPU();
+  StepSettings step_settings;
+  step_settings.seed = 5;
+  step_settings.input_adagrad_ratio = 0.5f;
+  step_settings.bf16_optimizer_state = true;
+  const data::Dataset train = RandomDataset(kTrainRows, 501, 203, 6);
+  const Model<float> initial = kernels::InitModel<float>(kShape, 9);
+  const auto make = [&] {
+    return MakeDevice(CudaSpec(), initial, LimitsFor(train, kMaxRows), 0.9f, kernels::OutputMath::kFp32, {},
+                      step_settings);
+  };
+  std::unique_ptr<Device> gpu = make(), resumed = make();
+  const auto train_steps = [&](Device& d, uint32_t first, uint32_t end) {
+    for (uint32_t step = first; step < end; ++step) {
+      const std::vector<uint64_t> rows = RowsFor(step);
+      d.TrainBatch(train, rows.data(), rows.size(), 0.1f);
+    }
+  };
+  train_steps(*gpu, 0, 10);
+  const size_t n = initial.params.size();
+  gpu->PrepareMerge();
+  std::copy(gpu->HostParams(), gpu->HostParams() + n, resumed->HostParams());
+  resumed->FinishMerge();
+  const std::vector<float> state = gpu->SaveOptimizerState();
+  ASSERT_EQ(state.size(), n);
+  for (float x : state) ASSERT_EQ(x, kernels::cpu::WidenBf16(kernels::cpu::NearestBf16(x)));
+  resumed->RestoreOptimizerState(state);
+  ASSERT_EQ(gpu->SaveExtraState().size(), sizeof(uint64_t)) << "no step count for the rounding noise";
+  resumed->RestoreExtraState(gpu->SaveExtraState());
+  train_steps(*gpu, 10, 16);
+  train_steps(*resumed, 10, 16);
+  gpu->PrepareMerge();
+  resumed->PrepareMerge();
+  EXPECT_TRUE(xmlt::testing::SameBits(gpu->HostParams(), resumed->HostParams(), n));
+  EXPECT_EQ(gpu->SaveOptimizerState(), resumed->SaveOptimizerState());
 }
 
 // The device's share of an evaluation scores the model it is given (the global model, not its

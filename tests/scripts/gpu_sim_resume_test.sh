@@ -5,7 +5,8 @@
 #   run resumed from it is the uninterrupted run, record for record (the virtual clock).
 # - A run of 1 epoch extended to 2 with --resume is the 2-epoch run, record for record; a run of
 #   0.5 epochs (its end cuts a mega-batch, kept open) extended to 2 trains the same rows, its last
-#   P@1 within 0.05 of the 2-epoch run's.
+#   P@1 within 0.05 of the 2-epoch run's. With the optimizer state in bf16 (--math bf16), 1 epoch
+#   extended to 2 is the 2-epoch run too.
 # - The only GPU lost in an evaluation: the run checkpoints and stops (exit 1, naming the GPU), as
 #   a loss in training does, and the run resumed from it trains to the end.
 # Usage: gpu_sim_resume_test.sh XMLTRAIN BIBTEX_DIR
@@ -41,6 +42,14 @@ same_runs whole.jsonl stopped.jsonl "stopped by SIGTERM and resumed / uninterrup
 "$xmltrain" "${run[@]}" --epochs 1 --checkpoint-dir one --metrics one.jsonl > /dev/null
 "$xmltrain" "${run[@]}" --epochs 2 --resume one --metrics one.jsonl > /dev/null
 same_runs whole.jsonl one.jsonl "1 epoch extended to 2 / 2 epochs"
+
+# The optimizer state in bf16 on the GPUs (--math bf16, where --optimizer-state auto keeps it in
+# bf16): a run of 1 epoch extended to 2 is the 2-epoch run, record for record.
+"$xmltrain" "${run[@]}" --math bf16 --epochs 2 --metrics whole-bf16.jsonl > /dev/null 2> whole-bf16.err
+grep -q "optimizer state in bf16" whole-bf16.err || { cat whole-bf16.err; fail "--math bf16 left the GPUs' state in fp32"; }
+"$xmltrain" "${run[@]}" --math bf16 --epochs 1 --checkpoint-dir one-bf16 --metrics one-bf16.jsonl > /dev/null 2>&1
+"$xmltrain" "${run[@]}" --math bf16 --epochs 2 --resume one-bf16 --metrics one-bf16.jsonl > /dev/null 2>&1
+same_runs whole-bf16.jsonl one-bf16.jsonl "bf16 state: 1 epoch extended to 2 / 2 epochs"
 
 "$xmltrain" "${run[@]}" --epochs 0.5 --checkpoint-dir half --metrics half.jsonl > /dev/null
 "$xmltrain" "${run[@]}" --epochs 2 --resume half --metrics half.jsonl > /dev/null
