@@ -108,14 +108,15 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "product's cuBLAS compute type")
       ->capture_default_str();
   cmd->add_option("--optimizer-state", f->optimizer_state,
-                  "How the CPU's dense step keeps its momentum and the first layer's Adagrad squares: auto (bf16 "
-                  "where --math is bf16, else fp32); fp32; or bf16 (half the memory, rounded stochastically; needs "
-                  "--math bf16). GPUs and the sampled step keep fp32")
+                  "How the dense step, on CPUs and GPUs, keeps its momentum and the first layer's Adagrad squares: "
+                  "auto (bf16 where --math is bf16, else fp32); fp32; or bf16 (half the memory, rounded "
+                  "stochastically; needs --math bf16). The sampled step keeps fp32")
       ->capture_default_str();
   cmd->add_option("--weights", f->weights,
-                  "How one CPU device's dense step keeps the weights: auto (bf16 where --math is bf16 and the run "
-                  "is --algo single on a CPU, else fp32); fp32; or bf16 (half the memory, rounded stochastically, no "
-                  "fp32 copy; needs --math bf16 and --algo single on a CPU). Merges of several devices read fp32")
+                  "How the CPU devices' dense step keeps the weights: auto (bf16 where --math is bf16 and every "
+                  "device is a CPU of the dense step, any --algo, on one machine or across ranks, else fp32); fp32; "
+                  "or bf16 (half the memory, rounded stochastically, no fp32 copy; needs --math bf16 and such a "
+                  "run). GPUs and the sampled step read fp32 weights")
       ->capture_default_str();
   AddPropensityFlag(cmd, &f->propensity);
   cmd->add_option("--seed", f->options.seed, "Seed for initialization and shuffling")->capture_default_str()->check(kUnsignedValue);

@@ -7,6 +7,9 @@
 //   local_sum      the rank's own replicas summed on the CPU partitioned collective (no ranks);
 //   merge          the whole hierarchical merge (local sum, rank sum, global momentum, written
 //                  into every local replica): what a weighted merge of a run over ranks costs;
+//   merge_bf16     the same merge of replicas that keep bf16 weights (--weights bf16): the local
+//                  sums of the widened replicas into an fp32 chunk, the rank sum of the chunks,
+//                  the momentum moved to the rounded start, the total rounded into the replicas;
 //   memcpy         one copy of the model's bytes on this rank (the memory's pace, for scale).
 // Rank 0 prints the median and the minimum of each, and rank_sum / allreduce from the same run.
 // Usage: mpirun -np R mpi_rank_merge [--local K] [--repeats N] [--floats F]
@@ -21,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/stochastic_rounding.h"
 #include "kernels/model.h"
 #include "merge/collective.h"
 #include "merge/global_momentum.h"
@@ -98,7 +102,21 @@ int main(int argc, char** argv) {
   std::vector<float> buffer(floats), copy(floats);
   Fill(buffer, rank);
 
-  std::vector<Timing> timings = {{"allreduce", {}}, {"rank_sum", {}}, {"local_sum", {}}, {"merge", {}}, {"memcpy", {}}};
+  // The same replicas in bf16, as --weights bf16 keeps them; the other ranks' members null.
+  std::vector<std::vector<uint16_t>> bf16_replicas(local, std::vector<uint16_t>(floats));
+  for (int k = 0; k < local; ++k)
+    for (uint64_t j = 0; j < floats; ++j) bf16_replicas[k][j] = xmlt::kernels::cpu::NearestBf16(replicas[k][j]);
+  xmlt::merge::ReplicaSet bf16_set;
+  bf16_set.size = floats;
+  bf16_set.weights_in_bf16 = true;
+  for (int r = 0; r < ranks; ++r)
+    for (int k = 0; k < local; ++k)
+      bf16_set.members.push_back(r == rank ? xmlt::base::ReplicaParams{nullptr, -1, bf16_replicas[k].data()}
+                                           : xmlt::base::ReplicaParams{});
+  xmlt::merge::GlobalModel bf16_global{replicas[0], replicas[0]};
+
+  std::vector<Timing> timings = {{"allreduce", {}}, {"rank_sum", {}}, {"local_sum", {}},
+                                 {"merge", {}},     {"memcpy", {}},   {"merge_bf16", {}}};
   for (int repeat = 0; repeat < repeats; ++repeat) {
     timings[0].seconds.push_back(TimeOnAllRanks(
         [&] { MPI_Allreduce(MPI_IN_PLACE, buffer.data(), int(floats), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); }));
@@ -110,6 +128,10 @@ int main(int argc, char** argv) {
     }));
     timings[4].seconds.push_back(
         TimeOnAllRanks([&] { std::memcpy(copy.data(), buffer.data(), floats * sizeof(float)); }));
+    timings[5].seconds.push_back(TimeOnAllRanks([&] {
+      hierarchical->WeightedAllReduceWithMomentum(bf16_set, weights, 0.9, xmlt::merge::MomentumMode::kHeavy,
+                                                  &bf16_global);
+    }));
     Fill(buffer, rank);  // keep the sums finite
   }
 
@@ -127,6 +149,7 @@ int main(int argc, char** argv) {
     }
     std::printf("rank_sum / allreduce = %.2f (medians, same run)\n", medians[1] / medians[0]);
     std::printf("merge / allreduce = %.2f\n", medians[3] / medians[0]);
+    std::printf("merge_bf16 / merge = %.2f (medians, same run)\n", medians[5] / medians[3]);
   }
   return 0;
 }
