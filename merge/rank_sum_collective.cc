@@ -80,9 +80,9 @@ class RankSumCollective : public Collective {
  private:
   // bf16 replicas cannot carry the rank's partial sum, so it goes through an fp32 buffer a chunk
   // of the model at a time: the local collective sums this rank's replicas of the chunk (its
-  // finish copies the sums out; what it writes into the replicas is overwritten below), the ranks
-  // add their partial sums, and every rank finishes the total and gives this rank's replicas the
-  // result rounded to nearest (ReplicaBlocks::StoreAll), the same bits on every rank.
+  // finish copies the sums out; sums_only: it writes nothing back), the ranks add their partial
+  // sums, and every rank finishes the total and gives this rank's replicas the result rounded to
+  // nearest (ReplicaBlocks::StoreAll), the same bits on every rank.
   void WeightedAllReduceBf16(const ReplicaSet& replicas, const ReplicaSet& mine, const std::vector<double>& weights,
                              const FinishBlock& finish) {
     for (const base::ReplicaParams& x : mine.members)
@@ -98,6 +98,7 @@ class RankSumCollective : public Collective {
       if (mine.count() > 0) {
         ReplicaSet chunk;
         chunk.size = count;
+        chunk.sums_only = true;
         for (const base::ReplicaParams& x : mine.members) chunk.members.push_back({nullptr, -1, x.bf16 + at});
         local_->WeightedAllReduce(chunk, my_weights, [&](size_t begin, size_t end, float* values) {
           std::copy(values, values + (end - begin), partial.data() + begin);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 #include "kernels/cpu/stochastic_rounding.h"
 #include "kernels/cpu/vector_ops.h"
@@ -42,6 +43,8 @@ double SumOfSquares(const T* x, size_t n) {
 
 ReplicaBlocks::ReplicaBlocks(const ReplicaSet& replicas, size_t block)
     : replicas_(replicas), block_(block), blocks_(replicas.count(), nullptr) {
+  if (replicas.sums_only && !replicas.in_bf16())
+    throw std::logic_error("merge: sums only, from replicas that are not bf16 (the tree sums fp32 ones in place)");
   if (replicas.in_bf16()) scratch_.resize(replicas.count() * block);
 }
 
@@ -68,13 +71,14 @@ void ReplicaBlocks::Select(size_t begin, size_t end) {
 }
 
 void ReplicaBlocks::Store() {
-  if (scratch_.empty()) return;
+  if (scratch_.empty() || replicas_.sums_only) return;
   for (size_t i = 0; i < replicas_.count(); ++i)
     kernels::cpu::vector_ops::RoundBf16(blocks_[i], replicas_.members[i].bf16 + begin_, end_ - begin_,
                                         replicas_.bf16_rounding_key, begin_);
 }
 
 void ReplicaBlocks::StoreAll(const float* values) {
+  if (replicas_.sums_only) return;
   const size_t n = replicas_.count(), m = end_ - begin_;
   if (scratch_.empty()) {
     for (size_t i = 0; i < n; ++i)

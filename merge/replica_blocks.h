@@ -22,6 +22,7 @@ class ReplicaBlocks {
   // Makes [begin, end) the range StoreAll writes, without reading the replicas: for a caller that
   // computed the values elsewhere (the rank sum's total).
   void Select(size_t begin, size_t end);
+  // Store and StoreAll write nothing for a set of sums_only (the rank sum's partial sums).
   // Writes the loaded blocks back, each replica its own values: nothing to do for fp32 replicas;
   // bf16 ones are rounded stochastically, each value with the noise of (bf16_rounding_key, its
   // offset): for the elastic force, whose replicas keep their own states.

@@ -33,6 +33,10 @@ struct ReplicaSet {
   // hierarchical merge across ranks leaves the others' members null, and the finish must still
   // know, even on a rank whose own devices have all dropped. A member's bf16 says it too.
   bool weights_in_bf16 = false;
+  // The rank sum's partial sums of bf16 replicas: a collective hands its finish the weighted sums
+  // and writes nothing back into the replicas (merge/replica_blocks.h). bf16 sets only: the tree
+  // sums fp32 replicas in their own memory.
+  bool sums_only = false;
   size_t count() const { return members.size(); }
   bool in_bf16() const {
     return weights_in_bf16 ||

@@ -6,6 +6,7 @@
 // sizes not divisible by them, across several blocks and partitions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -220,6 +221,35 @@ TEST(Bf16Replicas, AdasumIsTheMergeOfTheReplicasChanges) {
         starts[j] = mode == MomentumMode::kNesterov ? got + 0.5f * (got - wp) : got;
       }
       ExpectNearest(bf16, starts);
+    }
+  }
+}
+
+// The rank sum's partial sums (ReplicaSet::sums_only): each collective hands its finish the sums it
+// gives an ordinary set, bit for bit, and leaves the bf16 replicas as they were; an fp32 set,
+// which the tree sums in place, is refused.
+TEST(Bf16Replicas, ASumsOnlySetGivesTheSumsAndWritesNothing) {
+  for (const char* name : kNames) {
+    for (size_t n : {size_t{1}, size_t{3}, size_t{4}}) {
+      SCOPED_TRACE(::testing::Message() << name << " n=" << n);
+      const size_t size = 2 * 4096 + 77;
+      Bf16Replicas bf16 = RandomBf16Replicas(n, size, uint32_t(n + 40));
+      const Bf16Replicas before = bf16;
+      const std::vector<double> w = Weights(n, uint32_t(n));
+      std::vector<float> sums(size), expected(size);
+      const auto copy_into = [](std::vector<float>* out) {
+        return [out](size_t begin, size_t end, float* values) { std::copy(values, values + (end - begin), out->data() + begin); };
+      };
+      ReplicaSet set = bf16.View();
+      set.sums_only = true;
+      MakeCollective(name, 3)->WeightedAllReduce(set, w, copy_into(&sums));
+      EXPECT_EQ(bf16.data, before.data) << "a sums-only set was written";
+      MakeCollective(name, 3)->WeightedAllReduce(bf16.View(), w, copy_into(&expected));
+      EXPECT_TRUE(xmlt::testing::SameBits(sums.data(), expected.data(), size));
+      Replicas fp32 = before.Widened();
+      ReplicaSet fp32_set = fp32.View();
+      fp32_set.sums_only = true;
+      EXPECT_THROW(MakeCollective(name, 3)->WeightedAllReduce(fp32_set, w, copy_into(&sums)), std::logic_error);
     }
   }
 }
