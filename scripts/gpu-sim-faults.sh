@@ -65,7 +65,7 @@ faults=(
   "merge/gpu/adasum_kernels.cu|      bb[threadIdx.x] += bb[threadIdx.x + half];\n    }\n    __syncthreads();|      bb[threadIdx.x] += bb[threadIdx.x + half];\n    }\n    if (half > 32) __syncthreads();|racecheck|^CudaDeviceAdasum\\.[A-Za-z]*$|a missing __syncwarp: DotsKernel's last tree levels inside one warp rely on its lanes running in lockstep, as before Volta"
   "merge/gpu/adasum_kernels.cu|    sums[k][threadIdx.x] = local;|    if (threadIdx.x < blocks) sums[k][threadIdx.x] = local;|initcheck|^CudaDeviceAdasum\\.[A-Za-z]*$|a read of uninitialized shared memory: SumDotsKernel's threads past the block count leave their sums unwritten, and the tree reads them"
   "kernels/cuda/softmax_loss.cu|  const uint32_t r = blockIdx.x;|  const uint32_t r = blockIdx.x;\n  if (threadIdx.x == kThreads - 1) return;|synccheck|^CudaSoftmaxLoss\\.|a thread that leaves the softmax kernel early: its block's barriers wait for a thread that has exited"
-  "kernels/cuda/bf16_state_math.cuh|  *v = StochasticBf16(next, Bf16RoundingNoise(key, index));|  *v = StochasticBf16(next, Bf16RoundingNoise(key, index) / 2);|-|^CudaBf16State\\.|the bf16 momentum rounded with half its noise: a bias toward the lower neighbour"
+  "kernels/cuda/bf16_state_math.cuh|  *v = cpu::StochasticBf16(next, cpu::RoundingNoise(key, index));|  *v = cpu::StochasticBf16(next, cpu::RoundingNoise(key, index) / 2);|-|^CudaBf16State\\.|the bf16 momentum rounded with half its noise: a bias toward the lower neighbour"
 )
 
 {
