@@ -78,7 +78,7 @@ TrainPlan PlanBeforeLoading(const TrainFlags& f, ranks::RankGroup* ranks) {
   const bool sampled_output = f.algo == "slide" || (f.cpu_output == "sampled" && f.algo != "single");
   options.math = PlanOutputMath(f, plan, sampled_output);
   options.bf16_optimizer_state = PlanBf16OptimizerState(f, plan, sampled_output);
-  options.bf16_weights = PlanBf16Weights(f, plan, sampled_output);
+  options.bf16_weights = PlanBf16Weights(f, &plan, sampled_output);
   options.propensity = ParsePropensity(f.propensity);
   GivenLearningRate(f);  // refused now; decided after loading (ScaleLearningRate)
   options.lr_schedule = scheduler::ParseLrSchedule(f.lr_schedule);

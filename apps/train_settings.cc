@@ -159,24 +159,32 @@ bool PlanBf16OptimizerState(const TrainFlags& f, const TrainPlan& plan, bool sam
   return dense_step && bf16_products;
 }
 
-bool PlanBf16Weights(const TrainFlags& f, const TrainPlan& plan, bool sampled_output) {
+bool PlanBf16Weights(const TrainFlags& f, TrainPlan* plan, bool sampled_output) {
   const std::string& text = f.weights;
   if (text != "auto" && text != "fp32" && text != "bf16")
     throw std::invalid_argument("--weights must be auto, fp32 or bf16, not '" + text + "'");
-  const bool bf16_products = plan.options.math == kernels::OutputMath::kBf16;
-  const bool merges_bf16 = !sampled_output && scheduler::MergesBf16Weights(plan.scheduling);
+  using MergeOn = scheduler::SchedulerOptions::MergeOn;
+  scheduler::SchedulerOptions& scheduling = plan->scheduling;
+  const bool bf16_products = plan->options.math == kernels::OutputMath::kBf16;
   if (text == "bf16") {
-    if (!merges_bf16)
-      throw std::invalid_argument("--weights bf16 is for CPU devices of the dense step: GPUs and the sampled step "
-                                  "read fp32 weights");
+    if (sampled_output)
+      throw std::invalid_argument("--weights bf16 is for the dense step: the sampled step reads fp32 weights");
     if (!bf16_products)
       throw std::invalid_argument("--weights bf16 needs the output layer's products in bf16 (--math bf16); this run "
-                                  "computes them in " + std::string(kernels::OutputMathName(plan.options.math)));
+                                  "computes them in " + std::string(kernels::OutputMathName(plan->options.math)));
+    if (scheduler::MergesOnGpus(scheduling)) {
+      if (scheduling.merge_on == MergeOn::kGpus || scheduling.collective == merge::CollectiveKind::kNccl)
+        throw std::invalid_argument(std::string("--weights bf16 merges the replicas on the host, through bf16 mirrors: ") +
+                                    (scheduling.merge_on == MergeOn::kGpus ? "not with --merge-on gpus"
+                                                                           : "not with --collective nccl"));
+      scheduling.merge_on = MergeOn::kHost;  // the GPU merges read fp32 replicas in place
+    }
     return true;
   }
   if (text == "fp32") return false;
-  if (!plan.control.resume_dir.empty())
-    if (const std::optional<std::string> saved = CheckpointedWeights(plan.control.resume_dir))
+  const bool merges_bf16 = !sampled_output && scheduler::MergesBf16Weights(scheduling);
+  if (!plan->control.resume_dir.empty())
+    if (const std::optional<std::string> saved = CheckpointedWeights(plan->control.resume_dir))
       return *saved == "bf16" && merges_bf16 && bf16_products;
   return merges_bf16 && bf16_products;
 }

@@ -67,12 +67,12 @@ kernels::OutputMath PlanOutputMath(const TrainFlags& f, const TrainPlan& plan, b
 // refused without bf16 products or without a device of the dense step.
 bool PlanBf16OptimizerState(const TrainFlags& f, const TrainPlan& plan, bool sampled_output);
 
-// --weights, once the math and the algorithm are planned: whether one CPU device's dense step
-// keeps its weights in bf16 with no fp32 copy. auto is bf16 where the output products are and the
-// run is one CPU device with the copy merge (--algo single; docs/experiments/bf16-state.md), and
-// on a resume the checkpoint's choice, so that the resume stays exact. bf16 is refused anywhere
-// else: the merges of several devices read fp32 replicas.
-bool PlanBf16Weights(const TrainFlags& f, const TrainPlan& plan, bool sampled_output);
+// --weights, once the math and the algorithm are planned: whether the devices' dense step keeps
+// their weights in bf16 with no fp32 copy (scheduler::MergesBf16Weights). auto is bf16 where the
+// output products are and the merges run on the host (docs/experiments/bf16-state.md), and on a
+// resume the checkpoint's choice, so that the resume stays exact. bf16 given on GPUs alone moves
+// their merges to the host (--merge-on auto; refused with --merge-on gpus or --collective nccl).
+bool PlanBf16Weights(const TrainFlags& f, TrainPlan* plan, bool sampled_output);
 
 // --algo slide's hash family, K and L where not given, in the plan's engine: SLIDE's published
 // settings for an output layer of `labels` labels (engine::SampledOutputOptions::PresetFor); said

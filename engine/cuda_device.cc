@@ -7,6 +7,9 @@
 // momentum buffer) through a page-locked chunk of at most kOptimizerStateChunkBytes, made for the
 // copy: it is never held in host memory whole. Evaluation runs on
 // the GPU too: the replica waits in the mirror while the model being scored takes its place.
+// With bf16 weights (--weights bf16, under --math bf16) the replica and its mirror are bf16: the
+// host merges read and write the mirror in place (HostBf16Params), as a CPU replica's, and a model
+// being scored is rounded to nearest on its way in.
 #include "engine/cuda_device.h"
 
 #include <algorithm>
@@ -16,6 +19,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/bf16_pieces.h"
 #include "kernels/context_lost.h"
 #include "kernels/cuda/cuda_mlp.h"
 #include "kernels/cuda/device_buffer.h"
@@ -24,14 +28,27 @@
 namespace xmlt::engine {
 namespace {
 
-// Sets a bf16 state's rounding noise apart from the dropout masks drawn from the same step key.
+// Sets a bf16 state's and weights' rounding noise apart from the dropout masks drawn from the same
+// step key, and from each other: the CPU replica's salts, so that both round alike.
 constexpr uint64_t kRoundingSalt = 0x5f0d2b7c9a4e3611ULL;
+constexpr uint64_t kWeightsRoundingSalt = 0x3c6ef372fe94f82bULL;
 
-// Page-locked memory registered with GPU `gpu`'s context, holding `params`.
-kernels::cuda::PinnedBuffer<float> PinnedCopy(int gpu, const std::vector<float>& params) {
+kernels::cuda::StateFormat Format(bool bf16) {
+  return bf16 ? kernels::cuda::StateFormat::kBf16 : kernels::cuda::StateFormat::kFp32;
+}
+
+// Page-locked memory registered with GPU `gpu`'s context, holding `params`: as they are, or (bf16)
+// rounded to nearest; empty where the replica keeps the other storage.
+kernels::cuda::PinnedBuffer<float> PinnedCopy(int gpu, const std::vector<float>& params, bool bf16) {
   kernels::cuda::DeviceGuard guard(gpu);
-  kernels::cuda::PinnedBuffer<float> pinned(params.size());
-  std::copy(params.begin(), params.end(), pinned.data());
+  kernels::cuda::PinnedBuffer<float> pinned(bf16 ? 0 : params.size());
+  if (!bf16) std::copy(params.begin(), params.end(), pinned.data());
+  return pinned;
+}
+kernels::cuda::PinnedBuffer<uint16_t> PinnedBf16Copy(int gpu, const std::vector<float>& params, bool bf16) {
+  kernels::cuda::DeviceGuard guard(gpu);
+  kernels::cuda::PinnedBuffer<uint16_t> pinned(bf16 ? params.size() : 0);
+  if (bf16) RoundToNearestBf16(params.data(), params.size(), pinned.data());
   return pinned;
 }
 
@@ -45,11 +62,14 @@ class CudaDevice final : public Device {
         step_settings_(step_settings),
         limits_(limits),
         state_chunk_values_(std::max<size_t>(state_chunk_bytes / sizeof(float), 1)),
+        num_params_(initial.params.size()),
         mlp_(spec.ordinal, initial.shape, limits.max_rows, limits.max_feature_nnz, limits.max_label_nnz,
-             kernels::cuda::DenseMath(math), kernels::cuda::kMaxWarpTopK,
-             step_settings.bf16_optimizer_state ? kernels::cuda::StateFormat::kBf16 : kernels::cuda::StateFormat::kFp32),
-        host_(PinnedCopy(spec.ordinal, initial.params)) {
-    mlp_.UploadParams(host_.data(), host_.size());
+             kernels::cuda::DenseMath(math), kernels::cuda::kMaxWarpTopK, Format(step_settings.bf16_optimizer_state),
+             Format(step_settings.bf16_weights)),
+        host_(PinnedCopy(spec.ordinal, initial.params, step_settings.bf16_weights)),
+        host_bf16_(PinnedBf16Copy(spec.ordinal, initial.params, step_settings.bf16_weights)) {
+    FinishMerge();
+    WaitForCopies();
   }
 
   const DeviceSpec& spec() const override { return spec_; }
@@ -65,6 +85,7 @@ class CudaDevice final : public Device {
     step.input_lr = lr * step_settings_.input_adagrad_ratio;
     // A bf16 state's noise, apart from the masks drawn from the same key.
     step.rounding_key = uint32_t(kernels::DropoutMix(step.dropout_key ^ kRoundingSalt));
+    step.weights_rounding_key = uint32_t(kernels::DropoutMix(step.dropout_key ^ kWeightsRoundingSalt));
     const kernels::cpu::LossResult loss = mlp_.TrainBatch(batch_, lr, momentum_, step);
     ++steps_;
     return loss;
@@ -73,26 +94,48 @@ class CudaDevice final : public Device {
   // The mirror's copies are queued (PrepareMerge, FinishMerge) and waited for only when the mirror
   // is read or written: the copies of several GPUs overlap.
   float* HostParams() override {
-    if (copying_) {
-      mlp_.WaitForCopies();
-      copying_ = false;
-    }
-    return host_.data();
+    WaitForCopies();
+    return KeepsBf16Weights() ? nullptr : host_.data();
+  }
+  uint16_t* HostBf16Params() override {
+    WaitForCopies();
+    return KeepsBf16Weights() ? host_bf16_.data() : nullptr;
+  }
+  bool KeepsBf16Weights() const override { return step_settings_.bf16_weights; }
+  void StreamParams(const ParamsSink& sink) override {
+    if (!KeepsBf16Weights()) return Device::StreamParams(sink);
+    StreamWidenedBf16(HostBf16Params(), num_params_, sink);
+  }
+  void LoadParams(const void* values, size_t count) override {
+    if (!KeepsBf16Weights()) return Device::LoadParams(values, count);
+    if (count != num_params_)
+      throw std::invalid_argument("device " + spec_.id + ": " + std::to_string(count) + " parameters for " +
+                                  std::to_string(num_params_));
+    RoundToNearestBf16(values, count, HostBf16Params());
   }
   base::ReplicaParams ParamsOnGpu() override { return {mlp_.device_params(), mlp_.gpu()}; }
   bool Lost() override { return mlp_.ContextLost(); }
-  size_t NumParams() const override { return host_.size(); }
+  size_t NumParams() const override { return num_params_; }
   void PrepareMerge() override {
-    HostParams();  // an upload still reading the mirror finishes first
-    mlp_.DownloadParamsAsync(host_.data(), host_.size());
+    WaitForCopies();  // an upload still reading the mirror finishes first
+    if (KeepsBf16Weights()) {
+      mlp_.DownloadParamsBf16Async(host_bf16_.data(), num_params_);
+    } else {
+      mlp_.DownloadParamsAsync(host_.data(), num_params_);
+    }
     copying_ = true;
   }
   void FinishMerge() override {
-    mlp_.UploadParamsAsync(HostParams(), host_.size());
+    WaitForCopies();
+    if (KeepsBf16Weights()) {
+      mlp_.UploadParamsBf16Async(host_bf16_.data(), num_params_);
+    } else {
+      mlp_.UploadParamsAsync(host_.data(), num_params_);
+    }
     copying_ = true;
   }
   // The momentum buffer, whose first-layer weights hold Adagrad's squares when it is on.
-  size_t OptimizerStateSize() const override { return KeepsOptimizerState() ? host_.size() : 0; }
+  size_t OptimizerStateSize() const override { return KeepsOptimizerState() ? num_params_ : 0; }
   void StreamOptimizerState(const OptimizerStateSink& sink) override {
     const size_t n = OptimizerStateSize();
     if (n == 0) return;
@@ -107,9 +150,10 @@ class CudaDevice final : public Device {
   // on the CPU), with the model's ids clipped as the CPU evaluator does.
   EvaluationSums EvaluateRows(const kernels::Model<float>& model, const data::Dataset& test, const uint64_t* rows,
                               size_t count) override {
-    if (model.params.size() != host_.size())
+    if (model.params.size() != num_params_)
       throw std::invalid_argument(spec_.id + ": the model to evaluate is not the replica's shape");
-    mlp_.DownloadParams(HostParams(), host_.size());
+    PrepareMerge();  // the replica into the mirror
+    WaitForCopies();
     mlp_.UploadParams(model.params.data(), model.params.size());
     EvaluationSums sums;
     try {
@@ -119,12 +163,14 @@ class CudaDevice final : public Device {
                                       uint32_t* labeled) { mlp_.Predict(batch, k, top, loss_sum, labeled); });
     } catch (...) {
       try {
-        mlp_.UploadParams(host_.data(), host_.size());  // the replica back, if the GPU still takes it
+        FinishMerge();  // the replica back, if the GPU still takes it
+        WaitForCopies();
       } catch (...) {
       }
       throw;  // the first error, which says what went wrong
     }
-    mlp_.UploadParams(host_.data(), host_.size());
+    FinishMerge();
+    WaitForCopies();
     return sums;
   }
   // The values are copied into the chunk as bytes (a checkpoint's mapping need not align them),
@@ -133,9 +179,9 @@ class CudaDevice final : public Device {
     if (count == 0) return mlp_.ZeroMomentum();
     if (!KeepsOptimizerState())
       throw std::invalid_argument(spec_.id + ": momentum state given without momentum");
-    if (count != host_.size())
+    if (count != num_params_)
       throw std::invalid_argument(spec_.id + ": momentum state of " + std::to_string(count) + " values for " +
-                                  std::to_string(host_.size()) + " parameters");
+                                  std::to_string(num_params_) + " parameters");
     kernels::cuda::PinnedBuffer<float> chunk = StateChunk(count);
     const char* bytes = static_cast<const char*>(values);
     for (size_t at = 0; at < count; at += chunk.size()) {
@@ -144,7 +190,7 @@ class CudaDevice final : public Device {
       mlp_.UploadMomentumRange(at, chunk.data(), part);
     }
   }
-  // With dropout or a bf16 state, the step count the masks and the rounding noise are drawn from
+  // With dropout or bf16 state or weights, the step count the masks and the rounding noise are drawn from
   // (as the CPU replica's).
   std::vector<uint8_t> SaveExtraState() override {
     if (!KeepsStepCount()) return {};
@@ -158,13 +204,20 @@ class CudaDevice final : public Device {
     if (state.size() != sizeof steps_ || !KeepsStepCount())
       throw std::invalid_argument(spec_.id + ": step count state of " + std::to_string(state.size()) +
                                   " bytes for a replica " +
-                                  (KeepsStepCount() ? "that keeps 8" : "without dropout or a bf16 state"));
+                                  (KeepsStepCount() ? "that keeps 8" : "without dropout or a bf16 state or weights"));
     std::memcpy(&steps_, state.data(), sizeof steps_);
   }
 
  private:
   bool KeepsOptimizerState() const { return momentum_ != 0 || step_settings_.input_adagrad_ratio > 0; }
-  bool KeepsStepCount() const { return step_settings_.dropout != 0 || step_settings_.bf16_optimizer_state; }
+  bool KeepsStepCount() const {
+    return step_settings_.dropout != 0 || step_settings_.bf16_optimizer_state || step_settings_.bf16_weights;
+  }
+  void WaitForCopies() {
+    if (!copying_) return;
+    mlp_.WaitForCopies();
+    copying_ = false;
+  }
   // Page-locked memory for one chunk of an optimizer state of `values` values: the whole state when
   // it is smaller than a chunk.
   kernels::cuda::PinnedBuffer<float> StateChunk(size_t values) const {
@@ -178,8 +231,10 @@ class CudaDevice final : public Device {
   uint64_t steps_ = 0;  // since the run began: the dropout masks' counter
   DeviceLimits limits_;
   size_t state_chunk_values_;  // the most of the optimizer state a chunk holds
+  size_t num_params_;
   kernels::cuda::CudaMlp mlp_;
-  kernels::cuda::PinnedBuffer<float> host_;  // the mirror the merges work on
+  kernels::cuda::PinnedBuffer<float> host_;  // the mirror the merges work on (fp32 weights)
+  kernels::cuda::PinnedBuffer<uint16_t> host_bf16_;  // the same for bf16 weights
   bool copying_ = false;                      // a copy between host_ and the replica may be running
   data::SparseBatch batch_;
 };

@@ -6,6 +6,6 @@ namespace xmlt::engine {
 int CudaDeviceCount() { return 0; }
 std::string CudaDeviceSummary() { return "CUDA support not built in"; }
 uint64_t CudaFreeMemory(int) { return 0; }
-GpuReplicaBytes PlanGpuReplica(int, const kernels::ModelShape&, const DeviceLimits&, bool) { return {}; }
+GpuReplicaBytes PlanGpuReplica(int, const kernels::ModelShape&, const DeviceLimits&, bool, bool) { return {}; }
 
 }  // namespace xmlt::engine

@@ -50,11 +50,12 @@ uint64_t CudaFreeMemory(int ordinal) {
 }
 
 GpuReplicaBytes PlanGpuReplica(int ordinal, const kernels::ModelShape& shape, const DeviceLimits& limits,
-                               bool bf16_state) {
+                               bool bf16_state, bool bf16_weights) {
   if (ordinal < 0 || ordinal >= CudaDeviceCount()) return {};
+  using kernels::cuda::StateFormat;
   const kernels::cuda::CudaMlpBytes b = kernels::cuda::CudaMlp::PlannedBytes(
       ordinal, shape, limits.max_rows, limits.max_feature_nnz, limits.max_label_nnz, kernels::cuda::kMaxWarpTopK,
-      bf16_state ? kernels::cuda::StateFormat::kBf16 : kernels::cuda::StateFormat::kFp32);
+      bf16_state ? StateFormat::kBf16 : StateFormat::kFp32, bf16_weights ? StateFormat::kBf16 : StateFormat::kFp32);
   // The cuBLAS workspace is scratch like the activations.
   return {b.params, b.velocity, b.workspace + b.blas, b.batch, b.pinned_host, b.allocations};
 }

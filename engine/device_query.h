@@ -17,9 +17,10 @@ namespace xmlt::engine {
 struct GpuReplicaBytes {
   uint64_t params = 0, momentum = 0, workspace = 0, batch = 0, pinned_host = 0, allocations = 0;
 };
-// bf16_state: the replica keeps its optimizer state in bf16 (--optimizer-state bf16).
+// bf16_state, bf16_weights: the replica keeps its optimizer state (--optimizer-state bf16) or its
+// weights (--weights bf16) in bf16.
 GpuReplicaBytes PlanGpuReplica(int ordinal, const kernels::ModelShape& shape, const DeviceLimits& limits,
-                               bool bf16_state = false);
+                               bool bf16_state = false, bool bf16_weights = false);
 
 int CudaDeviceCount();           // 0 when CUDA is not built in or no GPU/driver is present
 std::string CudaDeviceSummary(); // "2 CUDA devices: NVIDIA H100 (sm_90, 79 GiB), ..." or why none

@@ -54,7 +54,7 @@ DevicePool::DevicePool(const data::Dataset& train, const TrainOptions& options, 
                                        input_adagrad_ratio};
     // The dense step keeps a bf16 state, on a CPU or a GPU; the sampled step keeps its in fp32.
     step_settings.bf16_optimizer_state = options.bf16_optimizer_state && !sampled;
-    step_settings.bf16_weights = options.bf16_weights;  // ValidateOptions: a CPU of the dense step
+    step_settings.bf16_weights = options.bf16_weights;  // ValidateBf16Weights: the dense step, merged on the host
     std::unique_ptr<engine::Device> device =
         local(i) ? engine::MakeDevice(specs[i], initial, limits, momentum, options.math, scheduling.sampled_output,
                                       step_settings)

@@ -154,7 +154,9 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
     d.id = spec.id;
     d.gpu = spec.kind == engine::DeviceKind::kCuda;
     d.ordinal = spec.ordinal;
-    d.host_mirror = d.gpu ? params : 0;
+    // A GPU's host mirror of its replica: in bf16 where its weights are (engine/cuda_device.cc).
+    const uint64_t gpu_mirror = options.bf16_weights ? Mul(shape.NumParameters(), sizeof(uint16_t)) : params;
+    d.host_mirror = d.gpu ? gpu_mirror : 0;
     if (!d.gpu && !scheduling.sampled_output.enabled && options.bf16_optimizer_state && d.momentum > 0) {
       // Two bytes a value, and each dense tensor but the output layer's widened for its product in
       // turn: the first layer's bias, the hidden layers' weights and biases.
@@ -186,19 +188,21 @@ MemoryPlan PlanMemory(const kernels::ModelShape& shape, const TrainOptions& opti
     }
     if (d.gpu) {
       // A CUDA replica allocates its velocity whatever the local momentum, in bf16 with
-      // --optimizer-state bf16. Where the GPU is here, the CUDA backend says what it allocates, to
-      // the byte (CUB's scratch, the cuBLAS workspace and a bf16 state's gradient block included),
-      // and each allocation may take up to a 2 MiB page more. Its context is not counted: the free
-      // memory it is checked against is read after the context exists.
+      // --optimizer-state bf16, and its weights in bf16 with --weights bf16. Where the GPU is here,
+      // the CUDA backend says what it allocates, to the byte (CUB's scratch, the cuBLAS workspace
+      // and the block bf16 tensors pass through included), and each allocation may take up to a
+      // 2 MiB page more. Its context is not counted: the free memory it is checked against is read
+      // after the context exists.
       d.momentum = options.bf16_optimizer_state ? Mul(shape.NumParameters(), sizeof(uint16_t)) : params;
-      const engine::GpuReplicaBytes gpu =
-          engine::PlanGpuReplica(spec.ordinal, shape, limits, options.bf16_optimizer_state);
+      if (options.bf16_weights) d.params = Mul(shape.NumParameters(), sizeof(uint16_t));
+      const engine::GpuReplicaBytes gpu = engine::PlanGpuReplica(spec.ordinal, shape, limits,
+                                                                 options.bf16_optimizer_state, options.bf16_weights);
       if (gpu.params > 0) {
         d.params = gpu.params;
         d.momentum = gpu.momentum;
         d.workspace = Add(gpu.workspace, Mul(gpu.allocations, uint64_t{2} << 20));
         d.batch = gpu.batch;
-        d.host_mirror = Add(params, gpu.pinned_host);
+        d.host_mirror = Add(gpu_mirror, gpu.pinned_host);
       }
     }
     // Another rank's device is here at most a host mirror of its replica (bf16 where the run's

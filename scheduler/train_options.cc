@@ -31,14 +31,13 @@ void ValidateTrainOptions(const TrainOptions& options) {
 
 void ValidateBf16Weights(const TrainOptions& options, const SchedulerOptions& scheduling) {
   if (options.bf16_weights && (!MergesBf16Weights(scheduling) || options.math != kernels::OutputMath::kBf16))
-    throw OptionError("weights", "bf16 is for CPU devices of the dense step, with the output products in bf16");
+    throw OptionError("weights", "bf16 is for devices of the dense step whose merges run on the host, with the "
+                                 "output products in bf16");
 }
 
 bool MergesBf16Weights(const SchedulerOptions& scheduling) {
-  const bool cpus = !scheduling.devices.empty() &&
-                    std::all_of(scheduling.devices.begin(), scheduling.devices.end(),
-                                [](const engine::DeviceSpec& d) { return d.kind == engine::DeviceKind::kCpu; });
-  return cpus && !scheduling.sampled_output.enabled;
+  // A GPU replica in bf16 is merged through its bf16 host mirror: the GPU merges read fp32 in place.
+  return !scheduling.devices.empty() && !scheduling.sampled_output.enabled && !MergesOnGpus(scheduling);
 }
 
 void ValidateSchedulerOptions(const SchedulerOptions& scheduling) {

@@ -113,10 +113,12 @@ void ValidateTrainOptions(const TrainOptions& options);
 void ValidateSchedulerOptions(const SchedulerOptions& scheduling);
 // bf16_weights where MergesBf16Weights is false or the products are not in bf16.
 void ValidateBf16Weights(const TrainOptions& options, const SchedulerOptions& scheduling);
-// Whether the run's devices can keep their weights in bf16 with no fp32 copy: every device a CPU of
-// the dense step, on any number of ranks. Every host merge takes bf16 replicas (the copy merge of
-// one device as a stream, the others block by block: merge/replica_blocks.h); across ranks the rank
-// sum adds fp32 partial sums a chunk at a time, and the mirrors of other ranks' replicas are bf16.
+// Whether the run's devices can keep their weights in bf16 with no fp32 copy: every device of the
+// dense step (CPUs, and GPUs through bf16 host mirrors), on any number of ranks, with the merges on
+// the host. Every host merge takes bf16 replicas (the copy merge of one device as a stream, the
+// others block by block: merge/replica_blocks.h); across ranks the rank sum adds fp32 partial sums
+// a chunk at a time, and the mirrors of other ranks' replicas are bf16. The GPU merges
+// (MergesOnGpus) read fp32 replicas in place.
 bool MergesBf16Weights(const SchedulerOptions& scheduling);
 
 // The test rows every evaluation of the run scores but, with final_eval_full, the last: a sample

@@ -54,11 +54,20 @@ size_t CublasWorkspaceBytes(int gpu) {
   throw std::invalid_argument("CudaMlp: " + what);
 }
 
+// Weights kept in bf16 cross to and from fp32 on the host a piece at a time: no fp32-sized
+// host buffer for them.
+constexpr size_t kConvertPiece = size_t(1) << 20;
+
+// The fp32 block the bf16 tensors pass through: a bf16 state's gradients or bf16 weights' products.
+bool NeedsBlock(StateFormat state, StateFormat weights) {
+  return state == StateFormat::kBf16 || weights == StateFormat::kBf16;
+}
+
 }  // namespace
 
 struct CudaMlp::Impl {
   Impl(int gpu_index, const ModelShape& model_shape, uint32_t rows, uint64_t feature_nnz,
-       uint64_t label_nnz, Math dense_math, uint32_t top_k, StateFormat state_format)
+       uint64_t label_nnz, Math dense_math, uint32_t top_k, StateFormat state_format, StateFormat weight_format)
       : gpu(gpu_index),
         shape(model_shape),
         max_rows(rows),
@@ -66,11 +75,13 @@ struct CudaMlp::Impl {
         max_label_nnz(label_nnz),
         math(dense_math),
         state(state_format),
+        weights(weight_format),
         blas_workspace(CublasWorkspaceBytes(gpu_index)),
-        params(model_shape.NumParameters()),
+        params(weight_format == StateFormat::kFp32 ? model_shape.NumParameters() : 0),
+        params_bf16(weight_format == StateFormat::kBf16 ? model_shape.NumParameters() : 0),
         velocity(state_format == StateFormat::kFp32 ? model_shape.NumParameters() : 0),
         velocity_bf16(state_format == StateFormat::kBf16 ? model_shape.NumParameters() : 0),
-        gradient_block(state_format == StateFormat::kBf16 ? GradientBlockValues(model_shape) : 0),
+        gradient_block(NeedsBlock(state_format, weight_format) ? GradientBlockValues(model_shape) : 0),
         workspace(model_shape, rows, feature_nnz),
         staging(LayoutFor(rows, feature_nnz, label_nnz).total),
         batch_bytes(LayoutFor(rows, feature_nnz, label_nnz).total),
@@ -80,16 +91,21 @@ struct CudaMlp::Impl {
         loss_host(1) {
     model.shape = shape;
     model.layers = LayoutOf(shape);
-    model.params = params.data();
+    model.params = params.size() > 0 ? params.data() : nullptr;
+    model.params_bf16 = params_bf16.size() > 0 ? params_bf16.data() : nullptr;
     XMLT_CUBLAS_CHECK(cublasSetStream(blas.get(), stream.get()));
     // After the stream: setting a stream puts the handle back on cuBLAS's own workspace pool.
     XMLT_CUBLAS_CHECK(cublasSetWorkspace(blas.get(), blas_workspace.data(), blas_workspace.size()));
-    XMLT_CUDA_CHECK(cudaMemsetAsync(params.data(), 0, params.size() * sizeof(float), stream.get()));
+    if (params.size() > 0)
+      XMLT_CUDA_CHECK(cudaMemsetAsync(params.data(), 0, params.size() * sizeof(float), stream.get()));
+    if (params_bf16.size() > 0)  // bf16 zero is all bits zero
+      XMLT_CUDA_CHECK(cudaMemsetAsync(params_bf16.data(), 0, params_bf16.size() * sizeof(uint16_t), stream.get()));
     ZeroState();
     stream.Synchronize();
   }
 
-  size_t StateSize() const { return params.size(); }
+  size_t StateSize() const { return shape.NumParameters(); }
+  size_t NumParams() const { return shape.NumParameters(); }
   void ZeroState() {
     if (velocity.size() > 0)
       XMLT_CUDA_CHECK(cudaMemsetAsync(velocity.data(), 0, velocity.size() * sizeof(float), stream.get()));
@@ -157,13 +173,16 @@ struct CudaMlp::Impl {
   uint64_t max_feature_nnz, max_label_nnz;
   Math math;
   StateFormat state;
+  StateFormat weights;
   Stream stream;
   Event done;
   CublasHandle blas;
   DeviceBuffer<unsigned char> blas_workspace;
-  DeviceBuffer<float> params, velocity;  // velocity: the fp32 state, empty with a bf16 one
+  DeviceBuffer<float> params;             // the weights in fp32, empty with bf16 ones
+  DeviceBuffer<uint16_t> params_bf16;     // the weights in bf16, empty with fp32 ones
+  DeviceBuffer<float> velocity;           // the fp32 state, empty with a bf16 one
   DeviceBuffer<uint16_t> velocity_bf16;   // the bf16 state, empty with an fp32 one
-  DeviceBuffer<float> gradient_block;     // a bf16 state's dense gradients, a block at a time
+  DeviceBuffer<float> gradient_block;     // bf16 tensors' fp32 values, a block at a time
   DeviceModel model;
   DeviceMlpWorkspace workspace;
   PinnedBuffer<unsigned char> staging;
@@ -175,29 +194,34 @@ struct CudaMlp::Impl {
 };
 
 CudaMlp::CudaMlp(int gpu, const ModelShape& shape, uint32_t max_rows, uint64_t max_feature_nnz,
-                 uint64_t max_label_nnz, Math math, uint32_t max_top_k, StateFormat state) {
+                 uint64_t max_label_nnz, Math math, uint32_t max_top_k, StateFormat state, StateFormat weights) {
   ValidateShape(shape);
   if (max_rows == 0) Reject("max_rows must be positive");
+  if (weights == StateFormat::kBf16 && math != Math::kBf16)
+    Reject("weights kept in bf16 need the dense products in bf16");
   if (max_top_k > kMaxTopK) Reject("max_top_k = " + std::to_string(max_top_k) + " exceeds " + std::to_string(kMaxTopK));
   const int count = CudaDeviceCountOrZero();
   if (gpu < 0 || gpu >= count)
     Reject("no CUDA device " + std::to_string(gpu) + " (" + std::to_string(count) + " present)");
   DeviceGuard guard(gpu);
-  impl_ = std::make_unique<Impl>(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, math, max_top_k, state);
+  impl_ = std::make_unique<Impl>(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, math, max_top_k, state,
+                                 weights);
   // The memory plan reads PlannedBytes: it must be what was allocated, to the byte.
-  if (!(AllocatedBytes() == PlannedBytes(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, max_top_k, state)))
+  if (!(AllocatedBytes() ==
+        PlannedBytes(gpu, shape, max_rows, max_feature_nnz, max_label_nnz, max_top_k, state, weights)))
     throw std::logic_error("CudaMlp: PlannedBytes differs from what the constructor allocated");
 }
 
 CudaMlpBytes CudaMlp::PlannedBytes(int gpu, const ModelShape& shape, uint32_t max_rows,
                                    uint64_t max_feature_nnz, uint64_t max_label_nnz, uint32_t max_top_k,
-                                   StateFormat state) {
+                                   StateFormat state, StateFormat weights) {
   ValidateShape(shape);
   DeviceGuard guard(gpu);
   CudaMlpBytes b;
-  b.params = b.velocity = shape.NumParameters() * sizeof(float);
-  if (state == StateFormat::kBf16)
-    b.velocity = shape.NumParameters() * sizeof(uint16_t) + GradientBlockValues(shape) * sizeof(float);
+  const uint64_t n = shape.NumParameters(), block = GradientBlockValues(shape) * sizeof(float);
+  b.params = weights == StateFormat::kBf16 ? n * sizeof(uint16_t) + block : n * sizeof(float);
+  b.velocity = state == StateFormat::kBf16 ? n * sizeof(uint16_t) : n * sizeof(float);
+  if (state == StateFormat::kBf16 && weights == StateFormat::kFp32) b.velocity += block;
   b.workspace = DeviceMlpWorkspace::PlannedBytes(shape, max_rows, max_feature_nnz);
   const uint64_t staged = LayoutFor(max_rows, max_feature_nnz, max_label_nnz).total;
   b.batch = staged + uint64_t(max_rows) * max_top_k * sizeof(uint32_t);
@@ -207,22 +231,24 @@ CudaMlpBytes CudaMlp::PlannedBytes(int gpu, const ModelShape& shape, uint32_t ma
   // workspace's: one per hidden layer, logits, two deltas, four entry arrays and CUB's scratch
   // (with entries), two loss buffers.
   const uint64_t sort_arrays = max_feature_nnz > 0 ? 5 : 0;
-  b.allocations = 5 + (state == StateFormat::kBf16 ? 1 : 0) + shape.hidden.size() + 3 + sort_arrays + 2;
+  b.allocations = 5 + (NeedsBlock(state, weights) ? 1 : 0) + shape.hidden.size() + 3 + sort_arrays + 2;
   return b;
 }
 
 CudaMlpBytes CudaMlp::AllocatedBytes() const {
   const Impl& m = *impl_;
   CudaMlpBytes b;
-  b.params = m.params.size() * sizeof(float);
-  b.velocity = m.velocity.size() * sizeof(float) + m.velocity_bf16.size() * sizeof(uint16_t) +
-               m.gradient_block.size() * sizeof(float);
+  const uint64_t block = m.gradient_block.size() * sizeof(float);
+  const bool bf16_weights = m.weights == StateFormat::kBf16;
+  b.params = m.params.size() * sizeof(float) + m.params_bf16.size() * sizeof(uint16_t) + (bf16_weights ? block : 0);
+  b.velocity = m.velocity.size() * sizeof(float) + m.velocity_bf16.size() * sizeof(uint16_t) + (bf16_weights ? 0 : block);
   b.workspace = m.workspace.AllocatedBytes();
   b.batch = m.batch_bytes.size() + m.top_labels.size() * sizeof(uint32_t);
   b.blas = m.blas_workspace.size();
   b.pinned_host = m.staging.size() + m.top_host.size() * sizeof(uint32_t) + m.loss_host.size() * sizeof(double);
   b.allocations = m.workspace.Allocations();
-  for (size_t size : {m.params.size(), m.velocity.size(), m.velocity_bf16.size(), m.gradient_block.size(),
+  for (size_t size : {m.params.size(), m.params_bf16.size(), m.velocity.size(), m.velocity_bf16.size(),
+                      m.gradient_block.size(),
                       m.blas_workspace.size(), m.batch_bytes.size(), m.top_labels.size()})
     b.allocations += size > 0;
   return b;
@@ -250,23 +276,47 @@ CudaMlp& CudaMlp::operator=(CudaMlp&& other) noexcept {
 
 const ModelShape& CudaMlp::shape() const { return impl_->shape; }
 
+namespace {
+
+// Refuses a parameter copy of other than the replica's n values, or of the other storage.
+void CheckParamsCopy(const char* what, size_t n, size_t expected, bool bf16_copy, bool bf16_weights) {
+  if (n != expected)
+    Reject(std::string(what) + ": " + std::to_string(n) + " values for " + std::to_string(expected) + " parameters");
+  if (bf16_copy != bf16_weights)
+    Reject(std::string(what) + ": the replica keeps its weights in " + (bf16_weights ? "bf16" : "fp32"));
+}
+
+}  // namespace
+
 void CudaMlp::UploadParamsAsync(const float* host, size_t n) {
-  if (n != impl_->params.size())
-    Reject("UploadParamsAsync: " + std::to_string(n) + " values for " + std::to_string(impl_->params.size()) +
-           " parameters");
+  CheckParamsCopy("UploadParamsAsync", n, impl_->NumParams(), false, weights_in_bf16());
   DeviceGuard guard(impl_->gpu);
   XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->params.data(), host, n * sizeof(float), cudaMemcpyHostToDevice,
                                   impl_->stream.get()));
 }
 
 void CudaMlp::DownloadParamsAsync(float* host, size_t n) {
-  if (n != impl_->params.size())
-    Reject("DownloadParamsAsync: " + std::to_string(n) + " values for " + std::to_string(impl_->params.size()) +
-           " parameters");
+  CheckParamsCopy("DownloadParamsAsync", n, impl_->NumParams(), false, weights_in_bf16());
   DeviceGuard guard(impl_->gpu);
   XMLT_CUDA_CHECK(cudaMemcpyAsync(host, impl_->params.data(), n * sizeof(float), cudaMemcpyDeviceToHost,
                                   impl_->stream.get()));
 }
+
+void CudaMlp::UploadParamsBf16Async(const uint16_t* host, size_t n) {
+  CheckParamsCopy("UploadParamsBf16Async", n, impl_->NumParams(), true, weights_in_bf16());
+  DeviceGuard guard(impl_->gpu);
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->params_bf16.data(), host, n * sizeof(uint16_t), cudaMemcpyHostToDevice,
+                                  impl_->stream.get()));
+}
+
+void CudaMlp::DownloadParamsBf16Async(uint16_t* host, size_t n) {
+  CheckParamsCopy("DownloadParamsBf16Async", n, impl_->NumParams(), true, weights_in_bf16());
+  DeviceGuard guard(impl_->gpu);
+  XMLT_CUDA_CHECK(cudaMemcpyAsync(host, impl_->params_bf16.data(), n * sizeof(uint16_t), cudaMemcpyDeviceToHost,
+                                  impl_->stream.get()));
+}
+
+bool CudaMlp::weights_in_bf16() const { return impl_->weights == StateFormat::kBf16; }
 
 void CudaMlp::WaitForCopies() {
   DeviceGuard guard(impl_->gpu);
@@ -284,24 +334,47 @@ bool CudaMlp::ContextLost() const {
   return IsStickyCudaError(status);
 }
 
-float* CudaMlp::device_params() { return impl_->params.data(); }
+float* CudaMlp::device_params() { return impl_->params.size() > 0 ? impl_->params.data() : nullptr; }
 int CudaMlp::gpu() const { return impl_->gpu; }
 
 void CudaMlp::UploadParams(const float* host, size_t n) {
-  if (n != impl_->params.size())
-    Reject("UploadParams: " + std::to_string(n) + " values for " +
-           std::to_string(impl_->params.size()) + " parameters");
+  if (n != impl_->NumParams())
+    Reject("UploadParams: " + std::to_string(n) + " values for " + std::to_string(impl_->NumParams()) +
+           " parameters");
   DeviceGuard guard(impl_->gpu);
+  if (weights_in_bf16()) {
+    // Rounded to nearest on the host, a piece at a time: exact for values the weights held.
+    std::vector<uint16_t> bits(std::min(n, kConvertPiece));
+    for (size_t at = 0; at < n; at += bits.size()) {
+      const size_t count = std::min(bits.size(), n - at);
+      for (size_t i = 0; i < count; ++i) bits[i] = cpu::NearestBf16(host[at + i]);
+      XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->params_bf16.data() + at, bits.data(), count * sizeof(uint16_t),
+                                      cudaMemcpyHostToDevice, impl_->stream.get()));
+      impl_->Wait();  // before the piece is rewritten
+    }
+    return;
+  }
   XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->params.data(), host, n * sizeof(float),
                                   cudaMemcpyHostToDevice, impl_->stream.get()));
   impl_->Wait();
 }
 
 void CudaMlp::DownloadParams(float* host, size_t n) const {
-  if (n != impl_->params.size())
-    Reject("DownloadParams: " + std::to_string(n) + " values for " +
-           std::to_string(impl_->params.size()) + " parameters");
+  if (n != impl_->NumParams())
+    Reject("DownloadParams: " + std::to_string(n) + " values for " + std::to_string(impl_->NumParams()) +
+           " parameters");
   DeviceGuard guard(impl_->gpu);
+  if (impl_->weights == StateFormat::kBf16) {
+    std::vector<uint16_t> bits(std::min(n, kConvertPiece));
+    for (size_t at = 0; at < n; at += bits.size()) {
+      const size_t count = std::min(bits.size(), n - at);
+      XMLT_CUDA_CHECK(cudaMemcpyAsync(bits.data(), impl_->params_bf16.data() + at, count * sizeof(uint16_t),
+                                      cudaMemcpyDeviceToHost, impl_->stream.get()));
+      impl_->Wait();
+      for (size_t i = 0; i < count; ++i) host[at + i] = cpu::WidenBf16(bits[i]);
+    }
+    return;
+  }
   XMLT_CUDA_CHECK(cudaMemcpyAsync(host, impl_->params.data(), n * sizeof(float),
                                   cudaMemcpyDeviceToHost, impl_->stream.get()));
   impl_->Wait();
@@ -386,11 +459,12 @@ cpu::LossResult CudaMlp::TrainBatch(const data::SparseBatch& batch, float lr, fl
   if (keeps_state && m.state == StateFormat::kBf16) {
     rule.velocity_bf16 = m.velocity_bf16.data();
     rule.rounding_key = step_settings.rounding_key;
-    rule.gradient_block = m.gradient_block.data();
-    rule.gradient_block_values = m.gradient_block.size();
   } else if (keeps_state) {
     rule.velocity = m.velocity.data();
   }
+  rule.weights_rounding_key = step_settings.weights_rounding_key;
+  rule.gradient_block = m.gradient_block.size() > 0 ? m.gradient_block.data() : nullptr;
+  rule.gradient_block_values = m.gradient_block.size();
   rule.dropout = step_settings.dropout;
   rule.dropout_key = step_settings.dropout_key;
   TrainStep(m.Context(), m.model, device_batch, rule, &m.workspace);
@@ -410,7 +484,8 @@ void CudaMlp::Predict(const data::SparseBatch& batch, uint32_t k, uint32_t* top_
   DeviceGuard guard(m.gpu);
   const DeviceBatch device_batch = m.Stage(batch);
   const CudaContext context = m.Context();
-  Forward(context, m.model, device_batch, &m.workspace);
+  Forward(context, m.model, device_batch, &m.workspace, m.gradient_block.size() > 0 ? m.gradient_block.data() : nullptr,
+          m.gradient_block.size());
   const uint32_t rows = device_batch.num_rows;
   SoftmaxCrossEntropy(m.workspace.logits.data(), rows, m.shape.num_labels, device_batch.label_ptr,
                       device_batch.label_idx, m.workspace.row_loss.data(),

@@ -22,18 +22,20 @@ struct CudaStepSettings {
   uint64_t dropout_key = 0;  // the masks' key for this step
   float input_lr = 0;        // > 0: Adagrad on the first layer's weights at this rate
   uint32_t rounding_key = 0;  // a bf16 state's rounding noise for this step (kBf16 StateFormat)
+  uint32_t weights_rounding_key = 0;  // bf16 weights' rounding noise for this step
 };
 
 // How a replica keeps its optimizer state (the momentum, and Adagrad's squares in the first
-// layer's weights): fp32, or bf16 (--optimizer-state bf16), each value stepped in fp32 and stored
-// rounded stochastically, as the CPU's dense step keeps it.
+// layer's weights) and, separately, its weights: fp32, or bf16 (--optimizer-state bf16,
+// --weights bf16), each value stepped in fp32 and stored rounded stochastically, as the CPU's
+// dense step keeps them.
 enum class StateFormat { kFp32, kBf16 };
 
 // What one CudaMlp allocates, part by part, in bytes as requested from cudaMalloc and
 // cudaMallocHost (the driver rounds each allocation up further: `allocations` of them).
 struct CudaMlpBytes {
-  uint64_t params = 0;
-  uint64_t velocity = 0;   // allocated even for plain SGD; in bf16, with the fp32 gradient block
+  uint64_t params = 0;     // in bf16, with the fp32 block the dense layers' weights pass through
+  uint64_t velocity = 0;   // allocated even for plain SGD; in bf16 (fp32 weights), with that block
   uint64_t workspace = 0;  // activations, logits, deltas, the sort's arrays, CUB's scratch, losses
   uint64_t batch = 0;      // the staged batch and the top-k labels
   uint64_t blas = 0;       // the cuBLAS workspace given to the replica's handle
@@ -59,9 +61,14 @@ class CudaMlp {
   // state: kBf16 keeps the optimizer state in bf16 (2 bytes a parameter, and the dense layers'
   // weight gradients a block of GradientBlockValues floats at a time); the momentum's uploads and
   // downloads stay fp32, rounded to nearest and widened (exact for values the state holds).
+  // weights: kBf16 keeps the parameters in bf16 (2 bytes each, math must be kBf16): the dense
+  // layers' weights are widened for their products a block at a time (the same block), and the
+  // fp32 uploads and downloads are rounded to nearest and widened. The merges then read and write
+  // them in bf16 on the host (UploadParamsBf16Async, DownloadParamsBf16Async): device_params() is
+  // null.
   CudaMlp(int gpu, const ModelShape& shape, uint32_t max_rows, uint64_t max_feature_nnz,
           uint64_t max_label_nnz, Math math, uint32_t max_top_k = kMaxWarpTopK,
-          StateFormat state = StateFormat::kFp32);
+          StateFormat state = StateFormat::kFp32, StateFormat weights = StateFormat::kFp32);
   ~CudaMlp();
   CudaMlp(CudaMlp&&) noexcept;
   CudaMlp& operator=(CudaMlp&&) noexcept;
@@ -74,11 +81,14 @@ class CudaMlp {
   // the cuBLAS workspace depend on the GPU). The constructor checks that it holds exactly that.
   static CudaMlpBytes PlannedBytes(int gpu, const ModelShape& shape, uint32_t max_rows,
                                    uint64_t max_feature_nnz, uint64_t max_label_nnz,
-                                   uint32_t max_top_k = kMaxWarpTopK, StateFormat state = StateFormat::kFp32);
+                                   uint32_t max_top_k = kMaxWarpTopK, StateFormat state = StateFormat::kFp32,
+                                   StateFormat weights = StateFormat::kFp32);
   CudaMlpBytes AllocatedBytes() const;
+  bool weights_in_bf16() const;
 
   // The parameters in GPU memory (the layout of Model<float>::params), for merges that run on the
-  // GPUs; the stream's work on them is done whenever a call here has returned.
+  // GPUs; the stream's work on them is done whenever a call here has returned. Null for weights
+  // kept in bf16.
   float* device_params();
   int gpu() const;
 
@@ -90,6 +100,9 @@ class CudaMlp {
   // WaitForCopies returns once they are done; the replica's later work is ordered after them.
   void UploadParamsAsync(const float* host, size_t n);
   void DownloadParamsAsync(float* host, size_t n);
+  // The bf16 bits of weights kept in bf16, the same way (the fp32 forms above refuse such weights).
+  void UploadParamsBf16Async(const uint16_t* host, size_t n);
+  void DownloadParamsBf16Async(uint16_t* host, size_t n);
   void WaitForCopies();
   // Whether this replica's GPU context is lost (a sticky error): every call on it would fail.
   bool ContextLost() const;

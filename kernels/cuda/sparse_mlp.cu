@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cpu/stochastic_rounding.h"
 #include "kernels/cuda/bf16_state.h"
 #include "kernels/cuda/bf16_state_math.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -30,8 +31,14 @@ unsigned BlocksFor(uint64_t count, unsigned threads = kThreads) {
 // Adagrad's epsilon, cpu::kAdagradEpsilon's value.
 constexpr float kAdagradEpsilon = 1e-10f;
 
+// A weight as fp32, from either storage.
+__device__ __forceinline__ float LoadWeight(const float* w, uint64_t i) { return w[i]; }
+__device__ __forceinline__ float LoadWeight(const uint16_t* w, uint64_t i) { return cpu::WidenBf16(w[i]); }
+
 // The update of one parameter from its gradient g; one definition so that every tensor follows
-// cpu::StepRule exactly. Pointers are already offset to the tensor.
+// cpu::StepRule exactly. Pointers are already offset to the tensor. A weight kept in bf16
+// (param_bf16 instead of param) steps from its widened value and is stored rounded
+// stochastically, as the CPU's bf16 weights are.
 struct Update {
   float lr;
   float momentum;
@@ -40,40 +47,67 @@ struct Update {
   float* gradient;
   uint16_t* velocity_bf16 = nullptr;  // the state in bf16 instead of `velocity`
   uint32_t rounding_key = 0;
-  uint64_t offset = 0;   // the tensor's offset in the state: the rounding noise's index
+  uint64_t offset = 0;   // the tensor's offset in the parameters: the rounding noises' index
   float adagrad_lr = 0;  // > 0: Adagrad, its squares in `velocity` (the first layer's weights only)
+  uint16_t* param_bf16 = nullptr;  // the weights in bf16 instead of `param`
+  uint32_t weights_rounding_key = 0;
 
   __device__ void Apply(uint64_t i, float g) const {
     if (gradient != nullptr) {
       gradient[i] = g;
-    } else if (velocity_bf16 != nullptr) {
+      return;
+    }
+    float w = param_bf16 != nullptr ? cpu::WidenBf16(param_bf16[i]) : param[i];
+    if (velocity_bf16 != nullptr) {
       if (adagrad_lr > 0.0f) {
-        AdagradBf16Value(param + i, velocity_bf16 + i, g, adagrad_lr, kAdagradEpsilon, rounding_key, offset + i);
+        AdagradBf16Value(&w, velocity_bf16 + i, g, adagrad_lr, kAdagradEpsilon, rounding_key, offset + i);
       } else {
-        MomentumBf16Value(param + i, velocity_bf16 + i, g, momentum, lr, rounding_key, offset + i);
+        MomentumBf16Value(&w, velocity_bf16 + i, g, momentum, lr, rounding_key, offset + i);
       }
     } else if (adagrad_lr > 0.0f) {
       const float squares = velocity[i] + g * g;
       velocity[i] = squares;
-      param[i] -= adagrad_lr * g / (sqrtf(squares) + kAdagradEpsilon);
+      w -= adagrad_lr * g / (sqrtf(squares) + kAdagradEpsilon);
     } else if (velocity != nullptr) {
       const float v = momentum * velocity[i] + g;
       velocity[i] = v;
-      param[i] -= lr * v;
+      w -= lr * v;
     } else {
-      param[i] -= lr * g;
+      w -= lr * g;
     }
+    if (param_bf16 != nullptr) {
+      param_bf16[i] = cpu::StochasticBf16(w, cpu::RoundingNoise(weights_rounding_key, offset + i));
+    } else {
+      param[i] = w;
+    }
+  }
+
+  // The same update of the tensor's values from `at` on.
+  Update From(uint64_t at) const {
+    Update part = *this;
+    auto advance = [at](auto* p) { return p == nullptr ? p : p + at; };
+    part.param = advance(param);
+    part.velocity = advance(velocity);
+    part.gradient = advance(gradient);
+    part.velocity_bf16 = advance(velocity_bf16);
+    part.param_bf16 = advance(param_bf16);
+    part.offset = offset + at;
+    return part;
   }
 };
 
 Update UpdateFor(const DeviceStepRule& rule, const DeviceModel& model, const TensorView& view) {
-  Update update{rule.lr, rule.momentum, model.params + view.offset,
+  Update update{rule.lr, rule.momentum, model.params == nullptr ? nullptr : model.params + view.offset,
                 rule.velocity == nullptr ? nullptr : rule.velocity + view.offset,
                 rule.gradient == nullptr ? nullptr : rule.gradient + view.offset};
+  update.offset = view.offset;
   if (rule.gradient == nullptr && rule.velocity_bf16 != nullptr) {
     update.velocity_bf16 = rule.velocity_bf16 + view.offset;
     update.rounding_key = rule.rounding_key;
-    update.offset = view.offset;
+  }
+  if (model.in_bf16()) {
+    update.param_bf16 = model.params_bf16 + view.offset;
+    update.weights_rounding_key = rule.weights_rounding_key;
   }
   return update;
 }
@@ -83,27 +117,29 @@ Update UpdateFor(const DeviceStepRule& rule, const DeviceModel& model, const Ten
 // gridDim.y is at most 65,535, so past 65,535 * 128 units each block strides over several groups.
 constexpr unsigned kSparseUnits = 128;
 constexpr uint64_t kMaxGridY = 65535;
+template <class Weight>
 __global__ void __launch_bounds__(kSparseUnits)
     SparseInputForwardKernel(const uint64_t* feature_ptr, const uint32_t* feature_idx,
-                             const float* feature_val, const float* w, const float* bias,
+                             const float* feature_val, const Weight* w, const Weight* bias,
                              uint32_t units, float* out) {
   const uint32_t r = blockIdx.x;
   const uint64_t begin = feature_ptr[r], end = feature_ptr[r + 1];
   for (uint64_t u = uint64_t(blockIdx.y) * kSparseUnits + threadIdx.x; u < units;
        u += uint64_t(gridDim.y) * kSparseUnits) {
-    float z = bias[u];
+    float z = LoadWeight(bias, u);
     for (uint64_t e = begin; e < end; ++e)
-      z += feature_val[e] * w[uint64_t(feature_idx[e]) * units + u];
+      z += feature_val[e] * LoadWeight(w, uint64_t(feature_idx[e]) * units + u);
     out[uint64_t(r) * units + u] = fmaxf(z, 0.0f);
   }
 }
 
 // out[r][j] += bias[j], then ReLU for hidden layers: the epilogue of a dense layer's GEMM.
-__global__ void BiasActivationKernel(float* out, const float* bias, uint64_t count, uint32_t cols,
+template <class Weight>
+__global__ void BiasActivationKernel(float* out, const Weight* bias, uint64_t count, uint32_t cols,
                                      bool relu) {
   for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count;
        i += uint64_t(gridDim.x) * blockDim.x) {
-    const float z = out[i] + bias[i % cols];
+    const float z = out[i] + LoadWeight(bias, i % cols);
     out[i] = relu ? fmaxf(z, 0.0f) : z;
   }
 }
@@ -139,6 +175,20 @@ __global__ void ApplyVelocityKernel(float* param, const float* velocity, float l
   for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count;
        i += uint64_t(gridDim.x) * blockDim.x)
     param[i] -= lr * velocity[i];
+}
+
+// out[j] = in[j] widened: a block of weights kept in bf16, for the dense products.
+__global__ void WidenKernel(const uint16_t* in, float* out, uint64_t count) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count;
+       i += uint64_t(gridDim.x) * blockDim.x)
+    out[i] = cpu::WidenBf16(in[i]);
+}
+
+// The update of `count` values from their gradients in `gradient` (a block of a dense layer).
+__global__ void BlockUpdateKernel(const float* gradient, uint64_t count, Update update) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < count;
+       i += uint64_t(gridDim.x) * blockDim.x)
+    update.Apply(i, gradient[i]);
 }
 
 // Bias gradient (column sums of delta, rows in order as on the CPU) fused with its update; a
@@ -200,17 +250,73 @@ __global__ void SparseInputBackwardKernel(const uint32_t* sorted_feature,
   }
 }
 
+// A dense layer's weights kept in bf16, widened a block of whole output rows at a time into
+// `block` (at least one row): each block's products run on its fp32 values.
+struct WeightBlocks {
+  int64_t rows_per_block;
+  WeightBlocks(int64_t n_in, uint64_t block_values) {
+    if (uint64_t(n_in) > block_values)
+      throw std::logic_error("the weight block is shorter than a row of weights");
+    rows_per_block = std::max<int64_t>(1, int64_t(block_values / uint64_t(n_in)));
+  }
+};
+
+void Widen(const CudaContext& ctx, const uint16_t* in, float* out, uint64_t count) {
+  if (count == 0) return;
+  XMLT_LAUNCH(WidenKernel, BlocksFor(count), kThreads, 0, ctx.stream)(in, out, count);
+  XMLT_CUDA_CHECK_LAUNCH();
+}
+
 void DenseForward(const CudaContext& ctx, const DeviceModel& model, size_t layer, const float* in,
-                  uint32_t rows, float* out, bool relu) {
+                  uint32_t rows, float* out, bool relu, float* block, uint64_t block_values) {
   const int64_t n_in = model.shape.LayerInputs(layer), n_out = model.shape.LayerOutputs(layer);
   // out = in (rows x n_in) * W^T, W stored n_out x n_in.
-  Gemm(ctx.blas, ctx.math, Op::kNone, Op::kTranspose, rows, n_out, n_in, 1.0f, in, n_in,
-       model.Weight(layer), n_in, 0.0f, out, n_out);
+  if (model.in_bf16()) {
+    const WeightBlocks blocks(n_in, block_values);
+    for (int64_t first = 0; first < n_out; first += blocks.rows_per_block) {
+      const int64_t count = std::min(blocks.rows_per_block, n_out - first);
+      Widen(ctx, model.WeightBf16(layer) + uint64_t(first) * uint64_t(n_in), block, uint64_t(count) * uint64_t(n_in));
+      Gemm(ctx.blas, ctx.math, Op::kNone, Op::kTranspose, rows, count, n_in, 1.0f, in, n_in, block, n_in, 0.0f,
+           out + first, n_out);
+    }
+  } else {
+    Gemm(ctx.blas, ctx.math, Op::kNone, Op::kTranspose, rows, n_out, n_in, 1.0f, in, n_in,
+         model.Weight(layer), n_in, 0.0f, out, n_out);
+  }
   const uint64_t count = uint64_t(rows) * uint64_t(n_out);
   if (count == 0) return;
-  XMLT_LAUNCH(BiasActivationKernel, BlocksFor(count), kThreads, 0, ctx.stream)(
-      out, model.Bias(layer), count, uint32_t(n_out), relu);
+  if (model.in_bf16()) {
+    XMLT_LAUNCH(BiasActivationKernel<uint16_t>, BlocksFor(count), kThreads, 0, ctx.stream)(
+        out, model.BiasBf16(layer), count, uint32_t(n_out), relu);
+  } else {
+    XMLT_LAUNCH(BiasActivationKernel<float>, BlocksFor(count), kThreads, 0, ctx.stream)(
+        out, model.Bias(layer), count, uint32_t(n_out), relu);
+  }
   XMLT_CUDA_CHECK_LAUNCH();
+}
+
+// Backward through a dense layer kept in bf16, a block of output rows at a time: the block's
+// weights widened into the block give their share of dLoss/dIn (summed over the blocks), then the
+// block takes their gradient and the update steps it into the weights.
+void DenseBackwardBf16(const CudaContext& ctx, const DeviceModel& model, size_t layer, const DeviceStepRule& rule,
+                       const float* in, uint32_t rows, const float* delta, float* delta_in) {
+  const int64_t n_in = model.shape.LayerInputs(layer), n_out = model.shape.LayerOutputs(layer);
+  const Update weight = UpdateFor(rule, model, model.layers[layer].weight);
+  const WeightBlocks blocks(n_in, rule.gradient_block_values);
+  float* block = rule.gradient_block;
+  for (int64_t first = 0; first < n_out; first += blocks.rows_per_block) {
+    const int64_t count = std::min(blocks.rows_per_block, n_out - first);
+    const uint64_t at = uint64_t(first) * uint64_t(n_in), values = uint64_t(count) * uint64_t(n_in);
+    if (delta_in != nullptr) {
+      Widen(ctx, model.WeightBf16(layer) + at, block, values);
+      Gemm(ctx.blas, ctx.math, Op::kNone, Op::kNone, rows, n_in, count, 1.0f, delta + first, n_out, block, n_in,
+           first == 0 ? 0.0f : 1.0f, delta_in, n_in);
+    }
+    Gemm(ctx.blas, ctx.math, Op::kTranspose, Op::kNone, count, n_in, rows, 1.0f, delta + first, n_out, in, n_in,
+         0.0f, block, n_in);
+    XMLT_LAUNCH(BlockUpdateKernel, BlocksFor(values), kThreads, 0, ctx.stream)(block, values, weight.From(at));
+    XMLT_CUDA_CHECK_LAUNCH();
+  }
 }
 
 // Backward through a dense layer given delta = dLoss/dOut (rows x outputs): writes dLoss/dIn into
@@ -220,40 +326,42 @@ void DenseBackward(const CudaContext& ctx, const DeviceModel& model, size_t laye
                    float* delta_in) {
   const int64_t n_in = model.shape.LayerInputs(layer), n_out = model.shape.LayerOutputs(layer);
   const LayerView& view = model.layers[layer];
-  float* w = model.Weight(layer);
-  if (delta_in != nullptr)
-    Gemm(ctx.blas, ctx.math, Op::kNone, Op::kNone, rows, n_in, n_out, 1.0f, delta, n_out, w, n_in,
-         0.0f, delta_in, n_in);
-  // dW = delta^T (n_out x rows) * in (rows x n_in), accumulated straight into its destination.
-  const Update weight = UpdateFor(rule, model, view.weight);
-  auto weight_gradient_into = [&](float alpha, float beta, float* dst) {
-    Gemm(ctx.blas, ctx.math, Op::kTranspose, Op::kNone, n_out, n_in, rows, alpha, delta, n_out, in,
-         n_in, beta, dst, n_in);
-  };
-  if (weight.gradient != nullptr) {
-    weight_gradient_into(1.0f, 0.0f, weight.gradient);
-  } else if (weight.velocity_bf16 != nullptr) {
-    // The bf16 state cannot accumulate the product: the gradient of a block of output rows at a
-    // time goes to the fp32 block, and the update steps it into the state and the weights.
-    const int64_t block_rows = std::max<int64_t>(1, int64_t(rule.gradient_block_values) / n_in);
-    if (uint64_t(n_in) > rule.gradient_block_values)
-      throw std::logic_error("DenseBackward: the gradient block is shorter than a row of weights");
-    for (int64_t first = 0; first < n_out; first += block_rows) {
-      const int64_t count = std::min(block_rows, n_out - first);
-      Gemm(ctx.blas, ctx.math, Op::kTranspose, Op::kNone, count, n_in, rows, 1.0f, delta + first, n_out, in, n_in,
-           0.0f, rule.gradient_block, n_in);
-      const uint64_t at = uint64_t(first) * uint64_t(n_in);
-      MomentumStepBf16(ctx.stream, w + at, weight.velocity_bf16 + at, rule.gradient_block, rule.momentum, rule.lr,
-                       uint64_t(count) * uint64_t(n_in), rule.rounding_key, weight.offset + at);
-    }
-  } else if (weight.velocity != nullptr) {
-    weight_gradient_into(1.0f, rule.momentum, weight.velocity);
-    const uint64_t count = view.weight.size();
-    XMLT_LAUNCH(ApplyVelocityKernel, BlocksFor(count), kThreads, 0, ctx.stream)(w, weight.velocity, rule.lr,
-                                                                       count);
-    XMLT_CUDA_CHECK_LAUNCH();
+  if (model.in_bf16()) {
+    DenseBackwardBf16(ctx, model, layer, rule, in, rows, delta, delta_in);
   } else {
-    weight_gradient_into(-rule.lr, 1.0f, w);  // SGD fused into the product
+    float* w = model.Weight(layer);
+    if (delta_in != nullptr)
+      Gemm(ctx.blas, ctx.math, Op::kNone, Op::kNone, rows, n_in, n_out, 1.0f, delta, n_out, w, n_in,
+           0.0f, delta_in, n_in);
+    // dW = delta^T (n_out x rows) * in (rows x n_in), accumulated straight into its destination.
+    const Update weight = UpdateFor(rule, model, view.weight);
+    auto weight_gradient_into = [&](float alpha, float beta, float* dst) {
+      Gemm(ctx.blas, ctx.math, Op::kTranspose, Op::kNone, n_out, n_in, rows, alpha, delta, n_out, in,
+           n_in, beta, dst, n_in);
+    };
+    if (weight.gradient != nullptr) {
+      weight_gradient_into(1.0f, 0.0f, weight.gradient);
+    } else if (weight.velocity_bf16 != nullptr) {
+      // The bf16 state cannot accumulate the product: the gradient of a block of output rows at a
+      // time goes to the fp32 block, and the update steps it into the state and the weights.
+      const WeightBlocks blocks(n_in, rule.gradient_block_values);
+      for (int64_t first = 0; first < n_out; first += blocks.rows_per_block) {
+        const int64_t count = std::min(blocks.rows_per_block, n_out - first);
+        Gemm(ctx.blas, ctx.math, Op::kTranspose, Op::kNone, count, n_in, rows, 1.0f, delta + first, n_out, in, n_in,
+             0.0f, rule.gradient_block, n_in);
+        const uint64_t at = uint64_t(first) * uint64_t(n_in);
+        MomentumStepBf16(ctx.stream, w + at, weight.velocity_bf16 + at, rule.gradient_block, rule.momentum, rule.lr,
+                         uint64_t(count) * uint64_t(n_in), rule.rounding_key, weight.offset + at);
+      }
+    } else if (weight.velocity != nullptr) {
+      weight_gradient_into(1.0f, rule.momentum, weight.velocity);
+      const uint64_t count = view.weight.size();
+      XMLT_LAUNCH(ApplyVelocityKernel, BlocksFor(count), kThreads, 0, ctx.stream)(w, weight.velocity, rule.lr,
+                                                                         count);
+      XMLT_CUDA_CHECK_LAUNCH();
+    } else {
+      weight_gradient_into(-rule.lr, 1.0f, w);  // SGD fused into the product
+    }
   }
   XMLT_LAUNCH(BiasBackwardKernel, BlocksFor(uint64_t(n_out)), kThreads, 0, ctx.stream)(
       delta, rows, uint32_t(n_out), UpdateFor(rule, model, view.bias));
@@ -321,7 +429,9 @@ void DropOut(const CudaContext& ctx, const DeviceStepRule& rule, size_t layer, u
 
 // Forward; with `rule`, each hidden layer's activations dropped out before the next layer reads them.
 void ForwardUnder(const CudaContext& ctx, const DeviceModel& model, const DeviceBatch& batch,
-                  const DeviceStepRule* rule, DeviceMlpWorkspace* ws) {
+                  const DeviceStepRule* rule, DeviceMlpWorkspace* ws, float* block, uint64_t block_values) {
+  if (model.in_bf16() && (block == nullptr || block_values < GradientBlockValues(model.shape)))
+    throw std::invalid_argument("a model kept in bf16 needs a block of GradientBlockValues floats");
   if (batch.num_rows > ws->max_rows || batch.num_entries > ws->max_entries)
     throw std::logic_error("batch larger than the device workspace");
   const uint32_t rows = batch.num_rows;
@@ -329,19 +439,26 @@ void ForwardUnder(const CudaContext& ctx, const DeviceModel& model, const Device
   if (rows > 0) {
     const dim3 grid(rows, unsigned(std::min<uint64_t>(
                               (uint64_t(units) + kSparseUnits - 1) / kSparseUnits, kMaxGridY)));
-    XMLT_LAUNCH(SparseInputForwardKernel, grid, kSparseUnits, 0, ctx.stream)(
-        batch.feature_ptr, batch.feature_idx, batch.feature_val, model.Weight(0), model.Bias(0),
-        units, ws->activations[0].data());
+    if (model.in_bf16()) {
+      XMLT_LAUNCH(SparseInputForwardKernel<uint16_t>, grid, kSparseUnits, 0, ctx.stream)(
+          batch.feature_ptr, batch.feature_idx, batch.feature_val, model.WeightBf16(0), model.BiasBf16(0),
+          units, ws->activations[0].data());
+    } else {
+      XMLT_LAUNCH(SparseInputForwardKernel<float>, grid, kSparseUnits, 0, ctx.stream)(
+          batch.feature_ptr, batch.feature_idx, batch.feature_val, model.Weight(0), model.Bias(0),
+          units, ws->activations[0].data());
+    }
     XMLT_CUDA_CHECK_LAUNCH();
   }
   if (rule != nullptr) DropOut(ctx, *rule, 0, rows, units, ws->activations[0].data());
   const size_t last = model.shape.num_layers() - 1;
   for (size_t l = 1; l < last; ++l) {
     DenseForward(ctx, model, l, ws->activations[l - 1].data(), rows, ws->activations[l].data(),
-                 true);
+                 true, block, block_values);
     if (rule != nullptr) DropOut(ctx, *rule, l, rows, model.shape.hidden[l], ws->activations[l].data());
   }
-  DenseForward(ctx, model, last, ws->activations[last - 1].data(), rows, ws->logits.data(), false);
+  DenseForward(ctx, model, last, ws->activations[last - 1].data(), rows, ws->logits.data(), false, block,
+               block_values);
 }
 
 int BitsFor(uint64_t num_features) {
@@ -434,8 +551,8 @@ DeviceMlpWorkspace::DeviceMlpWorkspace(const ModelShape& shape, uint32_t rows, u
 }
 
 void Forward(const CudaContext& ctx, const DeviceModel& model, const DeviceBatch& batch,
-             DeviceMlpWorkspace* ws) {
-  ForwardUnder(ctx, model, batch, nullptr, ws);
+             DeviceMlpWorkspace* ws, float* block, uint64_t block_values) {
+  ForwardUnder(ctx, model, batch, nullptr, ws, block, block_values);
 }
 
 void TrainStep(const CudaContext& ctx, const DeviceModel& model, const DeviceBatch& batch,
@@ -445,9 +562,11 @@ void TrainStep(const CudaContext& ctx, const DeviceModel& model, const DeviceBat
     throw std::invalid_argument("the first layer's Adagrad keeps its squares in the velocity buffer");
   if (rule.velocity != nullptr && rule.velocity_bf16 != nullptr)
     throw std::invalid_argument("the state is in fp32 or in bf16, not both");
-  if (rule.velocity_bf16 != nullptr && rule.gradient_block_values < GradientBlockValues(model.shape))
+  if ((rule.velocity_bf16 != nullptr || model.in_bf16()) && rule.gradient_block_values < GradientBlockValues(model.shape))
     throw std::invalid_argument("the bf16 state's gradient block is smaller than GradientBlockValues");
-  ForwardUnder(ctx, model, batch, &rule, ws);
+  if (model.in_bf16() && rule.gradient != nullptr)
+    throw std::invalid_argument("a model kept in bf16 steps its weights: it stores no gradient");
+  ForwardUnder(ctx, model, batch, &rule, ws, rule.gradient_block, rule.gradient_block_values);
   const uint32_t rows = batch.num_rows;
   SoftmaxCrossEntropyBackward(ws->logits.data(), rows, model.shape.num_labels, batch.label_ptr,
                               batch.label_idx, batch.labeled_rows, ws->row_loss.data(),

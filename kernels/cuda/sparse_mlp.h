@@ -34,14 +34,19 @@ struct DeviceBatch {
   uint32_t labeled_rows = 0;  // rows with at least one label, counted on the host
 };
 
-// A model's parameters in device memory, laid out as Model<float>::params (kernels/model.h).
+// A model's parameters in device memory, laid out as Model<float>::params (kernels/model.h): in
+// fp32 (params), or kept in bf16 (params_bf16, params null; --weights bf16 under --math bf16).
 struct DeviceModel {
   ModelShape shape;
   std::vector<LayerView> layers;
   float* params = nullptr;
+  uint16_t* params_bf16 = nullptr;
 
+  bool in_bf16() const { return params_bf16 != nullptr; }
   float* Weight(size_t layer) const { return params + layers[layer].weight.offset; }
   float* Bias(size_t layer) const { return params + layers[layer].bias.offset; }
+  uint16_t* WeightBf16(size_t layer) const { return params_bf16 + layers[layer].weight.offset; }
+  uint16_t* BiasBf16(size_t layer) const { return params_bf16 + layers[layer].bias.offset; }
 };
 
 // Activations and scratch for batches of up to max_rows rows and max_entries feature non-zeros,
@@ -85,12 +90,18 @@ struct DeviceMlpWorkspace {
 // as the CPU's dense step does (bf16_state_math.cuh). A dense layer's weight gradient then goes
 // through gradient_block (gradient_block_values floats, at least one row of the widest layer's
 // inputs) a block of output rows at a time: no fp32 buffer of the layer's size.
+// A model kept in bf16 (DeviceModel::params_bf16, with the dense products in bf16) steps each
+// weight in fp32 from its widened value and stores it rounded stochastically with the noise of
+// (weights_rounding_key, its offset), as the CPU's bf16 weights do. Its dense layers pass through
+// the same block: each block of output rows is widened there for the products, then takes its
+// gradient and is stepped. No fp32 copy of a layer's weights exists, and no gradient is stored.
 struct DeviceStepRule {
   float lr = 0;
   float momentum = 0;
   float* velocity = nullptr;
   uint16_t* velocity_bf16 = nullptr;
   uint32_t rounding_key = 0;
+  uint32_t weights_rounding_key = 0;
   float* gradient_block = nullptr;
   uint64_t gradient_block_values = 0;
   float* gradient = nullptr;
@@ -104,9 +115,11 @@ struct DeviceStepRule {
 // weights, up to about 4 Mi values (16 MiB), or one row where a row is longer.
 uint64_t GradientBlockValues(const ModelShape& shape);
 
-// Fills workspace->activations and workspace->logits for the batch.
+// Fills workspace->activations and workspace->logits for the batch. A model kept in bf16 widens
+// each dense layer's weights into `block` (block_values floats, GradientBlockValues) a block of
+// output rows at a time.
 void Forward(const CudaContext& context, const DeviceModel& model, const DeviceBatch& batch,
-             DeviceMlpWorkspace* workspace);
+             DeviceMlpWorkspace* workspace, float* block = nullptr, uint64_t block_values = 0);
 
 // Forward (under the rule's dropout), loss (into workspace->loss_sum), backward, and the rule
 // applied to the model.
