@@ -113,10 +113,10 @@ void AddTrainFlags(CLI::App* cmd, TrainFlags* f) {
                   "stochastically; needs --math bf16). The sampled step keeps fp32")
       ->capture_default_str();
   cmd->add_option("--weights", f->weights,
-                  "How the CPU devices' dense step keeps the weights: auto (bf16 where --math is bf16 and every "
-                  "device is a CPU of the dense step, any --algo, on one machine or across ranks, else fp32); fp32; "
-                  "or bf16 (half the memory, rounded stochastically, no fp32 copy; needs --math bf16 and such a "
-                  "run). GPUs and the sampled step read fp32 weights")
+                  "How the dense step keeps the weights: auto (bf16 where --math is bf16 and the merges run on "
+                  "the host: CPU devices, any --algo, on one machine or across ranks, and GPUs merged on the host; "
+                  "else fp32); fp32; or bf16 (half the memory, rounded stochastically, no fp32 copy; needs --math "
+                  "bf16; on GPUs alone it moves the merges to the host). The sampled step reads fp32 weights")
       ->capture_default_str();
   AddPropensityFlag(cmd, &f->propensity);
   cmd->add_option("--seed", f->options.seed, "Seed for initialization and shuffling")->capture_default_str()->check(kUnsignedValue);

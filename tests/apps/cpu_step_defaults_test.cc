@@ -172,7 +172,7 @@ TEST(CpuStepDefaults, WeightsAutoAreBf16OnCpuDevicesWhereTheProductsAre) {
   };
   refused({"--weights", "fp16"}, "--weights must be auto, fp32 or bf16, not 'fp16'");
   refused({"--weights", "bf16", "--math", "fp32"}, "--weights bf16 needs the output layer's products in bf16");
-  const std::string bf16_devices = "--weights bf16 is for CPU devices of the dense step: GPUs and the sampled step";
+  const std::string bf16_devices = "--weights bf16 is for the dense step: the sampled step reads fp32 weights";
   refused({"--weights", "bf16", "--algo", "slide"}, bf16_devices);
   refused({"--weights", "bf16", "--algo", "adaptive", "--devices", "cpu:2", "--cpu-output", "sampled"}, bf16_devices);
 }

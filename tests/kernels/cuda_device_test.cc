@@ -313,6 +313,68 @@ TEST(CudaDevice, Bf16StateResumesExactly) {
   EXPECT_EQ(gpu->SaveOptimizerState(), resumed->SaveOptimizerState());
 }
 
+// Weights in bf16 (--weights bf16, with the state in bf16 too): the merges read and write the bf16
+// host mirror (HostParams is null); a replica given another's mirror, state and step count trains
+// on to the same bits; the fp32 forms a checkpoint reads and loads widen and round to nearest, so
+// they carry the weights exactly; and an evaluation leaves the replica as it was.
+TEST(CudaDevice, Bf16WeightsResumeExactlyThroughTheirMirror) {
+  XMLT_SKIP_WITHOUT_GPU();
+  StepSettings step_settings;
+  step_settings.seed = 5;
+  step_settings.input_adagrad_ratio = 0.5f;
+  step_settings.bf16_optimizer_state = true;
+  step_settings.bf16_weights = true;
+  const data::Dataset train = RandomDataset(kTrainRows, 501, 203, 6);
+  const Model<float> initial = kernels::InitModel<float>(kShape, 9);
+  const auto make = [&] {
+    return MakeDevice(CudaSpec(), initial, LimitsFor(train, kMaxRows), 0.9f, kernels::OutputMath::kBf16, {},
+                      step_settings);
+  };
+  std::unique_ptr<Device> gpu = make(), resumed = make(), loaded = make();
+  ASSERT_TRUE(gpu->KeepsBf16Weights());
+  EXPECT_EQ(gpu->HostParams(), nullptr);
+  const size_t n = initial.params.size();
+  for (size_t j = 0; j < n; ++j)
+    ASSERT_EQ(gpu->HostBf16Params()[j], kernels::cpu::NearestBf16(initial.params[j])) << "the start, rounded to nearest";
+  const auto train_steps = [&](Device& d, uint32_t first, uint32_t end) {
+    for (uint32_t step = first; step < end; ++step) {
+      const std::vector<uint64_t> rows = RowsFor(step);
+      d.TrainBatch(train, rows.data(), rows.size(), 0.1f);
+    }
+  };
+  train_steps(*gpu, 0, 10);
+  gpu->PrepareMerge();
+  std::vector<uint16_t> trained(gpu->HostBf16Params(), gpu->HostBf16Params() + n);
+  EXPECT_NE(trained, std::vector<uint16_t>(resumed->HostBf16Params(), resumed->HostBf16Params() + n));
+  std::copy(trained.begin(), trained.end(), resumed->HostBf16Params());
+  resumed->FinishMerge();
+  std::vector<float> widened;
+  gpu->StreamParams([&](const float* values, size_t count) { widened.insert(widened.end(), values, values + count); });
+  ASSERT_EQ(widened.size(), n);
+  loaded->LoadParams(widened.data(), n);
+  loaded->FinishMerge();
+  const std::vector<float> state = gpu->SaveOptimizerState();
+  ASSERT_EQ(gpu->SaveExtraState().size(), sizeof(uint64_t)) << "no step count for the rounding noise";
+  for (Device* d : {resumed.get(), loaded.get()}) {
+    d->RestoreOptimizerState(state);
+    d->RestoreExtraState(gpu->SaveExtraState());
+  }
+  // An evaluation on the replica puts it back: the run's training goes on from where it was.
+  const data::Dataset test = RandomDataset(40, 501, 203, 8);
+  std::vector<uint64_t> rows(test.num_rows());
+  for (size_t r = 0; r < rows.size(); ++r) rows[r] = r;
+  gpu->EvaluateRows(kernels::InitModel<float>(kShape, 12), test, rows.data(), rows.size());
+  gpu->PrepareMerge();
+  EXPECT_EQ(trained, std::vector<uint16_t>(gpu->HostBf16Params(), gpu->HostBf16Params() + n));
+  for (Device* d : {gpu.get(), resumed.get(), loaded.get()}) train_steps(*d, 10, 16);
+  for (Device* d : {gpu.get(), resumed.get(), loaded.get()}) d->PrepareMerge();
+  const std::vector<uint16_t> end(gpu->HostBf16Params(), gpu->HostBf16Params() + n);
+  EXPECT_NE(end, trained);
+  EXPECT_EQ(end, std::vector<uint16_t>(resumed->HostBf16Params(), resumed->HostBf16Params() + n));
+  EXPECT_EQ(end, std::vector<uint16_t>(loaded->HostBf16Params(), loaded->HostBf16Params() + n));
+  EXPECT_EQ(gpu->SaveOptimizerState(), resumed->SaveOptimizerState());
+}
+
 // The device's share of an evaluation scores the model it is given (the global model, not its
 // replica) on rows in any order, clipping ids beyond the model (a test file may name features and
 // labels the training file never had), and must add up to what the CPU evaluator finds. The GPU

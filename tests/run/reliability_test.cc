@@ -412,6 +412,20 @@ TEST(MemoryPlan, AModelTooLargeForTheMachineFailsWithTheNumbers) {
   EXPECT_GE(gpu_bf16, shape.NumParameters() * sizeof(uint16_t)) << "a CUDA replica's bf16 state";
   EXPECT_LE(gpu_bf16, shape.NumParameters() * sizeof(uint16_t) + (uint64_t(4) << 20) * sizeof(float))
       << "a CUDA replica's bf16 state";
+  // And bf16 weights (--weights bf16, merged on the host): two bytes a parameter and the block the
+  // dense layers are widened into (then counted with the weights, the state two bytes a value
+  // alone), and a host mirror of two bytes a parameter.
+  scheduler::SchedulerOptions on_host = scheduling;
+  on_host.merge_on = scheduler::SchedulerOptions::MergeOn::kHost;
+  const scheduler::MemoryPlan gpu_weights = scheduler::PlanMemory(shape, bf16_weights, on_host, limits, 490449, false);
+  const scheduler::MemoryPlan gpu_fp32 = scheduler::PlanMemory(shape, bf16, on_host, limits, 490449, false);
+  const uint64_t block = (uint64_t(4) << 20) * sizeof(float);
+  EXPECT_GE(gpu_weights.devices[0].params, shape.NumParameters() * sizeof(uint16_t)) << "a CUDA replica's bf16 weights";
+  EXPECT_LE(gpu_weights.devices[0].params, shape.NumParameters() * sizeof(uint16_t) + block);
+  EXPECT_EQ(gpu_weights.devices[0].momentum, shape.NumParameters() * sizeof(uint16_t));
+  EXPECT_EQ(gpu_fp32.devices[0].host_mirror - gpu_weights.devices[0].host_mirror,
+            shape.NumParameters() * sizeof(uint16_t))
+      << "the mirror of bf16 weights is half the fp32 mirror";
   EXPECT_THROW(scheduler::CheckMemoryFits(gpu, 0, {uint64_t(8) << 30}), std::runtime_error);
 }
 

@@ -5,8 +5,9 @@
 #   run resumed from it is the uninterrupted run, record for record (the virtual clock).
 # - A run of 1 epoch extended to 2 with --resume is the 2-epoch run, record for record; a run of
 #   0.5 epochs (its end cuts a mega-batch, kept open) extended to 2 trains the same rows, its last
-#   P@1 within 0.05 of the 2-epoch run's. With the optimizer state in bf16 (--math bf16), 1 epoch
-#   extended to 2 is the 2-epoch run too.
+#   P@1 within 0.05 of the 2-epoch run's. With the optimizer state in bf16 (--math bf16), and with
+#   the weights in bf16 too (--weights bf16, merged on the host), 1 epoch extended to 2 is the
+#   2-epoch run too.
 # - The only GPU lost in an evaluation: the run checkpoints and stops (exit 1, naming the GPU), as
 #   a loss in training does, and the run resumed from it trains to the end.
 # Usage: gpu_sim_resume_test.sh XMLTRAIN BIBTEX_DIR
@@ -50,6 +51,23 @@ grep -q "optimizer state in bf16" whole-bf16.err || { cat whole-bf16.err; fail "
 "$xmltrain" "${run[@]}" --math bf16 --epochs 1 --checkpoint-dir one-bf16 --metrics one-bf16.jsonl > /dev/null 2>&1
 "$xmltrain" "${run[@]}" --math bf16 --epochs 2 --resume one-bf16 --metrics one-bf16.jsonl > /dev/null 2>&1
 same_runs whole-bf16.jsonl one-bf16.jsonl "bf16 state: 1 epoch extended to 2 / 2 epochs"
+# --weights auto keeps fp32 weights where the merges run on the GPUs (which read them in place).
+! grep -q "weights in bf16" whole-bf16.err || { cat whole-bf16.err; fail "--weights auto took bf16 on GPU merges"; }
+
+# The weights in bf16 too (--weights bf16, which moves the merges to the host, through bf16
+# mirrors): said on the step line and in the summary, and 1 epoch extended to 2 is the 2-epoch run.
+"$xmltrain" "${run[@]}" --math bf16 --weights bf16 --epochs 2 --metrics whole-w16.jsonl > whole-w16.out 2> whole-w16.err
+grep -q "weights in bf16" whole-w16.err || { cat whole-w16.err; fail "--weights bf16 left the GPUs' weights in fp32"; }
+tail -1 whole-w16.out | grep -q '"merge_on":"host"' || { tail -1 whole-w16.out; fail "--weights bf16 merged on the GPUs"; }
+"$xmltrain" "${run[@]}" --math bf16 --weights bf16 --epochs 1 --checkpoint-dir one-w16 --metrics one-w16.jsonl > /dev/null 2>&1
+"$xmltrain" "${run[@]}" --math bf16 --weights bf16 --epochs 2 --resume one-w16 --metrics one-w16.jsonl > /dev/null 2>&1
+same_runs whole-w16.jsonl one-w16.jsonl "bf16 weights: 1 epoch extended to 2 / 2 epochs"
+set +e
+"$xmltrain" "${run[@]}" --math bf16 --weights bf16 --merge-on gpus --epochs 1 > /dev/null 2> refused-w16.err
+status=$?
+set -e
+[[ $status -eq 2 ]] && grep -q "merges the replicas on the host" refused-w16.err ||
+  { cat refused-w16.err; fail "--weights bf16 --merge-on gpus gave exit $status"; }
 
 "$xmltrain" "${run[@]}" --epochs 0.5 --checkpoint-dir half --metrics half.jsonl > /dev/null
 "$xmltrain" "${run[@]}" --epochs 2 --resume half --metrics half.jsonl > /dev/null
