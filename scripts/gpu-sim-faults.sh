@@ -66,6 +66,9 @@ faults=(
   "merge/gpu/adasum_kernels.cu|    sums[k][threadIdx.x] = local;|    if (threadIdx.x < blocks) sums[k][threadIdx.x] = local;|initcheck|^CudaDeviceAdasum\\.[A-Za-z]*$|a read of uninitialized shared memory: SumDotsKernel's threads past the block count leave their sums unwritten, and the tree reads them"
   "kernels/cuda/softmax_loss.cu|  const uint32_t r = blockIdx.x;|  const uint32_t r = blockIdx.x;\n  if (threadIdx.x == kThreads - 1) return;|synccheck|^CudaSoftmaxLoss\\.|a thread that leaves the softmax kernel early: its block's barriers wait for a thread that has exited"
   "kernels/cuda/bf16_state_math.cuh|  *v = cpu::StochasticBf16(next, cpu::RoundingNoise(key, index));|  *v = cpu::StochasticBf16(next, cpu::RoundingNoise(key, index) / 2);|-|^CudaBf16State\\.|the bf16 momentum rounded with half its noise: a bias toward the lower neighbour"
+  "kernels/cuda/sparse_mlp.cu|      param_bf16[i] = cpu::StochasticBf16(w, cpu::RoundingNoise(weights_rounding_key, offset + i));|      param_bf16[i] = cpu::NearestBf16(w);|-|^CudaBf16Weights\\.|bf16 weights rounded to nearest: each step below half a bf16 step is lost"
+  "kernels/cuda/sparse_mlp.cu|           first == 0 ? 0.0f : 1.0f, delta_in, n_in);|           0.0f, delta_in, n_in);|-|^CudaMlpTable1Labels\\.Amazon670kBf16Weights|bf16 weights' hidden delta from the last block of output rows alone, not their sum"
+  "kernels/cuda/sparse_mlp.cu|    part.offset = offset + at;|    part.offset = offset;|-|^CudaMlpTable1Labels\\.Amazon670kBf16Weights|every block of a bf16 layer rounded with the first block's noise"
 )
 
 {
