@@ -39,7 +39,7 @@ class Device {
   // The replica's parameters in host memory, where the CPU collectives read and write them.
   // Devices with their own memory mirror them: PrepareMerge copies the replica into the mirror,
   // FinishMerge copies the mirror (the merged state) back; on the CPU both are no-ops.
-  // Null for a replica that keeps its weights in bf16 (KeepsBf16Weights: a CPU replica): its
+  // Null for a replica that keeps its weights in bf16 (KeepsBf16Weights; a GPU's mirror is then bf16): its
   // weights are HostBf16Params instead, which the host merges of several devices read and write in
   // place; StreamParams and LoadParams reach them too.
   virtual float* HostParams() = 0;

@@ -563,7 +563,7 @@ void TrainStep(const CudaContext& ctx, const DeviceModel& model, const DeviceBat
   if (rule.velocity != nullptr && rule.velocity_bf16 != nullptr)
     throw std::invalid_argument("the state is in fp32 or in bf16, not both");
   if ((rule.velocity_bf16 != nullptr || model.in_bf16()) && rule.gradient_block_values < GradientBlockValues(model.shape))
-    throw std::invalid_argument("the bf16 state's gradient block is smaller than GradientBlockValues");
+    throw std::invalid_argument("the block of a bf16 state or bf16 weights is smaller than GradientBlockValues");
   if (model.in_bf16() && rule.gradient != nullptr)
     throw std::invalid_argument("a model kept in bf16 steps its weights: it stores no gradient");
   ForwardUnder(ctx, model, batch, &rule, ws, rule.gradient_block, rule.gradient_block_values);
