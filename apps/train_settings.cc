@@ -163,30 +163,33 @@ bool PlanBf16Weights(const TrainFlags& f, TrainPlan* plan, bool sampled_output) 
   const std::string& text = f.weights;
   if (text != "auto" && text != "fp32" && text != "bf16")
     throw std::invalid_argument("--weights must be auto, fp32 or bf16, not '" + text + "'");
+  if (text == "fp32") return false;
   using MergeOn = scheduler::SchedulerOptions::MergeOn;
   scheduler::SchedulerOptions& scheduling = plan->scheduling;
   const bool bf16_products = plan->options.math == kernels::OutputMath::kBf16;
-  if (text == "bf16") {
+  const bool told_gpu_merges =
+      scheduling.merge_on == MergeOn::kGpus || scheduling.collective == merge::CollectiveKind::kNccl;
+  if (text == "auto") {
+    std::optional<std::string> saved;
+    if (!plan->control.resume_dir.empty()) saved = CheckpointedWeights(plan->control.resume_dir);
+    if (!saved) return !sampled_output && bf16_products && scheduler::MergesBf16Weights(scheduling);
+    // A resume keeps the checkpoint's weights where it can, so that it stays exact: GPUs alone
+    // merge on the host again, as the checkpointed run did, unless told to merge on the GPUs.
+    if (*saved != "bf16" || sampled_output || !bf16_products) return false;
+    if (scheduler::MergesOnGpus(scheduling) && told_gpu_merges) return false;
+  } else {
     if (sampled_output)
       throw std::invalid_argument("--weights bf16 is for the dense step: the sampled step reads fp32 weights");
     if (!bf16_products)
       throw std::invalid_argument("--weights bf16 needs the output layer's products in bf16 (--math bf16); this run "
                                   "computes them in " + std::string(kernels::OutputMathName(plan->options.math)));
-    if (scheduler::MergesOnGpus(scheduling)) {
-      if (scheduling.merge_on == MergeOn::kGpus || scheduling.collective == merge::CollectiveKind::kNccl)
-        throw std::invalid_argument(std::string("--weights bf16 merges the replicas on the host, through bf16 mirrors: ") +
-                                    (scheduling.merge_on == MergeOn::kGpus ? "not with --merge-on gpus"
-                                                                           : "not with --collective nccl"));
-      scheduling.merge_on = MergeOn::kHost;  // the GPU merges read fp32 replicas in place
-    }
-    return true;
+    if (scheduler::MergesOnGpus(scheduling) && told_gpu_merges)
+      throw std::invalid_argument(std::string("--weights bf16 merges the replicas on the host, through bf16 mirrors: ") +
+                                  (scheduling.merge_on == MergeOn::kGpus ? "not with --merge-on gpus"
+                                                                         : "not with --collective nccl"));
   }
-  if (text == "fp32") return false;
-  const bool merges_bf16 = !sampled_output && scheduler::MergesBf16Weights(scheduling);
-  if (!plan->control.resume_dir.empty())
-    if (const std::optional<std::string> saved = CheckpointedWeights(plan->control.resume_dir))
-      return *saved == "bf16" && merges_bf16 && bf16_products;
-  return merges_bf16 && bf16_products;
+  if (scheduler::MergesOnGpus(scheduling)) scheduling.merge_on = MergeOn::kHost;  // GPU merges read fp32 in place
+  return true;
 }
 
 uint32_t DefaultHidden(uint64_t features, uint64_t labels) {

@@ -70,8 +70,9 @@ bool PlanBf16OptimizerState(const TrainFlags& f, const TrainPlan& plan, bool sam
 // --weights, once the math and the algorithm are planned: whether the devices' dense step keeps
 // their weights in bf16 with no fp32 copy (scheduler::MergesBf16Weights). auto is bf16 where the
 // output products are and the merges run on the host (docs/experiments/bf16-state.md), and on a
-// resume the checkpoint's choice, so that the resume stays exact. bf16 given on GPUs alone moves
-// their merges to the host (--merge-on auto; refused with --merge-on gpus or --collective nccl).
+// resume the checkpoint's choice where it can be kept, so that the resume stays exact. bf16 (given,
+// or kept from the checkpoint) on GPUs alone moves their merges to the host; given, it is refused
+// with --merge-on gpus or --collective nccl.
 bool PlanBf16Weights(const TrainFlags& f, TrainPlan* plan, bool sampled_output);
 
 // --algo slide's hash family, K and L where not given, in the plan's engine: SLIDE's published

@@ -60,8 +60,9 @@ same_runs whole-bf16.jsonl one-bf16.jsonl "bf16 state: 1 epoch extended to 2 / 2
 grep -q "weights in bf16" whole-w16.err || { cat whole-w16.err; fail "--weights bf16 left the GPUs' weights in fp32"; }
 tail -1 whole-w16.out | grep -q '"merge_on":"host"' || { tail -1 whole-w16.out; fail "--weights bf16 merged on the GPUs"; }
 "$xmltrain" "${run[@]}" --math bf16 --weights bf16 --epochs 1 --checkpoint-dir one-w16 --metrics one-w16.jsonl > /dev/null 2>&1
-"$xmltrain" "${run[@]}" --math bf16 --weights bf16 --epochs 2 --resume one-w16 --metrics one-w16.jsonl > /dev/null 2>&1
-same_runs whole-w16.jsonl one-w16.jsonl "bf16 weights: 1 epoch extended to 2 / 2 epochs"
+# Resumed with --weights auto, which keeps the checkpoint's bf16 weights and merges on the host again.
+"$xmltrain" "${run[@]}" --math bf16 --epochs 2 --resume one-w16 --metrics one-w16.jsonl > /dev/null 2>&1
+same_runs whole-w16.jsonl one-w16.jsonl "bf16 weights: 1 epoch extended to 2 (--weights auto) / 2 epochs"
 set +e
 "$xmltrain" "${run[@]}" --math bf16 --weights bf16 --merge-on gpus --epochs 1 > /dev/null 2> refused-w16.err
 status=$?
