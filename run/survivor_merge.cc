@@ -122,6 +122,9 @@ merge::MergeOutcome SurvivorMerge::CopyStreamed(engine::Device& device, merge::G
   // The copy merge's w_p <- w where it is kept, then w <- the replica, read a piece at a time.
   std::vector<float>& w = global->MutableCurrent();
   if (global->previous_size() != 0) global->MutablePrevious().swap(w);
+  // A GPU's bf16 mirror takes its replica first (a CPU's replica is its own): a checkpoint or
+  // rollback after this merge reads the mirror too. The merge writes nothing back.
+  device.PrepareMerge();
   size_t at = 0;
   device.StreamParams([&](const float* params, size_t count) {
     if (count > w.size() - at) throw std::logic_error("device " + device.spec().id + " streamed too many parameters");

@@ -9,6 +9,7 @@
 # - --math tf32 and --math bf16 on cuda:0 against fp32 on cpu:1 (P@1 within 0.03, training loss
 #   within 2% relative), the two different from each other (each reaches cuBLAS); tf32 refused
 #   when a CPU is among the devices;
+# - --weights bf16 for single, adasum and crossbow against fp32 weights (merged on the host);
 # - --lr auto on cuda:0 searches there.
 # Two epochs each (P@1 is still that of the most frequent label after one; after two it is not).
 # Usage: gpu_sim_algos_test.sh XMLTRAIN BIBTEX_DIR
@@ -40,6 +41,19 @@ tf32, bf16 = ([json.loads(l) for l in open(f)] for f in sys.argv[1:3])
 assert [r["train_loss"] for r in tf32] != [r["train_loss"] for r in bf16]
 print(f"tf32 and bf16 differ: last training loss {tf32[-1]['train_loss']:.6f} / {bf16[-1]['train_loss']:.6f}")
 PY
+
+# The weights in bf16 (--weights bf16, merged on the host through bf16 mirrors) for the merges
+# whose bf16 paths differ most (the one replica copied as a stream, Adasum's passes, the elastic
+# force's stochastic rounding), against the same runs with fp32 weights merged on the host.
+for run in "single cuda:0" "adasum cuda:0,cuda:1" "crossbow cuda:0,cuda:1"; do
+  read -r algo devices <<< "$run"
+  "$xmltrain" train "${any_math[@]}" --algo "$algo" --devices "$devices" --math bf16 --merge-on host --weights fp32 \
+    --metrics "${algo}_w32.jsonl" > /dev/null 2>&1
+  "$xmltrain" train "${any_math[@]}" --algo "$algo" --devices "$devices" --math bf16 --weights bf16 \
+    --metrics "${algo}_w16.jsonl" > /dev/null 2> "${algo}_w16.err"
+  grep -q "weights in bf16" "${algo}_w16.err" || { cat "${algo}_w16.err"; fail "$algo: --weights bf16 not taken"; }
+  close_runs "${algo}_w32.jsonl" "${algo}_w16.jsonl" "$algo $devices fp32 weights / bf16 weights" 0.03 0.02
+done
 
 # --lr auto searches on the GPU when every device is one.
 "$xmltrain" train --train "$data/train.txt" --test "$data/test.txt" --epochs 1 --seed 1 --hidden 128 --devices cuda:0 --lr auto \

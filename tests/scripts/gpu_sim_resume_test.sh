@@ -63,6 +63,23 @@ tail -1 whole-w16.out | grep -q '"merge_on":"host"' || { tail -1 whole-w16.out; 
 # Resumed with --weights auto, which keeps the checkpoint's bf16 weights and merges on the host again.
 "$xmltrain" "${run[@]}" --math bf16 --epochs 2 --resume one-w16 --metrics one-w16.jsonl > /dev/null 2>&1
 same_runs whole-w16.jsonl one-w16.jsonl "bf16 weights: 1 epoch extended to 2 (--weights auto) / 2 epochs"
+# One GPU's bf16 replica, copied into w as a stream (--algo single): its mirror, which the
+# checkpoint reads, is the replica's.
+single=(train --train "$data/train.txt" --test "$data/test.txt" --seed 1 --hidden 128 --lr-schedule constant
+        --algo single --devices cuda:0 --math bf16 --weights bf16 --ranker off)
+"$xmltrain" "${single[@]}" --epochs 2 --metrics single-whole.jsonl > /dev/null 2>&1
+"$xmltrain" "${single[@]}" --epochs 1 --checkpoint-dir single-one --metrics single-one.jsonl > /dev/null 2>&1
+"$xmltrain" "${single[@]}" --epochs 2 --resume single-one --metrics single-one.jsonl > /dev/null 2>&1
+# One device runs on the wall clock: its times differ, every figure of the model must not.
+python3 - single-whole.jsonl single-one.jsonl <<'PY' || fail "one GPU's bf16 weights: 1 epoch extended to 2 is not the 2-epoch run"
+import json, sys
+whole, extended = ([json.loads(l) for l in open(f)] for f in sys.argv[1:3])
+keys = ("epoch", "train_samples", "train_loss", "loss", "p1", "p3", "p5", "psp1", "psp5")
+assert len(whole) == len(extended) == 2, (len(whole), len(extended))
+for a, b in zip(whole, extended):
+    assert [a.get(k) for k in keys] == [b.get(k) for k in keys], [(k, a.get(k), b.get(k)) for k in keys]
+print(f"one GPU's bf16 weights: 1 epoch extended to 2 is the 2-epoch run; last P@1 {whole[-1]['p1']:.4f}")
+PY
 set +e
 "$xmltrain" "${run[@]}" --math bf16 --weights bf16 --merge-on gpus --epochs 1 > /dev/null 2> refused-w16.err
 status=$?
