@@ -52,7 +52,11 @@ const data::Dataset& Generated(const std::string& preset) {
   return it->second;
 }
 
-// Args: batch, logical devices on GPU 0. Reports samples/s per logical device and in total.
+// Args: batch, logical devices on GPU 0, and the step's storage: 0 fp32 products and plain SGD
+// (the first figures); 1 bf16 products with heavy ball, fp32 weights and state; 2 the same with
+// the weights and state in bf16 (--weights bf16 --optimizer-state bf16), whose time over 1's is
+// what the bf16 storage costs (the widened blocks, the rounding). Reports samples/s per logical
+// device and in total.
 void CudaTrain(benchmark::State& state, const std::string& preset) {
   if (!HaveGpu()) {
     state.SkipWithError("no CUDA device");
@@ -61,6 +65,12 @@ void CudaTrain(benchmark::State& state, const std::string& preset) {
   const data::Dataset& train = Generated(preset);
   const uint32_t batch = uint32_t(state.range(0));
   const int devices = int(state.range(1));
+  const int storage = int(state.range(2));
+  using kernels::cuda::StateFormat;
+  const StateFormat format = storage == 2 ? StateFormat::kBf16 : StateFormat::kFp32;
+  const kernels::cuda::Math math = storage == 0 ? kernels::cuda::Math::kFp32 : kernels::cuda::Math::kBf16;
+  const float momentum = storage == 0 ? 0.0f : 0.9f;
+  state.SetLabel(storage == 0 ? "fp32, SGD" : storage == 1 ? "bf16 products, fp32 storage" : "bf16 storage");
   const kernels::ModelShape shape{train.num_features(), {128}, train.num_labels()};
   const kernels::Model<float> initial = kernels::InitModel<float>(shape, 1);
   const engine::DeviceLimits limits = engine::LimitsFor(train, batch);
@@ -68,7 +78,8 @@ void CudaTrain(benchmark::State& state, const std::string& preset) {
   std::vector<data::SparseBatch> batches(devices);
   for (int d = 0; d < devices; ++d) {
     mlps.push_back(std::make_unique<kernels::cuda::CudaMlp>(0, shape, batch, limits.max_feature_nnz,
-                                                            limits.max_label_nnz, kernels::cuda::Math::kFp32));
+                                                            limits.max_label_nnz, math, kernels::cuda::kMaxWarpTopK,
+                                                            format, format));
     mlps.back()->UploadParams(initial.params.data(), initial.params.size());
   }
   std::vector<uint64_t> order(train.num_rows());
@@ -85,7 +96,10 @@ void CudaTrain(benchmark::State& state, const std::string& preset) {
       threads.emplace_back([&, d, rows] {
         for (int s = 0; s < kStepsPerIteration; ++s) {
           data::GatherBatch(train, rows + size_t(s) * batch, batch, &batches[d]);
-          mlps[d]->TrainBatch(batches[d], 0.1f, 0.0f);
+          kernels::cuda::CudaStepSettings settings;
+          settings.rounding_key = uint32_t(s + 1);
+          settings.weights_rounding_key = uint32_t(s + 7);
+          mlps[d]->TrainBatch(batches[d], 0.1f, momentum, settings);
         }
       });
     }
@@ -322,8 +336,10 @@ BENCHMARK(CudaCopyBandwidth)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(CudaMerge)->Args({4, 0})->Args({8, 0})->Args({8, 1})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(CudaMergeAdasum)->Arg(4)->Arg(8)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(CudaTrain, amazon670k, std::string("amazon670k"))
-    ->Args({256, 1})->Args({256, 4})->Args({1024, 1})->UseRealTime()->Unit(benchmark::kMillisecond);
+    ->Args({256, 1, 0})->Args({256, 4, 0})->Args({1024, 1, 0})->Args({256, 1, 1})->Args({256, 1, 2})
+    ->UseRealTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(CudaTrain, delicious200k, std::string("delicious200k"))
-    ->Args({256, 1})->Args({256, 4})->UseRealTime()->Unit(benchmark::kMillisecond);
+    ->Args({256, 1, 0})->Args({256, 4, 0})->Args({256, 1, 1})->Args({256, 1, 2})
+    ->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
