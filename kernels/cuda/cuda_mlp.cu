@@ -54,7 +54,7 @@ size_t CublasWorkspaceBytes(int gpu) {
   throw std::invalid_argument("CudaMlp: " + what);
 }
 
-// Weights kept in bf16 cross to and from fp32 on the host a piece at a time: no fp32-sized
+// Weights or state kept in bf16 cross to and from fp32 on the host a piece at a time: no fp32-sized
 // host buffer for them.
 constexpr size_t kConvertPiece = size_t(1) << 20;
 
@@ -91,8 +91,8 @@ struct CudaMlp::Impl {
         loss_host(1) {
     model.shape = shape;
     model.layers = LayoutOf(shape);
-    model.params = params.size() > 0 ? params.data() : nullptr;
-    model.params_bf16 = params_bf16.size() > 0 ? params_bf16.data() : nullptr;
+    model.params = params.data();  // null where the weights are the other storage
+    model.params_bf16 = params_bf16.data();
     XMLT_CUBLAS_CHECK(cublasSetStream(blas.get(), stream.get()));
     // After the stream: setting a stream puts the handle back on cuBLAS's own workspace pool.
     XMLT_CUBLAS_CHECK(cublasSetWorkspace(blas.get(), blas_workspace.data(), blas_workspace.size()));
@@ -165,6 +165,30 @@ struct CudaMlp::Impl {
   void Wait() {
     done.Record(stream.get());
     done.Synchronize();
+  }
+
+  // fp32 values on the host to and from bf16 ones on the device (weights or state kept in bf16), a
+  // piece at a time through host memory: rounded to nearest on the way in (exact for values bf16
+  // holds), widened on the way out.
+  void UploadRounded(uint16_t* device, const float* host, size_t n) {
+    std::vector<uint16_t> bits(std::min(n, kConvertPiece));
+    for (size_t at = 0; at < n; at += bits.size()) {
+      const size_t count = std::min(bits.size(), n - at);
+      for (size_t i = 0; i < count; ++i) bits[i] = cpu::NearestBf16(host[at + i]);
+      XMLT_CUDA_CHECK(cudaMemcpyAsync(device + at, bits.data(), count * sizeof(uint16_t), cudaMemcpyHostToDevice,
+                                      stream.get()));
+      Wait();  // before the piece is rewritten
+    }
+  }
+  void DownloadWidened(float* host, const uint16_t* device, size_t n) {
+    std::vector<uint16_t> bits(std::min(n, kConvertPiece));
+    for (size_t at = 0; at < n; at += bits.size()) {
+      const size_t count = std::min(bits.size(), n - at);
+      XMLT_CUDA_CHECK(cudaMemcpyAsync(bits.data(), device + at, count * sizeof(uint16_t), cudaMemcpyDeviceToHost,
+                                      stream.get()));
+      Wait();
+      for (size_t i = 0; i < count; ++i) host[at + i] = cpu::WidenBf16(bits[i]);
+    }
   }
 
   int gpu;
@@ -334,7 +358,7 @@ bool CudaMlp::ContextLost() const {
   return IsStickyCudaError(status);
 }
 
-float* CudaMlp::device_params() { return impl_->params.size() > 0 ? impl_->params.data() : nullptr; }
+float* CudaMlp::device_params() { return impl_->params.data(); }
 int CudaMlp::gpu() const { return impl_->gpu; }
 
 void CudaMlp::UploadParams(const float* host, size_t n) {
@@ -342,18 +366,7 @@ void CudaMlp::UploadParams(const float* host, size_t n) {
     Reject("UploadParams: " + std::to_string(n) + " values for " + std::to_string(impl_->NumParams()) +
            " parameters");
   DeviceGuard guard(impl_->gpu);
-  if (weights_in_bf16()) {
-    // Rounded to nearest on the host, a piece at a time: exact for values the weights held.
-    std::vector<uint16_t> bits(std::min(n, kConvertPiece));
-    for (size_t at = 0; at < n; at += bits.size()) {
-      const size_t count = std::min(bits.size(), n - at);
-      for (size_t i = 0; i < count; ++i) bits[i] = cpu::NearestBf16(host[at + i]);
-      XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->params_bf16.data() + at, bits.data(), count * sizeof(uint16_t),
-                                      cudaMemcpyHostToDevice, impl_->stream.get()));
-      impl_->Wait();  // before the piece is rewritten
-    }
-    return;
-  }
+  if (weights_in_bf16()) return impl_->UploadRounded(impl_->params_bf16.data(), host, n);
   XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->params.data(), host, n * sizeof(float),
                                   cudaMemcpyHostToDevice, impl_->stream.get()));
   impl_->Wait();
@@ -364,17 +377,7 @@ void CudaMlp::DownloadParams(float* host, size_t n) const {
     Reject("DownloadParams: " + std::to_string(n) + " values for " + std::to_string(impl_->NumParams()) +
            " parameters");
   DeviceGuard guard(impl_->gpu);
-  if (impl_->weights == StateFormat::kBf16) {
-    std::vector<uint16_t> bits(std::min(n, kConvertPiece));
-    for (size_t at = 0; at < n; at += bits.size()) {
-      const size_t count = std::min(bits.size(), n - at);
-      XMLT_CUDA_CHECK(cudaMemcpyAsync(bits.data(), impl_->params_bf16.data() + at, count * sizeof(uint16_t),
-                                      cudaMemcpyDeviceToHost, impl_->stream.get()));
-      impl_->Wait();
-      for (size_t i = 0; i < count; ++i) host[at + i] = cpu::WidenBf16(bits[i]);
-    }
-    return;
-  }
+  if (weights_in_bf16()) return impl_->DownloadWidened(host, impl_->params_bf16.data(), n);
   XMLT_CUDA_CHECK(cudaMemcpyAsync(host, impl_->params.data(), n * sizeof(float),
                                   cudaMemcpyDeviceToHost, impl_->stream.get()));
   impl_->Wait();
@@ -400,15 +403,7 @@ void CudaMlp::UploadMomentumRange(size_t offset, const float* host, size_t n) {
     Reject("UploadMomentumRange: " + std::to_string(n) + " values from " + std::to_string(offset) +
            " beyond the " + std::to_string(size) + " parameters");
   DeviceGuard guard(impl_->gpu);
-  if (impl_->state == StateFormat::kBf16) {
-    // Rounded to nearest on the host: exact for the values a bf16 state downloaded.
-    std::vector<uint16_t> bits(n);
-    for (size_t i = 0; i < n; ++i) bits[i] = cpu::NearestBf16(host[i]);
-    XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->velocity_bf16.data() + offset, bits.data(), n * sizeof(uint16_t),
-                                    cudaMemcpyHostToDevice, impl_->stream.get()));
-    impl_->Wait();
-    return;
-  }
+  if (impl_->state == StateFormat::kBf16) return impl_->UploadRounded(impl_->velocity_bf16.data() + offset, host, n);
   XMLT_CUDA_CHECK(cudaMemcpyAsync(impl_->velocity.data() + offset, host, n * sizeof(float),
                                   cudaMemcpyHostToDevice, impl_->stream.get()));
   impl_->Wait();
@@ -420,14 +415,7 @@ void CudaMlp::DownloadMomentumRange(size_t offset, float* host, size_t n) const 
     Reject("DownloadMomentumRange: " + std::to_string(n) + " values from " + std::to_string(offset) +
            " beyond the " + std::to_string(size) + " parameters");
   DeviceGuard guard(impl_->gpu);
-  if (impl_->state == StateFormat::kBf16) {
-    std::vector<uint16_t> bits(n);
-    XMLT_CUDA_CHECK(cudaMemcpyAsync(bits.data(), impl_->velocity_bf16.data() + offset, n * sizeof(uint16_t),
-                                    cudaMemcpyDeviceToHost, impl_->stream.get()));
-    impl_->Wait();
-    for (size_t i = 0; i < n; ++i) host[i] = cpu::WidenBf16(bits[i]);
-    return;
-  }
+  if (impl_->state == StateFormat::kBf16) return impl_->DownloadWidened(host, impl_->velocity_bf16.data() + offset, n);
   XMLT_CUDA_CHECK(cudaMemcpyAsync(host, impl_->velocity.data() + offset, n * sizeof(float),
                                   cudaMemcpyDeviceToHost, impl_->stream.get()));
   impl_->Wait();
@@ -463,7 +451,7 @@ cpu::LossResult CudaMlp::TrainBatch(const data::SparseBatch& batch, float lr, fl
     rule.velocity = m.velocity.data();
   }
   rule.weights_rounding_key = step_settings.weights_rounding_key;
-  rule.gradient_block = m.gradient_block.size() > 0 ? m.gradient_block.data() : nullptr;
+  rule.gradient_block = m.gradient_block.data();
   rule.gradient_block_values = m.gradient_block.size();
   rule.dropout = step_settings.dropout;
   rule.dropout_key = step_settings.dropout_key;
@@ -484,8 +472,7 @@ void CudaMlp::Predict(const data::SparseBatch& batch, uint32_t k, uint32_t* top_
   DeviceGuard guard(m.gpu);
   const DeviceBatch device_batch = m.Stage(batch);
   const CudaContext context = m.Context();
-  Forward(context, m.model, device_batch, &m.workspace, m.gradient_block.size() > 0 ? m.gradient_block.data() : nullptr,
-          m.gradient_block.size());
+  Forward(context, m.model, device_batch, &m.workspace, m.gradient_block.data(), m.gradient_block.size());
   const uint32_t rows = device_batch.num_rows;
   SoftmaxCrossEntropy(m.workspace.logits.data(), rows, m.shape.num_labels, device_batch.label_ptr,
                       device_batch.label_idx, m.workspace.row_loss.data(),
